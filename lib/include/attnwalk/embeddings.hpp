@@ -1,0 +1,41 @@
+// Input: tokens and their embeddings, from JSON.
+//
+//   {"tokens": ["Your", ...], "embeddings": [[0.43, 0.15, 0.89], ...]}
+//
+// `embeddings` is T×d, or B×T×d for a batch; `tokens` is optional.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "attnwalk/trace.hpp"
+
+namespace attnwalk {
+
+struct Embeddings {
+    std::string source;               // file name, "-" for stdin, "<built-in>" for the example
+    std::vector<std::string> tokens;  // T labels (given or generated)
+    bool batched = false;             // the input was B×T×d
+    Tensor x;                         // always B×T×d (B = 1 when not batched)
+
+    std::size_t batch() const { return x.shape[0]; }
+    std::size_t tokens_count() const { return x.shape[1]; }
+    std::size_t dim() const { return x.shape[2]; }
+};
+
+// Parses JSON text; `source` names it in error messages. Throws InputError.
+Embeddings parse_embeddings(const std::string& text, const std::string& source);
+// Reads a file ("-" = stdin) and parses it. Throws InputError.
+Embeddings load_embeddings(const std::string& path);
+// "Your journey starts with one step": 6 tokens, 3-d, the textbook's example.
+Embeddings builtin_embeddings();
+// The same example as JSON text (what data/your_journey.json holds).
+const std::string& builtin_embeddings_json();
+
+// Stacks the input n times along the batch axis (the textbook's torch.stack((x, x))).
+Embeddings stack_batch(const Embeddings& input, std::size_t n);
+
+// Reads a whole file ("-" = stdin). Throws InputError naming the file.
+std::string read_text_file(const std::string& path);
+
+}  // namespace attnwalk

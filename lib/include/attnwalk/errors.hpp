@@ -1,0 +1,35 @@
+// Typed errors. The library throws; only main() turns them into a message and an exit code.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace attnwalk {
+
+// Bad input data: names the file, the place in it (a JSON path such as
+// `$.embeddings[2][1]`) and what was expected. Exit code 1.
+class InputError : public std::runtime_error {
+public:
+    InputError(std::string file, std::string path, const std::string& what);
+    const std::string& file() const { return file_; }
+    const std::string& path() const { return path_; }
+
+private:
+    std::string file_;
+    std::string path_;
+};
+
+// Options that do not fit together or do not fit the input (e.g. --query out of
+// range, d_out not divisible by the number of heads). Exit code 2.
+class UsageError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Something that should not happen went wrong at run time (e.g. a write failed). Exit code 1.
+class RuntimeError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+}  // namespace attnwalk

@@ -1,0 +1,42 @@
+// The causal mask: token i may attend to tokens 0..i only.
+//
+// Two equivalent ways to apply it (the `causal` walk shows both):
+//   after the softmax:  w = softmax(s) ⊙ M, then divide each row by its sum
+//   before the softmax: s_ij = −∞ where j > i, then softmax (masked weights are exactly 0)
+#pragma once
+
+#include <cstddef>
+#include <limits>
+
+#include "attnwalk/rows.hpp"
+
+namespace attnwalk {
+
+// M (T,T): 1 on and below the diagonal, 0 above (torch.tril(torch.ones(T, T))).
+Mat causal_mask(std::size_t T);
+
+// Applies f(value, i, j) to every element of the trailing T×T matrices.
+template <std::size_t N, class Fn>
+xt::xtensor<float, N> map_square(xt::xtensor<float, N> t, Fn&& f) {
+    const std::size_t T = t.shape(N - 1);
+    float* data = t.data();
+    for (std::size_t start = 0; start < t.size(); start += T * T)
+        for (std::size_t i = 0; i < T; ++i)
+            for (std::size_t j = 0; j < T; ++j) data[start + i * T + j] = f(data[start + i * T + j], i, j);
+    return t;
+}
+
+// w ⊙ M: zero the weights of future tokens.
+template <std::size_t N>
+xt::xtensor<float, N> mask_future_zero(xt::xtensor<float, N> w) {
+    return map_square(std::move(w), [](float v, std::size_t i, std::size_t j) { return j > i ? 0.0f : v; });
+}
+
+// s.masked_fill(j > i, −∞)
+template <std::size_t N>
+xt::xtensor<float, N> mask_future_neg_inf(xt::xtensor<float, N> s) {
+    const float neg_inf = -std::numeric_limits<float>::infinity();
+    return map_square(std::move(s), [neg_inf](float v, std::size_t i, std::size_t j) { return j > i ? neg_inf : v; });
+}
+
+}  // namespace attnwalk

@@ -1,0 +1,64 @@
+// Recording steps into a trace. Internally every tensor carries a leading batch axis
+// (B = 1 for a single sequence); the recorder drops it when the input was not a batch,
+// so that the trace shows the shapes the user gave.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "attnwalk/rows.hpp"
+#include "attnwalk/tensor.hpp"
+#include "attnwalk/trace.hpp"
+
+namespace attnwalk {
+
+class Recorder {
+public:
+    explicit Recorder(Trace& trace) : trace_(trace) {}
+
+    // A batched tensor (leading B), its axes given without the batch axis.
+    template <std::size_t N>
+    Step& add(std::string id, std::string title, std::string formula, const xt::xtensor<float, N>& t,
+              std::vector<Axis> axes) {
+        return push(std::move(id), std::move(title), std::move(formula), per_batch(to_trace(t)),
+                    with_batch(std::move(axes)));
+    }
+    // Same, with the sums of the last axis attached (to show that rows sum to 1).
+    template <std::size_t N>
+    Step& add_with_row_sums(std::string id, std::string title, std::string formula,
+                            const xt::xtensor<float, N>& t, std::vector<Axis> axes) {
+        Step& step = add(std::move(id), std::move(title), std::move(formula), t, std::move(axes));
+        step.row_sum = per_batch(to_trace(row_sums(t)));
+        return step;
+    }
+    // A tensor without a batch axis (a mask, a weight matrix, a scalar).
+    Step& add_plain(std::string id, std::string title, std::string formula, Tensor t, std::vector<Axis> axes) {
+        return push(std::move(id), std::move(title), std::move(formula), std::move(t), std::move(axes));
+    }
+
+    Tensor per_batch(Tensor t) const {
+        if (!trace_.batched) t.shape.erase(t.shape.begin());
+        return t;
+    }
+    Trace& trace() { return trace_; }
+
+private:
+    std::vector<Axis> with_batch(std::vector<Axis> axes) const {
+        if (trace_.batched) axes.insert(axes.begin(), Axis::batch);
+        return axes;
+    }
+    Step& push(std::string id, std::string title, std::string formula, Tensor t, std::vector<Axis> axes) {
+        Step step;
+        step.id = std::move(id);
+        step.title = std::move(title);
+        step.formula = std::move(formula);
+        step.tensor = std::move(t);
+        step.axes = std::move(axes);
+        trace_.steps.push_back(std::move(step));
+        return trace_.steps.back();
+    }
+
+    Trace& trace_;
+};
+
+}  // namespace attnwalk

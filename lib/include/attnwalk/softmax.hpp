@@ -1,0 +1,78 @@
+// Turning scores into weights that sum to 1 along each row (the last axis).
+//
+// Three ways, as the textbook shows them:
+//   normalise_by_sum   w = s / Σs            (breaks for negative or zero-sum scores)
+//   softmax_naive      w = exp(s) / Σexp(s)  (overflows to inf/NaN for large scores)
+//   softmax            w = exp(s − max s) / Σexp(s − max s)   (what torch.softmax does)
+#pragma once
+
+#include <cmath>
+#include <limits>
+
+#include "attnwalk/rows.hpp"
+
+namespace attnwalk {
+
+template <std::size_t N>
+xt::xtensor<float, N> normalise_by_sum(xt::xtensor<float, N> s) {
+    for_each_row(s, [](float* row, std::size_t n) {
+        float sum = 0.0f;
+        for (std::size_t j = 0; j < n; ++j) sum += row[j];
+        for (std::size_t j = 0; j < n; ++j) row[j] /= sum;
+    });
+    return s;
+}
+
+template <std::size_t N>
+xt::xtensor<float, N> softmax_naive(xt::xtensor<float, N> s) {
+    for_each_row(s, [](float* row, std::size_t n) {
+        float sum = 0.0f;
+        for (std::size_t j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j]));
+        for (std::size_t j = 0; j < n; ++j) row[j] /= sum;
+    });
+    return s;
+}
+
+// Numerically stable softmax. A row that is entirely −∞ (every key masked) has no
+// defined softmax; like PyTorch, it comes out as NaN.
+template <std::size_t N>
+xt::xtensor<float, N> softmax(xt::xtensor<float, N> s) {
+    for_each_row(s, [](float* row, std::size_t n) {
+        float max = -std::numeric_limits<float>::infinity();
+        for (std::size_t j = 0; j < n; ++j) max = std::fmax(max, row[j]);
+        float sum = 0.0f;
+        // subtract the row max, only for numerical stability: exp never overflows
+        for (std::size_t j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j] - max));
+        const float inv = 1.0f / sum;  // PyTorch multiplies by the reciprocal of the sum
+        for (std::size_t j = 0; j < n; ++j) row[j] *= inv;
+    });
+    return s;
+}
+
+// s − max(row): what the stable softmax exponentiates (every row's largest value becomes 0).
+template <std::size_t N>
+xt::xtensor<float, N> shift_by_row_max(xt::xtensor<float, N> s) {
+    for_each_row(s, [](float* row, std::size_t n) {
+        float max = -std::numeric_limits<float>::infinity();
+        for (std::size_t j = 0; j < n; ++j) max = std::fmax(max, row[j]);
+        for (std::size_t j = 0; j < n; ++j) row[j] -= max;
+    });
+    return s;
+}
+
+// The row maxima, subtracted by the stable softmax: shape without the last axis.
+template <std::size_t N>
+xt::xtensor<float, N - 1> row_max(const xt::xtensor<float, N>& s) {
+    std::array<std::size_t, N - 1> shape;
+    for (std::size_t i = 0; i + 1 < N; ++i) shape[i] = s.shape(i);
+    xt::xtensor<float, N - 1> out(shape);
+    const std::size_t n = s.shape(N - 1);
+    for (std::size_t r = 0; r < out.size(); ++r) {
+        float max = -std::numeric_limits<float>::infinity();
+        for (std::size_t j = 0; j < n; ++j) max = std::fmax(max, s.data()[r * n + j]);
+        out.data()[r] = max;
+    }
+    return out;
+}
+
+}  // namespace attnwalk

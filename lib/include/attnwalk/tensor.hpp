@@ -1,0 +1,53 @@
+// Tensors for the math modules (xtensor), and the bridge to trace tensors.
+//
+// Dimension legend, used in every shape comment:
+//   B   batch size            T   tokens (sequence length)
+//   d   embedding size (d_in) d_out  projection size
+//   H   heads                 d_h = d_out / H   size of one head
+//
+// Everything is float32, like PyTorch's default, so that digits match.
+// Matrix products go through BLAS (xtensor-blas); their implementation lives in
+// tensor.cpp so that only one translation unit pays for xtensor-blas's headers.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+
+#include "attnwalk/trace.hpp"
+
+namespace attnwalk {
+
+using Vec = xt::xtensor<float, 1>;
+using Mat = xt::xtensor<float, 2>;
+using Cube = xt::xtensor<float, 3>;   // B×T×d, B×T×T, H×T×T ...
+using Hyper = xt::xtensor<float, 4>;  // B×H×T×T
+
+// (m,k)·(k,n) -> (m,n)
+Mat matmul(const Mat& a, const Mat& b);
+// (m,k)·(n,k)ᵀ -> (m,n)
+Mat matmul_nt(const Mat& a, const Mat& b);
+// (k)·(n,k)ᵀ -> (n): one query against every key
+Vec matvec(const Mat& a, const Vec& x);
+
+// Batched: (B,m,k)·(k,n) -> (B,m,n), every batch element times the same matrix.
+Cube matmul_each(const Cube& a, const Mat& b);
+// Batched: (B,m,k)·(B,n,k)ᵀ -> (B,m,n)
+Cube matmul_nt_each(const Cube& a, const Cube& b);
+// Batched: (B,m,k)·(B,k,n) -> (B,m,n)
+Cube matmul_batched(const Cube& a, const Cube& b);
+
+// Trace tensors <-> xtensor.
+template <std::size_t N>
+Tensor to_trace(const xt::xtensor<float, N>& t) {
+    Tensor out;
+    out.shape.assign(t.shape().begin(), t.shape().end());
+    out.data.assign(t.begin(), t.end());
+    return out;
+}
+Tensor scalar_trace(float value);
+Cube cube_from_trace(const Tensor& t);  // rank-3 trace tensor -> Cube
+Mat mat_from_trace(const Tensor& t);    // rank-2 trace tensor -> Mat
+
+}  // namespace attnwalk

@@ -1,0 +1,70 @@
+// The trace: what every walk returns and every renderer reads.
+//
+// A trace is an ordered list of named steps. Each step holds one tensor (row-major
+// floats with a shape), the formula that produced it, and optional detail: written-out
+// sums (`expansion`), row sums, a note. Renderers only read a trace; nothing here
+// computes. This header is light on purpose (no xtensor): app/ includes it.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace attnwalk {
+
+// What an axis of a step's tensor indexes; renderers label rows and columns with it.
+enum class Axis { batch, head, token, feature };
+const char* axis_name(Axis axis);
+
+struct Tensor {
+    std::vector<std::size_t> shape;  // empty shape = scalar
+    std::vector<float> data;         // row-major, product(shape) values
+    std::size_t size() const;
+};
+
+// One written-out sum: result = Σ coef_i · value_i. A dot product has scalar values
+// (each value holds one number); a weighted sum of vectors has vector values.
+struct Term {
+    float coef;
+    std::vector<float> value;
+};
+struct Expansion {
+    std::string label;  // e.g. "journey·Your"
+    std::vector<Term> terms;
+    std::vector<float> result;
+};
+
+enum class StepKind {
+    result,     // an intermediate or final tensor of the walk
+    parameter,  // a weight matrix or bias: shown in text only with --show-weights
+};
+
+struct Step {
+    std::string id;       // stable, documented in docs/json.md
+    std::string title;    // one line for people
+    std::string formula;  // the math, e.g. "ω = X·Xᵀ"
+    Tensor tensor;
+    std::vector<Axis> axes;             // one per tensor dimension
+    std::string note;                   // optional explanation
+    std::vector<Expansion> expansion;   // optional written-out sums
+    Tensor row_sum;                     // optional: the sum over the last axis
+    std::string group;                  // steps sharing a group may be shown side by side
+    StepKind kind = StepKind::result;
+};
+
+using ParamValue = std::variant<bool, long long, double, std::string>;
+
+struct Trace {
+    std::string command;
+    std::vector<std::string> tokens;
+    bool batched = false;
+    std::vector<std::pair<std::string, ParamValue>> params;  // in the order they were set
+    std::vector<Step> steps;
+
+    void set_param(const std::string& name, ParamValue value);
+    const Step* find(const std::string& id) const;  // first step with this id, or nullptr
+};
+
+}  // namespace attnwalk

@@ -1,0 +1,59 @@
+// The walks: one function per subcommand, each takes the input and options and returns
+// the whole trace. This is the library's face for app/ (light: no xtensor here).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "attnwalk/embeddings.hpp"
+#include "attnwalk/trace.hpp"
+
+namespace attnwalk {
+
+enum class Init { rand, randn, linear };
+Init parse_init(const std::string& name);  // "rand" | "randn" | "linear"; throws UsageError
+const char* init_name(Init init);
+
+// Where the query/key/value projections come from. With neither a file nor a seed
+// there are none: Q = K = V = X, as in the textbook's first section.
+struct ProjectionOptions {
+    std::optional<std::string> weights_file;
+    std::optional<std::uint64_t> seed;
+    std::optional<Init> init;  // default with a seed: linear
+    std::size_t d_out = 2;
+    bool qkv_bias = false;
+
+    bool enabled() const { return weights_file || seed; }
+};
+
+struct WalkOptions {
+    std::optional<std::string> query;  // 0-based index or token text
+    std::optional<double> scale;       // divide the scores by this (default 1, or √d_k with projections)
+    ProjectionOptions projection;
+    std::size_t batch = 1;             // stack the input this many times (textbook: 2)
+    std::optional<std::size_t> context_length;  // error if T exceeds it
+
+    // causal, dropout, mha
+    bool causal = true;
+    double dropout = 0.0;
+    std::optional<std::uint64_t> dropout_seed;  // reseed right before the dropout draw
+    bool eval = false;
+    std::optional<std::size_t> ones;            // dropout on an N×N matrix of ones
+    std::size_t heads = 2;
+    bool wrapper = false;                       // mha: stacked heads instead of the fused form
+};
+
+Trace walk_scores(const Embeddings& input, const WalkOptions& options);
+Trace walk_softmax(const Embeddings& input, const WalkOptions& options);
+Trace walk_context(const Embeddings& input, const WalkOptions& options);
+Trace walk_causal(const Embeddings& input, const WalkOptions& options);
+Trace walk_dropout(const Embeddings& input, const WalkOptions& options);
+Trace walk_mha(const Embeddings& input, const WalkOptions& options);
+
+// The seed the dropout draw uses when neither --seed nor --dropout-seed is given.
+constexpr std::uint64_t default_dropout_seed = 123;
+// The seed mha uses when neither --seed nor --weights is given (the textbook's).
+constexpr std::uint64_t default_mha_seed = 123;
+
+}  // namespace attnwalk

@@ -1,0 +1,115 @@
+#include "attnwalk/embeddings.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/json_input.hpp"
+
+namespace attnwalk {
+
+namespace {
+
+// The textbook's sentence, compiled in so that every command runs with no arguments.
+// data/your_journey.json holds the same text (a test checks that they agree).
+const char* const builtin_json_text = R"({
+  "tokens": ["Your", "journey", "starts", "with", "one", "step"],
+  "embeddings": [
+    [0.43, 0.15, 0.89],
+    [0.55, 0.87, 0.66],
+    [0.57, 0.85, 0.64],
+    [0.22, 0.58, 0.33],
+    [0.77, 0.25, 0.10],
+    [0.05, 0.80, 0.55]
+  ]
+}
+)";
+
+}  // namespace
+
+std::string read_text_file(const std::string& path) {
+    if (path == "-") {
+        std::ostringstream os;
+        os << std::cin.rdbuf();
+        if (std::cin.bad()) throw InputError("<stdin>", "", "cannot read standard input");
+        return os.str();
+    }
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(path, "", std::string("cannot open file: ") + std::strerror(errno));
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw InputError(path, "", std::string("cannot read file: ") + std::strerror(errno));
+    return text;
+}
+
+Embeddings parse_embeddings(const std::string& text, const std::string& source) {
+    using json_input::json;
+    const json doc = json_input::parse(text, source);
+    if (!doc.is_object())
+        throw InputError(source, "$", "expected a JSON object with \"embeddings\", got " +
+                                          json_input::type_name(doc));
+    if (!doc.contains("embeddings"))
+        throw InputError(source, "$", "missing \"embeddings\" (a T×d or B×T×d array of numbers)");
+
+    Embeddings out;
+    out.source = source;
+    Tensor x = json_input::read_tensor(doc["embeddings"], source, "$.embeddings");
+    if (x.shape.size() == 2) {
+        x.shape.insert(x.shape.begin(), 1);  // one sequence: B = 1
+    } else if (x.shape.size() == 3) {
+        out.batched = true;
+    } else {
+        throw InputError(source, "$.embeddings",
+                         "expected a T×d array (or B×T×d for a batch), got " +
+                             std::to_string(x.shape.size()) + " levels of nesting (" +
+                             json_input::shape_string(x.shape) + ")");
+    }
+    out.x = std::move(x);
+    const std::size_t T = out.tokens_count();
+
+    if (doc.contains("tokens")) {
+        const json& tokens = doc["tokens"];
+        if (!tokens.is_array())
+            throw InputError(source, "$.tokens", "expected an array of strings, got " +
+                                                     json_input::type_name(tokens));
+        if (tokens.size() != T)
+            throw InputError(source, "$.tokens",
+                             "expected " + std::to_string(T) + " tokens (one per embedding row), got " +
+                                 std::to_string(tokens.size()));
+        for (std::size_t i = 0; i < tokens.size(); ++i) {
+            if (!tokens[i].is_string())
+                throw InputError(source, "$.tokens[" + std::to_string(i) + "]",
+                                 "expected a string, got " + json_input::type_name(tokens[i]));
+            out.tokens.push_back(tokens[i].get<std::string>());
+        }
+    } else {
+        for (std::size_t i = 0; i < T; ++i) out.tokens.push_back("t" + std::to_string(i));
+    }
+    return out;
+}
+
+Embeddings load_embeddings(const std::string& path) {
+    return parse_embeddings(read_text_file(path), path == "-" ? "<stdin>" : path);
+}
+
+const std::string& builtin_embeddings_json() {
+    static const std::string text = builtin_json_text;
+    return text;
+}
+
+Embeddings builtin_embeddings() { return parse_embeddings(builtin_embeddings_json(), "<built-in>"); }
+
+Embeddings stack_batch(const Embeddings& input, std::size_t n) {
+    Embeddings out = input;
+    out.batched = true;
+    out.x.shape[0] = input.x.shape[0] * n;
+    out.x.data.clear();
+    for (std::size_t i = 0; i < n; ++i)
+        out.x.data.insert(out.x.data.end(), input.x.data.begin(), input.x.data.end());
+    return out;
+}
+
+}  // namespace attnwalk

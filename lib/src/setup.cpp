@@ -1,0 +1,109 @@
+#include "attnwalk/setup.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include "attnwalk/errors.hpp"
+
+namespace attnwalk {
+
+std::string format_number(double value) {
+    std::ostringstream os;
+    os.precision(6);
+    os << value;
+    return os.str();
+}
+
+std::size_t resolve_query(const std::string& query, const std::vector<std::string>& tokens) {
+    const std::size_t T = tokens.size();
+    const bool numeric = !query.empty() && query.find_first_not_of("0123456789") == std::string::npos;
+    if (numeric) {
+        const unsigned long long index = query.size() > 9 ? T : std::stoull(query);
+        if (index >= T)
+            throw UsageError("--query " + query + " is out of range: the input has " + std::to_string(T) +
+                             " tokens, so the index must be 0.." + std::to_string(T - 1));
+        return static_cast<std::size_t>(index);
+    }
+    for (std::size_t i = 0; i < T; ++i)
+        if (tokens[i] == query) return i;
+    std::string known;
+    for (std::size_t i = 0; i < T; ++i) known += (i ? ", " : "") + tokens[i];
+    throw UsageError("--query '" + query + "' is not a token of the input (tokens: " + known +
+                     "; or give a 0-based index)");
+}
+
+Setup start_walk(const std::string& command, const Embeddings& input, const WalkOptions& options) {
+    const ProjectionOptions& proj = options.projection;
+    if (proj.weights_file && proj.seed)
+        throw UsageError("--seed and --weights exclude each other: weights come either from a file or from the seeded generator");
+    if (proj.init && !proj.seed)
+        throw UsageError("--init needs --seed (it says how seeded weights are drawn)");
+    if (proj.d_out < 1) throw UsageError("--d-out must be at least 1");
+    if (proj.qkv_bias && proj.init && *proj.init != Init::linear)
+        throw UsageError("--qkv-bias needs --init linear (torch.rand/randn matrices have no bias)");
+    if (options.batch < 1) throw UsageError("--batch must be at least 1");
+    if (options.scale && !(std::isfinite(*options.scale) && *options.scale > 0.0))
+        throw UsageError("--scale must be a positive finite number");
+    if (!(options.dropout >= 0.0 && options.dropout < 1.0))
+        throw UsageError("--dropout must be in [0, 1), got " + format_number(options.dropout));
+
+    const Embeddings in = options.batch > 1 ? stack_batch(input, options.batch) : input;
+    const std::size_t T = in.tokens_count();
+    if (options.context_length && T > *options.context_length)
+        throw UsageError("the input has " + std::to_string(T) + " tokens, more than --context-length " +
+                         std::to_string(*options.context_length));
+
+    Setup s;
+    s.trace.command = command;
+    s.trace.tokens = in.tokens;
+    s.trace.batched = in.batched;
+    s.d_in = in.dim();
+    s.x = cube_from_trace(in.x);
+    s.trace.set_param("input", in.source);
+    if (in.batched) s.trace.set_param("batch", static_cast<long long>(in.batch()));
+    s.trace.set_param("tokens", static_cast<long long>(T));
+    s.trace.set_param("d_in", static_cast<long long>(s.d_in));
+    if (proj.seed) {
+        s.gen.emplace(*proj.seed);
+        s.trace.set_param("seed", static_cast<long long>(*proj.seed));
+    }
+    return s;
+}
+
+void record_qkv_parameters(Recorder& rec, const QKV& qkv, const std::string& prefix,
+                           const std::string& title_suffix) {
+    const struct {
+        const char* name;
+        const Linear* layer;
+    } layers[] = {{"query", &qkv.query}, {"key", &qkv.key}, {"value", &qkv.value}};
+    for (const auto& l : layers) {
+        const std::string name = l.name;
+        Step& w = rec.add_plain(prefix + "W_" + name, "W_" + name + title_suffix + " (d_in×d_out, x·W layout)",
+                                "W_" + name, to_trace(l.layer->w), {Axis::feature, Axis::feature});
+        w.kind = StepKind::parameter;
+        if (l.layer->b.size() != 0) {
+            Step& b = rec.add_plain(prefix + "b_" + name, "b_" + name + title_suffix, "b_" + name,
+                                    to_trace(l.layer->b), {Axis::feature});
+            b.kind = StepKind::parameter;
+        }
+    }
+}
+
+std::optional<QKV> build_qkv(Setup& setup, const WalkOptions& options) {
+    const ProjectionOptions& proj = options.projection;
+    Trace& trace = setup.trace;
+    if (proj.weights_file) {
+        trace.set_param("weights", *proj.weights_file);
+        QKV qkv = load_qkv(*proj.weights_file, setup.d_in);
+        trace.set_param("d_out", static_cast<long long>(qkv.query.w.shape(1)));
+        return qkv;
+    }
+    if (!setup.gen) return std::nullopt;
+    const Init init = proj.init.value_or(Init::linear);
+    trace.set_param("init", std::string(init_name(init)));
+    trace.set_param("d_out", static_cast<long long>(proj.d_out));
+    trace.set_param("qkv_bias", proj.qkv_bias);
+    return draw_qkv(*setup.gen, setup.d_in, proj.d_out, init, proj.qkv_bias);
+}
+
+}  // namespace attnwalk

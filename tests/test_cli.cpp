@@ -1,0 +1,207 @@
+// The real binary: the textbook's printed numbers, the JSON contract, bad input.
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+json run_json(const std::string& args) {
+    const auto r = test::run(args + " --json");
+    INFO("attnwalk " << args << "\nstderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    return json::parse(r.out);
+}
+
+const json& step(const json& doc, const std::string& id) {
+    for (const auto& s : doc.at("steps"))
+        if (s.at("id") == id) return s;
+    FAIL("no step " << id);
+    static json none;
+    return none;
+}
+
+// Row r of a step's data (rank 2), or of batch element b (rank 3).
+std::vector<float> row(const json& s, std::size_t r, std::optional<std::size_t> b = std::nullopt) {
+    const json& d = b ? s.at("data").at(*b) : s.at("data");
+    return d.at(r).get<std::vector<float>>();
+}
+
+void check4(const std::vector<float>& actual, const std::vector<float>& expected) {
+    REQUIRE(actual.size() == expected.size());
+    for (std::size_t i = 0; i < actual.size(); ++i) CHECK(std::round(actual[i] * 1e4f) / 1e4f == doctest::Approx(expected[i]).epsilon(1e-6));
+}
+
+}  // namespace
+
+TEST_SUITE("cli") {
+    TEST_CASE("cli.textbook_raw_embeddings") {
+        const json q = run_json("context --query journey");
+        check4(step(q, "scores").at("data").get<std::vector<float>>(), {0.9544f, 1.4950f, 1.4754f, 0.8434f, 0.7070f, 1.0865f});
+        check4(step(q, "weights").at("data").get<std::vector<float>>(), {0.1385f, 0.2379f, 0.2333f, 0.1240f, 0.1082f, 0.1581f});
+        check4(step(q, "context").at("data").get<std::vector<float>>(), {0.4419f, 0.6515f, 0.5683f});
+        const json sm = run_json("softmax --query 1");
+        check4(step(sm, "weights_sum").at("data").get<std::vector<float>>(), {0.1455f, 0.2278f, 0.2249f, 0.1285f, 0.1077f, 0.1656f});
+        const json all = run_json("context");
+        check4(row(step(all, "weights"), 0), {0.2098f, 0.2006f, 0.1981f, 0.1242f, 0.1220f, 0.1452f});
+        check4(row(step(all, "context"), 4), {0.4671f, 0.5910f, 0.5266f});
+        CHECK(step(run_json("scores"), "scores").at("shape") == json{6, 6});
+    }
+
+    TEST_CASE("cli.textbook_seeded_projections") {
+        check4(row(step(run_json("scores --seed 123 --init rand --query journey"), "queries"), 1), {0.4306f, 1.4551f});
+        check4(step(run_json("context --seed 123 --init rand --query journey"), "context").at("data").get<std::vector<float>>(), {0.3061f, 0.8210f});
+        check4(row(step(run_json("context --seed 123 --init rand"), "context"), 0), {0.2996f, 0.8053f});
+        const json v2 = run_json("context --seed 789 --init linear");
+        check4(row(step(v2, "context"), 0), {-0.0739f, 0.0713f});
+        check4(row(step(v2, "context"), 5), {-0.0754f, 0.0693f});
+        check4(row(step(run_json("scores --seed 123 --init randn --query journey"), "queries"), 1), {-1.1729f, -0.0048f});
+        check4(row(step(run_json("context --seed 123 --init linear --qkv-bias"), "context"), 0), {0.1059f, 0.9296f});
+        CHECK(run_json("context --seed 789").at("params").at("init") == "linear");
+    }
+
+    TEST_CASE("cli.textbook_causal_dropout_mha") {
+        const json c = run_json("causal --batch 2 --seed 123 --init linear --d-out 2");
+        check4(row(step(c, "context"), 0, 0), {-0.4519f, 0.2216f});
+        check4(row(step(c, "context"), 0, 1), {-0.4519f, 0.2216f});
+        CHECK(step(c, "max_difference").at("data").get<float>() < 1e-6f);
+        const json d = run_json("dropout --ones 6 --dropout-seed 123");
+        check4(row(step(d, "weights"), 0), {2, 2, 0, 2, 2, 0});
+        check4(row(step(d, "weights"), 1), {0, 0, 0, 2, 0, 2});
+        check4(row(step(d, "dropout_mask"), 0), {1, 1, 0, 1, 1, 0});
+        const json w = run_json("mha --variant wrapper --heads 2 --batch 2 --seed 123 --init linear --d-out 2");
+        check4(row(step(w, "output"), 0, 0), {-0.4519f, 0.2216f, 0.4772f, 0.1063f});
+        check4(row(step(w, "output"), 0, 1), {-0.4519f, 0.2216f, 0.4772f, 0.1063f});
+        const json f = run_json("mha --heads 2 --batch 2 --seed 123 --init linear --d-out 2");
+        check4(row(step(f, "output"), 0, 0), {0.3190f, 0.4858f});
+        check4(row(step(f, "output"), 5, 1), {0.2575f, 0.4028f});
+        CHECK(step(f, "weights").at("shape") == json{2, 2, 6, 6});
+        CHECK(step(f, "context").at("shape") == json{2, 6, 2});
+    }
+
+    TEST_CASE("cli.json_contract") {
+        const json doc = run_json("softmax");
+        CHECK(doc.at("command") == "softmax");
+        CHECK(doc.at("tokens").size() == 6);
+        for (const auto& s : doc.at("steps")) {
+            for (const char* key : {"id", "title", "formula", "kind", "shape", "axes", "data"}) CHECK(s.contains(key));
+            CHECK(s.at("axes").size() == s.at("shape").size());
+        }
+        const json big = run_json("softmax -i '" + test::source_path("data/large_scores.json") + "'");
+        CHECK(step(big, "weights_naive").at("data").at(0).at(0) == "nan");
+        CHECK(step(big, "weights_naive").contains("note"));
+        CHECK(step(big, "weights").at("data").at(0).at(0).is_number());
+        const json w = run_json("context --seed 1 --init rand");
+        CHECK(step(w, "W_query").at("kind") == "parameter");
+    }
+
+    TEST_CASE("cli.every_command_runs_with_no_arguments") {
+        for (const char* cmd : {"scores", "softmax", "context", "causal", "dropout", "mha"}) {
+            const auto r = test::run(cmd);
+            INFO(cmd << ": " << r.err);
+            CHECK(r.exit_code == 0);
+            CHECK(r.out.find("attnwalk " + std::string(cmd)) == 0);
+            CHECK(r.err.empty());
+        }
+    }
+
+    TEST_CASE("cli.input_from_file_and_stdin") {
+        const std::string journey = test::read_file(test::source_path("data/your_journey.json"));
+        const auto from_stdin = test::run("scores -i - --json", journey);
+        const auto builtin = test::run("scores --json");
+        REQUIRE(from_stdin.exit_code == 0);
+        CHECK(json::parse(from_stdin.out).at("steps") == json::parse(builtin.out).at("steps"));
+        const auto cats = test::run("context -i '" + test::source_path("data/cats_climb.json") + "' --query climb");
+        CHECK(cats.exit_code == 0);
+        CHECK(cats.out.find("z(climb)") != std::string::npos);
+        const auto weights = test::run("context --weights '" + test::source_path("data/weights_example.json") + "' --query journey --json");
+        REQUIRE(weights.exit_code == 0);
+        check4(row(step(json::parse(weights.out), "queries"), 1), {0.4306f, 1.4551f});
+    }
+
+    TEST_CASE("cli.help_and_version") {
+        const auto help = test::run("--help");
+        CHECK(help.exit_code == 0);
+        CHECK(help.out.find("Exit codes") != std::string::npos);
+        for (const char* cmd : {"scores", "softmax", "context", "causal", "dropout", "mha"}) {
+            const auto r = test::run(std::string(cmd) + " --help");
+            CHECK(r.exit_code == 0);
+            CHECK(r.out.find("Examples:") != std::string::npos);
+        }
+        CHECK(test::run("--version").out.find("attnwalk 0.1.0") != std::string::npos);
+    }
+
+    TEST_CASE("cli.bad_input_gets_one_line_and_exit_code") {
+        struct Bad {
+            std::string args;
+            std::string input;  // written to a file and passed with -i when not empty
+            int code;
+            std::string message;
+        };
+        const std::vector<Bad> cases = {
+            {"scores -i /nonexistent.json", "", 1, "/nonexistent.json: cannot open file"},
+            {"scores", "{not json", 1, "not valid JSON: parse error at line 1"},
+            {"scores", "[1, 2]", 1, "at $: expected a JSON object"},
+            {"scores", "{\"tokens\": []}", 1, "missing \"embeddings\""},
+            {"scores", "{\"embeddings\": []}", 1, "at $.embeddings: expected a non-empty array"},
+            {"scores", "{\"embeddings\": [[1, 2], [3]]}", 1, "at $.embeddings[1]: ragged array"},
+            {"scores", "{\"embeddings\": [[1, true]]}", 1, "at $.embeddings[0][1]: expected a number, got a boolean"},
+            {"scores", "{\"embeddings\": [[1, 1e400]]}", 1, "number out of range"},
+            {"scores", "{\"embeddings\": [[1, NaN]]}", 1, "not valid JSON"},
+            {"scores", "{\"embeddings\": [[1], [2]], \"tokens\": [\"a\"]}", 1, "at $.tokens: expected 2 tokens"},
+            {"scores", "{\"embeddings\": [[[1, 2], [3, 4]], [[1, 2]]]}", 1, "at $.embeddings[1]: ragged array: expected 2 values"},
+            {"scores --query 6", "", 2, "--query 6 is out of range"},
+            {"scores --query nobody", "", 2, "--query 'nobody' is not a token"},
+            {"context --seed 1 --weights x.json", "", 2, "--seed and --weights exclude each other"},
+            {"context --init rand", "", 2, "--init needs --seed"},
+            {"context --seed 1 --init uniform", "", 2, "unknown --init 'uniform'"},
+            {"context --seed 1 --d-out 0", "", 2, "--d-out must be at least 1"},
+            {"context --seed 1 --init rand --qkv-bias", "", 2, "--qkv-bias needs --init linear"},
+            {"context --weights /nonexistent-w.json", "", 1, "/nonexistent-w.json: cannot open file"},
+            {"mha --heads 3", "", 2, "d_out must be divisible by the number of heads"},
+            {"mha --heads 0", "", 2, "--heads must be at least 1"},
+            {"dropout --dropout 1", "", 2, "--dropout must be in [0, 1)"},
+            {"mha --dropout -0.1", "", 2, "--dropout must be in [0, 1)"},
+            {"causal --context-length 4", "", 2, "more than --context-length 4"},
+            {"scores --batch 0", "", 2, "--batch"},
+            {"softmax --scale 0", "", 2, "--scale must be a positive finite number"},
+            {"scores --no-such-flag", "", 2, "--no-such-flag"},
+            {"", "", 2, "A subcommand is required"},
+        };
+        for (const auto& c : cases) {
+            std::string args = c.args;
+            if (!c.input.empty()) args += " -i '" + test::temp_file(c.input) + "'";
+            const auto r = test::run(args);
+            INFO("attnwalk " << args << "\nstdout: " << r.out << "\nstderr: " << r.err);
+            CHECK(r.exit_code == c.code);
+            CHECK(r.err.find(c.message) != std::string::npos);
+            CHECK(std::count(r.err.begin(), r.err.end(), '\n') <= 2);
+            CHECK(r.out.empty());
+        }
+    }
+
+    TEST_CASE("cli.weights_file_errors") {
+        const std::string wrong = test::temp_file(R"({"W_query": [[1, 2], [3, 4], [5, 6]], "W_key": [[1, 2], [3, 4], [5, 6]], "W_value": [[1, 2, 3], [3, 4, 5], [5, 6, 7]]})");
+        auto r = test::run("context --weights '" + wrong + "'");
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("at $.W_value: W_value has the wrong shape: expected 3×2 (d_in×d_out), got 3×3") != std::string::npos);
+        const std::string missing = test::temp_file(R"({"W_query": [[1, 2], [3, 4], [5, 6]]})");
+        r = test::run("context --weights '" + missing + "'");
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("missing \"W_key\"") != std::string::npos);
+        const std::string infinite = test::temp_file(R"({"W_query": [[1, 2], [3, 4], [5, 1e99]], "W_key": [], "W_value": []})");
+        r = test::run("context --weights '" + infinite + "'");
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("at $.W_query[2][1]: expected a finite float32 number") != std::string::npos);
+        const std::string no_proj = test::temp_file(R"({"W_query": [[1, 2], [3, 4], [5, 6]], "W_key": [[1, 2], [3, 4], [5, 6]], "W_value": [[1, 2], [3, 4], [5, 6]]})");
+        r = test::run("mha --weights '" + no_proj + "'");
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("missing \"out_proj\"") != std::string::npos);
+        r = test::run("mha --variant wrapper --weights '" + no_proj + "'");
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("missing \"heads\"") != std::string::npos);
+    }
+}

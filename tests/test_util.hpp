@@ -1,0 +1,93 @@
+// Test helpers: a tensor checker that reports the largest difference (llm.c's "poor
+// man's tensor checker"), file reading, and running the real binary.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+namespace test {
+
+inline std::string source_path(const std::string& relative) {
+    return std::string(ATTNWALK_SOURCE_DIR) + "/" + relative;
+}
+
+inline std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE_MESSAGE(in.good(), "cannot open " << path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// Largest |a − b| / max(1, |b|) over all elements; NaN matches NaN, inf matches inf.
+template <class A, class B>
+double max_rel_diff(const A& a, const B& b) {
+    double worst = 0.0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const double x = static_cast<double>(a[i]), y = static_cast<double>(b[i]);
+        if (std::isnan(x) && std::isnan(y)) continue;
+        if (std::isinf(x) || std::isinf(y)) {
+            if (x != y) return INFINITY;
+            continue;
+        }
+        worst = std::max(worst, std::fabs(x - y) / std::max(1.0, std::fabs(y)));
+    }
+    return worst;
+}
+
+#define CHECK_CLOSE_ALL(actual, expected, tol)                                                     \
+    do {                                                                                           \
+        REQUIRE((actual).size() == (expected).size());                                             \
+        const double worst_ = ::test::max_rel_diff((actual), (expected));                          \
+        CHECK_MESSAGE(worst_ <= (tol), "max relative difference " << worst_ << " > " << (tol));    \
+    } while (0)
+
+struct RunResult {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+// Runs the attnwalk binary with a shell-quoted argument string; stdin from /dev/null
+// unless `stdin_text` is given.
+inline RunResult run(const std::string& args, const std::string& stdin_text = "") {
+    static int counter = 0;
+    const std::string base = "/tmp/attnwalk_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+    std::string cmd = std::string("'") + ATTNWALK_BINARY + "' " + args + " >" + base + ".out 2>" + base + ".err";
+    if (!stdin_text.empty()) {
+        std::ofstream(base + ".in") << stdin_text;
+        cmd += " <" + base + ".in";
+    } else {
+        cmd += " </dev/null";
+    }
+    const int status = std::system(cmd.c_str());
+    RunResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_file(base + ".out");
+    r.err = read_file(base + ".err");
+    std::remove((base + ".out").c_str());
+    std::remove((base + ".err").c_str());
+    std::remove((base + ".in").c_str());
+    return r;
+}
+
+// Writes text to a fresh temporary file and returns its path.
+inline std::string temp_file(const std::string& text, const std::string& suffix = ".json") {
+    static int counter = 0;
+    const std::string path = "/tmp/attnwalk_input_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + suffix;
+    std::ofstream(path) << text;
+    return path;
+}
+
+}  // namespace test

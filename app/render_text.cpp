@@ -112,20 +112,20 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
     }
 }
 
-std::string expansion_line(const Expansion& e, int precision) {
+std::string expansion_line(const Expansion& e, std::size_t label_width, int precision) {
     const bool scalar = !e.terms.empty() && e.terms[0].value.size() == 1;
     auto vec = [&](const std::vector<float>& v) {
         std::string s = "[";
         for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + fmt(v[i], precision);
         return s + "]";
     };
-    std::string s = e.label + " = ";
+    std::string s = pad_right(e.label, label_width) + " = ";
     for (std::size_t i = 0; i < e.terms.size(); ++i) {
         const auto& t = e.terms[i];
-        if (i) s += scalar ? " + " : "\n" + std::string(width(e.label) + 5, ' ') + "+ ";
+        if (i) s += scalar ? " + " : "\n" + std::string(label_width + 1, ' ') + "+ ";
         s += fmt(t.coef, precision) + "·" + (scalar ? fmt(t.value[0], precision) : vec(t.value));
     }
-    s += scalar ? " = " : "\n" + std::string(width(e.label) + 5, ' ') + "= ";
+    s += scalar ? " = " : "\n" + std::string(label_width + 1, ' ') + "= ";
     s += scalar ? fmt(e.result.at(0), precision) : vec(e.result);
     return s;
 }
@@ -185,9 +185,8 @@ void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out) 
                    trace.steps[i + 1].tensor.shape == step.tensor.shape)
                 group.push_back(&trace.steps[++i]);
             if (group.size() > 1) {
-                out << "\n[" << number + 1 << "-" << number + group.size() << "] Side by side:";
-                for (const Step* s : group) out << "  " << s->id << " = " << s->title << " (" << s->formula << ")";
-                out << '\n';
+                out << "\n[" << number + 1 << "-" << number + group.size() << "] Side by side\n";
+                for (const Step* s : group) out << "    " << s->id << ": " << s->title << ", " << s->formula << '\n';
                 number += group.size();
                 print_group(trace, group, opt, out);
                 for (const Step* s : group)
@@ -196,7 +195,9 @@ void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out) 
             }
         }
         print_heading(step, ++number, out);
-        for (const auto& e : step.expansion) out << "    " << expansion_line(e, opt.precision) << '\n';
+        std::size_t label_width = 0;
+        for (const auto& e : step.expansion) label_width = std::max(label_width, width(e.label));
+        for (const auto& e : step.expansion) out << "    " << expansion_line(e, label_width, opt.precision) << '\n';
         print_tensor(trace, step, opt, out);
         if (!step.note.empty()) out << "    note: " << step.note << '\n';
     }

@@ -156,14 +156,19 @@ void walk_one_query(Setup& s, Recorder& rec, const Attention& a, std::size_t i, 
 
 // ---- every query ----------------------------------------------------------------------
 
-Cube scaled_scores(Recorder& rec, const Attention& a) {
-    const Cube scores = attention_scores(a.q, a.k);  // (B,T,T)
+struct Scores {
+    Cube raw;     // ω (B,T,T)
+    Cube scaled;  // ω / scale
+};
+
+Scores all_scores(Recorder& rec, const Attention& a) {
+    Scores s{attention_scores(a.q, a.k), {}};  // (B,T,T)
     rec.add("scores", "Attention scores: every query against every key",
-            a.projected ? "ω = Q·Kᵀ" : "ω = X·Xᵀ", scores, {Axis::token, Axis::token});
-    if (a.scale == 1.0f) return scores;
-    const Cube scaled = scale_scores(scores, a.scale);
-    rec.add("scores_scaled", "Scores divided by " + a.scale_text, "ω / " + a.scale_text, scaled, {Axis::token, Axis::token});
-    return scaled;
+            a.projected ? "ω = Q·Kᵀ" : "ω = X·Xᵀ", s.raw, {Axis::token, Axis::token});
+    s.scaled = a.scale == 1.0f ? s.raw : scale_scores(s.raw, a.scale);
+    if (a.scale != 1.0f)
+        rec.add("scores_scaled", "Scores divided by " + a.scale_text, "ω / " + a.scale_text, s.scaled, {Axis::token, Axis::token});
+    return s;
 }
 
 void record_context(Recorder& rec, const Attention& a, const Cube& weights, const std::string& title) {
@@ -172,7 +177,7 @@ void record_context(Recorder& rec, const Attention& a, const Cube& weights, cons
 }
 
 void walk_all_queries(Recorder& rec, const Attention& a, Stage stage, bool compare_normalisations) {
-    const Cube scaled = scaled_scores(rec, a);
+    const Cube scaled = all_scores(rec, a).scaled;
     if (stage == Stage::scores) return;
     const Cube weights = normalise(rec, scaled, {Axis::token, Axis::token}, compare_normalisations);  // (B,T,T)
     if (stage == Stage::softmax) return;
@@ -194,12 +199,13 @@ Trace walk_stage(const std::string& command, const Embeddings& input, const Walk
     return std::move(s.trace);
 }
 
-// Causal weights by the −∞ fill (method b); records the masked scores.
-Cube causal_weights(Recorder& rec, const Cube& scaled) {
-    const Cube masked = mask_future_neg_inf(scaled);
+// Causal weights by the −∞ fill (method b), in the textbook's order: mask the raw
+// scores, then divide by the scale and take the softmax.
+Cube causal_weights(Recorder& rec, const Attention& a, const Scores& s) {
+    const Cube masked = mask_future_neg_inf(s.raw);
     rec.add("scores_masked", "(b) Before the softmax: future scores set to −∞", "ω_ij = −∞ for j > i",
             masked, {Axis::token, Axis::token});
-    return softmax(masked);
+    return softmax(a.scale == 1.0f ? masked : scale_scores(masked, a.scale));
 }
 
 }  // namespace
@@ -219,7 +225,8 @@ Trace walk_causal(const Embeddings& input, const WalkOptions& options) {
     Recorder rec(s.trace);
     const Attention a = project_inputs(s, rec, options);
     const std::size_t T = a.q.shape(1);
-    const Cube scaled = scaled_scores(rec, a);
+    const Scores scores = all_scores(rec, a);
+    const Cube& scaled = scores.scaled;
 
     rec.add_plain("mask", "The causal mask: token i sees tokens 0..i", "M = tril(ones(T, T))",
                   to_trace(causal_mask(T)), {Axis::token, Axis::token});
@@ -236,9 +243,10 @@ Trace walk_causal(const Embeddings& input, const WalkOptions& options) {
                           renormalised, {Axis::token, Axis::token});
 
     // (b) −∞ before the softmax
-    const Cube weights = causal_weights(rec, scaled);
+    const Cube weights = causal_weights(rec, a, scores);
     rec.add_with_row_sums("weights", "(b) Softmax of the masked scores: the causal attention weights",
-                          "A = softmax(ω masked with −∞)", weights, {Axis::token, Axis::token});
+                          a.scale == 1.0f ? "A = softmax(masked ω)" : "A = softmax(masked ω / " + a.scale_text + ")",
+                          weights, {Axis::token, Axis::token});
 
     float max_diff = 0.0f;
     for (std::size_t n = 0; n < weights.size(); ++n)
@@ -275,8 +283,8 @@ Trace walk_dropout(const Embeddings& input, const WalkOptions& options) {
                 {Axis::token, Axis::token});
     } else {
         a = project_inputs(s, rec, options);
-        const Cube scaled = scaled_scores(rec, *a);
-        weights = options.causal ? causal_weights(rec, scaled) : softmax(scaled);
+        const Scores scores = all_scores(rec, *a);
+        weights = options.causal ? causal_weights(rec, *a, scores) : softmax(scores.scaled);
         s.trace.set_param("causal", options.causal);
         rec.add_with_row_sums("weights_before_dropout",
                               options.causal ? "Causal attention weights, before dropout" : "Attention weights, before dropout",

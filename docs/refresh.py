@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Refreshes the example output in README.md and docs/*.md from the real binary.
+
+A block to refresh is a marker line followed by a fenced block:
+
+    <!-- attnwalk softmax --query journey -->
+    ```text
+    ...replaced by the output of `attnwalk softmax --query journey`...
+    ```
+
+Optional `| head -n N` and `| tail -n N` after the arguments (applied in order) keep part of the output.
+Usage: python3 docs/refresh.py [--check] [BINARY]   (default BINARY: build/app/attnwalk)
+With --check nothing is written; the exit code is 1 if a page is out of date.
+"""
+import pathlib
+import re
+import shlex
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MARKER = re.compile(r"^<!-- attnwalk (.*?) -->\n```(\w*)\n.*?^```\n", re.M | re.S)
+
+
+def run(binary, spec):
+    args, *cuts = spec.split("|")
+    out = subprocess.run([binary] + shlex.split(args), cwd=ROOT, capture_output=True, text=True)
+    lines = (out.stdout + out.stderr).splitlines()
+    for cut in cuts:  # "head -n N" and "tail -n N", applied in order
+        verb, _, n = cut.split()
+        lines = lines[: int(n)] if verb == "head" else lines[-int(n):]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    check = "--check" in sys.argv
+    rest = [a for a in sys.argv[1:] if a != "--check"]
+    binary = str((ROOT / (rest[0] if rest else "build/app/attnwalk")).resolve())
+    stale = []
+    for page in [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md")):
+        text = page.read_text()
+        new = MARKER.sub(lambda m: f"<!-- attnwalk {m.group(1)} -->\n```{m.group(2)}\n{run(binary, m.group(1))}```\n", text)
+        if new != text:
+            stale.append(page.name)
+            if not check:
+                page.write_text(new)
+    print(("out of date: " if check else "refreshed: ") + (", ".join(stale) or "nothing"))
+    return 1 if check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

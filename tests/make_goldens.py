@@ -215,12 +215,15 @@ def dropout_cases():
         head = CausalHead(3, 2, p, False)
         head.train()
         z = head(x)
-        w = head.w  # the weights before dropout; the context shows the mask was the same
+        w = head.w
+        torch.manual_seed(seed)  # replay: build the same module, then draw the mask alone
+        CausalHead(3, 2, p, False)
+        keep = torch.empty(w.shape).bernoulli_(1 - p)
         args = ["dropout", "--seed", str(seed), "--dropout", str(p)] + (["--batch", str(batch)] if batch > 1 else [])
-        exp = {"weights_before_dropout": w, "context": z}
+        exp = {"weights_before_dropout": w, "dropout_mask": keep, "context": z}
         if batch == 1:
             exp = {k: t[0] for k, t in exp.items()}
-        cases.append(case(f"dropout_seed{seed}_p{p}_batch{batch}", args, None, exp))
+        cases.append(case(f"dropout_seed{seed}_p{p}_batch{batch}", args, None, exp, exact=["dropout_mask"]))
     return cases
 
 
@@ -228,17 +231,20 @@ def mha_cases():
     cases = []
     configs = [("fused", 2, 2, 1, 0.0, 123, 2), ("wrapper", 2, 2, 1, 0.0, 123, 2), ("fused", 6, 3, 2, 0.0, 7, 1),
                ("wrapper", 3, 3, 2, 0.0, 7, 1), ("fused", 4, 2, 1, 0.25, 11, 2), ("wrapper", 2, 2, 1, 0.25, 11, 1),
-               ("fused", 8, 4, 2, 0.0, 2**32 + 5, 1), ("fused", 2, 1, 2, 0.0, 0, 2)]
-    for variant, d_out, heads, qkv_bias_i, p, seed, batch in configs:
+               ("fused", 8, 4, 2, 0.0, 2**32 + 5, 1), ("fused", 2, 1, 2, 0.0, 0, 2), ("wrapper", 2, 3, 1, 0.5, 3, 2),
+               ("fused", 6, 2, 1, 0.1, 4, 1, False), ("wrapper", 2, 2, 2, 0.0, 5, 1, False)]
+    for variant, d_out, heads, qkv_bias_i, p, seed, batch, *rest in configs:
+        causal = rest[0] if rest else True
         qkv_bias = qkv_bias_i == 2
         x = torch.stack([torch.tensor(BUILTIN)] * batch)
         torch.manual_seed(seed)
         cls = Fused if variant == "fused" else Wrapper
         m = cls(3, d_out, p, heads, qkv_bias, "linear")
         m.train()
-        y = m(x)
+        y = m(x, causal)
         args = ["mha", "--variant", variant, "--d-out", str(d_out), "--heads", str(heads), "--seed", str(seed),
                 "--dropout", str(p)] + (["--qkv-bias"] if qkv_bias else []) + (["--batch", str(batch)] if batch > 1 else [])
+        args += [] if causal else ["--no-causal"]
         if variant == "fused":
             exp = {"weights": m.w, "context": m.context, "output": y}
             exact = ["W_query", "W_key", "W_value", "out_proj.weight", "out_proj.bias"]
@@ -252,9 +258,20 @@ def mha_cases():
                 for k_, v_ in h.proj.weights().items():
                     exp[f"head{i}.{k_}"] = v_
                     exact.append(f"head{i}.{k_}")
+        if p > 0:  # replay: the same construction, then the forward's dropout draws alone
+            torch.manual_seed(seed)
+            cls(3, d_out, p, heads, qkv_bias, "linear")
+            T = x.shape[1]
+            if variant == "fused":
+                keep = torch.empty(batch, heads, T, T).bernoulli_(1 - p)
+            else:
+                keep = torch.stack([torch.empty(batch, T, T).bernoulli_(1 - p) for _ in range(heads)], dim=1)
+            exp["dropout_mask"] = keep
+            exact.append("dropout_mask")
         if batch == 1:
-            exp = {k: (t[0] if k in ("weights", "context", "output") else t) for k, t in exp.items()}
-        cases.append(case(f"mha_{variant}_dout{d_out}_h{heads}_p{p}_seed{seed}_b{batch}{'_bias' if qkv_bias else ''}", args, None, exp, exact))
+            exp = {k: (t[0] if k in ("weights", "context", "output", "dropout_mask") else t) for k, t in exp.items()}
+        name = f"mha_{variant}_dout{d_out}_h{heads}_p{p}_seed{seed}_b{batch}{'_bias' if qkv_bias else ''}{'' if causal else '_nocausal'}"
+        cases.append(case(name, args, None, exp, exact))
     return cases
 
 

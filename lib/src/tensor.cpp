@@ -22,6 +22,20 @@ Vec matvec(const Mat& a, const Vec& x) {
     return out;
 }
 
+namespace {
+// out[i] = op(a[i], b[i]) for every batch element i: (B,m,·) and (B,·,·) -> (B,m,n)
+template <class Op>
+Cube each_batch(const Cube& a, const Cube& b, std::size_t n, Op op) {
+    Cube out({a.shape(0), a.shape(1), n});
+    for (std::size_t i = 0; i < a.shape(0); ++i) {
+        const Mat ai = xt::view(a, i);
+        const Mat bi = xt::view(b, i);
+        xt::view(out, i) = op(ai, bi);
+    }
+    return out;
+}
+}  // namespace
+
 Cube matmul_each(const Cube& a, const Mat& b) {
     Cube out({a.shape(0), a.shape(1), b.shape(1)});
     for (std::size_t i = 0; i < a.shape(0); ++i) {
@@ -31,25 +45,9 @@ Cube matmul_each(const Cube& a, const Mat& b) {
     return out;
 }
 
-Cube matmul_nt_each(const Cube& a, const Cube& b) {
-    Cube out({a.shape(0), a.shape(1), b.shape(1)});
-    for (std::size_t i = 0; i < a.shape(0); ++i) {
-        const Mat ai = xt::view(a, i);
-        const Mat bi = xt::view(b, i);
-        xt::view(out, i) = matmul_nt(ai, bi);
-    }
-    return out;
-}
+Cube matmul_nt_each(const Cube& a, const Cube& b) { return each_batch(a, b, b.shape(1), matmul_nt); }
 
-Cube matmul_batched(const Cube& a, const Cube& b) {
-    Cube out({a.shape(0), a.shape(1), b.shape(2)});
-    for (std::size_t i = 0; i < a.shape(0); ++i) {
-        const Mat ai = xt::view(a, i);
-        const Mat bi = xt::view(b, i);
-        xt::view(out, i) = matmul(ai, bi);
-    }
-    return out;
-}
+Cube matmul_batched(const Cube& a, const Cube& b) { return each_batch(a, b, b.shape(2), matmul); }
 
 Tensor scalar_trace(float value) {
     Tensor out;

@@ -29,10 +29,4 @@ void Trace::set_param(const std::string& name, ParamValue value) {
     params.emplace_back(name, std::move(value));
 }
 
-const Step* Trace::find(const std::string& id) const {
-    for (const auto& step : steps)
-        if (step.id == id) return &step;
-    return nullptr;
-}
-
 }  // namespace attnwalk

@@ -2,7 +2,10 @@
 // of any rank. A row is the contiguous run of shape.back() values.
 #pragma once
 
+#include <array>
+#include <cmath>
 #include <cstddef>
+#include <limits>
 
 #include "attnwalk/tensor.hpp"
 
@@ -16,19 +19,33 @@ void for_each_row(xt::xtensor<float, N>& t, Fn&& fn) {
     for (std::size_t start = 0; start < t.size(); start += n) fn(data + start, n);
 }
 
-// The sum of every row: shape without its last axis.
-template <std::size_t N>
-xt::xtensor<float, N - 1> row_sums(const xt::xtensor<float, N>& t) {
+inline float sum_of(const float* row, std::size_t n) {
+    float sum = 0.0f;
+    for (std::size_t j = 0; j < n; ++j) sum += row[j];
+    return sum;
+}
+
+// max over a row; −∞ for a row that is entirely −∞
+inline float max_of(const float* row, std::size_t n) {
+    float max = -std::numeric_limits<float>::infinity();
+    for (std::size_t j = 0; j < n; ++j) max = std::fmax(max, row[j]);
+    return max;
+}
+
+// One number per row, fn(row, n): the shape without the last axis.
+template <std::size_t N, class Fn>
+xt::xtensor<float, N - 1> reduce_rows(const xt::xtensor<float, N>& t, Fn&& fn) {
     std::array<std::size_t, N - 1> shape;
     for (std::size_t i = 0; i + 1 < N; ++i) shape[i] = t.shape(i);
     xt::xtensor<float, N - 1> out(shape);
     const std::size_t n = t.shape(N - 1);
-    for (std::size_t r = 0; r < out.size(); ++r) {
-        float sum = 0.0f;
-        for (std::size_t j = 0; j < n; ++j) sum += t.data()[r * n + j];
-        out.data()[r] = sum;
-    }
+    for (std::size_t r = 0; r < out.size(); ++r) out.data()[r] = fn(t.data() + r * n, n);
     return out;
+}
+
+template <std::size_t N>
+xt::xtensor<float, N - 1> row_sums(const xt::xtensor<float, N>& t) {
+    return reduce_rows(t, sum_of);
 }
 
 }  // namespace attnwalk

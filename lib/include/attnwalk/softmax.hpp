@@ -16,8 +16,7 @@ namespace attnwalk {
 template <std::size_t N>
 xt::xtensor<float, N> normalise_by_sum(xt::xtensor<float, N> s) {
     for_each_row(s, [](float* row, std::size_t n) {
-        float sum = 0.0f;
-        for (std::size_t j = 0; j < n; ++j) sum += row[j];
+        const float sum = sum_of(row, n);
         for (std::size_t j = 0; j < n; ++j) row[j] /= sum;
     });
     return s;
@@ -38,8 +37,7 @@ xt::xtensor<float, N> softmax_naive(xt::xtensor<float, N> s) {
 template <std::size_t N>
 xt::xtensor<float, N> softmax(xt::xtensor<float, N> s) {
     for_each_row(s, [](float* row, std::size_t n) {
-        float max = -std::numeric_limits<float>::infinity();
-        for (std::size_t j = 0; j < n; ++j) max = std::fmax(max, row[j]);
+        const float max = max_of(row, n);
         float sum = 0.0f;
         // subtract the row max, only for numerical stability: exp never overflows
         for (std::size_t j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j] - max));
@@ -53,8 +51,7 @@ xt::xtensor<float, N> softmax(xt::xtensor<float, N> s) {
 template <std::size_t N>
 xt::xtensor<float, N> shift_by_row_max(xt::xtensor<float, N> s) {
     for_each_row(s, [](float* row, std::size_t n) {
-        float max = -std::numeric_limits<float>::infinity();
-        for (std::size_t j = 0; j < n; ++j) max = std::fmax(max, row[j]);
+        const float max = max_of(row, n);
         for (std::size_t j = 0; j < n; ++j) row[j] -= max;
     });
     return s;
@@ -63,16 +60,7 @@ xt::xtensor<float, N> shift_by_row_max(xt::xtensor<float, N> s) {
 // The row maxima, subtracted by the stable softmax: shape without the last axis.
 template <std::size_t N>
 xt::xtensor<float, N - 1> row_max(const xt::xtensor<float, N>& s) {
-    std::array<std::size_t, N - 1> shape;
-    for (std::size_t i = 0; i + 1 < N; ++i) shape[i] = s.shape(i);
-    xt::xtensor<float, N - 1> out(shape);
-    const std::size_t n = s.shape(N - 1);
-    for (std::size_t r = 0; r < out.size(); ++r) {
-        float max = -std::numeric_limits<float>::infinity();
-        for (std::size_t j = 0; j < n; ++j) max = std::fmax(max, s.data()[r * n + j]);
-        out.data()[r] = max;
-    }
-    return out;
+    return reduce_rows(s, max_of);
 }
 
 }  // namespace attnwalk

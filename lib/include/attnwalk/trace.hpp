@@ -64,7 +64,6 @@ struct Trace {
     std::vector<Step> steps;
 
     void set_param(const std::string& name, ParamValue value);
-    const Step* find(const std::string& id) const;  // first step with this id, or nullptr
 };
 
 }  // namespace attnwalk

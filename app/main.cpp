@@ -1,6 +1,7 @@
 // attnwalk: a thin CLI11 shell. Parse options, load input, call one walk, render.
 // Exit codes: 0 ok, 1 bad input or runtime error, 2 usage error.
 #include <iostream>
+#include <new>
 #include <optional>
 #include <string>
 
@@ -151,6 +152,9 @@ int main(int argc, char** argv) {
     } catch (const UsageError& e) {
         std::cerr << "attnwalk: error: " << e.what() << '\n';
         return 2;
+    } catch (const std::bad_alloc&) {
+        std::cerr << "attnwalk: error: out of memory: the input and options ask for larger tensors than this machine can hold\n";
+        return 1;
     } catch (const std::exception& e) {
         std::cerr << "attnwalk: error: " << e.what() << '\n';
         return 1;

@@ -1,5 +1,10 @@
 // attnwalk: a thin CLI11 shell. Parse options, load input, call one walk, render.
 // Exit codes: 0 ok, 1 bad input or runtime error, 2 usage error.
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <csignal>
+#include <cstring>
 #include <iostream>
 #include <new>
 #include <optional>
@@ -25,7 +30,28 @@ struct Options {
     std::optional<std::size_t> d_out;
     std::string variant = "fused";
     std::optional<double> dropout;
+    std::string max_memory = "4G";
 };
+
+// "4G", "512M", "100000": bytes with an optional K, M, G or T suffix (powers of 1024).
+double parse_bytes(const std::string& text) {
+    std::size_t used = 0;
+    double value = -1.0;
+    try {
+        value = std::stod(text, &used);
+    } catch (const std::exception&) {
+    }
+    const std::string suffix = text.substr(std::min(used, text.size()));
+    const std::string units = "KMGT";
+    double scale = 1.0;
+    if (suffix.size() == 1 && units.find(static_cast<char>(std::toupper(suffix[0]))) != std::string::npos)
+        scale = std::pow(1024.0, static_cast<double>(units.find(static_cast<char>(std::toupper(suffix[0]))) + 1));
+    else if (!suffix.empty())
+        value = -1.0;
+    if (!(value > 0.0) || !std::isfinite(value))
+        throw UsageError("--max-memory '" + text + "' is not a size: give bytes, or a number with K, M, G or T");
+    return value * scale;
+}
 
 using WalkFn = Trace (*)(const Embeddings&, const WalkOptions&);
 
@@ -74,6 +100,7 @@ void add_options(CLI::App& sub, const Command& cmd, Options& o) {
     sub.add_option("-i,--input", o.input, "Input JSON file ({\"tokens\", \"embeddings\"}); - reads stdin. Default: the built-in sentence");
     sub.add_flag("--json", o.json, "Print the whole trace as one JSON document (see docs/json.md)");
     sub.add_option("--precision", o.text.precision, "Decimals in text output")->check(CLI::Range(0, 12))->capture_default_str();
+    sub.add_option("--max-memory", o.max_memory, "Refuse inputs whose tensors would need more (bytes, or with K/M/G/T)")->capture_default_str();
     sub.add_option("--batch", o.walk.batch, "Stack the input N times along a batch axis (the textbook uses 2)");
     if (cmd.query)
         sub.add_option("--query", o.walk.query, "Show one query only: a 0-based index or a token's text");
@@ -109,19 +136,25 @@ int run(const Command& cmd, Options& o) {
     if (o.init) o.walk.projection.init = parse_init(*o.init);
     if (o.d_out) o.walk.projection.d_out = *o.d_out;
     o.walk.wrapper = o.variant == "wrapper";
+    o.walk.max_memory = parse_bytes(o.max_memory);
+    o.walk.json = o.json;
     o.walk.dropout = o.dropout.value_or(std::string(cmd.name) == "dropout" ? 0.5 : 0.0);
     const Embeddings input = o.input.empty() ? builtin_embeddings() : load_embeddings(o.input);
     const Trace trace = cmd.walk(input, o.walk);
     if (o.json) app::render_json(trace, std::cout);
     else app::render_text(trace, o.text, std::cout);
     std::cout.flush();
-    if (!std::cout) throw RuntimeError("cannot write the output");
+    if (!std::cout) {
+        if (errno == EPIPE) return 0;  // the reader stopped early (`| head`): nothing more to say
+        throw RuntimeError(std::string("cannot write the output: ") + std::strerror(errno));
+    }
     return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+    std::signal(SIGPIPE, SIG_IGN);  // a closed pipe becomes EPIPE on write, handled in run()
     CLI::App cli{"attnwalk — the attention mechanism of transformers, one printed step at a time.\n"
                  "Every command runs on the built-in sentence \"Your journey starts with one step\" unless given -i FILE."};
     cli.set_version_flag("--version", "attnwalk 0.1.0");

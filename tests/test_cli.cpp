@@ -170,6 +170,14 @@ TEST_SUITE("cli") {
             {"softmax --scale 0", "", 2, "--scale must be a positive finite number"},
             {"scores --no-such-flag", "", 2, "--no-such-flag"},
             {"", "", 2, "A subcommand is required"},
+            {"scores", "{\"embeddings\": [[[[[1]]]]]}", 1, "nested too deeply"},
+            {"scores", "{\"embeddings\": [[1]], \"tokens\": [\"" + std::string(300, 'x') + "\"]}", 1, "at $.tokens[0]: token is 300 bytes long"},
+            {"softmax", "{\"embeddings\": [[1e30, 1e30]]}", 1, "step 'scores' (Attention scores: every query against every key) turned finite input into inf or NaN"},
+            {"mha --heads 64 --d-out 64 --batch 100000", "", 2, "more than --max-memory 4 GiB"},
+            {"dropout --ones 1000000", "", 2, "this walk would need about"},
+            {"context --seed 1 --d-out 100000000000", "", 2, "more than --max-memory"},
+            {"scores --max-memory 1K", "", 2, "more than --max-memory 1 KiB"},
+            {"scores --max-memory lots", "", 2, "--max-memory 'lots' is not a size"},
         };
         for (const auto& c : cases) {
             std::string args = c.args;
@@ -181,6 +189,23 @@ TEST_SUITE("cli") {
             CHECK(std::count(r.err.begin(), r.err.end(), '\n') <= 2);
             CHECK(r.out.empty());
         }
+    }
+
+    TEST_CASE("cli.pipes_and_full_disks") {
+        // A reader that stops early: no error, exit 0. bash reports the writer's status.
+        const std::string pipe = std::string("bash -c \"'") + ATTNWALK_BINARY +
+                                 "' mha --json --batch 300 2>/tmp/attnwalk_pipe_err | head -c 100 >/dev/null; exit \\${PIPESTATUS[0]}\"";
+        CHECK(WEXITSTATUS(std::system(pipe.c_str())) == 0);
+        CHECK(test::read_file("/tmp/attnwalk_pipe_err").empty());
+        const std::string full = std::string("'") + ATTNWALK_BINARY + "' mha >/dev/full 2>/tmp/attnwalk_full_err";
+        CHECK(WEXITSTATUS(std::system(full.c_str())) == 1);
+        CHECK(test::read_file("/tmp/attnwalk_full_err").find("cannot write the output: No space left on device") != std::string::npos);
+    }
+
+    TEST_CASE("cli.naive_softmax_overflow_is_the_lesson_not_an_error") {
+        const auto r = test::run("softmax -i '" + test::source_path("data/large_scores.json") + "'");
+        CHECK(r.exit_code == 0);
+        CHECK(r.out.find("exp overflowed") != std::string::npos);
     }
 
     TEST_CASE("cli.weights_file_errors") {

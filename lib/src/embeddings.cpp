@@ -32,16 +32,24 @@ const char* const builtin_json_text = R"({
 }  // namespace
 
 std::string read_text_file(const std::string& path) {
-    if (path == "-") {
-        std::ostringstream os;
-        os << std::cin.rdbuf();
-        if (std::cin.bad()) throw InputError("<stdin>", "", "cannot read standard input");
-        return os.str();
+    const std::string name = path == "-" ? "<stdin>" : path;
+    std::ifstream file;
+    std::istream* in = &std::cin;
+    if (path != "-") {
+        file.open(path, std::ios::binary);
+        if (!file) throw InputError(path, "", std::string("cannot open file: ") + std::strerror(errno));
+        in = &file;
     }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(path, "", std::string("cannot open file: ") + std::strerror(errno));
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) throw InputError(path, "", std::string("cannot read file: ") + std::strerror(errno));
+    // Read in chunks so that an endless or huge stream stops at the limit.
+    std::string text;
+    char chunk[1 << 16];
+    while (in->read(chunk, sizeof chunk) || in->gcount() > 0) {
+        text.append(chunk, static_cast<std::size_t>(in->gcount()));
+        if (text.size() > max_input_bytes)
+            throw InputError(name, "", "larger than " + std::to_string(max_input_bytes >> 20) +
+                                           " MiB: attnwalk reads input files up to that size");
+    }
+    if (in->bad()) throw InputError(name, "", std::string("cannot read: ") + std::strerror(errno));
     return text;
 }
 
@@ -83,7 +91,12 @@ Embeddings parse_embeddings(const std::string& text, const std::string& source) 
             if (!tokens[i].is_string())
                 throw InputError(source, "$.tokens[" + std::to_string(i) + "]",
                                  "expected a string, got " + json_input::type_name(tokens[i]));
-            out.tokens.push_back(tokens[i].get<std::string>());
+            const auto& token = tokens[i].get_ref<const std::string&>();
+            if (token.size() > max_token_bytes)
+                throw InputError(source, "$.tokens[" + std::to_string(i) + "]",
+                                 "token is " + std::to_string(token.size()) + " bytes long; at most " +
+                                     std::to_string(max_token_bytes) + " are allowed");
+            out.tokens.push_back(token);
         }
     } else {
         for (std::size_t i = 0; i < T; ++i) out.tokens.push_back("t" + std::to_string(i));

@@ -46,6 +46,8 @@ std::string shape_string(const std::vector<std::size_t>& shape) {
 
 namespace {
 
+constexpr std::size_t max_rank = 4;  // nothing attnwalk reads has more axes
+
 std::string index_path(const std::string& path, std::size_t i) {
     return path + "[" + std::to_string(i) + "]";
 }
@@ -55,6 +57,8 @@ std::vector<std::size_t> probe_shape(const json& value, const std::string& file,
     std::vector<std::size_t> shape;
     const json* cur = &value;
     while (cur->is_array()) {
+        if (shape.size() == max_rank)
+            throw InputError(file, path, "nested too deeply: at most " + std::to_string(max_rank) + " levels of arrays");
         if (cur->empty()) throw InputError(file, path, "expected a non-empty array of numbers, got []");
         shape.push_back(cur->size());
         cur = &(*cur)[0];

@@ -190,7 +190,7 @@ Trace walk_mha(const Embeddings& input, const WalkOptions& options) {
         rec.add("output", "Output projection of the concatenated heads", "Y = Z·W_o + b_o", project(context, mw.out_proj),
                 {Axis::token, Axis::feature});
     }
-    return std::move(s.trace);
+    return check_finite(std::move(s.trace));
 }
 
 }  // namespace attnwalk

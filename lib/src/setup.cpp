@@ -1,6 +1,8 @@
 #include "attnwalk/setup.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <sstream>
 
 #include "attnwalk/errors.hpp"
@@ -32,6 +34,38 @@ std::size_t resolve_query(const std::string& query, const std::vector<std::strin
                      "; or give a 0-based index)");
 }
 
+double estimate_memory(const std::string& command, std::size_t batch, std::size_t tokens, std::size_t d_in,
+                       const WalkOptions& options) {
+    // Counted in double so that absurd sizes cannot overflow. About 16 tensors of the
+    // largest shapes are recorded (scores, weights, masks, per head); the JSON view
+    // keeps each number again as a node of about 48 bytes.
+    const double B = static_cast<double>(batch) * static_cast<double>(std::max<std::size_t>(options.batch, 1));
+    double T = static_cast<double>(tokens);
+    const double H = command == "mha" ? static_cast<double>(options.heads) : 1.0;
+    const double d = std::max(static_cast<double>(d_in), static_cast<double>(options.projection.d_out) * (options.wrapper ? H : 1.0));
+    double numbers = 16.0 * B * H * T * T + 16.0 * B * T * d + 4.0 * d * d;
+    if (command == "dropout" && options.ones) {
+        T = static_cast<double>(*options.ones);
+        numbers = 4.0 * T * T;
+    }
+    return numbers * (4.0 + (options.json ? 48.0 : 0.0));
+}
+
+namespace {
+std::string bytes_text(double bytes) {
+    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    std::size_t u = 0;
+    while (bytes >= 1024.0 && u + 1 < std::size(units)) {
+        bytes /= 1024.0;
+        ++u;
+    }
+    std::ostringstream os;
+    os.precision(bytes < 10 ? 2 : 3);
+    os << bytes << ' ' << units[u];
+    return os.str();
+}
+}  // namespace
+
 Setup start_walk(const std::string& command, const Embeddings& input, const WalkOptions& options) {
     const ProjectionOptions& proj = options.projection;
     if (proj.weights_file && proj.seed)
@@ -46,6 +80,12 @@ Setup start_walk(const std::string& command, const Embeddings& input, const Walk
         throw UsageError("--scale must be a positive finite number");
     if (!(options.dropout >= 0.0 && options.dropout < 1.0))
         throw UsageError("--dropout must be in [0, 1), got " + format_number(options.dropout));
+
+    const double need = estimate_memory(command, input.batch(), input.tokens_count(), input.dim(), options);
+    if (need > options.max_memory)
+        throw UsageError("this walk would need about " + bytes_text(need) + " for its tensors" +
+                         (options.json ? " and their JSON" : "") + ", more than --max-memory " +
+                         bytes_text(options.max_memory) + " (raise --max-memory, or use a smaller input or options)");
 
     const Embeddings in = options.batch > 1 ? stack_batch(input, options.batch) : input;
     const std::size_t T = in.tokens_count();

@@ -1,6 +1,10 @@
 #include "attnwalk/trace.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
+
+#include "attnwalk/errors.hpp"
 #include <numeric>
 
 namespace attnwalk {
@@ -27,6 +31,19 @@ void Trace::set_param(const std::string& name, ParamValue value) {
         }
     }
     params.emplace_back(name, std::move(value));
+}
+
+Trace check_finite(Trace trace) {
+    for (const auto& step : trace.steps) {
+        if (step.may_be_non_finite) continue;
+        const bool finite = std::all_of(step.tensor.data.begin(), step.tensor.data.end(),
+                                        [](float v) { return std::isfinite(v); });
+        if (!finite)
+            throw RuntimeError("step '" + step.id + "' (" + step.title +
+                               ") turned finite input into inf or NaN: float32 overflows beyond ±3.4e38; "
+                               "scale the embeddings or weights down");
+    }
+    return trace;
 }
 
 }  // namespace attnwalk

@@ -76,10 +76,12 @@ xt::xtensor<float, N> normalise(Recorder& rec, const xt::xtensor<float, N>& scal
                 shift_by_row_max(scaled), axes);
         Step& sum = rec.add_with_row_sums("weights_sum", "Divide by the sum", "ω_j / Σ_k ω_k", normalise_by_sum(scaled), axes);
         sum.group = "normalise";
+        sum.may_be_non_finite = true;  // scores summing to 0 are part of why this normalisation fails
         if (std::any_of(sum.tensor.data.begin(), sum.tensor.data.end(), [](float v) { return !(v >= 0.0f); }))
             sum.note = "Some weights are negative or not finite: dividing by the sum only works when every score is positive.";
         Step& naive = rec.add_with_row_sums("weights_naive", "Naive softmax", "exp(ω_j) / Σ_k exp(ω_k)", softmax_naive(scaled), axes);
         naive.group = "normalise";
+        naive.may_be_non_finite = true;  // the lesson: exp overflows
         if (!all_finite(naive.tensor))
             naive.note = "exp overflowed: float32 ends near 3.4e38, so exp(ω) is inf for ω > 88.7, and inf/inf is NaN. "
                          "The stable softmax subtracts the row maximum first and stays finite.";
@@ -196,7 +198,7 @@ Trace walk_stage(const std::string& command, const Embeddings& input, const Walk
     } else {
         walk_all_queries(rec, a, stage, compare);
     }
-    return std::move(s.trace);
+    return check_finite(std::move(s.trace));
 }
 
 // Causal weights by the −∞ fill (method b), in the textbook's order: mask the raw
@@ -204,7 +206,8 @@ Trace walk_stage(const std::string& command, const Embeddings& input, const Walk
 Cube causal_weights(Recorder& rec, const Attention& a, const Scores& s) {
     const Cube masked = mask_future_neg_inf(s.raw);
     rec.add("scores_masked", "(b) Before the softmax: future scores set to −∞", "ω_ij = −∞ for j > i",
-            masked, {Axis::token, Axis::token});
+            masked, {Axis::token, Axis::token})
+        .may_be_non_finite = true;  // −∞ is the mask
     return softmax(a.scale == 1.0f ? masked : scale_scores(masked, a.scale));
 }
 
@@ -259,7 +262,7 @@ Trace walk_causal(const Embeddings& input, const WalkOptions& options) {
                 "token never enters the sum at all. Either way no information from a later token reaches an "
                 "earlier one.";
     record_context(rec, a, weights, "Context vectors: token i mixes the values of tokens 0..i only");
-    return std::move(s.trace);
+    return check_finite(std::move(s.trace));
 }
 
 Trace walk_dropout(const Embeddings& input, const WalkOptions& options) {
@@ -297,7 +300,7 @@ Trace walk_dropout(const Embeddings& input, const WalkOptions& options) {
             .note = "nn.Dropout is the identity at inference (model.eval()): no random draw, no scaling.";
         rec.add_with_row_sums("weights", "Weights after dropout (eval): unchanged", "A", weights, {Axis::token, Axis::token});
         if (a) record_context(rec, *a, weights, "Context vectors (eval): unchanged");
-        return std::move(s.trace);
+        return check_finite(std::move(s.trace));
     }
 
     // The dropout draw continues the --seed stream, unless --dropout-seed reseeds it.
@@ -321,7 +324,7 @@ Trace walk_dropout(const Embeddings& input, const WalkOptions& options) {
         .note = "The scaling keeps the expected sum of each row unchanged, so training and inference see the same average.";
     rec.add_with_row_sums("weights", "Weights after dropout", "A ⊙ keep / (1 − p)", drop.output, {Axis::token, Axis::token});
     if (a) record_context(rec, *a, drop.output, "Context vectors after dropout");
-    return std::move(s.trace);
+    return check_finite(std::move(s.trace));
 }
 
 }  // namespace attnwalk

@@ -5,12 +5,16 @@
 // `embeddings` is T×d, or B×T×d for a batch; `tokens` is optional.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 #include "attnwalk/trace.hpp"
 
 namespace attnwalk {
+
+constexpr std::size_t max_input_bytes = std::size_t{512} << 20;  // input files up to 512 MiB
+constexpr std::size_t max_token_bytes = 256;                       // one token's text
 
 struct Embeddings {
     std::string source;               // file name, "-" for stdin, "<built-in>" for the example

@@ -52,6 +52,7 @@ struct Step {
     Tensor row_sum;                     // optional: the sum over the last axis
     std::string group;                  // steps sharing a group may be shown side by side
     StepKind kind = StepKind::result;
+    bool may_be_non_finite = false;     // inf/NaN here is the lesson (−∞ masking, naive softmax overflow)
 };
 
 using ParamValue = std::variant<bool, long long, double, std::string>;
@@ -65,5 +66,10 @@ struct Trace {
 
     void set_param(const std::string& name, ParamValue value);
 };
+
+// Checks a finished trace: every input was finite, so a step holding inf or NaN
+// overflowed, unless the step says that is its point. Throws RuntimeError naming the
+// first such step; returns the trace otherwise.
+Trace check_finite(Trace trace);
 
 }  // namespace attnwalk

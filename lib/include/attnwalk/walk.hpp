@@ -42,7 +42,15 @@ struct WalkOptions {
     std::optional<std::size_t> ones;            // dropout on an N×N matrix of ones
     std::size_t heads = 2;
     bool wrapper = false;                       // mha: stacked heads instead of the fused form
+
+    // Refuse work whose tensors would need more memory than this (bytes), before allocating.
+    double max_memory = 4.0 * 1024 * 1024 * 1024;
+    bool json = false;  // the JSON view holds every number a second time
 };
+
+// The memory a walk's tensors need, estimated from the shapes alone (bytes).
+double estimate_memory(const std::string& command, std::size_t batch, std::size_t tokens, std::size_t d_in,
+                       const WalkOptions& options);
 
 Trace walk_scores(const Embeddings& input, const WalkOptions& options);
 Trace walk_softmax(const Embeddings& input, const WalkOptions& options);

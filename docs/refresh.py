@@ -26,6 +26,8 @@ def run(binary, spec):
     args, *cuts = spec.split("|")
     out = subprocess.run([binary] + shlex.split(args), cwd=ROOT, capture_output=True, text=True)
     lines = (out.stdout + out.stderr).splitlines()
+    if out.returncode != 0:
+        lines.append(f"[exit code {out.returncode}]")
     for cut in cuts:  # "head -n N" and "tail -n N", applied in order
         verb, _, n = cut.split()
         lines = lines[: int(n)] if verb == "head" else lines[-int(n):]

@@ -124,8 +124,13 @@ QKV load_qkv(const std::string& file, std::size_t d_in) {
 
 MultiHeadWeights load_multi_head(const std::string& file, std::size_t d_in, bool wrapper,
                                  std::size_t heads) {
-    const std::string name = file == "-" ? "<stdin>" : file;
-    const json doc = object_at(json_input::parse(read_text_file(file), name), name, "$");
+    return parse_multi_head(read_text_file(file), file == "-" ? "<stdin>" : file, d_in, wrapper, heads);
+}
+
+MultiHeadWeights parse_multi_head(const std::string& text, const std::string& name, std::size_t d_in, bool wrapper,
+                                  std::size_t heads) {
+    const json parsed = json_input::parse(text, name);
+    const json& doc = object_at(parsed, name, "$");
     MultiHeadWeights out;
     if (wrapper) {
         if (!doc.contains("heads") || !doc.at("heads").is_array())

@@ -45,5 +45,8 @@ struct MultiHeadWeights {
     Linear out_proj;         // fused only
 };
 MultiHeadWeights load_multi_head(const std::string& file, std::size_t d_in, bool wrapper, std::size_t heads);
+// The same from JSON text; `name` names it in errors.
+MultiHeadWeights parse_multi_head(const std::string& text, const std::string& name, std::size_t d_in, bool wrapper,
+                                  std::size_t heads);
 
 }  // namespace attnwalk

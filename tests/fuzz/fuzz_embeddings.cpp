@@ -1,0 +1,18 @@
+// libFuzzer target: the embeddings loader must reject bad input with an InputError,
+// never crash, leak or hang.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "attnwalk/embeddings.hpp"
+#include "attnwalk/errors.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    const std::string text(reinterpret_cast<const char*>(data), size);
+    try {
+        const auto e = attnwalk::parse_embeddings(text, "fuzz.json");
+        if (e.x.data.size() != e.x.size() || e.tokens.size() != e.tokens_count()) __builtin_trap();
+    } catch (const attnwalk::InputError&) {
+    }
+    return 0;
+}

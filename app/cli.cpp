@@ -14,6 +14,7 @@
 
 #include "attnwalk/embeddings.hpp"
 #include "attnwalk/errors.hpp"
+#include "attnwalk/vocab.hpp"
 #include "attnwalk/walk.hpp"
 #include "cli.hpp"
 #include "render.hpp"
@@ -24,6 +25,8 @@ using namespace attnwalk;
 
 struct Options {
     std::string input;  // empty = the built-in example
+    std::optional<std::string> sentence;
+    std::optional<std::string> vocab;
     bool json = false;
     app::TextOptions text;
     WalkOptions walk;
@@ -99,6 +102,8 @@ const Command commands[] = {
 
 void add_options(CLI::App& sub, const Command& cmd, Options& o) {
     sub.add_option("-i,--input", o.input, "Input JSON file ({\"tokens\", \"embeddings\"}); - reads stdin. Default: the built-in sentence");
+    sub.add_option("--text", o.sentence, "A sentence instead of -i: split at whitespace, each word looked up in --vocab");
+    sub.add_option("--vocab", o.vocab, "JSON object {\"word\": [numbers], ...} for --text (data/vocab.json covers the docs' sentences)");
     sub.add_flag("--json", o.json, "Print the whole trace as one JSON document (see docs/json.md)");
     sub.add_option("--precision", o.text.precision, "Decimals in text output")->check(CLI::Range(0, 12))->capture_default_str();
     sub.add_option("--max-memory", o.max_memory, "Refuse inputs whose tensors would need more (bytes, or with K/M/G/T)")->capture_default_str();
@@ -140,7 +145,11 @@ int run(const Command& cmd, Options& o, std::ostream& out) {
     o.walk.max_memory = parse_bytes(o.max_memory);
     o.walk.json = o.json;
     o.walk.dropout = o.dropout.value_or(std::string(cmd.name) == "dropout" ? 0.5 : 0.0);
-    const Embeddings input = o.input.empty() ? builtin_embeddings() : load_embeddings(o.input);
+    if (o.sentence && !o.input.empty()) throw UsageError("--text and -i/--input exclude each other");
+    if (o.sentence && !o.vocab) throw UsageError("--text needs --vocab FILE (for example data/vocab.json)");
+    if (o.vocab && !o.sentence) throw UsageError("--vocab goes with --text");
+    const Embeddings input = o.sentence ? embed_text(*o.sentence, load_vocab(*o.vocab))
+                             : o.input.empty() ? builtin_embeddings() : load_embeddings(o.input);
     const Trace trace = cmd.walk(input, o.walk);
     if (o.json) app::render_json(trace, out);
     else app::render_text(trace, o.text, out);
@@ -161,6 +170,7 @@ int attnwalk::app::run_cli(int argc, const char* const* argv, std::ostream& out,
     cli.require_subcommand(1);
     cli.footer("Examples:\n"
                "  attnwalk softmax --query journey\n"
+               "  attnwalk context --text \"cats climb trees\" --vocab data/vocab.json\n"
                "  attnwalk context --seed 123 --init rand\n"
                "  attnwalk mha --batch 2 --seed 123 --heads 2 --json\n"
                "Run 'attnwalk COMMAND --help' for a command's options and examples.\n"

@@ -117,6 +117,10 @@ TEST_SUITE("cli") {
         const auto cats = test::run("context -i '" + test::source_path("data/cats_climb.json") + "' --query climb");
         CHECK(cats.exit_code == 0);
         CHECK(cats.out.find("z(climb)") != std::string::npos);
+        const auto text = test::run("context --text 'Your journey starts with one step' --vocab '" +
+                                    test::source_path("data/vocab.json") + "' --json");
+        REQUIRE(text.exit_code == 0);
+        CHECK(json::parse(text.out).at("steps") == json::parse(test::run("context --json").out).at("steps"));
         const auto weights = test::run("context --weights '" + test::source_path("data/weights_example.json") + "' --query journey --json");
         REQUIRE(weights.exit_code == 0);
         check4(row(step(json::parse(weights.out), "queries"), 1), {0.4306f, 1.4551f});
@@ -178,6 +182,9 @@ TEST_SUITE("cli") {
             {"context --seed 1 --d-out 100000000000", "", 2, "more than --max-memory"},
             {"scores --max-memory 1K", "", 2, "more than --max-memory 1 KiB"},
             {"scores --max-memory lots", "", 2, "--max-memory 'lots' is not a size"},
+            {"scores --text 'cats clim' --vocab '" + test::source_path("data/vocab.json") + "'", "", 2, "'clim' is not in the vocabulary"},
+            {"scores --text cats", "", 2, "--text needs --vocab"},
+            {"scores --text cats --vocab v.json -i x.json", "", 2, "--text and -i/--input exclude each other"},
         };
         for (const auto& c : cases) {
             std::string args = c.args;

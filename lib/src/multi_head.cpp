@@ -54,9 +54,6 @@ Trace walk_mha(const Embeddings& input, const WalkOptions& options) {
     if (H < 1) throw UsageError("--heads must be at least 1");
     WalkOptions opts = options;
     if (!opts.projection.weights_file && !opts.projection.seed) opts.projection.seed = default_mha_seed;
-    if (!opts.wrapper && opts.projection.d_out % H != 0 && !opts.projection.weights_file)
-        throw UsageError("d_out must be divisible by the number of heads: --d-out " +
-                         std::to_string(opts.projection.d_out) + " is not a multiple of --heads " + std::to_string(H));
 
     Setup s = start_walk("mha", input, opts);
     Recorder rec(s.trace);
@@ -90,7 +87,8 @@ Trace walk_mha(const Embeddings& input, const WalkOptions& options) {
     trace.set_param("d_out", static_cast<long long>(d_out));
     if (!opts.wrapper && d_out % H != 0)
         throw UsageError("d_out must be divisible by the number of heads: d_out " + std::to_string(d_out) +
-                         " (from the weights file) is not a multiple of --heads " + std::to_string(H));
+                         (opts.projection.weights_file ? " (from the weights file)" : " (--d-out)") +
+                         " is not a multiple of --heads " + std::to_string(H));
 
     // ---- Q, K, V per head: (B,H,T,d_h) ------------------------------------------------
     Hyper q, k, v;

@@ -23,6 +23,10 @@ std::size_t Tensor::size() const {
     return std::accumulate(shape.begin(), shape.end(), std::size_t{1}, std::multiplies<>());
 }
 
+bool Tensor::all_finite() const {
+    return std::all_of(data.begin(), data.end(), [](float v) { return std::isfinite(v); });
+}
+
 void Trace::set_param(const std::string& name, ParamValue value) {
     for (auto& [key, existing] : params) {
         if (key == name) {
@@ -35,10 +39,7 @@ void Trace::set_param(const std::string& name, ParamValue value) {
 
 Trace check_finite(Trace trace) {
     for (const auto& step : trace.steps) {
-        if (step.may_be_non_finite) continue;
-        const bool finite = std::all_of(step.tensor.data.begin(), step.tensor.data.end(),
-                                        [](float v) { return std::isfinite(v); });
-        if (!finite)
+        if (!step.may_be_non_finite && !step.tensor.all_finite())
             throw RuntimeError("step '" + step.id + "' (" + step.title +
                                ") turned finite input into inf or NaN: float32 overflows beyond ±3.4e38; "
                                "scale the embeddings or weights down");

@@ -23,10 +23,6 @@ namespace {
 
 enum class Stage { scores, softmax, context };
 
-bool all_finite(const Tensor& t) {
-    return std::all_of(t.data.begin(), t.data.end(), [](float v) { return std::isfinite(v); });
-}
-
 std::string batch_prefix(const Trace& trace, std::size_t b) {
     return trace.batched ? "[" + std::to_string(b) + "] " : "";
 }
@@ -82,7 +78,7 @@ xt::xtensor<float, N> normalise(Recorder& rec, const xt::xtensor<float, N>& scal
         Step& naive = rec.add_with_row_sums("weights_naive", "Naive softmax", "exp(ω_j) / Σ_k exp(ω_k)", softmax_naive(scaled), axes);
         naive.group = "normalise";
         naive.may_be_non_finite = true;  // the lesson: exp overflows
-        if (!all_finite(naive.tensor))
+        if (!naive.tensor.all_finite())
             naive.note = "exp overflowed: float32 ends near 3.4e38, so exp(ω) is inf for ω > 88.7, and inf/inf is NaN. "
                          "The stable softmax subtracts the row maximum first and stays finite.";
     }

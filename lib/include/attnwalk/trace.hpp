@@ -22,6 +22,7 @@ struct Tensor {
     std::vector<std::size_t> shape;  // empty shape = scalar
     std::vector<float> data;         // row-major, product(shape) values
     std::size_t size() const;
+    bool all_finite() const;  // no inf, no NaN
 };
 
 // One written-out sum: result = Σ coef_i · value_i. A dot product has scalar values

@@ -1,18 +1,30 @@
-// Renderers: two views of one trace. They format; they never compute.
+// Renderers: views of one trace. They format; they never compute.
 #pragma once
 
 #include <ostream>
+#include <string>
 
 #include "attnwalk/trace.hpp"
 
 namespace attnwalk::app {
 
+enum class Palette { none, ansi256, truecolor };  // none: Unicode shade blocks
+
 struct TextOptions {
     int precision = 4;
     bool show_weights = false;  // parameter steps (W_query, ...) are hidden unless asked for
+    bool torch = false;         // --format torch: tensors as PyTorch prints them
+    bool full = false;          // --full: no elision of long axes
+    bool heatmap = true;        // draw token×token steps as heatmaps under their numbers
+    Palette palette = Palette::none;
+    std::size_t columns = 80;   // terminal width the heatmaps fit into
 };
 
 void render_text(const Trace& trace, const TextOptions& options, std::ostream& out);
 void render_json(const Trace& trace, std::ostream& out);
+
+// A tensor the way PyTorch 1.13 prints it (`repr(t)` of a float32 CPU tensor, default
+// print options): "tensor([[0.2098, 0.2006, ...]])".
+std::string torch_repr(const Tensor& tensor);
 
 }  // namespace attnwalk::app

@@ -301,12 +301,36 @@ def rng_sequences():
     return seqs
 
 
+def torch_repr_cases():
+    """repr() of float32 tensors: the text --format torch must reproduce character for character."""
+    g = torch.Generator().manual_seed(5)
+    x = torch.tensor(BUILTIN)
+    w = torch.softmax(x @ x.T, dim=-1)
+    masked = (x @ x.T).masked_fill(torch.triu(torch.ones(6, 6, dtype=torch.bool), diagonal=1), -torch.inf)
+    tensors = [
+        w, x, w[1], w.sum(dim=-1), (x @ x.T)[1, 2],        # the textbook's shapes
+        torch.ones(6, 6), torch.zeros(3), torch.tensor([2.0, -3.0, 0.0]),        # integer mode
+        torch.tensor([1.0, 2.0e9]), torch.tensor([1.0, 1.0e-5]), torch.tensor([0.5, 12345.678]),  # scientific
+        masked, torch.tensor([float("nan"), 1.5, -float("inf")]), torch.tensor([float("nan"), 1.0]),
+        torch.randn(2, 3, 4, generator=g), torch.randn(1, 2, 3, 2, generator=g) * 100,
+        torch.randn(40, generator=g),                    # wraps at 80 columns
+        torch.rand(40, 40, generator=g),                 # summarised (over 1000 elements)
+        torch.randn(3, 400, generator=g) * 1000,         # summarised, scientific
+        torch.randn(1001, generator=g),
+        -torch.rand(5, 5, generator=g),
+        torch.tensor(3.0), torch.tensor(-0.000123),
+    ]
+    return [dict(tensor_json(t), repr=repr(t)) for t in tensors]
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     torch.set_num_threads(1)
     for name, cases in [("single_head", single_head_cases()), ("dropout", dropout_cases()), ("mha", mha_cases())]:
         with open(os.path.join(OUT, f"{name}.json"), "w") as f:
             json.dump({"generator": "tests/make_goldens.py", "torch": torch.__version__, "cases": cases}, f)
+    with open(os.path.join(OUT, "torch_repr.json"), "w") as f:
+        json.dump({"generator": "tests/make_goldens.py", "torch": torch.__version__, "tensors": torch_repr_cases()}, f)
     with open(os.path.join(OUT, "rng.json"), "w") as f:
         json.dump({"generator": "tests/make_goldens.py", "torch": torch.__version__, "sequences": rng_sequences()}, f)
     print("wrote", OUT)

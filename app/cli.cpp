@@ -35,6 +35,9 @@ struct Options {
     std::string variant = "fused";
     std::optional<double> dropout;
     std::string max_memory = "4G";
+    std::string format = "text";
+    std::string color = "auto";
+    bool no_heatmap = false;
 };
 
 // "4G", "512M", "100000": bytes with an optional K, M, G or T suffix (powers of 1024).
@@ -106,6 +109,12 @@ void add_options(CLI::App& sub, const Command& cmd, Options& o) {
     sub.add_option("--vocab", o.vocab, "JSON object {\"word\": [numbers], ...} for --text (data/vocab.json covers the docs' sentences)");
     sub.add_flag("--json", o.json, "Print the whole trace as one JSON document (see docs/json.md)");
     sub.add_option("--precision", o.text.precision, "Decimals in text output")->check(CLI::Range(0, 12))->capture_default_str();
+    sub.add_option("--format", o.format, "text: labelled tables; torch: tensors printed the way PyTorch prints them")
+        ->check(CLI::IsMember({"text", "torch"}))->capture_default_str();
+    sub.add_option("--color", o.color, "Colour heatmaps: auto (a terminal, NO_COLOR unset), always, never")
+        ->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str();
+    sub.add_flag("--no-heatmap", o.no_heatmap, "Numbers only: no heatmaps under the token×token steps");
+    sub.add_flag("--full", o.text.full, "Print every row and column (tables with more than 16 are elided otherwise)");
     sub.add_option("--max-memory", o.max_memory, "Refuse inputs whose tensors would need more (bytes, or with K/M/G/T)")->capture_default_str();
     sub.add_option("--batch", o.walk.batch, "Stack the input N times along a batch axis (the textbook uses 2)");
     if (cmd.query)
@@ -138,7 +147,12 @@ void add_options(CLI::App& sub, const Command& cmd, Options& o) {
     }
 }
 
-int run(const Command& cmd, Options& o, std::ostream& out) {
+int run(const Command& cmd, Options& o, std::ostream& out, const app::Terminal& term) {
+    o.text.torch = o.format == "torch";
+    o.text.heatmap = !o.no_heatmap;
+    o.text.columns = term.columns;
+    const bool colour = o.color == "always" || (o.color == "auto" && term.stdout_is_tty && !term.no_color);
+    o.text.palette = !colour ? app::Palette::none : term.truecolor ? app::Palette::truecolor : app::Palette::ansi256;
     if (o.init) o.walk.projection.init = parse_init(*o.init);
     if (o.d_out) o.walk.projection.d_out = *o.d_out;
     o.walk.wrapper = o.variant == "wrapper";
@@ -163,7 +177,8 @@ int run(const Command& cmd, Options& o, std::ostream& out) {
 
 }  // namespace
 
-int attnwalk::app::run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+int attnwalk::app::run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
+                           const Terminal& terminal) {
     CLI::App cli{"attnwalk — the attention mechanism of transformers, one printed step at a time.\n"
                  "Every command runs on the built-in sentence \"Your journey starts with one step\" unless given -i FILE."};
     cli.set_version_flag("--version", "attnwalk 0.1.0");
@@ -191,7 +206,7 @@ int attnwalk::app::run_cli(int argc, const char* const* argv, std::ostream& out,
         return 2;
     }
     try {
-        return run(*chosen, options, out);
+        return run(*chosen, options, out, terminal);
     } catch (const UsageError& e) {
         err << "attnwalk: error: " << e.what() << '\n';
         return 2;

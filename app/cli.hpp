@@ -1,12 +1,23 @@
 // The whole command line as a function, so that main() and the CLI fuzz target share it.
 #pragma once
 
+#include <cstddef>
 #include <ostream>
 
 namespace attnwalk::app {
 
+// What the process knows about its terminal and environment (main fills it in; the
+// fuzz target and tests leave the defaults: not a terminal).
+struct Terminal {
+    bool stdout_is_tty = false;
+    bool stdin_is_tty = false;
+    bool no_color = false;     // NO_COLOR is set and not empty
+    bool truecolor = false;    // COLORTERM is truecolor or 24bit
+    std::size_t columns = 80;  // COLUMNS, else the terminal's width, else 80
+};
+
 // Parses argv with CLI11, runs one walk and renders it to `out`; messages go to `err`.
 // Returns the exit code: 0 ok, 1 bad input or runtime error, 2 usage error.
-int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err, const Terminal& terminal = {});
 
 }  // namespace attnwalk::app

@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "heatmap.hpp"
 #include "render.hpp"
+#include "text.hpp"
 
 namespace attnwalk::app {
 
@@ -19,14 +21,6 @@ std::string fmt(float v, int precision) {
     return buf;
 }
 
-// Display width of UTF-8 text: count code points, not bytes.
-std::size_t width(const std::string& s) {
-    return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-}
-
-std::string pad_left(const std::string& s, std::size_t w) { return std::string(w > width(s) ? w - width(s) : 0, ' ') + s; }
-std::string pad_right(const std::string& s, std::size_t w) { return s + std::string(w > width(s) ? w - width(s) : 0, ' '); }
-
 std::string label(const Trace& trace, Axis axis, std::size_t i) {
     switch (axis) {
         case Axis::token: return i < trace.tokens.size() ? trace.tokens[i] : std::to_string(i);
@@ -35,6 +29,30 @@ std::string label(const Trace& trace, Axis axis, std::size_t i) {
         case Axis::feature: return "d" + std::to_string(i);
     }
     return std::to_string(i);
+}
+
+// Long axes are elided like PyTorch's print: the first and last three entries around a
+// gap (npos), unless --full.
+constexpr std::size_t elide_above = 16;
+constexpr std::size_t edge_items = 3;
+constexpr std::size_t gap = static_cast<std::size_t>(-1);
+
+std::vector<std::size_t> shown(std::size_t n, const TextOptions& opt) {
+    std::vector<std::size_t> idx;
+    const bool elide = !opt.full && n > elide_above;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (elide && i == edge_items) {
+            idx.push_back(gap);
+            i = n - edge_items;
+        }
+        idx.push_back(i);
+    }
+    return idx;
+}
+
+bool is_token_matrix(const Step& step) {
+    const std::size_t rank = step.tensor.shape.size();
+    return rank >= 2 && step.axes[rank - 1] == Axis::token && step.axes[rank - 2] == Axis::token;
 }
 
 struct Table {
@@ -67,62 +85,97 @@ void print_matrix(const Trace& trace, const Step& step, std::size_t offset, std:
     const std::size_t cols = shape[rank - 1];
     const std::size_t rows = rank >= 2 ? shape[rank - 2] : 1;
     const bool sums = !step.row_sum.data.empty();
+    const auto col_idx = shown(cols, opt);
     Table t;
     t.header.push_back("");
-    for (std::size_t c = 0; c < cols; ++c) t.header.push_back(label(trace, step.axes[rank - 1], c));
+    for (std::size_t c : col_idx) t.header.push_back(c == gap ? "…" : label(trace, step.axes[rank - 1], c));
     if (sums) {
         t.header.push_back("|");
         t.header.push_back("row sum");
     }
-    for (std::size_t r = 0; r < rows; ++r) {
-        std::vector<std::string> row{rank >= 2 ? label(trace, step.axes[rank - 2], r) : ""};
-        for (std::size_t c = 0; c < cols; ++c) row.push_back(fmt(step.tensor.data[offset + r * cols + c], opt.precision));
+    for (std::size_t r : shown(rows, opt)) {
+        std::vector<std::string> row{r == gap ? "⋮" : rank >= 2 ? label(trace, step.axes[rank - 2], r) : ""};
+        for (std::size_t c : col_idx)
+            row.push_back(r == gap ? (c == gap ? "⋱" : "⋮") : c == gap ? "…" : fmt(step.tensor.data[offset + r * cols + c], opt.precision));
         if (sums) {
             row.push_back("|");
-            row.push_back(fmt(step.row_sum.data[sum_offset + r], opt.precision));
+            row.push_back(r == gap ? "⋮" : fmt(step.row_sum.data[sum_offset + r], opt.precision));
         }
         t.rows.push_back(std::move(row));
     }
     t.print(out, "    ");
 }
 
+void print_heatmap_of(const Trace& trace, const Step& step, std::size_t offset, const TextOptions& opt, std::ostream& out) {
+    const std::size_t rank = step.tensor.shape.size();
+    HeatmapPanel panel{"", step.tensor.data.data() + offset, step.tensor.shape[rank - 2], step.tensor.shape[rank - 1], {}, {}};
+    for (std::size_t r = 0; r < panel.rows; ++r) panel.row_labels.push_back(label(trace, step.axes[rank - 2], r));
+    for (std::size_t c = 0; c < panel.cols; ++c) panel.col_labels.push_back(label(trace, step.axes[rank - 1], c));
+    print_heatmap(panel, opt, out);
+}
+
+// The name of 2-D slice s of a tensor by its leading indices: "batch 0, head 1".
+std::string slice_name(const Trace& trace, const Step& step, std::size_t s) {
+    const auto& shape = step.tensor.shape;
+    std::vector<std::string> parts(shape.size() - 2);
+    for (std::size_t a = parts.size(); a-- > 0;) {
+        parts[a] = label(trace, step.axes[a], s % shape[a]);
+        s /= shape[a];
+    }
+    std::string name;
+    for (std::size_t a = 0; a < parts.size(); ++a) name += (a ? ", " : "") + parts[a];
+    return name;
+}
+
 void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, std::ostream& out) {
     const auto& shape = step.tensor.shape;
+    const std::size_t rank = shape.size();
+    const std::size_t inner = rank >= 2 ? shape[rank - 1] * shape[rank - 2] : rank == 1 ? shape[0] : 1;
+    const std::size_t inner_rows = rank >= 2 ? shape[rank - 2] : 1;
+    const std::size_t slices = inner ? step.tensor.size() / inner : 0;
+    const bool heat = opt.heatmap && is_token_matrix(step);
+    if (opt.torch) {
+        out << torch_repr(step.tensor) << '\n';
+        if (!step.row_sum.data.empty()) out << "row sums: " << torch_repr(step.row_sum) << '\n';
+        for (std::size_t s = 0; heat && s < slices; ++s) {
+            if (rank > 2) out << "  " << slice_name(trace, step, s) << ":\n";
+            print_heatmap_of(trace, step, s * inner, opt, out);
+        }
+        return;
+    }
     if (shape.empty()) {
         out << "    = " << fmt(step.tensor.data.at(0), opt.precision >= 4 ? std::max(opt.precision, 8) : opt.precision) << '\n';
         return;
     }
-    const std::size_t rank = shape.size();
-    const std::size_t inner = rank >= 2 ? shape[rank - 1] * shape[rank - 2] : shape[0];
-    const std::size_t inner_rows = rank >= 2 ? shape[rank - 2] : 1;
-    const std::size_t slices = step.tensor.size() / std::max<std::size_t>(inner, 1);
-    for (std::size_t s = 0; s < slices; ++s) {
-        if (rank > 2) {  // name the slice by its leading indices: "batch 0, head 1"
-            std::string name;
-            std::size_t rest = s;
-            std::vector<std::string> parts(rank - 2);
-            for (std::size_t a = rank - 2; a-- > 0;) {
-                parts[a] = label(trace, step.axes[a], rest % shape[a]);
-                rest /= shape[a];
-            }
-            for (std::size_t a = 0; a < parts.size(); ++a) name += (a ? ", " : "") + parts[a];
-            out << "  " << name << ":\n";
+    for (std::size_t s : shown(slices, opt)) {
+        if (s == gap) {
+            out << "  …\n";
+            continue;
         }
+        if (rank > 2) out << "  " << slice_name(trace, step, s) << ":\n";
         print_matrix(trace, step, s * inner, s * inner_rows, opt, out);
+        if (heat) print_heatmap_of(trace, step, s * inner, opt, out);
     }
 }
 
-std::string expansion_line(const Expansion& e, std::size_t label_width, int precision) {
+std::string expansion_line(const Expansion& e, std::size_t label_width, const TextOptions& opt) {
+    const int precision = opt.precision;
     const bool scalar = !e.terms.empty() && e.terms[0].value.size() == 1;
     auto vec = [&](const std::vector<float>& v) {
         std::string s = "[";
-        for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + fmt(v[i], precision);
+            for (std::size_t i : shown(v.size(), opt)) s += (s.size() > 1 ? ", " : "") + (i == gap ? "…" : fmt(v[i], precision));
         return s + "]";
     };
     std::string s = pad_right(e.label, label_width) + " = ";
-    for (std::size_t i = 0; i < e.terms.size(); ++i) {
+    bool first = true;
+    for (std::size_t i : shown(e.terms.size(), opt)) {
+        if (!first) s += scalar ? " + " : "\n" + std::string(label_width + 1, ' ') + "+ ";
+        first = false;
+        if (i == gap) {
+            s += "…";
+            continue;
+        }
         const auto& t = e.terms[i];
-        if (i) s += scalar ? " + " : "\n" + std::string(label_width + 1, ' ') + "+ ";
         s += fmt(t.coef, precision) + "·" + (scalar ? fmt(t.value[0], precision) : vec(t.value));
     }
     s += scalar ? " = " : "\n" + std::string(label_width + 1, ' ') + "= ";
@@ -137,9 +190,9 @@ void print_group(const Trace& trace, const std::vector<const Step*>& group, cons
     Table t;
     t.header.push_back("");
     for (const Step* s : group) t.header.push_back(s->id);
-    for (std::size_t i = 0; i < n; ++i) {
-        std::vector<std::string> row{label(trace, first.axes[0], i)};
-        for (const Step* s : group) row.push_back(fmt(s->tensor.data[i], opt.precision));
+    for (std::size_t i : shown(n, opt)) {
+        std::vector<std::string> row{i == gap ? "⋮" : label(trace, first.axes[0], i)};
+        for (const Step* s : group) row.push_back(i == gap ? "⋮" : fmt(s->tensor.data[i], opt.precision));
         t.rows.push_back(std::move(row));
     }
     std::vector<std::string> sums{"row sum"};
@@ -179,7 +232,7 @@ void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out) 
     for (std::size_t i = 0; i < trace.steps.size(); ++i) {
         const Step& step = trace.steps[i];
         if (step.kind == StepKind::parameter && !opt.show_weights) continue;
-        if (!step.group.empty() && step.tensor.shape.size() == 1) {
+        if (!step.group.empty() && step.tensor.shape.size() == 1 && !opt.torch) {
             std::vector<const Step*> group{&step};
             while (i + 1 < trace.steps.size() && trace.steps[i + 1].group == step.group &&
                    trace.steps[i + 1].tensor.shape == step.tensor.shape)
@@ -197,7 +250,8 @@ void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out) 
         print_heading(step, ++number, out);
         std::size_t label_width = 0;
         for (const auto& e : step.expansion) label_width = std::max(label_width, width(e.label));
-        for (const auto& e : step.expansion) out << "    " << expansion_line(e, label_width, opt.precision) << '\n';
+        for (std::size_t e : shown(step.expansion.size(), opt))
+            out << "    " << (e == gap ? "…" : expansion_line(step.expansion[e], label_width, opt)) << '\n';
         print_tensor(trace, step, opt, out);
         if (!step.note.empty()) out << "    note: " << step.note << '\n';
     }

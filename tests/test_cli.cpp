@@ -237,3 +237,64 @@ TEST_SUITE("cli") {
         CHECK(r.err.find("missing \"heads\"") != std::string::npos);
     }
 }
+
+TEST_SUITE("cli.teaching") {
+    const std::string colour = "\x1b[48;";
+
+    TEST_CASE("cli.colour_on_a_terminal_only") {
+        const auto tty = test::run_tty("softmax");
+        REQUIRE(tty.exit_code == 0);
+        CHECK(tty.out.find(colour) != std::string::npos);
+        CHECK(tty.out.find("0.2098") != std::string::npos);
+        CHECK(test::run_tty("softmax", "NO_COLOR=1").out.find("\x1b[") == std::string::npos);
+        CHECK(test::run_tty("softmax --color never").out.find("\x1b[") == std::string::npos);
+        CHECK(test::run_tty("softmax", "COLORTERM=truecolor").out.find("\x1b[48;2;") != std::string::npos);
+        const auto pipe = test::run_shell(test::binary() + " softmax | cat");
+        REQUIRE(pipe.exit_code == 0);
+        CHECK(pipe.out.find("\x1b[") == std::string::npos);
+        CHECK(pipe.out.find("heatmap") != std::string::npos);  // shade blocks instead of colour
+        CHECK(pipe.out.find("█") != std::string::npos);
+        CHECK(test::run("softmax --color always").out.find(colour) != std::string::npos);
+        CHECK(test::run("softmax --no-heatmap").out.find("heatmap") == std::string::npos);
+    }
+
+    TEST_CASE("cli.heatmap_has_token_labels_and_a_legend") {
+        const auto r = test::run("causal");
+        REQUIRE(r.exit_code == 0);
+        CHECK(r.out.find("heatmap: min 0.0000 ░▒▓█ max 1.0000") != std::string::npos);
+        CHECK(r.out.find("            Your jour star with one  step\n") != std::string::npos);
+        CHECK(r.out.find("    journey ██████████") != std::string::npos);  // the mask: journey sees Your and itself
+    }
+
+    TEST_CASE("cli.long_axes_are_elided_unless_full") {
+        std::string emb;
+        for (int i = 0; i < 40; ++i) emb += std::string(i ? "," : "") + "[" + std::to_string(i % 7 * 0.1) + ",0.5]";
+        const std::string path = test::temp_file("{\"embeddings\": [" + emb + "]}");
+        const auto r = test::run("softmax --no-heatmap -i " + path);
+        REQUIRE(r.exit_code == 0);
+        CHECK(r.out.find("…") != std::string::npos);
+        CHECK(r.out.find("\n    t20 ") == std::string::npos);
+        const auto full = test::run("softmax --no-heatmap --full -i " + path);
+        CHECK(full.out.find("…") == std::string::npos);
+        CHECK(full.out.find("\n    t20 ") != std::string::npos);
+        // heatmaps are not elided: they average blocks to fit COLUMNS
+        const auto narrow = test::run_shell("COLUMNS=40 " + test::binary() + " causal -i " + path);
+        REQUIRE(narrow.exit_code == 0);
+        CHECK(narrow.out.find("mean of a 2×2 block") != std::string::npos);
+        std::istringstream lines(narrow.out);
+        for (std::string line; std::getline(lines, line);)
+            if (line.find("heatmap") == std::string::npos && (line.find("░") != std::string::npos || line.find("█") != std::string::npos))
+                CHECK(std::count_if(line.begin(), line.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }) <= 40);
+        std::remove(path.c_str());
+    }
+
+    TEST_CASE("cli.format_torch_prints_like_pytorch") {
+        const auto r = test::run("context --format torch --no-heatmap");
+        REQUIRE(r.exit_code == 0);
+        // the textbook prints attn_weights and all_context_vecs like this
+        CHECK(r.out.find("tensor([[0.2098, 0.2006, 0.1981, 0.1242, 0.1220, 0.1452],\n"
+                         "        [0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581],\n") != std::string::npos);
+        CHECK(r.out.find("        [0.4177, 0.6503, 0.5645]])\n") != std::string::npos);
+        CHECK(r.out.find("row sums: tensor([1.0000, 1.0000, 1.0000, 1.0000, 1.0000, 1.0000])") != std::string::npos);
+    }
+}

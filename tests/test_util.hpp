@@ -59,12 +59,12 @@ struct RunResult {
     std::string err;
 };
 
-// Runs the attnwalk binary with a shell-quoted argument string; stdin from /dev/null
+// Runs a shell command line, capturing its stdout and stderr; stdin from /dev/null
 // unless `stdin_text` is given.
-inline RunResult run(const std::string& args, const std::string& stdin_text = "") {
+inline RunResult run_shell(const std::string& command, const std::string& stdin_text = "") {
     static int counter = 0;
     const std::string base = "/tmp/attnwalk_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
-    std::string cmd = std::string("'") + ATTNWALK_BINARY + "' " + args + " >" + base + ".out 2>" + base + ".err";
+    std::string cmd = "{ " + command + " ; } >" + base + ".out 2>" + base + ".err";
     if (!stdin_text.empty()) {
         std::ofstream(base + ".in") << stdin_text;
         cmd += " <" + base + ".in";
@@ -80,6 +80,19 @@ inline RunResult run(const std::string& args, const std::string& stdin_text = ""
     std::remove((base + ".err").c_str());
     std::remove((base + ".in").c_str());
     return r;
+}
+
+inline std::string binary() { return std::string("'") + ATTNWALK_BINARY + "'"; }
+
+// Runs the attnwalk binary with a shell-quoted argument string.
+inline RunResult run(const std::string& args, const std::string& stdin_text = "") {
+    return run_shell(binary() + " " + args, stdin_text);
+}
+
+// Runs the binary on a pseudo-terminal (util-linux `script`), as a user at a terminal
+// sees it; `env` is prepended (e.g. "NO_COLOR=1").
+inline RunResult run_tty(const std::string& args, const std::string& env = "") {
+    return run_shell("env " + env + " script -qec \"" + binary() + " " + args + "\" /dev/null");
 }
 
 // Writes text to a fresh temporary file and returns its path.

@@ -1,0 +1,238 @@
+// Heatmaps: the terminal view and the SVG view of token×token steps.
+#include "heatmap.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "text.hpp"
+
+namespace attnwalk::app {
+
+namespace {
+
+std::string fixed(double v, int precision) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", precision, v);
+    return buf;
+}
+
+struct Range {
+    float min = INFINITY, max = -INFINITY;
+    bool any() const { return min <= max; }
+    // Position of v on the scale, 0 at min and 1 at max (1 when every value is the same).
+    double at(float v) const { return max > min ? (static_cast<double>(v) - min) / (static_cast<double>(max) - min) : 1.0; }
+};
+
+Range finite_range(const HeatmapPanel& p) {
+    Range r;
+    for (std::size_t n = 0; n < p.rows * p.cols; ++n)
+        if (std::isfinite(p.data[n])) {
+            r.min = std::min(r.min, p.data[n]);
+            r.max = std::max(r.max, p.data[n]);
+        }
+    return r;
+}
+
+// One drawn cell: the mean of a k×k block of finite values; masked when the block holds
+// only −∞ (causal masking), invalid when it holds NaN.
+struct Cell {
+    enum { value, masked, invalid } kind;
+    float mean;
+};
+
+Cell block(const HeatmapPanel& p, std::size_t r0, std::size_t c0, std::size_t k) {
+    double sum = 0.0;
+    std::size_t n = 0;
+    for (std::size_t r = r0; r < std::min(p.rows, r0 + k); ++r)
+        for (std::size_t c = c0; c < std::min(p.cols, c0 + k); ++c) {
+            const float v = p.data[r * p.cols + c];
+            if (std::isnan(v)) return {Cell::invalid, 0.0f};
+            if (std::isfinite(v)) {
+                sum += v;
+                ++n;
+            }
+        }
+    if (n == 0) return {Cell::masked, 0.0f};
+    return {Cell::value, static_cast<float>(sum / static_cast<double>(n))};
+}
+
+const std::array<const char*, 4> shades = {"░", "▒", "▓", "█"};
+
+std::string repeat(const std::string& s, std::size_t n) {
+    std::string out;
+    for (std::size_t i = 0; i < n; ++i) out += s;
+    return out;
+}
+
+// A cell of width w: a colour background, or a shade block when colour is off.
+std::string paint(double t, std::size_t w, Palette palette) {
+    if (palette == Palette::none) return repeat(shades[static_cast<std::size_t>(std::lround(std::clamp(t, 0.0, 1.0) * 3.0))], w);
+    const Rgb c = heat_rgb(t);
+    char esc[48];
+    if (palette == Palette::truecolor)
+        std::snprintf(esc, sizeof esc, "\x1b[48;2;%d;%d;%dm", c.r, c.g, c.b);
+    else  // the nearest colour of the 6×6×6 cube of the 256-colour palette
+        std::snprintf(esc, sizeof esc, "\x1b[48;5;%dm",
+                      16 + 36 * static_cast<int>(std::lround(c.r / 51.0)) + 6 * static_cast<int>(std::lround(c.g / 51.0)) +
+                          static_cast<int>(std::lround(c.b / 51.0)));
+    return esc + std::string(w, ' ') + "\x1b[0m";
+}
+
+std::string centred(const std::string& glyph, std::size_t w) {
+    const std::size_t left = (w - 1) / 2;
+    return std::string(left, ' ') + glyph + std::string(w - 1 - left, ' ');
+}
+
+std::string xml_escape(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            case '\'': out += "&apos;"; break;
+            default:
+                // control characters are not allowed in XML 1.0
+                if (static_cast<unsigned char>(c) >= 0x20 || c == '\t' || c == '\n') out += c;
+                else out += "?";
+        }
+    }
+    return out;
+}
+
+std::string hex(Rgb c) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "#%02x%02x%02x", c.r, c.g, c.b);
+    return buf;
+}
+
+}  // namespace
+
+Rgb heat_rgb(double t) {
+    // viridis at five points, linearly interpolated between them
+    static const std::array<Rgb, 5> stops = {{{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}}};
+    t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0) * 4.0;
+    const std::size_t i = std::min<std::size_t>(static_cast<std::size_t>(t), 3);
+    const double f = t - static_cast<double>(i);
+    auto mix = [f](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
+    return {mix(stops[i].r, stops[i + 1].r), mix(stops[i].g, stops[i + 1].g), mix(stops[i].b, stops[i + 1].b)};
+}
+
+void print_heatmap(const HeatmapPanel& p, const TextOptions& opt, std::ostream& out) {
+    const Range range = finite_range(p);
+    if (!range.any() || p.rows == 0 || p.cols == 0) return;
+    std::size_t label_w = 1;
+    for (const auto& l : p.row_labels) label_w = std::max(label_w, std::min<std::size_t>(width(l), 10));
+    const std::string indent = "    ";
+    const std::size_t room = opt.columns > indent.size() + label_w + 2 ? opt.columns - indent.size() - label_w - 1 : 1;
+    // Cell width 5 leaves room for column labels; narrower cells, then blocks of k×k
+    // values averaged into one cell, when the terminal is too narrow.
+    std::size_t cw = 1, k = 1;
+    if (p.cols * 5 <= room) cw = 5;
+    else if (p.cols * 2 <= room) cw = 2;
+    else if (p.cols > room) k = (p.cols + room - 1) / room;
+
+    std::string legend;
+    const int steps = opt.palette == Palette::none ? 3 : 4;
+    for (int i = 0; i <= steps; ++i) legend += paint(i / static_cast<double>(steps), opt.palette == Palette::none ? 1 : 2, opt.palette);
+    out << indent << "heatmap" << (p.title.empty() ? "" : " of " + p.title) << ": min " << fixed(range.min, opt.precision)
+        << " " << legend << " max " << fixed(range.max, opt.precision);
+    out << '\n';
+    if (k > 1) out << indent << "(each cell: the mean of a " << k << "×" << k << " block, to fit " << opt.columns << " columns)\n";
+    const std::string margin = indent + std::string(label_w + 1, ' ');
+    if (cw == 5) {
+        std::string line = margin;
+        for (const auto& l : p.col_labels) line += pad_right(shorten(l, 4), 5);
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out << line << '\n';
+    } else {
+        out << margin << "columns " << p.col_labels.front() << " … " << p.col_labels.back() << ", left to right\n";
+    }
+    for (std::size_t r = 0; r < p.rows; r += k) {
+        std::string line = indent + pad_right(shorten(p.row_labels[r], label_w), label_w) + " ";
+        for (std::size_t c = 0; c < p.cols; c += k) {
+            const Cell cell = block(p, r, c, k);
+            if (cell.kind == Cell::masked) line += centred("·", cw);
+            else if (cell.kind == Cell::invalid) line += centred("?", cw);
+            else line += paint(range.at(cell.mean), cw, opt.palette);
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out << line << '\n';
+    }
+}
+
+std::string heatmap_svg(const std::vector<HeatmapPanel>& panels, const std::string& title, int precision) {
+    Range range;
+    for (const auto& p : panels) {
+        const Range r = finite_range(p);
+        range.min = std::min(range.min, r.min);
+        range.max = std::max(range.max, r.max);
+    }
+    std::size_t n = 1, label_chars = 1;
+    for (const auto& p : panels) {
+        n = std::max({n, p.rows, p.cols});
+        for (const auto& l : p.row_labels) label_chars = std::max(label_chars, std::min<std::size_t>(width(l), 16));
+    }
+    const double cell = n <= 16 ? 44.0 : std::max(1.0, 704.0 / static_cast<double>(n));
+    const std::size_t label_every = cell >= 14.0 ? 1 : static_cast<std::size_t>(std::ceil(14.0 / cell));
+    const bool numbers = cell >= 40.0;
+    const double label_w = 8.0 * static_cast<double>(label_chars) + 12.0, top = 70.0 + 7.0 * static_cast<double>(label_chars);
+    const double panel_w = label_w + cell * static_cast<double>(n) + 30.0;
+    const double width = 20.0 + panel_w * static_cast<double>(panels.size()) + 90.0;
+    const double height = top + cell * static_cast<double>(n) + 30.0;
+
+    std::ostringstream svg;
+    svg.precision(6);
+    svg << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+        << "\" viewBox=\"0 0 " << width << ' ' << height << "\" font-family=\"DejaVu Sans, Arial, sans-serif\">\n"
+        << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+        << "<text x=\"20\" y=\"28\" font-size=\"18\" font-weight=\"bold\">" << xml_escape(title) << "</text>\n";
+    for (std::size_t pi = 0; pi < panels.size(); ++pi) {
+        const HeatmapPanel& p = panels[pi];
+        const double x0 = 20.0 + panel_w * static_cast<double>(pi) + label_w;
+        if (!p.title.empty())
+            svg << "<text x=\"" << x0 << "\" y=\"50\" font-size=\"14\">" << xml_escape(p.title) << "</text>\n";
+        for (std::size_t c = 0; c < p.cols; c += label_every) {
+            const double x = x0 + cell * (static_cast<double>(c) + 0.5), y = top - 6.0;
+            svg << "<text x=\"" << x << "\" y=\"" << y << "\" font-size=\"12\" transform=\"rotate(-60 " << x << ' ' << y
+                << ")\">" << xml_escape(shorten(p.col_labels[c], 16)) << "</text>\n";
+        }
+        for (std::size_t r = 0; r < p.rows; ++r) {
+            const double y = top + cell * static_cast<double>(r);
+            if (r % label_every == 0)
+                svg << "<text x=\"" << x0 - 6.0 << "\" y=\"" << y + cell / 2.0 + 4.0
+                    << "\" font-size=\"12\" text-anchor=\"end\">" << xml_escape(shorten(p.row_labels[r], 16)) << "</text>\n";
+            for (std::size_t c = 0; c < p.cols; ++c) {
+                const float v = p.data[r * p.cols + c];
+                const double x = x0 + cell * static_cast<double>(c);
+                const double t = range.at(v);
+                svg << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << cell << "\" height=\"" << cell
+                    << "\" fill=\"" << (std::isfinite(v) ? hex(heat_rgb(t)) : std::string("#e6e6e6")) << "\"/>\n";
+                if (numbers)
+                    svg << "<text x=\"" << x + cell / 2.0 << "\" y=\"" << y + cell / 2.0 + 4.0
+                        << "\" font-size=\"10\" text-anchor=\"middle\" fill=\"" << (t < 0.6 ? "white" : "black") << "\">"
+                        << (std::isnan(v) ? "nan" : std::isinf(v) ? (v > 0 ? "∞" : "−∞") : fixed(v, std::min(precision, 3)))
+                        << "</text>\n";
+            }
+        }
+    }
+    // the colour bar: max at the top, min at the bottom
+    const double bx = width - 80.0, bh = cell * static_cast<double>(n);
+    svg << "<defs><linearGradient id=\"scale\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">";
+    for (int i = 0; i <= 10; ++i) svg << "<stop offset=\"" << i / 10.0 << "\" stop-color=\"" << hex(heat_rgb(i / 10.0)) << "\"/>";
+    svg << "</linearGradient></defs>\n"
+        << "<rect x=\"" << bx << "\" y=\"" << top << "\" width=\"16\" height=\"" << bh << "\" fill=\"url(#scale)\"/>\n"
+        << "<text x=\"" << bx + 20.0 << "\" y=\"" << top + 10.0 << "\" font-size=\"12\">" << fixed(range.max, precision)
+        << "</text>\n"
+        << "<text x=\"" << bx + 20.0 << "\" y=\"" << top + bh << "\" font-size=\"12\">" << fixed(range.min, precision)
+        << "</text>\n"
+        << "</svg>\n";
+    return svg.str();
+}
+
+}  // namespace attnwalk::app

@@ -1,0 +1,34 @@
+// Heatmaps of token×token steps: in the terminal (colour backgrounds or shade blocks)
+// and as SVG for slides. One colour scale for both.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "render.hpp"
+
+namespace attnwalk::app {
+
+struct Rgb {
+    int r, g, b;
+};
+// The colour scale, t in [0, 1]: dark violet (low) through teal to yellow (high), like viridis.
+Rgb heat_rgb(double t);
+
+// One row-major matrix with its labels, as a renderer sees it.
+struct HeatmapPanel {
+    std::string title;
+    const float* data;
+    std::size_t rows, cols;
+    std::vector<std::string> row_labels, col_labels;
+};
+
+// Draws the panel fitted to options.columns; long axes are averaged in blocks.
+void print_heatmap(const HeatmapPanel& panel, const TextOptions& options, std::ostream& out);
+
+// A self-contained SVG document: the panels side by side, each with its token labels,
+// one shared colour bar with min and max, and the title.
+std::string heatmap_svg(const std::vector<HeatmapPanel>& panels, const std::string& title, int precision);
+
+}  // namespace attnwalk::app

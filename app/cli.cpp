@@ -70,6 +70,7 @@ struct Command {
     bool query;       // --query
     bool projection;  // --weights, --seed, --init, --d-out, --qkv-bias, --scale
     bool masking;     // --context-length (causal, dropout, mha)
+    bool explain;     // --explain I,J
 };
 
 const Command commands[] = {
@@ -77,30 +78,33 @@ const Command commands[] = {
      "  attnwalk scores                      # the full 6×6 score matrix of the built-in sentence\n"
      "  attnwalk scores --query journey      # one query, each dot product written out\n"
      "  attnwalk scores --seed 123 --init rand --query 1\n",
-     walk_scores, true, true, false},
+     walk_scores, true, true, false, true},
     {"softmax", "From scores to weights: divide by the sum vs naive softmax vs stable softmax, each row's sum shown.",
      "  attnwalk softmax --query journey     # the three normalisations side by side\n"
      "  attnwalk softmax -i data/large_scores.json   # naive softmax overflows, the stable one does not\n"
-     "  attnwalk softmax --scale 2           # divide the scores by 2 first\n",
-     walk_softmax, true, true, false},
+     "  attnwalk softmax --scale 2           # divide the scores by 2 first\n"
+     "  attnwalk softmax --explain journey,starts   # one weight, every number that goes into it\n",
+     walk_softmax, true, true, false, true},
     {"context", "Context vectors: each token's weighted sum of the embeddings (or of the values, with projections).",
      "  attnwalk context --query journey     # the weighted sum, term by term\n"
      "  attnwalk context --seed 123 --init rand     # the textbook's SelfAttention_v1\n"
-     "  attnwalk context --seed 789          # SelfAttention_v2 (nn.Linear initialisation)\n",
-     walk_context, true, true, false},
+     "  attnwalk context --seed 789          # SelfAttention_v2 (nn.Linear initialisation)\n"
+     "  attnwalk context --explain 1,2 --seed 123 --init rand   # one cell, through W_query and W_key\n",
+     walk_context, true, true, false, true},
     {"causal", "The causal mask two ways: mask after the softmax and renormalise, or −∞ before the softmax.",
      "  attnwalk causal --seed 789           # the textbook's causal weights\n"
-     "  attnwalk causal --batch 2 --seed 123 # CausalAttention on a batch of two\n",
-     walk_causal, false, true, true},
+     "  attnwalk causal --batch 2 --seed 123 # CausalAttention on a batch of two\n"
+     "  attnwalk causal --explain 2,4        # a future cell: masked, weight 0\n",
+     walk_causal, false, true, true, true},
     {"dropout", "Dropout on the attention weights: the keep mask, the 1/(1−p) scaling, train vs eval.",
      "  attnwalk dropout --ones 6 --dropout-seed 123   # the textbook's 6×6 matrix of ones\n"
      "  attnwalk dropout --seed 789 --dropout-seed 123 # dropout on causal weights\n"
      "  attnwalk dropout --eval              # nothing changes at inference\n",
-     walk_dropout, false, true, true},
+     walk_dropout, false, true, true, false},
     {"mha", "Multi-head attention: the fused split/view/transpose form with out_proj, or stacked heads (wrapper).",
      "  attnwalk mha --batch 2 --seed 123 --heads 2          # the textbook's MultiHeadAttention\n"
      "  attnwalk mha --variant wrapper --batch 2 --seed 123  # MultiHeadAttentionWrapper\n",
-     walk_mha, false, true, true},
+     walk_mha, false, true, true, false},
 };
 
 void add_options(CLI::App& sub, const Command& cmd, Options& o) {
@@ -119,6 +123,9 @@ void add_options(CLI::App& sub, const Command& cmd, Options& o) {
     sub.add_option("--batch", o.walk.batch, "Stack the input N times along a batch axis (the textbook uses 2)");
     if (cmd.query)
         sub.add_option("--query", o.walk.query, "Show one query only: a 0-based index or a token's text");
+    if (cmd.explain)
+        sub.add_option("--explain", o.walk.explain, "Write out one cell I,J (query row, key column; indices or tokens): "
+                                                    "the dot product term by term, the scaling, each exp, the sum, the division, the weighted sum");
     if (cmd.projection) {
         sub.add_option("--weights", o.walk.projection.weights_file, "JSON file with W_query, W_key, W_value (d_in×d_out, x·W layout); see docs/weights.md");
         sub.add_option("--seed", o.walk.projection.seed, "Draw the weights like torch.manual_seed(N) would, bit for bit");

@@ -195,9 +195,11 @@ void print_group(const Trace& trace, const std::vector<const Step*>& group, cons
         for (const Step* s : group) row.push_back(i == gap ? "⋮" : fmt(s->tensor.data[i], opt.precision));
         t.rows.push_back(std::move(row));
     }
-    std::vector<std::string> sums{"row sum"};
-    for (const Step* s : group) sums.push_back(s->row_sum.data.empty() ? "" : fmt(s->row_sum.data[0], opt.precision));
-    t.rows.push_back(std::move(sums));
+    if (std::any_of(group.begin(), group.end(), [](const Step* s) { return !s->row_sum.data.empty(); })) {
+        std::vector<std::string> sums{"row sum"};
+        for (const Step* s : group) sums.push_back(s->row_sum.data.empty() ? "" : fmt(s->row_sum.data[0], opt.precision));
+        t.rows.push_back(std::move(sums));
+    }
     t.print(out, "    ");
 }
 

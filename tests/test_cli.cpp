@@ -298,3 +298,44 @@ TEST_SUITE("cli.teaching") {
         CHECK(r.out.find("row sums: tensor([1.0000, 1.0000, 1.0000, 1.0000, 1.0000, 1.0000])") != std::string::npos);
     }
 }
+
+TEST_SUITE("cli.explain") {
+    TEST_CASE("cli.explain_matches_the_matrices_bit_for_bit") {
+        for (const std::string args : {"softmax --explain journey,starts", "context --explain 1,2 --seed 123 --init rand",
+                                       "causal --explain 4,1 --seed 789", "context --explain 0,5 --batch 2 --seed 3 --qkv-bias"}) {
+            INFO(args);
+            const json doc = run_json(args);
+            const std::size_t i = doc.at("params").at("explain").get<std::string>()[1] - '0';
+            const std::size_t j = doc.at("params").at("explain").get<std::string>()[3] - '0';
+            const bool batched = doc.at("batched");
+            const json& w = step(doc, "weights").at("data");
+            CHECK(step(doc, "explain_weight").at("data") == (batched ? w.at(0) : w).at(i).at(j));
+            const json& raw = step(doc, "scores").at("data");
+            CHECK(step(doc, "explain_score").at("data") == (batched ? raw.at(0) : raw).at(i).at(j));
+            const auto& terms = step(doc, "explain_score").at("expansion").at(0).at("terms");
+            float dot = 0.0f;  // the written-out terms add up to the score, to float rounding
+            for (const auto& t : terms) dot += t.at("coef").get<float>() * t.at("value").at(0).get<float>();
+            CHECK(dot == doctest::Approx(step(doc, "explain_score").at("data").get<float>()).epsilon(1e-5));
+            if (doc.at("command") != "softmax") {
+                const json& z = step(doc, "context").at("data");
+                CHECK(step(doc, "explain_context").at("data") == (batched ? z.at(0) : z).at(i));
+            }
+        }
+    }
+
+    TEST_CASE("cli.explain_a_masked_cell") {
+        const json doc = run_json("causal --explain 2,4");
+        CHECK(step(doc, "explain_weight").at("data") == 0.0);
+        CHECK(step(doc, "explain_exp").at("data").at(5) == 0.0);
+        CHECK(step(doc, "explain_row").at("data").at(3) == "-inf");
+        CHECK(step(doc, "explain_weight").at("note").get<std::string>().find("future") != std::string::npos);
+    }
+
+    TEST_CASE("cli.explain_errors") {
+        CHECK(test::run("scores --explain 1").exit_code == 2);
+        CHECK(test::run("scores --explain 1,6").err.find("out of range") != std::string::npos);
+        CHECK(test::run("scores --explain journey,trip").err.find("not a token") != std::string::npos);
+        CHECK(test::run("scores --explain 1,2 --query 1").exit_code == 2);
+        CHECK(test::run("mha --explain 1,2").exit_code == 2);  // not offered there
+    }
+}

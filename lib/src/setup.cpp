@@ -16,13 +16,13 @@ std::string format_number(double value) {
     return os.str();
 }
 
-std::size_t resolve_query(const std::string& query, const std::vector<std::string>& tokens) {
+std::size_t resolve_query(const std::string& query, const std::vector<std::string>& tokens, const std::string& option) {
     const std::size_t T = tokens.size();
     const bool numeric = !query.empty() && query.find_first_not_of("0123456789") == std::string::npos;
     if (numeric) {
         const unsigned long long index = query.size() > 9 ? T : std::stoull(query);
         if (index >= T)
-            throw UsageError("--query " + query + " is out of range: the input has " + std::to_string(T) +
+            throw UsageError(option + " " + query + " is out of range: the input has " + std::to_string(T) +
                              " tokens, so the index must be 0.." + std::to_string(T - 1));
         return static_cast<std::size_t>(index);
     }
@@ -30,7 +30,7 @@ std::size_t resolve_query(const std::string& query, const std::vector<std::strin
         if (tokens[i] == query) return i;
     std::string known;
     for (std::size_t i = 0; i < T; ++i) known += (i ? ", " : "") + tokens[i];
-    throw UsageError("--query '" + query + "' is not a token of the input (tokens: " + known +
+    throw UsageError(option + " '" + query + "' is not a token of the input (tokens: " + known +
                      "; or give a 0-based index)");
 }
 

@@ -12,6 +12,7 @@
 #include "attnwalk/context.hpp"
 #include "attnwalk/dropout.hpp"
 #include "attnwalk/errors.hpp"
+#include "attnwalk/explain.hpp"
 #include "attnwalk/mask.hpp"
 #include "attnwalk/scores.hpp"
 #include "attnwalk/setup.hpp"
@@ -30,6 +31,7 @@ std::string batch_prefix(const Trace& trace, std::size_t b) {
 // Q, K, V: the projections of X, or X itself when there are none.
 struct Attention {
     Cube q, k, v;        // (B,T,d)
+    std::optional<QKV> qkv;  // none: Q = K = V = X
     bool projected = false;
     float scale = 1.0f;  // the scores are divided by this
     std::string scale_text;
@@ -37,7 +39,8 @@ struct Attention {
 
 Attention project_inputs(Setup& s, Recorder& rec, const WalkOptions& options) {
     Attention a;
-    const auto qkv = build_qkv(s, options);
+    a.qkv = build_qkv(s, options);
+    const auto& qkv = a.qkv;
     if (!qkv) {
         a.q = a.k = a.v = s.x;
         a.scale = static_cast<float>(options.scale.value_or(1.0));
@@ -169,17 +172,49 @@ Scores all_scores(Recorder& rec, const Attention& a) {
     return s;
 }
 
-void record_context(Recorder& rec, const Attention& a, const Cube& weights, const std::string& title) {
-    rec.add("context", title, a.projected ? "Z = A·V" : "Z = A·X", context_vectors(weights, a.v),
-            {Axis::token, Axis::feature});
+Cube record_context(Recorder& rec, const Attention& a, const Cube& weights, const std::string& title) {
+    Cube z = context_vectors(weights, a.v);  // (B,T,d)
+    rec.add("context", title, a.projected ? "Z = A·V" : "Z = A·X", z, {Axis::token, Axis::feature});
+    return z;
 }
 
-void walk_all_queries(Recorder& rec, const Attention& a, Stage stage, bool compare_normalisations) {
-    const Cube scaled = all_scores(rec, a).scaled;
-    if (stage == Stage::scores) return;
-    const Cube weights = normalise(rec, scaled, {Axis::token, Axis::token}, compare_normalisations);  // (B,T,T)
-    if (stage == Stage::softmax) return;
-    record_context(rec, a, weights, "Context vectors: each row of A mixes the " + std::string(a.projected ? "values" : "embeddings"));
+// --explain I,J: the steps of one cell, from the tensors the walk computed.
+void explain(Recorder& rec, const Setup& s, const Attention& a, const Scores& scores, const Cube* scaled_masked,
+             const Cube* weights, const Cube* context, const WalkOptions& options, ExplainDepth depth) {
+    const auto [i, j] = parse_cell(*options.explain, s.trace.tokens);
+    rec.trace().set_param("explain", "[" + std::to_string(i) + "," + std::to_string(j) + "]");
+    ExplainInputs in;
+    in.i = i;
+    in.j = j;
+    in.x = &s.x;
+    in.qkv = a.qkv ? &*a.qkv : nullptr;
+    in.q = &a.q;
+    in.k = &a.k;
+    in.v = &a.v;
+    in.raw = &scores.raw;
+    in.scores = scaled_masked ? scaled_masked : &scores.scaled;
+    in.weights = weights;
+    in.context = context;
+    in.scale = a.scale;
+    in.scale_text = a.scale_text;
+    in.causal = scaled_masked != nullptr;
+    explain_cell(rec, in, depth);
+}
+
+void walk_all_queries(Recorder& rec, const Setup& setup, const Attention& a, Stage stage, bool compare_normalisations,
+                      const WalkOptions& options) {
+    const Scores scores = all_scores(rec, a);
+    if (stage == Stage::scores) {
+        if (options.explain) explain(rec, setup, a, scores, nullptr, nullptr, nullptr, options, ExplainDepth::score);
+        return;
+    }
+    const Cube weights = normalise(rec, scores.scaled, {Axis::token, Axis::token}, compare_normalisations);  // (B,T,T)
+    if (stage == Stage::softmax) {
+        if (options.explain) explain(rec, setup, a, scores, nullptr, &weights, nullptr, options, ExplainDepth::weight);
+        return;
+    }
+    const Cube context = record_context(rec, a, weights, "Context vectors: each row of A mixes the " + std::string(a.projected ? "values" : "embeddings"));
+    if (options.explain) explain(rec, setup, a, scores, nullptr, &weights, &context, options, ExplainDepth::context);
 }
 
 Trace walk_stage(const std::string& command, const Embeddings& input, const WalkOptions& options, Stage stage) {
@@ -187,24 +222,29 @@ Trace walk_stage(const std::string& command, const Embeddings& input, const Walk
     Recorder rec(s.trace);
     const Attention a = project_inputs(s, rec, options);
     const bool compare = command == "softmax";
+    if (options.query && options.explain)
+        throw UsageError("--explain and --query exclude each other: --explain I,J already names the query I");
     if (options.query) {
         const std::size_t i = resolve_query(*options.query, s.trace.tokens);
         s.trace.set_param("query", static_cast<long long>(i));
         walk_one_query(s, rec, a, i, stage, compare);
     } else {
-        walk_all_queries(rec, a, stage, compare);
+        walk_all_queries(rec, s, a, stage, compare, options);
     }
     return check_finite(std::move(s.trace));
 }
 
 // Causal weights by the −∞ fill (method b), in the textbook's order: mask the raw
 // scores, then divide by the scale and take the softmax.
-Cube causal_weights(Recorder& rec, const Attention& a, const Scores& s) {
+// Returns the masked, scaled scores the softmax reads (for --explain) and the weights.
+std::pair<Cube, Cube> causal_weights(Recorder& rec, const Attention& a, const Scores& s) {
     const Cube masked = mask_future_neg_inf(s.raw);
     rec.add("scores_masked", "(b) Before the softmax: future scores set to −∞", "ω_ij = −∞ for j > i",
             masked, {Axis::token, Axis::token})
         .may_be_non_finite = true;  // −∞ is the mask
-    return softmax(a.scale == 1.0f ? masked : scale_scores(masked, a.scale));
+    Cube scaled = a.scale == 1.0f ? masked : scale_scores(masked, a.scale);
+    Cube weights = softmax(scaled);
+    return {std::move(scaled), std::move(weights)};
 }
 
 }  // namespace
@@ -242,7 +282,7 @@ Trace walk_causal(const Embeddings& input, const WalkOptions& options) {
                           renormalised, {Axis::token, Axis::token});
 
     // (b) −∞ before the softmax
-    const Cube weights = causal_weights(rec, a, scores);
+    const auto [masked_scaled, weights] = causal_weights(rec, a, scores);
     rec.add_with_row_sums("weights", "(b) Softmax of the masked scores: the causal attention weights",
                           a.scale == 1.0f ? "A = softmax(masked ω)" : "A = softmax(masked ω / " + a.scale_text + ")",
                           weights, {Axis::token, Axis::token});
@@ -257,7 +297,8 @@ Trace walk_causal(const Embeddings& input, const WalkOptions& options) {
                 "what is left is exactly the softmax over tokens 0..i. And with −∞, exp(−∞) = 0, so a future "
                 "token never enters the sum at all. Either way no information from a later token reaches an "
                 "earlier one.";
-    record_context(rec, a, weights, "Context vectors: token i mixes the values of tokens 0..i only");
+    const Cube context = record_context(rec, a, weights, "Context vectors: token i mixes the values of tokens 0..i only");
+    if (options.explain) explain(rec, s, a, scores, &masked_scaled, &weights, &context, options, ExplainDepth::context);
     return check_finite(std::move(s.trace));
 }
 
@@ -283,7 +324,7 @@ Trace walk_dropout(const Embeddings& input, const WalkOptions& options) {
     } else {
         a = project_inputs(s, rec, options);
         const Scores scores = all_scores(rec, *a);
-        weights = options.causal ? causal_weights(rec, *a, scores) : softmax(scores.scaled);
+        weights = options.causal ? causal_weights(rec, *a, scores).second : softmax(scores.scaled);
         s.trace.set_param("causal", options.causal);
         rec.add_with_row_sums("weights_before_dropout",
                               options.causal ? "Causal attention weights, before dropout" : "Attention weights, before dropout",

@@ -23,8 +23,10 @@ struct Setup {
 // Starts a trace for `command`: validates and records the common options.
 Setup start_walk(const std::string& command, const Embeddings& input, const WalkOptions& options);
 
-// Resolves --query (an index or a token's text) to a row index. Throws UsageError.
-std::size_t resolve_query(const std::string& query, const std::vector<std::string>& tokens);
+// Resolves --query (an index or a token's text) to a row index; `option` names the
+// option in the error. Throws UsageError.
+std::size_t resolve_query(const std::string& query, const std::vector<std::string>& tokens,
+                          const std::string& option = "--query");
 
 // The projections for single-head walks: from --weights, drawn from --seed, or none.
 std::optional<QKV> build_qkv(Setup& setup, const WalkOptions& options);

@@ -29,6 +29,7 @@ struct ProjectionOptions {
 
 struct WalkOptions {
     std::optional<std::string> query;  // 0-based index or token text
+    std::optional<std::string> explain;  // "I,J": one cell written out (scores, softmax, context, causal)
     std::optional<double> scale;       // divide the scores by this (default 1, or √d_k with projections)
     ProjectionOptions projection;
     std::size_t batch = 1;             // stack the input this many times (textbook: 2)

@@ -8,8 +8,7 @@ PACKAGES = cmake g++ make libxtensor-dev xtl-dev libxsimd-dev libxtensor-blas-de
 .PHONY: demo test deps build clean
 
 demo: build
-	./$(BUILD)/app/attnwalk softmax --query journey
-	./$(BUILD)/app/attnwalk mha --batch 2 --seed 123 --heads 2
+	./$(BUILD)/app/attnwalk walkthrough
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j2

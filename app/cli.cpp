@@ -38,6 +38,7 @@ struct Options {
     std::string format = "text";
     std::string color = "auto";
     bool no_heatmap = false;
+    bool step = false;
 };
 
 // "4G", "512M", "100000": bytes with an optional K, M, G or T suffix (powers of 1024).
@@ -60,13 +61,11 @@ double parse_bytes(const std::string& text) {
     return value * scale;
 }
 
-using WalkFn = Trace (*)(const Embeddings&, const WalkOptions&);
-
 struct Command {
     const char* name;
     const char* description;
     const char* examples;
-    WalkFn walk;
+    WalkFn walk;      // null for walkthrough, which runs them all
     bool query;       // --query
     bool projection;  // --weights, --seed, --init, --d-out, --qkv-bias, --scale
     bool masking;     // --context-length (causal, dropout, mha)
@@ -74,6 +73,11 @@ struct Command {
 };
 
 const Command commands[] = {
+    {"walkthrough", "The whole chapter in order: scores, softmax, context, projections, causal, dropout, multi-head.",
+     "  attnwalk walkthrough                 # every section with the textbook's numbers\n"
+     "  attnwalk walkthrough --step          # pause after each section (press Enter)\n"
+     "  attnwalk walkthrough --text \"cats climb trees during\" --vocab data/vocab.json\n",
+     nullptr, false, false, false, false},
     {"scores", "Dot-product attention scores: one query with every token, or the full ω = X·Xᵀ (Q·Kᵀ with projections).",
      "  attnwalk scores                      # the full 6×6 score matrix of the built-in sentence\n"
      "  attnwalk scores --query journey      # one query, each dot product written out\n"
@@ -120,7 +124,11 @@ void add_options(CLI::App& sub, const Command& cmd, Options& o) {
     sub.add_flag("--no-heatmap", o.no_heatmap, "Numbers only: no heatmaps under the token×token steps");
     sub.add_flag("--full", o.text.full, "Print every row and column (tables with more than 16 are elided otherwise)");
     sub.add_option("--max-memory", o.max_memory, "Refuse inputs whose tensors would need more (bytes, or with K/M/G/T)")->capture_default_str();
-    sub.add_option("--batch", o.walk.batch, "Stack the input N times along a batch axis (the textbook uses 2)");
+    const std::string name = cmd.name;
+    if (name == "walkthrough")
+        sub.add_flag("--step", o.step, "Pause after each section until Enter (only when stdin is a terminal)");
+    else
+        sub.add_option("--batch", o.walk.batch, "Stack the input N times along a batch axis (the textbook uses 2)");
     if (cmd.query)
         sub.add_option("--query", o.walk.query, "Show one query only: a 0-based index or a token's text");
     if (cmd.explain)
@@ -138,7 +146,6 @@ void add_options(CLI::App& sub, const Command& cmd, Options& o) {
     }
     if (cmd.masking)
         sub.add_option("--context-length", o.walk.context_length, "Longest input allowed (error if there are more tokens)");
-    const std::string name = cmd.name;
     if (name == "dropout" || name == "mha") {
         sub.add_option("--dropout", o.dropout, name == "dropout" ? "Dropout rate p in [0, 1) (default 0.5)" : "Dropout rate p in [0, 1) (default 0)");
         sub.add_option("--dropout-seed", o.walk.dropout_seed, "Reseed the generator right before the dropout draw, like torch.manual_seed(S); dropout(...)");
@@ -152,6 +159,22 @@ void add_options(CLI::App& sub, const Command& cmd, Options& o) {
         sub.add_option("--variant", o.variant, "fused (MultiHeadAttention) or wrapper (MultiHeadAttentionWrapper)")
             ->check(CLI::IsMember({"fused", "wrapper"}))->capture_default_str();
     }
+}
+
+// Shell-quoted when needed, so that a printed command can be pasted back.
+std::string shell_word(const std::string& word) {
+    if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,") == std::string::npos)
+        return word;
+    std::string quoted = "'";
+    for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
+}
+
+// The input options, for the "run this part alone" lines of the walkthrough.
+std::string rerun_suffix(const Options& o) {
+    if (o.sentence) return " --text " + shell_word(*o.sentence) + " --vocab " + shell_word(*o.vocab);
+    if (!o.input.empty()) return " -i " + shell_word(o.input);
+    return "";
 }
 
 int run(const Command& cmd, Options& o, std::ostream& out, const app::Terminal& term) {
@@ -171,9 +194,24 @@ int run(const Command& cmd, Options& o, std::ostream& out, const app::Terminal& 
     if (o.vocab && !o.sentence) throw UsageError("--vocab goes with --text");
     const Embeddings input = o.sentence ? embed_text(*o.sentence, load_vocab(*o.vocab))
                              : o.input.empty() ? builtin_embeddings() : load_embeddings(o.input);
-    const Trace trace = cmd.walk(input, o.walk);
-    if (o.json) app::render_json(trace, out);
-    else app::render_text(trace, o.text, out);
+    if (cmd.walk) {
+        const Trace trace = cmd.walk(input, o.walk);
+        if (o.json) app::render_json(trace, out);
+        else app::render_text(trace, o.text, out);
+    } else {
+        const auto sections = walk_through(input, o.walk);
+        if (o.json) {
+            app::render_json(sections, out);
+        } else {
+            const auto pause = [&](const Section& next) {
+                if (!o.step || !term.stdin_is_tty) return true;
+                out << "\n-- Enter: " << next.title << " · q then Enter: stop --" << std::flush;
+                std::string line;
+                return static_cast<bool>(std::getline(std::cin, line)) && line != "q";
+            };
+            app::render_text(sections, o.text, rerun_suffix(o), pause, out);
+        }
+    }
     out.flush();
     if (!out) {
         if (errno == EPIPE) return 0;  // the reader stopped early (`| head`): nothing more to say

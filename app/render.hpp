@@ -4,7 +4,11 @@
 #include <ostream>
 #include <string>
 
+#include <functional>
+#include <vector>
+
 #include "attnwalk/trace.hpp"
+#include "attnwalk/walk.hpp"
 
 namespace attnwalk::app {
 
@@ -22,6 +26,13 @@ struct TextOptions {
 
 void render_text(const Trace& trace, const TextOptions& options, std::ostream& out);
 void render_json(const Trace& trace, std::ostream& out);
+
+// `attnwalk walkthrough`: every section with a banner, its paragraph and the command that
+// reruns it. `rerun_suffix` is appended to each rerun command (the input options).
+// `before_next` runs between sections (--step) and returns false to stop early.
+void render_text(const std::vector<Section>& sections, const TextOptions& options, const std::string& rerun_suffix,
+                 const std::function<bool(const Section& next)>& before_next, std::ostream& out);
+void render_json(const std::vector<Section>& sections, std::ostream& out);
 
 // A tensor the way PyTorch 1.13 prints it (`repr(t)` of a float32 CPU tensor, default
 // print options): "tensor([[0.2098, 0.2006, ...]])".

@@ -61,9 +61,7 @@ Json step_json(const Step& step) {
     return j;
 }
 
-}  // namespace
-
-void render_json(const Trace& trace, std::ostream& out) {
+Json trace_json(const Trace& trace) {
     Json doc;
     doc["command"] = trace.command;
     doc["tokens"] = trace.tokens;
@@ -79,6 +77,21 @@ void render_json(const Trace& trace, std::ostream& out) {
     Json steps = Json::array();
     for (const auto& step : trace.steps) steps.push_back(step_json(step));
     doc["steps"] = steps;
+    return doc;
+}
+
+}  // namespace
+
+void render_json(const Trace& trace, std::ostream& out) { out << trace_json(trace).dump() << '\n'; }
+
+void render_json(const std::vector<Section>& sections, std::ostream& out) {
+    Json doc;
+    doc["command"] = "walkthrough";
+    Json list = Json::array();
+    for (const Section& s : sections)
+        list.push_back(Json{{"id", s.id}, {"title", s.title}, {"explanation", s.explanation}, {"formula", s.formula},
+                            {"rerun", "attnwalk " + s.args}, {"trace", trace_json(s.trace)}});
+    doc["sections"] = list;
     out << doc.dump() << '\n';
 }
 

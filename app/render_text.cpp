@@ -259,4 +259,42 @@ void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out) 
     }
 }
 
+namespace {
+
+// Words of `text` in lines no wider than `width`, each starting with `indent`.
+std::string wrap(const std::string& text, std::size_t width, const std::string& indent) {
+    std::string out, line;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find(' ', start);
+        if (end == std::string::npos) end = text.size();
+        const std::string word = text.substr(start, end - start);
+        if (!line.empty() && app::width(indent + line + " " + word) > width) {
+            out += indent + line + "\n";
+            line.clear();
+        }
+        line += (line.empty() ? "" : " ") + word;
+        start = end + 1;
+    }
+    if (!line.empty()) out += indent + line + "\n";
+    return out;
+}
+
+}  // namespace
+
+void render_text(const std::vector<Section>& sections, const TextOptions& opt, const std::string& rerun_suffix,
+                 const std::function<bool(const Section& next)>& before_next, std::ostream& out) {
+    const std::size_t w = std::min<std::size_t>(std::max<std::size_t>(opt.columns, 40), 100);
+    const std::string rule(w, '=');
+    for (std::size_t n = 0; n < sections.size(); ++n) {
+        const Section& s = sections[n];
+        if (n > 0 && !before_next(s)) return;
+        out << (n ? "\n" : "") << rule << "\n Part " << n + 1 << " of " << sections.size() << ": " << s.title << "\n"
+            << rule << "\n\n"
+            << wrap(s.explanation, w, "") << "\n    " << s.formula << "\n\nRun this part alone: attnwalk " << s.args << rerun_suffix << "\n\n";
+        render_text(s.trace, opt, out);
+    }
+}
+
 }  // namespace attnwalk::app
+

@@ -339,3 +339,41 @@ TEST_SUITE("cli.explain") {
         CHECK(test::run("mha --explain 1,2").exit_code == 2);  // not offered there
     }
 }
+
+TEST_SUITE("cli.walkthrough") {
+    TEST_CASE("cli.walkthrough_sections_rerun_alone") {
+        const json doc = run_json("walkthrough");
+        REQUIRE(doc.at("sections").size() == 7);
+        std::vector<std::string> ids;
+        for (const auto& s : doc.at("sections")) {
+            ids.push_back(s.at("id"));
+            const std::string rerun = s.at("rerun");
+            REQUIRE(rerun.rfind("attnwalk ", 0) == 0);
+            INFO(rerun);
+            // each section is exactly what its printed command produces on its own
+            CHECK(run_json(rerun.substr(9)) == s.at("trace"));
+        }
+        CHECK(ids == std::vector<std::string>{"scores", "softmax", "context", "projections", "causal", "dropout", "mha"});
+    }
+
+    TEST_CASE("cli.walkthrough_has_the_textbook_numbers") {
+        const auto r = test::run("walkthrough --no-heatmap");
+        REQUIRE(r.exit_code == 0);
+        for (const char* expected : {"0.9544", "0.2098", "0.4419", "0.2996  0.8053", "Part 7 of 7: Multi-head attention",
+                                     "Run this part alone: attnwalk causal --seed 789", "0  2.0000  2.0000  0.0000  2.0000  2.0000  0.0000"})
+            CHECK_MESSAGE(r.out.find(expected) != std::string::npos, expected);
+        const auto text = test::run("walkthrough --text 'cats climb trees' --vocab " + test::source_path("data/vocab.json"));
+        REQUIRE(text.exit_code == 0);
+        CHECK(text.out.find("Run this part alone: attnwalk scores --text 'cats climb trees' --vocab") != std::string::npos);
+    }
+
+    TEST_CASE("cli.walkthrough_step_pauses_on_a_terminal_only") {
+        const auto stop = test::run_shell("printf 'q\\n' | script -qec \"" + test::binary() + " walkthrough --step --no-heatmap\" /dev/null");
+        CHECK(stop.out.find("Part 1 of 7") != std::string::npos);
+        CHECK(stop.out.find("-- Enter: From scores to weights") != std::string::npos);
+        CHECK(stop.out.find("Part 2 of 7") == std::string::npos);
+        const auto piped = test::run("walkthrough --step --no-heatmap");  // stdin is /dev/null: no pause
+        CHECK(piped.out.find("Part 7 of 7") != std::string::npos);
+        CHECK(piped.out.find("-- Enter") == std::string::npos);
+    }
+}

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "attnwalk/embeddings.hpp"
 #include "attnwalk/trace.hpp"
@@ -59,6 +60,23 @@ Trace walk_context(const Embeddings& input, const WalkOptions& options);
 Trace walk_causal(const Embeddings& input, const WalkOptions& options);
 Trace walk_dropout(const Embeddings& input, const WalkOptions& options);
 Trace walk_mha(const Embeddings& input, const WalkOptions& options);
+
+using WalkFn = Trace (*)(const Embeddings&, const WalkOptions&);
+
+// One part of `attnwalk walkthrough`: a walk with the options that reproduce the
+// textbook's numbers, and what it teaches.
+struct Section {
+    std::string id;           // scores, softmax, context, projections, causal, dropout, mha
+    std::string title;
+    std::string explanation;  // one paragraph
+    std::string formula;      // the section's math in one line
+    std::string args;         // the subcommand and options that rerun this section alone
+    Trace trace;
+};
+
+// The whole chapter in order on one input. Only max_memory and json are read from
+// `base`; every section sets its own options.
+std::vector<Section> walk_through(const Embeddings& input, const WalkOptions& base);
 
 // The seed the dropout draw uses when neither --seed nor --dropout-seed is given.
 constexpr std::uint64_t default_dropout_seed = 123;

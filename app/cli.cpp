@@ -17,6 +17,7 @@
 #include "attnwalk/vocab.hpp"
 #include "attnwalk/walk.hpp"
 #include "cli.hpp"
+#include "output_file.hpp"
 #include "render.hpp"
 
 namespace {
@@ -39,6 +40,7 @@ struct Options {
     std::string color = "auto";
     bool no_heatmap = false;
     bool step = false;
+    std::optional<std::string> svg;
 };
 
 // "4G", "512M", "100000": bytes with an optional K, M, G or T suffix (powers of 1024).
@@ -125,10 +127,12 @@ void add_options(CLI::App& sub, const Command& cmd, Options& o) {
     sub.add_flag("--full", o.text.full, "Print every row and column (tables with more than 16 are elided otherwise)");
     sub.add_option("--max-memory", o.max_memory, "Refuse inputs whose tensors would need more (bytes, or with K/M/G/T)")->capture_default_str();
     const std::string name = cmd.name;
-    if (name == "walkthrough")
+    if (name == "walkthrough") {
         sub.add_flag("--step", o.step, "Pause after each section until Enter (only when stdin is a terminal)");
-    else
+    } else {
         sub.add_option("--batch", o.walk.batch, "Stack the input N times along a batch axis (the textbook uses 2)");
+        sub.add_option("--svg", o.svg, "Also write the heatmap of the final weights as an SVG file (for slides)");
+    }
     if (cmd.query)
         sub.add_option("--query", o.walk.query, "Show one query only: a 0-based index or a token's text");
     if (cmd.explain)
@@ -196,6 +200,12 @@ int run(const Command& cmd, Options& o, std::ostream& out, const app::Terminal& 
                              : o.input.empty() ? builtin_embeddings() : load_embeddings(o.input);
     if (cmd.walk) {
         const Trace trace = cmd.walk(input, o.walk);
+        if (o.svg) {
+            std::vector<std::string> inputs{o.input};
+            if (o.vocab) inputs.push_back(*o.vocab);
+            if (o.walk.projection.weights_file) inputs.push_back(*o.walk.projection.weights_file);
+            app::write_file_atomically(*o.svg, app::svg_of_weights(trace, o.text), inputs);
+        }
         if (o.json) app::render_json(trace, out);
         else app::render_text(trace, o.text, out);
     } else {

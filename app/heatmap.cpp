@@ -182,14 +182,15 @@ std::string heatmap_svg(const std::vector<HeatmapPanel>& panels, const std::stri
     const bool numbers = cell >= 40.0;
     const double label_w = 8.0 * static_cast<double>(label_chars) + 12.0, top = 70.0 + 7.0 * static_cast<double>(label_chars);
     const double panel_w = label_w + cell * static_cast<double>(n) + 30.0;
-    const double width = 20.0 + panel_w * static_cast<double>(panels.size()) + 90.0;
+    const double width = std::max(20.0 + panel_w * static_cast<double>(panels.size()) + 90.0,
+                                  40.0 + 11.0 * static_cast<double>(app::width(title)));
     const double height = top + cell * static_cast<double>(n) + 30.0;
 
     std::ostringstream svg;
     svg.precision(6);
     svg << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-        << "\" viewBox=\"0 0 " << width << ' ' << height << "\" font-family=\"DejaVu Sans, Arial, sans-serif\">\n"
+        << "\" viewBox=\"0 0 " << width << ' ' << height << "\" shape-rendering=\"crispEdges\" font-family=\"DejaVu Sans, Arial, sans-serif\">\n"
         << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
         << "<text x=\"20\" y=\"28\" font-size=\"18\" font-weight=\"bold\">" << xml_escape(title) << "</text>\n";
     for (std::size_t pi = 0; pi < panels.size(); ++pi) {

@@ -27,6 +27,10 @@ struct TextOptions {
 void render_text(const Trace& trace, const TextOptions& options, std::ostream& out);
 void render_json(const Trace& trace, std::ostream& out);
 
+// --svg: the heatmap of the trace's final token×token step (the weights, one panel per
+// head of batch element 0). Throws UsageError when there is none (e.g. with --query).
+std::string svg_of_weights(const Trace& trace, const TextOptions& options);
+
 // `attnwalk walkthrough`: every section with a banner, its paragraph and the command that
 // reruns it. `rerun_suffix` is appended to each rerun command (the input options).
 // `before_next` runs between sections (--step) and returns false to stop early.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "attnwalk/errors.hpp"
 #include "heatmap.hpp"
 #include "render.hpp"
 #include "text.hpp"
@@ -221,6 +222,33 @@ std::string param_text(const ParamValue& v) {
 }
 
 }  // namespace
+
+std::string svg_of_weights(const Trace& trace, const TextOptions& opt) {
+    const Step* chosen = nullptr;
+    for (auto it = trace.steps.rbegin(); it != trace.steps.rend(); ++it)
+        if (is_token_matrix(*it) && (it->id == "weights" || !chosen)) {
+            chosen = &*it;
+            if (it->id == "weights") break;
+        }
+    if (!chosen) throw UsageError("--svg draws a token×token step, and this run has none (--query keeps one row only)");
+    const Step& step = *chosen;
+    const std::size_t rank = step.tensor.shape.size();
+    const std::size_t inner = step.tensor.shape[rank - 1] * step.tensor.shape[rank - 2];
+    // Panels: every head of batch element 0.
+    std::size_t panels = 1;
+    for (std::size_t a = 0; a + 2 < rank; ++a)
+        if (step.axes[a] == Axis::head) panels *= step.tensor.shape[a];
+    std::vector<HeatmapPanel> list;
+    for (std::size_t p = 0; p < panels; ++p) {
+        HeatmapPanel panel{panels > 1 ? "head " + std::to_string(p) : "", step.tensor.data.data() + p * inner,
+                           step.tensor.shape[rank - 2], step.tensor.shape[rank - 1], {}, {}};
+        for (std::size_t r = 0; r < panel.rows; ++r) panel.row_labels.push_back(label(trace, step.axes[rank - 2], r));
+        for (std::size_t c = 0; c < panel.cols; ++c) panel.col_labels.push_back(label(trace, step.axes[rank - 1], c));
+        list.push_back(std::move(panel));
+    }
+    const std::string batch = trace.batched ? ", batch element 0" : "";
+    return heatmap_svg(list, "attnwalk " + trace.command + ": " + step.title + " (" + step.id + batch + ")", opt.precision);
+}
 
 void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out) {
     out << "attnwalk " << trace.command << ":";

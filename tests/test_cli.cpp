@@ -377,3 +377,62 @@ TEST_SUITE("cli.walkthrough") {
         CHECK(piped.out.find("-- Enter") == std::string::npos);
     }
 }
+
+TEST_SUITE("cli.svg") {
+    const std::string dir = "/tmp/attnwalk_svg_" + std::to_string(::getpid());
+
+    bool well_formed_xml(const std::string& path) {
+        return test::run_shell("python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' " + path).exit_code == 0;
+    }
+
+    std::size_t files_in(const std::string& d) {
+        return static_cast<std::size_t>(std::stoul(test::run_shell("ls -A " + d + " | wc -l").out));
+    }
+
+    TEST_CASE("cli.svg_is_well_formed_with_labels_and_colour_bar") {
+        test::run_shell("rm -rf " + dir + " && mkdir -p " + dir);
+        for (const std::string& args : {std::string("causal"), std::string("mha --batch 2 --seed 123 --heads 2"), "softmax -i " + test::source_path("data/large_scores.json")}) {
+            INFO(args);
+            const std::string path = dir + "/out.svg";
+            const auto r = test::run(args + " --svg " + path);
+            REQUIRE(r.exit_code == 0);
+            CHECK(well_formed_xml(path));
+            const std::string svg = test::read_file(path);
+            CHECK(svg.find("<svg") != std::string::npos);
+            CHECK(svg.find("linearGradient") != std::string::npos);  // the colour bar
+            CHECK(svg.find(">attnwalk ") != std::string::npos);      // the title
+            CHECK(files_in(dir) == 1);                                  // no temporary file left behind
+        }
+        CHECK(test::read_file(dir + "/out.svg").find(">bigger</text>") != std::string::npos);
+        const auto tokens = test::run("causal --svg " + dir + "/c.svg");
+        const std::string svg = test::read_file(dir + "/c.svg");
+        CHECK(svg.find(">journey</text>") != std::string::npos);
+        CHECK(test::run("mha --batch 2 --seed 123 --heads 2 --svg " + dir + "/m.svg").exit_code == 0);
+        CHECK(test::read_file(dir + "/m.svg").find(">head 1</text>") != std::string::npos);
+        test::run_shell("rm -rf " + dir);
+    }
+
+    TEST_CASE("cli.svg_never_overwrites_an_input_or_leaves_half_a_file") {
+        test::run_shell("rm -rf " + dir + " && mkdir -p " + dir);
+        const std::string input = dir + "/in.json";
+        test::run_shell("cp " + test::source_path("data/your_journey.json") + " " + input);
+        const std::string before = test::read_file(input);
+        const auto same = test::run("causal -i " + input + " --svg " + dir + "/../" + dir.substr(5) + "/in.json");
+        CHECK(same.exit_code == 2);
+        CHECK(same.err.find("it is an input") != std::string::npos);
+        CHECK(test::read_file(input) == before);
+        test::run_shell("cp " + test::source_path("data/weights_example.json") + " " + dir + "/w.json");
+        CHECK(test::run("causal --weights " + dir + "/w.json --svg " + dir + "/w.json").exit_code == 2);
+        CHECK(test::run("causal --svg " + dir).exit_code == 2);  // a directory
+        const auto missing = test::run("causal --svg " + dir + "/no/such/dir/x.svg");
+        CHECK(missing.exit_code == 1);
+        CHECK(missing.err.find("cannot write") != std::string::npos);
+        CHECK(test::run("softmax --query 1 --svg " + dir + "/q.svg").exit_code == 2);  // one row: nothing to draw
+        // an existing file is replaced whole
+        test::run_shell("echo old > " + dir + "/o.svg");
+        REQUIRE(test::run("causal --svg " + dir + "/o.svg").exit_code == 0);
+        CHECK(well_formed_xml(dir + "/o.svg"));
+        CHECK(files_in(dir) == 3);  // in.json, w.json, o.svg
+        test::run_shell("rm -rf " + dir);
+    }
+}

@@ -6,8 +6,8 @@
 //   H   heads                 d_h = d_out / H   size of one head
 //
 // Everything is float32, like PyTorch's default, so that digits match.
-// Matrix products go through BLAS (xtensor-blas); their implementation lives in
-// tensor.cpp so that only one translation unit pays for xtensor-blas's headers.
+// Matrix products go through sgemm (blas.hpp): a plain loop for small ones, OpenBLAS
+// through xtensor-blas for large ones.
 #pragma once
 
 #include <cstddef>

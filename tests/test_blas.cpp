@@ -1,0 +1,55 @@
+// Matrix products: the plain loop for small ones, the OpenBLAS plugin for large ones.
+#include <random>
+
+#include "attnwalk/blas.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+// C = op(A)·op(B) in double, the reference.
+std::vector<double> reference(bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, const std::vector<float>& a,
+                              const std::vector<float>& b) {
+    std::vector<double> c(m * n, 0.0);
+    for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t j = 0; j < n; ++j)
+            for (std::size_t p = 0; p < k; ++p)
+                c[i * n + j] += static_cast<double>(ta ? a[p * m + i] : a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
+    return c;
+}
+
+void check_product(std::size_t m, std::size_t n, std::size_t k) {
+    std::mt19937 gen(7);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> a(m * k), b(k * n);
+    for (auto& v : a) v = u(gen);
+    for (auto& v : b) v = u(gen);
+    for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+            INFO("m " << m << " n " << n << " k " << k << " ta " << ta << " tb " << tb);
+            std::vector<float> c(m * n, 1.0f);
+            attnwalk::sgemm(ta, tb, m, n, k, 1.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.0f, c.data(), n);
+            const auto expected = reference(ta, tb, m, n, k, a, b);
+            double worst = 0.0;
+            for (std::size_t i = 0; i < c.size(); ++i) worst = std::max(worst, std::fabs(c[i] - expected[i]));
+            CHECK(worst < 1e-4);
+        }
+}
+
+}  // namespace
+
+TEST_SUITE("blas") {
+    TEST_CASE("blas.small_products_use_the_loop") { check_product(6, 6, 3); }
+
+    TEST_CASE("blas.large_products_use_openblas") {
+        check_product(130, 70, 90);
+        // the build puts the plugin where blas.cpp looks for it
+        CHECK(attnwalk::blas_backend().find("OpenBLAS") == 0);
+    }
+
+    TEST_CASE("blas.alpha_and_beta") {
+        const std::vector<float> a{1, 2, 3, 4}, b{5, 6, 7, 8};  // 2×2
+        std::vector<float> c{1, 1, 1, 1};
+        attnwalk::sgemm(false, false, 2, 2, 2, 2.0f, a.data(), 2, b.data(), 2, 1.0f, c.data(), 2);
+        CHECK(c == std::vector<float>{39, 45, 87, 101});  // 2·A·B + C
+    }
+}

@@ -132,6 +132,8 @@ void add_options(CLI::App& sub, const Command& cmd, Options& o) {
     } else {
         sub.add_option("--batch", o.walk.batch, "Stack the input N times along a batch axis (the textbook uses 2)");
         sub.add_option("--svg", o.svg, "Also write the heatmap of the final weights as an SVG file (for slides)");
+        sub.add_flag("--summary", o.walk.summary, "Big inputs: per step only the shape, min/max/mean, row sums, a checksum and the time");
+        sub.add_flag("--timing", o.walk.timing, "After the trace, the wall time of each step");
     }
     if (cmd.query)
         sub.add_option("--query", o.walk.query, "Show one query only: a 0-based index or a token's text");

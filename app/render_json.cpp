@@ -36,7 +36,7 @@ Json vector_of(const std::vector<float>& values) {
     return arr;
 }
 
-Json step_json(const Step& step) {
+Json step_json(const Step& step, bool timed) {
     Json j;
     j["id"] = step.id;
     j["title"] = step.title;
@@ -46,9 +46,20 @@ Json step_json(const Step& step) {
     Json axes = Json::array();
     for (Axis a : step.axes) axes.push_back(axis_name(a));
     j["axes"] = axes;
-    j["data"] = nested(step.tensor, 0, 0);
-    if (!step.row_sum.data.empty()) j["row_sum"] = nested(step.row_sum, 0, 0);
+    if (step.summarised) {
+        const Summary& s = step.summary;
+        Json sum{{"min", s.min}, {"max", s.max}, {"mean", s.mean}, {"checksum", s.checksum}, {"count", s.count},
+                 {"non_finite", s.non_finite}};
+        if (s.has_row_sums) sum["row_sum_range"] = Json::array({s.row_sum_min, s.row_sum_max});
+        if (!s.scope.empty()) sum["scope"] = s.scope;
+        j["summary"] = sum;
+        if (!step.tensor.data.empty()) j["data"] = nested(step.tensor, 0, 0);
+    } else {
+        j["data"] = nested(step.tensor, 0, 0);
+        if (!step.row_sum.data.empty()) j["row_sum"] = nested(step.row_sum, 0, 0);
+    }
     if (!step.note.empty()) j["note"] = step.note;
+    if (timed) j["seconds"] = step.seconds;
     if (!step.expansion.empty()) {
         Json list = Json::array();
         for (const auto& e : step.expansion) {
@@ -75,8 +86,13 @@ Json trace_json(const Trace& trace) {
         }, value);
     doc["params"] = params;
     Json steps = Json::array();
-    for (const auto& step : trace.steps) steps.push_back(step_json(step));
+    double total = 0.0;
+    for (const auto& step : trace.steps) {
+        steps.push_back(step_json(step, trace.timed));
+        total += step.seconds;
+    }
     doc["steps"] = steps;
+    if (trace.timed) doc["timing"] = Json{{"total_seconds", total}, {"matrix_products", trace.backend}};
     return doc;
 }
 

@@ -204,6 +204,43 @@ void print_group(const Trace& trace, const std::vector<const Step*>& group, cons
     t.print(out, "    ");
 }
 
+std::string sci(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    return buf;
+}
+
+void print_summary(const Step& step, const TextOptions& opt, std::ostream& out) {
+    const Summary& s = step.summary;
+    out << "    min " << fmt(static_cast<float>(s.min), opt.precision) << "  max " << fmt(static_cast<float>(s.max), opt.precision)
+        << "  mean " << fmt(static_cast<float>(s.mean), opt.precision) << "  checksum " << sci(s.checksum) << "  (" << s.count
+        << " values";
+    if (s.non_finite) out << ", " << s.non_finite << " not finite";
+    out << ")\n";
+    if (s.has_row_sums)
+        out << "    row sums " << fmt(static_cast<float>(s.row_sum_min), opt.precision) << " … "
+            << fmt(static_cast<float>(s.row_sum_max), opt.precision) << '\n';
+    if (!s.scope.empty()) out << "    scope: " << s.scope << '\n';
+    if (!step.note.empty()) out << "    note: " << step.note << '\n';
+}
+
+void print_timing(const Trace& trace, std::ostream& out) {
+    double total = 0.0;
+    std::size_t id_w = 5;
+    for (const Step& s : trace.steps) {
+        total += s.seconds;
+        id_w = std::max(id_w, width(s.id));
+    }
+    out << "\ntiming (wall clock per step; matrix products: " << trace.backend << ")\n";
+    char buf[160];
+    for (const Step& s : trace.steps) {
+        std::snprintf(buf, sizeof buf, "%10.6f s  %5.1f%%", s.seconds, total > 0 ? 100.0 * s.seconds / total : 0.0);
+        out << "    " << pad_right(s.id, id_w) << buf << '\n';
+    }
+    std::snprintf(buf, sizeof buf, "%10.6f s", total);
+    out << "    " << pad_right("total", id_w) << buf << '\n';
+}
+
 void print_heading(const Step& step, std::size_t number, std::ostream& out) {
     std::string shape;
     for (std::size_t i = 0; i < step.tensor.shape.size(); ++i) shape += (i ? "×" : "") + std::to_string(step.tensor.shape[i]);
@@ -278,6 +315,10 @@ void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out) 
             }
         }
         print_heading(step, ++number, out);
+        if (step.summarised) {
+            print_summary(step, opt, out);
+            continue;
+        }
         std::size_t label_width = 0;
         for (const auto& e : step.expansion) label_width = std::max(label_width, width(e.label));
         for (std::size_t e : shown(step.expansion.size(), opt))
@@ -285,6 +326,7 @@ void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out) 
         print_tensor(trace, step, opt, out);
         if (!step.note.empty()) out << "    note: " << step.note << '\n';
     }
+    if (trace.timed) print_timing(trace, out);
 }
 
 namespace {

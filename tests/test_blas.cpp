@@ -42,7 +42,7 @@ TEST_SUITE("blas") {
 
     TEST_CASE("blas.large_products_use_openblas") {
         check_product(130, 70, 90);
-        // the build puts the plugin where blas.cpp looks for it
+        // the build puts the plugin where blas.cpp looks for it, and the product above loaded it
         CHECK(attnwalk::blas_backend().find("OpenBLAS") == 0);
     }
 

@@ -436,3 +436,78 @@ TEST_SUITE("cli.svg") {
         test::run_shell("rm -rf " + dir);
     }
 }
+
+TEST_SUITE("cli.summary") {
+    // Every number of a step, flattened.
+    void flatten(const json& j, std::vector<double>& out) {
+        if (j.is_array())
+            for (const auto& e : j) flatten(e, out);
+        else if (j.is_number())
+            out.push_back(j.get<double>());
+        else
+            out.push_back(j == "-inf" ? -INFINITY : j == "inf" ? INFINITY : NAN);
+    }
+
+    TEST_CASE("cli.mha_summary_at_scale_matches_the_full_walk") {
+        // 150 tokens, 40-d embeddings: big enough for the blocked path (several 128-row blocks)
+        std::string emb;
+        for (int t = 0; t < 150; ++t) {
+            emb += std::string(t ? "," : "") + "[";
+            for (int c = 0; c < 40; ++c) emb += std::string(c ? "," : "") + std::to_string(std::sin(0.37 * t + 1.3 * c));
+            emb += "]";
+        }
+        const std::string path = test::temp_file("{\"embeddings\": [" + emb + "]}");
+        for (const std::string extra : {"", " --no-causal", " --batch 2 --qkv-bias"}) {
+            INFO(extra);
+            const std::string args = "mha -i " + path + " --seed 5 --d-out 48 --heads 4" + extra;
+            const json fast = run_json(args + " --summary");
+            const json full = run_json(args);
+            for (const auto& s : fast.at("steps")) {
+                const std::string id = s.at("id");
+                INFO(id);
+                REQUIRE(s.contains("summary"));
+                std::vector<double> values;
+                flatten(step(full, id).at("data"), values);
+                CHECK(s.at("shape") == step(full, id).at("shape"));
+                const json& sum = s.at("summary");
+                double lo = INFINITY, hi = -INFINITY, total = 0.0;
+                std::size_t n = 0;
+                for (double v : values)
+                    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v), total += v, ++n;
+                if (id == "scores" && extra.find("no-causal") == std::string::npos) continue;  // the causal triangle only (documented)
+                CHECK(sum.at("count").get<std::size_t>() == n);
+                CHECK(sum.at("min").get<double>() == doctest::Approx(lo).epsilon(1e-5));
+                CHECK(sum.at("max").get<double>() == doctest::Approx(hi).epsilon(1e-5));
+                CHECK(sum.at("checksum").get<double>() == doctest::Approx(total).epsilon(1e-4).scale(1.0));
+                if (id == "weights") {
+                    CHECK(sum.at("row_sum_range").at(0).get<double>() == doctest::Approx(1.0).epsilon(1e-5));
+                    CHECK(sum.at("row_sum_range").at(1).get<double>() == doctest::Approx(1.0).epsilon(1e-5));
+                }
+            }
+            // the output keeps its numbers, within 1e-5 of the full walk
+            std::vector<double> a, b;
+            flatten(step(fast, "output").at("data"), a);
+            flatten(step(full, "output").at("data"), b);
+            CHECK_CLOSE_ALL(a, b, 1e-5);
+            CHECK(fast.contains("timing"));
+        }
+        std::remove(path.c_str());
+    }
+
+    TEST_CASE("cli.summary_and_timing_on_every_command") {
+        for (const std::string cmd : {"scores", "softmax", "context", "causal", "dropout", "mha --variant wrapper"}) {
+            INFO(cmd);
+            const auto r = test::run(cmd + " --summary --timing");
+            REQUIRE(r.exit_code == 0);
+            CHECK(r.out.find("checksum") != std::string::npos);
+            CHECK(r.out.find("timing (wall clock per step") != std::string::npos);
+            const json doc = run_json(cmd + " --summary");
+            CHECK(doc.at("steps").at(0).contains("summary"));
+            if (doc.at("steps").size() > 1) CHECK_FALSE(doc.at("steps").at(0).contains("data"));
+            CHECK(doc.at("steps").back().contains("data"));  // the result keeps its numbers
+        }
+        // without --timing or --summary the JSON has no times (it is the same on every run)
+        CHECK_FALSE(run_json("softmax").contains("timing"));
+        CHECK(run_json("softmax --timing").at("steps").at(0).contains("seconds"));
+    }
+}

@@ -2,8 +2,11 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 namespace attnwalk {
 
@@ -49,10 +52,17 @@ Plugin load_plugin() {
     return p;
 }
 
+std::atomic<bool> loaded{false};
+std::atomic<int> wanted_threads{1};  // OpenBLAS itself stays single-threaded (see sgemm)
+
 const Plugin& plugin() {
     static std::once_flag once;
     static Plugin p;
-    std::call_once(once, [] { p = load_plugin(); });
+    std::call_once(once, [] {
+        p = load_plugin();
+        if (p.set_threads && wanted_threads > 0) p.set_threads(wanted_threads);
+        loaded = true;
+    });
     return p;
 }
 
@@ -76,24 +86,57 @@ void sgemm_loop(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::s
     }
 }
 
+
+// Products above this many multiply-adds are split by rows over the cores.
+constexpr double split_threshold = 256.0 * 256.0 * 256.0;
+thread_local bool in_worker = false;  // a thread of ours already: never split again
+
 }  // namespace
 
 void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
            std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
     if (m == 0 || n == 0) return;
     const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-    if (work >= blas_threshold && plugin().sgemm) {
-        plugin().sgemm(trans_a, trans_b, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
-                       static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+    if (work < blas_threshold || !plugin().sgemm) {
+        sgemm_loop(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
-    sgemm_loop(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    auto run = [&](std::size_t r0, std::size_t rows) {
+        plugin().sgemm(trans_a, trans_b, static_cast<int>(rows), static_cast<int>(n), static_cast<int>(k), alpha,
+                       trans_a ? a + r0 : a + r0 * lda, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c + r0 * ldc,
+                       static_cast<int>(ldc));
+    };
+    // OpenBLAS runs single-threaded; large products are split by rows over our own
+    // threads instead. (OpenBLAS's own workers spin on sched_yield between products and
+    // took a core away from the attention's per-head threads: seen with perf here.)
+    const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+    if (in_worker || cores == 1 || work < split_threshold || m < 2 * cores) {
+        run(0, m);
+        return;
+    }
+    std::vector<std::thread> threads;
+    const std::size_t chunk = (m + cores - 1) / cores;
+    for (std::size_t r0 = chunk; r0 < m; r0 += chunk)
+        threads.emplace_back([&, r0] {
+            in_worker = true;
+            run(r0, std::min(chunk, m - r0));
+        });
+    run(0, std::min(chunk, m));
+    for (auto& t : threads) t.join();
 }
 
-std::string blas_backend() { return plugin().description; }
-
-void blas_set_threads(int threads) {
-    if (plugin().set_threads) plugin().set_threads(threads);
+void run_as_worker(const std::function<void()>& body) {
+    const bool before = in_worker;
+    in_worker = true;
+    body();
+    in_worker = before;
 }
+
+
+std::string blas_backend() {
+    return loaded ? plugin().description : "built-in loop (no product was large enough to load OpenBLAS)";
+}
+
+
 
 }  // namespace attnwalk

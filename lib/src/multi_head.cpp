@@ -2,6 +2,7 @@
 
 #include <xtensor/xview.hpp>
 
+#include "attnwalk/attention_at_scale.hpp"
 #include "attnwalk/context.hpp"
 #include "attnwalk/dropout.hpp"
 #include "attnwalk/errors.hpp"
@@ -113,6 +114,10 @@ Trace walk_mha(const Embeddings& input, const WalkOptions& options) {
         wo.kind = StepKind::parameter;
         Step& bo = rec.add_plain("out_proj.bias", "out_proj bias", "b_o", to_trace(mw.out_proj.b), {Axis::feature});
         bo.kind = StepKind::parameter;
+        if (mha_at_scale_applies(opts)) {  // --summary: blocked and fused, no T×T tensor kept
+            mha_at_scale(rec, s.x, mw, H, opts.causal);
+            return finish(std::move(s.trace), options);
+        }
         const Cube qf = project(s.x, mw.heads[0].query);  // (B,T,d_out)
         const Cube kf = project(s.x, mw.heads[0].key);
         const Cube vf = project(s.x, mw.heads[0].value);
@@ -188,7 +193,7 @@ Trace walk_mha(const Embeddings& input, const WalkOptions& options) {
         rec.add("output", "Output projection of the concatenated heads", "Y = Z·W_o + b_o", project(context, mw.out_proj),
                 {Axis::token, Axis::feature});
     }
-    return check_finite(std::move(s.trace));
+    return finish(std::move(s.trace), options);
 }
 
 }  // namespace attnwalk

@@ -1,5 +1,10 @@
 #include "attnwalk/setup.hpp"
 
+#include "attnwalk/attention_at_scale.hpp"
+#include "attnwalk/blas.hpp"
+
+#include <thread>
+
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -44,6 +49,8 @@ double estimate_memory(const std::string& command, std::size_t batch, std::size_
     const double H = command == "mha" ? static_cast<double>(options.heads) : 1.0;
     const double d = std::max(static_cast<double>(d_in), static_cast<double>(options.projection.d_out) * (options.wrapper ? H : 1.0));
     double numbers = 16.0 * B * H * T * T + 16.0 * B * T * d + 4.0 * d * d;
+    if (command == "mha" && mha_at_scale_applies(options))  // no T×T tensor: a block of 64 rows per core
+        numbers = 10.0 * B * T * d + 8.0 * d * d + 64.0 * T * std::max(1u, std::thread::hardware_concurrency());
     if (command == "dropout" && options.ones) {
         T = static_cast<double>(*options.ones);
         numbers = 4.0 * T * T;
@@ -144,6 +151,14 @@ std::optional<QKV> build_qkv(Setup& setup, const WalkOptions& options) {
     trace.set_param("d_out", static_cast<long long>(proj.d_out));
     trace.set_param("qkv_bias", proj.qkv_bias);
     return draw_qkv(*setup.gen, setup.d_in, proj.d_out, init, proj.qkv_bias);
+}
+
+Trace finish(Trace trace, const WalkOptions& options) {
+    trace = check_finite(std::move(trace));
+    if (options.summary) summarise(trace);
+    trace.timed = options.summary || options.timing;
+    if (trace.timed) trace.backend = blas_backend();
+    return trace;
 }
 
 }  // namespace attnwalk

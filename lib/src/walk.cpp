@@ -231,7 +231,7 @@ Trace walk_stage(const std::string& command, const Embeddings& input, const Walk
     } else {
         walk_all_queries(rec, s, a, stage, compare, options);
     }
-    return check_finite(std::move(s.trace));
+    return finish(std::move(s.trace), options);
 }
 
 // Causal weights by the −∞ fill (method b), in the textbook's order: mask the raw
@@ -299,7 +299,7 @@ Trace walk_causal(const Embeddings& input, const WalkOptions& options) {
                 "earlier one.";
     const Cube context = record_context(rec, a, weights, "Context vectors: token i mixes the values of tokens 0..i only");
     if (options.explain) explain(rec, s, a, scores, &masked_scaled, &weights, &context, options, ExplainDepth::context);
-    return check_finite(std::move(s.trace));
+    return finish(std::move(s.trace), options);
 }
 
 Trace walk_dropout(const Embeddings& input, const WalkOptions& options) {
@@ -337,7 +337,7 @@ Trace walk_dropout(const Embeddings& input, const WalkOptions& options) {
             .note = "nn.Dropout is the identity at inference (model.eval()): no random draw, no scaling.";
         rec.add_with_row_sums("weights", "Weights after dropout (eval): unchanged", "A", weights, {Axis::token, Axis::token});
         if (a) record_context(rec, *a, weights, "Context vectors (eval): unchanged");
-        return check_finite(std::move(s.trace));
+        return finish(std::move(s.trace), options);
     }
 
     // The dropout draw continues the --seed stream, unless --dropout-seed reseeds it.
@@ -361,7 +361,7 @@ Trace walk_dropout(const Embeddings& input, const WalkOptions& options) {
         .note = "The scaling keeps the expected sum of each row unchanged, so training and inference see the same average.";
     rec.add_with_row_sums("weights", "Weights after dropout", "A ⊙ keep / (1 − p)", drop.output, {Axis::token, Axis::token});
     if (a) record_context(rec, *a, drop.output, "Context vectors after dropout");
-    return check_finite(std::move(s.trace));
+    return finish(std::move(s.trace), options);
 }
 
 }  // namespace attnwalk

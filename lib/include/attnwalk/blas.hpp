@@ -7,18 +7,21 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 namespace attnwalk {
 
+// Large products use every core: their rows are split over threads.
 void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
            std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc);
 
-// How large products are computed: "OpenBLAS (...)", or the built-in loop and why.
-// Loads the plugin if it is not loaded yet.
+// How large products were computed: "OpenBLAS (...)", or the built-in loop and why.
+// Never loads the plugin itself.
 std::string blas_backend();
 
-// Threads OpenBLAS may use inside one product (no effect on the built-in loop).
-void blas_set_threads(int threads);
+// Runs `body` on the calling thread as one of several workers: sgemm calls inside it
+// stay on this thread instead of splitting over the cores.
+void run_as_worker(const std::function<void()>& body);
 
 }  // namespace attnwalk

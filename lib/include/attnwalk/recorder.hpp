@@ -3,6 +3,7 @@
 // so that the trace shows the shapes the user gave.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,7 @@ namespace attnwalk {
 
 class Recorder {
 public:
-    explicit Recorder(Trace& trace) : trace_(trace) {}
+    explicit Recorder(Trace& trace) : trace_(trace), last_(Clock::now()) {}
 
     // A batched tensor (leading B), its axes given without the batch axis.
     template <std::size_t N>
@@ -54,11 +55,16 @@ private:
         step.formula = std::move(formula);
         step.tensor = std::move(t);
         step.axes = std::move(axes);
+        const auto now = Clock::now();  // the time since the previous step: this step's work
+        step.seconds = std::chrono::duration<double>(now - last_).count();
+        last_ = now;
         trace_.steps.push_back(std::move(step));
         return trace_.steps.back();
     }
 
+    using Clock = std::chrono::steady_clock;
     Trace& trace_;
+    Clock::time_point last_;
 };
 
 }  // namespace attnwalk

@@ -35,6 +35,10 @@ std::optional<QKV> build_qkv(Setup& setup, const WalkOptions& options);
 // ids (e.g. "head0." for the wrapper's heads).
 void record_qkv_parameters(Recorder& rec, const QKV& qkv, const std::string& prefix, const std::string& title_suffix);
 
+// Ends every walk: checks that nothing overflowed (check_finite), then applies
+// --summary and --timing.
+Trace finish(Trace trace, const WalkOptions& options);
+
 // The text of a float for titles and notes ("0.5", "1.4142").
 std::string format_number(double value);
 

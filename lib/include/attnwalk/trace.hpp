@@ -37,6 +37,21 @@ struct Expansion {
     std::vector<float> result;
 };
 
+// --summary: what a step's tensor looked like, without the tensor (big inputs).
+struct Summary {
+    double min = 0.0, max = 0.0;   // over the finite values
+    double mean = 0.0;             // over the finite values
+    double checksum = 0.0;         // the sum of the finite values, in double
+    std::size_t count = 0;         // finite values summarised
+    std::size_t non_finite = 0;    // inf, −∞ (masks) and NaN, not summarised
+    bool has_row_sums = false;     // a weights step: the range of its row sums
+    double row_sum_min = 0.0, row_sum_max = 0.0;
+    std::string scope;             // what was summarised, when not every entry (e.g. the causal triangle)
+
+    void add(double value);        // one more value
+    void add_row_sum(double sum);  // one more row sum
+};
+
 enum class StepKind {
     result,     // an intermediate or final tensor of the walk
     parameter,  // a weight matrix or bias: shown in text only with --show-weights
@@ -54,6 +69,10 @@ struct Step {
     std::string group;                  // steps sharing a group may be shown side by side
     StepKind kind = StepKind::result;
     bool may_be_non_finite = false;     // inf/NaN here is the lesson (−∞ masking, naive softmax overflow)
+    double seconds = 0.0;               // wall time spent computing and recording this step
+    bool summarised = false;            // --summary: `summary` holds the statistics; tensor.data is empty
+                                        // except for the final step
+    Summary summary;
 };
 
 using ParamValue = std::variant<bool, long long, double, std::string>;
@@ -64,6 +83,8 @@ struct Trace {
     bool batched = false;
     std::vector<std::pair<std::string, ParamValue>> params;  // in the order they were set
     std::vector<Step> steps;
+    bool timed = false;  // --timing or --summary: step times are part of the output
+    std::string backend;  // how large matrix products ran (for --timing)
 
     void set_param(const std::string& name, ParamValue value);
 };
@@ -72,5 +93,9 @@ struct Trace {
 // overflowed, unless the step says that is its point. Throws RuntimeError naming the
 // first such step; returns the trace otherwise.
 Trace check_finite(Trace trace);
+
+// --summary: replaces every step's data (and row sums) by its Summary. Shapes stay; the
+// last step (the command's result) keeps its data as well.
+void summarise(Trace& trace);
 
 }  // namespace attnwalk

@@ -48,6 +48,8 @@ struct WalkOptions {
     // Refuse work whose tensors would need more memory than this (bytes), before allocating.
     double max_memory = 4.0 * 1024 * 1024 * 1024;
     bool json = false;  // the JSON view holds every number a second time
+    bool summary = false;  // --summary: statistics per step instead of tensors (big inputs)
+    bool timing = false;   // --timing: step times are part of the output
 };
 
 // The memory a walk's tensors need, estimated from the shapes alone (bytes).

@@ -1,0 +1,64 @@
+// Benchmarks (Google Benchmark): the machine's own sgemm throughput, and multi-head
+// attention at model size through the library (the path `attnwalk mha --summary` takes).
+//   cmake --build build --target bench     (builds and runs; see docs/performance.md)
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "attnwalk/attention_at_scale.hpp"
+#include "attnwalk/blas.hpp"
+#include "attnwalk/rng.hpp"
+
+namespace {
+
+std::vector<float> random_values(std::size_t n, unsigned seed) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (auto& x : v) x = normal(gen);
+    return v;
+}
+
+// C = A·B, m×k times k×n: what one core pair of this machine does at best.
+void BM_sgemm(benchmark::State& state) {
+    const auto m = static_cast<std::size_t>(state.range(0)), n = static_cast<std::size_t>(state.range(1)),
+               k = static_cast<std::size_t>(state.range(2));
+    const auto a = random_values(m * k, 1), b = random_values(k * n, 2);
+    std::vector<float> c(m * n);
+    for (auto _ : state) {
+        attnwalk::sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+        benchmark::DoNotOptimize(c.data());
+    }
+    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(m * n * k) * static_cast<double>(state.iterations()),
+                                                   benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_sgemm)->Args({2048, 2048, 2048})->Args({2048, 768, 768})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The fused, causal MultiHeadAttention forward pass: d_in = d_out = 768, 12 heads.
+// FLOPs counted as the issue does: 4·T·d² + 4·T²·d.
+void BM_mha(benchmark::State& state) {
+    const auto T = static_cast<std::size_t>(state.range(0));
+    const std::size_t d = 768, H = 12;
+    attnwalk::Generator gen(123);
+    attnwalk::MultiHeadWeights mw;
+    mw.heads.push_back(attnwalk::draw_qkv(gen, d, d, attnwalk::Init::linear, false));
+    mw.out_proj = attnwalk::draw_linear(gen, d, d, true);
+    attnwalk::Cube x = attnwalk::Cube::from_shape({1, T, d});
+    const auto values = random_values(T * d, 3);
+    std::copy(values.begin(), values.end(), x.begin());
+    for (auto _ : state) {
+        attnwalk::Trace trace;
+        attnwalk::Recorder rec(trace);
+        attnwalk::mha_at_scale(rec, x, mw, H, true);
+        benchmark::DoNotOptimize(trace.steps.back().tensor.data.data());
+    }
+    const double Td = static_cast<double>(T), dd = static_cast<double>(d);
+    state.counters["GFLOP/s"] = benchmark::Counter((4.0 * Td * dd * dd + 4.0 * Td * Td * dd) * static_cast<double>(state.iterations()),
+                                                   benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_mha)->Arg(256)->Arg(512)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

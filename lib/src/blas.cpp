@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -66,7 +67,8 @@ const Plugin& plugin() {
     return p;
 }
 
-// The plain loop: row by row of C, accumulating in float, i-k-j order.
+// The plain loop: row by row of C, accumulating in float over k in order with fused
+// multiply-adds, as OpenBLAS's kernels (and so PyTorch's CPU matmul) do for small k.
 void sgemm_loop(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
                 std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
     for (std::size_t i = 0; i < m; ++i) {
@@ -79,9 +81,9 @@ void sgemm_loop(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::s
         for (std::size_t p = 0; p < k; ++p) {
             const float aip = alpha * (trans_a ? a[p * lda + i] : a[i * lda + p]);
             if (trans_b)
-                for (std::size_t j = 0; j < n; ++j) ci[j] += aip * b[j * ldb + p];
+                for (std::size_t j = 0; j < n; ++j) ci[j] = std::fma(aip, b[j * ldb + p], ci[j]);
             else
-                for (std::size_t j = 0; j < n; ++j) ci[j] += aip * b[p * ldb + j];
+                for (std::size_t j = 0; j < n; ++j) ci[j] = std::fma(aip, b[p * ldb + j], ci[j]);
         }
     }
 }

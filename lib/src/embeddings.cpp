@@ -55,7 +55,9 @@ std::string read_text_file(const std::string& path) {
 
 Embeddings parse_embeddings(const std::string& text, const std::string& source) {
     using json_input::json;
-    const json doc = json_input::parse(text, source);
+    Tensor streamed_x;
+    bool streamed = false;
+    const json doc = json_input::parse_with_tensor(text, source, "embeddings", streamed_x, streamed);
     if (!doc.is_object())
         throw InputError(source, "$", "expected a JSON object with \"embeddings\", got " +
                                           json_input::type_name(doc));
@@ -64,7 +66,7 @@ Embeddings parse_embeddings(const std::string& text, const std::string& source) 
 
     Embeddings out;
     out.source = source;
-    Tensor x = json_input::read_tensor(doc["embeddings"], source, "$.embeddings");
+    Tensor x = streamed ? std::move(streamed_x) : json_input::read_tensor(doc["embeddings"], source, "$.embeddings");
     if (x.shape.size() == 2) {
         x.shape.insert(x.shape.begin(), 1);  // one sequence: B = 1
     } else if (x.shape.size() == 3) {

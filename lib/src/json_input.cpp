@@ -1,6 +1,7 @@
 #include "attnwalk/json_input.hpp"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <sstream>
 
@@ -8,9 +9,19 @@
 
 namespace attnwalk::json_input {
 
+namespace {
+json parse_with(const std::string& file, const std::function<json()>& parser);
+}
+
 json parse(const std::string& text, const std::string& file) {
+    return parse_with(file, [&] { return json::parse(text); });
+}
+
+namespace {
+
+json parse_with(const std::string& file, const std::function<json()>& parser) {
     try {
-        return json::parse(text);
+        return parser();
     } catch (const json::parse_error& e) {
         // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
         std::string what = e.what();
@@ -24,6 +35,8 @@ json parse(const std::string& text, const std::string& file) {
         throw InputError(file, "", "number out of range (" + what + "): expected finite float32 numbers");
     }
 }
+
+}  // namespace
 
 std::string type_name(const json& value) {
     switch (value.type()) {
@@ -114,6 +127,157 @@ Tensor read_tensor_shaped(const json& value, const std::string& file, const std:
                                          shape_string(expected) + ", got " + shape_string(t.shape));
     }
     return t;
+}
+
+namespace {
+
+// SAX events: everything goes to nlohmann's DOM builder, except the array under the
+// top-level `key`, whose numbers go straight into a float vector. The checks and
+// messages are read_tensor's: the shape comes from the first elements, later arrays must
+// match it, every element must be a finite float32 number.
+class TensorSax {
+public:
+    using number_integer_t = json::number_integer_t;
+    using number_unsigned_t = json::number_unsigned_t;
+    using number_float_t = json::number_float_t;
+    using string_t = json::string_t;
+    using binary_t = json::binary_t;
+
+    TensorSax(json& doc, const std::string& file, const std::string& key, Tensor& tensor, bool& streamed)
+        : dom_(doc, true), file_(file), key_(key), tensor_(tensor), streamed_(streamed) {}
+
+    bool null() { return inside() ? element("null") : dom_.null(); }
+    bool boolean(bool v) { return inside() ? element("a boolean") : dom_.boolean(v); }
+    bool number_integer(number_integer_t v) { return inside() ? number(static_cast<double>(v)) : dom_.number_integer(v); }
+    bool number_unsigned(number_unsigned_t v) { return inside() ? number(static_cast<double>(v)) : dom_.number_unsigned(v); }
+    bool number_float(number_float_t v, const string_t& s) { return inside() ? number(v) : dom_.number_float(v, s); }
+    bool string(string_t& v) { return inside() ? element("a string") : dom_.string(v); }
+    bool binary(binary_t& v) { return inside() ? element("binary data") : dom_.binary(v); }
+    bool start_object(std::size_t n) {
+        if (inside()) return element("an object");
+        ++depth_;
+        pending_ = false;
+        return dom_.start_object(n);
+    }
+    bool key(string_t& k) {
+        pending_ = depth_ == 1 && k == key_;  // the next value, if an array, is streamed
+        return dom_.key(k);
+    }
+    bool end_object() {
+        --depth_;
+        return dom_.end_object();
+    }
+    bool start_array(std::size_t n) {
+        if (pending_) {  // the tensor starts: level 0
+            pending_ = false;
+            streamed_ = true;
+            tensor_ = Tensor{};
+            rank_ = 0;
+            counts_.assign(1, 0);
+            return dom_.null();  // its place in the document
+        }
+        if (!inside()) {
+            ++depth_;
+            return dom_.start_array(n);
+        }
+        // an array as an element at level counts_.size()
+        const std::size_t level = counts_.size();
+        if (rank_ && level >= rank_) fail(path(), "expected a number, got an array");
+        if (!rank_ && level >= max_rank) fail(path(), "nested too deeply: at most " + std::to_string(max_rank) + " levels of arrays");
+        counts_.push_back(0);
+        return true;
+    }
+    bool end_array() {
+        if (!inside()) {
+            --depth_;
+            return dom_.end_array();
+        }
+        const std::size_t level = counts_.size() - 1, count = counts_.back();
+        counts_.pop_back();
+        if (!rank_ && count == 0) {
+            counts_.push_back(0);  // the path of the empty array itself
+            fail(path_of_open(), "expected a non-empty array of numbers, got []");
+        }
+        if (tensor_.shape.size() <= level) tensor_.shape.resize(level + 1, 0);  // 0: not known yet
+        if (tensor_.shape[level] != 0) {
+            if (count != tensor_.shape[level]) {
+                const std::string like = level == 0 ? "" : " (like the first one)";
+                counts_.push_back(count);
+                fail(path_of_open(), "ragged array: expected " + std::to_string(tensor_.shape[level]) + " values" + like +
+                                         ", got " + std::to_string(count));
+            }
+        } else {
+            tensor_.shape[level] = count;  // the first array of this level: its length is the shape
+        }
+        if (!counts_.empty()) ++counts_.back();
+        return true;
+    }
+    template <class Exception>  // the concrete type (parse_error, out_of_range), so that it is thrown as such
+    bool parse_error(std::size_t position, const std::string& token, const Exception& e) {
+        return dom_.parse_error(position, token, e);
+    }
+
+private:
+    bool inside() const { return !counts_.empty(); }
+
+    // The JSON path of the element about to be added at the current level.
+    std::string path() const {
+        std::string p = "$." + key_;
+        for (std::size_t count : counts_) p += "[" + std::to_string(count) + "]";
+        return p;
+    }
+    // The path of the innermost open array (whose count is counts_.back()).
+    std::string path_of_open() const {
+        std::string p = "$." + key_;
+        for (std::size_t l = 0; l + 1 < counts_.size(); ++l) p += "[" + std::to_string(counts_[l]) + "]";
+        return p;
+    }
+    [[noreturn]] void fail(const std::string& where, const std::string& what) const { throw InputError(file_, where, what); }
+
+    // A non-number, non-array element.
+    bool element(const std::string& type) {
+        const std::size_t level = counts_.size();
+        if (!rank_ && level == 0) fail("$." + key_, "expected an array of numbers, got " + type);
+        if (rank_ && level < rank_)
+            fail(path(), "expected an array of " + std::to_string(tensor_.shape.at(level)) + " values, got " + type);
+        fail(path(), "expected a number, got " + type);
+    }
+    bool number(double v) {
+        const std::size_t level = counts_.size();
+        if (!rank_) rank_ = level;
+        if (level < rank_) fail(path(), "expected an array of " + std::to_string(tensor_.shape.at(level)) + " values, got a number");
+        if (!std::isfinite(v) || std::fabs(v) > static_cast<double>(std::numeric_limits<float>::max())) {
+            std::ostringstream os;
+            os << v;
+            fail(path(), "expected a finite float32 number, got " + os.str());
+        }
+        tensor_.data.push_back(static_cast<float>(v));
+        ++counts_.back();
+        return true;
+    }
+
+    nlohmann::detail::json_sax_dom_parser<json> dom_;
+    const std::string& file_;
+    const std::string& key_;
+    Tensor& tensor_;
+    bool& streamed_;
+    std::size_t depth_ = 0;            // open objects and arrays outside the tensor
+    bool pending_ = false;             // the last key was `key` at the top level
+    std::size_t rank_ = 0;             // levels of arrays, known at the first number
+    std::vector<std::size_t> counts_;  // elements so far in each open array of the tensor
+};
+
+}  // namespace
+
+json parse_with_tensor(const std::string& text, const std::string& file, const std::string& key, Tensor& tensor,
+                       bool& streamed) {
+    streamed = false;
+    return parse_with(file, [&] {
+        json doc;
+        TensorSax sax(doc, file, key, tensor, streamed);
+        json::sax_parse(text, &sax);
+        return doc;
+    });
 }
 
 }  // namespace attnwalk::json_input

@@ -17,6 +17,14 @@ using nlohmann::json;
 // Parses text as JSON; a syntax error becomes an InputError with line and column.
 json parse(const std::string& text, const std::string& file);
 
+// Like parse, but the array under the top-level key `key` is read straight into `tensor`
+// (validated exactly like read_tensor, with the same messages) instead of becoming JSON
+// values: a 4096×768 embeddings file then costs its floats, not a tree of 3 million
+// nodes. The returned document holds null in its place; `streamed` says whether it was
+// found as an array (when it is anything else, it stays in the document).
+json parse_with_tensor(const std::string& text, const std::string& file, const std::string& key, Tensor& tensor,
+                       bool& streamed);
+
 // A short description of a JSON value's type, for "expected X, got Y" messages.
 std::string type_name(const json& value);
 

@@ -193,7 +193,6 @@ int run(const Command& cmd, Options& o, std::ostream& out, const app::Terminal& 
     if (o.d_out) o.walk.projection.d_out = *o.d_out;
     o.walk.wrapper = o.variant == "wrapper";
     o.walk.max_memory = parse_bytes(o.max_memory);
-    o.walk.json = o.json;
     o.walk.dropout = o.dropout.value_or(std::string(cmd.name) == "dropout" ? 0.5 : 0.0);
     if (o.sentence && !o.input.empty()) throw UsageError("--text and -i/--input exclude each other");
     if (o.sentence && !o.vocab) throw UsageError("--text needs --vocab FILE (for example data/vocab.json)");

@@ -1,7 +1,9 @@
-// The --json view: one document, documented in docs/json.md.
+// The --json view: one document, documented in docs/json.md, streamed straight to the
+// output (no document tree in memory: a context trace at T = 4096 holds 34 million numbers).
+#include <charconv>
 #include <cmath>
-
-#include <nlohmann/json.hpp>
+#include <cstdint>
+#include <string>
 
 #include "render.hpp"
 
@@ -9,106 +11,252 @@ namespace attnwalk::app {
 
 namespace {
 
-// Floats are written as float32 (shortest text that reads back to the same float),
-// objects keep their insertion order.
-using Json = nlohmann::basic_json<nlohmann::ordered_map, std::vector, std::string, bool, std::int64_t,
-                                  std::uint64_t, float>;
+class Writer {
+public:
+    explicit Writer(std::ostream& out) : out_(out) { buf_.reserve(chunk + 256); }
+    ~Writer() { flush(); }
+    Writer(const Writer&) = delete;
+    Writer& operator=(const Writer&) = delete;
 
-Json number(float v) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    return v;
-}
+    void flush() {
+        out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+        buf_.clear();
+    }
+    Writer& raw(const char* s) {
+        buf_ += s;
+        return spill();
+    }
+    Writer& raw(char c) {
+        buf_ += c;
+        return spill();
+    }
+    // A JSON string: UTF-8 passes through; control characters are escaped and invalid
+    // UTF-8 (a file name, say) becomes U+FFFD, so the document always parses.
+    Writer& string(const std::string& s) {
+        buf_ += '"';
+        for (std::size_t i = 0; i < s.size();) {
+            const auto c = static_cast<unsigned char>(s[i]);
+            if (c == '"' || c == '\\') {
+                buf_ += '\\';
+                buf_ += static_cast<char>(c);
+                ++i;
+            } else if (c < 0x20) {
+                static const char* hex = "0123456789abcdef";
+                if (c == '\n') buf_ += "\\n";
+                else if (c == '\t') buf_ += "\\t";
+                else if (c == '\r') buf_ += "\\r";
+                else buf_ += std::string("\\u00") + hex[c >> 4] + hex[c & 15];
+                ++i;
+            } else if (c < 0x80) {
+                buf_ += static_cast<char>(c);
+                ++i;
+            } else {
+                const std::size_t n = utf8_length(s, i);
+                if (n == 0) {
+                    buf_ += "\\ufffd";
+                    ++i;
+                } else {
+                    buf_.append(s, i, n);
+                    i += n;
+                }
+            }
+        }
+        buf_ += '"';
+        return spill();
+    }
+    // float32: the shortest text that reads back to the same float, with ".0" on whole
+    // numbers (so that readers see a float); non-finite values as strings.
+    Writer& number(float v) {
+        if (!std::isfinite(v)) return string(std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+        char tmp[32];
+        const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+        append_number(tmp, r.ptr);
+        return spill();
+    }
+    Writer& number(double v) {
+        if (!std::isfinite(v)) return string(std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+        char tmp[40];
+        const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+        append_number(tmp, r.ptr);
+        return spill();
+    }
+    Writer& integer(long long v) {
+        char tmp[24];
+        const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+        buf_.append(tmp, r.ptr);
+        return spill();
+    }
+    Writer& boolean(bool v) { return raw(v ? "true" : "false"); }
+    Writer& key(const char* k) {
+        string(k);
+        return raw(':');
+    }
+
+private:
+    static constexpr std::size_t chunk = 1 << 20;
+
+    Writer& spill() {
+        if (buf_.size() >= chunk) flush();
+        return *this;
+    }
+    void append_number(const char* begin, const char* end) {
+        buf_.append(begin, end);
+        for (const char* p = begin; p != end; ++p)
+            if (*p == '.' || *p == 'e') return;
+        buf_ += ".0";
+    }
+    // Length of a valid UTF-8 sequence starting at i, or 0.
+    static std::size_t utf8_length(const std::string& s, std::size_t i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        const std::size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+        if (n == 0 || i + n > s.size()) return 0;
+        std::uint32_t cp = c & (n == 2 ? 0x1F : n == 3 ? 0x0F : 0x07);
+        for (std::size_t k = 1; k < n; ++k) {
+            const auto cc = static_cast<unsigned char>(s[i + k]);
+            if ((cc & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (cc & 0x3F);
+        }
+        const bool overlong = (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
+        if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+        return n;
+    }
+
+    std::ostream& out_;
+    std::string buf_;
+};
 
 // Nested arrays matching `shape`, from row-major data starting at `offset`.
-Json nested(const Tensor& t, std::size_t axis, std::size_t offset) {
-    if (axis == t.shape.size()) return number(t.data[offset]);
+void nested(Writer& w, const Tensor& t, std::size_t axis, std::size_t offset) {
+    if (axis == t.shape.size()) {
+        w.number(t.data[offset]);
+        return;
+    }
     std::size_t stride = 1;
     for (std::size_t a = axis + 1; a < t.shape.size(); ++a) stride *= t.shape[a];
-    Json arr = Json::array();
-    for (std::size_t i = 0; i < t.shape[axis]; ++i) arr.push_back(nested(t, axis + 1, offset + i * stride));
-    return arr;
+    w.raw('[');
+    for (std::size_t i = 0; i < t.shape[axis]; ++i) {
+        if (i) w.raw(',');
+        nested(w, t, axis + 1, offset + i * stride);
+    }
+    w.raw(']');
 }
 
-Json vector_of(const std::vector<float>& values) {
-    Json arr = Json::array();
-    for (float v : values) arr.push_back(number(v));
-    return arr;
+void numbers(Writer& w, const std::vector<float>& values) {
+    w.raw('[');
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (i) w.raw(',');
+        w.number(values[i]);
+    }
+    w.raw(']');
 }
 
-Json step_json(const Step& step, bool timed) {
-    Json j;
-    j["id"] = step.id;
-    j["title"] = step.title;
-    j["formula"] = step.formula;
-    j["kind"] = step.kind == StepKind::parameter ? "parameter" : "result";
-    j["shape"] = step.tensor.shape;
-    Json axes = Json::array();
-    for (Axis a : step.axes) axes.push_back(axis_name(a));
-    j["axes"] = axes;
+void step_json(Writer& w, const Step& step, bool timed) {
+    w.raw('{').key("id").string(step.id);
+    w.raw(',').key("title").string(step.title);
+    w.raw(',').key("formula").string(step.formula);
+    w.raw(',').key("kind").string(step.kind == StepKind::parameter ? "parameter" : "result");
+    w.raw(',').key("shape").raw('[');
+    for (std::size_t i = 0; i < step.tensor.shape.size(); ++i) (i ? w.raw(',') : w).integer(static_cast<long long>(step.tensor.shape[i]));
+    w.raw(']').raw(',').key("axes").raw('[');
+    for (std::size_t i = 0; i < step.axes.size(); ++i) (i ? w.raw(',') : w).string(axis_name(step.axes[i]));
+    w.raw(']');
     if (step.summarised) {
         const Summary& s = step.summary;
-        Json sum{{"min", s.min}, {"max", s.max}, {"mean", s.mean}, {"checksum", s.checksum}, {"count", s.count},
-                 {"non_finite", s.non_finite}};
-        if (s.has_row_sums) sum["row_sum_range"] = Json::array({s.row_sum_min, s.row_sum_max});
-        if (!s.scope.empty()) sum["scope"] = s.scope;
-        j["summary"] = sum;
-        if (!step.tensor.data.empty()) j["data"] = nested(step.tensor, 0, 0);
-    } else {
-        j["data"] = nested(step.tensor, 0, 0);
-        if (!step.row_sum.data.empty()) j["row_sum"] = nested(step.row_sum, 0, 0);
+        w.raw(',').key("summary").raw('{').key("min").number(s.min);
+        w.raw(',').key("max").number(s.max);
+        w.raw(',').key("mean").number(s.mean);
+        w.raw(',').key("checksum").number(s.checksum);
+        w.raw(',').key("count").integer(static_cast<long long>(s.count));
+        w.raw(',').key("non_finite").integer(static_cast<long long>(s.non_finite));
+        if (s.has_row_sums) w.raw(',').key("row_sum_range").raw('[').number(s.row_sum_min).raw(',').number(s.row_sum_max).raw(']');
+        if (!s.scope.empty()) w.raw(',').key("scope").string(s.scope);
+        w.raw('}');
     }
-    if (!step.note.empty()) j["note"] = step.note;
-    if (timed) j["seconds"] = step.seconds;
+    if (!step.tensor.data.empty()) {
+        w.raw(',').key("data");
+        nested(w, step.tensor, 0, 0);
+    }
+    if (!step.row_sum.data.empty()) {
+        w.raw(',').key("row_sum");
+        nested(w, step.row_sum, 0, 0);
+    }
+    if (!step.note.empty()) w.raw(',').key("note").string(step.note);
+    if (timed) w.raw(',').key("seconds").number(step.seconds);
     if (!step.expansion.empty()) {
-        Json list = Json::array();
-        for (const auto& e : step.expansion) {
-            Json terms = Json::array();
-            for (const auto& t : e.terms) terms.push_back(Json{{"coef", number(t.coef)}, {"value", vector_of(t.value)}});
-            list.push_back(Json{{"label", e.label}, {"terms", terms}, {"result", vector_of(e.result)}});
+        w.raw(',').key("expansion").raw('[');
+        for (std::size_t e = 0; e < step.expansion.size(); ++e) {
+            const Expansion& ex = step.expansion[e];
+            (e ? w.raw(',') : w).raw('{').key("label").string(ex.label).raw(',').key("terms").raw('[');
+            for (std::size_t t = 0; t < ex.terms.size(); ++t) {
+                (t ? w.raw(',') : w).raw('{').key("coef").number(ex.terms[t].coef).raw(',').key("value");
+                numbers(w, ex.terms[t].value);
+                w.raw('}');
+            }
+            w.raw(']').raw(',').key("result");
+            numbers(w, ex.result);
+            w.raw('}');
         }
-        j["expansion"] = list;
+        w.raw(']');
     }
-    return j;
+    w.raw('}');
 }
 
-Json trace_json(const Trace& trace) {
-    Json doc;
-    doc["command"] = trace.command;
-    doc["tokens"] = trace.tokens;
-    doc["batched"] = trace.batched;
-    Json params = Json::object();
-    for (const auto& [name, value] : trace.params)
-        std::visit([&, &key = name](const auto& v) {
-            using V = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, double>) params[key] = number(static_cast<float>(v));
-            else params[key] = v;
-        }, value);
-    doc["params"] = params;
-    Json steps = Json::array();
-    double total = 0.0;
-    for (const auto& step : trace.steps) {
-        steps.push_back(step_json(step, trace.timed));
-        total += step.seconds;
+void param_json(Writer& w, const ParamValue& value) {
+    std::visit([&](const auto& v) {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, bool>) w.boolean(v);
+        else if constexpr (std::is_same_v<V, long long>) w.integer(v);
+        else if constexpr (std::is_same_v<V, double>) w.number(static_cast<float>(v));
+        else w.string(v);
+    }, value);
+}
+
+void trace_json(Writer& w, const Trace& trace) {
+    w.raw('{').key("command").string(trace.command);
+    w.raw(',').key("tokens").raw('[');
+    for (std::size_t i = 0; i < trace.tokens.size(); ++i) (i ? w.raw(',') : w).string(trace.tokens[i]);
+    w.raw(']').raw(',').key("batched").boolean(trace.batched);
+    w.raw(',').key("params").raw('{');
+    for (std::size_t i = 0; i < trace.params.size(); ++i) {
+        (i ? w.raw(',') : w).string(trace.params[i].first).raw(':');
+        param_json(w, trace.params[i].second);
     }
-    doc["steps"] = steps;
-    if (trace.timed) doc["timing"] = Json{{"total_seconds", total}, {"matrix_products", trace.backend}};
-    return doc;
+    w.raw('}').raw(',').key("steps").raw('[');
+    double total = 0.0;
+    for (std::size_t i = 0; i < trace.steps.size(); ++i) {
+        if (i) w.raw(',');
+        step_json(w, trace.steps[i], trace.timed);
+        total += trace.steps[i].seconds;
+    }
+    w.raw(']');
+    if (trace.timed)
+        w.raw(',').key("timing").raw('{').key("total_seconds").number(total).raw(',').key("matrix_products").string(trace.backend).raw('}');
+    w.raw('}');
 }
 
 }  // namespace
 
-void render_json(const Trace& trace, std::ostream& out) { out << trace_json(trace).dump() << '\n'; }
+void render_json(const Trace& trace, std::ostream& out) {
+    Writer w(out);
+    trace_json(w, trace);
+    w.raw('\n');
+}
 
 void render_json(const std::vector<Section>& sections, std::ostream& out) {
-    Json doc;
-    doc["command"] = "walkthrough";
-    Json list = Json::array();
-    for (const Section& s : sections)
-        list.push_back(Json{{"id", s.id}, {"title", s.title}, {"explanation", s.explanation}, {"formula", s.formula},
-                            {"rerun", "attnwalk " + s.args}, {"trace", trace_json(s.trace)}});
-    doc["sections"] = list;
-    out << doc.dump() << '\n';
+    Writer w(out);
+    w.raw('{').key("command").string("walkthrough").raw(',').key("sections").raw('[');
+    for (std::size_t i = 0; i < sections.size(); ++i) {
+        const Section& s = sections[i];
+        (i ? w.raw(',') : w).raw('{').key("id").string(s.id);
+        w.raw(',').key("title").string(s.title);
+        w.raw(',').key("explanation").string(s.explanation);
+        w.raw(',').key("formula").string(s.formula);
+        w.raw(',').key("rerun").string("attnwalk " + s.args);
+        w.raw(',').key("trace");
+        trace_json(w, s.trace);
+        w.raw('}');
+    }
+    w.raw(']').raw('}').raw('\n');
 }
 
 }  // namespace attnwalk::app

@@ -511,3 +511,21 @@ TEST_SUITE("cli.summary") {
         CHECK(run_json("softmax --timing").at("steps").at(0).contains("seconds"));
     }
 }
+
+TEST_SUITE("cli.json_writer") {
+    TEST_CASE("cli.json_is_always_valid_and_floats_stay_floats") {
+        // a file name that is not UTF-8 still gives a document that parses
+        const std::string bad_name = "/tmp/attnwalk_\xff\xfe_" + std::to_string(::getpid()) + ".json";
+        test::run_shell("cp " + test::source_path("data/your_journey.json") + " '" + bad_name + "'");
+        const auto r = test::run("scores --json -i '" + bad_name + "'");
+        REQUIRE(r.exit_code == 0);
+        const json doc = json::parse(r.out);
+        CHECK(doc.at("params").at("input").get<std::string>().find("\xef\xbf\xbd") != std::string::npos);  // U+FFFD
+        std::remove(bad_name.c_str());
+        // whole floats are written with ".0", so that readers see floats
+        const auto ones = test::run("dropout --ones 2 --eval --json");
+        CHECK(ones.out.find("\"data\":[[1.0,1.0],[1.0,1.0]]") != std::string::npos);
+        // non-finite values are strings
+        CHECK(run_json("causal").at("steps").at(5).at("data").at(0).at(1) == "-inf");
+    }
+}

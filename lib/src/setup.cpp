@@ -42,20 +42,20 @@ std::size_t resolve_query(const std::string& query, const std::vector<std::strin
 double estimate_memory(const std::string& command, std::size_t batch, std::size_t tokens, std::size_t d_in,
                        const WalkOptions& options) {
     // Counted in double so that absurd sizes cannot overflow. About 16 tensors of the
-    // largest shapes are recorded (scores, weights, masks, per head); the JSON view
-    // keeps each number again as a node of about 48 bytes.
+    // largest shapes are recorded (scores, weights, masks, per head). The JSON view is
+    // streamed and needs no extra memory.
     const double B = static_cast<double>(batch) * static_cast<double>(std::max<std::size_t>(options.batch, 1));
     double T = static_cast<double>(tokens);
     const double H = command == "mha" ? static_cast<double>(options.heads) : 1.0;
     const double d = std::max(static_cast<double>(d_in), static_cast<double>(options.projection.d_out) * (options.wrapper ? H : 1.0));
     double numbers = 16.0 * B * H * T * T + 16.0 * B * T * d + 4.0 * d * d;
-    if (command == "mha" && mha_at_scale_applies(options))  // no T×T tensor: a block of 64 rows per core
-        numbers = 10.0 * B * T * d + 8.0 * d * d + 64.0 * T * std::max(1u, std::thread::hardware_concurrency());
+    if (command == "mha" && mha_at_scale_applies(options))  // no T×T tensor: a block of 128 rows per core
+        numbers = 10.0 * B * T * d + 8.0 * d * d + 128.0 * T * std::max(1u, std::thread::hardware_concurrency());
     if (command == "dropout" && options.ones) {
         T = static_cast<double>(*options.ones);
         numbers = 4.0 * T * T;
     }
-    return numbers * (4.0 + (options.json ? 48.0 : 0.0));
+    return numbers * 4.0;
 }
 
 namespace {
@@ -90,8 +90,7 @@ Setup start_walk(const std::string& command, const Embeddings& input, const Walk
 
     const double need = estimate_memory(command, input.batch(), input.tokens_count(), input.dim(), options);
     if (need > options.max_memory)
-        throw UsageError("this walk would need about " + bytes_text(need) + " for its tensors" +
-                         (options.json ? " and their JSON" : "") + ", more than --max-memory " +
+        throw UsageError("this walk would need about " + bytes_text(need) + " for its tensors, more than --max-memory " +
                          bytes_text(options.max_memory) + " (raise --max-memory, or use a smaller input or options)");
 
     const Embeddings in = options.batch > 1 ? stack_batch(input, options.batch) : input;

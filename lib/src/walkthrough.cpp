@@ -21,7 +21,6 @@ struct Plan {
 WalkOptions with(const WalkOptions& base, void (*set)(WalkOptions&)) {
     WalkOptions o;
     o.max_memory = base.max_memory;
-    o.json = base.json;
     set(o);
     return o;
 }

@@ -47,7 +47,6 @@ struct WalkOptions {
 
     // Refuse work whose tensors would need more memory than this (bytes), before allocating.
     double max_memory = 4.0 * 1024 * 1024 * 1024;
-    bool json = false;  // the JSON view holds every number a second time
     bool summary = false;  // --summary: statistics per step instead of tensors (big inputs)
     bool timing = false;   // --timing: step times are part of the output
 };
@@ -76,7 +75,7 @@ struct Section {
     Trace trace;
 };
 
-// The whole chapter in order on one input. Only max_memory and json are read from
+// The whole chapter in order on one input. Only max_memory is read from
 // `base`; every section sets its own options.
 std::vector<Section> walk_through(const Embeddings& input, const WalkOptions& base);
 

@@ -1,6 +1,8 @@
 #include "attnwalk/json_input.hpp"
 
+#include <charconv>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <sstream>
@@ -269,9 +271,164 @@ private:
 
 }  // namespace
 
+// A lean reader of the common case: ASCII strings without escapes, numbers checked
+// against JSON's grammar and converted with std::from_chars (correctly rounded, like
+// nlohmann's strtod). It sends the same events to the same handler. Anything else
+// (escapes, non-ASCII, a syntax error) makes it give up, and nlohmann's parser reads
+// the text instead, with its own messages. Iterative: nesting depth costs no stack.
+class FastReader {
+public:
+    FastReader(const std::string& text, TensorSax& sax) : p_(text.data()), end_(text.data() + text.size()), sax_(sax) {}
+
+    // True when the whole text was read; false to fall back.
+    bool read() {
+        std::vector<char> open;  // '{' or '['
+        bool expect_value = true;
+        for (;;) {
+            skip_space();
+            if (expect_value) {
+                if (p_ == end_) return false;
+                const char c = *p_;
+                if (c == '{' || c == '[') {
+                    ++p_;
+                    open.push_back(c);
+                    if (c == '{') sax_.start_object(static_cast<std::size_t>(-1));
+                    else sax_.start_array(static_cast<std::size_t>(-1));
+                    skip_space();
+                    if (p_ != end_ && *p_ == (c == '{' ? '}' : ']')) {
+                        ++p_;
+                        open.pop_back();
+                        if (c == '{') sax_.end_object();
+                        else sax_.end_array();
+                        expect_value = false;
+                        if (open.empty()) break;
+                        continue;
+                    }
+                    if (c == '{' && !read_key()) return false;
+                    continue;
+                }
+                if (!read_scalar()) return false;
+                expect_value = false;
+                if (open.empty()) break;
+                continue;
+            }
+            // after a value: a comma or the end of the innermost container
+            if (p_ == end_) return false;
+            const char c = *p_++;
+            if (c == ',') {
+                expect_value = true;
+                if (open.back() == '{' && !read_key()) return false;
+            } else if (c == (open.back() == '{' ? '}' : ']')) {
+                if (open.back() == '{') sax_.end_object();
+                else sax_.end_array();
+                open.pop_back();
+                if (open.empty()) break;
+            } else {
+                return false;
+            }
+        }
+        skip_space();
+        return p_ == end_;
+    }
+
+private:
+    void skip_space() {
+        while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\t' || *p_ == '\r')) ++p_;
+    }
+    bool read_string(std::string& out) {
+        if (p_ == end_ || *p_ != '"') return false;
+        const char* start = ++p_;
+        while (p_ != end_ && *p_ != '"') {
+            const auto c = static_cast<unsigned char>(*p_);
+            if (c == '\\' || c < 0x20 || c >= 0x80) return false;  // escapes, control, non-ASCII: nlohmann's job
+            ++p_;
+        }
+        if (p_ == end_) return false;
+        out.assign(start, p_);
+        ++p_;
+        return true;
+    }
+    bool read_key() {
+        skip_space();
+        std::string k;
+        if (!read_string(k)) return false;
+        skip_space();
+        if (p_ == end_ || *p_ != ':') return false;
+        ++p_;
+        sax_.key(k);
+        return true;
+    }
+    bool literal(const char* word) {
+        const std::size_t n = std::strlen(word);
+        if (static_cast<std::size_t>(end_ - p_) < n || std::memcmp(p_, word, n) != 0) return false;
+        p_ += n;
+        return true;
+    }
+    bool read_scalar() {
+        const char c = *p_;
+        if (c == '"') {
+            std::string v;
+            if (!read_string(v)) return false;
+            sax_.string(v);
+            return true;
+        }
+        if (c == 't') return literal("true") && sax_.boolean(true);
+        if (c == 'f') return literal("false") && sax_.boolean(false);
+        if (c == 'n') return literal("null") && sax_.null();
+        return read_number();
+    }
+    // JSON's number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+    bool read_number() {
+        const char* start = p_;
+        auto digits = [&] {
+            const char* d = p_;
+            while (p_ != end_ && *p_ >= '0' && *p_ <= '9') ++p_;
+            return p_ != d;
+        };
+        if (p_ != end_ && *p_ == '-') ++p_;
+        if (p_ == end_) return false;
+        if (*p_ == '0') ++p_;
+        else if (!digits()) return false;
+        bool integral = true;
+        if (p_ != end_ && *p_ == '.') {
+            ++p_;
+            integral = false;
+            if (!digits()) return false;
+        }
+        if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) {
+            ++p_;
+            integral = false;
+            if (p_ != end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+            if (!digits()) return false;
+        }
+        if (integral) {
+            std::int64_t i = 0;
+            if (std::from_chars(start, p_, i).ec == std::errc()) return sax_.number_integer(i);
+            std::uint64_t u = 0;
+            if (std::from_chars(start, p_, u).ec == std::errc()) return sax_.number_unsigned(u);
+        }
+        double v = 0.0;
+        const auto r = std::from_chars(start, p_, v);
+        if (r.ec != std::errc() || r.ptr != p_ || !std::isfinite(v)) return false;  // 1e400: nlohmann says why
+        std::string token;  // the DOM keeps no text of numbers
+        return sax_.number_float(v, token);
+    }
+
+    const char* p_;
+    const char* end_;
+    TensorSax& sax_;
+};
+
 json parse_with_tensor(const std::string& text, const std::string& file, const std::string& key, Tensor& tensor,
                        bool& streamed) {
     streamed = false;
+    {
+        json doc;
+        TensorSax sax(doc, file, key, tensor, streamed);
+        if (FastReader(text, sax).read()) return doc;  // InputErrors about the tensor propagate from here
+    }
+    streamed = false;
+    tensor = Tensor{};
     return parse_with(file, [&] {
         json doc;
         TensorSax sax(doc, file, key, tensor, streamed);

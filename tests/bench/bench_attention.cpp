@@ -1,14 +1,20 @@
-// Benchmarks (Google Benchmark): the machine's own sgemm throughput, and multi-head
-// attention at model size through the library (the path `attnwalk mha --summary` takes).
+// Benchmarks (Google Benchmark): the machine's own sgemm throughput, multi-head attention
+// at model size through the library (the path `attnwalk mha --summary` takes), loading
+// embeddings JSON and writing the --json trace.
 //   cmake --build build --target bench     (builds and runs; see docs/performance.md)
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <random>
+#include <sstream>
 #include <vector>
 
 #include "attnwalk/attention_at_scale.hpp"
 #include "attnwalk/blas.hpp"
+#include "attnwalk/embeddings.hpp"
 #include "attnwalk/rng.hpp"
+#include "attnwalk/walk.hpp"
+#include "render.hpp"
 
 namespace {
 
@@ -58,6 +64,49 @@ void BM_mha(benchmark::State& state) {
                                                    benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_mha)->Arg(256)->Arg(512)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Loading embeddings JSON: the text of a T×768 file, parsed (MB/s of JSON text).
+void BM_parse_embeddings(benchmark::State& state) {
+    const auto T = static_cast<std::size_t>(state.range(0));
+    const auto values = random_values(T * 768, 4);
+    std::string text = "{\"embeddings\": [";
+    char buf[32];
+    for (std::size_t t = 0; t < T; ++t) {
+        text += t ? ",[" : "[";
+        for (std::size_t c = 0; c < 768; ++c) {
+            std::snprintf(buf, sizeof buf, "%s%.6g", c ? "," : "", static_cast<double>(values[t * 768 + c]));
+            text += buf;
+        }
+        text += "]";
+    }
+    text += "]}";
+    for (auto _ : state) benchmark::DoNotOptimize(attnwalk::parse_embeddings(text, "bench").x.data.data());
+    state.SetBytesProcessed(static_cast<std::int64_t>(text.size()) * static_cast<std::int64_t>(state.iterations()));
+}
+BENCHMARK(BM_parse_embeddings)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Writing the --json trace of `context` on T×768 embeddings (MB/s of JSON written).
+void BM_write_context_json(benchmark::State& state) {
+    const auto T = static_cast<std::size_t>(state.range(0));
+    attnwalk::Embeddings input;
+    input.source = "bench";
+    input.x.shape = {1, T, 768};
+    input.x.data = random_values(T * 768, 5);
+    for (auto& v : input.x.data) v *= 0.05f;
+    for (std::size_t t = 0; t < T; ++t) input.tokens.push_back("t" + std::to_string(t));
+    attnwalk::WalkOptions options;
+    options.max_memory = 64.0 * (1ull << 30);
+    const attnwalk::Trace trace = attnwalk::walk_context(input, options);
+    std::size_t bytes = 0;
+    for (auto _ : state) {
+        std::ostringstream out;
+        attnwalk::app::render_json(trace, out);
+        bytes = out.str().size();
+        benchmark::DoNotOptimize(bytes);
+    }
+    state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * static_cast<std::int64_t>(state.iterations()));
+}
+BENCHMARK(BM_write_context_json)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

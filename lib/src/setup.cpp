@@ -3,6 +3,7 @@
 #include "attnwalk/attention_at_scale.hpp"
 #include "attnwalk/blas.hpp"
 
+#include <optional>
 #include <thread>
 
 #include <algorithm>
@@ -93,7 +94,9 @@ Setup start_walk(const std::string& command, const Embeddings& input, const Walk
         throw UsageError("this walk would need about " + bytes_text(need) + " for its tensors, more than --max-memory " +
                          bytes_text(options.max_memory) + " (raise --max-memory, or use a smaller input or options)");
 
-    const Embeddings in = options.batch > 1 ? stack_batch(input, options.batch) : input;
+    std::optional<Embeddings> stacked;  // only a batch is copied
+    if (options.batch > 1) stacked = stack_batch(input, options.batch);
+    const Embeddings& in = stacked ? *stacked : input;
     const std::size_t T = in.tokens_count();
     if (options.context_length && T > *options.context_length)
         throw UsageError("the input has " + std::to_string(T) + " tokens, more than --context-length " +

@@ -289,7 +289,7 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt) {
 
 void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out) {
     out << "attnwalk " << trace.command << ":";
-    for (const auto& tok : trace.tokens) out << ' ' << tok;
+    for (std::size_t i : shown(trace.tokens.size(), opt)) out << ' ' << (i == gap ? "…" : trace.tokens[i]);
     out << '\n';
     std::string params;
     for (const auto& [name, value] : trace.params) params += (params.empty() ? "" : ", ") + name + " " + param_text(value);

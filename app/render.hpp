@@ -8,9 +8,19 @@
 #include <vector>
 
 #include "attnwalk/trace.hpp"
-#include "attnwalk/walk.hpp"
 
 namespace attnwalk::app {
+
+// One part of `attnwalk walkthrough`: a command line of the chapter, its trace, and what
+// it teaches.
+struct Section {
+    std::string id;           // scores, softmax, context, projections, causal, dropout, mha
+    std::string title;
+    std::string explanation;  // one paragraph
+    std::string formula;      // the section's math in one line
+    std::string args;         // the subcommand and options that rerun this section alone
+    Trace trace;
+};
 
 enum class Palette { none, ansi256, truecolor };  // none: Unicode shade blocks
 

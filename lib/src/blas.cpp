@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
+#include <string>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -20,51 +22,64 @@ using SgemmFn = void (*)(int, int, int, int, int, float, const float*, int, cons
 using ThreadsFn = void (*)(int);
 using NameFn = const char* (*)();
 
-struct Plugin {
-    SgemmFn sgemm = nullptr;
-    ThreadsFn set_threads = nullptr;
-    std::string description;
+// The OpenBLAS plugin: loaded on the first large product, kept until the process ends.
+// Looks for it at $ATTNWALK_OPENBLAS_PLUGIN, then where the build put it, then where
+// `cmake --install` puts it.
+class Plugin {
+public:
+    Plugin() {
+        std::string tried;
+        const char* env = std::getenv("ATTNWALK_OPENBLAS_PLUGIN");
+        for (const char* path : {env, ATTNWALK_OPENBLAS_BUILD_PATH, ATTNWALK_OPENBLAS_INSTALL_PATH}) {
+            if (!path || !*path) continue;
+            void* handle = ::dlopen(path, RTLD_NOW | RTLD_LOCAL);
+            if (!handle) {
+                tried += std::string(tried.empty() ? "" : "; ") + ::dlerror();
+                continue;
+            }
+            const auto sgemm = reinterpret_cast<SgemmFn>(::dlsym(handle, "attnwalk_plugin_sgemm"));
+            const auto set_threads = reinterpret_cast<ThreadsFn>(::dlsym(handle, "attnwalk_plugin_set_threads"));
+            const auto name = reinterpret_cast<NameFn>(::dlsym(handle, "attnwalk_plugin_name"));
+            if (sgemm && set_threads && name) {
+                sgemm_ = sgemm;
+                set_threads(1);  // OpenBLAS itself stays single-threaded (see sgemm)
+                description_ = std::string("OpenBLAS via xtensor-blas (") + name() + "), loaded from " + path;
+                return;
+            }
+            ::dlclose(handle);
+            tried += std::string(tried.empty() ? "" : "; ") + path + ": not an attnwalk OpenBLAS plugin";
+        }
+        description_ = "built-in loop (no OpenBLAS plugin: " + (tried.empty() ? std::string("none found") : tried) + ")";
+    }
+    Plugin(const Plugin&) = delete;
+    Plugin& operator=(const Plugin&) = delete;
+
+    SgemmFn sgemm() const { return sgemm_; }
+    const std::string& description() const { return description_; }
+
+private:
+    SgemmFn sgemm_ = nullptr;
+    std::string description_;
 };
 
-// Looks for the plugin: $ATTNWALK_OPENBLAS_PLUGIN, then where the build put it, then
-// where `cmake --install` puts it.
-Plugin load_plugin() {
-    Plugin p;
-    std::string tried;
-    const char* env = std::getenv("ATTNWALK_OPENBLAS_PLUGIN");
-    for (const char* path : {env, ATTNWALK_OPENBLAS_BUILD_PATH, ATTNWALK_OPENBLAS_INSTALL_PATH}) {
-        if (!path || !*path) continue;
-        void* handle = ::dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (!handle) {
-            tried += std::string(tried.empty() ? "" : "; ") + ::dlerror();
-            continue;
-        }
-        p.sgemm = reinterpret_cast<SgemmFn>(::dlsym(handle, "attnwalk_plugin_sgemm"));
-        p.set_threads = reinterpret_cast<ThreadsFn>(::dlsym(handle, "attnwalk_plugin_set_threads"));
-        const auto name = reinterpret_cast<NameFn>(::dlsym(handle, "attnwalk_plugin_name"));
-        if (p.sgemm && p.set_threads && name) {
-            p.description = std::string("OpenBLAS via xtensor-blas (") + name() + "), loaded from " + path;
-            return p;
-        }
-        p = Plugin{};
-        tried += std::string(tried.empty() ? "" : "; ") + path + ": not an attnwalk OpenBLAS plugin";
+// The one plugin of the process, made on first use; `loaded` says whether it was.
+struct Backend {
+    std::once_flag once;
+    std::unique_ptr<Plugin> plugin;
+    std::atomic<bool> loaded{false};
+
+    const Plugin& get() {
+        std::call_once(once, [this] {
+            plugin = std::make_unique<Plugin>();
+            loaded = true;
+        });
+        return *plugin;
     }
-    p.description = "built-in loop (no OpenBLAS plugin: " + (tried.empty() ? std::string("none found") : tried) + ")";
-    return p;
-}
+};
 
-std::atomic<bool> loaded{false};
-std::atomic<int> wanted_threads{1};  // OpenBLAS itself stays single-threaded (see sgemm)
-
-const Plugin& plugin() {
-    static std::once_flag once;
-    static Plugin p;
-    std::call_once(once, [] {
-        p = load_plugin();
-        if (p.set_threads && wanted_threads > 0) p.set_threads(wanted_threads);
-        loaded = true;
-    });
-    return p;
+Backend& backend() {
+    static Backend b;
+    return b;
 }
 
 // The plain loop: row by row of C, accumulating in float over k in order with fused
@@ -99,12 +114,13 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
            std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
     if (m == 0 || n == 0) return;
     const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-    if (work < blas_threshold || !plugin().sgemm) {
+    const SgemmFn blas = work < blas_threshold ? nullptr : backend().get().sgemm();
+    if (!blas) {
         sgemm_loop(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
     auto run = [&](std::size_t r0, std::size_t rows) {
-        plugin().sgemm(trans_a, trans_b, static_cast<int>(rows), static_cast<int>(n), static_cast<int>(k), alpha,
+        blas(trans_a, trans_b, static_cast<int>(rows), static_cast<int>(n), static_cast<int>(k), alpha,
                        trans_a ? a + r0 : a + r0 * lda, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c + r0 * ldc,
                        static_cast<int>(ldc));
     };
@@ -136,7 +152,8 @@ void run_as_worker(const std::function<void()>& body) {
 
 
 std::string blas_backend() {
-    return loaded ? plugin().description : "built-in loop (no product was large enough to load OpenBLAS)";
+    Backend& b = backend();
+    return b.loaded ? b.plugin->description() : "built-in loop (no product was large enough to load OpenBLAS)";
 }
 
 

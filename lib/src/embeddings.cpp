@@ -32,8 +32,10 @@ const char* const builtin_json_text = R"({
 
 }  // namespace
 
+std::string source_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
 std::string read_text_file(const std::string& path) {
-    const std::string name = path == "-" ? "<stdin>" : path;
+    const std::string name = source_name(path);
     std::ifstream file;
     std::istream* in = &std::cin;
     if (path != "-") {
@@ -114,7 +116,7 @@ Embeddings parse_embeddings(const std::string& text, const std::string& source) 
 }
 
 Embeddings load_embeddings(const std::string& path) {
-    return parse_embeddings(read_text_file(path), path == "-" ? "<stdin>" : path);
+    return parse_embeddings(read_text_file(path), source_name(path));
 }
 
 const std::string& builtin_embeddings_json() {

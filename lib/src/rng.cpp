@@ -127,6 +127,7 @@ void normal_fill_16(float* data) {
 }  // namespace
 
 void Generator::manual_seed(std::uint64_t seed) {
+    seed_ = seed;
     engine_.seed(static_cast<std::uint32_t>(seed & 0xffffffffu));
     next_normal_.reset();
 }

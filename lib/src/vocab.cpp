@@ -54,16 +54,16 @@ Vocab parse_vocab(const std::string& text, const std::string& source) {
 }
 
 Vocab load_vocab(const std::string& path) {
-    return parse_vocab(read_text_file(path), path == "-" ? "<stdin>" : path);
+    return parse_vocab(read_text_file(path), source_name(path));
 }
 
-Embeddings embed_text(const std::string& text, const Vocab& vocab) {
+Embeddings embed_text(const std::string& text, const Vocab& vocab, const std::string& source) {
     std::istringstream in(text);
     std::vector<std::string> words;
     for (std::string w; in >> w;) words.push_back(w);
-    if (words.empty()) throw UsageError("--text has no words");
+    if (words.empty()) throw UsageError("the sentence has no words");
     Embeddings out;
-    out.source = "--text";
+    out.source = source;
     out.x.shape = {1, words.size(), vocab.dim()};
     for (const auto& w : words) {
         const auto it = std::find(vocab.words.begin(), vocab.words.end(), w);

@@ -1,75 +1,129 @@
-// The single-head walks: scores, softmax, context, causal, dropout.
-//
-// One pipeline, in data-flow order; each command stops at its own stage and records
-// the steps that stage is about:
-//   X (B,T,d_in) -> Q, K, V (B,T,d) -> ω = Q·Kᵀ (B,T,T) -> ω/s -> [mask] -> softmax -> [dropout] -> W·V (B,T,d)
-// With --query i every tensor keeps only row i: ω (B,T), weights (B,T), context (B,d).
+// The walks: each runs the one attention forward (attention.hpp) and records the
+// intermediates its lesson is about, in data-flow order:
+//   X (B,T,d_in) -> Q, K, V -> ω = Q·Kᵀ -> [mask] -> ω/s -> softmax -> [dropout] -> A·V -> [out_proj]
+// With a query row i every tensor keeps only row i: ω (B,T), weights (B,T), context (B,d).
+#include "attnwalk/walk.hpp"
+
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include <xtensor/xview.hpp>
 
-#include "attnwalk/context.hpp"
+#include "attnwalk/attention.hpp"
+#include "attnwalk/blas.hpp"
 #include "attnwalk/dropout.hpp"
 #include "attnwalk/errors.hpp"
 #include "attnwalk/explain.hpp"
+#include "attnwalk/fast/blocked_attention.hpp"
 #include "attnwalk/mask.hpp"
+#include "attnwalk/recorder.hpp"
 #include "attnwalk/scores.hpp"
-#include "attnwalk/setup.hpp"
 #include "attnwalk/softmax.hpp"
 
 namespace attnwalk {
 
-namespace {
-
-enum class Stage { scores, softmax, context };
-
-std::string batch_prefix(const Trace& trace, std::size_t b) {
-    return trace.batched ? "[" + std::to_string(b) + "] " : "";
+std::string format_number(double value) {
+    std::ostringstream os;
+    os.precision(6);
+    os << value;
+    return os.str();
 }
 
-// Q, K, V: the projections of X, or X itself when there are none.
-struct Attention {
-    Cube q, k, v;        // (B,T,d)
-    std::optional<QKV> qkv;  // none: Q = K = V = X
-    bool projected = false;
-    float scale = 1.0f;  // the scores are divided by this
-    std::string scale_text;
-};
+double walk_bytes(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
+                  std::size_t rows) {
+    return forward_bytes(batch, tokens, d_in, width, heads, rows);
+}
 
-Attention project_inputs(Setup& s, Recorder& rec, const WalkOptions& options) {
-    Attention a;
-    a.qkv = build_qkv(s, options);
-    const auto& qkv = a.qkv;
-    if (!qkv) {
-        a.q = a.k = a.v = s.x;
-        a.scale = static_cast<float>(options.scale.value_or(1.0));
-        a.scale_text = format_number(options.scale.value_or(1.0));
-    } else {
-        a.projected = true;
-        record_qkv_parameters(rec, *qkv, "", "");
-        a.q = project(s.x, qkv->query);
-        a.k = project(s.x, qkv->key);
-        a.v = project(s.x, qkv->value);
-        const bool bias = qkv->query.b.size() != 0;
-        rec.add("queries", "Queries: every token projected by W_query", bias ? "Q = X·W_query + b_query" : "Q = X·W_query",
-                a.q, {Axis::token, Axis::feature});
-        rec.add("keys", "Keys: every token projected by W_key", bias ? "K = X·W_key + b_key" : "K = X·W_key",
-                a.k, {Axis::token, Axis::feature});
-        rec.add("values", "Values: every token projected by W_value", bias ? "V = X·W_value + b_value" : "V = X·W_value",
-                a.v, {Axis::token, Axis::feature});
-        const double d_k = static_cast<double>(a.k.shape(2));
-        a.scale = static_cast<float>(options.scale.value_or(std::sqrt(d_k)));
-        a.scale_text = options.scale ? format_number(*options.scale) : "√d_k = √" + format_number(d_k);
+bool mha_blocked(HeadLayout layout, const MhaSpec& spec, const Recording& rec) {
+    const bool draws = spec.dropout.train && spec.dropout.p > 0.0;
+    return rec.summary && layout == HeadLayout::fused && !draws;
+}
+
+double mha_bytes(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
+                 HeadLayout layout, const MhaSpec& spec, const Recording& rec) {
+    return mha_blocked(layout, spec, rec) ? fast::blocked_bytes(batch, tokens, d_in, width)
+                                          : forward_bytes(batch, tokens, d_in, width, heads, tokens);
+}
+
+namespace {
+
+const std::vector<Axis> tokens_features{Axis::token, Axis::feature};
+const std::vector<Axis> tokens_tokens{Axis::token, Axis::token};
+const std::vector<Axis> head_tokens_features{Axis::head, Axis::token, Axis::feature};
+const std::vector<Axis> head_tokens_tokens{Axis::head, Axis::token, Axis::token};
+
+// A trace for `command` on this input: tokens, the input's params, the weights' origin.
+Trace start_trace(const std::string& command, const Embeddings& input, const AttentionWeights* weights) {
+    Trace trace;
+    trace.command = command;
+    trace.tokens = input.tokens;
+    trace.batched = input.batched;
+    trace.set_param("input", input.source);
+    if (input.batched) trace.set_param("batch", static_cast<long long>(input.batch()));
+    trace.set_param("tokens", static_cast<long long>(input.tokens_count()));
+    trace.set_param("d_in", static_cast<long long>(input.dim()));
+    if (weights)
+        for (const auto& [name, value] : weights->origin) trace.set_param(name, value);
+    return trace;
+}
+
+// Checks that nothing overflowed (check_finite), then keeps the trace as asked.
+Trace finish(Trace trace, const Recording& recording) {
+    trace = check_finite(std::move(trace));
+    if (recording.summary) summarise(trace);
+    trace.timed = recording.summary || recording.timing;
+    if (trace.timed) trace.backend = blas_backend();
+    return trace;
+}
+
+std::string batch_prefix(const Trace& trace, std::size_t b) { return trace.batched ? "[" + std::to_string(b) + "] " : ""; }
+
+// Head 0 of a (B,H,R,·) tensor: (B,R,·); and its row 0: (B,·).
+Cube head0(const Hyper& t) { return xt::view(t, xt::all(), 0); }
+Mat row0(const Hyper& t) { return xt::view(t, xt::all(), 0, 0); }
+
+// W_query, W_key, W_value (and biases) as parameter steps; `prefix` before the ids
+// (e.g. "head0." for the wrapper's heads).
+void record_parameters(Recorder& rec, const Linear& q, const Linear& k, const Linear& v, const std::string& prefix,
+                       const std::string& title_suffix) {
+    const struct {
+        const char* name;
+        const Linear* layer;
+    } layers[] = {{"query", &q}, {"key", &k}, {"value", &v}};
+    for (const auto& l : layers) {
+        const std::string name = l.name;
+        rec.add_plain(prefix + "W_" + name, "W_" + name + title_suffix + " (d_in×d_out, x·W layout)", "W_" + name,
+                      to_trace(l.layer->w), {Axis::feature, Axis::feature})
+            .kind = StepKind::parameter;
+        if (l.layer->b.size() != 0)
+            rec.add_plain(prefix + "b_" + name, "b_" + name + title_suffix, "b_" + name, to_trace(l.layer->b), {Axis::feature})
+                .kind = StepKind::parameter;
     }
-    s.trace.set_param("scale", static_cast<double>(a.scale));
-    return a;
+}
+
+// What the scores are divided by, in words: "√d_k = √2", or the number given.
+std::string scale_text(const AttentionWeights* w, const std::optional<double>& scale, float used) {
+    if (scale || !w) return format_number(static_cast<double>(used));
+    return "√d_k = √" + format_number(static_cast<double>(w->head_size()));
+}
+
+// The single-head walks' common start: parameters, then Q, K, V (with weights).
+void record_projections(Recorder& rec, const AttentionWeights* w, const Forward& f) {
+    if (!w) return;
+    record_parameters(rec, w->query, w->key, w->value, "", "");
+    const bool bias = w->query.b.size() != 0;
+    rec.add("queries", "Queries: every token projected by W_query", bias ? "Q = X·W_query + b_query" : "Q = X·W_query", f.q,
+            tokens_features);
+    rec.add("keys", "Keys: every token projected by W_key", bias ? "K = X·W_key + b_key" : "K = X·W_key", f.k, tokens_features);
+    rec.add("values", "Values: every token projected by W_value", bias ? "V = X·W_value + b_value" : "V = X·W_value", f.v,
+            tokens_features);
 }
 
 // Scores -> weights. For the softmax walk, the three normalisations side by side first.
 template <std::size_t N>
-xt::xtensor<float, N> normalise(Recorder& rec, const xt::xtensor<float, N>& scaled, const std::vector<Axis>& axes,
-                                bool compare) {
+void record_weights(Recorder& rec, const xt::xtensor<float, N>& scaled, const xt::xtensor<float, N>& weights,
+                    const std::vector<Axis>& axes, bool compare) {
     if (compare) {
         rec.add("scores_shifted", "Stable softmax, first step: subtract each row's maximum", "ω_j − max_k ω_k",
                 shift_by_row_max(scaled), axes);
@@ -85,283 +139,402 @@ xt::xtensor<float, N> normalise(Recorder& rec, const xt::xtensor<float, N>& scal
             naive.note = "exp overflowed: float32 ends near 3.4e38, so exp(ω) is inf for ω > 88.7, and inf/inf is NaN. "
                          "The stable softmax subtracts the row maximum first and stays finite.";
     }
-    const xt::xtensor<float, N> weights = softmax(scaled);
     Step& w = rec.add_with_row_sums("weights", compare ? "Stable softmax" : "Attention weights: softmax of the scores",
                                     "softmax(ω)_j = exp(ω_j − max ω) / Σ_k exp(ω_k − max ω)", weights, axes);
     if (compare) w.group = "normalise";
-    return weights;
 }
 
 // ---- one query ------------------------------------------------------------------------
 
-void walk_one_query(Setup& s, Recorder& rec, const Attention& a, std::size_t i, Stage stage,
-                    bool compare_normalisations) {
-    const std::size_t B = a.q.shape(0), T = a.k.shape(1), d = a.k.shape(2);
-    const std::string& qname = s.trace.tokens[i];
-    const Mat q = xt::view(a.q, xt::all(), i, xt::all());  // (B,d)
-    const std::string qsym = a.projected ? "q" : "x";
-    const std::string ksym = a.projected ? "k" : "x";
+void walk_one_query(Recorder& rec, const AttentionWeights* w, const Forward& f, const std::string& scale_words,
+                    Stage stage, bool compare) {
+    const Trace& trace = rec.trace();
+    const std::size_t i = f.row0, B = f.q.shape(0), T = f.k.shape(1), d = f.k.shape(2);
+    const std::string& qname = trace.tokens[i];
+    const std::string qsym = w ? "q" : "x", ksym = w ? "k" : "x";
 
-    // The loop: one dot product per key, term by term.
+    // The loop: one dot product per key, term by term (the lesson, before the matrix form).
     Mat loop({B, T});
     std::vector<Expansion> dots;
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t j = 0; j < T; ++j) {
             Expansion e;
-            e.label = batch_prefix(s.trace, b) + qname + "·" + s.trace.tokens[j];
+            e.label = batch_prefix(trace, b) + qname + "·" + trace.tokens[j];
             float sum = 0.0f;
             for (std::size_t c = 0; c < d; ++c) {
-                e.terms.push_back({q(b, c), {a.k(b, j, c)}});
-                sum += q(b, c) * a.k(b, j, c);
+                e.terms.push_back({f.q(b, i, c), {f.k(b, j, c)}});
+                sum += f.q(b, i, c) * f.k(b, j, c);
             }
             e.result = {sum};
             loop(b, j) = sum;
             dots.push_back(std::move(e));
         }
     const std::string idx = std::to_string(i + 1);
-    Step& looped = rec.add("scores_loop", "Attention scores of \"" + qname + "\", one dot product per token",
-                           "ω_" + idx + "j = " + qsym + "_" + idx + "·" + ksym + "_j = Σ_c " + qsym + "_" + idx + "c·" + ksym + "_jc",
-                           loop, {Axis::token});
-    looped.expansion = std::move(dots);
-    const Mat scores = query_scores(q, a.k);  // (B,T)
-    rec.add("scores", "The same scores as one matrix product", "ω_" + idx + " = " + qsym + "_" + idx + "·" + (a.projected ? "Kᵀ" : "Xᵀ"),
-            scores, {Axis::token});
+    rec.add("scores_loop", "Attention scores of \"" + qname + "\", one dot product per token",
+            "ω_" + idx + "j = " + qsym + "_" + idx + "·" + ksym + "_j = Σ_c " + qsym + "_" + idx + "c·" + ksym + "_jc", loop,
+            {Axis::token})
+        .expansion = std::move(dots);
+    rec.add("scores", "The same scores as one matrix product", "ω_" + idx + " = " + qsym + "_" + idx + "·" + (w ? "Kᵀ" : "Xᵀ"),
+            row0(f.scores), {Axis::token});
     if (stage == Stage::scores) return;
 
-    Mat scaled = scores;
-    if (a.scale != 1.0f) {
-        scaled = scale_scores(scores, a.scale);
-        rec.add("scores_scaled", "Scores divided by " + a.scale_text, "ω_" + idx + " / " + a.scale_text, scaled, {Axis::token});
-    }
-    const Mat weights = normalise(rec, scaled, {Axis::token}, compare_normalisations);  // (B,T)
-    if (stage == Stage::softmax) return;
+    if (f.scale != 1.0f)
+        rec.add("scores_scaled", "Scores divided by " + scale_words, "ω_" + idx + " / " + scale_words, row0(f.scaled),
+                {Axis::token});
+    const Mat weights = row0(f.weights);  // (B,T)
+    record_weights(rec, row0(f.scaled), weights, {Axis::token}, compare);
+    if (stage == Stage::weights) return;
 
     // The context vector: the weighted sum of the values, term by term.
     std::vector<Expansion> sums;
+    const Mat z = row0(f.head_outputs);  // (B,d)
     for (std::size_t b = 0; b < B; ++b) {
         Expansion e;
-        e.label = batch_prefix(s.trace, b) + "z(" + qname + ")";
+        e.label = batch_prefix(trace, b) + "z(" + qname + ")";
         for (std::size_t j = 0; j < T; ++j) {
             std::vector<float> vj(d);
-            for (std::size_t c = 0; c < d; ++c) vj[c] = a.v(b, j, c);
+            for (std::size_t c = 0; c < d; ++c) vj[c] = f.v(b, j, c);
             e.terms.push_back({weights(b, j), std::move(vj)});
         }
+        e.result.assign(&z(b, 0), &z(b, 0) + d);
         sums.push_back(std::move(e));
     }
-    const Mat z = query_context(weights, a.v);  // (B,d)
-    for (std::size_t b = 0; b < B; ++b) sums[b].result.assign(&z(b, 0), &z(b, 0) + d);
-    Step& ctx = rec.add("context", "Context vector of \"" + qname + "\": the weighted sum of the " + (a.projected ? "values" : "embeddings"),
-                        "z_" + idx + " = Σ_j α_" + idx + "j·" + (a.projected ? "v_j" : "x_j"), z, {Axis::feature});
-    ctx.expansion = std::move(sums);
+    rec.add("context", "Context vector of \"" + qname + "\": the weighted sum of the " + (w ? "values" : "embeddings"),
+            "z_" + idx + " = Σ_j α_" + idx + "j·" + (w ? "v_j" : "x_j"), z, {Axis::feature})
+        .expansion = std::move(sums);
 }
 
-// ---- every query ----------------------------------------------------------------------
+// ---- scores, softmax, context -----------------------------------------------------------
 
-struct Scores {
-    Cube raw;     // ω (B,T,T)
-    Cube scaled;  // ω / scale
-};
-
-Scores all_scores(Recorder& rec, const Attention& a) {
-    Scores s{attention_scores(a.q, a.k), {}};  // (B,T,T)
-    rec.add("scores", "Attention scores: every query against every key",
-            a.projected ? "ω = Q·Kᵀ" : "ω = X·Xᵀ", s.raw, {Axis::token, Axis::token});
-    s.scaled = a.scale == 1.0f ? s.raw : scale_scores(s.raw, a.scale);
-    if (a.scale != 1.0f)
-        rec.add("scores_scaled", "Scores divided by " + a.scale_text, "ω / " + a.scale_text, s.scaled, {Axis::token, Axis::token});
-    return s;
+void record_scores(Recorder& rec, const AttentionWeights* w, const Cube& scores, const Cube& scaled, float scale,
+                   const std::string& scale_words) {
+    rec.add("scores", "Attention scores: every query against every key", w ? "ω = Q·Kᵀ" : "ω = X·Xᵀ", scores, tokens_tokens);
+    if (scale != 1.0f) rec.add("scores_scaled", "Scores divided by " + scale_words, "ω / " + scale_words, scaled, tokens_tokens);
 }
 
-Cube record_context(Recorder& rec, const Attention& a, const Cube& weights, const std::string& title) {
-    Cube z = context_vectors(weights, a.v);  // (B,T,d)
-    rec.add("context", title, a.projected ? "Z = A·V" : "Z = A·X", z, {Axis::token, Axis::feature});
-    return z;
-}
-
-// --explain I,J: the steps of one cell, from the tensors the walk computed.
-void explain(Recorder& rec, const Setup& s, const Attention& a, const Scores& scores, const Cube* scaled_masked,
-             const Cube* weights, const Cube* context, const WalkOptions& options, ExplainDepth depth) {
-    const auto [i, j] = parse_cell(*options.explain, s.trace.tokens);
-    rec.trace().set_param("explain", "[" + std::to_string(i) + "," + std::to_string(j) + "]");
-    ExplainInputs in;
-    in.i = i;
-    in.j = j;
-    in.x = &s.x;
-    in.qkv = a.qkv ? &*a.qkv : nullptr;
-    in.q = &a.q;
-    in.k = &a.k;
-    in.v = &a.v;
-    in.raw = &scores.raw;
-    in.scores = scaled_masked ? scaled_masked : &scores.scaled;
-    in.weights = weights;
-    in.context = context;
-    in.scale = a.scale;
-    in.scale_text = a.scale_text;
-    in.causal = scaled_masked != nullptr;
-    explain_cell(rec, in, depth);
-}
-
-void walk_all_queries(Recorder& rec, const Setup& setup, const Attention& a, Stage stage, bool compare_normalisations,
-                      const WalkOptions& options) {
-    const Scores scores = all_scores(rec, a);
-    if (stage == Stage::scores) {
-        if (options.explain) explain(rec, setup, a, scores, nullptr, nullptr, nullptr, options, ExplainDepth::score);
-        return;
-    }
-    const Cube weights = normalise(rec, scores.scaled, {Axis::token, Axis::token}, compare_normalisations);  // (B,T,T)
-    if (stage == Stage::softmax) {
-        if (options.explain) explain(rec, setup, a, scores, nullptr, &weights, nullptr, options, ExplainDepth::weight);
-        return;
-    }
-    const Cube context = record_context(rec, a, weights, "Context vectors: each row of A mixes the " + std::string(a.projected ? "values" : "embeddings"));
-    if (options.explain) explain(rec, setup, a, scores, nullptr, &weights, &context, options, ExplainDepth::context);
-}
-
-Trace walk_stage(const std::string& command, const Embeddings& input, const WalkOptions& options, Stage stage) {
-    Setup s = start_walk(command, input, options);
-    Recorder rec(s.trace);
-    const Attention a = project_inputs(s, rec, options);
+Trace single_head(const std::string& command, Stage stage, const Embeddings& input, const Weights& weights,
+                  const SingleHeadSpec& spec, const Recording& recording) {
+    const AttentionWeights* w = weights.get();
+    Trace trace = start_trace(command, input, w);
+    Recorder rec(trace);
+    const Cube x = cube_from_trace(input.x);
+    ForwardSpec fs;
+    if (spec.scale) fs.scale = static_cast<float>(*spec.scale);
+    fs.query = spec.query;
+    fs.until = stage;
+    const Forward f = attention_forward(x, w, fs);
+    const std::string scale_words = scale_text(w, spec.scale, f.scale);
+    trace.set_param("scale", static_cast<double>(f.scale));
+    record_projections(rec, w, f);
     const bool compare = command == "softmax";
-    if (options.query && options.explain)
-        throw UsageError("--explain and --query exclude each other: --explain I,J already names the query I");
-    if (options.query) {
-        const std::size_t i = resolve_query(*options.query, s.trace.tokens);
-        s.trace.set_param("query", static_cast<long long>(i));
-        walk_one_query(s, rec, a, i, stage, compare);
-    } else {
-        walk_all_queries(rec, s, a, stage, compare, options);
+    if (spec.query) {
+        trace.set_param("query", static_cast<long long>(*spec.query));
+        walk_one_query(rec, w, f, scale_words, stage, compare);
+        return finish(std::move(trace), recording);
     }
-    return finish(std::move(s.trace), options);
+    record_scores(rec, w, head0(f.scores), f.scale != 1.0f ? head0(f.scaled) : Cube{}, f.scale, scale_words);
+    if (stage != Stage::scores) {
+        record_weights(rec, head0(f.scaled), head0(f.weights), tokens_tokens, compare);
+        if (stage == Stage::output)
+            rec.add("context", "Context vectors: each row of A mixes the " + std::string(w ? "values" : "embeddings"),
+                    w ? "Z = A·V" : "Z = A·X", f.context, tokens_features);
+    }
+    if (spec.explain) {
+        trace.set_param("explain", "[" + std::to_string(spec.explain->i) + "," + std::to_string(spec.explain->j) + "]");
+        const ExplainDepth depth = stage == Stage::scores ? ExplainDepth::score
+                                   : stage == Stage::weights ? ExplainDepth::weight
+                                                             : ExplainDepth::context;
+        explain_cell(rec, *spec.explain, x, w, f, scale_words, depth);
+    }
+    return finish(std::move(trace), recording);
 }
 
-// Causal weights by the −∞ fill (method b), in the textbook's order: mask the raw
-// scores, then divide by the scale and take the softmax.
-// Returns the masked, scaled scores the softmax reads (for --explain) and the weights.
-std::pair<Cube, Cube> causal_weights(Recorder& rec, const Attention& a, const Scores& s) {
-    const Cube masked = mask_future_neg_inf(s.raw);
-    rec.add("scores_masked", "(b) Before the softmax: future scores set to −∞", "ω_ij = −∞ for j > i",
-            masked, {Axis::token, Axis::token})
-        .may_be_non_finite = true;  // −∞ is the mask
-    Cube scaled = a.scale == 1.0f ? masked : scale_scores(masked, a.scale);
-    Cube weights = softmax(scaled);
-    return {std::move(scaled), std::move(weights)};
+void check_cell(const std::optional<Cell>& cell, const Embeddings& input) {
+    const std::size_t T = input.tokens_count();
+    if (cell && (cell->i >= T || cell->j >= T))
+        throw UsageError("cell " + std::to_string(cell->i) + "," + std::to_string(cell->j) + " is out of range: there are " +
+                         std::to_string(T) + " tokens");
 }
 
 }  // namespace
 
-Trace walk_scores(const Embeddings& input, const WalkOptions& options) {
-    return walk_stage("scores", input, options, Stage::scores);
+Trace walk_scores(const Embeddings& input, const Weights& weights, const SingleHeadSpec& spec, const Recording& rec) {
+    check_cell(spec.explain, input);
+    return single_head("scores", Stage::scores, input, weights, spec, rec);
 }
-Trace walk_softmax(const Embeddings& input, const WalkOptions& options) {
-    return walk_stage("softmax", input, options, Stage::softmax);
+Trace walk_softmax(const Embeddings& input, const Weights& weights, const SingleHeadSpec& spec, const Recording& rec) {
+    check_cell(spec.explain, input);
+    return single_head("softmax", Stage::weights, input, weights, spec, rec);
 }
-Trace walk_context(const Embeddings& input, const WalkOptions& options) {
-    return walk_stage("context", input, options, Stage::context);
+Trace walk_context(const Embeddings& input, const Weights& weights, const SingleHeadSpec& spec, const Recording& rec) {
+    check_cell(spec.explain, input);
+    return single_head("context", Stage::output, input, weights, spec, rec);
 }
 
-Trace walk_causal(const Embeddings& input, const WalkOptions& options) {
-    Setup s = start_walk("causal", input, options);
-    Recorder rec(s.trace);
-    const Attention a = project_inputs(s, rec, options);
-    const std::size_t T = a.q.shape(1);
-    const Scores scores = all_scores(rec, a);
-    const Cube& scaled = scores.scaled;
+// ---- causal ------------------------------------------------------------------------------
 
-    rec.add_plain("mask", "The causal mask: token i sees tokens 0..i", "M = tril(ones(T, T))",
-                  to_trace(causal_mask(T)), {Axis::token, Axis::token});
+Trace walk_causal(const Embeddings& input, const Weights& weights, const CausalSpec& spec, const Recording& recording) {
+    check_cell(spec.explain, input);
+    const AttentionWeights* w = weights.get();
+    Trace trace = start_trace("causal", input, w);
+    Recorder rec(trace);
+    const Cube x = cube_from_trace(input.x);
+    ForwardSpec fs;
+    fs.causal = true;
+    if (spec.scale) fs.scale = static_cast<float>(*spec.scale);
+    const Forward f = attention_forward(x, w, fs);
+    const std::string scale_words = scale_text(w, spec.scale, f.scale);
+    trace.set_param("scale", static_cast<double>(f.scale));
+    record_projections(rec, w, f);
+
+    const std::size_t T = x.shape(1);
+    const Cube scores = head0(f.scores);
+    const Cube scaled = f.scale == 1.0f ? scores : scale_scores(scores, f.scale);  // unmasked, for (a)
+    record_scores(rec, w, scores, scaled, f.scale, scale_words);
+    rec.add_plain("mask", "The causal mask: token i sees tokens 0..i", "M = tril(ones(T, T))", to_trace(causal_mask(T)),
+                  tokens_tokens);
 
     // (a) softmax over every key, zero the future, renormalise the rows
     const Cube full = softmax(scaled);
-    rec.add_with_row_sums("weights_unmasked", "(a) Softmax over all tokens, future included", "softmax(ω)",
-                          full, {Axis::token, Axis::token});
+    rec.add_with_row_sums("weights_unmasked", "(a) Softmax over all tokens, future included", "softmax(ω)", full, tokens_tokens);
     const Cube zeroed = mask_future_zero(full);
-    rec.add_with_row_sums("weights_masked", "(a) Future weights zeroed: rows no longer sum to 1", "softmax(ω) ⊙ M",
-                          zeroed, {Axis::token, Axis::token});
+    rec.add_with_row_sums("weights_masked", "(a) Future weights zeroed: rows no longer sum to 1", "softmax(ω) ⊙ M", zeroed,
+                          tokens_tokens);
     const Cube renormalised = normalise_by_sum(zeroed);
-    rec.add_with_row_sums("weights_renormalised", "(a) Each row divided by its sum", "(softmax(ω) ⊙ M) / Σ_j",
-                          renormalised, {Axis::token, Axis::token});
+    rec.add_with_row_sums("weights_renormalised", "(a) Each row divided by its sum", "(softmax(ω) ⊙ M) / Σ_j", renormalised,
+                          tokens_tokens);
 
-    // (b) −∞ before the softmax
-    const auto [masked_scaled, weights] = causal_weights(rec, a, scores);
+    // (b) −∞ before the softmax: the forward's own path
+    rec.add("scores_masked", "(b) Before the softmax: future scores set to −∞", "ω_ij = −∞ for j > i", head0(f.masked),
+            tokens_tokens)
+        .may_be_non_finite = true;  // −∞ is the mask
+    const Cube weights_b = head0(f.weights);
     rec.add_with_row_sums("weights", "(b) Softmax of the masked scores: the causal attention weights",
-                          a.scale == 1.0f ? "A = softmax(masked ω)" : "A = softmax(masked ω / " + a.scale_text + ")",
-                          weights, {Axis::token, Axis::token});
+                          f.scale == 1.0f ? "A = softmax(masked ω)" : "A = softmax(masked ω / " + scale_words + ")", weights_b,
+                          tokens_tokens);
 
     float max_diff = 0.0f;
-    for (std::size_t n = 0; n < weights.size(); ++n)
-        max_diff = std::max(max_diff, std::fabs(weights.data()[n] - renormalised.data()[n]));
-    Step& diff = rec.add_plain("max_difference", "Largest difference between (a) and (b)", "max |A_a − A_b|",
-                               scalar_trace(max_diff), {});
-    diff.note = "Both ways give the same weights, up to float rounding. Renormalising divides the unmasked "
+    for (std::size_t n = 0; n < weights_b.size(); ++n)
+        max_diff = std::max(max_diff, std::fabs(weights_b.data()[n] - renormalised.data()[n]));
+    rec.add_plain("max_difference", "Largest difference between (a) and (b)", "max |A_a − A_b|", scalar_trace(max_diff), {})
+        .note = "Both ways give the same weights, up to float rounding. Renormalising divides the unmasked "
                 "exponentials by their own sum, so the denominator that once included the future cancels out: "
                 "what is left is exactly the softmax over tokens 0..i. And with −∞, exp(−∞) = 0, so a future "
                 "token never enters the sum at all. Either way no information from a later token reaches an "
                 "earlier one.";
-    const Cube context = record_context(rec, a, weights, "Context vectors: token i mixes the values of tokens 0..i only");
-    if (options.explain) explain(rec, s, a, scores, &masked_scaled, &weights, &context, options, ExplainDepth::context);
-    return finish(std::move(s.trace), options);
+    rec.add("context", "Context vectors: token i mixes the values of tokens 0..i only", w ? "Z = A·V" : "Z = A·X", f.context,
+            tokens_features);
+    if (spec.explain) {
+        trace.set_param("explain", "[" + std::to_string(spec.explain->i) + "," + std::to_string(spec.explain->j) + "]");
+        explain_cell(rec, *spec.explain, x, w, f, scale_words, ExplainDepth::context);
+    }
+    return finish(std::move(trace), recording);
 }
 
-Trace walk_dropout(const Embeddings& input, const WalkOptions& options) {
-    const double p = options.dropout;
-    if (options.ones && *options.ones < 1) throw UsageError("--ones must be at least 1");
-    Setup s = start_walk("dropout", input, options);
-    Recorder rec(s.trace);
-    s.trace.set_param("dropout", p);
-    s.trace.set_param("mode", std::string(options.eval ? "eval" : "train"));
+// ---- dropout -----------------------------------------------------------------------------
 
-    Cube weights;
-    std::optional<Attention> a;
-    if (options.ones) {
-        // The textbook's demonstration: dropout on a matrix of ones.
-        const std::size_t n = *options.ones;
-        s.trace.tokens.clear();
-        for (std::size_t i = 0; i < n; ++i) s.trace.tokens.push_back(std::to_string(i));
-        s.trace.batched = false;
-        weights = xt::ones<float>({std::size_t{1}, n, n});
-        rec.add("ones", "A " + std::to_string(n) + "×" + std::to_string(n) + " matrix of ones", "ones(N, N)", weights,
-                {Axis::token, Axis::token});
-    } else {
-        a = project_inputs(s, rec, options);
-        const Scores scores = all_scores(rec, *a);
-        weights = options.causal ? causal_weights(rec, *a, scores).second : softmax(scores.scaled);
-        s.trace.set_param("causal", options.causal);
-        rec.add_with_row_sums("weights_before_dropout",
-                              options.causal ? "Causal attention weights, before dropout" : "Attention weights, before dropout",
-                              "A = softmax(ω)", weights, {Axis::token, Axis::token});
-    }
+namespace {
 
-    if (options.eval) {
-        Cube keep = xt::ones<float>(weights.shape());
-        rec.add("dropout_mask", "Dropout mask in eval mode: everything is kept", "keep = 1", keep, {Axis::token, Axis::token})
+void record_draw_params(Trace& trace, const DropoutDraw& draw) {
+    trace.set_param("dropout", draw.p);
+    trace.set_param("mode", std::string(draw.train ? "train" : "eval"));
+}
+
+void check_draw(const DropoutDraw& draw) {
+    if (!(draw.p >= 0.0 && draw.p < 1.0)) throw UsageError("the dropout rate must be in [0, 1), got " + format_number(draw.p));
+    if (draw.train && draw.p > 0.0 && !draw.gen) throw UsageError("dropout in training mode needs a random generator");
+}
+
+// The keep mask, the scale and the weights after dropout (train), or the identity (eval).
+template <std::size_t N>
+void record_dropout(Recorder& rec, const DropoutDraw& draw, const xt::xtensor<float, N>& weights,
+                    const xt::xtensor<float, N>& keep, float scale, const xt::xtensor<float, N>& dropped) {
+    if (!draw.train) {
+        rec.add("dropout_mask", "Dropout mask in eval mode: everything is kept", "keep = 1", keep, tokens_tokens)
             .note = "nn.Dropout is the identity at inference (model.eval()): no random draw, no scaling.";
-        rec.add_with_row_sums("weights", "Weights after dropout (eval): unchanged", "A", weights, {Axis::token, Axis::token});
-        if (a) record_context(rec, *a, weights, "Context vectors (eval): unchanged");
-        return finish(std::move(s.trace), options);
+        rec.add_with_row_sums("weights", "Weights after dropout (eval): unchanged", "A", weights, tokens_tokens);
+        return;
+    }
+    if (draw.reseeded) rec.trace().set_param("dropout_seed", static_cast<long long>(draw.gen->initial_seed()));
+    rec.add("dropout_mask", "Dropout mask: 1 = kept (probability " + format_number(1.0 - draw.p) + "), 0 = dropped",
+            "keep_ij ~ Bernoulli(1 − p)", keep, tokens_tokens)
+        .note = "One double-precision uniform u per element, in row-major order; kept where u < 1 − p. " + draw.note;
+    rec.add_plain("dropout_scale", "Kept values are scaled by 1/(1 − p)", "1 / (1 − " + format_number(draw.p) + ")",
+                  scalar_trace(scale), {})
+        .note = "The scaling keeps the expected sum of each row unchanged, so training and inference see the same average.";
+    rec.add_with_row_sums("weights", "Weights after dropout", "A ⊙ keep / (1 − p)", dropped, tokens_tokens);
+}
+
+}  // namespace
+
+Trace walk_dropout(const Embeddings& input, const Weights& weights, const DropoutSpec& spec, const Recording& recording) {
+    check_draw(spec.draw);
+    const AttentionWeights* w = weights.get();
+    Trace trace = start_trace("dropout", input, w);
+    record_draw_params(trace, spec.draw);
+    Recorder rec(trace);
+    const Cube x = cube_from_trace(input.x);
+    ForwardSpec fs;
+    fs.causal = spec.causal;
+    if (spec.scale) fs.scale = static_cast<float>(*spec.scale);
+    if (spec.draw.train) fs.dropout = {spec.draw.p, spec.draw.gen};
+    const Forward f = attention_forward(x, w, fs);
+    const std::string scale_words = scale_text(w, spec.scale, f.scale);
+    trace.set_param("scale", static_cast<double>(f.scale));
+    trace.set_param("causal", spec.causal);
+    record_projections(rec, w, f);
+    const Cube scores = head0(f.scores);
+    record_scores(rec, w, scores, f.scale == 1.0f ? scores : scale_scores(scores, f.scale), f.scale, scale_words);
+    if (spec.causal)
+        rec.add("scores_masked", "Before the softmax: future scores set to −∞", "ω_ij = −∞ for j > i", head0(f.masked),
+                tokens_tokens)
+            .may_be_non_finite = true;
+    const Cube a = head0(f.weights);
+    rec.add_with_row_sums("weights_before_dropout",
+                          spec.causal ? "Causal attention weights, before dropout" : "Attention weights, before dropout",
+                          "A = softmax(ω)", a, tokens_tokens);
+    const Cube keep = f.dropped ? head0(f.keep) : Cube(xt::ones<float>(a.shape()));
+    record_dropout(rec, spec.draw, a, keep, f.dropout_scale, f.dropped ? head0(f.weights_dropped) : a);
+    rec.add("context", spec.draw.train ? "Context vectors after dropout" : "Context vectors (eval): unchanged",
+            w ? "Z = A·V" : "Z = A·X", f.context, tokens_features);
+    return finish(std::move(trace), recording);
+}
+
+Trace walk_dropout_ones(std::size_t n, const DropoutDraw& draw, const Recording& recording) {
+    check_draw(draw);
+    if (n < 1) throw UsageError("the matrix of ones needs at least 1 row");
+    Trace trace;
+    trace.command = "dropout";
+    for (std::size_t i = 0; i < n; ++i) trace.tokens.push_back(std::to_string(i));
+    trace.set_param("tokens", static_cast<long long>(n));
+    record_draw_params(trace, draw);
+    Recorder rec(trace);
+    const Cube ones = xt::ones<float>({std::size_t{1}, n, n});
+    rec.add("ones", "A " + std::to_string(n) + "×" + std::to_string(n) + " matrix of ones", "ones(N, N)", ones, tokens_tokens);
+    if (!draw.train || draw.p == 0.0) {
+        record_dropout(rec, draw, ones, ones, 1.0f, ones);
+    } else {
+        const auto d = dropout(ones, draw.p, *draw.gen);
+        record_dropout(rec, draw, ones, d.keep, d.scale, d.output);
+    }
+    return finish(std::move(trace), recording);
+}
+
+// ---- multi-head attention ------------------------------------------------------------------
+
+Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& spec, const Recording& recording) {
+    if (!weights) throw UsageError("multi-head attention needs weights");
+    check_draw(spec.dropout);
+    const AttentionWeights& w = *weights;
+    const bool stacked = w.layout == HeadLayout::stacked;
+    const std::size_t H = w.heads;
+    if (H < 1 || w.width() % H != 0)
+        throw UsageError("d_out " + std::to_string(w.width()) + " is not divisible by " + std::to_string(H) + " heads");
+    Trace trace = start_trace("mha", input, &w);
+    trace.set_param("variant", std::string(stacked ? "wrapper" : "fused"));
+    trace.set_param("heads", static_cast<long long>(H));
+    trace.set_param("causal", spec.causal);
+    trace.set_param("dropout", spec.dropout.p);
+    Recorder rec(trace);
+    const Cube x = cube_from_trace(input.x);
+    const std::size_t B = x.shape(0), T = x.shape(1), d_out = w.width(), d_h = w.head_size();
+
+    // ---- the parameters, in PyTorch's construction order ---------------------------------
+    if (stacked) {
+        for (std::size_t h = 0; h < H; ++h)
+            record_parameters(rec, w.head_columns(w.query, h), w.head_columns(w.key, h), w.head_columns(w.value, h),
+                              "head" + std::to_string(h) + ".", " of head " + std::to_string(h));
+    } else {
+        record_parameters(rec, w.query, w.key, w.value, "", "");
+        if (w.out_proj) {
+            rec.add_plain("out_proj.weight", "out_proj weight (d_out×d_out, x·W layout)", "W_o", to_trace(w.out_proj->w),
+                          {Axis::feature, Axis::feature})
+                .kind = StepKind::parameter;
+            rec.add_plain("out_proj.bias", "out_proj bias", "b_o", to_trace(w.out_proj->b), {Axis::feature}).kind =
+                StepKind::parameter;
+        }
     }
 
-    // The dropout draw continues the --seed stream, unless --dropout-seed reseeds it.
-    std::string seed_note;
-    if (options.dropout_seed || !s.gen) {
-        const std::uint64_t seed = options.dropout_seed.value_or(default_dropout_seed);
-        if (!s.gen) s.gen.emplace(seed);
-        s.gen->manual_seed(seed);
-        s.trace.set_param("dropout_seed", static_cast<long long>(seed));
-        seed_note = options.dropout_seed ? "The generator was reseeded with " + std::to_string(seed) + " right before the draw."
-                                         : "No --seed or --dropout-seed given: the draw uses seed " + std::to_string(seed) + ".";
-    } else {
-        seed_note = "The draw continues the --seed stream after the weights, as a PyTorch script would.";
+    // ---- the titles, one set for both paths ------------------------------------------------
+    const std::string Hs = std::to_string(H), dhs = std::to_string(d_h);
+    const std::string weights_title = std::string(spec.causal ? "Causal attention" : "Attention") + " weights of every head";
+    const std::string weights_formula = std::string("A_h = softmax(") + (spec.causal ? "masked " : "") + "ω_h / √" + dhs + ")";
+    const std::string context_formula = stacked ? "Z = concat(Z_0, …, Z_H−1)" : "Z = Z.transpose(1, 2).view(B, T, d_out)";
+    const std::string output_title = w.out_proj ? "Output projection of the concatenated heads"
+                                                : "Output: the concatenation (the wrapper has no out_proj)";
+    const std::string output_formula = w.out_proj ? "Y = Z·W_o + b_o" : "Y = Z";
+    const std::string q_split_title = "Queries split into " + Hs + " heads of " + dhs + " columns";
+
+    if (mha_blocked(w.layout, spec, recording) && w.out_proj) {  // a summary: blocked and fused, no T×T tensor kept
+        rec.restart_clock();
+        const fast::BlockedResult r = fast::blocked_attention(x, w, spec.causal);
+        rec.add_summary("queries", "Queries for all heads at once", "Q = X·W_query", {T, d_out}, B, tokens_features, r.queries)
+            .seconds = r.seconds.query;
+        rec.add_summary("keys", "Keys for all heads at once", "K = X·W_key", {T, d_out}, B, tokens_features, r.keys).seconds =
+            r.seconds.key;
+        rec.add_summary("values", "Values for all heads at once", "V = X·W_value", {T, d_out}, B, tokens_features, r.values)
+            .seconds = r.seconds.value;
+        rec.add_summary("queries_split", q_split_title, "Q.view(B, T, H, d_h).transpose(1, 2)", {H, T, d_h}, B,
+                        head_tokens_features, r.queries)
+            .seconds = 0.0;
+        rec.add_summary("keys_split", "Keys split into heads", "K.view(B, T, H, d_h).transpose(1, 2)", {H, T, d_h}, B,
+                        head_tokens_features, r.keys)
+            .seconds = 0.0;
+        rec.add_summary("values_split", "Values split into heads", "V.view(B, T, H, d_h).transpose(1, 2)", {H, T, d_h}, B,
+                        head_tokens_features, r.values)
+            .seconds = 0.0;
+        rec.add_summary("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", {H, T, T}, B, head_tokens_tokens, r.scores).seconds =
+            r.seconds.scores;
+        if (spec.causal)
+            rec.add_summary("mask", "The causal mask, shared by every head", "M = tril(ones(T, T))", {T, T}, B, tokens_tokens,
+                            r.mask, false)
+                .seconds = 0.0;
+        rec.add_summary("weights", weights_title, weights_formula, {H, T, T}, B, head_tokens_tokens, r.weights).seconds =
+            r.seconds.softmax;
+        rec.add_summary("head_outputs", "Each head's context vectors", "Z_h = A_h·V_h", {H, T, d_h}, B, head_tokens_features,
+                        r.head_outputs)
+            .seconds = r.seconds.values;
+        rec.add_summary("context", "Heads concatenated along the features", context_formula, {T, d_out}, B, tokens_features,
+                        r.head_outputs)
+            .seconds = 0.0;
+        Step& out = rec.add_summary("output", output_title, output_formula, {T, d_out}, B, tokens_features, r.output_summary);
+        out.seconds = r.seconds.output;
+        out.tensor.data = r.output;
+        return finish(std::move(trace), recording);
     }
-    const auto drop = dropout(weights, p, *s.gen);
-    Step& mask = rec.add("dropout_mask", "Dropout mask: 1 = kept (probability " + format_number(1.0 - p) + "), 0 = dropped",
-                         "keep_ij ~ Bernoulli(1 − p)", drop.keep, {Axis::token, Axis::token});
-    mask.note = "One double-precision uniform u per element, in row-major order; kept where u < 1 − p. " + seed_note;
-    rec.add_plain("dropout_scale", "Kept values are scaled by 1/(1 − p)", "1 / (1 − " + format_number(p) + ")",
-                  scalar_trace(drop.scale), {})
-        .note = "The scaling keeps the expected sum of each row unchanged, so training and inference see the same average.";
-    rec.add_with_row_sums("weights", "Weights after dropout", "A ⊙ keep / (1 − p)", drop.output, {Axis::token, Axis::token});
-    if (a) record_context(rec, *a, drop.output, "Context vectors after dropout");
-    return finish(std::move(s.trace), options);
+
+    // ---- the forward, every intermediate kept ------------------------------------------------
+    ForwardSpec fs;
+    fs.causal = spec.causal;
+    if (spec.dropout.train) fs.dropout = {spec.dropout.p, spec.dropout.gen};
+    const Forward f = attention_forward(x, &w, fs);
+    if (stacked) {
+        rec.add("queries", "Queries of every head (each head has its own W_query)", "Q_h = X·W_query_h", f.qh, head_tokens_features);
+        rec.add("keys", "Keys of every head", "K_h = X·W_key_h", f.kh, head_tokens_features);
+        rec.add("values", "Values of every head", "V_h = X·W_value_h", f.vh, head_tokens_features);
+    } else {
+        rec.add("queries", "Queries for all heads at once", "Q = X·W_query", f.q, tokens_features);
+        rec.add("keys", "Keys for all heads at once", "K = X·W_key", f.k, tokens_features);
+        rec.add("values", "Values for all heads at once", "V = X·W_value", f.v, tokens_features);
+        rec.add("queries_split", q_split_title, "Q.view(B, T, H, d_h).transpose(1, 2)", f.qh, head_tokens_features);
+        rec.add("keys_split", "Keys split into heads", "K.view(B, T, H, d_h).transpose(1, 2)", f.kh, head_tokens_features);
+        rec.add("values_split", "Values split into heads", "V.view(B, T, H, d_h).transpose(1, 2)", f.vh, head_tokens_features);
+    }
+    rec.add("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", f.scores, head_tokens_tokens);
+    if (spec.causal)
+        rec.add_plain("mask", "The causal mask, shared by every head", "M = tril(ones(T, T))", to_trace(causal_mask(T)),
+                      tokens_tokens);
+    rec.add_with_row_sums("weights", weights_title, weights_formula, f.weights, head_tokens_tokens);
+    if (f.dropped) {
+        if (spec.dropout.reseeded) trace.set_param("dropout_seed", static_cast<long long>(spec.dropout.gen->initial_seed()));
+        rec.add("dropout_mask", "Dropout mask of every head: 1 = kept", "keep ~ Bernoulli(1 − p)", f.keep, head_tokens_tokens);
+        rec.add_with_row_sums("weights_dropped", "Weights after dropout", "A ⊙ keep / (1 − p)", f.weights_dropped,
+                              head_tokens_tokens);
+    }
+    rec.add("head_outputs", "Each head's context vectors", "Z_h = A_h·V_h", f.head_outputs, head_tokens_features);
+    rec.add("context", "Heads concatenated along the features", context_formula, f.context, tokens_features);
+    rec.add("output", output_title, output_formula, f.output, tokens_features);
+    return finish(std::move(trace), recording);
 }
 
 }  // namespace attnwalk

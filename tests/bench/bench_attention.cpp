@@ -9,7 +9,7 @@
 #include <sstream>
 #include <vector>
 
-#include "attnwalk/attention_at_scale.hpp"
+#include "attnwalk/fast/blocked_attention.hpp"
 #include "attnwalk/blas.hpp"
 #include "attnwalk/embeddings.hpp"
 #include "attnwalk/rng.hpp"
@@ -47,17 +47,14 @@ void BM_mha(benchmark::State& state) {
     const auto T = static_cast<std::size_t>(state.range(0));
     const std::size_t d = 768, H = 12;
     attnwalk::Generator gen(123);
-    attnwalk::MultiHeadWeights mw;
-    mw.heads.push_back(attnwalk::draw_qkv(gen, d, d, attnwalk::Init::linear, false));
-    mw.out_proj = attnwalk::draw_linear(gen, d, d, true);
+    const attnwalk::Weights w =
+        attnwalk::draw_weights(gen, {d, d, H, attnwalk::HeadLayout::fused, true}, attnwalk::Init::linear, false);
     attnwalk::Cube x = attnwalk::Cube::from_shape({1, T, d});
     const auto values = random_values(T * d, 3);
     std::copy(values.begin(), values.end(), x.begin());
     for (auto _ : state) {
-        attnwalk::Trace trace;
-        attnwalk::Recorder rec(trace);
-        attnwalk::mha_at_scale(rec, x, mw, H, true);
-        benchmark::DoNotOptimize(trace.steps.back().tensor.data.data());
+        const auto r = attnwalk::fast::blocked_attention(x, *w, true);
+        benchmark::DoNotOptimize(r.output.data());
     }
     const double Td = static_cast<double>(T), dd = static_cast<double>(d);
     state.counters["GFLOP/s"] = benchmark::Counter((4.0 * Td * dd * dd + 4.0 * Td * Td * dd) * static_cast<double>(state.iterations()),
@@ -94,9 +91,7 @@ void BM_write_context_json(benchmark::State& state) {
     input.x.data = random_values(T * 768, 5);
     for (auto& v : input.x.data) v *= 0.05f;
     for (std::size_t t = 0; t < T; ++t) input.tokens.push_back("t" + std::to_string(t));
-    attnwalk::WalkOptions options;
-    options.max_memory = 64.0 * (1ull << 30);
-    const attnwalk::Trace trace = attnwalk::walk_context(input, options);
+    const attnwalk::Trace trace = attnwalk::walk_context(input, nullptr, {}, {});
     // A sink that counts and discards, so that only the writer is measured.
     struct Counter : std::streambuf {
         std::size_t bytes = 0;

@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string vocab_text = split == std::string::npos ? all : all.substr(split + 1);
     try {
         const auto vocab = attnwalk::parse_vocab(vocab_text, "vocab.json");
-        const auto e = attnwalk::embed_text(sentence, vocab);
+        const auto e = attnwalk::embed_text(sentence, vocab, "sentence");
         if (e.x.data.size() != e.x.size() || e.tokens.size() != e.tokens_count()) __builtin_trap();
     } catch (const attnwalk::InputError&) {
     } catch (const attnwalk::UsageError&) {

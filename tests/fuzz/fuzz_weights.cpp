@@ -4,11 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "attnwalk/errors.hpp"
-#include "attnwalk/json_input.hpp"
-#include "attnwalk/projection.hpp"
+#include "attnwalk/weights.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 1) return 0;
@@ -16,12 +13,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const int loader = (data[0] >> 2) % 3;
     const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
     try {
-        if (loader == 0) {
-            const auto doc = attnwalk::json_input::parse(text, "w.json");
-            attnwalk::read_qkv(doc, "w.json", "$", d_in);
-        } else {
-            attnwalk::parse_multi_head(text, "w.json", d_in, loader == 2, 1 + (data[0] >> 4) % 3);
-        }
+        const std::size_t heads = loader == 0 ? 1 : 1 + (data[0] >> 4) % 3;
+        const auto layout = loader == 2 ? attnwalk::HeadLayout::stacked : attnwalk::HeadLayout::fused;
+        attnwalk::parse_weights(text, "w.json", {d_in, 2, heads, layout, loader == 1});
     } catch (const attnwalk::InputError&) {
     }
     return 0;

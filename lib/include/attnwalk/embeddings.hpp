@@ -39,6 +39,8 @@ const std::string& builtin_embeddings_json();
 // Stacks the input n times along the batch axis (the textbook's torch.stack((x, x))).
 Embeddings stack_batch(const Embeddings& input, std::size_t n);
 
+// How a path is named in messages and params: "<stdin>" for "-", else the path.
+std::string source_name(const std::string& path);
 // Reads a whole file ("-" = stdin). Throws InputError naming the file.
 std::string read_text_file(const std::string& path);
 

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <chrono>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "attnwalk/catalogue.hpp"
 #include "attnwalk/rows.hpp"
 #include "attnwalk/tensor.hpp"
 #include "attnwalk/trace.hpp"
@@ -37,6 +39,25 @@ public:
         return push(std::move(id), std::move(title), std::move(formula), std::move(t), std::move(axes));
     }
 
+    // A step known only by its statistics (the blocked path keeps no tensor): the shape
+    // without the batch axis, which is added when the input was a batch and `batched`.
+    Step& add_summary(std::string id, std::string title, std::string formula, std::vector<std::size_t> shape,
+                      std::size_t batch, std::vector<Axis> axes, const Summary& summary, bool batched = true) {
+        Tensor t;
+        t.shape = std::move(shape);
+        if (batched && trace_.batched) {
+            t.shape.insert(t.shape.begin(), batch);
+            axes.insert(axes.begin(), Axis::batch);
+        }
+        Step& step = push(std::move(id), std::move(title), std::move(formula), std::move(t), std::move(axes));
+        step.summary = summary;
+        step.summarised = true;
+        return step;
+    }
+
+    // The clock of the next step starts now (after work that belongs to no step).
+    void restart_clock() { last_ = Clock::now(); }
+
     Tensor per_batch(Tensor t) const {
         if (!trace_.batched) t.shape.erase(t.shape.begin());
         return t;
@@ -49,6 +70,7 @@ private:
         return axes;
     }
     Step& push(std::string id, std::string title, std::string formula, Tensor t, std::vector<Axis> axes) {
+        if (!find_step(id)) throw std::logic_error("step id '" + id + "' is not in the step catalogue");
         Step step;
         step.id = std::move(id);
         step.title = std::move(title);

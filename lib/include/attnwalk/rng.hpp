@@ -22,6 +22,8 @@ public:
     // torch.manual_seed: a 32-bit mt19937 seeded with the low 32 bits; clears the
     // cached normal sample.
     void manual_seed(std::uint64_t seed);
+    // The seed of the last manual_seed (torch.initial_seed()).
+    std::uint64_t initial_seed() const { return seed_; }
 
     std::uint32_t random();    // one mt19937 output
     std::uint64_t random64();  // two outputs, the first is the high word
@@ -49,6 +51,7 @@ public:
 private:
     double normal_double();  // one standard normal sample, serial Box–Muller with a cache
 
+    std::uint64_t seed_ = 0;
     std::mt19937 engine_;
     std::optional<double> next_normal_;
 };

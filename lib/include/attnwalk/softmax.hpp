@@ -32,18 +32,27 @@ xt::xtensor<float, N> softmax_naive(xt::xtensor<float, N> s) {
     return s;
 }
 
-// Numerically stable softmax. A row that is entirely −∞ (every key masked) has no
-// defined softmax; like PyTorch, it comes out as NaN.
+// The numbers a stable softmax of one row computes on the way (--explain shows them).
+struct RowSoftmax {
+    float max;  // subtracted before exp
+    float sum;  // of the exponentials, left to right in float32
+};
+
+// Numerically stable softmax of one row, in place. A row that is entirely −∞ (every key
+// masked) has no defined softmax; like PyTorch, it comes out as NaN.
+inline RowSoftmax softmax_row(float* row, std::size_t n) {
+    const float max = max_of(row, n);
+    float sum = 0.0f;
+    // subtract the row max, only for numerical stability: exp never overflows
+    for (std::size_t j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j] - max));
+    const float inv = 1.0f / sum;  // PyTorch multiplies by the reciprocal of the sum
+    for (std::size_t j = 0; j < n; ++j) row[j] *= inv;
+    return {max, sum};
+}
+
 template <std::size_t N>
 xt::xtensor<float, N> softmax(xt::xtensor<float, N> s) {
-    for_each_row(s, [](float* row, std::size_t n) {
-        const float max = max_of(row, n);
-        float sum = 0.0f;
-        // subtract the row max, only for numerical stability: exp never overflows
-        for (std::size_t j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j] - max));
-        const float inv = 1.0f / sum;  // PyTorch multiplies by the reciprocal of the sum
-        for (std::size_t j = 0; j < n; ++j) row[j] *= inv;
-    });
+    for_each_row(s, [](float* row, std::size_t n) { softmax_row(row, n); });
     return s;
 }
 
@@ -55,12 +64,6 @@ xt::xtensor<float, N> shift_by_row_max(xt::xtensor<float, N> s) {
         for (std::size_t j = 0; j < n; ++j) row[j] -= max;
     });
     return s;
-}
-
-// The row maxima, subtracted by the stable softmax: shape without the last axis.
-template <std::size_t N>
-xt::xtensor<float, N - 1> row_max(const xt::xtensor<float, N>& s) {
-    return reduce_rows(s, max_of);
 }
 
 }  // namespace attnwalk

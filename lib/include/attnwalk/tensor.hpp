@@ -24,19 +24,8 @@ using Mat = xt::xtensor<float, 2>;
 using Cube = xt::xtensor<float, 3>;   // B×T×d, B×T×T, H×T×T ...
 using Hyper = xt::xtensor<float, 4>;  // B×H×T×T
 
-// (m,k)·(k,n) -> (m,n)
-Mat matmul(const Mat& a, const Mat& b);
-// (m,k)·(n,k)ᵀ -> (m,n)
-Mat matmul_nt(const Mat& a, const Mat& b);
-// (k)·(n,k)ᵀ -> (n): one query against every key
-Vec matvec(const Mat& a, const Vec& x);
-
 // Batched: (B,m,k)·(k,n) -> (B,m,n), every batch element times the same matrix.
 Cube matmul_each(const Cube& a, const Mat& b);
-// Batched: (B,m,k)·(B,n,k)ᵀ -> (B,m,n)
-Cube matmul_nt_each(const Cube& a, const Cube& b);
-// Batched: (B,m,k)·(B,k,n) -> (B,m,n)
-Cube matmul_batched(const Cube& a, const Cube& b);
 
 // Trace tensors <-> xtensor.
 template <std::size_t N>

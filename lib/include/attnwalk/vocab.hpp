@@ -23,8 +23,8 @@ struct Vocab {
 Vocab parse_vocab(const std::string& text, const std::string& source);
 Vocab load_vocab(const std::string& path);
 
-// Splits `text` at whitespace and looks every word up. An unknown word is a UsageError
-// naming the closest known words.
-Embeddings embed_text(const std::string& text, const Vocab& vocab);
+// Splits `text` at whitespace and looks every word up; `source` names the result. An
+// unknown word is a UsageError naming the closest known words.
+Embeddings embed_text(const std::string& text, const Vocab& vocab, const std::string& source);
 
 }  // namespace attnwalk

@@ -1,89 +1,66 @@
-// The whole chapter on one input, in order: each section is one subcommand's walk with
-// the options that reproduce the textbook's numbers, plus a paragraph saying what it shows.
-#include <utility>
+// attnwalk walkthrough: the chapter in order, each part one command line of this tool
+// (so that "run this part alone" gives exactly the same trace) and a paragraph.
+#include "walkthrough.hpp"
 
-#include "attnwalk/walk.hpp"
+#include "commands.hpp"
 
-namespace attnwalk {
+namespace attnwalk::app {
 
-namespace {
-
-struct Plan {
-    const char* id;
-    const char* title;
-    const char* explanation;
-    const char* formula;
-    const char* args;  // the subcommand and options that rerun this section alone
-    WalkFn walk;
-    WalkOptions options;
-};
-
-WalkOptions with(const WalkOptions& base, void (*set)(WalkOptions&)) {
-    WalkOptions o;
-    o.max_memory = base.max_memory;
-    set(o);
-    return o;
-}
-
-}  // namespace
-
-std::vector<Section> walk_through(const Embeddings& input, const WalkOptions& base) {
-    const Plan plans[] = {
+const std::vector<SectionPlan>& walkthrough_plan() {
+    static const std::vector<SectionPlan> plan = {
         {"scores", "Attention scores",
          "Self-attention starts by asking, for every token, how well it matches every other token. Without any "
          "trainable weights the match is the dot product of two embeddings: large when the vectors point the same "
          "way. One query against every token gives one row of scores; all queries at once are a single matrix "
          "product of the embeddings with their own transpose.",
-         "ω_ij = x_i·x_j, all at once ω = X·Xᵀ",
-         "scores", walk_scores, with(base, [](WalkOptions&) {})},
+         "ω_ij = x_i·x_j, all at once ω = X·Xᵀ", "scores"},
         {"softmax", "From scores to weights",
          "Scores are turned into weights that are positive and sum to 1 along each row. Dividing by the sum works "
          "only for positive scores; the softmax works for any, and the stable softmax subtracts the row maximum "
          "first so that exp never overflows. The three are shown side by side, each row's sum beside it.",
-         "α_ij = exp(ω_ij − max_k ω_ik) / Σ_k exp(ω_ik − max_k ω_ik)",
-         "softmax", walk_softmax, with(base, [](WalkOptions&) {})},
+         "α_ij = exp(ω_ij − max_k ω_ik) / Σ_k exp(ω_ik − max_k ω_ik)", "softmax"},
         {"context", "Context vectors",
          "Each token's context vector is the weighted sum of all the embeddings, using that token's row of weights. "
          "It is the token's embedding enriched with what the other tokens contribute. For all tokens at once this is "
          "the weights matrix times the embeddings.",
-         "z_i = Σ_j α_ij·x_j, all at once Z = A·X",
-         "context", walk_context, with(base, [](WalkOptions&) {})},
+         "z_i = Σ_j α_ij·x_j, all at once Z = A·X", "context"},
         {"projections", "Trainable projections: queries, keys, values",
          "Real attention does not compare raw embeddings. Three trainable matrices project each token into a query, "
          "a key and a value; scores are queries times keys, scaled by the square root of the key size so that the "
          "softmax does not saturate, and the context mixes the values. The weights here are drawn like the "
          "textbook's SelfAttention_v1 after torch.manual_seed(123).",
-         "Q = X·W_q, K = X·W_k, V = X·W_v, A = softmax(Q·Kᵀ / √d_k), Z = A·V",
-         "context --seed 123 --init rand", walk_context,
-         with(base, [](WalkOptions& o) { o.projection.seed = 123; o.projection.init = Init::rand; })},
+         "Q = X·W_q, K = X·W_k, V = X·W_v, A = softmax(Q·Kᵀ / √d_k), Z = A·V", "context --seed 123 --init rand"},
         {"causal", "Causal attention",
          "A language model predicts the next token, so a token must not see the tokens after it. Two ways: take the "
          "softmax, zero the future and renormalise each row; or set the future scores to minus infinity before the "
          "softmax. They give the same weights. The weights are drawn like the textbook's SelfAttention_v2 after "
          "torch.manual_seed(789).",
-         "A = softmax(ω / √d_k with ω_ij = −∞ for j > i)",
-         "causal --seed 789", walk_causal, with(base, [](WalkOptions& o) { o.projection.seed = 789; })},
+         "A = softmax(ω / √d_k with ω_ij = −∞ for j > i)", "causal --seed 789"},
         {"dropout", "Dropout on the attention weights",
          "During training, dropout zeroes random attention weights so that the model does not lean on a few "
          "connections. With rate p each weight is kept with probability 1 − p, and the kept ones are multiplied by "
          "1/(1 − p) so that the expected row sum stays the same. At inference dropout does nothing. Here it acts on "
          "a 6×6 matrix of ones after torch.manual_seed(123), as in the textbook.",
-         "A′ = A ⊙ keep / (1 − p), keep_ij ~ Bernoulli(1 − p)",
-         "dropout --ones 6 --dropout-seed 123", walk_dropout,
-         with(base, [](WalkOptions& o) { o.ones = 6; o.dropout_seed = 123; o.dropout = 0.5; })},
+         "A′ = A ⊙ keep / (1 − p), keep_ij ~ Bernoulli(1 − p)", "dropout --ones 6 --dropout-seed 123"},
         {"mha", "Multi-head attention",
          "Several causal attention heads run side by side, each with its own projections, and their outputs are "
          "concatenated. The efficient form projects once, splits the result into heads with view and transpose, "
          "attends per head, merges the heads back and mixes them with an output projection. The input is stacked "
          "into a batch of two, as in the textbook's MultiHeadAttention after torch.manual_seed(123).",
          "head_h = softmax(Q_h·K_hᵀ / √d_h + M)·V_h, output = concat(head_1 … head_H)·W_o + b_o",
-         "mha --batch 2 --seed 123 --heads 2", walk_mha,
-         with(base, [](WalkOptions& o) { o.batch = 2; o.projection.seed = 123; o.heads = 2; })},
+         "mha --batch 2 --seed 123 --heads 2"},
     };
-    std::vector<Section> sections;
-    for (const Plan& p : plans)
-        sections.push_back({p.id, p.title, p.explanation, p.formula, p.args, p.walk(input, p.options)});
-    return sections;
+    return plan;
 }
 
-}  // namespace attnwalk
+void add_walkthrough(CLI::App& cli, Shell& shell) {
+    CLI::App* sub = add_command(cli, shell, "walkthrough",
+                                "The whole chapter in order: scores, softmax, context, projections, causal, dropout, multi-head.",
+                                "  attnwalk walkthrough                 # every section with the textbook's numbers\n"
+                                "  attnwalk walkthrough --step          # pause after each section (press Enter)\n"
+                                "  attnwalk walkthrough --text \"cats climb trees during\" --vocab data/vocab.json\n");
+    sub->add_flag("--step", shell.step, "Pause after each section until Enter (only when stdin is a terminal)");
+    sub->callback([&shell] { shell.walkthrough = true; });
+}
+
+}  // namespace attnwalk::app

@@ -1,21 +1,17 @@
-#include "attnwalk/projection.hpp"
+#include "attnwalk/weights.hpp"
 
 #include <xtensor/xbuilder.hpp>
+#include <xtensor/xmanipulation.hpp>
 #include <xtensor/xview.hpp>
 
+#include "attnwalk/attention.hpp"
+#include "attnwalk/embeddings.hpp"
 #include "attnwalk/errors.hpp"
 #include "attnwalk/json_input.hpp"
 
 namespace attnwalk {
 
 using json_input::json;
-
-Init parse_init(const std::string& name) {
-    if (name == "rand") return Init::rand;
-    if (name == "randn") return Init::randn;
-    if (name == "linear") return Init::linear;
-    throw UsageError("unknown --init '" + name + "': expected rand, randn or linear");
-}
 
 const char* init_name(Init init) {
     switch (init) {
@@ -26,7 +22,19 @@ const char* init_name(Init init) {
     return "linear";
 }
 
+std::optional<Init> init_from_name(const std::string& name) {
+    for (Init init : {Init::rand, Init::randn, Init::linear})
+        if (name == init_name(init)) return init;
+    return std::nullopt;
+}
+
+std::size_t output_width(const AttentionWeights& weights) { return weights.width(); }
+
 namespace {
+
+struct QKV {
+    Linear query, key, value;
+};
 
 Mat mat_of(const std::vector<float>& values, std::size_t rows, std::size_t cols) {
     Mat m({rows, cols});
@@ -40,8 +48,7 @@ Vec vec_of(const std::vector<float>& values) {
     return v;
 }
 
-}  // namespace
-
+// nn.Linear(in, out, bias) initialisation, returned in x·W layout.
 Linear draw_linear(Generator& gen, std::size_t in, std::size_t out, bool bias) {
     const auto init = gen.linear(in, out, bias);
     Linear layer;
@@ -50,6 +57,7 @@ Linear draw_linear(Generator& gen, std::size_t in, std::size_t out, bool bias) {
     return layer;
 }
 
+// W_query, W_key, W_value in that order, as the textbook's classes draw them.
 QKV draw_qkv(Generator& gen, std::size_t d_in, std::size_t d_out, Init init, bool bias) {
     auto draw = [&]() {
         switch (init) {
@@ -66,10 +74,62 @@ QKV draw_qkv(Generator& gen, std::size_t d_in, std::size_t d_out, Init init, boo
     return qkv;
 }
 
-Cube project(const Cube& x, const Linear& layer) {
-    Cube out = matmul_each(x, layer.w);  // (B,T,d_out)
-    if (layer.b.size() != 0) out += xt::view(layer.b, xt::newaxis(), xt::newaxis(), xt::all());
+// The stacked layout's heads side by side: one layer of d_in × H·d_out.
+Linear concat_columns(const std::vector<Linear>& layers) {
+    Linear out;
+    std::vector<Mat> ws;
+    std::vector<Vec> bs;
+    for (const Linear& l : layers) {
+        ws.push_back(l.w);
+        bs.push_back(l.b);
+    }
+    out.w = ws.front();
+    for (std::size_t h = 1; h < ws.size(); ++h) out.w = xt::concatenate(xt::xtuple(out.w, ws[h]), 1);
+    if (bs.front().size() != 0) {
+        out.b = bs.front();
+        for (std::size_t h = 1; h < bs.size(); ++h) out.b = xt::concatenate(xt::xtuple(out.b, bs[h]), 0);
+    }
     return out;
+}
+
+std::shared_ptr<AttentionWeights> from_heads(const std::vector<QKV>& heads, const WeightsShape& shape) {
+    auto w = std::make_shared<AttentionWeights>();
+    w->heads = shape.heads;
+    w->layout = shape.layout;
+    if (heads.size() == 1) {
+        w->query = heads[0].query;
+        w->key = heads[0].key;
+        w->value = heads[0].value;
+        return w;
+    }
+    std::vector<Linear> q, k, v;
+    for (const QKV& h : heads) {
+        q.push_back(h.query);
+        k.push_back(h.key);
+        v.push_back(h.value);
+    }
+    w->query = concat_columns(q);
+    w->key = concat_columns(k);
+    w->value = concat_columns(v);
+    return w;
+}
+
+}  // namespace
+
+Weights draw_weights(Generator& gen, const WeightsShape& shape, Init init, bool bias) {
+    if (bias && init != Init::linear)
+        throw UsageError("a query/key/value bias needs nn.Linear's initialisation (torch.rand/randn matrices have no bias)");
+    std::vector<QKV> heads;
+    const std::size_t modules = shape.layout == HeadLayout::stacked ? shape.heads : 1;
+    for (std::size_t h = 0; h < modules; ++h)  // head by head: query, key, value
+        heads.push_back(draw_qkv(gen, shape.d_in, shape.d_out, init, bias));
+    auto w = from_heads(heads, shape);
+    if (shape.out_proj) w->out_proj = draw_linear(gen, shape.d_out, shape.d_out, true);
+    w->origin = {{"seed", static_cast<long long>(gen.initial_seed())},
+                 {"init", std::string(init_name(init))},
+                 {"d_out", static_cast<long long>(shape.d_out)},
+                 {"qkv_bias", bias}};
+    return w;
 }
 
 namespace {
@@ -104,8 +164,7 @@ const json& object_at(const json& doc, const std::string& file, const std::strin
     return doc;
 }
 
-}  // namespace
-
+// {"W_query", "W_key", "W_value", optional "b_query", "b_key", "b_value"} at `path`.
 QKV read_qkv(const json& object, const std::string& file, const std::string& path, std::size_t d_in) {
     object_at(object, file, path);
     QKV qkv;
@@ -116,43 +175,39 @@ QKV read_qkv(const json& object, const std::string& file, const std::string& pat
     return qkv;
 }
 
-QKV load_qkv(const std::string& file, std::size_t d_in) {
-    const std::string name = file == "-" ? "<stdin>" : file;
-    const json doc = json_input::parse(read_text_file(file), name);
-    return read_qkv(doc, name, "$", d_in);
+}  // namespace
+
+Weights load_weights(const std::string& file, const WeightsShape& shape) {
+    return parse_weights(read_text_file(file), source_name(file), shape);
 }
 
-MultiHeadWeights load_multi_head(const std::string& file, std::size_t d_in, bool wrapper,
-                                 std::size_t heads) {
-    return parse_multi_head(read_text_file(file), file == "-" ? "<stdin>" : file, d_in, wrapper, heads);
-}
-
-MultiHeadWeights parse_multi_head(const std::string& text, const std::string& name, std::size_t d_in, bool wrapper,
-                                  std::size_t heads) {
+Weights parse_weights(const std::string& text, const std::string& name, const WeightsShape& shape) {
     const json parsed = json_input::parse(text, name);
     const json& doc = object_at(parsed, name, "$");
-    MultiHeadWeights out;
-    if (wrapper) {
+    std::vector<QKV> heads;
+    if (shape.layout == HeadLayout::stacked) {
         if (!doc.contains("heads") || !doc.at("heads").is_array())
             throw InputError(name, "$", "missing \"heads\": the wrapper variant takes a list of "
                                         "{\"W_query\", \"W_key\", \"W_value\"}, one per head");
         const json& list = doc.at("heads");
-        if (list.size() != heads)
-            throw InputError(name, "$.heads", "expected " + std::to_string(heads) +
-                                                  " heads (--heads), got " + std::to_string(list.size()));
+        if (list.size() != shape.heads)
+            throw InputError(name, "$.heads", "expected " + std::to_string(shape.heads) + " heads, got " +
+                                                  std::to_string(list.size()));
         for (std::size_t h = 0; h < list.size(); ++h)
-            out.heads.push_back(read_qkv(list[h], name, "$.heads[" + std::to_string(h) + "]", d_in));
-        const std::size_t d_out = out.heads[0].query.w.shape(1);
-        for (std::size_t h = 1; h < heads; ++h)
-            if (out.heads[h].query.w.shape(1) != d_out)
+            heads.push_back(read_qkv(list[h], name, "$.heads[" + std::to_string(h) + "]", shape.d_in));
+        const std::size_t d_out = heads[0].query.w.shape(1);
+        for (std::size_t h = 1; h < heads.size(); ++h)
+            if (heads[h].query.w.shape(1) != d_out)
                 throw InputError(name, "$.heads[" + std::to_string(h) + "].W_query",
-                                 "every head must have the same d_out: expected " +
-                                     std::to_string(d_out) + " columns, got " +
-                                     std::to_string(out.heads[h].query.w.shape(1)));
-        return out;
+                                 "every head must have the same d_out: expected " + std::to_string(d_out) +
+                                     " columns, got " + std::to_string(heads[h].query.w.shape(1)));
+    } else {
+        heads.push_back(read_qkv(doc, name, "$", shape.d_in));
     }
-    out.heads.push_back(read_qkv(doc, name, "$", d_in));
-    const std::size_t d_out = out.heads[0].query.w.shape(1);
+    const std::size_t d_out = heads[0].query.w.shape(1);
+    auto w = from_heads(heads, shape);
+    w->origin = {{"weights", name}, {"d_out", static_cast<long long>(d_out)}};
+    if (!shape.out_proj) return w;
     if (!doc.contains("out_proj"))
         throw InputError(name, "$", "missing \"out_proj\": {\"weight\": d_out×d_out, \"bias\": [d_out]} "
                                     "(the fused variant projects the concatenated heads)");
@@ -160,14 +215,15 @@ MultiHeadWeights parse_multi_head(const std::string& text, const std::string& na
     if (!proj.contains("weight"))
         throw InputError(name, "$.out_proj", "missing \"weight\" (a d_out×d_out matrix, d_out = " +
                                                  std::to_string(d_out) + ")");
-    out.out_proj.w = mat_from_trace(json_input::read_tensor_shaped(
-        proj.at("weight"), name, "$.out_proj.weight", {d_out, d_out}, "out_proj.weight"));
+    Linear out;
+    out.w = mat_from_trace(json_input::read_tensor_shaped(proj.at("weight"), name, "$.out_proj.weight",
+                                                          {d_out, d_out}, "out_proj.weight"));
     if (!proj.contains("bias"))
         throw InputError(name, "$.out_proj", "missing \"bias\" (d_out = " + std::to_string(d_out) + " values)");
-    out.out_proj.b = vec_of(json_input::read_tensor_shaped(proj.at("bias"), name, "$.out_proj.bias",
-                                                           {d_out}, "out_proj.bias")
-                                .data);
-    return out;
+    out.b = vec_of(json_input::read_tensor_shaped(proj.at("bias"), name, "$.out_proj.bias", {d_out}, "out_proj.bias")
+                       .data);
+    w->out_proj = std::move(out);
+    return w;
 }
 
 }  // namespace attnwalk

@@ -1,0 +1,27 @@
+// The subcommands, one file each (CLI11's subcom_in_files pattern): each adds its
+// options to `cli` and, when chosen, leaves the call that builds its trace in `shell`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "shell.hpp"
+
+namespace attnwalk::app {
+
+void add_walkthrough(CLI::App& cli, Shell& shell);
+void add_scores(CLI::App& cli, Shell& shell);
+void add_softmax(CLI::App& cli, Shell& shell);
+void add_context(CLI::App& cli, Shell& shell);
+void add_causal(CLI::App& cli, Shell& shell);
+void add_dropout(CLI::App& cli, Shell& shell);
+void add_mha(CLI::App& cli, Shell& shell);
+
+// scores, softmax and context share their options: one walk each, on one head.
+using SingleHeadWalk = Trace (*)(const Embeddings&, const Weights&, const SingleHeadSpec&, const Recording&);
+void add_single_head(CLI::App& cli, Shell& shell, const char* name, const char* description, const char* examples,
+                     SingleHeadWalk walk);
+
+// A subcommand with its description, examples footer and the shell's options.
+CLI::App* add_command(CLI::App& cli, Shell& shell, const char* name, const char* description, const char* examples);
+
+}  // namespace attnwalk::app

@@ -1,0 +1,74 @@
+// attnwalk mha: multi-head attention, fused or stacked heads.
+#include <memory>
+
+#include "attnwalk/errors.hpp"
+#include "commands.hpp"
+
+namespace attnwalk::app {
+
+namespace {
+
+constexpr std::uint64_t default_mha_seed = 123;  // the textbook's torch.manual_seed(123)
+
+struct MhaOptions {
+    WeightsOptions weights;
+    std::optional<std::size_t> context_length;
+    double p = 0.0;  // MultiHeadAttention(..., dropout=0.0)
+    std::optional<std::uint64_t> dropout_seed;
+    bool eval = false;
+    bool causal = true;
+    std::size_t heads = 2;
+    std::string variant = "fused";
+};
+
+}  // namespace
+
+void add_mha(CLI::App& cli, Shell& shell) {
+    CLI::App* sub = add_command(cli, shell, "mha",
+                                "Multi-head attention: the fused split/view/transpose form with out_proj, or stacked heads (wrapper).",
+                                "  attnwalk mha --batch 2 --seed 123 --heads 2          # the textbook's MultiHeadAttention\n"
+                                "  attnwalk mha --variant wrapper --batch 2 --seed 123  # MultiHeadAttentionWrapper\n");
+    auto o = std::make_shared<MhaOptions>();
+    add_weights_options(*sub, o->weights, shell);
+    sub->add_option("--context-length", o->context_length, "Longest input allowed (error if there are more tokens)");
+    sub->add_option("--dropout", o->p, "Dropout rate p in [0, 1)")->capture_default_str();
+    sub->add_option("--dropout-seed", o->dropout_seed, "Reseed the generator right before the dropout draw, like torch.manual_seed(S); dropout(...)");
+    sub->add_flag("--eval", o->eval, "Inference mode: dropout is the identity");
+    sub->add_flag("--causal,!--no-causal", o->causal, "Mask future tokens (default: on)");
+    sub->add_option("--heads", o->heads, "Number of heads H")->capture_default_str();
+    sub->add_option("--variant", o->variant, "fused (MultiHeadAttention) or wrapper (MultiHeadAttentionWrapper)")
+        ->check(CLI::IsMember({"fused", "wrapper"}))->capture_default_str();
+    sub->callback([&shell, o] {
+        shell.walk = [&shell, o] {
+            const std::size_t H = o->heads;
+            if (H < 1) throw UsageError("--heads must be at least 1");
+            if (!(o->p >= 0.0 && o->p < 1.0))
+                throw UsageError("--dropout must be in [0, 1), got " + format_number(o->p));
+            const bool stacked = o->variant == "wrapper";
+            const HeadLayout layout = stacked ? HeadLayout::stacked : HeadLayout::fused;
+            const std::size_t width = stacked ? H * o->weights.width() : o->weights.width();
+            const bool default_seed = !o->weights.file && !o->weights.seed;
+            Randomness random(default_seed ? default_mha_seed : o->weights.seed, o->dropout_seed);
+            MhaSpec spec;
+            spec.causal = o->causal;
+            spec.dropout = random.dropout(o->p, !o->eval);
+            const Embeddings input = prepare_input(
+                shell,
+                [&](const InputShape& s) { return mha_bytes(s.batch, s.tokens, s.d_in, width, H, layout, spec, shell.recording); },
+                o->context_length);
+            const WeightsShape shape{input.dim(), default_d_out, H, layout, !stacked};
+            if (!stacked && !o->weights.file && o->weights.width() % H != 0)
+                throw UsageError("d_out must be divisible by the number of heads: d_out " + std::to_string(o->weights.width()) +
+                                 " (--d-out) is not a multiple of --heads " + std::to_string(H));
+            const Weights weights = make_weights(o->weights, shape, random);
+            if (!stacked && output_width(*weights) % H != 0)
+                throw UsageError("d_out must be divisible by the number of heads: d_out " + std::to_string(output_width(*weights)) +
+                                 " (from the weights file) is not a multiple of --heads " + std::to_string(H));
+            Trace trace = walk_mha(input, weights, spec, shell.recording);
+            if (default_seed) trace.set_param("default_seed", true);
+            return trace;
+        };
+    });
+}
+
+}  // namespace attnwalk::app

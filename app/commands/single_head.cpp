@@ -1,0 +1,86 @@
+// scores, softmax, context: the options they share and the one call into lib/.
+#include <cmath>
+#include <memory>
+
+#include "attnwalk/errors.hpp"
+#include "commands.hpp"
+
+namespace attnwalk::app {
+
+CLI::App* add_command(CLI::App& cli, Shell& shell, const char* name, const char* description, const char* examples) {
+    CLI::App* sub = cli.add_subcommand(name, description);
+    sub->footer(std::string("Examples:\n") + examples);
+    add_shell_options(*sub, shell, std::string(name) != "walkthrough");
+    return sub;
+}
+
+namespace {
+
+struct SingleHeadOptions {
+    WeightsOptions weights;
+    std::optional<double> scale;
+    std::optional<std::string> query;
+    std::optional<std::string> explain;
+};
+
+}  // namespace
+
+void add_single_head(CLI::App& cli, Shell& shell, const char* name, const char* description, const char* examples,
+                     SingleHeadWalk walk) {
+    CLI::App* sub = add_command(cli, shell, name, description, examples);
+    auto o = std::make_shared<SingleHeadOptions>();
+    sub->add_option("--query", o->query, "Show one query only: a 0-based index or a token's text");
+    sub->add_option("--explain", o->explain, "Write out one cell I,J (query row, key column; indices or tokens): "
+                                             "the dot product term by term, the scaling, each exp, the sum, the division, the weighted sum");
+    add_weights_options(*sub, o->weights, shell);
+    sub->add_option("--scale", o->scale, "Divide the scores by S first (default: 1, or √d_k with projections)");
+    sub->callback([&shell, o, walk] {
+        shell.walk = [&shell, o, walk] {
+            if (o->query && o->explain)
+                throw UsageError("--explain and --query exclude each other: --explain I,J already names the query I");
+            if (o->scale && !(std::isfinite(*o->scale) && *o->scale > 0.0))
+                throw UsageError("--scale must be a positive finite number");
+                        const Embeddings input = prepare_input(shell, [&](const InputShape& s) {
+                return walk_bytes(s.batch, s.tokens, s.d_in, o->weights.width(), 1, o->query ? 1 : s.tokens);
+            });
+            Randomness random(o->weights.seed, std::nullopt);
+            const Weights weights = make_weights(o->weights, {input.dim(), default_d_out, 1, HeadLayout::fused, false}, random);
+            SingleHeadSpec spec;
+            spec.scale = o->scale;
+            if (o->query) spec.query = resolve_token(*o->query, input.tokens, "--query");
+            if (o->explain) spec.explain = parse_cell(*o->explain, input.tokens);
+            return walk(input, weights, spec, shell.recording);
+        };
+    });
+}
+
+void add_scores(CLI::App& cli, Shell& shell) {
+    add_single_head(cli, shell, "scores",
+                    "Dot-product attention scores: one query with every token, or the full ω = X·Xᵀ (Q·Kᵀ with projections).",
+                    "  attnwalk scores                      # the full 6×6 score matrix of the built-in sentence\n"
+                    "  attnwalk scores --query journey      # one query, each dot product written out\n"
+                    "  attnwalk scores --seed 123 --init rand --query 1\n",
+                    walk_scores);
+}
+
+void add_softmax(CLI::App& cli, Shell& shell) {
+    add_single_head(cli, shell, "softmax",
+                    "From scores to weights: divide by the sum vs naive softmax vs stable softmax, each row's sum shown.",
+                    "  attnwalk softmax --query journey     # the three normalisations side by side\n"
+                    "  attnwalk softmax -i data/large_scores.json   # naive softmax overflows, the stable one does not\n"
+                    "  attnwalk softmax --scale 2           # divide the scores by 2 first\n"
+                    "  attnwalk softmax --explain journey,starts   # one weight, every number that goes into it\n",
+                    walk_softmax);
+}
+
+void add_context(CLI::App& cli, Shell& shell) {
+    add_single_head(cli, shell, "context",
+                    "Context vectors: each token's weighted sum of the embeddings (or of the values, with projections).",
+                    "  attnwalk context --query journey     # the weighted sum, term by term\n"
+                    "  attnwalk context --seed 123 --init rand     # the textbook's SelfAttention_v1\n"
+                    "  attnwalk context --seed 789          # SelfAttention_v2 (nn.Linear initialisation)\n"
+                    "  attnwalk context --explain 1,2 --seed 123 --init rand   # one cell, through W_query and W_key\n",
+                    walk_context);
+}
+
+}  // namespace attnwalk::app

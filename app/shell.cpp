@@ -1,0 +1,183 @@
+#include "shell.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <sstream>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/vocab.hpp"
+
+namespace attnwalk::app {
+
+namespace {
+
+// "4G", "512M", "100000": bytes with an optional K, M, G or T suffix (powers of 1024).
+double parse_bytes(const std::string& text) {
+    std::size_t used = 0;
+    double value = -1.0;
+    try {
+        value = std::stod(text, &used);
+    } catch (const std::exception&) {
+    }
+    const std::string suffix = text.substr(std::min(used, text.size()));
+    const std::string units = "KMGT";
+    double scale = 1.0;
+    if (suffix.size() == 1 && units.find(static_cast<char>(std::toupper(suffix[0]))) != std::string::npos)
+        scale = std::pow(1024.0, static_cast<double>(units.find(static_cast<char>(std::toupper(suffix[0]))) + 1));
+    else if (!suffix.empty())
+        value = -1.0;
+    if (!(value > 0.0) || !std::isfinite(value))
+        throw UsageError("--max-memory '" + text + "' is not a size: give bytes, or a number with K, M, G or T");
+    return value * scale;
+}
+
+std::string bytes_text(double bytes) {
+    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    std::size_t u = 0;
+    while (bytes >= 1024.0 && u + 1 < std::size(units)) {
+        bytes /= 1024.0;
+        ++u;
+    }
+    std::ostringstream os;
+    os.precision(bytes < 10 ? 2 : 3);
+    os << bytes << ' ' << units[u];
+    return os.str();
+}
+
+}  // namespace
+
+std::vector<std::string> Shell::input_files() const {
+    std::vector<std::string> files{input};
+    if (vocab) files.push_back(*vocab);
+    files.insert(files.end(), weights_files.begin(), weights_files.end());
+    return files;
+}
+
+void add_shell_options(CLI::App& sub, Shell& s, bool walk) {
+    sub.add_option("-i,--input", s.input, "Input JSON file ({\"tokens\", \"embeddings\"}); - reads stdin. Default: the built-in sentence");
+    sub.add_option("--text", s.sentence, "A sentence instead of -i: split at whitespace, each word looked up in --vocab");
+    sub.add_option("--vocab", s.vocab, "JSON object {\"word\": [numbers], ...} for --text (data/vocab.json covers the docs' sentences)");
+    sub.add_flag("--json", s.json, "Print the whole trace as one JSON document (see docs/json.md)");
+    sub.add_option("--precision", s.text.precision, "Decimals in text output")->check(CLI::Range(0, 12))->capture_default_str();
+    sub.add_option("--format", s.format, "text: labelled tables; torch: tensors printed the way PyTorch prints them")
+        ->check(CLI::IsMember({"text", "torch"}))->capture_default_str();
+    sub.add_option("--color", s.color, "Colour heatmaps: auto (a terminal, NO_COLOR unset), always, never")
+        ->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str();
+    sub.add_flag("--no-heatmap", s.no_heatmap, "Numbers only: no heatmaps under the token×token steps");
+    sub.add_flag("--full", s.text.full, "Print every row and column (tables with more than 16 are elided otherwise)");
+    sub.add_option("--max-memory", s.max_memory, "Refuse inputs whose tensors would need more (bytes, or with K/M/G/T)")->capture_default_str();
+    if (!walk) return;
+    sub.add_option("--batch", s.batch, "Stack the input N times along a batch axis (the textbook uses 2)");
+    sub.add_option("--svg", s.svg, "Also write the heatmap of the final weights as an SVG file (for slides)");
+    sub.add_flag("--summary", s.recording.summary, "Big inputs: per step only the shape, min/max/mean, row sums, a checksum and the time");
+    sub.add_flag("--timing", s.recording.timing, "After the trace, the wall time of each step");
+}
+
+Embeddings prepare_input(const Shell& s, const std::function<double(const InputShape&)>& bytes,
+                         std::optional<std::size_t> context_length) {
+    if (s.sentence && !s.input.empty()) throw UsageError("--text and -i/--input exclude each other");
+    if (s.sentence && !s.vocab) throw UsageError("--text needs --vocab FILE (for example data/vocab.json)");
+    if (s.vocab && !s.sentence) throw UsageError("--vocab goes with --text");
+    if (s.batch < 1) throw UsageError("--batch must be at least 1");
+    if (s.sentence && s.sentence->find_first_not_of(" \t\n\r\f\v") == std::string::npos)
+        throw UsageError("--text has no words");
+    const Embeddings input = s.preloaded         ? *s.preloaded
+                             : s.sentence        ? embed_text(*s.sentence, load_vocab(*s.vocab), "--text")
+                             : s.input.empty()   ? builtin_embeddings()
+                                                 : load_embeddings(s.input);
+    const double need = bytes({input.batch() * s.batch, input.tokens_count(), input.dim()});
+    const double budget = parse_bytes(s.max_memory);
+    if (need > budget)
+        throw UsageError("this walk would need about " + bytes_text(need) + " for its tensors, more than --max-memory " +
+                         bytes_text(budget) + " (raise --max-memory, or use a smaller input or options)");
+    if (context_length && input.tokens_count() > *context_length)
+        throw UsageError("the input has " + std::to_string(input.tokens_count()) + " tokens, more than --context-length " +
+                         std::to_string(*context_length));
+    return s.batch > 1 ? stack_batch(input, s.batch) : input;
+}
+
+std::size_t resolve_token(const std::string& name, const std::vector<std::string>& tokens, const std::string& option) {
+    const std::size_t T = tokens.size();
+    const bool numeric = !name.empty() && name.find_first_not_of("0123456789") == std::string::npos;
+    if (numeric) {
+        const unsigned long long index = name.size() > 9 ? T : std::stoull(name);
+        if (index >= T)
+            throw UsageError(option + " " + name + " is out of range: the input has " + std::to_string(T) +
+                             " tokens, so the index must be 0.." + std::to_string(T - 1));
+        return static_cast<std::size_t>(index);
+    }
+    for (std::size_t i = 0; i < T; ++i)
+        if (tokens[i] == name) return i;
+    std::string known;
+    for (std::size_t i = 0; i < T; ++i) known += (i ? ", " : "") + tokens[i];
+    throw UsageError(option + " '" + name + "' is not a token of the input (tokens: " + known + "; or give a 0-based index)");
+}
+
+Cell parse_cell(const std::string& text, const std::vector<std::string>& tokens) {
+    const auto comma = text.find(',');
+    if (comma == std::string::npos || text.find(',', comma + 1) != std::string::npos)
+        throw UsageError("--explain '" + text + "' is not a cell: give I,J (query row, key column), e.g. --explain 1,2 or --explain journey,starts");
+    return {resolve_token(text.substr(0, comma), tokens, "--explain"), resolve_token(text.substr(comma + 1), tokens, "--explain")};
+}
+
+constexpr Init default_init = Init::linear;
+
+void add_weights_options(CLI::App& sub, WeightsOptions& o, Shell& shell) {
+    sub.add_option("--weights", o.file, "JSON file with W_query, W_key, W_value (d_in×d_out, x·W layout); see docs/weights.md")
+        ->each([&shell](const std::string& file) { shell.weights_files.push_back(file); });
+    sub.add_option("--seed", o.seed, "Draw the weights like torch.manual_seed(N) would, bit for bit");
+    sub.add_option("--init", o.init, std::string("How seeded weights are drawn: rand | randn | linear (default: ") +
+                                         init_name(default_init) + ")");
+    sub.add_option("--d-out", o.d_out, "Output size of the seeded projections (default " + std::to_string(default_d_out) +
+                                           ", as in the textbook)");
+    sub.add_flag("--qkv-bias", o.qkv_bias, "Seeded nn.Linear projections get a bias");
+    sub.add_flag("--show-weights", shell.text.show_weights, "Print the weight matrices used (the JSON always has them)");
+}
+
+Randomness::Randomness(std::optional<std::uint64_t> seed, std::optional<std::uint64_t> dropout_seed)
+    : dropout_seed_(dropout_seed) {
+    if (seed) gen_.emplace(*seed);
+}
+
+DropoutDraw Randomness::dropout(double p, bool train) {
+    DropoutDraw d;
+    d.p = p;
+    d.train = train;
+    if (!train || p == 0.0) {  // nothing is drawn
+        d.gen = weights_stream();
+        return d;
+    }
+    if (dropout_seed_ || !gen_) {
+        const std::uint64_t seed = dropout_seed_.value_or(default_dropout_seed);
+        dropout_gen_.emplace(seed);
+        d.gen = &*dropout_gen_;
+        d.reseeded = true;
+        d.note = dropout_seed_ ? "The generator was reseeded with " + std::to_string(seed) + " right before the draw."
+                               : "No --seed or --dropout-seed given: the draw uses seed " + std::to_string(seed) + ".";
+    } else {
+        d.gen = &*gen_;
+        d.note = "The draw continues the --seed stream after the weights, as a PyTorch script would.";
+    }
+    return d;
+}
+
+Weights make_weights(const WeightsOptions& o, WeightsShape shape, Randomness& random) {
+    if (o.file && o.seed)
+        throw UsageError("--seed and --weights exclude each other: weights come either from a file or from the seeded generator");
+    if (o.init && !o.seed) throw UsageError("--init needs --seed (it says how seeded weights are drawn)");
+    std::optional<Init> init = default_init;
+    if (o.init) {
+        init = init_from_name(*o.init);
+        if (!init) throw UsageError("unknown --init '" + *o.init + "': expected rand, randn or linear");
+    }
+    if (o.d_out && *o.d_out < 1) throw UsageError("--d-out must be at least 1");
+    if (o.qkv_bias && *init != Init::linear)
+        throw UsageError("--qkv-bias needs --init linear (torch.rand/randn matrices have no bias)");
+    if (o.file) return load_weights(*o.file, shape);
+    Generator* gen = random.weights_stream();
+    if (!gen) return nullptr;
+    shape.d_out = o.d_out.value_or(default_d_out);
+    return draw_weights(*gen, shape, *init, o.qkv_bias);
+}
+
+}  // namespace attnwalk::app

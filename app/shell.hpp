@@ -1,0 +1,108 @@
+// What every subcommand shares: the input and output options, turning them into values
+// for the library (the input embeddings, the weights, the random streams), and the
+// defaults that belong to the command line. Each subcommand (app/commands/) adds its own
+// options and one call into lib/.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "attnwalk/embeddings.hpp"
+#include "attnwalk/walk.hpp"
+#include "render.hpp"
+
+namespace attnwalk::app {
+
+// Options every command has, and what the chosen command leaves for cli.cpp to run.
+struct Shell {
+    // input
+    std::string input;  // empty = the built-in example
+    std::optional<std::string> sentence;
+    std::optional<std::string> vocab;
+    std::size_t batch = 1;
+    std::string max_memory = "4G";
+    // output
+    bool json = false;
+    TextOptions text;
+    std::string format = "text";
+    std::string color = "auto";
+    bool no_heatmap = false;
+    std::optional<std::string> svg;
+    Recording recording;
+    // walkthrough
+    bool step = false;
+    const Embeddings* preloaded = nullptr;  // walkthrough sections reuse the input it read once
+
+    // Set by the chosen subcommand: builds its trace (none for walkthrough).
+    std::function<Trace()> walk;
+    bool walkthrough = false;
+
+    std::vector<std::string> weights_files;  // --weights, as parsed
+
+    // The files this run reads (never overwritten by --svg).
+    std::vector<std::string> input_files() const;
+};
+
+// -i, --text, --vocab, --json, --precision, --format, --color, --no-heatmap, --full,
+// --max-memory; for the walks also --batch, --svg, --summary, --timing.
+void add_shell_options(CLI::App& sub, Shell& shell, bool walk);
+
+// The input's shape before --batch stacks it: B, T, d_in.
+struct InputShape {
+    std::size_t batch, tokens, d_in;
+};
+
+// Reads the input (built-in, -i, or --text/--vocab), refuses it when `bytes` of it
+// (after --batch) exceed --max-memory or it is longer than `context_length`, and stacks
+// the batch.
+Embeddings prepare_input(const Shell& shell, const std::function<double(const InputShape&)>& bytes,
+                         std::optional<std::size_t> context_length = std::nullopt);
+
+// A token named on the command line: a 0-based index, or a token's text. `option` names
+// the option in errors.
+std::size_t resolve_token(const std::string& name, const std::vector<std::string>& tokens, const std::string& option);
+// --explain I,J
+Cell parse_cell(const std::string& text, const std::vector<std::string>& tokens);
+
+// --weights, --seed, --init, --d-out, --qkv-bias, --show-weights.
+constexpr std::size_t default_d_out = 2;  // the textbook's
+struct WeightsOptions {
+    std::optional<std::string> file;
+    std::optional<std::uint64_t> seed;
+    std::optional<std::string> init;
+    std::optional<std::size_t> d_out;
+    bool qkv_bias = false;
+
+    // The width the weights will have, for memory estimates (a file's is not known yet).
+    std::size_t width() const { return d_out.value_or(default_d_out); }
+};
+void add_weights_options(CLI::App& sub, WeightsOptions& options, Shell& shell);
+
+// The seeding policy, in one place. The weights come from --weights, or are drawn from
+// the --seed stream (or the command's default seed); the dropout draw continues that
+// stream, unless --dropout-seed reseeds it right before the draw, or there is no stream,
+// when it starts one from default_dropout_seed.
+constexpr std::uint64_t default_dropout_seed = 123;  // the textbook's torch.manual_seed(123)
+class Randomness {
+public:
+    Randomness(std::optional<std::uint64_t> seed, std::optional<std::uint64_t> dropout_seed);
+    Generator* weights_stream() { return gen_ ? &*gen_ : nullptr; }
+    // The draw of dropout rate p (train) or none (eval).
+    DropoutDraw dropout(double p, bool train);
+
+private:
+    std::optional<Generator> gen_;
+    std::optional<Generator> dropout_gen_;
+    std::optional<std::uint64_t> dropout_seed_;
+};
+
+// The weights of `options` for this shape (d_out from --d-out), or none without --weights
+// and a seed stream.
+Weights make_weights(const WeightsOptions& options, WeightsShape shape, Randomness& random);
+
+}  // namespace attnwalk::app

@@ -1,0 +1,94 @@
+// Built on x86-64 only (lib/CMakeLists.txt); called only when the CPU has AVX2.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "softmax_rows.hpp"
+
+namespace attnwalk::fast {
+
+namespace {
+
+__attribute__((target("avx2"))) float hsum(__m256 v) {
+    float l[8];
+    _mm256_storeu_ps(l, v);
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+__attribute__((target("avx2"))) float hmin(__m256 v) {
+    float l[8];
+    _mm256_storeu_ps(l, v);
+    return *std::min_element(l, l + 8);
+}
+__attribute__((target("avx2"))) float hmax(__m256 v) {
+    float l[8];
+    _mm256_storeu_ps(l, v);
+    return *std::max_element(l, l + 8);
+}
+
+__attribute__((target("avx2"))) RowStats scale_avx2(float* row, std::size_t n, float scale, float& max) {
+    const std::size_t m = n / 8 * 8;
+    if (m == 0) return scale_scalar(row, n, scale, max, 0);
+    __m256 lo = _mm256_set1_ps(INFINITY), hi = _mm256_set1_ps(-INFINITY), sum = _mm256_setzero_ps(), top = hi;
+    const __m256 s = _mm256_set1_ps(scale);
+    for (std::size_t j = 0; j < m; j += 8) {
+        const __m256 x = _mm256_loadu_ps(row + j);
+        lo = _mm256_min_ps(lo, x);
+        hi = _mm256_max_ps(hi, x);
+        sum = _mm256_add_ps(sum, x);
+        const __m256 y = _mm256_div_ps(x, s);
+        _mm256_storeu_ps(row + j, y);
+        top = _mm256_max_ps(top, y);
+    }
+    max = hmax(top);
+    return merge({hmin(lo), hmax(hi), hsum(sum)}, scale_scalar(row, n, scale, max, m));
+}
+
+__attribute__((target("avx2"))) float exp_avx2(float* row, std::size_t n, float max) {
+    const std::size_t m = n / 8 * 8;
+    __m256 sum = _mm256_setzero_ps();
+    const __m256 mx = _mm256_set1_ps(max), lowest = _mm256_set1_ps(-87.3f), log2e = _mm256_set1_ps(1.44269504088896341f),
+                 half = _mm256_set1_ps(0.5f), c1 = _mm256_set1_ps(0.693359375f), c2 = _mm256_set1_ps(-2.12194440e-4f),
+                 one = _mm256_set1_ps(1.0f);
+    const __m256 p[6] = {_mm256_set1_ps(1.9875691500e-4f), _mm256_set1_ps(1.3981999507e-3f), _mm256_set1_ps(8.3334519073e-3f),
+                         _mm256_set1_ps(4.1665795894e-2f), _mm256_set1_ps(1.6666665459e-1f), _mm256_set1_ps(5.0000001201e-1f)};
+    for (std::size_t j = 0; j < m; j += 8) {
+        __m256 v = _mm256_max_ps(_mm256_sub_ps(_mm256_loadu_ps(row + j), mx), lowest);
+        const __m256 fx = _mm256_floor_ps(_mm256_add_ps(_mm256_mul_ps(v, log2e), half));
+        v = _mm256_sub_ps(_mm256_sub_ps(v, _mm256_mul_ps(fx, c1)), _mm256_mul_ps(fx, c2));
+        __m256 y = p[0];
+        for (int i = 1; i < 6; ++i) y = _mm256_add_ps(_mm256_mul_ps(y, v), p[i]);
+        y = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(y, v), v), v), one);
+        const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127)), 23);
+        y = _mm256_mul_ps(y, _mm256_castsi256_ps(bits));
+        _mm256_storeu_ps(row + j, y);
+        sum = _mm256_add_ps(sum, y);
+    }
+    return hsum(sum) + exp_scalar_row(row, n, max, m);
+}
+
+__attribute__((target("avx2"))) RowStats normalise_avx2(float* row, std::size_t n, float inv) {
+    const std::size_t m = n / 8 * 8;
+    if (m == 0) return normalise_scalar(row, n, inv, 0);
+    __m256 lo = _mm256_set1_ps(INFINITY), hi = _mm256_set1_ps(-INFINITY), sum = _mm256_setzero_ps();
+    const __m256 k = _mm256_set1_ps(inv);
+    for (std::size_t j = 0; j < m; j += 8) {
+        const __m256 w = _mm256_mul_ps(_mm256_loadu_ps(row + j), k);
+        _mm256_storeu_ps(row + j, w);
+        lo = _mm256_min_ps(lo, w);
+        hi = _mm256_max_ps(hi, w);
+        sum = _mm256_add_ps(sum, w);
+    }
+    return merge({hmin(lo), hmax(hi), hsum(sum)}, normalise_scalar(row, n, inv, m));
+}
+
+}  // namespace
+
+std::pair<RowStats, RowStats> softmax_row_avx2(float* row, std::size_t n, float scale) {
+    float max = -INFINITY;
+    const RowStats raw = scale_avx2(row, n, scale, max);
+    const float inv = 1.0f / exp_avx2(row, n, max);
+    return {raw, normalise_avx2(row, n, inv)};
+}
+
+}  // namespace attnwalk::fast

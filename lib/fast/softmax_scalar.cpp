@@ -1,0 +1,79 @@
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "softmax_rows.hpp"
+
+namespace attnwalk::fast {
+
+namespace {
+
+// Cephes' expf. Arguments below −87.3 give about 1e-38 instead of a denormal or 0.
+float exp_scalar(float v) {
+    v = std::max(v, -87.3f);
+    const float fx = std::floor(v * 1.44269504088896341f + 0.5f);
+    v = v - fx * 0.693359375f + fx * 2.12194440e-4f;
+    float y = 1.9875691500e-4f;
+    y = y * v + 1.3981999507e-3f;
+    y = y * v + 8.3334519073e-3f;
+    y = y * v + 4.1665795894e-2f;
+    y = y * v + 1.6666665459e-1f;
+    y = y * v + 5.0000001201e-1f;
+    y = y * v * v + v + 1.0f;
+    const std::int32_t bits = (static_cast<std::int32_t>(fx) + 127) << 23;
+    float two_fx;
+    std::memcpy(&two_fx, &bits, sizeof two_fx);
+    return y * two_fx;
+}
+
+}  // namespace
+
+// scale: statistics of the raw scores, row /= scale, max of the result.
+RowStats scale_scalar(float* row, std::size_t n, float scale, float& max, std::size_t from) {
+    RowStats r{INFINITY, -INFINITY, 0.0f};
+    for (std::size_t j = from; j < n; ++j) {
+        r.min = std::min(r.min, row[j]);
+        r.max = std::max(r.max, row[j]);
+        r.sum += row[j];
+        row[j] = row[j] / scale;
+        max = std::max(max, row[j]);
+    }
+    return r;
+}
+
+// row = exp(row − max); returns the sum.
+float exp_scalar_row(float* row, std::size_t n, float max, std::size_t from) {
+    float sum = 0.0f;
+    for (std::size_t j = from; j < n; ++j) sum += (row[j] = exp_scalar(row[j] - max));
+    return sum;
+}
+
+// row *= inv; returns the weights' statistics.
+RowStats normalise_scalar(float* row, std::size_t n, float inv, std::size_t from) {
+    RowStats r{INFINITY, -INFINITY, 0.0f};
+    for (std::size_t j = from; j < n; ++j) {
+        row[j] *= inv;
+        r.min = std::min(r.min, row[j]);
+        r.max = std::max(r.max, row[j]);
+        r.sum += row[j];
+    }
+    return r;
+}
+
+std::pair<RowStats, RowStats> softmax_row_scalar(float* row, std::size_t n, float scale) {
+    float max = -INFINITY;
+    const RowStats raw = scale_scalar(row, n, scale, max, 0);
+    const float inv = 1.0f / exp_scalar_row(row, n, max, 0);
+    return {raw, normalise_scalar(row, n, inv, 0)};
+}
+
+std::pair<RowStats, RowStats> softmax_row(float* row, std::size_t n, float scale) {
+#if defined(ATTNWALK_HAVE_AVX2)
+    static const bool avx2 = __builtin_cpu_supports("avx2");
+    if (avx2) return softmax_row_avx2(row, n, scale);
+#endif
+    return softmax_row_scalar(row, n, scale);
+}
+
+}  // namespace attnwalk::fast

@@ -1,0 +1,55 @@
+// The trainable projections of an attention layer, as one value: drawn from a seeded
+// generator the way PyTorch builds the textbook's classes, or read from a JSON file.
+// This header is light (no xtensor): app/ holds weights as an opaque handle; the
+// matrices themselves are in attention.hpp.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "attnwalk/rng.hpp"
+
+namespace attnwalk {
+
+struct AttentionWeights;  // attention.hpp
+// Null: no projections, Q = K = V = X (the chapter's first sections).
+using Weights = std::shared_ptr<const AttentionWeights>;
+
+// How seeded matrices are drawn: torch.rand, torch.randn, or nn.Linear's initialisation.
+enum class Init { rand, randn, linear };
+const char* init_name(Init init);
+std::optional<Init> init_from_name(const std::string& name);  // "rand" | "randn" | "linear"
+
+// How the heads share the projections.
+//   fused:   one W_query/W_key/W_value of d_in×d_out, split into H heads of d_out/H
+//            columns (the textbook's MultiHeadAttention); with out_proj.
+//   stacked: one W_query/W_key/W_value of d_in×d_out per head, their outputs
+//            concatenated (MultiHeadAttentionWrapper); never an out_proj.
+enum class HeadLayout { fused, stacked };
+
+struct WeightsShape {
+    std::size_t d_in = 0;
+    std::size_t d_out = 2;  // per head for `stacked`, in all for `fused`
+    std::size_t heads = 1;
+    HeadLayout layout = HeadLayout::fused;
+    bool out_proj = false;  // fused only: Linear(d_out, d_out) with bias after the heads
+};
+
+// Draws in PyTorch's construction order (query, key, value, head by head for `stacked`,
+// then out_proj). `bias` gives the query/key/value layers a bias (Init::linear only).
+// Records the seed, init, d_out and bias as the weights' origin.
+Weights draw_weights(Generator& gen, const WeightsShape& shape, Init init, bool bias);
+
+// Reads a weights file ("-" = stdin): {"W_query", "W_key", "W_value", "b_*"?} and, with
+// out_proj, {"out_proj": {"weight", "bias"}}; for `stacked`, {"heads": [...]} with
+// shape.heads entries. shape.d_out is taken from the file. Throws InputError.
+Weights load_weights(const std::string& file, const WeightsShape& shape);
+// The same from JSON text; `name` names it in errors.
+Weights parse_weights(const std::string& text, const std::string& name, const WeightsShape& shape);
+
+// The width of the concatenated heads' output (d_out, or H·d_out for `stacked`).
+std::size_t output_width(const AttentionWeights& weights);
+
+}  // namespace attnwalk

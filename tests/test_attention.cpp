@@ -1,0 +1,96 @@
+// The one attention forward: heads, query rows, the mask, dropout.
+#include "attnwalk/attention.hpp"
+#include "attnwalk/errors.hpp"
+#include "attnwalk/softmax.hpp"
+#include "test_util.hpp"
+
+using namespace attnwalk;
+
+namespace {
+
+Cube example() {  // (1,3,2)
+    return Cube{{{0.3f, -1.2f}, {2.5f, 0.7f}, {-0.4f, 0.9f}}};
+}
+
+}  // namespace
+
+TEST_SUITE("attention") {
+    TEST_CASE("attention.split_then_merge_is_identity") {
+        Cube x({2, 3, 6});
+        for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(i);
+        const auto split = split_heads(x, 3);
+        REQUIRE(split.shape(1) == 3);
+        REQUIRE(split.shape(3) == 2);
+        CHECK(split(1, 2, 0, 1) == x(1, 0, 5));  // head 2 holds columns 4..5
+        CHECK(merge_heads(split) == x);
+    }
+
+    TEST_CASE("attention.without_weights_scores_are_x_times_x_transposed") {
+        const Cube x = example();
+        const Forward f = attention_forward(x, nullptr, {});
+        REQUIRE(f.scores.shape(1) == 1);
+        CHECK(f.scale == 1.0f);
+        CHECK(f.scores(0, 0, 1, 2) == doctest::Approx(2.5f * -0.4f + 0.7f * 0.9f));
+        for (std::size_t i = 0; i < 3; ++i) CHECK(f.row_sum(0, 0, i) > 0.0f);
+        // context = A·X
+        float z = 0.0f;
+        for (std::size_t j = 0; j < 3; ++j) z += f.weights(0, 0, 2, j) * x(0, j, 1);
+        CHECK(f.context(0, 2, 1) == doctest::Approx(z));
+    }
+
+    TEST_CASE("attention.one_query_row_equals_that_row_of_all_rows") {
+        const Cube x = example();
+        const Forward all = attention_forward(x, nullptr, {});
+        ForwardSpec one;
+        one.query = 1;
+        const Forward f = attention_forward(x, nullptr, one);
+        REQUIRE(f.scores.shape(2) == 1);
+        for (std::size_t j = 0; j < 3; ++j) {
+            CHECK(f.scores(0, 0, 0, j) == all.scores(0, 0, 1, j));
+            CHECK(f.weights(0, 0, 0, j) == all.weights(0, 0, 1, j));
+        }
+        for (std::size_t c = 0; c < 2; ++c) CHECK(f.context(0, 0, c) == all.context(0, 1, c));
+        one.query = 3;
+        CHECK_THROWS_AS(attention_forward(x, nullptr, one), UsageError);
+    }
+
+    TEST_CASE("attention.causal_rows_see_only_the_past") {
+        ForwardSpec spec;
+        spec.causal = true;
+        const Forward f = attention_forward(example(), nullptr, spec);
+        CHECK(f.weights(0, 0, 0, 0) == 1.0f);
+        CHECK(f.weights(0, 0, 0, 1) == 0.0f);
+        CHECK(f.weights(0, 0, 1, 2) == 0.0f);
+        CHECK(std::isinf(f.masked(0, 0, 0, 2)));
+        spec.query = 1;  // a single row keeps its own position
+        const Forward row = attention_forward(example(), nullptr, spec);
+        CHECK(row.weights(0, 0, 0, 2) == 0.0f);
+        CHECK(row.weights(0, 0, 0, 1) == f.weights(0, 0, 1, 1));
+    }
+
+    TEST_CASE("attention.heads_split_the_projections") {
+        AttentionWeights w;
+        w.heads = 2;
+        Mat eye = {{1, 0, 0, 0}, {0, 1, 0, 0}};  // d_in 2 -> 4: [x0 x1 0 0]
+        w.query.w = w.key.w = w.value.w = eye;
+        const Forward f = attention_forward(example(), &w, {});
+        REQUIRE(f.scores.shape(1) == 2);
+        CHECK(f.d_h == 2);
+        CHECK(f.scale == static_cast<float>(std::sqrt(2.0)));
+        CHECK(f.scores(0, 1, 0, 0) == 0.0f);  // head 1 sees the zero columns
+        CHECK(f.weights(0, 1, 0, 0) == doctest::Approx(1.0f / 3.0f));
+        w.heads = 3;
+        CHECK_THROWS_AS(attention_forward(example(), &w, {}), UsageError);
+    }
+
+    TEST_CASE("attention.dropout_keeps_and_scales") {
+        Generator gen(123);
+        ForwardSpec spec;
+        spec.dropout = {0.5, &gen};
+        const Forward f = attention_forward(example(), nullptr, spec);
+        REQUIRE(f.dropped);
+        CHECK(f.dropout_scale == 2.0f);
+        for (std::size_t n = 0; n < f.weights.size(); ++n)
+            CHECK(f.weights_dropped.data()[n] == f.weights.data()[n] * f.keep.data()[n] * 2.0f);
+    }
+}

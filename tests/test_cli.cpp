@@ -153,7 +153,7 @@ TEST_SUITE("cli") {
             {"scores", "{\"embeddings\": []}", 1, "at $.embeddings: expected a non-empty array"},
             {"scores", "{\"embeddings\": [[1, 2], [3]]}", 1, "at $.embeddings[1]: ragged array"},
             {"scores", "{\"embeddings\": [[1, true]]}", 1, "at $.embeddings[0][1]: expected a number, got a boolean"},
-            {"scores", "{\"embeddings\": [[1, 1e400]]}", 1, "number out of range"},
+            {"scores", "{\"embeddings\": [[1, 1e400]]}", 1, "at $.embeddings[0][1]: expected a finite float32 number, got 1e400"},
             {"scores", "{\"embeddings\": [[1, NaN]]}", 1, "not valid JSON"},
             {"scores", "{\"embeddings\": [[1], [2]], \"tokens\": [\"a\"]}", 1, "at $.tokens: expected 2 tokens"},
             {"scores", "{\"embeddings\": [[[1, 2], [3, 4]], [[1, 2]]]}", 1, "at $.embeddings[1]: ragged array: expected 2 values"},

@@ -24,7 +24,7 @@ using NameFn = const char* (*)();
 
 // The OpenBLAS plugin: loaded on the first large product, kept until the process ends.
 // Looks for it at $ATTNWALK_OPENBLAS_PLUGIN, then where the build put it, then where
-// `cmake --install` puts it.
+// CMake's install step puts it.
 class Plugin {
 public:
     Plugin() {

@@ -63,51 +63,46 @@ std::string read_text_file(const std::string& path) {
 }
 
 Embeddings parse_embeddings(const std::string& text, const std::string& source) {
-    using json_input::json;
-    Tensor streamed_x;
-    bool streamed = false;
-    const json doc = json_input::parse_with_tensor(text, source, "embeddings", streamed_x, streamed);
+    using json_input::Value;
+    static const std::vector<std::string> keys{"tokens", "embeddings"};  // anything else is skipped unbuilt
+    const Value doc = json_input::parse(text, source, &keys);
     if (!doc.is_object())
-        throw InputError(source, "$", "expected a JSON object with \"embeddings\", got " +
-                                          json_input::type_name(doc));
-    if (!doc.contains("embeddings"))
-        throw InputError(source, "$", "missing \"embeddings\" (a T×d or B×T×d array of numbers)");
+        throw InputError(source, "$", "expected a JSON object with \"embeddings\", got " + json_input::type_name(doc));
+    const Value* embeddings = doc.find("embeddings");
+    if (!embeddings) throw InputError(source, "$", "missing \"embeddings\" (a T×d or B×T×d array of numbers)");
 
     Embeddings out;
     out.source = source;
-    Tensor x = streamed ? std::move(streamed_x) : json_input::read_tensor(doc["embeddings"], source, "$.embeddings");
+    Tensor x = json_input::tensor_of(*embeddings, source, "$.embeddings");
     if (x.shape.size() == 2) {
         x.shape.insert(x.shape.begin(), 1);  // one sequence: B = 1
     } else if (x.shape.size() == 3) {
         out.batched = true;
     } else {
         throw InputError(source, "$.embeddings",
-                         "expected a T×d array (or B×T×d for a batch), got " +
-                             std::to_string(x.shape.size()) + " levels of nesting (" +
-                             json_input::shape_string(x.shape) + ")");
+                         "expected a T×d array (or B×T×d for a batch), got " + std::to_string(x.shape.size()) +
+                             " levels of nesting (" + json_input::shape_string(x.shape) + ")");
     }
     out.x = std::move(x);
     const std::size_t T = out.tokens_count();
 
-    if (doc.contains("tokens")) {
-        const json& tokens = doc["tokens"];
-        if (!tokens.is_array())
-            throw InputError(source, "$.tokens", "expected an array of strings, got " +
-                                                     json_input::type_name(tokens));
-        if (tokens.size() != T)
-            throw InputError(source, "$.tokens",
-                             "expected " + std::to_string(T) + " tokens (one per embedding row), got " +
-                                 std::to_string(tokens.size()));
-        for (std::size_t i = 0; i < tokens.size(); ++i) {
-            if (!tokens[i].is_string())
-                throw InputError(source, "$.tokens[" + std::to_string(i) + "]",
-                                 "expected a string, got " + json_input::type_name(tokens[i]));
-            const auto& token = tokens[i].get_ref<const std::string&>();
-            if (token.size() > max_token_bytes)
-                throw InputError(source, "$.tokens[" + std::to_string(i) + "]",
-                                 "token is " + std::to_string(token.size()) + " bytes long; at most " +
-                                     std::to_string(max_token_bytes) + " are allowed");
-            out.tokens.push_back(token);
+    if (const Value* tokens = doc.find("tokens")) {
+        if (tokens->type == Value::Type::tensor)  // read as numbers: its first element is not a string
+            throw InputError(source, "$.tokens[0]", std::string("expected a string, got ") +
+                                                        (tokens->tensor.shape.size() > 1 ? "an array" : "a number"));
+        if (tokens->type != Value::Type::array)
+            throw InputError(source, "$.tokens", "expected an array of strings, got " + json_input::type_name(*tokens));
+        if (tokens->array.size() != T)
+            throw InputError(source, "$.tokens", "expected " + std::to_string(T) + " tokens (one per embedding row), got " +
+                                                     std::to_string(tokens->array.size()));
+        for (std::size_t i = 0; i < T; ++i) {
+            const Value& token = tokens->array[i];
+            const std::string path = "$.tokens[" + std::to_string(i) + "]";
+            if (token.type != Value::Type::string) throw InputError(source, path, "expected a string, got " + json_input::type_name(token));
+            if (token.string.size() > max_token_bytes)
+                throw InputError(source, path, "token is " + std::to_string(token.string.size()) + " bytes long; at most " +
+                                                   std::to_string(max_token_bytes) + " are allowed");
+            out.tokens.push_back(token.string);
         }
     } else {
         for (std::size_t i = 0; i < T; ++i) out.tokens.push_back("t" + std::to_string(i));

@@ -1,56 +1,505 @@
 #include "attnwalk/json_input.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <limits>
 #include <sstream>
+#include <unordered_set>
 
 #include "attnwalk/errors.hpp"
 
 namespace attnwalk::json_input {
 
 namespace {
-json parse_with(const std::string& file, const std::function<json()>& parser);
+
+constexpr std::size_t max_rank = 4;    // nothing attnwalk reads has more axes
+constexpr std::size_t max_depth = 64;  // objects and arrays inside each other
+
+std::string index_path(const std::string& path, std::size_t i) { return path + "[" + std::to_string(i) + "]"; }
+
+std::string number_text(double v) {
+    std::ostringstream os;
+    os << v;
+    return os.str();
 }
 
-json parse(const std::string& text, const std::string& file) {
-    return parse_with(file, [&] { return json::parse(text); });
-}
+// A numeric array, read as it is parsed. The shape comes from the first elements;
+// later arrays must match it; every element must be a finite float32 number.
+class TensorReader {
+public:
+    TensorReader(const std::string& file, std::string path) : file_(file), path_(std::move(path)) {}
 
-namespace {
-
-json parse_with(const std::string& file, const std::function<json()>& parser) {
-    try {
-        return parser();
-    } catch (const json::parse_error& e) {
-        // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
-        std::string what = e.what();
-        const auto at = what.find("parse error");
-        if (at != std::string::npos) what = what.substr(at);
-        throw InputError(file, "", "not valid JSON: " + what);
-    } catch (const json::out_of_range& e) {  // e.g. 1e400: no double holds it
-        std::string what = e.what();
-        const auto at = what.find("] ");
-        if (at != std::string::npos) what = what.substr(at + 2);
-        throw InputError(file, "", "number out of range (" + what + "): expected finite float32 numbers");
+    void start_array() {
+        const std::size_t level = counts_.size();
+        if (rank_ && level >= rank_) fail(element_path(), "expected a number, got an array");
+        if (!rank_ && level >= max_rank)
+            fail(element_path(), "nested too deeply: at most " + std::to_string(max_rank) + " levels of arrays");
+        counts_.push_back(0);
     }
-}
+    // Returns true when the outermost array closed: the tensor is complete.
+    bool end_array() {
+        const std::size_t level = counts_.size() - 1, count = counts_.back();
+        if (!rank_ && count == 0) fail(open_path(), "expected a non-empty array of numbers, got []");
+        if (tensor_.shape.size() <= level) tensor_.shape.resize(level + 1, 0);  // 0: not known yet
+        if (tensor_.shape[level] == 0) {
+            tensor_.shape[level] = count;  // the first array of this level: its length is the shape
+        } else if (count != tensor_.shape[level]) {
+            const std::string like = level == 0 ? "" : " (like the first one)";
+            fail(open_path(), "ragged array: expected " + std::to_string(tensor_.shape[level]) + " values" + like + ", got " +
+                                  std::to_string(count));
+        }
+        counts_.pop_back();
+        if (counts_.empty()) return true;
+        ++counts_.back();
+        return false;
+    }
+    void number(double v, const char* text, std::size_t size) {
+        const std::size_t level = counts_.size();
+        if (!rank_) rank_ = level;
+        if (level < rank_) fail(element_path(), "expected an array of " + std::to_string(tensor_.shape.at(level)) + " values, got a number");
+        if (!std::isfinite(v) || std::fabs(v) > static_cast<double>(std::numeric_limits<float>::max()))
+            fail(element_path(), "expected a finite float32 number, got " +
+                                     (std::isfinite(v) ? number_text(v) : std::string(text, std::min<std::size_t>(size, 40))));
+        tensor_.data.push_back(static_cast<float>(v));
+        ++counts_.back();
+    }
+    // Anything else where an element belongs.
+    [[noreturn]] void other(const std::string& type) {
+        const std::size_t level = counts_.size();
+        if (rank_ && level < rank_)
+            fail(element_path(), "expected an array of " + std::to_string(tensor_.shape.at(level)) + " values, got " + type);
+        fail(element_path(), "expected a number, got " + type);
+    }
+    Tensor take() {
+        tensor_.shape.resize(rank_);
+        return std::move(tensor_);
+    }
+
+private:
+    // The path of the element about to be added to the innermost open array.
+    std::string element_path() const {
+        std::string p = path_;
+        for (std::size_t count : counts_) p = index_path(p, count);
+        return p;
+    }
+    // The path of the innermost open array.
+    std::string open_path() const {
+        std::string p = path_;
+        for (std::size_t l = 0; l + 1 < counts_.size(); ++l) p = index_path(p, counts_[l]);
+        return p;
+    }
+    [[noreturn]] void fail(const std::string& where, const std::string& what) const { throw InputError(file_, where, what); }
+
+    const std::string& file_;
+    std::string path_;
+    Tensor tensor_;
+    std::size_t rank_ = 0;             // levels of arrays, known at the first number
+    std::vector<std::size_t> counts_;  // elements so far in each open array
+};
+
+class Parser {
+public:
+    Parser(const std::string& text, const std::string& file) : text_(text), file_(file), p_(text.data()), end_(p_ + text.size()) {}
+
+    Value document(const std::vector<std::string>* keep) {
+        skip_space();
+        Value v;
+        if (keep && p_ != end_ && *p_ == '{') {
+            v = object("$", 0, keep);
+        } else {
+            v = value("$", 0, true);
+        }
+        skip_space();
+        if (p_ != end_) syntax("unexpected " + describe_here() + " after the end of the document");
+        return v;
+    }
+
+private:
+    // ---- errors ------------------------------------------------------------------------
+    [[noreturn]] void syntax(const std::string& what) const {
+        std::size_t line = 1, column = 1;
+        for (const char* c = text_.data(); c < p_ && c < end_; ++c) {
+            if (*c == '\n') {
+                ++line;
+                column = 1;
+            } else if ((static_cast<unsigned char>(*c) & 0xC0) != 0x80) {
+                ++column;
+            }
+        }
+        throw InputError(file_, "", "not valid JSON: parse error at line " + std::to_string(line) + ", column " +
+                                        std::to_string(column) + ": " + what);
+    }
+    std::string describe_here() const {
+        if (p_ == end_) return "end of input";
+        if (*p_ == '\0') return "NUL byte (a binary file?)";
+        const auto c = static_cast<unsigned char>(*p_);
+        if (c < 0x20 || c == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "0x%02X", c);
+            return std::string("control character ") + buf;
+        }
+        if (c >= 0x80) return "non-ASCII character";
+        return std::string("'") + *p_ + "'";
+    }
+    [[noreturn]] void expected(const std::string& what) const { syntax("expected " + what + ", got " + describe_here()); }
+
+    // ---- lexing --------------------------------------------------------------------------
+    void skip_space() {
+        while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\t' || *p_ == '\r')) ++p_;
+    }
+    bool literal(const char* word) {
+        const std::size_t n = std::strlen(word);
+        if (static_cast<std::size_t>(end_ - p_) < n || std::memcmp(p_, word, n) != 0) return false;
+        p_ += n;
+        return true;
+    }
+    static void append_utf8(std::string& out, unsigned code) {
+        if (code < 0x80) {
+            out += static_cast<char>(code);
+        } else if (code < 0x800) {
+            out += static_cast<char>(0xC0 | (code >> 6));
+            out += static_cast<char>(0x80 | (code & 0x3F));
+        } else if (code < 0x10000) {
+            out += static_cast<char>(0xE0 | (code >> 12));
+            out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (code & 0x3F));
+        } else {
+            out += static_cast<char>(0xF0 | (code >> 18));
+            out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+            out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (code & 0x3F));
+        }
+    }
+    unsigned hex4() {
+        if (end_ - p_ < 4) syntax("a \\u escape needs 4 hex digits");
+        unsigned code = 0;
+        for (int i = 0; i < 4; ++i, ++p_) {
+            const char c = *p_;
+            code <<= 4;
+            if (c >= '0' && c <= '9') code |= static_cast<unsigned>(c - '0');
+            else if (c >= 'a' && c <= 'f') code |= static_cast<unsigned>(c - 'a' + 10);
+            else if (c >= 'A' && c <= 'F') code |= static_cast<unsigned>(c - 'A' + 10);
+            else syntax("a \\u escape needs 4 hex digits");
+        }
+        return code;
+    }
+    // The length of a valid UTF-8 sequence at p_, or 0.
+    std::size_t utf8_length() const {
+        const auto* s = reinterpret_cast<const unsigned char*>(p_);
+        const std::size_t left = static_cast<std::size_t>(end_ - p_);
+        const auto cont = [&](std::size_t i) { return i < left && (s[i] & 0xC0) == 0x80; };
+        if (s[0] >= 0xC2 && s[0] <= 0xDF) return cont(1) ? 2 : 0;
+        if (s[0] >= 0xE0 && s[0] <= 0xEF) {
+            if (!cont(1) || !cont(2)) return 0;
+            if (s[0] == 0xE0 && s[1] < 0xA0) return 0;  // overlong
+            if (s[0] == 0xED && s[1] >= 0xA0) return 0;  // surrogates
+            return 3;
+        }
+        if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+            if (!cont(1) || !cont(2) || !cont(3)) return 0;
+            if (s[0] == 0xF0 && s[1] < 0x90) return 0;
+            if (s[0] == 0xF4 && s[1] >= 0x90) return 0;
+            return 4;
+        }
+        return 0;
+    }
+    // A string; `out` null skips it.
+    void string(std::string* out) {
+        if (p_ == end_ || *p_ != '"') expected("a string");
+        ++p_;
+        for (;;) {
+            const char* run = p_;  // plain ASCII in one piece
+            while (p_ != end_ && *p_ != '"' && *p_ != '\\' && static_cast<unsigned char>(*p_) >= 0x20 &&
+                   static_cast<unsigned char>(*p_) < 0x80)
+                ++p_;
+            if (out) out->append(run, p_);
+            if (p_ == end_) syntax("a string is not closed before the end of input");
+            const auto c = static_cast<unsigned char>(*p_);
+            if (c == '"') {
+                ++p_;
+                return;
+            }
+            if (c == '\\') {
+                ++p_;
+                if (p_ == end_) syntax("a string is not closed before the end of input");
+                const char e = *p_++;
+                switch (e) {
+                    case '"': case '\\': case '/': if (out) *out += e; break;
+                    case 'b': if (out) *out += '\b'; break;
+                    case 'f': if (out) *out += '\f'; break;
+                    case 'n': if (out) *out += '\n'; break;
+                    case 'r': if (out) *out += '\r'; break;
+                    case 't': if (out) *out += '\t'; break;
+                    case 'u': {
+                        unsigned code = hex4();
+                        if (code >= 0xD800 && code <= 0xDBFF) {
+                            if (!literal("\\u")) syntax("a \\u escape of a high surrogate must be followed by a low one");
+                            const unsigned low = hex4();
+                            if (low < 0xDC00 || low > 0xDFFF) syntax("a \\u escape of a high surrogate must be followed by a low one");
+                            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+                        } else if (code >= 0xDC00 && code <= 0xDFFF) {
+                            syntax("a lone low surrogate in a \\u escape");
+                        }
+                        if (out) append_utf8(*out, code);
+                        break;
+                    }
+                    default: --p_; syntax("invalid escape \\" + std::string(1, e) + " in a string");
+                }
+                continue;
+            }
+            if (c < 0x20) syntax("a " + describe_here() + " in a string (escape it)");
+            const std::size_t n = utf8_length();
+            if (!n) syntax("ill-formed UTF-8 in a string");
+            if (out) out->append(p_, n);
+            p_ += n;
+        }
+    }
+    // JSON's number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+    double number(const char*& start) {
+        start = p_;
+        auto digits = [&] {
+            const char* d = p_;
+            while (p_ != end_ && *p_ >= '0' && *p_ <= '9') ++p_;
+            return p_ != d;
+        };
+        if (p_ != end_ && *p_ == '-') ++p_;
+        if (p_ != end_ && *p_ == '0') ++p_;
+        else if (!digits()) { p_ = start; expected("a value"); }
+        if (p_ != end_ && *p_ == '.') {
+            ++p_;
+            if (!digits()) expected("a digit after the decimal point");
+        }
+        if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) {
+            ++p_;
+            if (p_ != end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+            if (!digits()) expected("a digit in the exponent");
+        }
+        double v = 0.0;
+        const auto r = std::from_chars(start, p_, v);
+        if (r.ec == std::errc::result_out_of_range) return start[0] == '-' ? -INFINITY : INFINITY;  // 1e400: said by the reader of it
+        return v;
+    }
+
+    // ---- values ----------------------------------------------------------------------------
+    void enter(std::size_t depth) const {
+        if (depth > max_depth) syntax("nested more than " + std::to_string(max_depth) + " levels deep");
+    }
+
+    // The first character after the '[' s of a run of array starts: a number starts a tensor.
+    bool tensor_ahead() const {
+        for (const char* q = p_; q != end_; ++q) {
+            const char c = *q;
+            if (c == '[' || c == ' ' || c == '\n' || c == '\t' || c == '\r') continue;
+            return c == '-' || (c >= '0' && c <= '9');
+        }
+        return false;
+    }
+
+    Value value(const std::string& path, std::size_t depth, bool store) {
+        enter(depth);
+        skip_space();
+        if (p_ == end_) expected("a value");
+        Value v;
+        switch (*p_) {
+            case '{': return object(path, depth, nullptr, store);
+            case '[': return tensor_ahead() ? tensor(path, store) : array(path, depth, store);
+            case '"':
+                v.type = Value::Type::string;
+                string(store ? &v.string : nullptr);
+                return v;
+            case 't':
+            case 'f':
+            case 'n':
+                if (literal("true")) v = boolean(true);
+                else if (literal("false")) v = boolean(false);
+                else if (literal("null")) v.type = Value::Type::null;
+                else expected("a value");
+                return v;
+            default: {
+                const char* start = nullptr;
+                v.type = Value::Type::number;
+                v.number = number(start);
+                return v;
+            }
+        }
+    }
+    static Value boolean(bool b) {
+        Value v;
+        v.type = Value::Type::boolean;
+        v.boolean = b;
+        return v;
+    }
+
+    Value tensor(const std::string& path, bool store) {
+        TensorReader reader(file_, path);
+        for (;;) {
+            skip_space();
+            if (p_ == end_) expected("a value");
+            if (*p_ == '[') {
+                ++p_;
+                reader.start_array();
+                skip_space();
+                if (p_ != end_ && *p_ == ']') {
+                    ++p_;
+                    if (reader.end_array() || !comma_or_end(reader)) break;
+                }
+                continue;
+            }
+            const char c = *p_;
+            if (c == '-' || (c >= '0' && c <= '9')) {
+                const char* start = nullptr;
+                const double v = number(start);
+                reader.number(v, start, static_cast<std::size_t>(p_ - start));
+            } else if (c == '"' || c == '{' || c == 't' || c == 'f' || c == 'n') {
+                const Value other = value(path, 0, false);  // read it for the syntax, then say what it is
+                reader.other(type_name(other));
+            } else {
+                expected("a value");
+            }
+            // after an element: ',' or the end of one or more arrays
+            if (!comma_or_end(reader)) break;
+        }
+        Value v;
+        v.type = Value::Type::tensor;
+        if (store) v.tensor = reader.take();
+        return v;
+    }
+    // After an element of a tensor: a comma (true: more to read), or ']'s closing arrays
+    // (false once the outermost closed).
+    bool comma_or_end(TensorReader& reader) {
+        for (;;) {
+            skip_space();
+            if (p_ == end_) expected("',' or ']'");
+            if (*p_ == ',') {
+                ++p_;
+                return true;
+            }
+            if (*p_ != ']') expected("',' or ']'");
+            ++p_;
+            if (reader.end_array()) return false;
+        }
+    }
+
+    Value array(const std::string& path, std::size_t depth, bool store) {
+        ++p_;  // '['
+        Value v;
+        v.type = Value::Type::array;
+        skip_space();
+        if (p_ != end_ && *p_ == ']') {
+            ++p_;
+            return v;
+        }
+        for (std::size_t i = 0;; ++i) {
+            Value element = value(index_path(path, i), depth + 1, store);
+            if (store) v.array.push_back(std::move(element));
+            skip_space();
+            if (p_ != end_ && *p_ == ',') {
+                ++p_;
+                continue;
+            }
+            if (p_ != end_ && *p_ == ']') {
+                ++p_;
+                return v;
+            }
+            expected("',' or ']'");
+        }
+    }
+
+    Value object(const std::string& path, std::size_t depth, const std::vector<std::string>* keep, bool store = true) {
+        enter(depth);
+        ++p_;  // '{'
+        Value v;
+        v.type = Value::Type::object;
+        std::unordered_set<std::string> seen;
+        skip_space();
+        if (p_ != end_ && *p_ == '}') {
+            ++p_;
+            return v;
+        }
+        for (;;) {
+            skip_space();
+            std::string key;
+            string(&key);
+            skip_space();
+            if (p_ == end_ || *p_ != ':') expected("':' after a key");
+            ++p_;
+            const std::string at = member_path(path, key);
+            if (!seen.insert(key).second) throw InputError(file_, at, "duplicate key \"" + key + "\": each key may appear once");
+            const bool kept = store && (!keep || std::find(keep->begin(), keep->end(), key) != keep->end());
+            Value member = value(at, depth + 1, kept);
+            if (kept) v.object.emplace_back(std::move(key), std::move(member));
+            skip_space();
+            if (p_ != end_ && *p_ == ',') {
+                ++p_;
+                continue;
+            }
+            if (p_ != end_ && *p_ == '}') {
+                ++p_;
+                return v;
+            }
+            expected("',' or '}'");
+        }
+    }
+
+    const std::string& text_;
+    const std::string& file_;
+    const char* p_;
+    const char* end_;
+};
 
 }  // namespace
 
-std::string type_name(const json& value) {
-    switch (value.type()) {
-        case json::value_t::null: return "null";
-        case json::value_t::boolean: return "a boolean";
-        case json::value_t::string: return "a string";
-        case json::value_t::array: return "an array";
-        case json::value_t::object: return "an object";
-        case json::value_t::binary: return "binary data";
-        case json::value_t::discarded: return "nothing";
-        default: return "a number";
+const Value* Value::find(const std::string& key) const {
+    for (const auto& [k, v] : object)
+        if (k == key) return &v;
+    return nullptr;
+}
+
+Value parse(const std::string& text, const std::string& file, const std::vector<std::string>* keep) {
+    return Parser(text, file).document(keep);
+}
+
+std::string type_name(const Value& value) {
+    switch (value.type) {
+        case Value::Type::null: return "null";
+        case Value::Type::boolean: return "a boolean";
+        case Value::Type::number: return "a number";
+        case Value::Type::string: return "a string";
+        case Value::Type::object: return "an object";
+        case Value::Type::array:
+        case Value::Type::tensor: return "an array";
     }
+    return "a value";
+}
+
+const Tensor& tensor_of(const Value& value, const std::string& file, const std::string& path) {
+    if (value.type == Value::Type::tensor) return value.tensor;
+    if (value.type != Value::Type::array) throw InputError(file, path, "expected an array of numbers, got " + type_name(value));
+    // Not a tensor: say what the first element that is not an array is.
+    const Value* cur = &value;
+    std::string at = path;
+    for (std::size_t level = 0;; ++level) {
+        if (cur->type == Value::Type::array && cur->array.empty())
+            throw InputError(file, at, "expected a non-empty array of numbers, got []");
+        if (cur->type != Value::Type::array) {
+            if (level == 0) throw InputError(file, at, "expected an array of numbers, got " + type_name(*cur));
+            throw InputError(file, at, "expected a number, got " + type_name(*cur));
+        }
+        if (level == max_rank) throw InputError(file, at, "nested too deeply: at most " + std::to_string(max_rank) + " levels of arrays");
+        cur = &cur->array.front();
+        at = index_path(at, 0);
+    }
+}
+
+const Tensor& tensor_of(const Value& value, const std::string& file, const std::string& path,
+                        const std::vector<std::size_t>& expected, const std::string& name) {
+    const Tensor& t = tensor_of(value, file, path);
+    if (t.shape != expected)
+        throw InputError(file, path, name + " has the wrong shape: expected " + shape_string(expected) + ", got " +
+                                         shape_string(t.shape));
+    return t;
 }
 
 std::string shape_string(const std::vector<std::size_t>& shape) {
@@ -59,382 +508,29 @@ std::string shape_string(const std::vector<std::size_t>& shape) {
     return out.empty() ? "scalar" : out;
 }
 
-namespace {
-
-constexpr std::size_t max_rank = 4;  // nothing attnwalk reads has more axes
-
-std::string index_path(const std::string& path, std::size_t i) {
-    return path + "[" + std::to_string(i) + "]";
-}
-
-// Walks the nested arrays along their first elements to find the shape.
-std::vector<std::size_t> probe_shape(const json& value, const std::string& file, std::string path) {
-    std::vector<std::size_t> shape;
-    const json* cur = &value;
-    while (cur->is_array()) {
-        if (shape.size() == max_rank)
-            throw InputError(file, path, "nested too deeply: at most " + std::to_string(max_rank) + " levels of arrays");
-        if (cur->empty()) throw InputError(file, path, "expected a non-empty array of numbers, got []");
-        shape.push_back(cur->size());
-        cur = &(*cur)[0];
-        path = index_path(path, 0);
-    }
-    if (shape.empty())
-        throw InputError(file, path, "expected an array of numbers, got " + type_name(value));
-    return shape;
-}
-
-void read_into(const json& value, const std::vector<std::size_t>& shape, std::size_t depth,
-               const std::string& file, const std::string& path, std::vector<float>& out) {
-    if (depth == shape.size()) {
-        if (!value.is_number())
-            throw InputError(file, path, "expected a number, got " + type_name(value));
-        const double v = value.get<double>();
-        if (!std::isfinite(v) || std::fabs(v) > static_cast<double>(std::numeric_limits<float>::max())) {
-            std::ostringstream os;
-            os << v;
-            throw InputError(file, path, "expected a finite float32 number, got " + os.str());
-        }
-        out.push_back(static_cast<float>(v));
-        return;
-    }
-    if (!value.is_array()) {
-        throw InputError(file, path, "expected an array of " + std::to_string(shape[depth]) +
-                                         " values, got " + type_name(value));
-    }
-    if (value.size() != shape[depth]) {
-        const std::string like = depth == 0 ? "" : " (like the first one)";
-        throw InputError(file, path, "ragged array: expected " + std::to_string(shape[depth]) +
-                                         " values" + like + ", got " + std::to_string(value.size()));
-    }
-    for (std::size_t i = 0; i < value.size(); ++i)
-        read_into(value[i], shape, depth + 1, file, index_path(path, i), out);
-}
-
-}  // namespace
-
-Tensor read_tensor(const json& value, const std::string& file, const std::string& path) {
-    Tensor t;
-    t.shape = probe_shape(value, file, path);
-    t.data.reserve(t.size());
-    read_into(value, t.shape, 0, file, path, t.data);
-    return t;
-}
-
-Tensor read_tensor_shaped(const json& value, const std::string& file, const std::string& path,
-                          const std::vector<std::size_t>& expected, const std::string& name) {
-    Tensor t = read_tensor(value, file, path);
-    if (t.shape != expected) {
-        throw InputError(file, path, name + " has the wrong shape: expected " +
-                                         shape_string(expected) + ", got " + shape_string(t.shape));
-    }
-    return t;
-}
-
-namespace {
-
-// SAX events: everything goes to nlohmann's DOM builder, except the array under the
-// top-level `key`, whose numbers go straight into a float vector. The checks and
-// messages are read_tensor's: the shape comes from the first elements, later arrays must
-// match it, every element must be a finite float32 number.
-class TensorSax {
-public:
-    using number_integer_t = json::number_integer_t;
-    using number_unsigned_t = json::number_unsigned_t;
-    using number_float_t = json::number_float_t;
-    using string_t = json::string_t;
-    using binary_t = json::binary_t;
-
-    TensorSax(json& doc, const std::string& file, const std::string& key, Tensor& tensor, bool& streamed)
-        : dom_(doc, true), file_(file), key_(key), tensor_(tensor), streamed_(streamed) {}
-
-    bool null() { return inside() ? element("null") : dom_.null(); }
-    bool boolean(bool v) { return inside() ? element("a boolean") : dom_.boolean(v); }
-    bool number_integer(number_integer_t v) { return inside() ? number(static_cast<double>(v)) : dom_.number_integer(v); }
-    bool number_unsigned(number_unsigned_t v) { return inside() ? number(static_cast<double>(v)) : dom_.number_unsigned(v); }
-    bool number_float(number_float_t v, const string_t& s) { return inside() ? number(v) : dom_.number_float(v, s); }
-    bool string(string_t& v) { return inside() ? element("a string") : dom_.string(v); }
-    bool binary(binary_t& v) { return inside() ? element("binary data") : dom_.binary(v); }
-    bool start_object(std::size_t n) {
-        if (inside()) return element("an object");
-        ++depth_;
-        pending_ = false;
-        return dom_.start_object(n);
-    }
-    bool key(string_t& k) {
-        pending_ = depth_ == 1 && k == key_;  // the next value, if an array, is streamed
-        return dom_.key(k);
-    }
-    bool end_object() {
-        --depth_;
-        return dom_.end_object();
-    }
-    bool start_array(std::size_t n) {
-        if (pending_) {  // the tensor starts: level 0
-            pending_ = false;
-            streamed_ = true;
-            tensor_ = Tensor{};
-            rank_ = 0;
-            counts_.assign(1, 0);
-            return dom_.null();  // its place in the document
-        }
-        if (!inside()) {
-            ++depth_;
-            return dom_.start_array(n);
-        }
-        // an array as an element at level counts_.size()
-        const std::size_t level = counts_.size();
-        if (rank_ && level >= rank_) fail(path(), "expected a number, got an array");
-        if (!rank_ && level >= max_rank) fail(path(), "nested too deeply: at most " + std::to_string(max_rank) + " levels of arrays");
-        counts_.push_back(0);
-        return true;
-    }
-    bool end_array() {
-        if (!inside()) {
-            --depth_;
-            return dom_.end_array();
-        }
-        const std::size_t level = counts_.size() - 1, count = counts_.back();
-        counts_.pop_back();
-        if (!rank_ && count == 0) {
-            counts_.push_back(0);  // the path of the empty array itself
-            fail(path_of_open(), "expected a non-empty array of numbers, got []");
-        }
-        if (tensor_.shape.size() <= level) tensor_.shape.resize(level + 1, 0);  // 0: not known yet
-        if (tensor_.shape[level] != 0) {
-            if (count != tensor_.shape[level]) {
-                const std::string like = level == 0 ? "" : " (like the first one)";
-                counts_.push_back(count);
-                fail(path_of_open(), "ragged array: expected " + std::to_string(tensor_.shape[level]) + " values" + like +
-                                         ", got " + std::to_string(count));
-            }
-        } else {
-            tensor_.shape[level] = count;  // the first array of this level: its length is the shape
-        }
-        if (!counts_.empty()) ++counts_.back();
-        return true;
-    }
-    template <class Exception>  // the concrete type (parse_error, out_of_range), so that it is thrown as such
-    bool parse_error(std::size_t position, const std::string& token, const Exception& e) {
-        return dom_.parse_error(position, token, e);
-    }
-
-private:
-    bool inside() const { return !counts_.empty(); }
-
-    // The JSON path of the element about to be added at the current level.
-    std::string path() const {
-        std::string p = "$." + key_;
-        for (std::size_t count : counts_) p += "[" + std::to_string(count) + "]";
-        return p;
-    }
-    // The path of the innermost open array (whose count is counts_.back()).
-    std::string path_of_open() const {
-        std::string p = "$." + key_;
-        for (std::size_t l = 0; l + 1 < counts_.size(); ++l) p += "[" + std::to_string(counts_[l]) + "]";
-        return p;
-    }
-    [[noreturn]] void fail(const std::string& where, const std::string& what) const { throw InputError(file_, where, what); }
-
-    // A non-number, non-array element.
-    bool element(const std::string& type) {
-        const std::size_t level = counts_.size();
-        if (!rank_ && level == 0) fail("$." + key_, "expected an array of numbers, got " + type);
-        if (rank_ && level < rank_)
-            fail(path(), "expected an array of " + std::to_string(tensor_.shape.at(level)) + " values, got " + type);
-        fail(path(), "expected a number, got " + type);
-    }
-    bool number(double v) {
-        const std::size_t level = counts_.size();
-        if (!rank_) rank_ = level;
-        if (level < rank_) fail(path(), "expected an array of " + std::to_string(tensor_.shape.at(level)) + " values, got a number");
-        if (!std::isfinite(v) || std::fabs(v) > static_cast<double>(std::numeric_limits<float>::max())) {
-            std::ostringstream os;
-            os << v;
-            fail(path(), "expected a finite float32 number, got " + os.str());
-        }
-        tensor_.data.push_back(static_cast<float>(v));
-        ++counts_.back();
-        return true;
-    }
-
-    nlohmann::detail::json_sax_dom_parser<json> dom_;
-    const std::string& file_;
-    const std::string& key_;
-    Tensor& tensor_;
-    bool& streamed_;
-    std::size_t depth_ = 0;            // open objects and arrays outside the tensor
-    bool pending_ = false;             // the last key was `key` at the top level
-    std::size_t rank_ = 0;             // levels of arrays, known at the first number
-    std::vector<std::size_t> counts_;  // elements so far in each open array of the tensor
-};
-
-}  // namespace
-
-// A lean reader of the common case: ASCII strings without escapes, numbers checked
-// against JSON's grammar and converted with std::from_chars (correctly rounded, like
-// nlohmann's strtod). It sends the same events to the same handler. Anything else
-// (escapes, non-ASCII, a syntax error) makes it give up, and nlohmann's parser reads
-// the text instead, with its own messages. Iterative: nesting depth costs no stack.
-class FastReader {
-public:
-    FastReader(const std::string& text, TensorSax& sax) : p_(text.data()), end_(text.data() + text.size()), sax_(sax) {}
-
-    // True when the whole text was read; false to fall back.
-    bool read() {
-        std::vector<char> open;  // '{' or '['
-        bool expect_value = true;
-        for (;;) {
-            skip_space();
-            if (expect_value) {
-                if (p_ == end_) return false;
-                const char c = *p_;
-                if (c == '{' || c == '[') {
-                    ++p_;
-                    open.push_back(c);
-                    if (c == '{') sax_.start_object(static_cast<std::size_t>(-1));
-                    else sax_.start_array(static_cast<std::size_t>(-1));
-                    skip_space();
-                    if (p_ != end_ && *p_ == (c == '{' ? '}' : ']')) {
-                        ++p_;
-                        open.pop_back();
-                        if (c == '{') sax_.end_object();
-                        else sax_.end_array();
-                        expect_value = false;
-                        if (open.empty()) break;
-                        continue;
-                    }
-                    if (c == '{' && !read_key()) return false;
-                    continue;
-                }
-                if (!read_scalar()) return false;
-                expect_value = false;
-                if (open.empty()) break;
-                continue;
-            }
-            // after a value: a comma or the end of the innermost container
-            if (p_ == end_) return false;
-            const char c = *p_++;
-            if (c == ',') {
-                expect_value = true;
-                if (open.back() == '{' && !read_key()) return false;
-            } else if (c == (open.back() == '{' ? '}' : ']')) {
-                if (open.back() == '{') sax_.end_object();
-                else sax_.end_array();
-                open.pop_back();
-                if (open.empty()) break;
-            } else {
-                return false;
-            }
-        }
-        skip_space();
-        return p_ == end_;
-    }
-
-private:
-    void skip_space() {
-        while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\t' || *p_ == '\r')) ++p_;
-    }
-    bool read_string(std::string& out) {
-        if (p_ == end_ || *p_ != '"') return false;
-        const char* start = ++p_;
-        while (p_ != end_ && *p_ != '"') {
-            const auto c = static_cast<unsigned char>(*p_);
-            if (c == '\\' || c < 0x20 || c >= 0x80) return false;  // escapes, control, non-ASCII: nlohmann's job
-            ++p_;
-        }
-        if (p_ == end_) return false;
-        out.assign(start, p_);
-        ++p_;
-        return true;
-    }
-    bool read_key() {
-        skip_space();
-        std::string k;
-        if (!read_string(k)) return false;
-        skip_space();
-        if (p_ == end_ || *p_ != ':') return false;
-        ++p_;
-        sax_.key(k);
-        return true;
-    }
-    bool literal(const char* word) {
-        const std::size_t n = std::strlen(word);
-        if (static_cast<std::size_t>(end_ - p_) < n || std::memcmp(p_, word, n) != 0) return false;
-        p_ += n;
-        return true;
-    }
-    bool read_scalar() {
-        const char c = *p_;
-        if (c == '"') {
-            std::string v;
-            if (!read_string(v)) return false;
-            sax_.string(v);
-            return true;
-        }
-        if (c == 't') return literal("true") && sax_.boolean(true);
-        if (c == 'f') return literal("false") && sax_.boolean(false);
-        if (c == 'n') return literal("null") && sax_.null();
-        return read_number();
-    }
-    // JSON's number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-    bool read_number() {
-        const char* start = p_;
-        auto digits = [&] {
-            const char* d = p_;
-            while (p_ != end_ && *p_ >= '0' && *p_ <= '9') ++p_;
-            return p_ != d;
-        };
-        if (p_ != end_ && *p_ == '-') ++p_;
-        if (p_ == end_) return false;
-        if (*p_ == '0') ++p_;
-        else if (!digits()) return false;
-        bool integral = true;
-        if (p_ != end_ && *p_ == '.') {
-            ++p_;
-            integral = false;
-            if (!digits()) return false;
-        }
-        if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) {
-            ++p_;
-            integral = false;
-            if (p_ != end_ && (*p_ == '+' || *p_ == '-')) ++p_;
-            if (!digits()) return false;
-        }
-        if (integral) {
-            std::int64_t i = 0;
-            if (std::from_chars(start, p_, i).ec == std::errc()) return sax_.number_integer(i);
-            std::uint64_t u = 0;
-            if (std::from_chars(start, p_, u).ec == std::errc()) return sax_.number_unsigned(u);
-        }
-        double v = 0.0;
-        const auto r = std::from_chars(start, p_, v);
-        if (r.ec != std::errc() || r.ptr != p_ || !std::isfinite(v)) return false;  // 1e400: nlohmann says why
-        std::string token;  // the DOM keeps no text of numbers
-        return sax_.number_float(v, token);
-    }
-
-    const char* p_;
-    const char* end_;
-    TensorSax& sax_;
-};
-
-json parse_with_tensor(const std::string& text, const std::string& file, const std::string& key, Tensor& tensor,
-                       bool& streamed) {
-    streamed = false;
-    {
-        json doc;
-        TensorSax sax(doc, file, key, tensor, streamed);
-        if (FastReader(text, sax).read()) return doc;  // InputErrors about the tensor propagate from here
-    }
-    streamed = false;
-    tensor = Tensor{};
-    return parse_with(file, [&] {
-        json doc;
-        TensorSax sax(doc, file, key, tensor, streamed);
-        json::sax_parse(text, &sax);
-        return doc;
+std::string member_path(const std::string& path, const std::string& key) {
+    const bool plain = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     });
+    return plain ? path + "." + key : path + "[" + quote(key) + "]";
+}
+
+std::string quote(const std::string& text) {
+    std::string out = "\"";
+    for (char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (u < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", u);
+            out += buf;
+        } else {
+            out += c;
+        }
+    }
+    return out + "\"";
 }
 
 }  // namespace attnwalk::json_input

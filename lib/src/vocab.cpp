@@ -29,19 +29,18 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 }  // namespace
 
 Vocab parse_vocab(const std::string& text, const std::string& source) {
-    using json_input::json;
-    const json doc = json_input::parse(text, source);
-    if (!doc.is_object() || doc.empty())
+    const json_input::Value doc = json_input::parse(text, source);
+    if (!doc.is_object() || doc.object.empty())
         throw InputError(source, "$", "expected a non-empty JSON object {\"word\": [numbers], ...}, got " +
                                           (doc.is_object() ? std::string("{}") : json_input::type_name(doc)));
     Vocab vocab;
     vocab.source = source;
-    for (const auto& [word, value] : doc.items()) {
-        const std::string path = "$[" + json(word).dump() + "]";
+    for (const auto& [word, value] : doc.object) {
+        const std::string path = "$[" + json_input::quote(word) + "]";
         if (word.empty() || word.size() > max_token_bytes || word.find_first_of(" \t\n\r\f\v") != std::string::npos)
             throw InputError(source, path, "a word must be 1 to " + std::to_string(max_token_bytes) +
                                                " bytes without whitespace");
-        const Tensor t = json_input::read_tensor(value, source, path);
+        const Tensor& t = json_input::tensor_of(value, source, path);
         if (t.shape.size() != 1)
             throw InputError(source, path, "expected a vector of numbers, got " + json_input::shape_string(t.shape));
         if (!vocab.vectors.empty() && t.shape[0] != vocab.dim())

@@ -212,7 +212,8 @@ void record_scores(Recorder& rec, const AttentionWeights* w, const Cube& scores,
     if (scale != 1.0f) rec.add("scores_scaled", "Scores divided by " + scale_words, "ω / " + scale_words, scaled, tokens_tokens);
 }
 
-Trace single_head(const std::string& command, Stage stage, const Embeddings& input, const Weights& weights,
+// `compare`: the three normalisations side by side (the softmax walk).
+Trace single_head(const std::string& command, Stage stage, bool compare, const Embeddings& input, const Weights& weights,
                   const SingleHeadSpec& spec, const Recording& recording) {
     const AttentionWeights* w = weights.get();
     Trace trace = start_trace(command, input, w);
@@ -226,7 +227,6 @@ Trace single_head(const std::string& command, Stage stage, const Embeddings& inp
     const std::string scale_words = scale_text(w, spec.scale, f.scale);
     trace.set_param("scale", static_cast<double>(f.scale));
     record_projections(rec, w, f);
-    const bool compare = command == "softmax";
     if (spec.query) {
         trace.set_param("query", static_cast<long long>(*spec.query));
         walk_one_query(rec, w, f, scale_words, stage, compare);
@@ -260,15 +260,15 @@ void check_cell(const std::optional<Cell>& cell, const Embeddings& input) {
 
 Trace walk_scores(const Embeddings& input, const Weights& weights, const SingleHeadSpec& spec, const Recording& rec) {
     check_cell(spec.explain, input);
-    return single_head("scores", Stage::scores, input, weights, spec, rec);
+    return single_head("scores", Stage::scores, false, input, weights, spec, rec);
 }
 Trace walk_softmax(const Embeddings& input, const Weights& weights, const SingleHeadSpec& spec, const Recording& rec) {
     check_cell(spec.explain, input);
-    return single_head("softmax", Stage::weights, input, weights, spec, rec);
+    return single_head("softmax", Stage::weights, true, input, weights, spec, rec);
 }
 Trace walk_context(const Embeddings& input, const Weights& weights, const SingleHeadSpec& spec, const Recording& rec) {
     check_cell(spec.explain, input);
-    return single_head("context", Stage::output, input, weights, spec, rec);
+    return single_head("context", Stage::output, false, input, weights, spec, rec);
 }
 
 // ---- causal ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@
 
 namespace attnwalk {
 
-using json_input::json;
+using json_input::Value;
 
 const char* init_name(Init init) {
     switch (init) {
@@ -134,38 +134,32 @@ Weights draw_weights(Generator& gen, const WeightsShape& shape, Init init, bool 
 
 namespace {
 
-Linear read_linear(const json& object, const std::string& file, const std::string& path,
-                   const std::string& w_name, const std::string& b_name, std::size_t d_in,
-                   std::optional<std::size_t> d_out) {
-    if (!object.contains(w_name))
-        throw InputError(file, path, "missing \"" + w_name + "\" (a d_in×d_out matrix, d_in = " +
-                                         std::to_string(d_in) + ")");
+Linear read_linear(const Value& object, const std::string& file, const std::string& path, const std::string& w_name,
+                   const std::string& b_name, std::size_t d_in, std::optional<std::size_t> d_out) {
+    const Value* wv = object.find(w_name);
+    if (!wv)
+        throw InputError(file, path, "missing \"" + w_name + "\" (a d_in×d_out matrix, d_in = " + std::to_string(d_in) + ")");
     const std::string w_path = path + "." + w_name;
-    Tensor w = json_input::read_tensor(object.at(w_name), file, w_path);
+    const Tensor& w = json_input::tensor_of(*wv, file, w_path);
     const std::size_t cols = w.shape.size() == 2 ? w.shape[1] : 0;
     const std::vector<std::size_t> expected{d_in, d_out.value_or(cols)};
     if (w.shape != expected)
-        throw InputError(file, w_path, w_name + " has the wrong shape: expected " +
-                                           json_input::shape_string(expected) + " (d_in×d_out), got " +
-                                           json_input::shape_string(w.shape));
+        throw InputError(file, w_path, w_name + " has the wrong shape: expected " + json_input::shape_string(expected) +
+                                           " (d_in×d_out), got " + json_input::shape_string(w.shape));
     Linear layer;
     layer.w = mat_from_trace(w);
-    if (object.contains(b_name)) {
-        const Tensor b = json_input::read_tensor_shaped(object.at(b_name), file, path + "." + b_name,
-                                                        {expected[1]}, b_name);
-        layer.b = vec_of(b.data);
-    }
+    if (const Value* bv = object.find(b_name))
+        layer.b = vec_of(json_input::tensor_of(*bv, file, path + "." + b_name, {expected[1]}, b_name).data);
     return layer;
 }
 
-const json& object_at(const json& doc, const std::string& file, const std::string& path) {
-    if (!doc.is_object())
-        throw InputError(file, path, "expected a JSON object, got " + json_input::type_name(doc));
+const Value& object_at(const Value& doc, const std::string& file, const std::string& path) {
+    if (!doc.is_object()) throw InputError(file, path, "expected a JSON object, got " + json_input::type_name(doc));
     return doc;
 }
 
 // {"W_query", "W_key", "W_value", optional "b_query", "b_key", "b_value"} at `path`.
-QKV read_qkv(const json& object, const std::string& file, const std::string& path, std::size_t d_in) {
+QKV read_qkv(const Value& object, const std::string& file, const std::string& path, std::size_t d_in) {
     object_at(object, file, path);
     QKV qkv;
     qkv.query = read_linear(object, file, path, "W_query", "b_query", d_in, std::nullopt);
@@ -182,25 +176,25 @@ Weights load_weights(const std::string& file, const WeightsShape& shape) {
 }
 
 Weights parse_weights(const std::string& text, const std::string& name, const WeightsShape& shape) {
-    const json parsed = json_input::parse(text, name);
-    const json& doc = object_at(parsed, name, "$");
+    const Value parsed = json_input::parse(text, name);
+    const Value& doc = object_at(parsed, name, "$");
     std::vector<QKV> heads;
     if (shape.layout == HeadLayout::stacked) {
-        if (!doc.contains("heads") || !doc.at("heads").is_array())
+        const Value* list = doc.find("heads");
+        if (!list || list->type != Value::Type::array)
             throw InputError(name, "$", "missing \"heads\": the wrapper variant takes a list of "
                                         "{\"W_query\", \"W_key\", \"W_value\"}, one per head");
-        const json& list = doc.at("heads");
-        if (list.size() != shape.heads)
+        if (list->array.size() != shape.heads)
             throw InputError(name, "$.heads", "expected " + std::to_string(shape.heads) + " heads, got " +
-                                                  std::to_string(list.size()));
-        for (std::size_t h = 0; h < list.size(); ++h)
-            heads.push_back(read_qkv(list[h], name, "$.heads[" + std::to_string(h) + "]", shape.d_in));
+                                                  std::to_string(list->array.size()));
+        for (std::size_t h = 0; h < list->array.size(); ++h)
+            heads.push_back(read_qkv(list->array[h], name, "$.heads[" + std::to_string(h) + "]", shape.d_in));
         const std::size_t d_out = heads[0].query.w.shape(1);
         for (std::size_t h = 1; h < heads.size(); ++h)
             if (heads[h].query.w.shape(1) != d_out)
                 throw InputError(name, "$.heads[" + std::to_string(h) + "].W_query",
-                                 "every head must have the same d_out: expected " + std::to_string(d_out) +
-                                     " columns, got " + std::to_string(heads[h].query.w.shape(1)));
+                                 "every head must have the same d_out: expected " + std::to_string(d_out) + " columns, got " +
+                                     std::to_string(heads[h].query.w.shape(1)));
     } else {
         heads.push_back(read_qkv(doc, name, "$", shape.d_in));
     }
@@ -208,20 +202,19 @@ Weights parse_weights(const std::string& text, const std::string& name, const We
     auto w = from_heads(heads, shape);
     w->origin = {{"weights", name}, {"d_out", static_cast<long long>(d_out)}};
     if (!shape.out_proj) return w;
-    if (!doc.contains("out_proj"))
+    const Value* proj = doc.find("out_proj");
+    if (!proj)
         throw InputError(name, "$", "missing \"out_proj\": {\"weight\": d_out×d_out, \"bias\": [d_out]} "
                                     "(the fused variant projects the concatenated heads)");
-    const json& proj = object_at(doc.at("out_proj"), name, "$.out_proj");
-    if (!proj.contains("weight"))
-        throw InputError(name, "$.out_proj", "missing \"weight\" (a d_out×d_out matrix, d_out = " +
-                                                 std::to_string(d_out) + ")");
+    object_at(*proj, name, "$.out_proj");
+    const Value* weight = proj->find("weight");
+    if (!weight)
+        throw InputError(name, "$.out_proj", "missing \"weight\" (a d_out×d_out matrix, d_out = " + std::to_string(d_out) + ")");
     Linear out;
-    out.w = mat_from_trace(json_input::read_tensor_shaped(proj.at("weight"), name, "$.out_proj.weight",
-                                                          {d_out, d_out}, "out_proj.weight"));
-    if (!proj.contains("bias"))
-        throw InputError(name, "$.out_proj", "missing \"bias\" (d_out = " + std::to_string(d_out) + " values)");
-    out.b = vec_of(json_input::read_tensor_shaped(proj.at("bias"), name, "$.out_proj.bias", {d_out}, "out_proj.bias")
-                       .data);
+    out.w = mat_from_trace(json_input::tensor_of(*weight, name, "$.out_proj.weight", {d_out, d_out}, "out_proj.weight"));
+    const Value* bias = proj->find("bias");
+    if (!bias) throw InputError(name, "$.out_proj", "missing \"bias\" (d_out = " + std::to_string(d_out) + " values)");
+    out.b = vec_of(json_input::tensor_of(*bias, name, "$.out_proj.bias", {d_out}, "out_proj.bias").data);
     w->out_proj = std::move(out);
     return w;
 }

@@ -1,7 +1,7 @@
 // One attention forward pass, used by every walk: single-head attention is H = 1 with
 // no out_proj; the textbook's MultiHeadAttention and its wrapper are the two head
 // layouts. The walks record the intermediates they teach from the Forward it returns;
-// --explain reads the same intermediates.
+// one cell written out (explain.hpp) reads the same intermediates.
 //
 //   X (B,T,d_in) -> Q, K, V = X·W (+ b)                  (B,T,H·d_h)   X itself without weights
 //   split into heads                                    (B,H,T,d_h)

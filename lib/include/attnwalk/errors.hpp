@@ -19,7 +19,7 @@ private:
     std::string path_;
 };
 
-// Options that do not fit together or do not fit the input (e.g. --query out of
+// Options that do not fit together or do not fit the input (e.g. a query row out of
 // range, d_out not divisible by the number of heads). Exit code 2.
 class UsageError : public std::runtime_error {
 public:

@@ -1,41 +1,57 @@
-// Helpers for validating JSON input with precise error locations. Shared by the
-// embeddings and weights loaders; include only from lib/src and tests.
+// The one JSON reader of attnwalk's input files (embeddings, weights, vocabularies).
+//
+// It reads the whole text once, with JSON's grammar, and builds a small tree of Values.
+// An array whose first number comes before anything else (`[[0.43, ...`) is read as a
+// Tensor while it is parsed: rectangular, at most 4 levels, every element a finite
+// float32 number, each fault reported with its JSON path. That is the one place those
+// checks live, and it keeps a large embeddings file as floats rather than a tree.
+// Every fault is an InputError naming the file, the place and what was expected:
+// syntax errors with line and column, duplicate keys, a NUL byte.
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attnwalk/trace.hpp"
 
 namespace attnwalk::json_input {
 
-using nlohmann::json;
+struct Value {
+    enum class Type { null, boolean, number, string, array, object, tensor };
+    Type type = Type::null;
+    bool boolean = false;
+    double number = 0.0;
+    std::string string;
+    std::vector<Value> array;                           // an array that is not a tensor
+    std::vector<std::pair<std::string, Value>> object;  // members in file order, keys unique
+    Tensor tensor;                                      // a numeric array
 
-// Parses text as JSON; a syntax error becomes an InputError with line and column.
-json parse(const std::string& text, const std::string& file);
+    bool is_object() const { return type == Type::object; }
+    const Value* find(const std::string& key) const;    // an object's member, or null
+};
 
-// Like parse, but the array under the top-level key `key` is read straight into `tensor`
-// (validated exactly like read_tensor, with the same messages) instead of becoming JSON
-// values: a 4096×768 embeddings file then costs its floats, not a tree of 3 million
-// nodes. The returned document holds null in its place; `streamed` says whether it was
-// found as an array (when it is anything else, it stays in the document).
-json parse_with_tensor(const std::string& text, const std::string& file, const std::string& key, Tensor& tensor,
-                       bool& streamed);
+// Parses `text`; `file` names it in errors. With `keep`, only those members of the
+// top-level object are stored: the others are read for syntax and then dropped.
+Value parse(const std::string& text, const std::string& file, const std::vector<std::string>* keep = nullptr);
 
-// A short description of a JSON value's type, for "expected X, got Y" messages.
-std::string type_name(const json& value);
+// "null", "a boolean", "a number", "a string", "an array", "an object".
+std::string type_name(const Value& value);
 
-// Reads a numeric array of any rank ≥ 1 into a Tensor: rectangular, finite, float32 range.
-// `path` is the JSON path of `value`, used in errors.
-Tensor read_tensor(const json& value, const std::string& file, const std::string& path);
-
-// Like read_tensor, and also checks the exact expected shape; `name` says what it is.
-Tensor read_tensor_shaped(const json& value, const std::string& file, const std::string& path,
-                          const std::vector<std::size_t>& expected, const std::string& name);
+// The value as a tensor of any rank ≥ 1 (checked while parsing); any other value is an
+// InputError at `path` saying why it is not one.
+const Tensor& tensor_of(const Value& value, const std::string& file, const std::string& path);
+// Like tensor_of, and also the exact shape; `name` says what it is.
+const Tensor& tensor_of(const Value& value, const std::string& file, const std::string& path,
+                        const std::vector<std::size_t>& expected, const std::string& name);
 
 std::string shape_string(const std::vector<std::size_t>& shape);
+
+// `text` as a JSON string, quotes included.
+std::string quote(const std::string& text);
+
+// `key` as it appears in a JSON path: .key, or ["key"] when it is not a plain name.
+std::string member_path(const std::string& path, const std::string& key);
 
 }  // namespace attnwalk::json_input

@@ -32,7 +32,7 @@ xt::xtensor<float, N> softmax_naive(xt::xtensor<float, N> s) {
     return s;
 }
 
-// The numbers a stable softmax of one row computes on the way (--explain shows them).
+// The numbers a stable softmax of one row computes on the way (one cell written out shows them).
 struct RowSoftmax {
     float max;  // subtracted before exp
     float sum;  // of the exponentials, left to right in float32

@@ -37,7 +37,7 @@ struct Expansion {
     std::vector<float> result;
 };
 
-// --summary: what a step's tensor looked like, without the tensor (big inputs).
+// A summary: what a step's tensor looked like, without the tensor (big inputs).
 struct Summary {
     double min = 0.0, max = 0.0;   // over the finite values
     double mean = 0.0;             // over the finite values
@@ -54,7 +54,7 @@ struct Summary {
 
 enum class StepKind {
     result,     // an intermediate or final tensor of the walk
-    parameter,  // a weight matrix or bias: shown in text only with --show-weights
+    parameter,  // a weight matrix or bias: the text view shows it only when asked
 };
 
 struct Step {
@@ -70,7 +70,7 @@ struct Step {
     StepKind kind = StepKind::result;
     bool may_be_non_finite = false;     // inf/NaN here is the lesson (−∞ masking, naive softmax overflow)
     double seconds = 0.0;               // wall time spent computing and recording this step
-    bool summarised = false;            // --summary: `summary` holds the statistics; tensor.data is empty
+    bool summarised = false;            // a summary: `summary` holds the statistics; tensor.data is empty
                                         // except for the final step
     Summary summary;
 };
@@ -83,8 +83,8 @@ struct Trace {
     bool batched = false;
     std::vector<std::pair<std::string, ParamValue>> params;  // in the order they were set
     std::vector<Step> steps;
-    bool timed = false;  // --timing or --summary: step times are part of the output
-    std::string backend;  // how large matrix products ran (for --timing)
+    bool timed = false;  // timed or summarised: step times are part of the output
+    std::string backend;  // how large matrix products ran (for a timed trace)
 
     void set_param(const std::string& name, ParamValue value);
 };
@@ -94,7 +94,7 @@ struct Trace {
 // first such step; returns the trace otherwise.
 Trace check_finite(Trace trace);
 
-// --summary: replaces every step's data (and row sums) by its Summary. Shapes stay; the
+// A summary: replaces every step's data (and row sums) by its Summary. Shapes stay; the
 // last step (the command's result) keeps its data as well.
 void summarise(Trace& trace);
 

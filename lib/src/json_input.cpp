@@ -245,7 +245,7 @@ private:
                         if (out) append_utf8(*out, code);
                         break;
                     }
-                    default: --p_; syntax("invalid escape \\" + std::string(1, e) + " in a string");
+                    default: p_ -= 1; syntax("invalid escape \\" + std::string(1, e) + " in a string");
                 }
                 continue;
             }

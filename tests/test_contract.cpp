@@ -1,0 +1,53 @@
+// The shape of the library: it names no command-line flag, and its step catalogue is
+// exactly the list of ids docs/json.md documents.
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include "attnwalk/catalogue.hpp"
+#include "test_util.hpp"
+
+namespace fs = std::filesystem;
+
+TEST_SUITE("contract") {
+    TEST_CASE("contract.lib_names_no_flag") {
+        // A flag is two dashes and a letter after a space, a quote or a bracket: "--seed".
+        const std::regex flag(R"((^|[\s"'(\[`])--[a-z])");
+        std::string found;
+        std::size_t files = 0;
+        for (const auto& entry : fs::recursive_directory_iterator(test::source_path("lib"))) {
+            if (!entry.is_regular_file()) continue;
+            ++files;
+            std::ifstream in(entry.path());
+            std::size_t n = 0;
+            for (std::string line; std::getline(in, line);) {
+                ++n;
+                if (std::regex_search(line, flag)) found += entry.path().string() + ":" + std::to_string(n) + ": " + line + "\n";
+            }
+        }
+        CHECK(files > 20);
+        CHECK_MESSAGE(found.empty(), "lib/ speaks of the math and takes values; the flags are app/'s:\n" << found);
+    }
+
+    TEST_CASE("contract.catalogue_is_what_docs_json_md_documents") {
+        // Every `id` in the first column of the tables under "## Step ids by command".
+        std::ifstream in(test::source_path("docs/json.md"));
+        REQUIRE(in.good());
+        std::set<std::string> documented;
+        bool in_ids = false;
+        const std::regex id("`([A-Za-z_.]+)`");
+        for (std::string line; std::getline(in, line);) {
+            if (line.rfind("## ", 0) == 0) in_ids = line == "## Step ids by command";
+            if (!in_ids || line.rfind("| ", 0) != 0) continue;
+            const std::string first = line.substr(0, line.find(" |", 1));
+            for (std::sregex_iterator m(first.begin(), first.end(), id), end; m != end; ++m) documented.insert((*m)[1]);
+        }
+        std::set<std::string> catalogue;
+        for (const auto& s : attnwalk::step_catalogue()) catalogue.insert(s.id);
+        for (const auto& d : documented) CHECK_MESSAGE(catalogue.count(d), "docs/json.md documents `" << d << "`, which no walk records");
+        for (const auto& c : catalogue) CHECK_MESSAGE(documented.count(c), "the step `" << c << "` is not documented in docs/json.md");
+        CHECK(attnwalk::find_step("head11.W_key") != nullptr);
+        CHECK(attnwalk::find_step("headx.W_key") == nullptr);
+    }
+}

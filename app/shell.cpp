@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "attnwalk/errors.hpp"
@@ -134,6 +135,48 @@ void add_weights_options(CLI::App& sub, WeightsOptions& o, Shell& shell) {
     sub.add_flag("--show-weights", shell.text.show_weights, "Print the weight matrices used (the JSON always has them)");
 }
 
+// A check of a number option: `ok` on the value read as a double, else `expected`.
+CLI::Validator number_check(const char* name, bool (*ok)(double), const std::string& expected) {
+    return CLI::Validator(
+        [ok, expected](std::string& text) {
+            double v = 0.0;
+            std::size_t used = 0;
+            try {
+                v = std::stod(text, &used);
+            } catch (const std::exception&) {
+                used = 0;
+            }
+            if (used == 0 || used != text.size()) return "'" + text + "' is not a number";
+            return ok(v) ? std::string() : expected + ", got " + text;
+        },
+        name, name);
+}
+
+void add_scale_option(CLI::App& sub, std::optional<double>& scale) {
+    sub.add_option("--scale", scale, "Divide the scores by S first (default: 1, or √d_k with projections)")
+        ->check(number_check(
+            "S", [](double v) { return std::isfinite(static_cast<float>(v)) && static_cast<float>(v) >= std::numeric_limits<float>::min(); },
+            "must be a positive number that float32 holds (about 1.2e-38 to 3.4e38)"));
+}
+
+CLI::Option* add_explain_option(CLI::App& sub, std::optional<std::string>& explain) {
+    return sub.add_option("--explain", explain, "Write out one cell I,J (query row, key column; indices or tokens): "
+                                         "the dot product term by term, the scaling, each exp, the sum, the division, the weighted sum");
+}
+
+void add_context_length_option(CLI::App& sub, std::optional<std::size_t>& context_length) {
+    sub.add_option("--context-length", context_length, "Longest input allowed (error if there are more tokens)");
+}
+
+void add_dropout_options(CLI::App& sub, DropoutOptions& o) {
+    sub.add_option("--dropout", o.p, "Dropout rate p in [0, 1)")
+        ->check(number_check("P", [](double v) { return v >= 0.0 && v < 1.0; }, "must be in [0, 1)"))
+        ->capture_default_str();
+    sub.add_option("--dropout-seed", o.seed, "Reseed the generator right before the dropout draw, like torch.manual_seed(S); dropout(...)");
+    sub.add_flag("--eval", o.eval, "Inference mode: dropout is the identity");
+    sub.add_flag("--causal,!--no-causal", o.causal, "Mask future tokens (default: on)");
+}
+
 Randomness::Randomness(std::optional<std::uint64_t> seed, std::optional<std::uint64_t> dropout_seed)
     : dropout_seed_(dropout_seed) {
     if (seed) gen_.emplace(*seed);
@@ -178,6 +221,17 @@ Weights make_weights(const WeightsOptions& o, WeightsShape shape, Randomness& ra
     if (!gen) return nullptr;
     shape.d_out = o.d_out.value_or(default_d_out);
     return draw_weights(*gen, shape, *init, o.qkv_bias);
+}
+
+OneHead prepare_one_head(const Shell& shell, const WeightsOptions& options, Randomness& random, bool one_row,
+                         std::optional<std::size_t> context_length) {
+    OneHead out;
+    out.input = prepare_input(
+        shell,
+        [&](const InputShape& s) { return walk_bytes(s.batch, s.tokens, s.d_in, options.width(), 1, one_row ? 1 : s.tokens); },
+        context_length);
+    out.weights = make_weights(options, {out.input.dim(), default_d_out, 1, HeadLayout::fused, false}, random);
+    return out;
 }
 
 }  // namespace attnwalk::app

@@ -83,6 +83,22 @@ struct WeightsOptions {
 };
 void add_weights_options(CLI::App& sub, WeightsOptions& options, Shell& shell);
 
+// --scale S: a positive number that stays finite and non-zero in float32.
+void add_scale_option(CLI::App& sub, std::optional<double>& scale);
+// --explain I,J
+CLI::Option* add_explain_option(CLI::App& sub, std::optional<std::string>& explain);
+// --context-length N
+void add_context_length_option(CLI::App& sub, std::optional<std::size_t>& context_length);
+
+// --dropout P (the command's default), --dropout-seed S, --eval, --causal/--no-causal.
+struct DropoutOptions {
+    double p = 0.0;
+    std::optional<std::uint64_t> seed;
+    bool eval = false;
+    bool causal = true;
+};
+void add_dropout_options(CLI::App& sub, DropoutOptions& options);
+
 // The seeding policy, in one place. The weights come from --weights, or are drawn from
 // the --seed stream (or the command's default seed); the dropout draw continues that
 // stream, unless --dropout-seed reseeds it right before the draw, or there is no stream,
@@ -104,5 +120,15 @@ private:
 // The weights of `options` for this shape (d_out from --d-out), or none without --weights
 // and a seed stream.
 Weights make_weights(const WeightsOptions& options, WeightsShape shape, Randomness& random);
+
+// The input and the one-head weights of scores, softmax, context, causal and dropout:
+// the input read and checked against the budget (one query row, or all), then the
+// weights of `options` for its d_in.
+struct OneHead {
+    Embeddings input;
+    Weights weights;
+};
+OneHead prepare_one_head(const Shell& shell, const WeightsOptions& options, Randomness& random, bool one_row = false,
+                         std::optional<std::size_t> context_length = std::nullopt);
 
 }  // namespace attnwalk::app

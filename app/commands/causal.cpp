@@ -1,8 +1,6 @@
 // attnwalk causal: the causal mask two ways.
-#include <cmath>
 #include <memory>
 
-#include "attnwalk/errors.hpp"
 #include "commands.hpp"
 
 namespace attnwalk::app {
@@ -25,24 +23,18 @@ void add_causal(CLI::App& cli, Shell& shell) {
                                 "  attnwalk causal --batch 2 --seed 123 # CausalAttention on a batch of two\n"
                                 "  attnwalk causal --explain 2,4        # a future cell: masked, weight 0\n");
     auto o = std::make_shared<CausalOptions>();
-    sub->add_option("--explain", o->explain, "Write out one cell I,J (query row, key column; indices or tokens): "
-                                             "the dot product term by term, the scaling, each exp, the sum, the division, the weighted sum");
+    add_explain_option(*sub, o->explain);
     add_weights_options(*sub, o->weights, shell);
-    sub->add_option("--scale", o->scale, "Divide the scores by S first (default: 1, or √d_k with projections)");
-    sub->add_option("--context-length", o->context_length, "Longest input allowed (error if there are more tokens)");
+    add_scale_option(*sub, o->scale);
+    add_context_length_option(*sub, o->context_length);
     sub->callback([&shell, o] {
         shell.walk = [&shell, o] {
-            if (o->scale && !(std::isfinite(*o->scale) && *o->scale > 0.0))
-                throw UsageError("--scale must be a positive finite number");
-            const Embeddings input = prepare_input(
-                shell, [&](const InputShape& s) { return walk_bytes(s.batch, s.tokens, s.d_in, o->weights.width(), 1, s.tokens); },
-                o->context_length);
             Randomness random(o->weights.seed, std::nullopt);
-            const Weights weights = make_weights(o->weights, {input.dim(), default_d_out, 1, HeadLayout::fused, false}, random);
+            const OneHead h = prepare_one_head(shell, o->weights, random, false, o->context_length);
             CausalSpec spec;
             spec.scale = o->scale;
-            if (o->explain) spec.explain = parse_cell(*o->explain, input.tokens);
-            return walk_causal(input, weights, spec, shell.recording);
+            if (o->explain) spec.explain = parse_cell(*o->explain, h.input.tokens);
+            return walk_causal(h.input, h.weights, spec, shell.recording);
         };
     });
 }

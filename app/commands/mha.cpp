@@ -13,10 +13,7 @@ constexpr std::uint64_t default_mha_seed = 123;  // the textbook's torch.manual_
 struct MhaOptions {
     WeightsOptions weights;
     std::optional<std::size_t> context_length;
-    double p = 0.0;  // MultiHeadAttention(..., dropout=0.0)
-    std::optional<std::uint64_t> dropout_seed;
-    bool eval = false;
-    bool causal = true;
+    DropoutOptions dropout{0.0, std::nullopt, false, true};  // MultiHeadAttention(..., dropout=0.0)
     std::size_t heads = 2;
     std::string variant = "fused";
 };
@@ -30,11 +27,8 @@ void add_mha(CLI::App& cli, Shell& shell) {
                                 "  attnwalk mha --variant wrapper --batch 2 --seed 123  # MultiHeadAttentionWrapper\n");
     auto o = std::make_shared<MhaOptions>();
     add_weights_options(*sub, o->weights, shell);
-    sub->add_option("--context-length", o->context_length, "Longest input allowed (error if there are more tokens)");
-    sub->add_option("--dropout", o->p, "Dropout rate p in [0, 1)")->capture_default_str();
-    sub->add_option("--dropout-seed", o->dropout_seed, "Reseed the generator right before the dropout draw, like torch.manual_seed(S); dropout(...)");
-    sub->add_flag("--eval", o->eval, "Inference mode: dropout is the identity");
-    sub->add_flag("--causal,!--no-causal", o->causal, "Mask future tokens (default: on)");
+    add_context_length_option(*sub, o->context_length);
+    add_dropout_options(*sub, o->dropout);
     sub->add_option("--heads", o->heads, "Number of heads H")->capture_default_str();
     sub->add_option("--variant", o->variant, "fused (MultiHeadAttention) or wrapper (MultiHeadAttentionWrapper)")
         ->check(CLI::IsMember({"fused", "wrapper"}))->capture_default_str();
@@ -42,16 +36,14 @@ void add_mha(CLI::App& cli, Shell& shell) {
         shell.walk = [&shell, o] {
             const std::size_t H = o->heads;
             if (H < 1) throw UsageError("--heads must be at least 1");
-            if (!(o->p >= 0.0 && o->p < 1.0))
-                throw UsageError("--dropout must be in [0, 1), got " + format_number(o->p));
             const bool stacked = o->variant == "wrapper";
             const HeadLayout layout = stacked ? HeadLayout::stacked : HeadLayout::fused;
             const std::size_t width = stacked ? H * o->weights.width() : o->weights.width();
             const bool default_seed = !o->weights.file && !o->weights.seed;
-            Randomness random(default_seed ? default_mha_seed : o->weights.seed, o->dropout_seed);
+            Randomness random(default_seed ? default_mha_seed : o->weights.seed, o->dropout.seed);
             MhaSpec spec;
-            spec.causal = o->causal;
-            spec.dropout = random.dropout(o->p, !o->eval);
+            spec.causal = o->dropout.causal;
+            spec.dropout = random.dropout(o->dropout.p, !o->dropout.eval);
             const Embeddings input = prepare_input(
                 shell,
                 [&](const InputShape& s) { return mha_bytes(s.batch, s.tokens, s.d_in, width, H, layout, spec, shell.recording); },

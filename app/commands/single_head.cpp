@@ -1,8 +1,6 @@
 // scores, softmax, context: the options they share and the one call into lib/.
-#include <cmath>
 #include <memory>
 
-#include "attnwalk/errors.hpp"
 #include "commands.hpp"
 
 namespace attnwalk::app {
@@ -29,27 +27,19 @@ void add_single_head(CLI::App& cli, Shell& shell, const char* name, const char* 
                      SingleHeadWalk walk) {
     CLI::App* sub = add_command(cli, shell, name, description, examples);
     auto o = std::make_shared<SingleHeadOptions>();
-    sub->add_option("--query", o->query, "Show one query only: a 0-based index or a token's text");
-    sub->add_option("--explain", o->explain, "Write out one cell I,J (query row, key column; indices or tokens): "
-                                             "the dot product term by term, the scaling, each exp, the sum, the division, the weighted sum");
+    CLI::Option* query = sub->add_option("--query", o->query, "Show one query only: a 0-based index or a token's text");
+    query->excludes(add_explain_option(*sub, o->explain));  // --explain I,J already names the query I
     add_weights_options(*sub, o->weights, shell);
-    sub->add_option("--scale", o->scale, "Divide the scores by S first (default: 1, or √d_k with projections)");
+    add_scale_option(*sub, o->scale);
     sub->callback([&shell, o, walk] {
         shell.walk = [&shell, o, walk] {
-            if (o->query && o->explain)
-                throw UsageError("--explain and --query exclude each other: --explain I,J already names the query I");
-            if (o->scale && !(std::isfinite(*o->scale) && *o->scale > 0.0))
-                throw UsageError("--scale must be a positive finite number");
-                        const Embeddings input = prepare_input(shell, [&](const InputShape& s) {
-                return walk_bytes(s.batch, s.tokens, s.d_in, o->weights.width(), 1, o->query ? 1 : s.tokens);
-            });
             Randomness random(o->weights.seed, std::nullopt);
-            const Weights weights = make_weights(o->weights, {input.dim(), default_d_out, 1, HeadLayout::fused, false}, random);
+            const OneHead h = prepare_one_head(shell, o->weights, random, o->query.has_value());
             SingleHeadSpec spec;
             spec.scale = o->scale;
-            if (o->query) spec.query = resolve_token(*o->query, input.tokens, "--query");
-            if (o->explain) spec.explain = parse_cell(*o->explain, input.tokens);
-            return walk(input, weights, spec, shell.recording);
+            if (o->query) spec.query = resolve_token(*o->query, h.input.tokens, "--query");
+            if (o->explain) spec.explain = parse_cell(*o->explain, h.input.tokens);
+            return walk(h.input, h.weights, spec, shell.recording);
         };
     });
 }

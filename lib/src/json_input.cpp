@@ -382,6 +382,13 @@ private:
         }
     }
 
+    // After a member or an element: true at a comma (more follow), false at `close`.
+    bool more(char close) {
+        skip_space();
+        if (p_ != end_ && (*p_ == ',' || *p_ == close)) return *p_++ == ',';
+        expected(std::string("',' or '") + close + "'");
+    }
+
     Value array(const std::string& path, std::size_t depth, bool store) {
         ++p_;  // '['
         Value v;
@@ -394,16 +401,7 @@ private:
         for (std::size_t i = 0;; ++i) {
             Value element = value(index_path(path, i), depth + 1, store);
             if (store) v.array.push_back(std::move(element));
-            skip_space();
-            if (p_ != end_ && *p_ == ',') {
-                ++p_;
-                continue;
-            }
-            if (p_ != end_ && *p_ == ']') {
-                ++p_;
-                return v;
-            }
-            expected("',' or ']'");
+            if (!more(']')) return v;
         }
     }
 
@@ -430,16 +428,7 @@ private:
             const bool kept = store && (!keep || std::find(keep->begin(), keep->end(), key) != keep->end());
             Value member = value(at, depth + 1, kept);
             if (kept) v.object.emplace_back(std::move(key), std::move(member));
-            skip_space();
-            if (p_ != end_ && *p_ == ',') {
-                ++p_;
-                continue;
-            }
-            if (p_ != end_ && *p_ == '}') {
-                ++p_;
-                return v;
-            }
-            expected("',' or '}'");
+            if (!more('}')) return v;
         }
     }
 

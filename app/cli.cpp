@@ -15,6 +15,7 @@
 #include "commands/commands.hpp"
 #include "commands/walkthrough.hpp"
 #include "output_file.hpp"
+#include "printable.hpp"
 #include "render.hpp"
 
 namespace attnwalk::app {
@@ -63,7 +64,7 @@ Trace trace_of(const SectionPlan& plan, const Shell& outer, const Embeddings& in
     std::vector<std::string> words{"attnwalk"};
     std::istringstream in(plan.args);
     for (std::string w; in >> w;) words.push_back(w);
-    words.insert(words.end(), {"--max-memory", outer.max_memory});
+    words.insert(words.end(), {"--max-memory", outer.max_memory, "--max-work", format_number(outer.max_work)});
     std::vector<const char*> argv;
     for (const auto& w : words) argv.push_back(w.c_str());
     CLI::App cli;
@@ -74,6 +75,46 @@ Trace trace_of(const SectionPlan& plan, const Shell& outer, const Embeddings& in
     return shell.walk();
 }
 
+// Why two options do not go together, for CLI11's terse "--a excludes --b" and
+// "--a requires --b": the first option of the table that the message names.
+std::string why(const std::string& message) {
+    if (message.find(" excludes ") == std::string::npos && message.find(" requires ") == std::string::npos) return "";
+    static const std::pair<const char*, const char*> reasons[] = {
+        {"--ones", "the matrix of ones has no input, weights or scores"},
+        {"--step", "--step pauses the text view"},
+        {"--query", "--explain I,J already names the query I"},
+        {"--json", "the JSON always holds every number; --format, --precision, --full, --color and --no-heatmap shape the text view"},
+        {"--text", "the input is a file (-i) or a sentence (--text), not both"},
+        {"--init", "--init, --d-out and --qkv-bias say how seeded weights are drawn"},
+        {"--d-out", "--init, --d-out and --qkv-bias say how seeded weights are drawn"},
+        {"--qkv-bias", "--init, --d-out and --qkv-bias say how seeded weights are drawn"},
+        {"--weights", "weights come either from a file or from the seeded generator"},
+    };
+    const std::string padded = message + " ";  // an option at the end is followed by a space too
+    for (const auto& [option, reason] : reasons)
+        if (padded.find(std::string(option) + " ") != std::string::npos) return std::string(" (") + reason + ")";
+    return "";
+}
+
+// For an option the chosen command does not have: the commands that have it.
+std::string hint(CLI::App& cli, int argc, const char* const* argv) {
+    CLI::App* chosen = nullptr;
+    for (CLI::App* sub : cli.get_subcommands({}))
+        if (sub->parsed()) chosen = sub;
+    std::string out;
+    for (int i = 1; i < argc; ++i) {
+        std::string name = argv[i];
+        if (name.rfind("--", 0) != 0 || name.size() < 3) continue;
+        name = name.substr(0, name.find('='));
+        if (chosen && chosen->get_option_no_throw(name)) continue;
+        std::string owners;
+        for (CLI::App* sub : cli.get_subcommands({}))
+            if (sub->get_option_no_throw(name)) owners += (owners.empty() ? "" : ", ") + sub->get_name();
+        if (!owners.empty()) out += "\n" + printable(name) + " is an option of: " + owners;
+    }
+    return out;
+}
+
 int run(Shell& s, std::ostream& out, const Terminal& term) {
     s.text.torch = s.format == "torch";
     s.text.heatmap = !s.no_heatmap;
@@ -81,7 +122,7 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
     const bool colour = s.color == "always" || (s.color == "auto" && term.stdout_is_tty && !term.no_color);
     s.text.palette = !colour ? Palette::none : term.truecolor ? Palette::truecolor : Palette::ansi256;
     if (s.walkthrough) {
-        const Embeddings input = prepare_input(s, [](const InputShape&) { return 0.0; });
+        const Embeddings input = prepare_input(s, [](const InputShape&) { return Cost{}; });
         std::vector<Section> sections;
         for (const SectionPlan& p : walkthrough_plan())
             sections.push_back({p.id, p.title, p.explanation, p.formula, p.args, trace_of(p, s, input)});
@@ -94,13 +135,19 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
                 std::string line;
                 return static_cast<bool>(std::getline(std::cin, line)) && line != "q";
             };
-            render_text(sections, s.text, rerun_suffix(s), pause, out);
+            for (Section& section : sections) section.trace = printable(std::move(section.trace));
+            render_text(sections, s.text, printable(rerun_suffix(s)), pause, out);
         }
     } else {
-        const Trace trace = s.walk();
-        if (s.svg) write_file_atomically(*s.svg, svg_of_weights(trace, s.text), s.input_files());
-        if (s.json) render_json(trace, out);
-        else render_text(trace, s.text, out);
+        Trace trace = s.walk();
+        if (s.json) {  // the exact text
+            if (s.svg) write_file_atomically(*s.svg, svg_of_weights(printable(trace), s.text), s.input_files());
+            render_json(trace, out);
+        } else {  // every text view shows control and bidi characters as visible stand-ins
+            trace = printable(std::move(trace));
+            if (s.svg) write_file_atomically(*s.svg, svg_of_weights(trace, s.text), s.input_files());
+            render_text(trace, s.text, out);
+        }
     }
     out.flush();
     if (!out) {
@@ -120,19 +167,20 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         cli.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return cli.exit(e, out, err);  // --help, --version
-        err << "attnwalk: error: " << e.what() << "\nRun 'attnwalk --help' (or 'attnwalk COMMAND --help') for the options.\n";
+        err << "attnwalk: error: " << printable(e.what()) << why(e.what()) << hint(cli, argc, argv)
+            << "\nRun 'attnwalk --help' (or 'attnwalk COMMAND --help') for the options.\n";
         return 2;
     }
     try {
         return run(shell, out, terminal);
     } catch (const UsageError& e) {
-        err << "attnwalk: error: " << e.what() << '\n';
+        err << "attnwalk: error: " << printable(e.what()) << '\n';
         return 2;
     } catch (const std::bad_alloc&) {
         err << "attnwalk: error: out of memory: the input and options ask for larger tensors than this machine can hold\n";
         return 1;
     } catch (const std::exception& e) {
-        err << "attnwalk: error: " << e.what() << '\n';
+        err << "attnwalk: error: " << printable(e.what()) << '\n';
         return 1;
     }
 }

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -36,10 +37,21 @@ void write_file_atomically(const std::string& path, const std::string& content, 
     for (const auto& input : inputs)
         if (!input.empty() && input != "-" && same_file(path, input))
             throw UsageError("refusing to write " + path + ": it is an input of this run (" + input + ")");
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) throw UsageError("cannot write " + path + ": it is a directory");
+    struct stat target {};
+    const bool exists = ::stat(path.c_str(), &target) == 0;
+    if (exists && S_ISDIR(target.st_mode)) throw UsageError("cannot write " + path + ": it is a directory");
+    if (exists && !S_ISREG(target.st_mode))  // a device, a FIFO, a socket: never replaced by a rename
+        throw UsageError("refusing to write " + path + ": it is not a regular file");
+    struct stat in {};
+    const bool reads_stdin = std::find(inputs.begin(), inputs.end(), "-") != inputs.end();
+    if (exists && reads_stdin && ::fstat(STDIN_FILENO, &in) == 0 && in.st_dev == target.st_dev && in.st_ino == target.st_ino)
+        throw UsageError("refusing to write " + path + ": it is this run's standard input");
 
-    std::string temp = path + ".tmp-XXXXXX";
+    // The temporary file sits next to the target under a short name of its own, so that a
+    // name of up to NAME_MAX bytes stays legal.
+    const std::filesystem::path target_path(path);
+    const std::string dir = target_path.has_parent_path() ? target_path.parent_path().string() + "/" : "";
+    std::string temp = dir + ".attnwalk-XXXXXX";
     const int fd = ::mkstemp(temp.data());
     if (fd < 0) fail("cannot create a temporary file next to it", path, errno);
     std::size_t done = 0;
@@ -53,9 +65,12 @@ void write_file_atomically(const std::string& path, const std::string& content, 
         }
         done += static_cast<std::size_t>(n);
     }
-    const mode_t mask = ::umask(0);  // mkstemp makes the file 0600; give it the usual 0666 & ~umask
+    // mkstemp makes the file 0600: keep the mode of the file it replaces, or give a new one
+    // the usual 0666 & ~umask.
+    const mode_t mask = ::umask(0);
     ::umask(mask);
-    if (!err && ::fchmod(fd, 0666 & ~mask) != 0) err = errno;
+    const mode_t mode = exists ? (target.st_mode & 07777) : (0666 & ~mask);
+    if (!err && ::fchmod(fd, mode) != 0) err = errno;
     if (!err && ::fsync(fd) != 0) err = errno;
     if (::close(fd) != 0 && !err) err = errno;
     if (!err && ::rename(temp.c_str(), path.c_str()) != 0) err = errno;

@@ -80,7 +80,7 @@ public:
         append_number(tmp, r.ptr);
         return spill();
     }
-    Writer& integer(long long v) {
+    Writer& integer(unsigned long long v) {
         char tmp[24];
         const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
         buf_.append(tmp, r.ptr);
@@ -156,7 +156,7 @@ void step_json(Writer& w, const Step& step, bool timed) {
     w.raw(',').key("formula").string(step.formula);
     w.raw(',').key("kind").string(step.kind == StepKind::parameter ? "parameter" : "result");
     w.raw(',').key("shape").raw('[');
-    for (std::size_t i = 0; i < step.tensor.shape.size(); ++i) (i ? w.raw(',') : w).integer(static_cast<long long>(step.tensor.shape[i]));
+    for (std::size_t i = 0; i < step.tensor.shape.size(); ++i) (i ? w.raw(',') : w).integer(static_cast<unsigned long long>(step.tensor.shape[i]));
     w.raw(']').raw(',').key("axes").raw('[');
     for (std::size_t i = 0; i < step.axes.size(); ++i) (i ? w.raw(',') : w).string(axis_name(step.axes[i]));
     w.raw(']');
@@ -166,8 +166,8 @@ void step_json(Writer& w, const Step& step, bool timed) {
         w.raw(',').key("max").number(s.max);
         w.raw(',').key("mean").number(s.mean);
         w.raw(',').key("checksum").number(s.checksum);
-        w.raw(',').key("count").integer(static_cast<long long>(s.count));
-        w.raw(',').key("non_finite").integer(static_cast<long long>(s.non_finite));
+        w.raw(',').key("count").integer(static_cast<unsigned long long>(s.count));
+        w.raw(',').key("non_finite").integer(static_cast<unsigned long long>(s.non_finite));
         if (s.has_row_sums) w.raw(',').key("row_sum_range").raw('[').number(s.row_sum_min).raw(',').number(s.row_sum_max).raw(']');
         if (!s.scope.empty()) w.raw(',').key("scope").string(s.scope);
         w.raw('}');
@@ -205,7 +205,7 @@ void param_json(Writer& w, const ParamValue& value) {
     std::visit([&](const auto& v) {
         using V = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<V, bool>) w.boolean(v);
-        else if constexpr (std::is_same_v<V, long long>) w.integer(v);
+        else if constexpr (std::is_same_v<V, unsigned long long>) w.integer(v);
         else if constexpr (std::is_same_v<V, double>) w.number(static_cast<float>(v));
         else w.string(v);
     }, value);

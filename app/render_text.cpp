@@ -269,6 +269,8 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt) {
         }
     if (!chosen) throw UsageError("--svg draws a token×token step, and this run has none (--query keeps one row only)");
     const Step& step = *chosen;
+    if (step.tensor.data.size() != step.tensor.size())
+        throw UsageError("--svg draws the " + step.id + " step, and --summary keeps only its statistics: leave out one of the two");
     const std::size_t rank = step.tensor.shape.size();
     const std::size_t inner = step.tensor.shape[rank - 1] * step.tensor.shape[rank - 2];
     // Panels: every head of batch element 0.

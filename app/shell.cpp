@@ -1,6 +1,8 @@
 #include "shell.hpp"
 
 #include <cctype>
+#include <charconv>
+#include <cstdlib>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -45,52 +47,93 @@ std::string bytes_text(double bytes) {
     return os.str();
 }
 
+// A check of a number option: `ok` on the value read as a double, else `expected`.
+CLI::Validator number_check(const char* name, bool (*ok)(double), const std::string& expected) {
+    return CLI::Validator(
+        [ok, expected](std::string& text) {
+            char* end = nullptr;
+            const double v = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);  // subnormals too
+            if (text.empty() || end != text.c_str() + text.size() || std::isnan(v)) return "'" + text + "' is not a number";
+            return ok(v) ? std::string() : expected + ", got " + text;
+        },
+        name, name);
+}
+
 }  // namespace
 
+CLI::Validator whole_number(std::uint64_t min) {
+    return CLI::Validator(
+        [min](std::string& text) -> std::string {
+            if (text.empty()) return "is empty: give a number";
+            std::uint64_t v = 0;
+            const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+            if (r.ptr != text.data() + text.size() || text.find_first_not_of("0123456789") != std::string::npos)
+                return "'" + text + "' is not a whole number (decimal digits only)";
+            if (r.ec == std::errc::result_out_of_range) return text + " is larger than 18446744073709551615";
+            if (v < min) return "must be at least " + std::to_string(min) + ", got " + text;
+            return {};
+        },
+        min ? "N>=" + std::to_string(min) : "N", "whole number");
+}
+
+CLI::Validator non_empty() {
+    return CLI::Validator([](std::string& text) { return text.empty() ? std::string("is empty") : std::string(); }, "", "non-empty");
+}
+
 std::vector<std::string> Shell::input_files() const {
-    std::vector<std::string> files{input};
+    std::vector<std::string> files{input};  // "-" when stdin is read
     if (vocab) files.push_back(*vocab);
     files.insert(files.end(), weights_files.begin(), weights_files.end());
     return files;
 }
 
 void add_shell_options(CLI::App& sub, Shell& s, bool walk) {
-    sub.add_option("-i,--input", s.input, "Input JSON file ({\"tokens\", \"embeddings\"}); - reads stdin. Default: the built-in sentence");
-    sub.add_option("--text", s.sentence, "A sentence instead of -i: split at whitespace, each word looked up in --vocab");
-    sub.add_option("--vocab", s.vocab, "JSON object {\"word\": [numbers], ...} for --text (data/vocab.json covers the docs' sentences)");
-    sub.add_flag("--json", s.json, "Print the whole trace as one JSON document (see docs/json.md)");
-    sub.add_option("--precision", s.text.precision, "Decimals in text output")->check(CLI::Range(0, 12))->capture_default_str();
-    sub.add_option("--format", s.format, "text: labelled tables; torch: tensors printed the way PyTorch prints them")
-        ->check(CLI::IsMember({"text", "torch"}))->capture_default_str();
-    sub.add_option("--color", s.color, "Colour heatmaps: auto (a terminal, NO_COLOR unset), always, never")
-        ->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str();
-    sub.add_flag("--no-heatmap", s.no_heatmap, "Numbers only: no heatmaps under the token×token steps");
-    sub.add_flag("--full", s.text.full, "Print every row and column (tables with more than 16 are elided otherwise)");
+    CLI::Option* input = sub.add_option("-i,--input", s.input, "Input JSON file ({\"tokens\", \"embeddings\"}); - reads stdin. Default: the built-in sentence")
+                             ->check(non_empty());
+    sub.add_option("--text", s.sentence, "A sentence instead of -i: split at whitespace, each word looked up in --vocab")
+        ->check(non_empty())
+        ->excludes(input);
+    sub.add_option("--vocab", s.vocab, "JSON object {\"word\": [numbers], ...} for --text (data/vocab.json covers the docs' sentences)")
+        ->check(non_empty());
+    CLI::Option* json = sub.add_flag("--json", s.json, "Print the whole trace as one JSON document (see docs/json.md)");
+    // The text view's options mean nothing to the JSON.
+    json->excludes(sub.add_option("--precision", s.text.precision, "Decimals in text output")->check(CLI::Range(0, 12))->capture_default_str());
+    json->excludes(sub.add_option("--format", s.format, "text: labelled tables; torch: tensors printed the way PyTorch prints them")
+                       ->check(CLI::IsMember({"text", "torch"}))->capture_default_str());
+    json->excludes(sub.add_option("--color", s.color, "Colour heatmaps: auto (a terminal, NO_COLOR unset), always, never")
+                       ->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str());
+    json->excludes(sub.add_flag("--no-heatmap", s.no_heatmap, "Numbers only: no heatmaps under the token×token steps"));
+    json->excludes(sub.add_flag("--full", s.text.full, "Print every row and column (tables with more than 16 are elided otherwise)"));
     sub.add_option("--max-memory", s.max_memory, "Refuse inputs whose tensors would need more (bytes, or with K/M/G/T)")->capture_default_str();
+    sub.add_option("--max-work", s.max_work, "Refuse inputs that would take more multiply-adds (an exp counts 16)")
+        ->check(number_check("N", [](double v) { return v > 0.0 && std::isfinite(v); }, "must be a positive number"))
+        ->capture_default_str();
     if (!walk) return;
-    sub.add_option("--batch", s.batch, "Stack the input N times along a batch axis (the textbook uses 2)");
-    sub.add_option("--svg", s.svg, "Also write the heatmap of the final weights as an SVG file (for slides)");
+    sub.add_option("--batch", s.batch, "Stack the input N times along a batch axis (the textbook uses 2)")->check(whole_number(1));
+    sub.add_option("--svg", s.svg, "Also write the heatmap of the final weights as an SVG file (for slides)")->check(non_empty());
     sub.add_flag("--summary", s.recording.summary, "Big inputs: per step only the shape, min/max/mean, row sums, a checksum and the time");
     sub.add_flag("--timing", s.recording.timing, "After the trace, the wall time of each step");
 }
 
-Embeddings prepare_input(const Shell& s, const std::function<double(const InputShape&)>& bytes,
+Embeddings prepare_input(const Shell& s, const std::function<Cost(const InputShape&)>& cost,
                          std::optional<std::size_t> context_length) {
     if (s.sentence && !s.input.empty()) throw UsageError("--text and -i/--input exclude each other");
     if (s.sentence && !s.vocab) throw UsageError("--text needs --vocab FILE (for example data/vocab.json)");
     if (s.vocab && !s.sentence) throw UsageError("--vocab goes with --text");
-    if (s.batch < 1) throw UsageError("--batch must be at least 1");
     if (s.sentence && s.sentence->find_first_not_of(" \t\n\r\f\v") == std::string::npos)
         throw UsageError("--text has no words");
     const Embeddings input = s.preloaded         ? *s.preloaded
                              : s.sentence        ? embed_text(*s.sentence, load_vocab(*s.vocab), "--text")
                              : s.input.empty()   ? builtin_embeddings()
                                                  : load_embeddings(s.input);
-    const double need = bytes({input.batch() * s.batch, input.tokens_count(), input.dim()});
+    const Cost need = cost({input.batch() * s.batch, input.tokens_count(), input.dim()});
     const double budget = parse_bytes(s.max_memory);
-    if (need > budget)
-        throw UsageError("this walk would need about " + bytes_text(need) + " for its tensors, more than --max-memory " +
+    if (need.bytes > budget)
+        throw UsageError("this walk would need about " + bytes_text(need.bytes) + " for its tensors, more than --max-memory " +
                          bytes_text(budget) + " (raise --max-memory, or use a smaller input or options)");
+    if (need.work > s.max_work)
+        throw UsageError("this walk would take about " + format_number(need.work) + " multiply-adds, more than --max-work " +
+                         format_number(s.max_work) + " (raise --max-work, or use a smaller input or options)");
     if (context_length && input.tokens_count() > *context_length)
         throw UsageError("the input has " + std::to_string(input.tokens_count()) + " tokens, more than --context-length " +
                          std::to_string(*context_length));
@@ -99,57 +142,82 @@ Embeddings prepare_input(const Shell& s, const std::function<double(const InputS
 
 std::size_t resolve_token(const std::string& name, const std::vector<std::string>& tokens, const std::string& option) {
     const std::size_t T = tokens.size();
-    const bool numeric = !name.empty() && name.find_first_not_of("0123456789") == std::string::npos;
+    const bool hashed = name.size() > 1 && name[0] == '#';
+    const std::string digits = hashed ? name.substr(1) : name;
+    const bool numeric = !digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos;
+    std::vector<std::size_t> named;  // the tokens whose text is `name`
+    for (std::size_t i = 0; i < T; ++i)
+        if (tokens[i] == name) named.push_back(i);
     if (numeric) {
-        const unsigned long long index = name.size() > 9 ? T : std::stoull(name);
+        const std::size_t first = digits.find_first_not_of('0');
+        const std::string plain = first == std::string::npos ? "0" : digits.substr(first);
+        const std::size_t index = plain.size() > 18 ? T : static_cast<std::size_t>(std::stoull(plain));
         if (index >= T)
             throw UsageError(option + " " + name + " is out of range: the input has " + std::to_string(T) +
                              " tokens, so the index must be 0.." + std::to_string(T - 1));
-        return static_cast<std::size_t>(index);
+        for (std::size_t i : named)  // digits that are also a token's text elsewhere (not with #N)
+            if (i != index && !hashed)
+                throw UsageError(option + " '" + name + "' is ambiguous: index " + std::to_string(index) + " is \"" +
+                                 tokens[index] + "\", and token " + std::to_string(i) + " is \"" + name + "\" too: write #" +
+                                 std::to_string(index) + " or #" + std::to_string(i));
+        return index;
     }
-    for (std::size_t i = 0; i < T; ++i)
-        if (tokens[i] == name) return i;
+    if (named.size() == 1) return named[0];
+    if (named.size() > 1) {
+        std::string where;
+        for (std::size_t i : named) where += (where.empty() ? "#" : " or #") + std::to_string(i);
+        throw UsageError(option + " '" + name + "' is ambiguous: the input has it " + std::to_string(named.size()) +
+                         " times; give its index, " + where);
+    }
     std::string known;
     for (std::size_t i = 0; i < T; ++i) known += (i ? ", " : "") + tokens[i];
     throw UsageError(option + " '" + name + "' is not a token of the input (tokens: " + known + "; or give a 0-based index)");
 }
 
 Cell parse_cell(const std::string& text, const std::vector<std::string>& tokens) {
-    const auto comma = text.find(',');
-    if (comma == std::string::npos || text.find(',', comma + 1) != std::string::npos)
-        throw UsageError("--explain '" + text + "' is not a cell: give I,J (query row, key column), e.g. --explain 1,2 or --explain journey,starts");
-    return {resolve_token(text.substr(0, comma), tokens, "--explain"), resolve_token(text.substr(comma + 1), tokens, "--explain")};
+    // Tokens may hold commas themselves: every split at a comma whose two sides both name
+    // a token is a reading, and there must be exactly one.
+    std::vector<Cell> readings;
+    std::string first_error;
+    for (std::size_t comma = text.find(','); comma != std::string::npos; comma = text.find(',', comma + 1)) {
+        try {
+            readings.push_back({resolve_token(text.substr(0, comma), tokens, "--explain"),
+                                resolve_token(text.substr(comma + 1), tokens, "--explain")});
+        } catch (const UsageError& e) {
+            if (first_error.empty()) first_error = e.what();
+        }
+    }
+    if (readings.size() == 1) return readings[0];
+    if (readings.size() > 1)
+        throw UsageError("--explain '" + text + "' can be read at more than one comma: give the cell as indices, e.g. #" +
+                         std::to_string(readings[0].i) + ",#" + std::to_string(readings[0].j));
+    if (!first_error.empty() && text.find(',') == text.rfind(',')) throw UsageError(first_error);
+    throw UsageError("--explain '" + text + "' is not a cell: give I,J (query row, key column), e.g. --explain 1,2 or --explain journey,starts");
 }
 
 constexpr Init default_init = Init::linear;
 
-void add_weights_options(CLI::App& sub, WeightsOptions& o, Shell& shell) {
-    sub.add_option("--weights", o.file, "JSON file with W_query, W_key, W_value (d_in×d_out, x·W layout); see docs/weights.md")
-        ->each([&shell](const std::string& file) { shell.weights_files.push_back(file); });
-    sub.add_option("--seed", o.seed, "Draw the weights like torch.manual_seed(N) would, bit for bit");
-    sub.add_option("--init", o.init, std::string("How seeded weights are drawn: rand | randn | linear (default: ") +
-                                         init_name(default_init) + ")");
-    sub.add_option("--d-out", o.d_out, "Output size of the seeded projections (default " + std::to_string(default_d_out) +
-                                           ", as in the textbook)");
-    sub.add_flag("--qkv-bias", o.qkv_bias, "Seeded nn.Linear projections get a bias");
+void add_weights_options(CLI::App& sub, WeightsOptions& o, Shell& shell, bool default_seed) {
+    CLI::Option* file = sub.add_option("--weights", o.file, "JSON file with W_query, W_key, W_value (d_in×d_out, x·W layout); see docs/weights.md")
+                            ->check(non_empty())
+                            ->each([&shell](const std::string& f) { shell.weights_files.push_back(f); });
+    CLI::Option* seed = sub.add_option("--seed", o.seed, "Draw the weights like torch.manual_seed(N) would, bit for bit")
+                            ->check(whole_number(0))
+                            ->excludes(file);
+    CLI::Option* drawn[] = {
+        sub.add_option("--init", o.init, std::string("How seeded weights are drawn: rand | randn | linear (default: ") +
+                                             init_name(default_init) + ")")
+            ->check(CLI::IsMember({"rand", "randn", "linear"})),
+        sub.add_option("--d-out", o.d_out, "Output size of the seeded projections (default " + std::to_string(default_d_out) +
+                                               ", as in the textbook)")
+            ->check(whole_number(1)),
+        sub.add_flag("--qkv-bias", o.qkv_bias, "Seeded nn.Linear projections get a bias"),
+    };
+    for (CLI::Option* option : drawn) {  // they say how weights are drawn: not for a file
+        option->excludes(file);
+        if (!default_seed) option->needs(seed);
+    }
     sub.add_flag("--show-weights", shell.text.show_weights, "Print the weight matrices used (the JSON always has them)");
-}
-
-// A check of a number option: `ok` on the value read as a double, else `expected`.
-CLI::Validator number_check(const char* name, bool (*ok)(double), const std::string& expected) {
-    return CLI::Validator(
-        [ok, expected](std::string& text) {
-            double v = 0.0;
-            std::size_t used = 0;
-            try {
-                v = std::stod(text, &used);
-            } catch (const std::exception&) {
-                used = 0;
-            }
-            if (used == 0 || used != text.size()) return "'" + text + "' is not a number";
-            return ok(v) ? std::string() : expected + ", got " + text;
-        },
-        name, name);
 }
 
 void add_scale_option(CLI::App& sub, std::optional<double>& scale) {
@@ -165,14 +233,16 @@ CLI::Option* add_explain_option(CLI::App& sub, std::optional<std::string>& expla
 }
 
 void add_context_length_option(CLI::App& sub, std::optional<std::size_t>& context_length) {
-    sub.add_option("--context-length", context_length, "Longest input allowed (error if there are more tokens)");
+    sub.add_option("--context-length", context_length, "Longest input allowed (error if there are more tokens)")->check(whole_number(1));
 }
 
 void add_dropout_options(CLI::App& sub, DropoutOptions& o) {
     sub.add_option("--dropout", o.p, "Dropout rate p in [0, 1)")
-        ->check(number_check("P", [](double v) { return v >= 0.0 && v < 1.0; }, "must be in [0, 1)"))
+        ->check(number_check("P", [](double v) { return v == 0.0 || (v > 0.0 && v < 1.0 && 1.0 - v < 1.0); },
+                             "must be 0 or in [1.2e-16, 1) (a smaller rate leaves 1 − p at 1)"))
         ->capture_default_str();
-    sub.add_option("--dropout-seed", o.seed, "Reseed the generator right before the dropout draw, like torch.manual_seed(S); dropout(...)");
+    sub.add_option("--dropout-seed", o.seed, "Reseed the generator right before the dropout draw, like torch.manual_seed(S); dropout(...)")
+        ->check(whole_number(0));
     sub.add_flag("--eval", o.eval, "Inference mode: dropout is the identity");
     sub.add_flag("--causal,!--no-causal", o.causal, "Mask future tokens (default: on)");
 }
@@ -183,6 +253,9 @@ Randomness::Randomness(std::optional<std::uint64_t> seed, std::optional<std::uin
 }
 
 DropoutDraw Randomness::dropout(double p, bool train) {
+    if (dropout_seed_ && (!train || p == 0.0))
+        throw UsageError(std::string("--dropout-seed seeds the dropout draw, and there is none: ") +
+                         (train ? "the rate is 0 (give --dropout P)" : "--eval draws nothing"));
     DropoutDraw d;
     d.p = p;
     d.train = train;
@@ -205,22 +278,15 @@ DropoutDraw Randomness::dropout(double p, bool train) {
 }
 
 Weights make_weights(const WeightsOptions& o, WeightsShape shape, Randomness& random) {
-    if (o.file && o.seed)
-        throw UsageError("--seed and --weights exclude each other: weights come either from a file or from the seeded generator");
-    if (o.init && !o.seed) throw UsageError("--init needs --seed (it says how seeded weights are drawn)");
-    std::optional<Init> init = default_init;
-    if (o.init) {
-        init = init_from_name(*o.init);
-        if (!init) throw UsageError("unknown --init '" + *o.init + "': expected rand, randn or linear");
-    }
-    if (o.d_out && *o.d_out < 1) throw UsageError("--d-out must be at least 1");
-    if (o.qkv_bias && *init != Init::linear)
+    // Which options go together is CLI11's (add_weights_options); what is left depends on values.
+    const Init init = o.init ? *init_from_name(*o.init) : default_init;
+    if (o.qkv_bias && init != Init::linear)
         throw UsageError("--qkv-bias needs --init linear (torch.rand/randn matrices have no bias)");
     if (o.file) return load_weights(*o.file, shape);
     Generator* gen = random.weights_stream();
     if (!gen) return nullptr;
     shape.d_out = o.d_out.value_or(default_d_out);
-    return draw_weights(*gen, shape, *init, o.qkv_bias);
+    return draw_weights(*gen, shape, init, o.qkv_bias);
 }
 
 OneHead prepare_one_head(const Shell& shell, const WeightsOptions& options, Randomness& random, bool one_row,
@@ -228,7 +294,7 @@ OneHead prepare_one_head(const Shell& shell, const WeightsOptions& options, Rand
     OneHead out;
     out.input = prepare_input(
         shell,
-        [&](const InputShape& s) { return walk_bytes(s.batch, s.tokens, s.d_in, options.width(), 1, one_row ? 1 : s.tokens); },
+        [&](const InputShape& s) { return walk_cost(s.batch, s.tokens, s.d_in, options.width(), 1, one_row ? 1 : s.tokens); },
         context_length);
     out.weights = make_weights(options, {out.input.dim(), default_d_out, 1, HeadLayout::fused, false}, random);
     return out;

@@ -26,6 +26,7 @@ struct Shell {
     std::optional<std::string> vocab;
     std::size_t batch = 1;
     std::string max_memory = "4G";
+    double max_work = 1e12;  // multiply-adds (an exp counts 16): about half a minute here
     // output
     bool json = false;
     TextOptions text;
@@ -48,6 +49,11 @@ struct Shell {
     std::vector<std::string> input_files() const;
 };
 
+// Checks of option values, in the type used: a whole number ≥ min (no sign, no
+// overflow), a non-empty text.
+CLI::Validator whole_number(std::uint64_t min);
+CLI::Validator non_empty();
+
 // -i, --text, --vocab, --json, --precision, --format, --color, --no-heatmap, --full,
 // --max-memory; for the walks also --batch, --svg, --summary, --timing.
 void add_shell_options(CLI::App& sub, Shell& shell, bool walk);
@@ -57,10 +63,10 @@ struct InputShape {
     std::size_t batch, tokens, d_in;
 };
 
-// Reads the input (built-in, -i, or --text/--vocab), refuses it when `bytes` of it
-// (after --batch) exceed --max-memory or it is longer than `context_length`, and stacks
-// the batch.
-Embeddings prepare_input(const Shell& shell, const std::function<double(const InputShape&)>& bytes,
+// Reads the input (built-in, -i, or --text/--vocab), refuses it when its `cost` (after
+// --batch) exceeds --max-memory or --max-work or it is longer than `context_length`, and
+// stacks the batch.
+Embeddings prepare_input(const Shell& shell, const std::function<Cost(const InputShape&)>& cost,
                          std::optional<std::size_t> context_length = std::nullopt);
 
 // A token named on the command line: a 0-based index, or a token's text. `option` names
@@ -81,7 +87,9 @@ struct WeightsOptions {
     // The width the weights will have, for memory estimates (a file's is not known yet).
     std::size_t width() const { return d_out.value_or(default_d_out); }
 };
-void add_weights_options(CLI::App& sub, WeightsOptions& options, Shell& shell);
+// `default_seed`: the command draws weights without --seed too (mha), so --init, --d-out
+// and --qkv-bias do not need it.
+void add_weights_options(CLI::App& sub, WeightsOptions& options, Shell& shell, bool default_seed = false);
 
 // --scale S: a positive number that stays finite and non-zero in float32.
 void add_scale_option(CLI::App& sub, std::optional<double>& scale);

@@ -159,16 +159,16 @@ TEST_SUITE("cli") {
             {"scores", "{\"embeddings\": [[[1, 2], [3, 4]], [[1, 2]]]}", 1, "at $.embeddings[1]: ragged array: expected 2 values"},
             {"scores --query 6", "", 2, "--query 6 is out of range"},
             {"scores --query nobody", "", 2, "--query 'nobody' is not a token"},
-            {"context --seed 1 --weights x.json", "", 2, "--seed and --weights exclude each other"},
-            {"context --init rand", "", 2, "--init needs --seed"},
-            {"context --seed 1 --init uniform", "", 2, "unknown --init 'uniform'"},
-            {"context --seed 1 --d-out 0", "", 2, "--d-out must be at least 1"},
+            {"context --seed 1 --weights x.json", "", 2, "--weights excludes --seed (weights come either from a file or from the seeded generator)"},
+            {"context --init rand", "", 2, "--init requires --seed (--init, --d-out and --qkv-bias say how seeded weights are drawn)"},
+            {"context --seed 1 --init uniform", "", 2, "--init: uniform not in {rand,randn,linear}"},
+            {"context --seed 1 --d-out 0", "", 2, "--d-out: must be at least 1, got 0"},
             {"context --seed 1 --init rand --qkv-bias", "", 2, "--qkv-bias needs --init linear"},
             {"context --weights /nonexistent-w.json", "", 1, "/nonexistent-w.json: cannot open file"},
             {"mha --heads 3", "", 2, "d_out must be divisible by the number of heads"},
-            {"mha --heads 0", "", 2, "--heads must be at least 1"},
-            {"dropout --dropout 1", "", 2, "--dropout: must be in [0, 1), got 1"},
-            {"mha --dropout -0.1", "", 2, "--dropout: must be in [0, 1), got -0.1"},
+            {"mha --heads 0", "", 2, "--heads: must be at least 1, got 0"},
+            {"dropout --dropout 1", "", 2, "--dropout: must be 0 or in [1.2e-16, 1) (a smaller rate leaves 1 − p at 1), got 1"},
+            {"mha --dropout -0.1", "", 2, "--dropout: must be 0 or in [1.2e-16, 1) (a smaller rate leaves 1 − p at 1), got -0.1"},
             {"causal --context-length 4", "", 2, "more than --context-length 4"},
             {"scores --batch 0", "", 2, "--batch"},
             {"softmax --scale 0", "", 2, "--scale: must be a positive number that float32 holds"},
@@ -184,7 +184,7 @@ TEST_SUITE("cli") {
             {"scores --max-memory lots", "", 2, "--max-memory 'lots' is not a size"},
             {"scores --text 'cats clim' --vocab '" + test::source_path("data/vocab.json") + "'", "", 2, "'clim' is not in the vocabulary"},
             {"scores --text cats", "", 2, "--text needs --vocab"},
-            {"scores --text cats --vocab v.json -i x.json", "", 2, "--text and -i/--input exclude each other"},
+            {"scores --text cats --vocab v.json -i x.json", "", 2, "--input excludes --text (the input is a file (-i) or a sentence (--text), not both)"},
         };
         for (const auto& c : cases) {
             std::string args = c.args;
@@ -527,5 +527,179 @@ TEST_SUITE("cli.json_writer") {
         CHECK(ones.out.find("\"data\":[[1.0,1.0],[1.0,1.0]]") != std::string::npos);
         // non-finite values are strings
         CHECK(run_json("causal").at("steps").at(5).at("data").at(0).at(1) == "-inf");
+    }
+}
+
+// The second robustness round (issue "Robustness, second round"): each case failed before.
+TEST_SUITE("cli.robustness") {
+    TEST_CASE("cli.robustness_summary_svg_is_refused_not_a_crash") {
+        const auto r = test::run("mha --summary --svg /tmp/attnwalk_never.svg");
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.find("--summary keeps only its statistics") != std::string::npos);
+    }
+
+    TEST_CASE("cli.robustness_control_and_bidi_characters_never_reach_the_terminal") {
+        const std::string input = test::temp_file(
+            R"({"tokens": ["a\u001b[31mX", "b\r\nY", "\u202eZ", "d\u009b2J\u007f"], "embeddings": [[1, 2], [3, 4], [5, 6], [7, 8]]})");
+        for (const char* args : {"scores --color never", "scores --format torch", "softmax --explain 0,1", "walkthrough --no-heatmap"}) {
+            const auto r = test::run(std::string(args) + " -i '" + input + "'");
+            CAPTURE(args);
+            REQUIRE(r.exit_code == 0);
+            CHECK(r.out.find('\x1b') == std::string::npos);
+            CHECK(r.out.find('\r') == std::string::npos);
+            CHECK(r.out.find("\xe2\x80\xae") == std::string::npos);  // U+202E
+            CHECK(r.out.find("\xc2\x9b") == std::string::npos);      // U+009B
+            CHECK(r.out.find('\x7f') == std::string::npos);
+        }
+        CHECK(test::run("scores -i '" + input + "' --color never").out.find("a\xe2\x90\x9b[31mX") != std::string::npos);  // ␛
+        const auto err = test::run("scores -i '" + input + "' --query $'q\\x1b[2J'");
+        CHECK(err.exit_code == 2);
+        CHECK(err.err.find('\x1b') == std::string::npos);
+        const json doc = run_json("scores -i '" + input + "'");  // the JSON keeps the exact text
+        CHECK(doc.at("tokens").at(0) == "a\x1b[31mX");
+    }
+
+    TEST_CASE("cli.robustness_svg_never_replaces_what_is_not_a_regular_file") {
+        const std::string fifo = "/tmp/attnwalk_fifo_" + std::to_string(::getpid());
+        REQUIRE(test::run_shell("mkfifo " + fifo).exit_code == 0);
+        auto r = test::run("scores --svg " + fifo);
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.find("not a regular file") != std::string::npos);
+        std::remove(fifo.c_str());
+        const std::string in = test::temp_file(test::read_file(test::source_path("data/your_journey.json")));
+        r = test::run_shell(test::binary() + " scores -i - --svg '" + in + "' < '" + in + "'");
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.find("standard input") != std::string::npos);
+        const std::string kept = test::temp_file("old", ".svg");
+        REQUIRE(test::run_shell("chmod 640 '" + kept + "'").exit_code == 0);
+        REQUIRE(test::run("scores --svg '" + kept + "'").exit_code == 0);
+        CHECK(test::run_shell("stat -c %a '" + kept + "'").out == "640\n");
+        const std::string longest = "/tmp/" + std::string(251, 'n') + ".svg";  // NAME_MAX = 255
+        CHECK(test::run("scores --svg " + longest).exit_code == 0);
+        std::remove(longest.c_str());
+    }
+
+    TEST_CASE("cli.robustness_numbers_are_checked_in_the_type_used") {
+        CHECK(run_json("scores --seed 9223372036854775808").at("params").at("seed") == 9223372036854775808ull);
+        CHECK(test::run("scores --seed 9223372036854775808").out.find("seed 9223372036854775808") != std::string::npos);
+        const std::vector<std::pair<std::string, std::string>> bad = {
+            {"scores --seed 18446744073709551616", "larger than 18446744073709551615"},
+            {"scores --seed ''", "is empty"},
+            {"scores --seed -1", "not a whole number"},
+            {"causal --context-length -1", "not a whole number"},
+            {"scores --batch -1", "not a whole number"},
+            {"scores --batch 0", "must be at least 1"},
+            {"softmax --scale 1e39", "float32"},
+            {"softmax --scale 1e-300", "float32"},
+            {"dropout --dropout 1e-320", "must be 0 or in [1.2e-16, 1)"},
+            {"scores -i ''", "is empty"},
+        };
+        for (const auto& [args, message] : bad) {
+            const auto r = test::run(args);
+            CAPTURE(args);
+            CHECK(r.exit_code == 2);
+            CHECK(r.err.find(message) != std::string::npos);
+        }
+    }
+
+    TEST_CASE("cli.robustness_options_that_would_be_ignored_are_usage_errors") {
+        const std::vector<std::pair<std::string, std::string>> bad = {
+            {"dropout --ones 3 --seed 1", "--seed excludes --ones"},
+            {"dropout --ones 3 -i x.json", "--input excludes --ones"},
+            {"dropout --ones 3 --batch 2", "--batch excludes --ones"},
+            {"dropout --ones 3 --scale 2", "--scale excludes --ones"},
+            {"context --qkv-bias", "--qkv-bias requires --seed"},
+            {"context --d-out 3", "--d-out requires --seed"},
+            {"mha --weights x.json --d-out 4", "--weights excludes --d-out (--init, --d-out and --qkv-bias say how seeded weights are drawn)"},
+            {"scores --json --format torch", "--json excludes --format"},
+            {"scores --json --precision 2", "--json excludes --precision"},
+            {"scores --json --full", "--json excludes --full"},
+            {"scores --json --color always", "--json excludes --color"},
+            {"dropout --dropout 0 --dropout-seed 1", "there is none"},
+            {"mha --dropout-seed 1", "there is none"},
+            {"dropout --eval --dropout-seed 1", "there is none"},
+            {"walkthrough --step --json", "--json excludes --step"},
+            {"mha --explain 1,2", "--explain is an option of: scores, softmax, context, causal"},
+        };
+        for (const auto& [args, message] : bad) {
+            const auto r = test::run(args);
+            CAPTURE(args);
+            CHECK(r.exit_code == 2);
+            CHECK(r.err.find(message) != std::string::npos);
+        }
+        CHECK(test::run("mha --d-out 4 --heads 2 --qkv-bias").exit_code == 0);  // mha draws with its default seed
+    }
+
+    TEST_CASE("cli.robustness_duplicate_and_unknown_keys") {
+        const std::string vocab = test::temp_file(R"({"a": [1, 2], "a": [3, 4]})");
+        const std::vector<std::tuple<std::string, std::string, std::string>> bad = {
+            {"scores", R"({"embeddings": [[1]], "embeddings": [[2]]})", "at $.embeddings: duplicate key \"embeddings\""},
+            {"context --weights", R"({"W_query": [[1]], "W_query": [[1]], "W_key": [[1]], "W_value": [[1]]})", "duplicate key \"W_query\""},
+            {"context --weights", R"({"W_query": [[1, 2], [3, 4], [5, 6]], "W_key": [[1, 2], [3, 4], [5, 6]], "W_value": [[1, 2], [3, 4], [5, 6]], "b_querry": [1, 2]})",
+             "at $.b_querry: unknown key \"b_querry\" (did you mean \"b_query\"?)"},
+            {"scores", std::string("{\"embeddings\": [[1]]}\0", 22), "NUL byte"},
+        };
+        for (const auto& [command, text, message] : bad) {
+            const std::string file = test::temp_file(text);
+            const std::string args = command == "scores" ? "scores -i '" + file + "'" : command + " '" + file + "'";
+            const auto r = test::run(args);
+            CAPTURE(args);
+            CHECK(r.exit_code == 1);
+            CHECK(r.err.find(message) != std::string::npos);
+        }
+        const auto v = test::run("scores --text a --vocab '" + vocab + "'");
+        CHECK(v.err.find("duplicate key \"a\"") != std::string::npos);
+        auto r = test::run_shell(test::binary() + " scores -i - < /");
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("<stdin>: cannot read: it is a directory") != std::string::npos);
+        r = test::run_shell(test::binary() + " scores -i - <&-");
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("<stdin>: cannot read") != std::string::npos);
+    }
+
+    TEST_CASE("cli.robustness_resource_bounds") {
+        // 240,000 one-number rows: mha would run for minutes; refused up front.
+        std::string rows = "{\"embeddings\": [";
+        for (int i = 0; i < 240000; ++i) rows += i ? ",[0.5]" : "[0.5]";
+        const std::string file = test::temp_file(rows + "]}");
+        auto r = test::run("mha --summary -i '" + file + "'");
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.find("more than --max-work") != std::string::npos);
+        // One query never builds the T×T matrix (240,000² floats would be 230 GB).
+        CHECK(test::run("scores --query 3 --json -i '" + file + "'").exit_code == 0);
+        // A file larger than the limit is refused before it is read (a sparse file here).
+        const std::string big = test::temp_file("");
+        REQUIRE(test::run_shell("truncate -s 600M '" + big + "'").exit_code == 0);
+        r = test::run("scores -i '" + big + "'");
+        CHECK(r.err.find("larger than 512 MiB") != std::string::npos);
+        std::remove(big.c_str());
+        // 51 MB of members nobody reads are skipped without being built.
+        std::string ignored = "{\"embeddings\": [[1, 2]], \"extra\": [";
+        for (int i = 0; i < 200000; ++i) ignored += i ? ",{\"k\": [1, 2, 3], \"s\": \"text\"}" : "{\"k\": [1, 2, 3], \"s\": \"text\"}";
+        const std::string skipped = test::temp_file(ignored + "]}");
+        r = test::run_shell("/usr/bin/time -f %M " + test::binary() + " scores -i '" + skipped + "' --json");
+        CHECK(r.exit_code == 0);
+        const auto kb = std::stol(r.err.substr(r.err.rfind('\n', r.err.size() - 2) + 1));
+        CHECK(kb < 64 * 1024);  // peak RSS well under the text's size plus a tree of it
+    }
+
+    TEST_CASE("cli.robustness_naming_tokens") {
+        const std::string file = test::temp_file(R"({"tokens": ["the", "0", "a,b", "the", "c"], "embeddings": [[1, 2], [3, 4], [5, 6], [7, 8], [9, 1]]})");
+        const auto param = [&](const std::string& args) { return run_json(args + " -i '" + file + "'").at("params"); };
+        CHECK(param("scores --query 0000000003").at("query") == 3);
+        CHECK(param("scores --query '#0'").at("query") == 0);
+        CHECK(param("scores --query a,b").at("query") == 2);
+        CHECK(param("scores --explain a,b,c").at("explain") == "[2,4]");
+        const std::vector<std::pair<std::string, std::string>> bad = {
+            {"scores --query the", "'the' is ambiguous: the input has it 2 times; give its index, #0 or #3"},
+            {"scores --query 0", "'0' is ambiguous: index 0 is \"the\", and token 1 is \"0\" too"},
+            {"scores --explain the,c", "'the' is ambiguous"},
+        };
+        for (const auto& [args, message] : bad) {
+            const auto r = test::run(args + " -i '" + file + "'");
+            CAPTURE(args);
+            CHECK(r.exit_code == 2);
+            CHECK(r.err.find(message) != std::string::npos);
+        }
     }
 }

@@ -29,14 +29,17 @@ void add_dropout(CLI::App& cli, Shell& shell) {
     add_scale_option(*sub, o->scale);
     add_context_length_option(*sub, o->context_length);
     add_dropout_options(*sub, o->dropout);
-    sub->add_option("--ones", o->ones, "Apply dropout to an N×N matrix of ones instead (the textbook's example)");
+    CLI::Option* ones = sub->add_option("--ones", o->ones, "Apply dropout to an N×N matrix of ones instead (the textbook's example)")
+                            ->check(whole_number(1));
+    for (const char* name : {"--input", "--text", "--vocab", "--weights", "--seed", "--init", "--d-out", "--qkv-bias", "--show-weights",
+                             "--batch", "--scale", "--context-length", "--causal"})
+        ones->excludes(sub->get_option(name));  // the matrix of ones has no input, weights or scores
     sub->callback([&shell, o] {
         shell.walk = [&shell, o] {
             const DropoutOptions& d = o->dropout;
             if (o->ones) {
-                if (*o->ones < 1) throw UsageError("--ones must be at least 1");
                 const double n = static_cast<double>(*o->ones);
-                prepare_input(shell, [&](const InputShape&) { return 16.0 * n * n; });  // checks the budget
+                prepare_input(shell, [&](const InputShape&) { return Cost{16.0 * n * n, 2.0 * n * n}; });  // checks the budget
                 Randomness random(o->weights.seed, d.seed);
                 return walk_dropout_ones(*o->ones, random.dropout(d.p, !d.eval), shell.recording);
             }

@@ -26,16 +26,15 @@ void add_mha(CLI::App& cli, Shell& shell) {
                                 "  attnwalk mha --batch 2 --seed 123 --heads 2          # the textbook's MultiHeadAttention\n"
                                 "  attnwalk mha --variant wrapper --batch 2 --seed 123  # MultiHeadAttentionWrapper\n");
     auto o = std::make_shared<MhaOptions>();
-    add_weights_options(*sub, o->weights, shell);
+    add_weights_options(*sub, o->weights, shell, true);
     add_context_length_option(*sub, o->context_length);
     add_dropout_options(*sub, o->dropout);
-    sub->add_option("--heads", o->heads, "Number of heads H")->capture_default_str();
+    sub->add_option("--heads", o->heads, "Number of heads H")->check(whole_number(1))->capture_default_str();
     sub->add_option("--variant", o->variant, "fused (MultiHeadAttention) or wrapper (MultiHeadAttentionWrapper)")
         ->check(CLI::IsMember({"fused", "wrapper"}))->capture_default_str();
     sub->callback([&shell, o] {
         shell.walk = [&shell, o] {
             const std::size_t H = o->heads;
-            if (H < 1) throw UsageError("--heads must be at least 1");
             const bool stacked = o->variant == "wrapper";
             const HeadLayout layout = stacked ? HeadLayout::stacked : HeadLayout::fused;
             const std::size_t width = stacked ? H * o->weights.width() : o->weights.width();
@@ -46,7 +45,7 @@ void add_mha(CLI::App& cli, Shell& shell) {
             spec.dropout = random.dropout(o->dropout.p, !o->dropout.eval);
             const Embeddings input = prepare_input(
                 shell,
-                [&](const InputShape& s) { return mha_bytes(s.batch, s.tokens, s.d_in, width, H, layout, spec, shell.recording); },
+                [&](const InputShape& s) { return mha_cost(s.batch, s.tokens, s.d_in, width, H, layout, spec, shell.recording); },
                 o->context_length);
             const WeightsShape shape{input.dim(), default_d_out, H, layout, !stacked};
             if (!stacked && !o->weights.file && o->weights.width() % H != 0)

@@ -27,7 +27,8 @@ void add_single_head(CLI::App& cli, Shell& shell, const char* name, const char* 
                      SingleHeadWalk walk) {
     CLI::App* sub = add_command(cli, shell, name, description, examples);
     auto o = std::make_shared<SingleHeadOptions>();
-    CLI::Option* query = sub->add_option("--query", o->query, "Show one query only: a 0-based index or a token's text");
+    CLI::Option* query = sub->add_option("--query", o->query, "Show one query only: a 0-based index or a token's text")
+                               ->check(non_empty());
     query->excludes(add_explain_option(*sub, o->explain));  // --explain I,J already names the query I
     add_weights_options(*sub, o->weights, shell);
     add_scale_option(*sub, o->scale);

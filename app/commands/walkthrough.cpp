@@ -59,7 +59,8 @@ void add_walkthrough(CLI::App& cli, Shell& shell) {
                                 "  attnwalk walkthrough                 # every section with the textbook's numbers\n"
                                 "  attnwalk walkthrough --step          # pause after each section (press Enter)\n"
                                 "  attnwalk walkthrough --text \"cats climb trees during\" --vocab data/vocab.json\n");
-    sub->add_flag("--step", shell.step, "Pause after each section until Enter (only when stdin is a terminal)");
+    sub->add_flag("--step", shell.step, "Pause after each section until Enter (only when stdin is a terminal)")
+        ->excludes(sub->get_option("--json"));
     sub->callback([&shell] { shell.walkthrough = true; });
 }
 

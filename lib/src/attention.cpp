@@ -47,12 +47,17 @@ Cube merge_heads(const Hyper& x) {
     return out;
 }
 
-double forward_bytes(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
-                     std::size_t rows) {
+Cost forward_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
+                  std::size_t rows) {
     const double B = static_cast<double>(batch), T = static_cast<double>(tokens), H = static_cast<double>(heads),
-                 R = static_cast<double>(rows), d = std::max(static_cast<double>(d_in), static_cast<double>(width));
+                 R = static_cast<double>(rows), d = std::max(static_cast<double>(d_in), static_cast<double>(width)),
+                 w = static_cast<double>(width), din = static_cast<double>(d_in);
+    Cost c;
     // About 16 tensors of the largest shapes are kept (scores, weights, masks, ...).
-    return 4.0 * (16.0 * B * H * R * T + 16.0 * B * T * d + 4.0 * d * d);
+    c.bytes = 4.0 * (16.0 * B * H * R * T + 16.0 * B * T * d + 4.0 * d * d);
+    // Q, K, V; scores and context per head (together R·T·width per batch); the exps; out_proj.
+    c.work = B * (3.0 * T * din * w + 2.0 * R * T * w + 16.0 * H * R * T + R * w * w);
+    return c;
 }
 
 Forward attention_forward(const Cube& x, const AttentionWeights* w, const ForwardSpec& spec) {

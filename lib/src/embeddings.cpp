@@ -1,12 +1,12 @@
 #include "attnwalk/embeddings.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <sstream>
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/json_input.hpp"
@@ -36,29 +36,35 @@ std::string source_name(const std::string& path) { return path == "-" ? "<stdin>
 
 std::string read_text_file(const std::string& path) {
     const std::string name = source_name(path);
-    std::ifstream file;
-    std::istream* in = &std::cin;
-    if (path != "-") {
-        file.open(path, std::ios::binary);
-        if (!file) throw InputError(path, "", std::string("cannot open file: ") + std::strerror(errno));
-        in = &file;
-    }
-    // Read in chunks so that an endless or huge stream stops at the limit; a regular
-    // file's size is reserved up front (one allocation, no copies as the text grows).
+    const int fd = path == "-" ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw InputError(path, "", std::string("cannot open file: ") + std::strerror(errno));
+    struct Closer {
+        int fd;
+        ~Closer() {
+            if (fd != STDIN_FILENO) ::close(fd);
+        }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) throw InputError(name, "", std::string("cannot read: ") + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) throw InputError(name, "", "cannot read: it is a directory");
+    const std::string too_large = "larger than " + std::to_string(max_input_bytes >> 20) + " MiB: attnwalk reads input files up to that size";
     std::string text;
-    if (path != "-") {
-        std::error_code ec;
-        const auto size = std::filesystem::file_size(path, ec);
-        if (!ec && size <= max_input_bytes) text.reserve(static_cast<std::size_t>(size) + 1);
+    if (S_ISREG(st.st_mode)) {  // the size is known: refuse before reading, read in one allocation
+        if (static_cast<std::uint64_t>(st.st_size) > max_input_bytes) throw InputError(name, "", too_large);
+        text.reserve(static_cast<std::size_t>(st.st_size) + 1);
     }
+    // In chunks, so that an endless stream stops at the limit.
     char chunk[1 << 16];
-    while (in->read(chunk, sizeof chunk) || in->gcount() > 0) {
-        text.append(chunk, static_cast<std::size_t>(in->gcount()));
-        if (text.size() > max_input_bytes)
-            throw InputError(name, "", "larger than " + std::to_string(max_input_bytes >> 20) +
-                                           " MiB: attnwalk reads input files up to that size");
+    for (;;) {
+        const ssize_t n = ::read(fd, chunk, sizeof chunk);
+        if (n == 0) break;
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw InputError(name, "", std::string("cannot read: ") + std::strerror(errno));
+        }
+        text.append(chunk, static_cast<std::size_t>(n));
+        if (text.size() > max_input_bytes) throw InputError(name, "", too_large);
     }
-    if (in->bad()) throw InputError(name, "", std::string("cannot read: ") + std::strerror(errno));
     return text;
 }
 

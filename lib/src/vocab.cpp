@@ -8,25 +8,6 @@
 
 namespace attnwalk {
 
-namespace {
-
-// Edit distance (insertions, deletions, substitutions), for "did you mean".
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t above = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diagonal = above;
-        }
-    }
-    return row[b.size()];
-}
-
-}  // namespace
 
 Vocab parse_vocab(const std::string& text, const std::string& source) {
     const json_input::Value doc = json_input::parse(text, source);
@@ -67,11 +48,8 @@ Embeddings embed_text(const std::string& text, const Vocab& vocab, const std::st
     for (const auto& w : words) {
         const auto it = std::find(vocab.words.begin(), vocab.words.end(), w);
         if (it == vocab.words.end()) {
-            std::vector<std::pair<std::size_t, std::string>> ranked;
-            for (const auto& known : vocab.words) ranked.emplace_back(edit_distance(w, known), known);
-            std::sort(ranked.begin(), ranked.end());
             std::string closest;
-            for (std::size_t i = 0; i < ranked.size() && i < 3; ++i) closest += (i ? ", " : "") + ranked[i].second;
+            for (const auto& known : json_input::closest(w, vocab.words, 3)) closest += (closest.empty() ? "" : ", ") + known;
             throw UsageError("'" + w.substr(0, 64) + "' is not in the vocabulary " + vocab.source +
                              " (closest: " + closest + ")");
         }

@@ -30,9 +30,9 @@ std::string format_number(double value) {
     return os.str();
 }
 
-double walk_bytes(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
-                  std::size_t rows) {
-    return forward_bytes(batch, tokens, d_in, width, heads, rows);
+Cost walk_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
+               std::size_t rows) {
+    return forward_cost(batch, tokens, d_in, width, heads, rows);
 }
 
 bool mha_blocked(HeadLayout layout, const MhaSpec& spec, const Recording& rec) {
@@ -40,10 +40,11 @@ bool mha_blocked(HeadLayout layout, const MhaSpec& spec, const Recording& rec) {
     return rec.summary && layout == HeadLayout::fused && !draws;
 }
 
-double mha_bytes(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
-                 HeadLayout layout, const MhaSpec& spec, const Recording& rec) {
-    return mha_blocked(layout, spec, rec) ? fast::blocked_bytes(batch, tokens, d_in, width)
-                                          : forward_bytes(batch, tokens, d_in, width, heads, tokens);
+Cost mha_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads, HeadLayout layout,
+              const MhaSpec& spec, const Recording& rec) {
+    Cost c = forward_cost(batch, tokens, d_in, width, heads, tokens);
+    if (mha_blocked(layout, spec, rec)) c.bytes = fast::blocked_bytes(batch, tokens, d_in, width);
+    return c;
 }
 
 namespace {
@@ -60,9 +61,9 @@ Trace start_trace(const std::string& command, const Embeddings& input, const Att
     trace.tokens = input.tokens;
     trace.batched = input.batched;
     trace.set_param("input", input.source);
-    if (input.batched) trace.set_param("batch", static_cast<long long>(input.batch()));
-    trace.set_param("tokens", static_cast<long long>(input.tokens_count()));
-    trace.set_param("d_in", static_cast<long long>(input.dim()));
+    if (input.batched) trace.set_param("batch", static_cast<unsigned long long>(input.batch()));
+    trace.set_param("tokens", static_cast<unsigned long long>(input.tokens_count()));
+    trace.set_param("d_in", static_cast<unsigned long long>(input.dim()));
     if (weights)
         for (const auto& [name, value] : weights->origin) trace.set_param(name, value);
     return trace;
@@ -228,7 +229,7 @@ Trace single_head(const std::string& command, Stage stage, bool compare, const E
     trace.set_param("scale", static_cast<double>(f.scale));
     record_projections(rec, w, f);
     if (spec.query) {
-        trace.set_param("query", static_cast<long long>(*spec.query));
+        trace.set_param("query", static_cast<unsigned long long>(*spec.query));
         walk_one_query(rec, w, f, scale_words, stage, compare);
         return finish(std::move(trace), recording);
     }
@@ -355,7 +356,7 @@ void record_dropout(Recorder& rec, const DropoutDraw& draw, const xt::xtensor<fl
         rec.add_with_row_sums("weights", "Weights after dropout (eval): unchanged", "A", weights, tokens_tokens);
         return;
     }
-    if (draw.reseeded) rec.trace().set_param("dropout_seed", static_cast<long long>(draw.gen->initial_seed()));
+    if (draw.reseeded) rec.trace().set_param("dropout_seed", static_cast<unsigned long long>(draw.gen->initial_seed()));
     rec.add("dropout_mask", "Dropout mask: 1 = kept (probability " + format_number(1.0 - draw.p) + "), 0 = dropped",
             "keep_ij ~ Bernoulli(1 − p)", keep, tokens_tokens)
         .note = "One double-precision uniform u per element, in row-major order; kept where u < 1 − p. " + draw.note;
@@ -406,7 +407,7 @@ Trace walk_dropout_ones(std::size_t n, const DropoutDraw& draw, const Recording&
     Trace trace;
     trace.command = "dropout";
     for (std::size_t i = 0; i < n; ++i) trace.tokens.push_back(std::to_string(i));
-    trace.set_param("tokens", static_cast<long long>(n));
+    trace.set_param("tokens", static_cast<unsigned long long>(n));
     record_draw_params(trace, draw);
     Recorder rec(trace);
     const Cube ones = xt::ones<float>({std::size_t{1}, n, n});
@@ -432,7 +433,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
         throw UsageError("d_out " + std::to_string(w.width()) + " is not divisible by " + std::to_string(H) + " heads");
     Trace trace = start_trace("mha", input, &w);
     trace.set_param("variant", std::string(stacked ? "wrapper" : "fused"));
-    trace.set_param("heads", static_cast<long long>(H));
+    trace.set_param("heads", static_cast<unsigned long long>(H));
     trace.set_param("causal", spec.causal);
     trace.set_param("dropout", spec.dropout.p);
     Recorder rec(trace);
@@ -526,7 +527,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
                       tokens_tokens);
     rec.add_with_row_sums("weights", weights_title, weights_formula, f.weights, head_tokens_tokens);
     if (f.dropped) {
-        if (spec.dropout.reseeded) trace.set_param("dropout_seed", static_cast<long long>(spec.dropout.gen->initial_seed()));
+        if (spec.dropout.reseeded) trace.set_param("dropout_seed", static_cast<unsigned long long>(spec.dropout.gen->initial_seed()));
         rec.add("dropout_mask", "Dropout mask of every head: 1 = kept", "keep ~ Bernoulli(1 − p)", f.keep, head_tokens_tokens);
         rec.add_with_row_sums("weights_dropped", "Weights after dropout", "A ⊙ keep / (1 − p)", f.weights_dropped,
                               head_tokens_tokens);

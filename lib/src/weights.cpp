@@ -125,9 +125,9 @@ Weights draw_weights(Generator& gen, const WeightsShape& shape, Init init, bool 
         heads.push_back(draw_qkv(gen, shape.d_in, shape.d_out, init, bias));
     auto w = from_heads(heads, shape);
     if (shape.out_proj) w->out_proj = draw_linear(gen, shape.d_out, shape.d_out, true);
-    w->origin = {{"seed", static_cast<long long>(gen.initial_seed())},
+    w->origin = {{"seed", static_cast<unsigned long long>(gen.initial_seed())},
                  {"init", std::string(init_name(init))},
-                 {"d_out", static_cast<long long>(shape.d_out)},
+                 {"d_out", static_cast<unsigned long long>(shape.d_out)},
                  {"qkv_bias", bias}};
     return w;
 }
@@ -159,8 +159,11 @@ const Value& object_at(const Value& doc, const std::string& file, const std::str
 }
 
 // {"W_query", "W_key", "W_value", optional "b_query", "b_key", "b_value"} at `path`.
+const std::vector<std::string> qkv_keys{"W_query", "W_key", "W_value", "b_query", "b_key", "b_value"};
+
 QKV read_qkv(const Value& object, const std::string& file, const std::string& path, std::size_t d_in) {
     object_at(object, file, path);
+    if (path != "$") json_input::check_keys(object, file, path, qkv_keys);
     QKV qkv;
     qkv.query = read_linear(object, file, path, "W_query", "b_query", d_in, std::nullopt);
     const std::size_t d_out = qkv.query.w.shape(1);
@@ -178,6 +181,9 @@ Weights load_weights(const std::string& file, const WeightsShape& shape) {
 Weights parse_weights(const std::string& text, const std::string& name, const WeightsShape& shape) {
     const Value parsed = json_input::parse(text, name);
     const Value& doc = object_at(parsed, name, "$");
+    std::vector<std::string> top = qkv_keys;  // one file may serve every layout
+    top.insert(top.end(), {"out_proj", "heads"});
+    json_input::check_keys(doc, name, "$", top);
     std::vector<QKV> heads;
     if (shape.layout == HeadLayout::stacked) {
         const Value* list = doc.find("heads");
@@ -200,13 +206,14 @@ Weights parse_weights(const std::string& text, const std::string& name, const We
     }
     const std::size_t d_out = heads[0].query.w.shape(1);
     auto w = from_heads(heads, shape);
-    w->origin = {{"weights", name}, {"d_out", static_cast<long long>(d_out)}};
+    w->origin = {{"weights", name}, {"d_out", static_cast<unsigned long long>(d_out)}};
     if (!shape.out_proj) return w;
     const Value* proj = doc.find("out_proj");
     if (!proj)
         throw InputError(name, "$", "missing \"out_proj\": {\"weight\": d_out×d_out, \"bias\": [d_out]} "
                                     "(the fused variant projects the concatenated heads)");
     object_at(*proj, name, "$.out_proj");
+    json_input::check_keys(*proj, name, "$.out_proj", {"weight", "bias"});
     const Value* weight = proj->find("weight");
     if (!weight)
         throw InputError(name, "$.out_proj", "missing \"weight\" (a d_out×d_out matrix, d_out = " + std::to_string(d_out) + ")");

@@ -21,6 +21,7 @@
 
 #include "attnwalk/rng.hpp"
 #include "attnwalk/tensor.hpp"
+#include "attnwalk/walk.hpp"
 #include "attnwalk/weights.hpp"
 
 namespace attnwalk {
@@ -94,9 +95,8 @@ struct Forward {
 // Throws UsageError when the shapes do not fit (e.g. H·d_h ≠ width, a query row ≥ T).
 Forward attention_forward(const Cube& x, const AttentionWeights* weights, const ForwardSpec& spec);
 
-// Bytes the forward's tensors need for these sizes (counted in double: no overflow),
-// `rows` query rows; what a walk records is a small multiple of that.
-double forward_bytes(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
-                     std::size_t rows);
+// What the forward and the steps a walk records cost for these sizes, `rows` query rows.
+Cost forward_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
+                  std::size_t rows);
 
 }  // namespace attnwalk

@@ -75,7 +75,7 @@ struct Step {
     Summary summary;
 };
 
-using ParamValue = std::variant<bool, long long, double, std::string>;
+using ParamValue = std::variant<bool, unsigned long long, double, std::string>;  // every count and seed is unsigned
 
 struct Trace {
     std::string command;

@@ -69,16 +69,22 @@ struct MhaSpec {
 };
 Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& spec, const Recording& rec);
 
-// The memory a walk's tensors need, from the shapes alone (bytes): `rows` query rows of
-// the B×T×d input with `heads` heads of total width `width` (d_in without weights).
-double walk_bytes(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
-                  std::size_t rows);
+// What a walk will cost, from the shapes alone (counted in double: no overflow), so that
+// a command can refuse it before allocating or computing anything.
+struct Cost {
+    double bytes = 0.0;  // the tensors the walk keeps
+    double work = 0.0;   // multiply-adds, each exponential counted as 16
+};
+// `rows` query rows of a B×T×d_in input with `heads` heads of total width `width`
+// (d_in without weights).
+Cost walk_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
+               std::size_t rows);
 // Whether walk_mha takes the blocked path: a summary of fused heads without a dropout
 // draw. It holds no T×T tensor then.
 bool mha_blocked(HeadLayout layout, const MhaSpec& spec, const Recording& rec);
-// The memory walk_mha needs, on either path.
-double mha_bytes(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
-                 HeadLayout layout, const MhaSpec& spec, const Recording& rec);
+// The cost of walk_mha, on either path.
+Cost mha_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads, HeadLayout layout,
+              const MhaSpec& spec, const Recording& rec);
 
 // The text of a float for titles and notes ("0.5", "1.4142").
 std::string format_number(double value);

@@ -1,0 +1,20 @@
+// Text that reaches a terminal: tokens, file names and messages come from the user and
+// may hold escape sequences, carriage returns or bidi overrides. Every text view shows
+// them as visible stand-ins instead; the JSON keeps the exact text.
+#pragma once
+
+#include <string>
+
+#include "attnwalk/trace.hpp"
+
+namespace attnwalk::app {
+
+// C0 controls as their Control Pictures (ESC -> ␛, LF -> ␊), DEL as ␡, C1 controls and the
+// bidi controls (U+061C, U+200E/F, U+202A–U+202E, U+2066–U+2069) as \uXXXX, ill-formed
+// UTF-8 as U+FFFD.
+std::string printable(const std::string& text);
+
+// The same for every text of a trace (tokens, titles, formulas, notes, labels, params).
+Trace printable(Trace trace);
+
+}  // namespace attnwalk::app

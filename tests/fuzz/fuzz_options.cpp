@@ -1,0 +1,102 @@
+// libFuzzer target: combinations of real options. Each input byte picks a command, then
+// options from the table below and one of a few values each (tokens, cells, seeds, sizes
+// at their limits, strange text), so that the fuzzer spends its time on how options
+// combine (--svg with --summary, --explain with masks, --ones with everything) rather
+// than on spelling them. run_cli must return 0, 1 or 2 and never crash, leak or hang.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+
+namespace {
+
+const char* const commands[] = {"scores", "softmax", "context", "causal", "dropout", "mha", "walkthrough"};
+
+struct Choice {
+    const char* option;
+    std::vector<const char*> values;  // empty: a flag
+};
+
+const std::vector<Choice> choices = {
+    {"--query", {"0", "journey", "#5", "00001", "6", "", "a,b", "the"}},
+    {"--explain", {"1,2", "journey,starts", "5,0", "0,5", "#1,#2", "1", "x,y", ",", "1,2,3"}},
+    {"--seed", {"0", "123", "789", "18446744073709551615", "18446744073709551616", "-1", ""}},
+    {"--init", {"rand", "randn", "linear", "uniform"}},
+    {"--d-out", {"1", "2", "3", "4", "0", "64"}},
+    {"--qkv-bias", {}},
+    {"--scale", {"1", "2", "0.5", "1e-300", "1e39", "0", "nan", "-1"}},
+    {"--batch", {"1", "2", "3", "0", "-1"}},
+    {"--heads", {"1", "2", "3", "4", "0"}},
+    {"--variant", {"fused", "wrapper"}},
+    {"--dropout", {"0", "0.5", "0.1", "0.99", "1", "1e-320"}},
+    {"--dropout-seed", {"0", "123", "9"}},
+    {"--eval", {}},
+    {"--no-causal", {}},
+    {"--ones", {"1", "3", "6", "0"}},
+    {"--context-length", {"3", "6", "100", "-1"}},
+    {"--summary", {}},
+    {"--timing", {}},
+    {"--svg", {"fuzz_out.svg"}},
+    {"--json", {}},
+    {"--format", {"text", "torch"}},
+    {"--precision", {"0", "4", "12", "13"}},
+    {"--full", {}},
+    {"--no-heatmap", {}},
+    {"--color", {"never", "always"}},
+    {"--show-weights", {}},
+    {"--step", {}},
+    {"--max-memory", {"1K", "64M", "4G"}},
+    {"--max-work", {"1", "1e6", "1e12"}},
+    {"--weights", {"weights.json", "wrapper.json"}},
+    {"-i", {"input.json", "tokens.json"}},
+    {"--text", {"cats climb trees", "Your journey"}},
+    {"--vocab", {"vocab.json"}},
+};
+
+void write(const char* name, const char* text) {
+    if (FILE* f = std::fopen(name, "w")) {
+        std::fputs(text, f);
+        std::fclose(f);
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+    if (!std::freopen("/dev/null", "r", stdin)) return 1;
+    char dir[] = "/tmp/attnwalk_fuzz_options_XXXXXX";  // every file it reads or writes lives here
+    if (!::mkdtemp(dir) || ::chdir(dir) != 0) return 1;
+    write("input.json", R"({"tokens": ["a", "b", "c"], "embeddings": [[1, 2, 3], [4, 5, 6], [7, 8, 9]]})");
+    write("tokens.json", "{\"tokens\": [\"the\", \"\\u001b[2J\", \"a,b\", \"the\", \"0\"], \"embeddings\": [[1, 0], [0, 1], [1, 1], [1, 0], [0.5, 0.5]]}");
+    write("weights.json", R"({"W_query": [[1, 2], [3, 4], [5, 6]], "W_key": [[1, 0], [0, 1], [1, 1]], "W_value": [[1, 1], [2, 2], [3, 3]],
+                              "out_proj": {"weight": [[1, 0], [0, 1]], "bias": [0, 0]}})");
+    write("wrapper.json", R"({"heads": [{"W_query": [[1], [2], [3]], "W_key": [[1], [0], [1]], "W_value": [[1], [1], [1]]}]})");
+    write("vocab.json", R"({"cats": [1, 2], "climb": [3, 4], "trees": [5, 6], "Your": [1, 1], "journey": [2, 2]})");
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    if (size == 0) return 0;
+    std::vector<std::string> args{"attnwalk", commands[data[0] % std::size(commands)]};
+    for (std::size_t i = 1; i + 1 < size && args.size() < 24; i += 2) {
+        const Choice& c = choices[data[i] % choices.size()];
+        args.push_back(c.option);
+        if (!c.values.empty()) args.push_back(c.values[data[i + 1] % c.values.size()]);
+    }
+    bool budget = false;
+    for (const auto& a : args) budget = budget || a == "--max-memory" || a == "--max-work";
+    if (!budget) args.insert(args.end(), {"--max-memory", "64M", "--max-work", "1e9"});
+    std::vector<const char*> argv;
+    for (const auto& a : args) argv.push_back(a.c_str());
+    std::ostringstream out, err;
+    const int code = attnwalk::app::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
+    if (code < 0 || code > 2) __builtin_trap();
+    return 0;
+}

@@ -115,6 +115,10 @@ std::string hint(CLI::App& cli, int argc, const char* const* argv) {
     return out;
 }
 
+NonFinite non_finite_of(const Shell& s) {
+    return s.json_nonfinite == "null" ? NonFinite::null : s.json_nonfinite == "literal" ? NonFinite::literal : NonFinite::string;
+}
+
 int run(Shell& s, std::ostream& out, const Terminal& term) {
     s.text.torch = s.format == "torch";
     s.text.heatmap = !s.no_heatmap;
@@ -127,7 +131,7 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
         for (const SectionPlan& p : walkthrough_plan())
             sections.push_back({p.id, p.title, p.explanation, p.formula, p.args, trace_of(p, s, input)});
         if (s.json) {
-            render_json(sections, out);
+            render_json(sections, out, non_finite_of(s));
         } else {
             const auto pause = [&](const Section& next) {
                 if (!s.step || !term.stdin_is_tty) return true;
@@ -142,7 +146,7 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
         Trace trace = s.walk();
         if (s.json) {  // the exact text
             if (s.svg) write_file_atomically(*s.svg, svg_of_weights(printable(trace), s.text), s.input_files());
-            render_json(trace, out);
+            render_json(trace, out, non_finite_of(s));
         } else {  // every text view shows control and bidi characters as visible stand-ins
             trace = printable(std::move(trace));
             if (s.svg) write_file_atomically(*s.svg, svg_of_weights(trace, s.text), s.input_files());

@@ -35,7 +35,12 @@ struct TextOptions {
 };
 
 void render_text(const Trace& trace, const TextOptions& options, std::ostream& out);
-void render_json(const Trace& trace, std::ostream& out);
+// How --json writes inf, −∞ and NaN: as the strings "inf", "-inf", "nan" (the default),
+// as null, or as Python's literals Infinity, -Infinity, NaN (not JSON, but what
+// json.loads reads, so that torch.tensor(json.loads(...)) works).
+enum class NonFinite { string, null, literal };
+
+void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite = NonFinite::string);
 
 // --svg: the heatmap of the trace's final token×token step (the weights, one panel per
 // head of batch element 0). Throws UsageError when there is none (e.g. with --query).
@@ -46,7 +51,7 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& options);
 // `before_next` runs between sections (--step) and returns false to stop early.
 void render_text(const std::vector<Section>& sections, const TextOptions& options, const std::string& rerun_suffix,
                  const std::function<bool(const Section& next)>& before_next, std::ostream& out);
-void render_json(const std::vector<Section>& sections, std::ostream& out);
+void render_json(const std::vector<Section>& sections, std::ostream& out, NonFinite non_finite = NonFinite::string);
 
 // A tensor the way PyTorch 1.13 prints it (`repr(t)` of a float32 CPU tensor, default
 // print options): "tensor([[0.2098, 0.2006, ...]])".

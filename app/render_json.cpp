@@ -13,7 +13,7 @@ namespace {
 
 class Writer {
 public:
-    explicit Writer(std::ostream& out) : out_(out) { buf_.reserve(chunk + 256); }
+    Writer(std::ostream& out, NonFinite non_finite) : out_(out), non_finite_(non_finite) { buf_.reserve(chunk + 256); }
     ~Writer() { flush(); }
     Writer(const Writer&) = delete;
     Writer& operator=(const Writer&) = delete;
@@ -64,17 +64,27 @@ public:
         buf_ += '"';
         return spill();
     }
+    // A non-finite value: "nan", "inf", "-inf" (strings), null, or Python's literals NaN,
+    // Infinity, -Infinity (which json.loads and then torch.tensor accept).
+    Writer& non_finite(double v) {
+        switch (non_finite_) {
+            case NonFinite::null: return raw("null");
+            case NonFinite::literal: return raw(std::isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
+            case NonFinite::string: break;
+        }
+        return string(std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+    }
     // float32: the shortest text that reads back to the same float, with ".0" on whole
-    // numbers (so that readers see a float); non-finite values as strings.
+    // numbers (so that readers see a float).
     Writer& number(float v) {
-        if (!std::isfinite(v)) return string(std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+        if (!std::isfinite(v)) return non_finite(v);
         char tmp[32];
         const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
         append_number(tmp, r.ptr);
         return spill();
     }
     Writer& number(double v) {
-        if (!std::isfinite(v)) return string(std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+        if (!std::isfinite(v)) return non_finite(v);
         char tmp[40];
         const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
         append_number(tmp, r.ptr);
@@ -122,6 +132,7 @@ private:
     }
 
     std::ostream& out_;
+    NonFinite non_finite_;
     std::string buf_;
 };
 
@@ -236,14 +247,14 @@ void trace_json(Writer& w, const Trace& trace) {
 
 }  // namespace
 
-void render_json(const Trace& trace, std::ostream& out) {
-    Writer w(out);
+void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite) {
+    Writer w(out, non_finite);
     trace_json(w, trace);
     w.raw('\n');
 }
 
-void render_json(const std::vector<Section>& sections, std::ostream& out) {
-    Writer w(out);
+void render_json(const std::vector<Section>& sections, std::ostream& out, NonFinite non_finite) {
+    Writer w(out, non_finite);
     w.raw('{').key("command").string("walkthrough").raw(',').key("sections").raw('[');
     for (std::size_t i = 0; i < sections.size(); ++i) {
         const Section& s = sections[i];

@@ -96,6 +96,11 @@ void add_shell_options(CLI::App& sub, Shell& s, bool walk) {
     sub.add_option("--vocab", s.vocab, "JSON object {\"word\": [numbers], ...} for --text (data/vocab.json covers the docs' sentences)")
         ->check(non_empty());
     CLI::Option* json = sub.add_flag("--json", s.json, "Print the whole trace as one JSON document (see docs/json.md)");
+    sub.add_option("--json-nonfinite", s.json_nonfinite,
+                   "How --json writes inf and NaN: string (\"inf\"), null, or literal (Python's Infinity, NaN)")
+        ->check(CLI::IsMember({"string", "null", "literal"}))
+        ->needs(json)
+        ->capture_default_str();
     // The text view's options mean nothing to the JSON.
     json->excludes(sub.add_option("--precision", s.text.precision, "Decimals in text output")->check(CLI::Range(0, 12))->capture_default_str());
     json->excludes(sub.add_option("--format", s.format, "text: labelled tables; torch: tensors printed the way PyTorch prints them")

@@ -29,6 +29,7 @@ struct Shell {
     double max_work = 1e12;  // multiply-adds (an exp counts 16): about half a minute here
     // output
     bool json = false;
+    std::string json_nonfinite = "string";
     TextOptions text;
     std::string format = "text";
     std::string color = "auto";

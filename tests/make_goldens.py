@@ -207,7 +207,7 @@ def dropout_cases():
         out = nn.Dropout(p)(torch.ones(n, n))
         keep = (out != 0).float()
         cases.append(case(f"dropout_ones{n}_seed{seed}_p{p}", ["dropout", "--ones", str(n), "--dropout-seed", str(seed), "--dropout", str(p)],
-                          None, {"dropout_mask": keep, "weights": out}, exact=["dropout_mask", "weights"]))
+                          None, {"dropout_mask": keep, "weights_dropped": out}, exact=["dropout_mask", "weights_dropped"]))
     # dropout continuing the weights' stream, on causal weights
     for seed, p, batch in [(789, 0.5, 1), (123, 0.2, 2)]:
         x = torch.stack([torch.tensor(BUILTIN)] * batch)
@@ -220,7 +220,7 @@ def dropout_cases():
         CausalHead(3, 2, p, False)
         keep = torch.empty(w.shape).bernoulli_(1 - p)
         args = ["dropout", "--seed", str(seed), "--dropout", str(p)] + (["--batch", str(batch)] if batch > 1 else [])
-        exp = {"weights_before_dropout": w, "dropout_mask": keep, "context": z}
+        exp = {"weights": w, "dropout_mask": keep, "context": z}
         if batch == 1:
             exp = {k: t[0] for k, t in exp.items()}
         cases.append(case(f"dropout_seed{seed}_p{p}_batch{batch}", args, None, exp, exact=["dropout_mask"]))

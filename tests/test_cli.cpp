@@ -69,8 +69,8 @@ TEST_SUITE("cli") {
         check4(row(step(c, "context"), 0, 1), {-0.4519f, 0.2216f});
         CHECK(step(c, "max_difference").at("data").get<float>() < 1e-6f);
         const json d = run_json("dropout --ones 6 --dropout-seed 123");
-        check4(row(step(d, "weights"), 0), {2, 2, 0, 2, 2, 0});
-        check4(row(step(d, "weights"), 1), {0, 0, 0, 2, 0, 2});
+        check4(row(step(d, "weights_dropped"), 0), {2, 2, 0, 2, 2, 0});
+        check4(row(step(d, "weights_dropped"), 1), {0, 0, 0, 2, 0, 2});
         check4(row(step(d, "dropout_mask"), 0), {1, 1, 0, 1, 1, 0});
         const json w = run_json("mha --variant wrapper --heads 2 --batch 2 --seed 123 --init linear --d-out 2");
         check4(row(step(w, "output"), 0, 0), {-0.4519f, 0.2216f, 0.4772f, 0.1063f});

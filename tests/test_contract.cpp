@@ -5,6 +5,8 @@
 #include <regex>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "attnwalk/catalogue.hpp"
 #include "test_util.hpp"
 
@@ -47,6 +49,13 @@ TEST_SUITE("contract") {
         for (const auto& s : attnwalk::step_catalogue()) catalogue.insert(s.id);
         for (const auto& d : documented) CHECK_MESSAGE(catalogue.count(d), "docs/json.md documents `" << d << "`, which no walk records");
         for (const auto& c : catalogue) CHECK_MESSAGE(documented.count(c), "the step `" << c << "` is not documented in docs/json.md");
+        // The JSON Schema lists the same ids (those of the per-head parameters by a pattern).
+        const auto schema = nlohmann::json::parse(test::read_file(test::source_path("docs/trace.schema.json")));
+        std::set<std::string> in_schema;
+        for (const auto& e : schema.at("$defs").at("step_id").at("anyOf").at(0).at("enum")) in_schema.insert(e.get<std::string>());
+        for (const auto& c : catalogue)
+            if (c.rfind("headN.", 0) != 0) CHECK_MESSAGE(in_schema.count(c), "docs/trace.schema.json does not list `" << c << "`");
+        for (const auto& s : in_schema) CHECK_MESSAGE(catalogue.count(s), "docs/trace.schema.json lists `" << s << "`, not in the catalogue");
         CHECK(attnwalk::find_step("head11.W_key") != nullptr);
         CHECK(attnwalk::find_step("headx.W_key") == nullptr);
     }

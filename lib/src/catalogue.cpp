@@ -34,7 +34,7 @@ const std::vector<StepInfo>& step_catalogue() {
         {"scores_shifted", "ω minus its row maximum"},
         {"weights_sum", "ω divided by its row sum"},
         {"weights_naive", "exp(ω) divided by its row sum"},
-        {"weights", "the attention weights: the softmax of the (masked, scaled) scores"},
+        {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout"},
         // the causal mask
         {"mask", "the causal mask: 1 on and below the diagonal"},
         {"weights_unmasked", "(a) softmax over every token"},
@@ -43,11 +43,10 @@ const std::vector<StepInfo>& step_catalogue() {
         {"scores_masked", "(b) scores with −∞ above the diagonal"},
         {"max_difference", "the largest difference between (a) and (b)"},
         // dropout
-        {"ones", "the matrix of ones dropout is shown on"},
-        {"weights_before_dropout", "the weights dropout acts on"},
+        {"ones", "the matrix of ones dropout is shown on (in place of the weights)"},
         {"dropout_mask", "1 = kept, 0 = dropped"},
         {"dropout_scale", "1/(1 − p) in float32"},
-        {"weights_dropped", "mha: the weights after dropout"},
+        {"weights_dropped", "the weights after dropout: kept values × 1/(1 − p) (unchanged in eval mode)"},
         // the context
         {"head_outputs", "each head's context vectors A_h·V_h"},
         {"context", "the context vectors (heads concatenated)"},

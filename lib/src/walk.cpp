@@ -62,7 +62,7 @@ Trace start_trace(const std::string& command, const Embeddings& input, const Att
     trace.batched = input.batched;
     trace.set_param("input", input.source);
     if (input.batched) trace.set_param("batch", static_cast<unsigned long long>(input.batch()));
-    trace.set_param("tokens", static_cast<unsigned long long>(input.tokens_count()));
+    trace.set_param("num_tokens", static_cast<unsigned long long>(input.tokens_count()));
     trace.set_param("d_in", static_cast<unsigned long long>(input.dim()));
     if (weights)
         for (const auto& [name, value] : weights->origin) trace.set_param(name, value);
@@ -353,7 +353,7 @@ void record_dropout(Recorder& rec, const DropoutDraw& draw, const xt::xtensor<fl
     if (!draw.train) {
         rec.add("dropout_mask", "Dropout mask in eval mode: everything is kept", "keep = 1", keep, tokens_tokens)
             .note = "nn.Dropout is the identity at inference (model.eval()): no random draw, no scaling.";
-        rec.add_with_row_sums("weights", "Weights after dropout (eval): unchanged", "A", weights, tokens_tokens);
+        rec.add_with_row_sums("weights_dropped", "Weights after dropout (eval): unchanged", "A", weights, tokens_tokens);
         return;
     }
     if (draw.reseeded) rec.trace().set_param("dropout_seed", static_cast<unsigned long long>(draw.gen->initial_seed()));
@@ -363,7 +363,7 @@ void record_dropout(Recorder& rec, const DropoutDraw& draw, const xt::xtensor<fl
     rec.add_plain("dropout_scale", "Kept values are scaled by 1/(1 − p)", "1 / (1 − " + format_number(draw.p) + ")",
                   scalar_trace(scale), {})
         .note = "The scaling keeps the expected sum of each row unchanged, so training and inference see the same average.";
-    rec.add_with_row_sums("weights", "Weights after dropout", "A ⊙ keep / (1 − p)", dropped, tokens_tokens);
+    rec.add_with_row_sums("weights_dropped", "Weights after dropout", "A ⊙ keep / (1 − p)", dropped, tokens_tokens);
 }
 
 }  // namespace
@@ -391,9 +391,10 @@ Trace walk_dropout(const Embeddings& input, const Weights& weights, const Dropou
                 tokens_tokens)
             .may_be_non_finite = true;
     const Cube a = head0(f.weights);
-    rec.add_with_row_sums("weights_before_dropout",
-                          spec.causal ? "Causal attention weights, before dropout" : "Attention weights, before dropout",
-                          "A = softmax(ω)", a, tokens_tokens);
+    rec.add_with_row_sums("weights", spec.causal ? "Causal attention weights, before dropout" : "Attention weights, before dropout",
+                          std::string("A = softmax(") + (spec.causal ? "masked ω" : "ω") +
+                              (f.scale == 1.0f ? "" : " / " + scale_words) + ")",
+                          a, tokens_tokens);
     const Cube keep = f.dropped ? head0(f.keep) : Cube(xt::ones<float>(a.shape()));
     record_dropout(rec, spec.draw, a, keep, f.dropout_scale, f.dropped ? head0(f.weights_dropped) : a);
     rec.add("context", spec.draw.train ? "Context vectors after dropout" : "Context vectors (eval): unchanged",
@@ -407,7 +408,7 @@ Trace walk_dropout_ones(std::size_t n, const DropoutDraw& draw, const Recording&
     Trace trace;
     trace.command = "dropout";
     for (std::size_t i = 0; i < n; ++i) trace.tokens.push_back(std::to_string(i));
-    trace.set_param("tokens", static_cast<unsigned long long>(n));
+    trace.set_param("num_tokens", static_cast<unsigned long long>(n));
     record_draw_params(trace, draw);
     Recorder rec(trace);
     const Cube ones = xt::ones<float>({std::size_t{1}, n, n});

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Validates the --json output of every command against docs/trace.schema.json
+(JSON Schema draft 2020-12), with Debian's python3-jsonschema.
+
+Usage: validate_json.py BINARY    (exit 77 = skipped when jsonschema is not installed)
+"""
+import json
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+COMMANDS = [
+    "scores", "scores --query journey", "scores --seed 123 --init rand --explain 1,2",
+    "softmax", "softmax --query 1", "softmax -i data/large_scores.json", "softmax --explain journey,starts",
+    "context", "context --seed 789 --qkv-bias", "context --weights data/weights_example.json", "context --batch 2 --seed 1",
+    "causal", "causal --seed 789 --explain 4,2", "causal --batch 2 --seed 123 --timing",
+    "dropout", "dropout --ones 6 --dropout-seed 123", "dropout --eval", "dropout --seed 789 --no-causal --dropout 0.3",
+    "mha", "mha --batch 2 --seed 123 --heads 2", "mha --variant wrapper --heads 3 --dropout 0.5 --qkv-bias",
+    "mha --summary", "mha --summary --no-causal --batch 2 --heads 1",
+    "walkthrough",
+    "causal --json-nonfinite null",
+    "context --text 'cats climb trees during' --vocab data/vocab.json",
+]
+
+
+def main():
+    try:
+        import jsonschema
+    except ImportError:
+        print("skipped: python3-jsonschema is not installed (apt-get install python3-jsonschema)")
+        return 77
+    schema = json.loads((ROOT / "docs/trace.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    failed = 0
+    for args in COMMANDS:
+        import shlex
+        out = subprocess.run([sys.argv[1]] + shlex.split(args) + ["--json"], cwd=ROOT, capture_output=True, text=True)
+        if out.returncode != 0:
+            print(f"FAIL {args}: exit {out.returncode}: {out.stderr.strip()}")
+            failed += 1
+            continue
+        errors = sorted(validator.iter_errors(json.loads(out.stdout)), key=lambda e: list(e.path))
+        for e in errors[:3]:
+            print(f"FAIL {args}: at {'/'.join(map(str, e.path))}: {e.message[:200]}")
+        failed += bool(errors)
+    print(f"{len(COMMANDS) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,8 +2,10 @@
 // Exit codes: 0 ok, 1 bad input or runtime error, 2 usage error.
 #include "cli.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <new>
 #include <sstream>
@@ -16,6 +18,7 @@
 #include "commands/walkthrough.hpp"
 #include "output_file.hpp"
 #include "printable.hpp"
+#include "selection.hpp"
 #include "render.hpp"
 
 namespace attnwalk::app {
@@ -72,7 +75,7 @@ Trace trace_of(const SectionPlan& plan, const Shell& outer, const Embeddings& in
     make_cli(cli, shell);
     cli.parse(static_cast<int>(argv.size()), argv.data());
     shell.preloaded = &input;
-    return shell.walk();
+    return outer.compact ? compact(shell.walk(), shell.headline) : shell.walk();
 }
 
 // Why two options do not go together, for CLI11's terse "--a excludes --b" and
@@ -133,17 +136,29 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
         if (s.json) {
             render_json(sections, out, non_finite_of(s));
         } else {
-            const auto pause = [&](const Section& next) {
-                if (!s.step || !term.stdin_is_tty) return true;
-                out << "\n-- Enter: " << next.title << " · q then Enter: stop --" << std::flush;
+            // --step: a prompt on the terminal itself (/dev/tty, not a redirected stdout) after
+            // every step, then a fresh screen. Through a pager (stdout not a terminal) the
+            // pager does the paging and nothing waits.
+            std::fstream tty;
+            if (s.step && term.stdout_is_tty) tty.open("/dev/tty");
+            const Pause pause = [&](const std::string& next) {
+                if (!tty.is_open()) return PauseAnswer::go_on;
+                out << std::flush;
+                tty << "\n-- Enter: " << next << " · q then Enter: stop --" << std::flush;
                 std::string line;
-                return static_cast<bool>(std::getline(std::cin, line)) && line != "q";
+                if (!std::getline(tty, line) || line == "q") return PauseAnswer::stop;
+                out << "\x1b[2J\x1b[H";  // clear the screen, cursor home
+                return PauseAnswer::next_screen;
             };
             for (Section& section : sections) section.trace = printable(std::move(section.trace));
             render_text(sections, s.text, printable(rerun_suffix(s)), pause, out);
         }
     } else {
-        Trace trace = s.walk();
+        Trace trace = s.compact ? compact(s.walk(), s.headline) : select_steps(s.walk(), s.steps);
+        if (std::any_of(trace.steps.begin(), trace.steps.end(), [&](const Step& st) {
+                return st.kind == StepKind::parameter && !s.steps.empty();
+            }))
+            s.text.show_weights = true;  // a weight matrix asked for by --steps is shown
         if (s.json) {  // the exact text
             if (s.svg) write_file_atomically(*s.svg, svg_of_weights(printable(trace), s.text), s.input_files());
             render_json(trace, out, non_finite_of(s));

@@ -34,7 +34,10 @@ struct TextOptions {
     std::size_t columns = 80;   // terminal width the heatmaps fit into
 };
 
-void render_text(const Trace& trace, const TextOptions& options, std::ostream& out);
+// Called before each item of the text view (a step, or steps shown side by side): its
+// index and how many there are. Returning false stops the output there.
+using BeforeItem = std::function<bool(std::size_t item, std::size_t items)>;
+void render_text(const Trace& trace, const TextOptions& options, std::ostream& out, const BeforeItem& before_item = {});
 // How --json writes inf, −∞ and NaN: as the strings "inf", "-inf", "nan" (the default),
 // as null, or as Python's literals Infinity, -Infinity, NaN (not JSON, but what
 // json.loads reads, so that torch.tensor(json.loads(...)) works).
@@ -48,9 +51,13 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& options);
 
 // `attnwalk walkthrough`: every section with a banner, its paragraph and the command that
 // reruns it. `rerun_suffix` is appended to each rerun command (the input options).
-// `before_next` runs between sections (--step) and returns false to stop early.
+// `pause` runs before every step but the first, with a few words on what comes next
+// (--step): it stops the output, lets it go on, or asks for a fresh screen, on which the
+// part's banner and paragraph are printed again before the step.
+enum class PauseAnswer { go_on, next_screen, stop };
+using Pause = std::function<PauseAnswer(const std::string& next)>;
 void render_text(const std::vector<Section>& sections, const TextOptions& options, const std::string& rerun_suffix,
-                 const std::function<bool(const Section& next)>& before_next, std::ostream& out);
+                 const Pause& pause, std::ostream& out);
 void render_json(const std::vector<Section>& sections, std::ostream& out, NonFinite non_finite = NonFinite::string);
 
 // A tensor the way PyTorch 1.13 prints it (`repr(t)` of a float32 CPU tensor, default

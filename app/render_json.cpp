@@ -201,6 +201,7 @@ void step_json(Writer& w, const Step& step, bool timed) {
             for (std::size_t t = 0; t < ex.terms.size(); ++t) {
                 (t ? w.raw(',') : w).raw('{').key("coef").number(ex.terms[t].coef).raw(',').key("value");
                 numbers(w, ex.terms[t].value);
+                if (!ex.terms[t].value_name.empty()) w.raw(',').key("value_name").string(ex.terms[t].value_name);
                 w.raw('}');
             }
             w.raw(']').raw(',').key("result");

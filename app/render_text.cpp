@@ -22,6 +22,10 @@ std::string fmt(float v, int precision) {
     return buf;
 }
 
+void print_note(const std::string& label, const std::string& note, const TextOptions& opt, std::ostream& out) {
+    if (!note.empty()) out << wrap(note, opt.columns, "    " + label + ": ", "      ");
+}
+
 std::string label(const Trace& trace, Axis axis, std::size_t i) {
     switch (axis) {
         case Axis::token: return i < trace.tokens.size() ? trace.tokens[i] : std::to_string(i);
@@ -148,9 +152,21 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
         out << "    = " << fmt(step.tensor.data.at(0), opt.precision >= 4 ? std::max(opt.precision, 8) : opt.precision) << '\n';
         return;
     }
+    // Batch elements equal to batch element 0 (a stacked input) are named, not printed again.
+    const bool batched = rank > 2 && step.axes[0] == Axis::batch && shape[0] > 1;
+    const std::size_t per_batch = batched ? slices / shape[0] : slices;
+    const auto same_as_first = [&](std::size_t b) {
+        const std::size_t n = per_batch * inner;
+        return std::equal(step.tensor.data.begin() + static_cast<std::ptrdiff_t>(b * n),
+                          step.tensor.data.begin() + static_cast<std::ptrdiff_t>((b + 1) * n), step.tensor.data.begin());
+    };
     for (std::size_t s : shown(slices, opt)) {
         if (s == gap) {
             out << "  …\n";
+            continue;
+        }
+        if (batched && s >= per_batch && same_as_first(s / per_batch)) {
+            if (s % per_batch == 0) out << "  batch " << s / per_batch << " equals batch 0\n";
             continue;
         }
         if (rank > 2) out << "  " << slice_name(trace, step, s) << ":\n";
@@ -159,27 +175,38 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
     }
 }
 
-std::string expansion_line(const Expansion& e, std::size_t label_width, const TextOptions& opt) {
+// One written-out sum. Negative factors in parentheses, a named value as (name = value),
+// continuation lines aligned under the '='.
+std::string expansion_line(const Expansion& e, std::size_t label_width, const std::string& indent, const TextOptions& opt) {
     const int precision = opt.precision;
     const bool scalar = !e.terms.empty() && e.terms[0].value.size() == 1;
     auto vec = [&](const std::vector<float>& v) {
         std::string s = "[";
-            for (std::size_t i : shown(v.size(), opt)) s += (s.size() > 1 ? ", " : "") + (i == gap ? "…" : fmt(v[i], precision));
+        for (std::size_t i : shown(v.size(), opt)) s += (s.size() > 1 ? ", " : "") + (i == gap ? "…" : fmt(v[i], precision));
         return s + "]";
     };
+    auto factor = [&](float v, bool first) {  // (−0.1234) unless it leads the sum
+        const std::string f = fmt(v, precision);
+        return v < 0.0f && !first ? "(" + f + ")" : f;
+    };
+    const std::string cont = "\n" + indent + std::string(label_width + 1, ' ');
     std::string s = pad_right(e.label, label_width) + " = ";
     bool first = true;
     for (std::size_t i : shown(e.terms.size(), opt)) {
-        if (!first) s += scalar ? " + " : "\n" + std::string(label_width + 1, ' ') + "+ ";
-        first = false;
+        if (!first) s += scalar ? " + " : cont + "+ ";
         if (i == gap) {
             s += "…";
+            first = false;
             continue;
         }
         const auto& t = e.terms[i];
-        s += fmt(t.coef, precision) + "·" + (scalar ? fmt(t.value[0], precision) : vec(t.value));
+        std::string value = scalar ? fmt(t.value[0], precision) : vec(t.value);
+        if (!t.value_name.empty()) value = "(" + t.value_name + " = " + value + ")";
+        else if (scalar && t.value[0] < 0.0f) value = "(" + value + ")";
+        s += factor(t.coef, first) + "·" + value;
+        first = false;
     }
-    s += scalar ? " = " : "\n" + std::string(label_width + 1, ' ') + "= ";
+    s += scalar ? " = " : cont + "= ";
     s += scalar ? fmt(e.result.at(0), precision) : vec(e.result);
     return s;
 }
@@ -220,8 +247,8 @@ void print_summary(const Step& step, const TextOptions& opt, std::ostream& out) 
     if (s.has_row_sums)
         out << "    row sums " << fmt(static_cast<float>(s.row_sum_min), opt.precision) << " … "
             << fmt(static_cast<float>(s.row_sum_max), opt.precision) << '\n';
-    if (!s.scope.empty()) out << "    scope: " << s.scope << '\n';
-    if (!step.note.empty()) out << "    note: " << step.note << '\n';
+    print_note("scope", s.scope, opt, out);
+    print_note("note", step.note, opt, out);
 }
 
 void print_timing(const Trace& trace, std::ostream& out) {
@@ -241,12 +268,17 @@ void print_timing(const Trace& trace, std::ostream& out) {
     out << "    " << pad_right("total", id_w) << buf << '\n';
 }
 
-void print_heading(const Step& step, std::size_t number, std::ostream& out) {
+void print_heading(const Step& step, std::size_t number, const TextOptions& opt, std::ostream& out) {
     std::string shape;
     for (std::size_t i = 0; i < step.tensor.shape.size(); ++i) shape += (i ? "×" : "") + std::to_string(step.tensor.shape[i]);
-    out << "\n[" << number << "] " << step.title << "   (" << step.id << (shape.empty() ? "" : ", " + shape) << ")\n";
-    out << "    " << step.formula << '\n';
+    const std::string tag = "(" + step.id + (shape.empty() ? "" : ", " + shape) + ")";
+    const std::string title = "[" + std::to_string(number) + "] " + step.title;
+    // the title and its (id, shape) tag on one line when they fit, the tag on its own otherwise
+    if (width(title) + 3 + width(tag) <= opt.columns) out << "\n" << title << "   " << tag << '\n';
+    else out << '\n' << wrap(title, opt.columns, "", "    ") << "    " << tag << '\n';
+    out << wrap(step.formula, opt.columns, "    ", "      ");
 }
+
 
 std::string param_text(const ParamValue& v) {
     return std::visit([](const auto& x) -> std::string {
@@ -289,34 +321,39 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt) {
     return heatmap_svg(list, "attnwalk " + trace.command + ": " + step.title + " (" + step.id + batch + ")", opt.precision);
 }
 
-void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out) {
-    out << "attnwalk " << trace.command << ":";
-    for (std::size_t i : shown(trace.tokens.size(), opt)) out << ' ' << (i == gap ? "…" : trace.tokens[i]);
-    out << '\n';
+void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out, const BeforeItem& before_item) {
+    std::string tokens;
+    for (std::size_t i : shown(trace.tokens.size(), opt)) tokens += (tokens.empty() ? "" : " ") + (i == gap ? "…" : trace.tokens[i]);
+    out << wrap(tokens, opt.columns, "attnwalk " + trace.command + ": ", "  ");
     std::string params;
     for (const auto& [name, value] : trace.params) params += (params.empty() ? "" : ", ") + name + " " + param_text(value);
-    out << "  " << params << '\n';
+    out << wrap(params, opt.columns, "  ", "  ");
 
-    std::size_t number = 0;
+    // The items: one step, or consecutive 1-D steps of a group side by side.
+    std::vector<std::vector<const Step*>> items;
     for (std::size_t i = 0; i < trace.steps.size(); ++i) {
         const Step& step = trace.steps[i];
         if (step.kind == StepKind::parameter && !opt.show_weights) continue;
-        if (!step.group.empty() && step.tensor.shape.size() == 1 && !opt.torch) {
-            std::vector<const Step*> group{&step};
+        items.push_back({&step});
+        if (!step.group.empty() && step.tensor.shape.size() == 1 && !opt.torch)
             while (i + 1 < trace.steps.size() && trace.steps[i + 1].group == step.group &&
                    trace.steps[i + 1].tensor.shape == step.tensor.shape)
-                group.push_back(&trace.steps[++i]);
-            if (group.size() > 1) {
-                out << "\n[" << number + 1 << "-" << number + group.size() << "] Side by side\n";
-                for (const Step* s : group) out << "    " << s->id << ": " << s->title << ", " << s->formula << '\n';
-                number += group.size();
-                print_group(trace, group, opt, out);
-                for (const Step* s : group)
-                    if (!s->note.empty()) out << "    note (" << s->id << "): " << s->note << '\n';
-                continue;
-            }
+                items.back().push_back(&trace.steps[++i]);
+    }
+    std::size_t number = 0;
+    for (std::size_t n = 0; n < items.size(); ++n) {
+        if (before_item && !before_item(n, items.size())) return;
+        const auto& group = items[n];
+        if (group.size() > 1) {
+            out << "\n[" << number + 1 << "-" << number + group.size() << "] Side by side\n";
+            for (const Step* s : group) out << wrap(s->title + ", " + s->formula, opt.columns, "    " + s->id + ": ", "      ");
+            number += group.size();
+            print_group(trace, group, opt, out);
+            for (const Step* s : group) print_note("note (" + s->id + ")", s->note, opt, out);
+            continue;
         }
-        print_heading(step, ++number, out);
+        const Step& step = *group.front();
+        print_heading(step, ++number, opt, out);
         if (step.summarised) {
             print_summary(step, opt, out);
             continue;
@@ -324,49 +361,43 @@ void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out) 
         std::size_t label_width = 0;
         for (const auto& e : step.expansion) label_width = std::max(label_width, width(e.label));
         for (std::size_t e : shown(step.expansion.size(), opt))
-            out << "    " << (e == gap ? "…" : expansion_line(step.expansion[e], label_width, opt)) << '\n';
+            out << "    " << (e == gap ? "…" : expansion_line(step.expansion[e], label_width, "    ", opt)) << '\n';
         print_tensor(trace, step, opt, out);
-        if (!step.note.empty()) out << "    note: " << step.note << '\n';
+        print_note("note", step.note, opt, out);
     }
     if (trace.timed) print_timing(trace, out);
 }
 
-namespace {
-
-// Words of `text` in lines no wider than `width`, each starting with `indent`.
-std::string wrap(const std::string& text, std::size_t width, const std::string& indent) {
-    std::string out, line;
-    std::size_t start = 0;
-    while (start < text.size()) {
-        std::size_t end = text.find(' ', start);
-        if (end == std::string::npos) end = text.size();
-        const std::string word = text.substr(start, end - start);
-        if (!line.empty() && app::width(indent + line + " " + word) > width) {
-            out += indent + line + "\n";
-            line.clear();
-        }
-        line += (line.empty() ? "" : " ") + word;
-        start = end + 1;
-    }
-    if (!line.empty()) out += indent + line + "\n";
-    return out;
-}
-
-}  // namespace
-
 void render_text(const std::vector<Section>& sections, const TextOptions& opt, const std::string& rerun_suffix,
-                 const std::function<bool(const Section& next)>& before_next, std::ostream& out) {
+                 const Pause& pause, std::ostream& out) {
     const std::size_t w = std::min<std::size_t>(std::max<std::size_t>(opt.columns, 40), 100);
     const std::string rule(w, '=');
     for (std::size_t n = 0; n < sections.size(); ++n) {
         const Section& s = sections[n];
-        if (n > 0 && !before_next(s)) return;
-        out << (n ? "\n" : "") << rule << "\n Part " << n + 1 << " of " << sections.size() << ": " << s.title << "\n"
-            << rule << "\n\n"
-            << wrap(s.explanation, w, "") << "\n    " << s.formula << "\n\nRun this part alone: attnwalk " << s.args << rerun_suffix << "\n\n";
-        render_text(s.trace, opt, out);
+        const auto banner = [&] {
+            out << rule << "\n Part " << n + 1 << " of " << sections.size() << ": " << s.title << "\n" << rule << "\n\n"
+                << wrap(s.explanation, w, "", "") << "\n" << wrap(s.formula, w, "    ", "      ")
+                << "\nRun this part alone: attnwalk " << s.args << rerun_suffix << "\n\n";  // whole, to paste
+        };
+        // Before every step but the very first: the pause (--step); on a fresh screen the
+        // part's banner and paragraph come again, so that they stay in view.
+        if (n > 0) {
+            const PauseAnswer answer = pause("Part " + std::to_string(n + 1) + ": " + s.title);
+            if (answer == PauseAnswer::stop) return;
+            if (answer == PauseAnswer::go_on) out << '\n';
+        }
+        banner();
+        bool stopped = false;
+        render_text(s.trace, opt, out, [&](std::size_t item, std::size_t items) {
+            if (item == 0) return true;
+            const PauseAnswer answer = pause("Part " + std::to_string(n + 1) + ", step " + std::to_string(item + 1) + " of " +
+                                             std::to_string(items));
+            if (answer == PauseAnswer::stop) stopped = true;
+            if (answer == PauseAnswer::next_screen) banner();
+            return !stopped;
+        });
+        if (stopped) return;
     }
 }
 
 }  // namespace attnwalk::app
-

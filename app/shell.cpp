@@ -109,11 +109,17 @@ void add_shell_options(CLI::App& sub, Shell& s, bool walk) {
                        ->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str());
     json->excludes(sub.add_flag("--no-heatmap", s.no_heatmap, "Numbers only: no heatmaps under the token×token steps"));
     json->excludes(sub.add_flag("--full", s.text.full, "Print every row and column (tables with more than 16 are elided otherwise)"));
+    CLI::Option* compact = sub.add_flag("--compact", s.compact, "Only the steps the command is about (its headline tensors)");
+    json->excludes(compact);
     sub.add_option("--max-memory", s.max_memory, "Refuse inputs whose tensors would need more (bytes, or with K/M/G/T)")->capture_default_str();
     sub.add_option("--max-work", s.max_work, "Refuse inputs that would take more multiply-adds (an exp counts 16)")
         ->check(number_check("N", [](double v) { return v > 0.0 && std::isfinite(v); }, "must be a positive number"))
         ->capture_default_str();
     if (!walk) return;
+    sub.add_option("--steps", s.steps, "Show only these steps: ids as in docs/json.md, globs (explain_*), ranges A..B, or last; "
+                                       "e.g. --steps weights or --steps 'explain_*'")
+        ->delimiter(',')
+        ->excludes(compact);
     sub.add_option("--batch", s.batch, "Stack the input N times along a batch axis (the textbook uses 2)")->check(whole_number(1));
     sub.add_option("--svg", s.svg, "Also write the heatmap of the final weights as an SVG file (for slides)")->check(non_empty());
     sub.add_flag("--summary", s.recording.summary, "Big inputs: per step only the shape, min/max/mean, row sums, a checksum and the time");

@@ -35,13 +35,17 @@ struct Shell {
     std::string color = "auto";
     bool no_heatmap = false;
     std::optional<std::string> svg;
+    std::vector<std::string> steps;  // --steps: the steps shown (ids, globs, ranges, last)
+    bool compact = false;            // --compact: the command's headline steps only
     Recording recording;
     // walkthrough
     bool step = false;
     const Embeddings* preloaded = nullptr;  // walkthrough sections reuse the input it read once
 
-    // Set by the chosen subcommand: builds its trace (none for walkthrough).
+    // Set by the chosen subcommand: builds its trace (none for walkthrough), and names the
+    // steps its lesson is about (--compact).
     std::function<Trace()> walk;
+    std::vector<std::string> headline;
     bool walkthrough = false;
 
     std::vector<std::string> weights_files;  // --weights, as parsed

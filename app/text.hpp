@@ -28,4 +28,28 @@ inline std::string shorten(const std::string& s, std::size_t w) {
     return s;
 }
 
+// `text` in lines no wider than `columns`, broken at spaces only (a word longer than a
+// line stays whole); the first line starts with `first`, the others with `rest`.
+inline std::string wrap(const std::string& text, std::size_t columns, const std::string& first, const std::string& rest) {
+    std::string out, line = first;
+    bool empty = true;  // nothing but the prefix on this line yet
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        std::size_t end = text.find(' ', start);
+        if (end == std::string::npos) end = text.size();
+        const std::string word = text.substr(start, end - start);
+        if (!word.empty()) {
+            if (!empty && width(line) + 1 + width(word) > columns) {
+                out += line + "\n";
+                line = rest;
+                empty = true;
+            }
+            line += (empty ? "" : " ") + word;
+            empty = false;
+        }
+        start = end + 1;
+    }
+    return out + line + "\n";
+}
+
 }  // namespace attnwalk::app

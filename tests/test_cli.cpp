@@ -370,7 +370,7 @@ TEST_SUITE("cli.walkthrough") {
     TEST_CASE("cli.walkthrough_step_pauses_on_a_terminal_only") {
         const auto stop = test::run_shell("printf 'q\\n' | script -qec \"" + test::binary() + " walkthrough --step --no-heatmap\" /dev/null");
         CHECK(stop.out.find("Part 1 of 7") != std::string::npos);
-        CHECK(stop.out.find("-- Enter: From scores to weights") != std::string::npos);
+        CHECK(stop.out.find("-- Enter: Part 2: From scores to weights") != std::string::npos);
         CHECK(stop.out.find("Part 2 of 7") == std::string::npos);
         const auto piped = test::run("walkthrough --step --no-heatmap");  // stdin is /dev/null: no pause
         CHECK(piped.out.find("Part 7 of 7") != std::string::npos);

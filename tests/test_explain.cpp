@@ -11,7 +11,7 @@ TEST_SUITE("explain") {
         Recorder rec(trace);
         const Cube x = {{{0.3f, -1.2f}, {2.5f, 0.7f}, {-0.4f, 0.9f}}};  // (1,3,2)
         const Forward f = attention_forward(x, nullptr, {});
-        explain_cell(rec, {2, 1}, x, nullptr, f, "1", ExplainDepth::context);
+        explain_cell(rec, {2, 1}, x, nullptr, f, Scale{1.0f, "1", "1"}, ExplainDepth::context);
         const auto find = [&](const std::string& id) -> const Step& {
             for (const Step& s : trace.steps)
                 if (s.id == id) return s;

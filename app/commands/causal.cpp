@@ -28,6 +28,7 @@ void add_causal(CLI::App& cli, Shell& shell) {
     add_scale_option(*sub, o->scale);
     add_context_length_option(*sub, o->context_length);
     sub->callback([&shell, o] {
+        shell.headline = {"scores_masked", "weights", "max_difference", "context"};  // --compact
         shell.walk = [&shell, o] {
             Randomness random(o->weights.seed, std::nullopt);
             const OneHead h = prepare_one_head(shell, o->weights, random, false, o->context_length);

@@ -18,8 +18,9 @@ void add_mha(CLI::App& cli, Shell& shell);
 
 // scores, softmax and context share their options: one walk each, on one head.
 using SingleHeadWalk = Trace (*)(const Embeddings&, const Weights&, const SingleHeadSpec&, const Recording&);
+// `headline`: the steps --compact shows.
 void add_single_head(CLI::App& cli, Shell& shell, const char* name, const char* description, const char* examples,
-                     SingleHeadWalk walk);
+                     SingleHeadWalk walk, std::vector<std::string> headline);
 
 // A subcommand with its description, examples footer and the shell's options.
 CLI::App* add_command(CLI::App& cli, Shell& shell, const char* name, const char* description, const char* examples);

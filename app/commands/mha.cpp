@@ -33,6 +33,7 @@ void add_mha(CLI::App& cli, Shell& shell) {
     sub->add_option("--variant", o->variant, "fused (MultiHeadAttention) or wrapper (MultiHeadAttentionWrapper)")
         ->check(CLI::IsMember({"fused", "wrapper"}))->capture_default_str();
     sub->callback([&shell, o] {
+        shell.headline = {"weights", "output"};  // --compact
         shell.walk = [&shell, o] {
             const std::size_t H = o->heads;
             const bool stacked = o->variant == "wrapper";

@@ -24,7 +24,7 @@ struct SingleHeadOptions {
 }  // namespace
 
 void add_single_head(CLI::App& cli, Shell& shell, const char* name, const char* description, const char* examples,
-                     SingleHeadWalk walk) {
+                     SingleHeadWalk walk, std::vector<std::string> headline) {
     CLI::App* sub = add_command(cli, shell, name, description, examples);
     auto o = std::make_shared<SingleHeadOptions>();
     CLI::Option* query = sub->add_option("--query", o->query, "Show one query only: a 0-based index or a token's text")
@@ -32,7 +32,8 @@ void add_single_head(CLI::App& cli, Shell& shell, const char* name, const char* 
     query->excludes(add_explain_option(*sub, o->explain));  // --explain I,J already names the query I
     add_weights_options(*sub, o->weights, shell);
     add_scale_option(*sub, o->scale);
-    sub->callback([&shell, o, walk] {
+    sub->callback([&shell, o, walk, headline] {
+        shell.headline = headline;
         shell.walk = [&shell, o, walk] {
             Randomness random(o->weights.seed, std::nullopt);
             const OneHead h = prepare_one_head(shell, o->weights, random, o->query.has_value());
@@ -51,7 +52,7 @@ void add_scores(CLI::App& cli, Shell& shell) {
                     "  attnwalk scores                      # the full 6×6 score matrix of the built-in sentence\n"
                     "  attnwalk scores --query journey      # one query, each dot product written out\n"
                     "  attnwalk scores --seed 123 --init rand --query 1\n",
-                    walk_scores);
+                    walk_scores, {"scores_loop", "scores"});
 }
 
 void add_softmax(CLI::App& cli, Shell& shell) {
@@ -61,7 +62,7 @@ void add_softmax(CLI::App& cli, Shell& shell) {
                     "  attnwalk softmax -i data/large_scores.json   # naive softmax overflows, the stable one does not\n"
                     "  attnwalk softmax --scale 2           # divide the scores by 2 first\n"
                     "  attnwalk softmax --explain journey,starts   # one weight, every number that goes into it\n",
-                    walk_softmax);
+                    walk_softmax, {"weights_sum", "weights_naive", "weights"});
 }
 
 void add_context(CLI::App& cli, Shell& shell) {
@@ -71,7 +72,7 @@ void add_context(CLI::App& cli, Shell& shell) {
                     "  attnwalk context --seed 123 --init rand     # the textbook's SelfAttention_v1\n"
                     "  attnwalk context --seed 789          # SelfAttention_v2 (nn.Linear initialisation)\n"
                     "  attnwalk context --explain 1,2 --seed 123 --init rand   # one cell, through W_query and W_key\n",
-                    walk_context);
+                    walk_context, {"weights", "context"});
 }
 
 }  // namespace attnwalk::app

@@ -35,10 +35,11 @@ Expansion projection_expansion(const std::string& label, const std::vector<float
 }  // namespace
 
 void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const AttentionWeights* weights, const Forward& f,
-                  const std::string& scale_text, ExplainDepth depth) {
+                  const Scale& sc, ExplainDepth depth) {
     const Trace& trace = rec.trace();
     const std::size_t i = cell.i, j = cell.j, T = f.kh.shape(2);
-    const std::string I = std::to_string(i), J = std::to_string(j);
+    // Math names tokens from 1, as the textbook does: x_2 is "journey", the second token.
+    const std::string I = std::to_string(i + 1), J = std::to_string(j + 1);
     const std::string qi = trace.tokens[i], kj = trace.tokens[j];
     const std::string batch_note = trace.batched ? " (batch element 0)" : "";
 
@@ -62,14 +63,16 @@ void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const Attentio
     dot.label = qi + "·" + kj;
     for (std::size_t c = 0; c < q.size(); ++c) dot.terms.push_back({q[c], {k[c]}});
     dot.result = {score};
-    const std::string sym = weights ? "q_" + I + "·k_" + J : "x_" + I + "·x_" + J;
+    const std::string qs = weights ? "q_" + I : "x_" + I, ks = weights ? "k_" + J : "x_" + J;
     Step& s = rec.add_plain("explain_score", "The score of " + quoted(qi) + " against " + quoted(kj) + batch_note,
-                            "ω_" + I + "," + J + " = " + sym + " = Σ_c", scalar_trace(score), {});
+                            "ω_" + I + "," + J + " = " + qs + "·" + ks + " = Σ_c " + qs + "c·" + ks + "c", scalar_trace(score), {});
     s.expansion.push_back(std::move(dot));
     if (depth == ExplainDepth::score) return;
 
+    // What the softmax reads: s = ω / scale, or ω itself.
+    const std::string v = f.scale != 1.0f ? "s" : "ω";
     if (f.scale != 1.0f)
-        rec.add_plain("explain_scaled", "The score divided by " + scale_text, "ω_" + I + "," + J + " / " + scale_text,
+        rec.add_plain("explain_scaled", "The score divided by " + sc.words, "s_" + I + "," + J + " = ω_" + I + "," + J + " / " + sc.symbol,
                       scalar_trace(score / f.scale), {});
 
     // The softmax of row i: the forward's max and sum, each exponential shown.
@@ -80,25 +83,26 @@ void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const Attentio
     const float inv = 1.0f / sum;
     const float weight = f.weights(0, 0, i, j);
 
-    rec.add_plain("explain_max", "The row maximum, subtracted only for numerical stability", "max_j ω_" + I + ",j",
-                  scalar_trace(max), {});
+    rec.add_plain("explain_max", "The row maximum, subtracted only for numerical stability",
+                  "max_j " + v + "_" + I + ",j" + (f.causal ? " (over j ≤ " + I + ")" : ""), scalar_trace(max), {});
     Step& r = rec.add_plain("explain_row", "Row " + quoted(qi) + " as the softmax reads it" + (f.causal ? " (future masked)" : ""),
-                            "ω_" + I + ",j" + (f.scale != 1.0f ? " / " + scale_text : "") + (f.causal ? ", −∞ for j > " + I : ""),
+                            v + "_" + I + ",j" + (f.scale != 1.0f ? " = ω_" + I + ",j / " + sc.symbol : "") +
+                                (f.causal ? ", −∞ for j > " + I : ""),
                             vector_tensor(row), {Axis::token});
     r.group = "explain_softmax";
     r.may_be_non_finite = f.causal;
     Step& e = rec.add_plain("explain_exp", "Each exponential, after subtracting the row maximum",
-                            "exp(ω_" + I + ",j − max)", vector_tensor(exps), {Axis::token});
+                            "exp(" + v + "_" + I + ",j − max)", vector_tensor(exps), {Axis::token});
     e.group = "explain_softmax";
     if (f.causal && i + 1 < T) e.note = "exp(−∞) = 0: the future tokens add nothing to the sum.";
-    Step& sm = rec.add_plain("explain_sum", "The sum of the exponentials", "Σ_j exp(ω_" + I + ",j − max)", scalar_trace(sum), {});
+    Step& sm = rec.add_plain("explain_sum", "The sum of the exponentials", "Σ = Σ_j exp(" + v + "_" + I + ",j − max)", scalar_trace(sum), {});
     sm.note = "Added left to right in float32, as the softmax does.";
     Expansion div;
     div.label = "α(" + qi + "→" + kj + ")";
-    div.terms.push_back({exps[j], {inv}});
+    div.terms.push_back({exps[j], {inv}, "1/Σ"});
     div.result = {exps[j] * inv};
     Step& w = rec.add_plain("explain_weight", "The weight of " + quoted(kj) + " for " + quoted(qi) + ": its exponential over the sum",
-                            "α_" + I + "," + J + " = exp(ω_" + I + "," + J + " − max) · (1 / Σ)", scalar_trace(exps[j] * inv), {});
+                            "α_" + I + "," + J + " = exp(" + v + "_" + I + "," + J + " − max) · (1/Σ)", scalar_trace(exps[j] * inv), {});
     w.expansion.push_back(std::move(div));
     w.note = exps[j] * inv == weight
                  ? "Equal, bit for bit, to the weights matrix at row " + I + ", column " + J + ". Like PyTorch, the softmax multiplies by the reciprocal of the sum."

@@ -103,10 +103,18 @@ void record_parameters(Recorder& rec, const Linear& q, const Linear& k, const Li
     }
 }
 
-// What the scores are divided by, in words: "√d_k = √2", or the number given.
-std::string scale_text(const AttentionWeights* w, const std::optional<double>& scale, float used) {
-    if (scale || !w) return format_number(static_cast<double>(used));
-    return "√d_k = √" + format_number(static_cast<double>(w->head_size()));
+// What the scores are divided by: its symbol in formulas (√d_k, or the number given) and
+// in words for titles (√d_k = √2).
+Scale scale_of(const AttentionWeights* w, const std::optional<double>& given, float used) {
+    Scale sc;
+    sc.value = used;
+    if (given || !w) {
+        sc.symbol = sc.words = format_number(static_cast<double>(used));
+    } else {
+        sc.symbol = "√d_k";
+        sc.words = "√d_k = √" + format_number(static_cast<double>(w->head_size()));
+    }
+    return sc;
 }
 
 // The single-head walks' common start: parameters, then Q, K, V (with weights).
@@ -124,30 +132,33 @@ void record_projections(Recorder& rec, const AttentionWeights* w, const Forward&
 // Scores -> weights. For the softmax walk, the three normalisations side by side first.
 template <std::size_t N>
 void record_weights(Recorder& rec, const xt::xtensor<float, N>& scaled, const xt::xtensor<float, N>& weights,
-                    const std::vector<Axis>& axes, bool compare) {
+                    const std::vector<Axis>& axes, bool compare, const Scale& sc) {
+    const std::string v = sc.value == 1.0f ? "ω" : "s";  // what the softmax reads
     if (compare) {
-        rec.add("scores_shifted", "Stable softmax, first step: subtract each row's maximum", "ω_j − max_k ω_k",
+        rec.add("scores_shifted", "Stable softmax, first step: subtract each row's maximum", v + "_j − max_k " + v + "_k",
                 shift_by_row_max(scaled), axes);
-        Step& sum = rec.add_with_row_sums("weights_sum", "Divide by the sum", "ω_j / Σ_k ω_k", normalise_by_sum(scaled), axes);
+        Step& sum = rec.add_with_row_sums("weights_sum", "Divide by the sum", v + "_j / Σ_k " + v + "_k", normalise_by_sum(scaled), axes);
         sum.group = "normalise";
         sum.may_be_non_finite = true;  // scores summing to 0 are part of why this normalisation fails
-        if (std::any_of(sum.tensor.data.begin(), sum.tensor.data.end(), [](float v) { return !(v >= 0.0f); }))
+        if (std::any_of(sum.tensor.data.begin(), sum.tensor.data.end(), [](float x) { return !(x >= 0.0f); }))
             sum.note = "Some weights are negative or not finite: dividing by the sum only works when every score is positive.";
-        Step& naive = rec.add_with_row_sums("weights_naive", "Naive softmax", "exp(ω_j) / Σ_k exp(ω_k)", softmax_naive(scaled), axes);
+        Step& naive = rec.add_with_row_sums("weights_naive", "Naive softmax", "exp(" + v + "_j) / Σ_k exp(" + v + "_k)",
+                                            softmax_naive(scaled), axes);
         naive.group = "normalise";
         naive.may_be_non_finite = true;  // the lesson: exp overflows
         if (!naive.tensor.all_finite())
-            naive.note = "exp overflowed: float32 ends near 3.4e38, so exp(ω) is inf for ω > 88.7, and inf/inf is NaN. "
-                         "The stable softmax subtracts the row maximum first and stays finite.";
+            naive.note = "exp overflowed: float32 ends near 3.4e38, so exp(" + v + ") is inf for " + v +
+                         " > 88.7, and inf/inf is NaN. The stable softmax subtracts the row maximum first and stays finite.";
     }
     Step& w = rec.add_with_row_sums("weights", compare ? "Stable softmax" : "Attention weights: softmax of the scores",
-                                    "softmax(ω)_j = exp(ω_j − max ω) / Σ_k exp(ω_k − max ω)", weights, axes);
+                                    "softmax(" + v + ")_j = exp(" + v + "_j − max " + v + ") / Σ_k exp(" + v + "_k − max " + v + ")",
+                                    weights, axes);
     if (compare) w.group = "normalise";
 }
 
 // ---- one query ------------------------------------------------------------------------
 
-void walk_one_query(Recorder& rec, const AttentionWeights* w, const Forward& f, const std::string& scale_words,
+void walk_one_query(Recorder& rec, const AttentionWeights* w, const Forward& f, const Scale& sc,
                     Stage stage, bool compare) {
     const Trace& trace = rec.trace();
     const std::size_t i = f.row0, B = f.q.shape(0), T = f.k.shape(1), d = f.k.shape(2);
@@ -180,10 +191,10 @@ void walk_one_query(Recorder& rec, const AttentionWeights* w, const Forward& f, 
     if (stage == Stage::scores) return;
 
     if (f.scale != 1.0f)
-        rec.add("scores_scaled", "Scores divided by " + scale_words, "ω_" + idx + " / " + scale_words, row0(f.scaled),
+        rec.add("scores_scaled", "Scores divided by " + sc.words, "s_" + idx + " = ω_" + idx + " / " + sc.symbol, row0(f.scaled),
                 {Axis::token});
     const Mat weights = row0(f.weights);  // (B,T)
-    record_weights(rec, row0(f.scaled), weights, {Axis::token}, compare);
+    record_weights(rec, row0(f.scaled), weights, {Axis::token}, compare, sc);
     if (stage == Stage::weights) return;
 
     // The context vector: the weighted sum of the values, term by term.
@@ -207,10 +218,9 @@ void walk_one_query(Recorder& rec, const AttentionWeights* w, const Forward& f, 
 
 // ---- scores, softmax, context -----------------------------------------------------------
 
-void record_scores(Recorder& rec, const AttentionWeights* w, const Cube& scores, const Cube& scaled, float scale,
-                   const std::string& scale_words) {
+void record_scores(Recorder& rec, const AttentionWeights* w, const Cube& scores, const Cube& scaled, const Scale& sc) {
     rec.add("scores", "Attention scores: every query against every key", w ? "ω = Q·Kᵀ" : "ω = X·Xᵀ", scores, tokens_tokens);
-    if (scale != 1.0f) rec.add("scores_scaled", "Scores divided by " + scale_words, "ω / " + scale_words, scaled, tokens_tokens);
+    if (sc.value != 1.0f) rec.add("scores_scaled", "Scores divided by " + sc.words, "s = ω / " + sc.symbol, scaled, tokens_tokens);
 }
 
 // `compare`: the three normalisations side by side (the softmax walk).
@@ -225,17 +235,17 @@ Trace single_head(const std::string& command, Stage stage, bool compare, const E
     fs.query = spec.query;
     fs.until = stage;
     const Forward f = attention_forward(x, w, fs);
-    const std::string scale_words = scale_text(w, spec.scale, f.scale);
+    const Scale sc = scale_of(w, spec.scale, f.scale);
     trace.set_param("scale", static_cast<double>(f.scale));
     record_projections(rec, w, f);
     if (spec.query) {
         trace.set_param("query", static_cast<unsigned long long>(*spec.query));
-        walk_one_query(rec, w, f, scale_words, stage, compare);
+        walk_one_query(rec, w, f, sc, stage, compare);
         return finish(std::move(trace), recording);
     }
-    record_scores(rec, w, head0(f.scores), f.scale != 1.0f ? head0(f.scaled) : Cube{}, f.scale, scale_words);
+    record_scores(rec, w, head0(f.scores), f.scale != 1.0f ? head0(f.scaled) : Cube{}, sc);
     if (stage != Stage::scores) {
-        record_weights(rec, head0(f.scaled), head0(f.weights), tokens_tokens, compare);
+        record_weights(rec, head0(f.scaled), head0(f.weights), tokens_tokens, compare, sc);
         if (stage == Stage::output)
             rec.add("context", "Context vectors: each row of A mixes the " + std::string(w ? "values" : "embeddings"),
                     w ? "Z = A·V" : "Z = A·X", f.context, tokens_features);
@@ -245,7 +255,7 @@ Trace single_head(const std::string& command, Stage stage, bool compare, const E
         const ExplainDepth depth = stage == Stage::scores ? ExplainDepth::score
                                    : stage == Stage::weights ? ExplainDepth::weight
                                                              : ExplainDepth::context;
-        explain_cell(rec, *spec.explain, x, w, f, scale_words, depth);
+        explain_cell(rec, *spec.explain, x, w, f, sc, depth);
     }
     return finish(std::move(trace), recording);
 }
@@ -284,34 +294,38 @@ Trace walk_causal(const Embeddings& input, const Weights& weights, const CausalS
     fs.causal = true;
     if (spec.scale) fs.scale = static_cast<float>(*spec.scale);
     const Forward f = attention_forward(x, w, fs);
-    const std::string scale_words = scale_text(w, spec.scale, f.scale);
+    const Scale sc = scale_of(w, spec.scale, f.scale);
     trace.set_param("scale", static_cast<double>(f.scale));
     record_projections(rec, w, f);
 
     const std::size_t T = x.shape(1);
     const Cube scores = head0(f.scores);
     const Cube scaled = f.scale == 1.0f ? scores : scale_scores(scores, f.scale);  // unmasked, for (a)
-    record_scores(rec, w, scores, scaled, f.scale, scale_words);
-    rec.add_plain("mask", "The causal mask: token i sees tokens 0..i", "M = tril(ones(T, T))", to_trace(causal_mask(T)),
-                  tokens_tokens);
+    record_scores(rec, w, scores, scaled, sc);
+    rec.add_plain("mask", "The causal mask: token i sees tokens 1..i", "M = tril(ones(T, T))", to_trace(causal_mask(T)),
+                  tokens_tokens)
+        .note = "The textbook keeps the complement as its buffer: torch.triu(torch.ones(T, T), diagonal=1), where 1 marks a "
+                "masked (future) position and masked_fill sets those scores to −∞.";
 
     // (a) softmax over every key, zero the future, renormalise the rows
+    const std::string s_sym = sc.value == 1.0f ? "ω" : "s";
     const Cube full = softmax(scaled);
-    rec.add_with_row_sums("weights_unmasked", "(a) Softmax over all tokens, future included", "softmax(ω)", full, tokens_tokens);
+    rec.add_with_row_sums("weights_unmasked", "(a) Softmax over all tokens, future included", "softmax(" + s_sym + ")", full,
+                          tokens_tokens);
     const Cube zeroed = mask_future_zero(full);
-    rec.add_with_row_sums("weights_masked", "(a) Future weights zeroed: rows no longer sum to 1", "softmax(ω) ⊙ M", zeroed,
-                          tokens_tokens);
+    rec.add_with_row_sums("weights_masked", "(a) Future weights zeroed: rows no longer sum to 1", "softmax(" + s_sym + ") ⊙ M",
+                          zeroed, tokens_tokens);
     const Cube renormalised = normalise_by_sum(zeroed);
-    rec.add_with_row_sums("weights_renormalised", "(a) Each row divided by its sum", "(softmax(ω) ⊙ M) / Σ_j", renormalised,
-                          tokens_tokens);
+    rec.add_with_row_sums("weights_renormalised", "(a) Each row divided by its sum", "(softmax(" + s_sym + ") ⊙ M) / Σ_j",
+                          renormalised, tokens_tokens);
 
     // (b) −∞ before the softmax: the forward's own path
     rec.add("scores_masked", "(b) Before the softmax: future scores set to −∞", "ω_ij = −∞ for j > i", head0(f.masked),
             tokens_tokens)
         .may_be_non_finite = true;  // −∞ is the mask
     const Cube weights_b = head0(f.weights);
-    rec.add_with_row_sums("weights", "(b) Softmax of the masked scores: the causal attention weights",
-                          f.scale == 1.0f ? "A = softmax(masked ω)" : "A = softmax(masked ω / " + scale_words + ")", weights_b,
+    rec.add_with_row_sums("weights", "(b) Softmax of the masked scores: the causal weights",
+                          f.scale == 1.0f ? "A = softmax(masked ω)" : "A = softmax(masked ω / " + sc.symbol + ")", weights_b,
                           tokens_tokens);
 
     float max_diff = 0.0f;
@@ -320,14 +334,14 @@ Trace walk_causal(const Embeddings& input, const Weights& weights, const CausalS
     rec.add_plain("max_difference", "Largest difference between (a) and (b)", "max |A_a − A_b|", scalar_trace(max_diff), {})
         .note = "Both ways give the same weights, up to float rounding. Renormalising divides the unmasked "
                 "exponentials by their own sum, so the denominator that once included the future cancels out: "
-                "what is left is exactly the softmax over tokens 0..i. And with −∞, exp(−∞) = 0, so a future "
+                "what is left is exactly the softmax over tokens 1..i. And with −∞, exp(−∞) = 0, so a future "
                 "token never enters the sum at all. Either way no information from a later token reaches an "
                 "earlier one.";
-    rec.add("context", "Context vectors: token i mixes the values of tokens 0..i only", w ? "Z = A·V" : "Z = A·X", f.context,
+    rec.add("context", "Context vectors: token i mixes the values of tokens 1..i only", w ? "Z = A·V" : "Z = A·X", f.context,
             tokens_features);
     if (spec.explain) {
         trace.set_param("explain", "[" + std::to_string(spec.explain->i) + "," + std::to_string(spec.explain->j) + "]");
-        explain_cell(rec, *spec.explain, x, w, f, scale_words, ExplainDepth::context);
+        explain_cell(rec, *spec.explain, x, w, f, sc, ExplainDepth::context);
     }
     return finish(std::move(trace), recording);
 }
@@ -380,12 +394,12 @@ Trace walk_dropout(const Embeddings& input, const Weights& weights, const Dropou
     if (spec.scale) fs.scale = static_cast<float>(*spec.scale);
     if (spec.draw.train) fs.dropout = {spec.draw.p, spec.draw.gen};
     const Forward f = attention_forward(x, w, fs);
-    const std::string scale_words = scale_text(w, spec.scale, f.scale);
+    const Scale sc = scale_of(w, spec.scale, f.scale);
     trace.set_param("scale", static_cast<double>(f.scale));
     trace.set_param("causal", spec.causal);
     record_projections(rec, w, f);
     const Cube scores = head0(f.scores);
-    record_scores(rec, w, scores, f.scale == 1.0f ? scores : scale_scores(scores, f.scale), f.scale, scale_words);
+    record_scores(rec, w, scores, f.scale == 1.0f ? scores : scale_scores(scores, f.scale), sc);
     if (spec.causal)
         rec.add("scores_masked", "Before the softmax: future scores set to −∞", "ω_ij = −∞ for j > i", head0(f.masked),
                 tokens_tokens)
@@ -393,7 +407,7 @@ Trace walk_dropout(const Embeddings& input, const Weights& weights, const Dropou
     const Cube a = head0(f.weights);
     rec.add_with_row_sums("weights", spec.causal ? "Causal attention weights, before dropout" : "Attention weights, before dropout",
                           std::string("A = softmax(") + (spec.causal ? "masked ω" : "ω") +
-                              (f.scale == 1.0f ? "" : " / " + scale_words) + ")",
+                              (f.scale == 1.0f ? "" : " / " + sc.symbol) + ")",
                           a, tokens_tokens);
     const Cube keep = f.dropped ? head0(f.keep) : Cube(xt::ones<float>(a.shape()));
     record_dropout(rec, spec.draw, a, keep, f.dropout_scale, f.dropped ? head0(f.weights_dropped) : a);

@@ -54,6 +54,13 @@ Hyper split_heads(const Cube& x, std::size_t heads);
 // (B,H,T,d_h) -> (B,T,H·d_h): transpose(1, 2) + contiguous view, the inverse of split_heads.
 Cube merge_heads(const Hyper& x);
 
+// What the scores are divided by, as the walks write it.
+struct Scale {
+    float value = 1.0f;
+    std::string symbol;  // in formulas: "√d_k", or the number given
+    std::string words;   // in titles: "√d_k = √2", or the number given
+};
+
 // How far the forward goes.
 enum class Stage { scores, weights, output };
 

@@ -17,6 +17,6 @@ enum class ExplainDepth { score, weight, context };
 // Appends the explain_* steps (documented in docs/json.md) down to `depth`, for batch
 // element 0, head 0 of a forward over every query row. `x` is the input (B,T,d_in).
 void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const AttentionWeights* weights, const Forward& f,
-                  const std::string& scale_text, ExplainDepth depth);
+                  const Scale& scale, ExplainDepth depth);
 
 }  // namespace attnwalk

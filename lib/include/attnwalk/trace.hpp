@@ -30,6 +30,7 @@ struct Tensor {
 struct Term {
     float coef;
     std::vector<float> value;
+    std::string value_name = {};  // optional: what the value is, e.g. "1/Σ"
 };
 struct Expansion {
     std::string label;  // e.g. "journey·Your"

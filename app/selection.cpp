@@ -1,0 +1,77 @@
+#include "selection.hpp"
+
+#include <algorithm>
+
+#include "attnwalk/errors.hpp"
+
+namespace attnwalk::app {
+
+namespace {
+
+// '*' matches any run of characters.
+bool glob(const std::string& pattern, const std::string& text) {
+    std::size_t p = 0, t = 0, star = std::string::npos, mark = 0;
+    while (t < text.size()) {
+        if (p < pattern.size() && pattern[p] == '*') {
+            star = p++;
+            mark = t;
+        } else if (p < pattern.size() && pattern[p] == text[t]) {
+            ++p;
+            ++t;
+        } else if (star != std::string::npos) {
+            p = star + 1;
+            t = ++mark;
+        } else {
+            return false;
+        }
+    }
+    while (p < pattern.size() && pattern[p] == '*') ++p;
+    return p == pattern.size();
+}
+
+std::size_t position(const Trace& trace, const std::string& id, const std::string& pattern) {
+    for (std::size_t i = 0; i < trace.steps.size(); ++i)
+        if (trace.steps[i].id == id) return i;
+    std::string ids;
+    for (const Step& s : trace.steps) ids += (ids.empty() ? "" : ", ") + s.id;
+    throw UsageError("--steps '" + pattern + "': this trace has no step '" + id + "' (its steps: " + ids + ")");
+}
+
+}  // namespace
+
+Trace select_steps(Trace trace, const std::vector<std::string>& patterns) {
+    if (patterns.empty()) return trace;
+    std::vector<bool> keep(trace.steps.size(), false);
+    for (const std::string& pattern : patterns) {
+        const auto dots = pattern.find("..");
+        bool any = false;
+        if (pattern == "last" && !trace.steps.empty()) {
+            keep.back() = any = true;
+        } else if (dots != std::string::npos) {
+            const std::string from = pattern.substr(0, dots), to = pattern.substr(dots + 2);
+            const std::size_t a = from.empty() ? 0 : position(trace, from, pattern);
+            const std::size_t b = to.empty() ? trace.steps.size() - 1 : to == "last" ? trace.steps.size() - 1 : position(trace, to, pattern);
+            for (std::size_t i = a; i <= b && i < keep.size(); ++i) keep[i] = any = true;
+        } else {
+            for (std::size_t i = 0; i < trace.steps.size(); ++i)
+                if (glob(pattern, trace.steps[i].id)) keep[i] = any = true;
+        }
+        if (!any) position(trace, pattern, pattern);  // names no step: the error lists them
+    }
+    std::vector<Step> kept;
+    for (std::size_t i = 0; i < trace.steps.size(); ++i)
+        if (keep[i]) kept.push_back(std::move(trace.steps[i]));
+    trace.steps = std::move(kept);
+    return trace;
+}
+
+Trace compact(Trace trace, const std::vector<std::string>& headline) {
+    std::vector<Step> kept;
+    for (Step& s : trace.steps)
+        if (std::find(headline.begin(), headline.end(), s.id) != headline.end() || s.id.rfind("explain_", 0) == 0)
+            kept.push_back(std::move(s));
+    trace.steps = std::move(kept);
+    return trace;
+}
+
+}  // namespace attnwalk::app

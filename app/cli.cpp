@@ -139,14 +139,18 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
             // --step: a prompt on the terminal itself (/dev/tty, not a redirected stdout) after
             // every step, then a fresh screen. Through a pager (stdout not a terminal) the
             // pager does the paging and nothing waits.
-            std::fstream tty;
-            if (s.step && term.stdout_is_tty) tty.open("/dev/tty");
+            std::ifstream keys;  // read and written through separate streams
+            std::ofstream prompt;
+            if (s.step && term.stdout_is_tty) {
+                keys.open("/dev/tty");
+                prompt.open("/dev/tty");
+            }
             const Pause pause = [&](const std::string& next) {
-                if (!tty.is_open()) return PauseAnswer::go_on;
+                if (!keys.is_open() || !prompt.is_open()) return PauseAnswer::go_on;
                 out << std::flush;
-                tty << "\n-- Enter: " << next << " · q then Enter: stop --" << std::flush;
+                prompt << "\n-- Enter: " << next << " · q then Enter: stop --" << std::flush;
                 std::string line;
-                if (!std::getline(tty, line) || line == "q") return PauseAnswer::stop;
+                if (!std::getline(keys, line) || line == "q") return PauseAnswer::stop;
                 out << "\x1b[2J\x1b[H";  // clear the screen, cursor home
                 return PauseAnswer::next_screen;
             };

@@ -251,14 +251,14 @@ void print_summary(const Step& step, const TextOptions& opt, std::ostream& out) 
     print_note("note", step.note, opt, out);
 }
 
-void print_timing(const Trace& trace, std::ostream& out) {
+void print_timing(const Trace& trace, const TextOptions& opt, std::ostream& out) {
     double total = 0.0;
     std::size_t id_w = 5;
     for (const Step& s : trace.steps) {
         total += s.seconds;
         id_w = std::max(id_w, width(s.id));
     }
-    out << "\ntiming (wall clock per step; matrix products: " << trace.backend << ")\n";
+    out << '\n' << wrap("(wall clock per step; matrix products: " + trace.backend + ")", opt.columns, "timing ", "  ");
     char buf[160];
     for (const Step& s : trace.steps) {
         std::snprintf(buf, sizeof buf, "%10.6f s  %5.1f%%", s.seconds, total > 0 ? 100.0 * s.seconds / total : 0.0);
@@ -365,7 +365,7 @@ void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out, 
         print_tensor(trace, step, opt, out);
         print_note("note", step.note, opt, out);
     }
-    if (trace.timed) print_timing(trace, out);
+    if (trace.timed) print_timing(trace, opt, out);
 }
 
 void render_text(const std::vector<Section>& sections, const TextOptions& opt, const std::string& rerun_suffix,

@@ -703,3 +703,114 @@ TEST_SUITE("cli.robustness") {
         }
     }
 }
+
+// The classroom screen (issue "The classroom screen"): what a projector shows.
+TEST_SUITE("cli.classroom") {
+    std::vector<std::string> lines_of(const std::string& text) {
+        std::vector<std::string> lines;
+        std::size_t start = 0;
+        for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
+            lines.push_back(text.substr(start, end - start));
+        return lines;
+    }
+    std::size_t columns_of(const std::string& line) {  // code points
+        return static_cast<std::size_t>(std::count_if(line.begin(), line.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+    }
+
+    TEST_CASE("cli.classroom_compact_fits_a_projector") {
+        for (const char* cmd : {"scores", "softmax", "context", "causal", "dropout", "mha"}) {
+            const auto r = test::run_shell("COLUMNS=80 " + test::binary() + " " + cmd + " --compact");
+            CAPTURE(cmd);
+            REQUIRE(r.exit_code == 0);
+            CHECK(lines_of(r.out).size() <= 60);
+        }
+    }
+
+    TEST_CASE("cli.classroom_every_line_fits_the_terminal") {
+        for (const std::string& args : {std::string("scores --query journey"), std::string("softmax"),
+                                        "softmax -i '" + test::source_path("data/large_scores.json") + "'",
+                                        std::string("context --seed 123 --init rand"), std::string("causal --seed 789"),
+                                        std::string("dropout --seed 789 --dropout-seed 123"), std::string("mha --batch 2 --seed 123 --heads 2"),
+                                        std::string("softmax --explain journey,starts"), std::string("mha --summary --timing")}) {
+            for (const int columns : {80, 100}) {
+                const auto r = test::run_shell("COLUMNS=" + std::to_string(columns) + " " + test::binary() + " " + args);
+                CAPTURE(args);
+                CAPTURE(columns);
+                REQUIRE(r.exit_code == 0);
+                for (const auto& line : lines_of(r.out)) {
+                    CAPTURE(line);
+                    CHECK(columns_of(line) <= static_cast<std::size_t>(columns));
+                }
+            }
+        }
+    }
+
+    TEST_CASE("cli.classroom_any_step_alone") {
+        const json all = run_json("causal --seed 789 --explain 4,2");
+        for (const auto& s : all.at("steps")) {
+            const std::string id = s.at("id");
+            const auto r = test::run("causal --seed 789 --explain 4,2 --steps " + id);
+            CAPTURE(id);
+            REQUIRE(r.exit_code == 0);
+            CHECK(r.out.find("(" + id) != std::string::npos);
+            CHECK(std::count(r.out.begin(), r.out.end(), '[') - std::count(r.out.begin(), r.out.end(), ']') == 0);
+            CHECK(run_json("causal --seed 789 --explain 4,2 --steps " + id).at("steps").size() == 1);
+        }
+        const json explain = run_json("softmax --explain journey,starts --steps 'explain_*'");
+        for (const auto& s : explain.at("steps")) CHECK(s.at("id").get<std::string>().rfind("explain_", 0) == 0);
+        CHECK(run_json("mha --steps last").at("steps").at(0).at("id") == "output");
+        CHECK(run_json("softmax --steps scores..weights_naive").at("steps").size() == 4);
+        const auto bad = test::run("softmax --steps wieghts");
+        CHECK(bad.exit_code == 2);
+        CHECK(bad.err.find("(its steps: scores, scores_shifted,") != std::string::npos);
+    }
+
+    TEST_CASE("cli.classroom_identical_batch_elements_once") {
+        const auto r = test::run("mha --batch 2 --seed 123 --heads 2 --no-heatmap");
+        CHECK(r.out.find("batch 1 equals batch 0") != std::string::npos);
+        CHECK(r.out.find("batch 1, head 0:") == std::string::npos);
+        CHECK(run_json("mha --batch 2 --seed 123 --heads 2").at("steps").back().at("shape") == json{2, 6, 2});  // the JSON has both
+    }
+
+    TEST_CASE("cli.classroom_one_notation") {
+        // "journey" is the 2nd token: x_2, ω_2,3, row 2, in every command that names it.
+        for (const char* args : {"scores --query journey", "softmax --query journey", "context --query journey",
+                                 "softmax --explain journey,starts", "context --explain journey,starts --seed 123 --init rand",
+                                 "causal --explain journey,Your --seed 789", "scores --explain journey,starts"}) {
+            const auto r = test::run(args);
+            CAPTURE(args);
+            REQUIRE(r.exit_code == 0);
+            CHECK(r.out.find("row 1") == std::string::npos);
+            CHECK(r.out.find("_1,") == std::string::npos);
+            CHECK(r.out.find("ω_1") == std::string::npos);
+            CHECK((r.out.find("ω_2") != std::string::npos || r.out.find("_2c") != std::string::npos));
+        }
+        const auto scaled = test::run("softmax --explain journey,starts --seed 789");
+        CHECK(scaled.out.find("s_2,3 = ω_2,3 / √d_k") != std::string::npos);
+        CHECK(scaled.out.find("max_j s_2,j") != std::string::npos);
+        CHECK(scaled.out.find("softmax(s)_j") != std::string::npos);
+        CHECK(test::run("causal --seed 789").out.find("softmax(s) ⊙ M") != std::string::npos);
+        CHECK(test::run("dropout --seed 789").out.find("(b)") == std::string::npos);
+    }
+
+    TEST_CASE("cli.classroom_walkthrough_pauses_after_every_step") {
+        // Enter five times, then q: six prompts, each naming what comes next.
+        // (stdin stays open a moment, so that script(1) does not hang up before the last key)
+        const auto r = test::run_shell("{ printf '\\n\\n\\n\\n\\nq\\n'; sleep 1; } | script -qec \"" + test::binary() +
+                                       " walkthrough --step --no-heatmap\" /dev/null");
+        CHECK(r.out.find("-- Enter: Part 2: From scores to weights") != std::string::npos);
+        for (const char* step : {"2", "3", "4", "5"})
+            CHECK(r.out.find(std::string("-- Enter: Part 2, step ") + step + " of 5") != std::string::npos);
+        CHECK(r.out.find("-- Enter: Part 3: Context vectors") != std::string::npos);
+        CHECK(r.out.find("Part 3 of 7") == std::string::npos);
+        // after each pause the screen is cleared and the part's paragraph comes back
+        const std::string clear = "\x1b[2J\x1b[H";
+        const auto again = r.out.find(clear);
+        REQUIRE(again != std::string::npos);
+        CHECK(r.out.find("Part 2 of 7", again) != std::string::npos);
+        // through a pager (stdout not a terminal) nothing waits
+        const auto pager = test::run_shell("script -qec \"" + test::binary() + " walkthrough --step --no-heatmap | cat\" /dev/null");
+        CHECK(pager.out.find("Part 7 of 7") != std::string::npos);
+        CHECK(pager.out.find("-- Enter") == std::string::npos);
+    }
+}

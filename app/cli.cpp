@@ -126,6 +126,7 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
     s.text.torch = s.format == "torch";
     s.text.heatmap = !s.no_heatmap;
     s.text.columns = term.columns;
+    s.text.lines = term.lines;
     const bool colour = s.color == "always" || (s.color == "auto" && term.stdout_is_tty && !term.no_color);
     s.text.palette = !colour ? Palette::none : term.truecolor ? Palette::truecolor : Palette::ansi256;
     if (s.walkthrough) {
@@ -164,11 +165,11 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
             }))
             s.text.show_weights = true;  // a weight matrix asked for by --steps is shown
         if (s.json) {  // the exact text
-            if (s.svg) write_file_atomically(*s.svg, svg_of_weights(printable(trace), s.text), s.input_files());
+            if (s.svg) write_file_atomically(*s.svg, svg_of_weights(printable(trace), s.text, s.svg_step), s.input_files());
             render_json(trace, out, non_finite_of(s));
         } else {  // every text view shows control and bidi characters as visible stand-ins
             trace = printable(std::move(trace));
-            if (s.svg) write_file_atomically(*s.svg, svg_of_weights(trace, s.text), s.input_files());
+            if (s.svg) write_file_atomically(*s.svg, svg_of_weights(trace, s.text, s.svg_step), s.input_files());
             render_text(trace, s.text, out);
         }
     }

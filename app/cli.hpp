@@ -11,9 +11,10 @@ namespace attnwalk::app {
 struct Terminal {
     bool stdout_is_tty = false;
     bool stdin_is_tty = false;
-    bool no_color = false;     // NO_COLOR is set and not empty
+    bool no_color = false;     // NO_COLOR is set and not empty, or TERM is dumb
     bool truecolor = false;    // COLORTERM is truecolor or 24bit
     std::size_t columns = 80;  // COLUMNS, else the terminal's width, else 80
+    std::size_t lines = 0;     // LINES, else the terminal's height; 0 when unknown (a pipe)
 };
 
 // Parses argv with CLI11, runs one walk and renders it to `out`; messages go to `err`.

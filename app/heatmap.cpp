@@ -26,31 +26,33 @@ struct Range {
     double at(float v) const { return max > min ? (static_cast<double>(v) - min) / (static_cast<double>(max) - min) : 1.0; }
 };
 
+bool masked_at(const HeatmapPanel& p, std::size_t n) { return p.mask && p.mask[n] == 0.0f; }
+
 Range finite_range(const HeatmapPanel& p) {
     Range r;
     for (std::size_t n = 0; n < p.rows * p.cols; ++n)
-        if (std::isfinite(p.data[n])) {
+        if (std::isfinite(p.data[n]) && !masked_at(p, n)) {
             r.min = std::min(r.min, p.data[n]);
             r.max = std::max(r.max, p.data[n]);
         }
     return r;
 }
 
-// One drawn cell: the mean of a k×k block of finite values; masked when the block holds
-// only −∞ (causal masking), invalid when it holds NaN.
+// One drawn cell: the mean of a kr×kc block of finite values; masked when the block holds
+// only masked values (−∞, or 0 under the causal mask), invalid when it holds NaN.
 struct Cell {
     enum { value, masked, invalid } kind;
     float mean;
 };
 
-Cell block(const HeatmapPanel& p, std::size_t r0, std::size_t c0, std::size_t k) {
+Cell block(const HeatmapPanel& p, std::size_t r0, std::size_t c0, std::size_t kr, std::size_t kc) {
     double sum = 0.0;
     std::size_t n = 0;
-    for (std::size_t r = r0; r < std::min(p.rows, r0 + k); ++r)
-        for (std::size_t c = c0; c < std::min(p.cols, c0 + k); ++c) {
+    for (std::size_t r = r0; r < std::min(p.rows, r0 + kr); ++r)
+        for (std::size_t c = c0; c < std::min(p.cols, c0 + kc); ++c) {
             const float v = p.data[r * p.cols + c];
             if (std::isnan(v)) return {Cell::invalid, 0.0f};
-            if (std::isfinite(v)) {
+            if (std::isfinite(v) && !masked_at(p, r * p.cols + c)) {
                 sum += v;
                 ++n;
             }
@@ -129,33 +131,46 @@ void print_heatmap(const HeatmapPanel& p, const TextOptions& opt, std::ostream& 
     for (const auto& l : p.row_labels) label_w = std::max(label_w, std::min<std::size_t>(width(l), 10));
     const std::string indent = "    ";
     const std::size_t room = opt.columns > indent.size() + label_w + 2 ? opt.columns - indent.size() - label_w - 1 : 1;
-    // Cell width 5 leaves room for column labels; narrower cells, then blocks of k×k
-    // values averaged into one cell, when the terminal is too narrow.
-    std::size_t cw = 1, k = 1;
+    // Cell width 5 leaves room for column labels; narrower cells, then blocks of values
+    // averaged into one cell, when the terminal is too narrow or too short.
+    std::size_t cw = 1, kc = 1;
     if (p.cols * 5 <= room) cw = 5;
     else if (p.cols * 2 <= room) cw = 2;
-    else if (p.cols > room) k = (p.cols + room - 1) / room;
+    else if (p.cols > room) kc = (p.cols + room - 1) / room;
+    const std::size_t max_rows = opt.lines >= 16 ? opt.lines - 8 : 40;  // the heatmap and its legend stay on one screen
+    const std::size_t kr = std::max(kc, (p.rows + max_rows - 1) / max_rows);
 
+    bool any_masked = false, any_nan = false;
+    for (std::size_t n = 0; n < p.rows * p.cols; ++n) {
+        any_nan = any_nan || std::isnan(p.data[n]);
+        any_masked = any_masked || masked_at(p, n) || (std::isinf(p.data[n]) && p.data[n] < 0);
+    }
     std::string legend;
     const int steps = opt.palette == Palette::none ? 3 : 4;
     for (int i = 0; i <= steps; ++i) legend += paint(i / static_cast<double>(steps), opt.palette == Palette::none ? 1 : 2, opt.palette);
     out << indent << "heatmap" << (p.title.empty() ? "" : " of " + p.title) << ": min " << fixed(range.min, opt.precision)
-        << " " << legend << " max " << fixed(range.max, opt.precision);
-    out << '\n';
-    if (k > 1) out << indent << "(each cell: the mean of a " << k << "×" << k << " block, to fit " << opt.columns << " columns)\n";
+        << " " << legend << " max " << fixed(range.max, opt.precision) << (any_masked ? ", · masked" : "")
+        << (any_nan ? ", ? NaN" : "") << '\n';
+    if (kr > 1 || kc > 1)
+        out << indent << "(each cell: the mean of a " << kr << "×" << kc << " block, to fit " << opt.columns << " columns"
+            << (kr > kc ? " and " + std::to_string(max_rows) + " rows" : "") << ")\n";
     const std::string margin = indent + std::string(label_w + 1, ' ');
-    if (cw == 5) {
-        std::string line = margin;
-        for (const auto& l : p.col_labels) line += pad_right(shorten(l, 4), 5);
-        while (!line.empty() && line.back() == ' ') line.pop_back();
-        out << line << '\n';
-    } else {
-        out << margin << "columns " << p.col_labels.front() << " … " << p.col_labels.back() << ", left to right\n";
+    // Column labels: under every cell when cells are 5 wide; otherwise the label of a cell
+    // every so often, at its place, as far as they fit without touching.
+    std::string labels = margin;
+    const std::size_t cells = (p.cols + kc - 1) / kc;
+    for (std::size_t cell = 0; cell < cells; ++cell) {
+        const std::size_t at = margin.size() + cell * cw;
+        const std::string l = cw == 5 ? shorten(p.col_labels[cell * kc], 4) : p.col_labels[cell * kc];
+        if (width(labels) > at || at + width(l) > opt.columns) continue;
+        if (cw != 5 && width(labels) + 1 > at && cell != 0) continue;
+        labels += std::string(at - width(labels), ' ') + l;
     }
-    for (std::size_t r = 0; r < p.rows; r += k) {
+    out << labels << '\n';
+    for (std::size_t r = 0; r < p.rows; r += kr) {
         std::string line = indent + pad_right(shorten(p.row_labels[r], label_w), label_w) + " ";
-        for (std::size_t c = 0; c < p.cols; c += k) {
-            const Cell cell = block(p, r, c, k);
+        for (std::size_t c = 0; c < p.cols; c += kc) {
+            const Cell cell = block(p, r, c, kr, kc);
             if (cell.kind == Cell::masked) line += centred("·", cw);
             else if (cell.kind == Cell::invalid) line += centred("?", cw);
             else line += paint(range.at(cell.mean), cw, opt.palette);
@@ -177,62 +192,104 @@ std::string heatmap_svg(const std::vector<HeatmapPanel>& panels, const std::stri
         n = std::max({n, p.rows, p.cols});
         for (const auto& l : p.row_labels) label_chars = std::max(label_chars, std::min<std::size_t>(width(l), 16));
     }
-    const double cell = n <= 16 ? 44.0 : std::max(1.0, 704.0 / static_cast<double>(n));
+    // Panels in a grid of at most 4 columns (12 heads: 4×3), cells smaller as panels multiply.
+    const std::size_t grid_cols = std::min<std::size_t>(panels.size(), 4);
+    const std::size_t grid_rows = (panels.size() + grid_cols - 1) / grid_cols;
+    const double area = panels.size() > 1 ? 420.0 : 704.0;  // the side of one panel's cells, at most
+    const double cell = static_cast<double>(n) * 44.0 <= area ? 44.0 : std::max(1.0, area / static_cast<double>(n));
     const std::size_t label_every = cell >= 14.0 ? 1 : static_cast<std::size_t>(std::ceil(14.0 / cell));
     const bool numbers = cell >= 40.0;
-    const double label_w = 8.0 * static_cast<double>(label_chars) + 12.0, top = 70.0 + 7.0 * static_cast<double>(label_chars);
+    const double label_w = 8.0 * static_cast<double>(label_chars) + 30.0;  // row labels and the "query" axis title
+    const double col_label_h = 10.0 + 7.0 * static_cast<double>(label_chars);
     const double panel_w = label_w + cell * static_cast<double>(n) + 30.0;
-    const double width = std::max(20.0 + panel_w * static_cast<double>(panels.size()) + 90.0,
-                                  40.0 + 11.0 * static_cast<double>(app::width(title)));
-    const double height = top + cell * static_cast<double>(n) + 30.0;
+    const double panel_h = 24.0 + col_label_h + cell * static_cast<double>(n) + 34.0;  // panel title, key labels, cells, "key"
+    const double bar_w = 110.0;
+    const double width = 20.0 + panel_w * static_cast<double>(grid_cols) + bar_w;
+    // The title wrapped to the drawing's width (about 9.5 px a character at 18 px).
+    const std::size_t title_chars = std::max<std::size_t>(20, static_cast<std::size_t>((width - 40.0) / 9.5));
+    std::vector<std::string> title_lines;
+    {
+        const std::string wrapped = wrap(title, title_chars, "", "");
+        std::size_t start = 0;
+        for (std::size_t end; (end = wrapped.find('\n', start)) != std::string::npos; start = end + 1)
+            title_lines.push_back(wrapped.substr(start, end - start));
+    }
+    const double top = 24.0 + 24.0 * static_cast<double>(title_lines.size());
+    const double height = top + panel_h * static_cast<double>(grid_rows) + 10.0;
 
     std::ostringstream svg;
     svg.precision(6);
     svg << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
         << "\" viewBox=\"0 0 " << width << ' ' << height << "\" shape-rendering=\"crispEdges\" font-family=\"DejaVu Sans, Arial, sans-serif\">\n"
-        << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-        << "<text x=\"20\" y=\"28\" font-size=\"18\" font-weight=\"bold\">" << xml_escape(title) << "</text>\n";
+        << "<defs><pattern id=\"masked\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
+        << "<rect width=\"6\" height=\"6\" fill=\"#f2f2f2\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#b0b0b0\" stroke-width=\"2\"/>"
+        << "</pattern></defs>\n"
+        << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+    for (std::size_t l = 0; l < title_lines.size(); ++l)
+        svg << "<text x=\"20\" y=\"" << 30.0 + 24.0 * static_cast<double>(l) << "\" font-size=\"18\" font-weight=\"bold\">"
+            << xml_escape(title_lines[l]) << "</text>\n";
+    bool any_masked = false, any_nan = false;
     for (std::size_t pi = 0; pi < panels.size(); ++pi) {
         const HeatmapPanel& p = panels[pi];
-        const double x0 = 20.0 + panel_w * static_cast<double>(pi) + label_w;
+        const double px = 20.0 + panel_w * static_cast<double>(pi % grid_cols);
+        const double py = top + panel_h * static_cast<double>(pi / grid_cols);
+        const double x0 = px + label_w, y0 = py + 24.0 + col_label_h;
         if (!p.title.empty())
-            svg << "<text x=\"" << x0 << "\" y=\"50\" font-size=\"14\">" << xml_escape(p.title) << "</text>\n";
+            svg << "<text x=\"" << x0 << "\" y=\"" << py + 16.0 << "\" font-size=\"14\" font-weight=\"bold\">" << xml_escape(p.title)
+                << "</text>\n";
         for (std::size_t c = 0; c < p.cols; c += label_every) {
-            const double x = x0 + cell * (static_cast<double>(c) + 0.5), y = top - 6.0;
+            const double x = x0 + cell * (static_cast<double>(c) + 0.5), y = y0 - 6.0;
             svg << "<text x=\"" << x << "\" y=\"" << y << "\" font-size=\"12\" transform=\"rotate(-60 " << x << ' ' << y
                 << ")\">" << xml_escape(shorten(p.col_labels[c], 16)) << "</text>\n";
         }
+        // the axes: rows are queries, columns are keys
+        const double side = cell * static_cast<double>(p.rows);
+        svg << "<text x=\"" << px + 10.0 << "\" y=\"" << y0 + side / 2.0 << "\" font-size=\"12\" fill=\"#555\" text-anchor=\"middle\" "
+            << "transform=\"rotate(-90 " << px + 10.0 << ' ' << y0 + side / 2.0 << ")\">query →</text>\n"
+            << "<text x=\"" << x0 + cell * static_cast<double>(p.cols) / 2.0 << "\" y=\"" << y0 + side + 20.0
+            << "\" font-size=\"12\" fill=\"#555\" text-anchor=\"middle\">key →</text>\n";
         for (std::size_t r = 0; r < p.rows; ++r) {
-            const double y = top + cell * static_cast<double>(r);
+            const double y = y0 + cell * static_cast<double>(r);
             if (r % label_every == 0)
                 svg << "<text x=\"" << x0 - 6.0 << "\" y=\"" << y + cell / 2.0 + 4.0
                     << "\" font-size=\"12\" text-anchor=\"end\">" << xml_escape(shorten(p.row_labels[r], 16)) << "</text>\n";
             for (std::size_t c = 0; c < p.cols; ++c) {
                 const float v = p.data[r * p.cols + c];
                 const double x = x0 + cell * static_cast<double>(c);
+                const bool masked = masked_at(p, r * p.cols + c) || (std::isinf(v) && v < 0);
                 const double t = range.at(v);
-                svg << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << cell << "\" height=\"" << cell
-                    << "\" fill=\"" << (std::isfinite(v) ? hex(heat_rgb(t)) : std::string("#e6e6e6")) << "\"/>\n";
-                if (numbers)
+                any_masked = any_masked || masked;
+                any_nan = any_nan || std::isnan(v);
+                const std::string fill = masked ? "url(#masked)" : std::isnan(v) ? "#d62728" : std::isfinite(v) ? hex(heat_rgb(t)) : "#e6e6e6";
+                svg << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << cell << "\" height=\"" << cell << "\" fill=\"" << fill
+                    << "\"/>\n";
+                if (numbers && !masked)
                     svg << "<text x=\"" << x + cell / 2.0 << "\" y=\"" << y + cell / 2.0 + 4.0
-                        << "\" font-size=\"10\" text-anchor=\"middle\" fill=\"" << (t < 0.6 ? "white" : "black") << "\">"
+                        << "\" font-size=\"10\" text-anchor=\"middle\" fill=\"" << (t < 0.6 || std::isnan(v) ? "white" : "black") << "\">"
                         << (std::isnan(v) ? "nan" : std::isinf(v) ? (v > 0 ? "∞" : "−∞") : fixed(v, std::min(precision, 3)))
                         << "</text>\n";
             }
         }
     }
-    // the colour bar: max at the top, min at the bottom
-    const double bx = width - 80.0, bh = cell * static_cast<double>(n);
+    // the colour bar, next to the first row of panels: max at the top, min at the bottom
+    const double bx = width - bar_w + 10.0, by = top + 24.0 + col_label_h, bh = cell * static_cast<double>(n);
     svg << "<defs><linearGradient id=\"scale\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">";
     for (int i = 0; i <= 10; ++i) svg << "<stop offset=\"" << i / 10.0 << "\" stop-color=\"" << hex(heat_rgb(i / 10.0)) << "\"/>";
     svg << "</linearGradient></defs>\n"
-        << "<rect x=\"" << bx << "\" y=\"" << top << "\" width=\"16\" height=\"" << bh << "\" fill=\"url(#scale)\"/>\n"
-        << "<text x=\"" << bx + 20.0 << "\" y=\"" << top + 10.0 << "\" font-size=\"12\">" << fixed(range.max, precision)
-        << "</text>\n"
-        << "<text x=\"" << bx + 20.0 << "\" y=\"" << top + bh << "\" font-size=\"12\">" << fixed(range.min, precision)
-        << "</text>\n"
-        << "</svg>\n";
+        << "<rect x=\"" << bx << "\" y=\"" << by << "\" width=\"16\" height=\"" << bh << "\" fill=\"url(#scale)\"/>\n"
+        << "<text x=\"" << bx + 20.0 << "\" y=\"" << by + 10.0 << "\" font-size=\"12\">" << fixed(range.max, precision) << "</text>\n"
+        << "<text x=\"" << bx + 20.0 << "\" y=\"" << by + bh << "\" font-size=\"12\">" << fixed(range.min, precision) << "</text>\n";
+    double ly = by + bh + 24.0;
+    if (any_masked) {
+        svg << "<rect x=\"" << bx << "\" y=\"" << ly - 12.0 << "\" width=\"16\" height=\"16\" fill=\"url(#masked)\"/>"
+            << "<text x=\"" << bx + 20.0 << "\" y=\"" << ly << "\" font-size=\"12\">masked</text>\n";
+        ly += 22.0;
+    }
+    if (any_nan)
+        svg << "<rect x=\"" << bx << "\" y=\"" << ly - 12.0 << "\" width=\"16\" height=\"16\" fill=\"#d62728\"/>"
+            << "<text x=\"" << bx + 20.0 << "\" y=\"" << ly << "\" font-size=\"12\">NaN</text>\n";
+    svg << "</svg>\n";
     return svg.str();
 }
 

@@ -22,13 +22,17 @@ struct HeatmapPanel {
     const float* data;
     std::size_t rows, cols;
     std::vector<std::string> row_labels, col_labels;
+    const float* mask = nullptr;  // rows×cols, 0 = masked (the trace's causal mask), or none
 };
 
-// Draws the panel fitted to options.columns; long axes are averaged in blocks.
+// Draws the panel fitted to options.columns and options.lines; long axes are averaged in
+// blocks. Masked cells (−∞, or 0 where the panel's mask is 0) and NaN have glyphs of their
+// own, named in the legend.
 void print_heatmap(const HeatmapPanel& panel, const TextOptions& options, std::ostream& out);
 
-// A self-contained SVG document: the panels side by side, each with its token labels,
-// one shared colour bar with min and max, and the title.
+// A self-contained SVG document: the panels in a grid, each with its token labels and
+// query/key axes, masked cells hatched, one shared colour bar with min and max, and the
+// title wrapped to the drawing's width.
 std::string heatmap_svg(const std::vector<HeatmapPanel>& panels, const std::string& title, int precision);
 
 }  // namespace attnwalk::app

@@ -32,6 +32,7 @@ struct TextOptions {
     bool heatmap = true;        // draw token×token steps as heatmaps under their numbers
     Palette palette = Palette::none;
     std::size_t columns = 80;   // terminal width the heatmaps fit into
+    std::size_t lines = 0;      // terminal height the heatmaps fit into (0: unknown, 40 rows at most)
 };
 
 // Called before each item of the text view (a step, or steps shown side by side): its
@@ -45,9 +46,10 @@ enum class NonFinite { string, null, literal };
 
 void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite = NonFinite::string);
 
-// --svg: the heatmap of the trace's final token×token step (the weights, one panel per
-// head of batch element 0). Throws UsageError when there is none (e.g. with --query).
-std::string svg_of_weights(const Trace& trace, const TextOptions& options);
+// --svg: the heatmap of a token×token step, one panel per head of batch element 0: the
+// step `step_id` (--svg-step), or the final weights (weights_dropped, else weights, else
+// the last token×token step). Throws UsageError when there is none (e.g. with --query).
+std::string svg_of_weights(const Trace& trace, const TextOptions& options, const std::string& step_id = "");
 
 // `attnwalk walkthrough`: every section with a banner, its paragraph and the command that
 // reruns it. `rerun_suffix` is appended to each rerun command (the input options).

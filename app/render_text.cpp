@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "attnwalk/errors.hpp"
@@ -111,9 +112,32 @@ void print_matrix(const Trace& trace, const Step& step, std::size_t offset, std:
     t.print(out, "    ");
 }
 
+// Whether a token×token step of a causal trace lies after the mask (its future cells are
+// masked: −∞ or exactly 0). The rule is the documented one, j > i; nothing is recomputed.
+bool after_mask(const Trace& trace, const Step& step) {
+    bool causal = trace.command == "causal";
+    for (const auto& [name, value] : trace.params)
+        if (name == "causal") causal = std::get_if<bool>(&value) && std::get<bool>(value);
+    return causal && step.id != "scores" && step.id != "scores_scaled" && step.id != "weights_unmasked" && step.id != "mask" &&
+           step.id != "ones";
+}
+
+// The mask of the heatmap cells: 1 = visible, 0 = masked (future) when after_mask.
+std::vector<float> future_mask(const Trace& trace, const Step& step) {
+    const std::size_t rank = step.tensor.shape.size();
+    if (!after_mask(trace, step)) return {};
+    const std::size_t rows = step.tensor.shape[rank - 2], cols = step.tensor.shape[rank - 1];
+    std::vector<float> m(rows * cols);
+    for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) m[i * cols + j] = j > i ? 0.0f : 1.0f;
+    return m;
+}
+
 void print_heatmap_of(const Trace& trace, const Step& step, std::size_t offset, const TextOptions& opt, std::ostream& out) {
     const std::size_t rank = step.tensor.shape.size();
-    HeatmapPanel panel{"", step.tensor.data.data() + offset, step.tensor.shape[rank - 2], step.tensor.shape[rank - 1], {}, {}};
+    const std::vector<float> mask = future_mask(trace, step);
+    HeatmapPanel panel{"", step.tensor.data.data() + offset, step.tensor.shape[rank - 2], step.tensor.shape[rank - 1], {}, {},
+                       mask.empty() ? nullptr : mask.data()};
     for (std::size_t r = 0; r < panel.rows; ++r) panel.row_labels.push_back(label(trace, step.axes[rank - 2], r));
     for (std::size_t c = 0; c < panel.cols; ++c) panel.col_labels.push_back(label(trace, step.axes[rank - 1], c));
     print_heatmap(panel, opt, out);
@@ -292,13 +316,20 @@ std::string param_text(const ParamValue& v) {
 
 }  // namespace
 
-std::string svg_of_weights(const Trace& trace, const TextOptions& opt) {
+std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std::string& step_id) {
     const Step* chosen = nullptr;
-    for (auto it = trace.steps.rbegin(); it != trace.steps.rend(); ++it)
-        if (is_token_matrix(*it) && (it->id == "weights" || !chosen)) {
-            chosen = &*it;
-            if (it->id == "weights") break;
-        }
+    if (!step_id.empty()) {
+        for (const Step& s : trace.steps)
+            if (s.id == step_id) chosen = &s;
+        if (!chosen) throw UsageError("--svg-step " + step_id + ": this trace has no such step");
+        if (!is_token_matrix(*chosen)) throw UsageError("--svg-step " + step_id + ": not a token×token step, nothing to draw as a heatmap");
+    } else {  // the final weights: after dropout if there was one
+        for (const char* id : {"weights_dropped", "weights"})
+            for (const Step& s : trace.steps)
+                if (!chosen && s.id == id && is_token_matrix(s)) chosen = &s;
+        for (auto it = trace.steps.rbegin(); !chosen && it != trace.steps.rend(); ++it)
+            if (is_token_matrix(*it)) chosen = &*it;
+    }
     if (!chosen) throw UsageError("--svg draws a token×token step, and this run has none (--query keeps one row only)");
     const Step& step = *chosen;
     if (step.tensor.data.size() != step.tensor.size())
@@ -310,9 +341,10 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt) {
     for (std::size_t a = 0; a + 2 < rank; ++a)
         if (step.axes[a] == Axis::head) panels *= step.tensor.shape[a];
     std::vector<HeatmapPanel> list;
+    const std::vector<float> mask = future_mask(trace, step);
     for (std::size_t p = 0; p < panels; ++p) {
         HeatmapPanel panel{panels > 1 ? "head " + std::to_string(p) : "", step.tensor.data.data() + p * inner,
-                           step.tensor.shape[rank - 2], step.tensor.shape[rank - 1], {}, {}};
+                           step.tensor.shape[rank - 2], step.tensor.shape[rank - 1], {}, {}, mask.empty() ? nullptr : mask.data()};
         for (std::size_t r = 0; r < panel.rows; ++r) panel.row_labels.push_back(label(trace, step.axes[rank - 2], r));
         for (std::size_t c = 0; c < panel.cols; ++c) panel.col_labels.push_back(label(trace, step.axes[rank - 1], c));
         list.push_back(std::move(panel));

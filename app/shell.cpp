@@ -121,7 +121,11 @@ void add_shell_options(CLI::App& sub, Shell& s, bool walk) {
         ->delimiter(',')
         ->excludes(compact);
     sub.add_option("--batch", s.batch, "Stack the input N times along a batch axis (the textbook uses 2)")->check(whole_number(1));
-    sub.add_option("--svg", s.svg, "Also write the heatmap of the final weights as an SVG file (for slides)")->check(non_empty());
+    CLI::Option* svg = sub.add_option("--svg", s.svg, "Also write the heatmap of the final weights as an SVG file (for slides)")
+                           ->check(non_empty());
+    sub.add_option("--svg-step", s.svg_step, "The step --svg draws (a token×token id, e.g. scores_masked; default: the final weights)")
+        ->check(non_empty())
+        ->needs(svg);
     sub.add_flag("--summary", s.recording.summary, "Big inputs: per step only the shape, min/max/mean, row sums, a checksum and the time");
     sub.add_flag("--timing", s.recording.timing, "After the trace, the wall time of each step");
 }

@@ -35,6 +35,7 @@ struct Shell {
     std::string color = "auto";
     bool no_heatmap = false;
     std::optional<std::string> svg;
+    std::string svg_step;            // --svg-step: the step drawn (default: the final weights)
     std::vector<std::string> steps;  // --steps: the steps shown (ids, globs, ranges, last)
     bool compact = false;            // --compact: the command's headline steps only
     Recording recording;

@@ -814,3 +814,43 @@ TEST_SUITE("cli.classroom") {
         CHECK(pager.out.find("-- Enter") == std::string::npos);
     }
 }
+
+TEST_SUITE("cli.classroom_pictures") {
+    TEST_CASE("cli.classroom_heatmap_legend_masked_and_fitted") {
+        auto r = test::run("causal --seed 789 --steps weights");
+        CHECK(r.out.find("· masked") != std::string::npos);
+        // 60 tokens on a 24-line terminal: rows are averaged to fit, and column labels stay
+        std::string rows = "{\"embeddings\": [";
+        for (int i = 0; i < 60; ++i) rows += std::string(i ? "," : "") + "[" + std::to_string(i % 7) + ".5, 1]";
+        const std::string file = test::temp_file(rows + "]}");
+        r = test::run_shell("LINES=24 COLUMNS=80 " + test::binary() + " causal -i '" + file + "' --steps weights");
+        REQUIRE(r.exit_code == 0);
+        const auto at = r.out.find("heatmap:");
+        REQUIRE(at != std::string::npos);
+        CHECK(std::count(r.out.begin() + static_cast<std::ptrdiff_t>(at), r.out.end(), '\n') <= 20);
+        CHECK(r.out.find(" t0 ", at) != std::string::npos);
+        CHECK(r.out.find(" t12 ", at) != std::string::npos);
+        CHECK(test::run_tty("softmax", "TERM=dumb").out.find("\x1b[") == std::string::npos);
+    }
+
+    TEST_CASE("cli.classroom_svg_for_slides") {
+        const std::string dir = "/tmp/attnwalk_slides_" + std::to_string(::getpid());
+        REQUIRE(test::run_shell("mkdir -p " + dir).exit_code == 0);
+        REQUIRE(test::run("mha --heads 12 --d-out 24 --seed 1 --svg " + dir + "/h.svg").exit_code == 0);
+        const std::string svg = test::read_file(dir + "/h.svg");
+        std::size_t panels = 0;
+        for (std::size_t at = 0; (at = svg.find(">head ", at)) != std::string::npos; ++at) ++panels;
+        CHECK(panels == 12);
+        const auto w = std::stod(svg.substr(svg.find("width=\"") + 7));
+        CHECK(w < 2000.0);  // a grid, not one 12-panel row
+        CHECK(svg.find("query →") != std::string::npos);
+        CHECK(svg.find("key →") != std::string::npos);
+        CHECK(svg.find("url(#masked)") != std::string::npos);
+        REQUIRE(test::run("causal --seed 789 --svg " + dir + "/s.svg --svg-step scores_masked").exit_code == 0);
+        CHECK(test::read_file(dir + "/s.svg").find("(scores_masked)") != std::string::npos);
+        CHECK(test::run("causal --svg " + dir + "/x.svg --svg-step context").exit_code == 2);  // not token×token
+        CHECK(test::run("dropout --ones 4 --svg " + dir + "/d.svg").exit_code == 0);
+        CHECK(test::read_file(dir + "/d.svg").find("(weights_dropped)") != std::string::npos);
+        test::run_shell("rm -rf " + dir);
+    }
+}

@@ -156,6 +156,18 @@ std::string slice_name(const Trace& trace, const Step& step, std::size_t s) {
     return name;
 }
 
+// A weight matrix that PyTorch holds as nn.Linear.weight ([out, in]): out_proj, and
+// W_query/W_key/W_value drawn with nn.Linear's initialisation.
+bool linear_layout(const Trace& trace, const Step& step) {
+    if (step.kind != StepKind::parameter || step.tensor.shape.size() != 2) return false;
+    if (step.id == "out_proj.weight") return true;
+    const std::string name = step.id.substr(step.id.rfind('.') == std::string::npos ? 0 : step.id.rfind('.') + 1);
+    if (name.rfind("W_", 0) != 0) return false;
+    for (const auto& [key, value] : trace.params)
+        if (key == "init") return std::get_if<std::string>(&value) && std::get<std::string>(value) == "linear";
+    return false;
+}
+
 void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, std::ostream& out) {
     const auto& shape = step.tensor.shape;
     const std::size_t rank = shape.size();
@@ -164,6 +176,16 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
     const std::size_t slices = inner ? step.tensor.size() / inner : 0;
     const bool heat = opt.heatmap && is_token_matrix(step);
     if (opt.torch) {
+        if (linear_layout(trace, step)) {  // the textbook holds it as nn.Linear.weight: [out, in]
+            out << "nn.Linear.weight, [out, in] (the transpose of the x·W matrix):\n";
+            Tensor t = step.tensor;
+            const std::size_t rows = t.shape[0], cols = t.shape[1];
+            for (std::size_t r = 0; r < rows; ++r)
+                for (std::size_t c = 0; c < cols; ++c) t.data[c * rows + r] = step.tensor.data[r * cols + c];
+            t.shape = {cols, rows};
+            out << torch_repr(t) << '\n';
+            return;
+        }
         out << torch_repr(step.tensor) << '\n';
         if (!step.row_sum.data.empty()) out << "row sums: " << torch_repr(step.row_sum) << '\n';
         for (std::size_t s = 0; heat && s < slices; ++s) {

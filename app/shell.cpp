@@ -141,7 +141,7 @@ Embeddings prepare_input(const Shell& s, const std::function<Cost(const InputSha
                              : s.sentence        ? embed_text(*s.sentence, load_vocab(*s.vocab), "--text")
                              : s.input.empty()   ? builtin_embeddings()
                                                  : load_embeddings(s.input);
-    const Cost need = cost({input.batch() * s.batch, input.tokens_count(), input.dim()});
+    const Cost need = cost({input.batch() * s.batch.value_or(1), input.tokens_count(), input.dim()});
     const double budget = parse_bytes(s.max_memory);
     if (need.bytes > budget)
         throw UsageError("this walk would need about " + bytes_text(need.bytes) + " for its tensors, more than --max-memory " +
@@ -152,7 +152,7 @@ Embeddings prepare_input(const Shell& s, const std::function<Cost(const InputSha
     if (context_length && input.tokens_count() > *context_length)
         throw UsageError("the input has " + std::to_string(input.tokens_count()) + " tokens, more than --context-length " +
                          std::to_string(*context_length));
-    return s.batch > 1 ? stack_batch(input, s.batch) : input;
+    return s.batch ? stack_batch(input, *s.batch) : input;  // as PyTorch: torch.stack keeps the axis even for one
 }
 
 std::size_t resolve_token(const std::string& name, const std::vector<std::string>& tokens, const std::string& option) {
@@ -251,7 +251,7 @@ void add_context_length_option(CLI::App& sub, std::optional<std::size_t>& contex
     sub.add_option("--context-length", context_length, "Longest input allowed (error if there are more tokens)")->check(whole_number(1));
 }
 
-void add_dropout_options(CLI::App& sub, DropoutOptions& o) {
+void add_dropout_options(CLI::App& sub, DropoutOptions& o, bool causal_flag) {
     sub.add_option("--dropout", o.p, "Dropout rate p in [0, 1)")
         ->check(number_check("P", [](double v) { return v == 0.0 || (v > 0.0 && v < 1.0 && 1.0 - v < 1.0); },
                              "must be 0 or in [1.2e-16, 1) (a smaller rate leaves 1 − p at 1)"))
@@ -259,7 +259,7 @@ void add_dropout_options(CLI::App& sub, DropoutOptions& o) {
     sub.add_option("--dropout-seed", o.seed, "Reseed the generator right before the dropout draw, like torch.manual_seed(S); dropout(...)")
         ->check(whole_number(0));
     sub.add_flag("--eval", o.eval, "Inference mode: dropout is the identity");
-    sub.add_flag("--causal,!--no-causal", o.causal, "Mask future tokens (default: on)");
+    if (causal_flag) sub.add_flag("--causal,!--no-causal", o.causal, "Mask future tokens (default: on)");
 }
 
 Randomness::Randomness(std::optional<std::uint64_t> seed, std::optional<std::uint64_t> dropout_seed)

@@ -24,7 +24,7 @@ struct Shell {
     std::string input;  // empty = the built-in example
     std::optional<std::string> sentence;
     std::optional<std::string> vocab;
-    std::size_t batch = 1;
+    std::optional<std::size_t> batch;  // --batch N; given (even 1), every tensor keeps its batch axis
     std::string max_memory = "4G";
     double max_work = 1e12;  // multiply-adds (an exp counts 16): about half a minute here
     // output
@@ -111,7 +111,8 @@ struct DropoutOptions {
     bool eval = false;
     bool causal = true;
 };
-void add_dropout_options(CLI::App& sub, DropoutOptions& options);
+// `causal_flag`: also --causal/--no-causal (dropout and mha; causal is always causal).
+void add_dropout_options(CLI::App& sub, DropoutOptions& options, bool causal_flag = true);
 
 // The seeding policy, in one place. The weights come from --weights, or are drawn from
 // the --seed stream (or the command's default seed); the dropout draw continues that

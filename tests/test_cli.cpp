@@ -336,7 +336,9 @@ TEST_SUITE("cli.explain") {
         CHECK(test::run("scores --explain 1,6").err.find("out of range") != std::string::npos);
         CHECK(test::run("scores --explain journey,trip").err.find("not a token") != std::string::npos);
         CHECK(test::run("scores --explain 1,2 --query 1").exit_code == 2);
-        CHECK(test::run("mha --explain 1,2").exit_code == 2);  // not offered there
+        CHECK(test::run("dropout --explain 1,2").exit_code == 2);  // not offered there
+        CHECK(test::run("mha --explain 1,2 --head 2").exit_code == 2);  // 2 heads: 0 and 1
+        CHECK(test::run("mha --head 1").exit_code == 2);              // --head needs --explain
     }
 }
 
@@ -619,7 +621,8 @@ TEST_SUITE("cli.robustness") {
             {"mha --dropout-seed 1", "there is none"},
             {"dropout --eval --dropout-seed 1", "there is none"},
             {"walkthrough --step --json", "--json excludes --step"},
-            {"mha --explain 1,2", "--explain is an option of: scores, softmax, context, causal"},
+            {"dropout --explain 1,2", "--explain is an option of: scores, softmax, context, causal, mha"},
+            {"mha --ones 3", "--ones is an option of: dropout"},
         };
         for (const auto& [args, message] : bad) {
             const auto r = test::run(args);
@@ -852,5 +855,45 @@ TEST_SUITE("cli.classroom_pictures") {
         CHECK(test::run("dropout --ones 4 --svg " + dir + "/d.svg").exit_code == 0);
         CHECK(test::read_file(dir + "/d.svg").find("(weights_dropped)") != std::string::npos);
         test::run_shell("rm -rf " + dir);
+    }
+}
+
+TEST_SUITE("cli.classroom_more") {
+    TEST_CASE("cli.classroom_causal_query_and_dropout") {
+        const json full = run_json("causal --seed 789");
+        const json one = run_json("causal --seed 789 --query journey");
+        CHECK(step(one, "weights").at("shape") == json{6});
+        CHECK(step(one, "weights").at("data") == step(full, "weights").at("data").at(1));
+        CHECK(step(one, "context").at("data") == step(full, "context").at("data").at(1));
+        // CausalAttention(..., dropout=0.5) draws the same mask as the dropout command
+        const json c = run_json("causal --seed 789 --dropout 0.5");
+        const json d = run_json("dropout --seed 789 --dropout 0.5");
+        CHECK(step(c, "dropout_mask").at("data") == step(d, "dropout_mask").at("data"));
+        CHECK(step(c, "weights_dropped").at("data") == step(d, "weights_dropped").at("data"));
+        CHECK(step(c, "context").at("data") == step(d, "context").at("data"));
+    }
+
+    TEST_CASE("cli.classroom_mha_query_and_explain_per_head") {
+        const json full = run_json("mha --batch 2 --seed 123 --heads 2");
+        const json one = run_json("mha --batch 2 --seed 123 --heads 2 --query journey");
+        CHECK(step(one, "weights").at("shape") == json{2, 2, 6});
+        CHECK(step(one, "output").at("data").at(0) == step(full, "output").at("data").at(0).at(1));
+        const json e = run_json("mha --seed 123 --heads 2 --explain journey,Your --head 1");
+        const json w = step(run_json("mha --seed 123 --heads 2"), "weights").at("data");
+        CHECK(step(e, "explain_weight").at("data") == w.at(1).at(1).at(0));  // head 1, row 2, column 1, bit for bit
+        CHECK(step(e, "explain_context").at("data") == step(e, "head_outputs").at("data").at(1).at(1));
+    }
+
+    TEST_CASE("cli.classroom_batch_of_one_keeps_its_axis") {
+        CHECK(run_json("scores --batch 1").at("steps").at(0).at("shape") == json{1, 6, 6});
+        const std::string one = test::temp_file(R"({"embeddings": [[[1, 2], [3, 4]]]})");
+        CHECK(run_json("scores -i '" + one + "'").at("steps").at(0).at("shape") == json{1, 2, 2});
+    }
+
+    TEST_CASE("cli.classroom_torch_format_shows_nn_linear_layout") {
+        const auto r = test::run("context --seed 789 --format torch --steps W_query");
+        CHECK(r.out.find("nn.Linear.weight, [out, in]") != std::string::npos);
+        CHECK(r.out.find("tensor([[ 0.3161,  0.4568,  0.5118],\n        [-0.1683, -0.3379, -0.0918]])") != std::string::npos);
+        CHECK(test::run("context --seed 123 --init rand --format torch --steps W_query").out.find("nn.Linear") == std::string::npos);
     }
 }

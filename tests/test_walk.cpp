@@ -80,9 +80,18 @@ Trace walk_of(const Config& c, const Embeddings& given) {
                                  c.wrapper ? HeadLayout::stacked : HeadLayout::fused, mha && !c.wrapper};
         weights = draw_weights(*gen, shape, c.init, c.bias);
     }
-    if (c.command == "causal") return walk_causal(input, weights, {c.scale, std::nullopt}, {});
+    if (c.command == "causal") {
+        CausalSpec spec;
+        spec.scale = c.scale;
+        return walk_causal(input, weights, spec, {});
+    }
     if (c.command == "dropout") return walk_dropout(input, weights, {c.scale, c.causal, draw}, {});
-    if (c.command == "mha") return walk_mha(input, weights, {c.causal, draw}, {});
+    if (c.command == "mha") {
+        MhaSpec spec;
+        spec.causal = c.causal;
+        spec.dropout = draw;
+        return walk_mha(input, weights, spec, {});
+    }
     SingleHeadSpec spec{c.scale, std::nullopt, std::nullopt};
     if (c.query) {
         const auto named = std::find(input.tokens.begin(), input.tokens.end(), *c.query);
@@ -141,8 +150,10 @@ TEST_SUITE("walk") {
             CAPTURE(causal);
             Generator a(1), b(1);
             const WeightsShape shape{8, 8, 4, HeadLayout::fused, true};
-            const Trace blocked = walk_mha(input, draw_weights(a, shape, Init::linear, true), {causal, {}}, {true, false});
-            const Trace full = walk_mha(input, draw_weights(b, shape, Init::linear, true), {causal, {}}, {});
+            MhaSpec spec;
+            spec.causal = causal;
+            const Trace blocked = walk_mha(input, draw_weights(a, shape, Init::linear, true), spec, {true, false});
+            const Trace full = walk_mha(input, draw_weights(b, shape, Init::linear, true), spec, {});
             const Step& y = blocked.steps.back();
             REQUIRE(y.id == "output");
             CHECK_CLOSE_ALL(y.tensor.data, full.steps.back().tensor.data, 1e-5);

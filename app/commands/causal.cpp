@@ -10,8 +10,10 @@ namespace {
 struct CausalOptions {
     WeightsOptions weights;
     std::optional<double> scale;
+    std::optional<std::string> query;
     std::optional<std::string> explain;
     std::optional<std::size_t> context_length;
+    DropoutOptions dropout{0.0, std::nullopt, false, true};  // CausalAttention(..., dropout=0.0)
 };
 
 }  // namespace
@@ -21,20 +23,27 @@ void add_causal(CLI::App& cli, Shell& shell) {
                                 "The causal mask two ways: mask after the softmax and renormalise, or −∞ before the softmax.",
                                 "  attnwalk causal --seed 789           # the textbook's causal weights\n"
                                 "  attnwalk causal --batch 2 --seed 123 # CausalAttention on a batch of two\n"
-                                "  attnwalk causal --explain 2,4        # a future cell: masked, weight 0\n");
+                                "  attnwalk causal --explain 2,4        # a future cell: masked, weight 0\n"
+                                "  attnwalk causal --query journey      # one row: what \"journey\" may see\n"
+                                "  attnwalk causal --seed 789 --dropout 0.5   # CausalAttention with dropout\n");
     auto o = std::make_shared<CausalOptions>();
-    add_explain_option(*sub, o->explain);
+    sub->add_option("--query", o->query, "Show one query only: a 0-based index or a token's text")
+        ->check(non_empty())
+        ->excludes(add_explain_option(*sub, o->explain));
     add_weights_options(*sub, o->weights, shell);
     add_scale_option(*sub, o->scale);
     add_context_length_option(*sub, o->context_length);
+    add_dropout_options(*sub, o->dropout, false);
     sub->callback([&shell, o] {
-        shell.headline = {"scores_masked", "weights", "max_difference", "context"};  // --compact
+        shell.headline = {"scores_masked", "weights", "max_difference", "weights_dropped", "context"};  // --compact
         shell.walk = [&shell, o] {
-            Randomness random(o->weights.seed, std::nullopt);
-            const OneHead h = prepare_one_head(shell, o->weights, random, false, o->context_length);
+            Randomness random(o->weights.seed, o->dropout.seed);
+            const OneHead h = prepare_one_head(shell, o->weights, random, o->query.has_value(), o->context_length);
             CausalSpec spec;
             spec.scale = o->scale;
+            if (o->query) spec.query = resolve_token(*o->query, h.input.tokens, "--query");
             if (o->explain) spec.explain = parse_cell(*o->explain, h.input.tokens);
+            spec.dropout = random.dropout(o->dropout.p, !o->dropout.eval);
             return walk_causal(h.input, h.weights, spec, shell.recording);
         };
     });

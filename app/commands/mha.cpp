@@ -16,6 +16,8 @@ struct MhaOptions {
     DropoutOptions dropout{0.0, std::nullopt, false, true};  // MultiHeadAttention(..., dropout=0.0)
     std::size_t heads = 2;
     std::string variant = "fused";
+    std::optional<std::string> query, explain;
+    std::size_t head = 0;
 };
 
 }  // namespace
@@ -24,8 +26,15 @@ void add_mha(CLI::App& cli, Shell& shell) {
     CLI::App* sub = add_command(cli, shell, "mha",
                                 "Multi-head attention: the fused split/view/transpose form with out_proj, or stacked heads (wrapper).",
                                 "  attnwalk mha --batch 2 --seed 123 --heads 2          # the textbook's MultiHeadAttention\n"
-                                "  attnwalk mha --variant wrapper --batch 2 --seed 123  # MultiHeadAttentionWrapper\n");
+                                "  attnwalk mha --variant wrapper --batch 2 --seed 123  # MultiHeadAttentionWrapper\n"
+                                "  attnwalk mha --query journey         # one row of every head\n"
+                                "  attnwalk mha --explain journey,Your --head 1   # one cell of head 1, every number\n");
     auto o = std::make_shared<MhaOptions>();
+    CLI::Option* explain = add_explain_option(*sub, o->explain);
+    sub->add_option("--query", o->query, "Show one query only, in every head: a 0-based index or a token's text")
+        ->check(non_empty())
+        ->excludes(explain);
+    sub->add_option("--head", o->head, "The head --explain writes out (0-based, default 0)")->check(whole_number(0))->needs(explain);
     add_weights_options(*sub, o->weights, shell, true);
     add_context_length_option(*sub, o->context_length);
     add_dropout_options(*sub, o->dropout);
@@ -42,8 +51,11 @@ void add_mha(CLI::App& cli, Shell& shell) {
             const bool default_seed = !o->weights.file && !o->weights.seed;
             Randomness random(default_seed ? default_mha_seed : o->weights.seed, o->dropout.seed);
             MhaSpec spec;
+            spec.query = o->query ? std::optional<std::size_t>(0) : std::nullopt;  // named once the input is read
+            spec.explain = o->explain ? std::optional<Cell>(Cell{}) : std::nullopt;
             spec.causal = o->dropout.causal;
             spec.dropout = random.dropout(o->dropout.p, !o->dropout.eval);
+            spec.explain_head = o->head;
             const Embeddings input = prepare_input(
                 shell,
                 [&](const InputShape& s) { return mha_cost(s.batch, s.tokens, s.d_in, width, H, layout, spec, shell.recording); },
@@ -56,6 +68,11 @@ void add_mha(CLI::App& cli, Shell& shell) {
             if (!stacked && output_width(*weights) % H != 0)
                 throw UsageError("d_out must be divisible by the number of heads: d_out " + std::to_string(output_width(*weights)) +
                                  " (from the weights file) is not a multiple of --heads " + std::to_string(H));
+            if (o->query) spec.query = resolve_token(*o->query, input.tokens, "--query");
+            if (o->explain) spec.explain = parse_cell(*o->explain, input.tokens);
+            if (o->head >= H)
+                throw UsageError("--head " + std::to_string(o->head) + " is out of range: there are " + std::to_string(H) +
+                                 " heads (--heads), so the head must be 0.." + std::to_string(H - 1));
             Trace trace = walk_mha(input, weights, spec, shell.recording);
             if (default_seed) trace.set_param("default_seed", true);
             return trace;

@@ -6,9 +6,9 @@ namespace attnwalk {
 
 namespace {
 
-// Batch element 0, head 0, row i of a (B,H,R,·) tensor.
-std::vector<float> row_of(const Hyper& t, std::size_t i) {
-    return std::vector<float>(&t(0, 0, i, 0), &t(0, 0, i, 0) + t.shape(3));
+// Batch element 0, head h, row i of a (B,H,R,·) tensor.
+std::vector<float> row_of(const Hyper& t, std::size_t h, std::size_t i) {
+    return std::vector<float>(&t(0, h, i, 0), &t(0, h, i, 0) + t.shape(3));
 }
 
 Tensor vector_tensor(std::vector<float> values) {
@@ -35,30 +35,33 @@ Expansion projection_expansion(const std::string& label, const std::vector<float
 }  // namespace
 
 void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const AttentionWeights* weights, const Forward& f,
-                  const Scale& sc, ExplainDepth depth) {
+                  const Scale& sc, ExplainDepth depth, std::size_t head) {
     const Trace& trace = rec.trace();
     const std::size_t i = cell.i, j = cell.j, T = f.kh.shape(2);
     // Math names tokens from 1, as the textbook does: x_2 is "journey", the second token.
     const std::string I = std::to_string(i + 1), J = std::to_string(j + 1);
     const std::string qi = trace.tokens[i], kj = trace.tokens[j];
-    const std::string batch_note = trace.batched ? " (batch element 0)" : "";
+    const std::size_t h = head;
+    const std::string batch_note = std::string(f.heads > 1 ? " in head " + std::to_string(h) : "") + (trace.batched ? " (batch element 0)" : "");
 
     // The query and key vectors, from the embeddings through W_query and W_key.
-    const std::vector<float> q = row_of(f.qh, i), k = row_of(f.kh, j);
+    const std::vector<float> q = row_of(f.qh, h, i), k = row_of(f.kh, h, j);
     if (weights) {
         const std::vector<float> xi(&x(0, i, 0), &x(0, i, 0) + x.shape(2)), xj(&x(0, j, 0), &x(0, j, 0) + x.shape(2));
-        Step& sq = rec.add_plain("explain_query", "The query of " + quoted(qi) + ": its embedding times W_query",
+        const Linear wq = f.heads > 1 ? weights->head_columns(weights->query, h) : weights->query;
+        const Linear wk = f.heads > 1 ? weights->head_columns(weights->key, h) : weights->key;
+        Step& sq = rec.add_plain("explain_query", "The query of " + quoted(qi) + batch_note + ": its embedding times W_query",
                                  "q_" + I + " = Σ_c x_" + I + "c·W_query[c,:]" + (weights->query.b.size() ? " + b_query" : ""),
                                  vector_tensor(q), {Axis::feature});
-        sq.expansion.push_back(projection_expansion("q(" + qi + ")", xi, weights->query, q));
-        Step& sk = rec.add_plain("explain_key", "The key of " + quoted(kj) + ": its embedding times W_key",
+        sq.expansion.push_back(projection_expansion("q(" + qi + ")", xi, wq, q));
+        Step& sk = rec.add_plain("explain_key", "The key of " + quoted(kj) + batch_note + ": its embedding times W_key",
                                  "k_" + J + " = Σ_c x_" + J + "c·W_key[c,:]" + (weights->key.b.size() ? " + b_key" : ""),
                                  vector_tensor(k), {Axis::feature});
-        sk.expansion.push_back(projection_expansion("k(" + kj + ")", xj, weights->key, k));
+        sk.expansion.push_back(projection_expansion("k(" + kj + ")", xj, wk, k));
     }
 
     // The score: one dot product, term by term.
-    const float score = f.scores(0, 0, i, j);
+    const float score = f.scores(0, h, i, j);
     Expansion dot;
     dot.label = qi + "·" + kj;
     for (std::size_t c = 0; c < q.size(); ++c) dot.terms.push_back({q[c], {k[c]}});
@@ -76,12 +79,12 @@ void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const Attentio
                       scalar_trace(score / f.scale), {});
 
     // The softmax of row i: the forward's max and sum, each exponential shown.
-    const std::vector<float> row = row_of(f.scaled, i);
-    const float max = f.row_max(0, 0, i), sum = f.row_sum(0, 0, i);
+    const std::vector<float> row = row_of(f.scaled, h, i);
+    const float max = f.row_max(0, h, i), sum = f.row_sum(0, h, i);
     std::vector<float> exps(T);
     for (std::size_t c = 0; c < T; ++c) exps[c] = std::exp(row[c] - max);
     const float inv = 1.0f / sum;
-    const float weight = f.weights(0, 0, i, j);
+    const float weight = f.weights(0, h, i, j);
 
     rec.add_plain("explain_max", "The row maximum, subtracted only for numerical stability",
                   "max_j " + v + "_" + I + ",j" + (f.causal ? " (over j ≤ " + I + ")" : ""), scalar_trace(max), {});
@@ -113,8 +116,10 @@ void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const Attentio
     // The context vector of token i: every value weighted by row i of the weights.
     Expansion z;
     z.label = "z(" + qi + ")";
-    for (std::size_t c = 0; c < T; ++c) z.terms.push_back({f.weights(0, 0, i, c), row_of(f.vh, c)});
-    z.result = std::vector<float>(&f.context(0, i, 0), &f.context(0, i, 0) + f.context.shape(2));
+    // the weights the values are mixed with: after dropout when there was one
+    const Hyper& a = f.final_weights();
+    for (std::size_t c = 0; c < T; ++c) z.terms.push_back({a(0, h, i, c), row_of(f.vh, h, c)});
+    z.result = row_of(f.head_outputs, h, i);
     Step& ctx = rec.add_plain("explain_context", "The context vector of " + quoted(qi) + ": row " + I + " of the weights times the " + (weights ? "values" : "embeddings"),
                               "z_" + I + " = Σ_j α_" + I + ",j·" + (weights ? "v_j" : "x_j"), vector_tensor(z.result), {Axis::feature});
     ctx.expansion.push_back(std::move(z));

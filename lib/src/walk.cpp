@@ -37,12 +37,12 @@ Cost walk_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::siz
 
 bool mha_blocked(HeadLayout layout, const MhaSpec& spec, const Recording& rec) {
     const bool draws = spec.dropout.train && spec.dropout.p > 0.0;
-    return rec.summary && layout == HeadLayout::fused && !draws;
+    return rec.summary && layout == HeadLayout::fused && !draws && !spec.query && !spec.explain;
 }
 
 Cost mha_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads, HeadLayout layout,
               const MhaSpec& spec, const Recording& rec) {
-    Cost c = forward_cost(batch, tokens, d_in, width, heads, tokens);
+    Cost c = forward_cost(batch, tokens, d_in, width, heads, spec.query ? 1 : tokens);
     if (mha_blocked(layout, spec, rec)) c.bytes = fast::blocked_bytes(batch, tokens, d_in, width);
     return c;
 }
@@ -284,70 +284,6 @@ Trace walk_context(const Embeddings& input, const Weights& weights, const Single
 
 // ---- causal ------------------------------------------------------------------------------
 
-Trace walk_causal(const Embeddings& input, const Weights& weights, const CausalSpec& spec, const Recording& recording) {
-    check_cell(spec.explain, input);
-    const AttentionWeights* w = weights.get();
-    Trace trace = start_trace("causal", input, w);
-    Recorder rec(trace);
-    const Cube x = cube_from_trace(input.x);
-    ForwardSpec fs;
-    fs.causal = true;
-    if (spec.scale) fs.scale = static_cast<float>(*spec.scale);
-    const Forward f = attention_forward(x, w, fs);
-    const Scale sc = scale_of(w, spec.scale, f.scale);
-    trace.set_param("scale", static_cast<double>(f.scale));
-    record_projections(rec, w, f);
-
-    const std::size_t T = x.shape(1);
-    const Cube scores = head0(f.scores);
-    const Cube scaled = f.scale == 1.0f ? scores : scale_scores(scores, f.scale);  // unmasked, for (a)
-    record_scores(rec, w, scores, scaled, sc);
-    rec.add_plain("mask", "The causal mask: token i sees tokens 1..i", "M = tril(ones(T, T))", to_trace(causal_mask(T)),
-                  tokens_tokens)
-        .note = "The textbook keeps the complement as its buffer: torch.triu(torch.ones(T, T), diagonal=1), where 1 marks a "
-                "masked (future) position and masked_fill sets those scores to −∞.";
-
-    // (a) softmax over every key, zero the future, renormalise the rows
-    const std::string s_sym = sc.value == 1.0f ? "ω" : "s";
-    const Cube full = softmax(scaled);
-    rec.add_with_row_sums("weights_unmasked", "(a) Softmax over all tokens, future included", "softmax(" + s_sym + ")", full,
-                          tokens_tokens);
-    const Cube zeroed = mask_future_zero(full);
-    rec.add_with_row_sums("weights_masked", "(a) Future weights zeroed: rows no longer sum to 1", "softmax(" + s_sym + ") ⊙ M",
-                          zeroed, tokens_tokens);
-    const Cube renormalised = normalise_by_sum(zeroed);
-    rec.add_with_row_sums("weights_renormalised", "(a) Each row divided by its sum", "(softmax(" + s_sym + ") ⊙ M) / Σ_j",
-                          renormalised, tokens_tokens);
-
-    // (b) −∞ before the softmax: the forward's own path
-    rec.add("scores_masked", "(b) Before the softmax: future scores set to −∞", "ω_ij = −∞ for j > i", head0(f.masked),
-            tokens_tokens)
-        .may_be_non_finite = true;  // −∞ is the mask
-    const Cube weights_b = head0(f.weights);
-    rec.add_with_row_sums("weights", "(b) Softmax of the masked scores: the causal weights",
-                          f.scale == 1.0f ? "A = softmax(masked ω)" : "A = softmax(masked ω / " + sc.symbol + ")", weights_b,
-                          tokens_tokens);
-
-    float max_diff = 0.0f;
-    for (std::size_t n = 0; n < weights_b.size(); ++n)
-        max_diff = std::max(max_diff, std::fabs(weights_b.data()[n] - renormalised.data()[n]));
-    rec.add_plain("max_difference", "Largest difference between (a) and (b)", "max |A_a − A_b|", scalar_trace(max_diff), {})
-        .note = "Both ways give the same weights, up to float rounding. Renormalising divides the unmasked "
-                "exponentials by their own sum, so the denominator that once included the future cancels out: "
-                "what is left is exactly the softmax over tokens 1..i. And with −∞, exp(−∞) = 0, so a future "
-                "token never enters the sum at all. Either way no information from a later token reaches an "
-                "earlier one.";
-    rec.add("context", "Context vectors: token i mixes the values of tokens 1..i only", w ? "Z = A·V" : "Z = A·X", f.context,
-            tokens_features);
-    if (spec.explain) {
-        trace.set_param("explain", "[" + std::to_string(spec.explain->i) + "," + std::to_string(spec.explain->j) + "]");
-        explain_cell(rec, *spec.explain, x, w, f, sc, ExplainDepth::context);
-    }
-    return finish(std::move(trace), recording);
-}
-
-// ---- dropout -----------------------------------------------------------------------------
-
 namespace {
 
 void record_draw_params(Trace& trace, const DropoutDraw& draw) {
@@ -359,6 +295,108 @@ void check_draw(const DropoutDraw& draw) {
     if (!(draw.p >= 0.0 && draw.p < 1.0)) throw UsageError("the dropout rate must be in [0, 1), got " + format_number(draw.p));
     if (draw.train && draw.p > 0.0 && !draw.gen) throw UsageError("dropout in training mode needs a random generator");
 }
+
+}  // namespace
+
+
+Trace walk_causal(const Embeddings& input, const Weights& weights, const CausalSpec& spec, const Recording& recording) {
+    check_cell(spec.explain, input);
+    check_draw(spec.dropout);
+    const AttentionWeights* w = weights.get();
+    Trace trace = start_trace("causal", input, w);
+    Recorder rec(trace);
+    const Cube x = cube_from_trace(input.x);
+    ForwardSpec fs;
+    fs.causal = true;
+    if (spec.scale) fs.scale = static_cast<float>(*spec.scale);
+    fs.query = spec.query;
+    if (spec.dropout.train) fs.dropout = {spec.dropout.p, spec.dropout.gen};
+    const Forward f = attention_forward(x, w, fs);
+    const Scale sc = scale_of(w, spec.scale, f.scale);
+    trace.set_param("scale", static_cast<double>(f.scale));
+    if (spec.query) trace.set_param("query", static_cast<unsigned long long>(*spec.query));
+    if (spec.dropout.p > 0.0) record_draw_params(trace, spec.dropout);
+    record_projections(rec, w, f);
+
+    // Every tensor below is (B,R,T): all rows, or the query's one row, recorded as (B,T).
+    const bool one = spec.query.has_value();
+    const std::size_t T = x.shape(1), i0 = f.row0;
+    const std::vector<Axis> rows_axes = one ? std::vector<Axis>{Axis::token} : tokens_tokens;
+    const auto put = [&](const std::string& id, const std::string& title, const std::string& formula, const Cube& t,
+                         bool sums) -> Step& {
+        const Mat row = xt::view(t, xt::all(), 0, xt::all());
+        if (one) return sums ? rec.add_with_row_sums(id, title, formula, row, rows_axes) : rec.add(id, title, formula, row, rows_axes);
+        return sums ? rec.add_with_row_sums(id, title, formula, t, rows_axes) : rec.add(id, title, formula, t, rows_axes);
+    };
+    const std::string at = one ? "_" + std::to_string(i0 + 1) : "";  // ω_2 for one query
+    const Cube scores = head0(f.scores);
+    const Cube scaled = f.scale == 1.0f ? scores : scale_scores(scores, f.scale);  // unmasked, for (a)
+    put("scores", one ? "Attention scores of \"" + trace.tokens[i0] + "\"" : "Attention scores: every query against every key",
+        "ω" + at + " = " + (w ? (one ? "q" + at + "·Kᵀ" : "Q·Kᵀ") : (one ? "x" + at + "·Xᵀ" : "X·Xᵀ")), scores, false);
+    if (sc.value != 1.0f) put("scores_scaled", "Scores divided by " + sc.words, "s" + at + " = ω" + at + " / " + sc.symbol, scaled, false);
+    Mat mask = causal_mask(T);
+    if (one) {
+        Mat row = xt::view(mask, xt::range(i0, i0 + 1), xt::all());
+        rec.add_plain("mask", "The causal mask of \"" + trace.tokens[i0] + "\": it sees tokens 1.." + std::to_string(i0 + 1),
+                      "M" + at + " = [j ≤ " + std::to_string(i0 + 1) + "]", to_trace(Vec(xt::view(row, 0, xt::all()))), {Axis::token});
+    } else {
+        rec.add_plain("mask", "The causal mask: token i sees tokens 1..i", "M = tril(ones(T, T))", to_trace(mask), tokens_tokens)
+            .note = "The textbook keeps the complement as its buffer: torch.triu(torch.ones(T, T), diagonal=1), where 1 marks a "
+                    "masked (future) position and masked_fill sets those scores to −∞.";
+    }
+
+    // (a) softmax over every key, zero the future, renormalise the rows
+    const std::string s_sym = sc.value == 1.0f ? "ω" : "s";
+    const Cube full = softmax(scaled);
+    put("weights_unmasked", "(a) Softmax over all tokens, future included", "softmax(" + s_sym + ")", full, true);
+    const Cube zeroed = mask_future_zero(full, i0);
+    put("weights_masked", "(a) Future weights zeroed: rows no longer sum to 1", "softmax(" + s_sym + ") ⊙ M", zeroed, true);
+    const Cube renormalised = normalise_by_sum(zeroed);
+    put("weights_renormalised", "(a) Each row divided by its sum", "(softmax(" + s_sym + ") ⊙ M) / Σ_j", renormalised, true);
+
+    // (b) −∞ before the softmax: the forward's own path
+    put("scores_masked", "(b) Before the softmax: future scores set to −∞", "ω_ij = −∞ for j > i", head0(f.masked), false)
+        .may_be_non_finite = true;  // −∞ is the mask
+    const Cube weights_b = head0(f.weights);
+    put("weights", "(b) Softmax of the masked scores: the causal weights",
+        f.scale == 1.0f ? "A = softmax(masked ω)" : "A = softmax(masked ω / " + sc.symbol + ")", weights_b, true);
+
+    float max_diff = 0.0f;
+    for (std::size_t n = 0; n < weights_b.size(); ++n)
+        max_diff = std::max(max_diff, std::fabs(weights_b.data()[n] - renormalised.data()[n]));
+    rec.add_plain("max_difference", "Largest difference between (a) and (b)", "max |A_a − A_b|", scalar_trace(max_diff), {})
+        .note = "Both ways give the same weights, up to float rounding. Renormalising divides the unmasked "
+                "exponentials by their own sum, so the denominator that once included the future cancels out: "
+                "what is left is exactly the softmax over tokens 1..i. And with −∞, exp(−∞) = 0, so a future "
+                "token never enters the sum at all. Either way no information from a later token reaches an "
+                "earlier one.";
+    // CausalAttention's dropout, between the weights and the values
+    if (f.dropped) {
+        if (spec.dropout.reseeded) trace.set_param("dropout_seed", static_cast<unsigned long long>(spec.dropout.gen->initial_seed()));
+        put("dropout_mask", "Dropout mask: 1 = kept (probability " + format_number(1.0 - spec.dropout.p) + "), 0 = dropped",
+            "keep_ij ~ Bernoulli(1 − p)", head0(f.keep), false)
+            .note = "One double-precision uniform u per element, in row-major order; kept where u < 1 − p. " + spec.dropout.note;
+        rec.add_plain("dropout_scale", "Kept values are scaled by 1/(1 − p)", "1 / (1 − " + format_number(spec.dropout.p) + ")",
+                      scalar_trace(f.dropout_scale), {});
+        put("weights_dropped", "Weights after dropout", "A ⊙ keep / (1 − p)", head0(f.weights_dropped), true);
+    }
+    const std::string context_title = one ? "Context vector of \"" + trace.tokens[i0] + "\": the values of tokens 1.." +
+                                                std::to_string(i0 + 1) + " only"
+                                          : "Context vectors: token i mixes the values of tokens 1..i only";
+    const std::string context_formula = std::string(one ? "z" + at : "Z") + " = " + (f.dropped ? "A_dropped" : "A") +
+                                        (one ? at : "") + "·" + (w ? "V" : "X");
+    if (one) rec.add("context", context_title, context_formula, Mat(xt::view(f.context, xt::all(), 0, xt::all())), {Axis::feature});
+    else rec.add("context", context_title, context_formula, f.context, tokens_features);
+    if (spec.explain) {
+        trace.set_param("explain", "[" + std::to_string(spec.explain->i) + "," + std::to_string(spec.explain->j) + "]");
+        explain_cell(rec, *spec.explain, x, w, f, sc, ExplainDepth::context);
+    }
+    return finish(std::move(trace), recording);
+}
+
+// ---- dropout -----------------------------------------------------------------------------
+
+namespace {
 
 // The keep mask, the scale and the weights after dropout (train), or the identity (eval).
 template <std::size_t N>
@@ -441,6 +479,10 @@ Trace walk_dropout_ones(std::size_t n, const DropoutDraw& draw, const Recording&
 Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& spec, const Recording& recording) {
     if (!weights) throw UsageError("multi-head attention needs weights");
     check_draw(spec.dropout);
+    check_cell(spec.explain, input);
+    if (spec.explain_head >= weights->heads)
+        throw UsageError("head " + std::to_string(spec.explain_head) + " is out of range: there are " +
+                         std::to_string(weights->heads) + " heads");
     const AttentionWeights& w = *weights;
     const bool stacked = w.layout == HeadLayout::stacked;
     const std::size_t H = w.heads;
@@ -522,8 +564,10 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     // ---- the forward, every intermediate kept ------------------------------------------------
     ForwardSpec fs;
     fs.causal = spec.causal;
+    fs.query = spec.query;
     if (spec.dropout.train) fs.dropout = {spec.dropout.p, spec.dropout.gen};
     const Forward f = attention_forward(x, &w, fs);
+    if (spec.query) trace.set_param("query", static_cast<unsigned long long>(*spec.query));
     if (stacked) {
         rec.add("queries", "Queries of every head (each head has its own W_query)", "Q_h = X·W_query_h", f.qh, head_tokens_features);
         rec.add("keys", "Keys of every head", "K_h = X·W_key_h", f.kh, head_tokens_features);
@@ -536,20 +580,47 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
         rec.add("keys_split", "Keys split into heads", "K.view(B, T, H, d_h).transpose(1, 2)", f.kh, head_tokens_features);
         rec.add("values_split", "Values split into heads", "V.view(B, T, H, d_h).transpose(1, 2)", f.vh, head_tokens_features);
     }
-    rec.add("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", f.scores, head_tokens_tokens);
-    if (spec.causal)
+    // One query: every (B,H,1,·) tensor is recorded as (B,H,·), every (B,1,·) as (B,·).
+    const bool one = spec.query.has_value();
+    const std::string of = one ? " of \"" + trace.tokens[f.row0] + "\"" : "";
+    const auto per_head = [&](const std::string& id, const std::string& title, const std::string& formula, const Hyper& t,
+                              Axis last, bool sums) {
+        if (!one) {
+            const std::vector<Axis> axes{Axis::head, Axis::token, last};
+            if (sums) rec.add_with_row_sums(id, title, formula, t, axes);
+            else rec.add(id, title, formula, t, axes);
+            return;
+        }
+        const Cube rows = xt::view(t, xt::all(), xt::all(), 0, xt::all());
+        if (sums) rec.add_with_row_sums(id, title + of, formula, rows, {Axis::head, last});
+        else rec.add(id, title + of, formula, rows, {Axis::head, last});
+    };
+    const auto joined = [&](const std::string& id, const std::string& title, const std::string& formula, const Cube& t) {
+        if (one) rec.add(id, title + of, formula, Mat(xt::view(t, xt::all(), 0, xt::all())), {Axis::feature});
+        else rec.add(id, title, formula, t, tokens_features);
+    };
+    per_head("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", f.scores, Axis::token, false);
+    if (spec.causal && !one)
         rec.add_plain("mask", "The causal mask, shared by every head", "M = tril(ones(T, T))", to_trace(causal_mask(T)),
                       tokens_tokens);
-    rec.add_with_row_sums("weights", weights_title, weights_formula, f.weights, head_tokens_tokens);
+    per_head("weights", weights_title, weights_formula, f.weights, Axis::token, true);
     if (f.dropped) {
         if (spec.dropout.reseeded) trace.set_param("dropout_seed", static_cast<unsigned long long>(spec.dropout.gen->initial_seed()));
-        rec.add("dropout_mask", "Dropout mask of every head: 1 = kept", "keep ~ Bernoulli(1 − p)", f.keep, head_tokens_tokens);
-        rec.add_with_row_sums("weights_dropped", "Weights after dropout", "A ⊙ keep / (1 − p)", f.weights_dropped,
-                              head_tokens_tokens);
+        per_head("dropout_mask", "Dropout mask of every head: 1 = kept", "keep ~ Bernoulli(1 − p)", f.keep, Axis::token, false);
+        per_head("weights_dropped", "Weights after dropout", "A ⊙ keep / (1 − p)", f.weights_dropped, Axis::token, true);
     }
-    rec.add("head_outputs", "Each head's context vectors", "Z_h = A_h·V_h", f.head_outputs, head_tokens_features);
-    rec.add("context", "Heads concatenated along the features", context_formula, f.context, tokens_features);
-    rec.add("output", output_title, output_formula, f.output, tokens_features);
+    per_head("head_outputs", "Each head's context vectors", "Z_h = A_h·V_h", f.head_outputs, Axis::feature, false);
+    joined("context", "Heads concatenated along the features", context_formula, f.context);
+    joined("output", output_title, output_formula, f.output);
+    if (spec.explain) {
+        trace.set_param("explain", "[" + std::to_string(spec.explain->i) + "," + std::to_string(spec.explain->j) + "]");
+        trace.set_param("explain_head", static_cast<unsigned long long>(spec.explain_head));
+        Scale sc;
+        sc.value = f.scale;
+        sc.symbol = "√d_h";
+        sc.words = "√d_h = √" + std::to_string(d_h);
+        explain_cell(rec, *spec.explain, x, &w, f, sc, ExplainDepth::context, spec.explain_head);
+    }
     return finish(std::move(trace), recording);
 }
 

@@ -15,8 +15,8 @@ namespace attnwalk {
 enum class ExplainDepth { score, weight, context };
 
 // Appends the explain_* steps (documented in docs/json.md) down to `depth`, for batch
-// element 0, head 0 of a forward over every query row. `x` is the input (B,T,d_in).
+// element 0 and head `head` of a forward over every query row. `x` is the input (B,T,d_in).
 void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const AttentionWeights* weights, const Forward& f,
-                  const Scale& scale, ExplainDepth depth);
+                  const Scale& scale, ExplainDepth depth, std::size_t head = 0);
 
 }  // namespace attnwalk

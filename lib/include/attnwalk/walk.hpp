@@ -49,7 +49,9 @@ Trace walk_context(const Embeddings& input, const Weights& weights, const Single
 
 struct CausalSpec {
     std::optional<double> scale;
+    std::optional<std::size_t> query;  // one query row only
     std::optional<Cell> explain;
+    DropoutDraw dropout;  // CausalAttention's dropout on the weights (none by default)
 };
 Trace walk_causal(const Embeddings& input, const Weights& weights, const CausalSpec& spec, const Recording& rec);
 
@@ -66,6 +68,9 @@ Trace walk_dropout_ones(std::size_t n, const DropoutDraw& draw, const Recording&
 struct MhaSpec {
     bool causal = true;
     DropoutDraw dropout;
+    std::optional<std::size_t> query;  // one query row, in every head
+    std::optional<Cell> explain;       // one cell of one head, written out
+    std::size_t explain_head = 0;
 };
 Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& spec, const Recording& rec);
 

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <sstream>
 
@@ -137,12 +138,19 @@ Embeddings prepare_input(const Shell& s, const std::function<Cost(const InputSha
     if (s.vocab && !s.sentence) throw UsageError("--vocab goes with --text");
     if (s.sentence && s.sentence->find_first_not_of(" \t\n\r\f\v") == std::string::npos)
         throw UsageError("--text has no words");
+    const double budget = parse_bytes(s.max_memory);
+    // Reading a file holds its text and then its numbers: refuse one whose text alone
+    // would take half the budget, before reading it.
+    std::error_code ec;
+    const auto text_bytes = !s.preloaded && !s.input.empty() && s.input != "-" ? std::filesystem::file_size(s.input, ec) : 0;
+    if (!ec && 2.0 * static_cast<double>(text_bytes) > budget)
+        throw UsageError("reading " + s.input + " (" + bytes_text(static_cast<double>(text_bytes)) +
+                         ") would take more than --max-memory " + bytes_text(budget) + " (raise --max-memory)");
     const Embeddings input = s.preloaded         ? *s.preloaded
                              : s.sentence        ? embed_text(*s.sentence, load_vocab(*s.vocab), "--text")
                              : s.input.empty()   ? builtin_embeddings()
                                                  : load_embeddings(s.input);
     const Cost need = cost({input.batch() * s.batch.value_or(1), input.tokens_count(), input.dim()});
-    const double budget = parse_bytes(s.max_memory);
     if (need.bytes > budget)
         throw UsageError("this walk would need about " + bytes_text(need.bytes) + " for its tensors, more than --max-memory " +
                          bytes_text(budget) + " (raise --max-memory, or use a smaller input or options)");

@@ -31,7 +31,7 @@ enum class HeadLayout { fused, stacked };
 
 struct WeightsShape {
     std::size_t d_in = 0;
-    std::size_t d_out = 2;  // per head for `stacked`, in all for `fused`
+    std::size_t d_out = 0;  // per head for `stacked`, in all for `fused` (drawn weights; a file says its own)
     std::size_t heads = 1;
     HeadLayout layout = HeadLayout::fused;
     bool out_proj = false;  // fused only: Linear(d_out, d_out) with bias after the heads

@@ -35,7 +35,7 @@ void add_dropout(CLI::App& cli, Shell& shell) {
                              "--batch", "--scale", "--context-length", "--causal"})
         ones->excludes(sub->get_option(name));  // the matrix of ones has no input, weights or scores
     sub->callback([&shell, o] {
-        shell.headline = {"ones", "dropout_mask", "weights_dropped"};  // --compact
+        shell.headline = {"dropout_mask", "weights_dropped"};  // --compact
         shell.walk = [&shell, o] {
             const DropoutOptions& d = o->dropout;
             if (o->ones) {

@@ -1,6 +1,7 @@
 // The --json view: one document, documented in docs/json.md, streamed straight to the
 // output (no document tree in memory: a context trace at T = 4096 holds 34 million numbers).
 #include <charconv>
+#include <type_traits>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -76,15 +77,11 @@ public:
     }
     // float32: the shortest text that reads back to the same float, with ".0" on whole
     // numbers (so that readers see a float).
-    Writer& number(float v) {
-        if (!std::isfinite(v)) return non_finite(v);
-        char tmp[32];
-        const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
-        append_number(tmp, r.ptr);
-        return spill();
-    }
-    Writer& number(double v) {
-        if (!std::isfinite(v)) return non_finite(v);
+    // (double for statistics and parameters, the same way.)
+    template <class F>
+    Writer& number(F v) {
+        static_assert(std::is_floating_point_v<F>);
+        if (!std::isfinite(v)) return non_finite(static_cast<double>(v));
         char tmp[40];
         const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
         append_number(tmp, r.ptr);

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
+#include "run_args.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
     // "-i -" must not wait for a terminal.
@@ -39,17 +39,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (args[i] == "--svg" && i + 1 < args.size()) args[i + 1] = "fuzz_out.svg";
         else if (args[i].rfind("--svg=", 0) == 0) args[i] = "--svg=fuzz_out.svg";
     }
-    // Keep runs fast and memory bounded: a small budget unless the input sets one.
-    bool has_budget = false;
-    for (const auto& a : args) has_budget = has_budget || a.rfind("--max-memory", 0) == 0;
-    if (!has_budget && args.size() > 1) {
-        args.push_back("--max-memory");
-        args.push_back("64M");
-    }
-    std::vector<const char*> argv;
-    for (const auto& a : args) argv.push_back(a.c_str());
-    std::ostringstream out, err;
-    const int code = attnwalk::app::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-    if (code < 0 || code > 2) __builtin_trap();
-    return 0;
+    return fuzz_run_cli(std::move(args));  // a small budget unless the input sets one
 }
+

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "cli.hpp"
+#include "run_args.hpp"
 
 namespace {
 
@@ -90,13 +90,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         args.push_back(c.option);
         if (!c.values.empty()) args.push_back(c.values[data[i + 1] % c.values.size()]);
     }
-    bool budget = false;
-    for (const auto& a : args) budget = budget || a == "--max-memory" || a == "--max-work";
-    if (!budget) args.insert(args.end(), {"--max-memory", "64M", "--max-work", "1e9"});
-    std::vector<const char*> argv;
-    for (const auto& a : args) argv.push_back(a.c_str());
-    std::ostringstream out, err;
-    const int code = attnwalk::app::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-    if (code < 0 || code > 2) __builtin_trap();
-    return 0;
+    return fuzz_run_cli(std::move(args));
 }
+

@@ -323,6 +323,22 @@ def torch_repr_cases():
     return [dict(tensor_json(t), repr=repr(t)) for t in tensors]
 
 
+def torch_sum_cases():
+    """torch.sum of float32 rows of many lengths: the order of additions (tests/test_rows.cpp)."""
+    cases = []
+    g = torch.Generator().manual_seed(5)
+    for n in list(range(1, 41)) + [63, 64, 65, 100, 127, 128, 129, 257, 1000, 4097]:
+        for kind in ("softmax", "randn", "scores"):
+            x = torch.randn(n, generator=g)
+            if kind == "softmax":
+                x = torch.softmax(x, 0)
+            elif kind == "scores":
+                x = x * 10 + 3
+            cases.append({"n": n, "kind": kind, "row": bits(x), "sum": bits(x.sum())[0],
+                          "sum_dim": bits(x.unsqueeze(0).repeat(2, 1).sum(dim=-1)[1])[0]})
+    return cases
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     torch.set_num_threads(1)
@@ -331,6 +347,8 @@ def main():
             json.dump({"generator": "tests/make_goldens.py", "torch": torch.__version__, "cases": cases}, f)
     with open(os.path.join(OUT, "torch_repr.json"), "w") as f:
         json.dump({"generator": "tests/make_goldens.py", "torch": torch.__version__, "tensors": torch_repr_cases()}, f)
+    with open(os.path.join(OUT, "torch_sum.json"), "w") as f:
+        json.dump({"generator": "tests/make_goldens.py", "torch": torch.__version__, "rows": torch_sum_cases()}, f)
     with open(os.path.join(OUT, "rng.json"), "w") as f:
         json.dump({"generator": "tests/make_goldens.py", "torch": torch.__version__, "sequences": rng_sequences()}, f)
     print("wrote", OUT)

@@ -19,11 +19,12 @@ void for_each_row(xt::xtensor<float, N>& t, Fn&& fn) {
     for (std::size_t start = 0; start < t.size(); start += n) fn(data + start, n);
 }
 
-inline float sum_of(const float* row, std::size_t n) {
-    float sum = 0.0f;
-    for (std::size_t j = 0; j < n; ++j) sum += row[j];
-    return sum;
-}
+// The sum of a row in PyTorch's order (at::native's CPU sum kernel of 1.13, AVX2 build), so
+// that row sums, Σ ω and exp(ω)/Σ exp(ω) come out bit for bit as torch.sum gives them: a row
+// shorter than 8 is summed as 4 interleaved partial sums, a longer one as 8-lane vectors,
+// 4 of them interleaved, in a cascade that adds only partial sums of similar size; the
+// tail and then the lanes come last (torch_sum.cpp).
+float sum_of(const float* row, std::size_t n);
 
 // max over a row; −∞ for a row that is entirely −∞
 inline float max_of(const float* row, std::size_t n) {

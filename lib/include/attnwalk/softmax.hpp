@@ -24,9 +24,9 @@ xt::xtensor<float, N> normalise_by_sum(xt::xtensor<float, N> s) {
 
 template <std::size_t N>
 xt::xtensor<float, N> softmax_naive(xt::xtensor<float, N> s) {
-    for_each_row(s, [](float* row, std::size_t n) {
-        float sum = 0.0f;
-        for (std::size_t j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j]));
+    for_each_row(s, [](float* row, std::size_t n) {  // torch.exp(x) / torch.exp(x).sum(dim=-1)
+        for (std::size_t j = 0; j < n; ++j) row[j] = std::exp(row[j]);
+        const float sum = sum_of(row, n);
         for (std::size_t j = 0; j < n; ++j) row[j] /= sum;
     });
     return s;

@@ -1,4 +1,5 @@
-// scores, softmax, context: the options they share and the one call into lib/.
+// What scores, softmax and context share: their options and the one call into lib/
+// (each command's own file gives its description, examples and headline steps).
 #include <memory>
 
 #include "commands.hpp"
@@ -44,35 +45,6 @@ void add_single_head(CLI::App& cli, Shell& shell, const char* name, const char* 
             return walk(h.input, h.weights, spec, shell.recording);
         };
     });
-}
-
-void add_scores(CLI::App& cli, Shell& shell) {
-    add_single_head(cli, shell, "scores",
-                    "Dot-product attention scores: one query with every token, or the full ω = X·Xᵀ (Q·Kᵀ with projections).",
-                    "  attnwalk scores                      # the full 6×6 score matrix of the built-in sentence\n"
-                    "  attnwalk scores --query journey      # one query, each dot product written out\n"
-                    "  attnwalk scores --seed 123 --init rand --query 1\n",
-                    walk_scores, {"scores_loop", "scores"});
-}
-
-void add_softmax(CLI::App& cli, Shell& shell) {
-    add_single_head(cli, shell, "softmax",
-                    "From scores to weights: divide by the sum vs naive softmax vs stable softmax, each row's sum shown.",
-                    "  attnwalk softmax --query journey     # the three normalisations side by side\n"
-                    "  attnwalk softmax -i data/large_scores.json   # naive softmax overflows, the stable one does not\n"
-                    "  attnwalk softmax --scale 2           # divide the scores by 2 first\n"
-                    "  attnwalk softmax --explain journey,starts   # one weight, every number that goes into it\n",
-                    walk_softmax, {"weights_sum", "weights_naive", "weights"});
-}
-
-void add_context(CLI::App& cli, Shell& shell) {
-    add_single_head(cli, shell, "context",
-                    "Context vectors: each token's weighted sum of the embeddings (or of the values, with projections).",
-                    "  attnwalk context --query journey     # the weighted sum, term by term\n"
-                    "  attnwalk context --seed 123 --init rand     # the textbook's SelfAttention_v1\n"
-                    "  attnwalk context --seed 789          # SelfAttention_v2 (nn.Linear initialisation)\n"
-                    "  attnwalk context --explain 1,2 --seed 123 --init rand   # one cell, through W_query and W_key\n",
-                    walk_context, {"weights", "context"});
 }
 
 }  // namespace attnwalk::app

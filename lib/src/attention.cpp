@@ -1,5 +1,7 @@
 #include "attnwalk/attention.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include <xtensor/xview.hpp>
@@ -60,10 +62,38 @@ Cost forward_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::
     return c;
 }
 
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point& t) {
+    const auto now = Clock::now();
+    const double s = std::chrono::duration<double>(now - t).count();
+    t = now;
+    return s;
+}
+}  // namespace
+
+void charge_forward_time(Trace& trace, const Forward& f) {
+    const auto& t = f.seconds;
+    const struct {
+        const char* id;
+        double seconds;
+    } charges[] = {{"queries", t.project / 3}, {"keys", t.project / 3},       {"values", t.project / 3},
+                   {"scores", t.scores},       {"scores_masked", t.mask_scale}, {"weights", t.softmax},
+                   {"weights_dropped", t.dropout}, {"head_outputs", t.context},  {"output", t.output}};
+    const bool heads = std::any_of(trace.steps.begin(), trace.steps.end(), [](const Step& s) { return s.id == "head_outputs"; });
+    for (Step& step : trace.steps) {
+        for (const auto& c : charges)
+            if (step.id == c.id) step.seconds += c.seconds;
+        if (step.id == "scores_scaled" && f.causal == false) step.seconds += t.mask_scale;
+        if (step.id == "context") step.seconds += heads ? 0.0 : t.context + t.output;  // one head: context is the output
+    }
+}
+
 Forward attention_forward(const Cube& x, const AttentionWeights* w, const ForwardSpec& spec) {
     const std::size_t B = x.shape(0), T = x.shape(1);
     Forward f;
     f.causal = spec.causal;
+    auto clock = Clock::now();
 
     // ---- Q, K, V (B,T,H·d_h) and their heads (B,H,T,d_h) -------------------------------
     if (w) {
@@ -81,6 +111,7 @@ Forward attention_forward(const Cube& x, const AttentionWeights* w, const Forwar
         f.q = f.k = f.v = x;
     }
     f.d_h = f.q.shape(2) / f.heads;
+    f.seconds.project = since(clock);
     f.qh = split_heads(f.q, f.heads);
     f.kh = split_heads(f.k, f.heads);
     f.vh = split_heads(f.v, f.heads);
@@ -100,11 +131,13 @@ Forward attention_forward(const Cube& x, const AttentionWeights* w, const Forwar
         for (std::size_t h = 0; h < H; ++h)
             sgemm(false, true, R, T, d_h, 1.0f, &f.qh(b, h, f.row0, 0), d_h, &f.kh(b, h, 0, 0), d_h, 0.0f,
                   &f.scores(b, h, 0, 0), T);
+    f.seconds.scores = since(clock);
     if (spec.until == Stage::scores && !spec.causal && f.scale == 1.0f) return f;
     // masked_fill first, then divide by the scale, in the textbook's order
     if (spec.causal) f.masked = mask_future_neg_inf(f.scores, f.row0);
     const Hyper& unscaled = spec.causal ? f.masked : f.scores;
     f.scaled = f.scale == 1.0f ? unscaled : scale_scores(unscaled, f.scale);
+    f.seconds.mask_scale = since(clock);
     if (spec.until == Stage::scores) return f;
 
     // ---- softmax, row by row --------------------------------------------------------------
@@ -116,6 +149,7 @@ Forward attention_forward(const Cube& x, const AttentionWeights* w, const Forwar
         f.row_max.data()[r] = s.max;
         f.row_sum.data()[r] = s.sum;
     }
+    f.seconds.softmax = since(clock);
 
     // ---- dropout on the weights, in forward order ------------------------------------------
     if (spec.dropout.p > 0.0) {
@@ -138,6 +172,7 @@ Forward attention_forward(const Cube& x, const AttentionWeights* w, const Forwar
             f.dropout_scale = d.scale;
         }
     }
+    f.seconds.dropout = since(clock);
     if (spec.until == Stage::weights) return f;
 
     // ---- each head's context, concatenated, projected ---------------------------------------
@@ -148,7 +183,9 @@ Forward attention_forward(const Cube& x, const AttentionWeights* w, const Forwar
             sgemm(false, false, R, d_h, T, 1.0f, &a(b, h, 0, 0), T, &f.vh(b, h, 0, 0), d_h, 0.0f,
                   &f.head_outputs(b, h, 0, 0), d_h);
     f.context = merge_heads(f.head_outputs);
+    f.seconds.context = since(clock);
     f.output = w && w->out_proj ? project(f.context, *w->out_proj) : f.context;
+    f.seconds.output = since(clock);
     return f;
 }
 

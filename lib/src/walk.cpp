@@ -70,7 +70,8 @@ Trace start_trace(const std::string& command, const Embeddings& input, const Att
 }
 
 // Checks that nothing overflowed (check_finite), then keeps the trace as asked.
-Trace finish(Trace trace, const Recording& recording) {
+Trace finish(Trace trace, const Recording& recording, const Forward* f = nullptr) {
+    if (f) charge_forward_time(trace, *f);
     trace = check_finite(std::move(trace));
     if (recording.summary) summarise(trace);
     trace.timed = recording.summary || recording.timing;
@@ -235,13 +236,14 @@ Trace single_head(const std::string& command, Stage stage, bool compare, const E
     fs.query = spec.query;
     fs.until = stage;
     const Forward f = attention_forward(x, w, fs);
+    rec.restart_clock();  // the forward's time goes to its steps (charge_forward_time)
     const Scale sc = scale_of(w, spec.scale, f.scale);
     trace.set_param("scale", static_cast<double>(f.scale));
     record_projections(rec, w, f);
     if (spec.query) {
         trace.set_param("query", static_cast<unsigned long long>(*spec.query));
         walk_one_query(rec, w, f, sc, stage, compare);
-        return finish(std::move(trace), recording);
+        return finish(std::move(trace), recording, &f);
     }
     record_scores(rec, w, head0(f.scores), f.scale != 1.0f ? head0(f.scaled) : Cube{}, sc);
     if (stage != Stage::scores) {
@@ -257,7 +259,7 @@ Trace single_head(const std::string& command, Stage stage, bool compare, const E
                                                              : ExplainDepth::context;
         explain_cell(rec, *spec.explain, x, w, f, sc, depth);
     }
-    return finish(std::move(trace), recording);
+    return finish(std::move(trace), recording, &f);
 }
 
 void check_cell(const std::optional<Cell>& cell, const Embeddings& input) {
@@ -312,6 +314,7 @@ Trace walk_causal(const Embeddings& input, const Weights& weights, const CausalS
     fs.query = spec.query;
     if (spec.dropout.train) fs.dropout = {spec.dropout.p, spec.dropout.gen};
     const Forward f = attention_forward(x, w, fs);
+    rec.restart_clock();  // the forward's time goes to its steps (charge_forward_time)
     const Scale sc = scale_of(w, spec.scale, f.scale);
     trace.set_param("scale", static_cast<double>(f.scale));
     if (spec.query) trace.set_param("query", static_cast<unsigned long long>(*spec.query));
@@ -391,7 +394,7 @@ Trace walk_causal(const Embeddings& input, const Weights& weights, const CausalS
         trace.set_param("explain", "[" + std::to_string(spec.explain->i) + "," + std::to_string(spec.explain->j) + "]");
         explain_cell(rec, *spec.explain, x, w, f, sc, ExplainDepth::context);
     }
-    return finish(std::move(trace), recording);
+    return finish(std::move(trace), recording, &f);
 }
 
 // ---- dropout -----------------------------------------------------------------------------
@@ -432,6 +435,7 @@ Trace walk_dropout(const Embeddings& input, const Weights& weights, const Dropou
     if (spec.scale) fs.scale = static_cast<float>(*spec.scale);
     if (spec.draw.train) fs.dropout = {spec.draw.p, spec.draw.gen};
     const Forward f = attention_forward(x, w, fs);
+    rec.restart_clock();  // the forward's time goes to its steps (charge_forward_time)
     const Scale sc = scale_of(w, spec.scale, f.scale);
     trace.set_param("scale", static_cast<double>(f.scale));
     trace.set_param("causal", spec.causal);
@@ -451,7 +455,7 @@ Trace walk_dropout(const Embeddings& input, const Weights& weights, const Dropou
     record_dropout(rec, spec.draw, a, keep, f.dropout_scale, f.dropped ? head0(f.weights_dropped) : a);
     rec.add("context", spec.draw.train ? "Context vectors after dropout" : "Context vectors (eval): unchanged",
             w ? "Z = A·V" : "Z = A·X", f.context, tokens_features);
-    return finish(std::move(trace), recording);
+    return finish(std::move(trace), recording, &f);
 }
 
 Trace walk_dropout_ones(std::size_t n, const DropoutDraw& draw, const Recording& recording) {
@@ -567,6 +571,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     fs.query = spec.query;
     if (spec.dropout.train) fs.dropout = {spec.dropout.p, spec.dropout.gen};
     const Forward f = attention_forward(x, &w, fs);
+    rec.restart_clock();  // the forward's time goes to its steps (charge_forward_time)
     if (spec.query) trace.set_param("query", static_cast<unsigned long long>(*spec.query));
     if (stacked) {
         rec.add("queries", "Queries of every head (each head has its own W_query)", "Q_h = X·W_query_h", f.qh, head_tokens_features);
@@ -621,7 +626,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
         sc.words = "√d_h = √" + std::to_string(d_h);
         explain_cell(rec, *spec.explain, x, &w, f, sc, ExplainDepth::context, spec.explain_head);
     }
-    return finish(std::move(trace), recording);
+    return finish(std::move(trace), recording, &f);
 }
 
 }  // namespace attnwalk

@@ -95,12 +95,19 @@ struct Forward {
     Hyper head_outputs;           // (B,H,R,d_h)
     Cube context;                 // (B,R,H·d_h)
     Cube output;                  // (B,R,d_out)
+    struct {
+        double project = 0, scores = 0, mask_scale = 0, softmax = 0, dropout = 0, context = 0, output = 0;
+    } seconds;                    // wall time of each phase
 
     const Hyper& final_weights() const { return dropped ? weights_dropped : weights; }
 };
 
 // Throws UsageError when the shapes do not fit (e.g. H·d_h ≠ width, a query row ≥ T).
 Forward attention_forward(const Cube& x, const AttentionWeights* weights, const ForwardSpec& spec);
+
+// Adds each phase's time to the step of `trace` that shows its result (queries, keys,
+// values, scores, ..., output), for a timed trace: the walks record after the forward.
+void charge_forward_time(Trace& trace, const Forward& f);
 
 // What the forward and the steps a walk records cost for these sizes, `rows` query rows.
 Cost forward_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,

@@ -39,8 +39,7 @@ void add_dropout(CLI::App& cli, Shell& shell) {
         shell.walk = [&shell, o] {
             const DropoutOptions& d = o->dropout;
             if (o->ones) {
-                const double n = static_cast<double>(*o->ones);
-                prepare_input(shell, [&](const InputShape&) { return Cost{16.0 * n * n, 2.0 * n * n}; });  // checks the budget
+                prepare_input(shell, [&](const InputShape&) { return dropout_ones_cost(*o->ones); });  // checks the budget
                 Randomness random(o->weights.seed, d.seed);
                 return walk_dropout_ones(*o->ones, random.dropout(d.p, !d.eval), shell.recording);
             }

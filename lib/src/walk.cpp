@@ -35,6 +35,11 @@ Cost walk_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::siz
     return forward_cost(batch, tokens, d_in, width, heads, rows);
 }
 
+Cost dropout_ones_cost(std::size_t n) {
+    const double N = static_cast<double>(n);
+    return {4.0 * 4.0 * N * N, 2.0 * N * N};  // ones, keep, weights and their copies in the trace; a draw per element
+}
+
 bool mha_blocked(HeadLayout layout, const MhaSpec& spec, const Recording& rec) {
     const bool draws = spec.dropout.train && spec.dropout.p > 0.0;
     return rec.summary && layout == HeadLayout::fused && !draws && !spec.query && !spec.explain;

@@ -84,6 +84,8 @@ struct Cost {
 // (d_in without weights).
 Cost walk_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
                std::size_t rows);
+// The cost of walk_dropout_ones(n).
+Cost dropout_ones_cost(std::size_t n);
 // Whether walk_mha takes the blocked path: a summary of fused heads without a dropout
 // draw. It holds no T×T tensor then.
 bool mha_blocked(HeadLayout layout, const MhaSpec& spec, const Recording& rec);

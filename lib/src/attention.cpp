@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include <xtensor/xview.hpp>
 
@@ -89,13 +90,51 @@ void charge_forward_time(Trace& trace, const Forward& f) {
     }
 }
 
-Forward attention_forward(const Cube& x, const AttentionWeights* w, const ForwardSpec& spec) {
-    const std::size_t B = x.shape(0), T = x.shape(1);
+Rope rope_tables(std::size_t d, std::size_t T, std::size_t position0, double base) {
+    if (d % 2 != 0) throw UsageError("RoPE rotates pairs of features: the head size d_h = " + std::to_string(d) + " must be even");
+    if (!(std::isfinite(base) && base > 1.0)) throw UsageError("the RoPE base must be a finite number above 1");
+    Rope r;
+    const std::size_t half = d / 2;
+    r.inv_freq = Vec::from_shape({half});
+    for (std::size_t i = 0; i < half; ++i) {  // 1 / base ** (arange(0, d, 2).float() / d), in float32
+        const float exponent = static_cast<float>(2 * i) / static_cast<float>(d);
+        const float power = static_cast<float>(std::pow(base, static_cast<double>(exponent)));
+        r.inv_freq(i) = 1.0f / power;
+    }
+    r.angles = Mat::from_shape({T, d});
+    r.cos = Mat::from_shape({T, d});
+    r.sin = Mat::from_shape({T, d});
+    for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t c = 0; c < d; ++c) {
+            const float a = static_cast<float>(position0 + t) * r.inv_freq(c % half);
+            r.angles(t, c) = a;
+            r.cos(t, c) = static_cast<float>(std::cos(static_cast<double>(a)));
+            r.sin(t, c) = static_cast<float>(std::sin(static_cast<double>(a)));
+        }
+    return r;
+}
+
+Hyper apply_rope(const Hyper& x, const Rope& rope) {
+    const std::size_t B = x.shape(0), H = x.shape(1), T = x.shape(2), d = x.shape(3), half = d / 2;
+    Hyper out = Hyper::from_shape(x.shape());
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t t = 0; t < T; ++t)
+                for (std::size_t c = 0; c < d; ++c) {
+                    const float rotated = c < half ? -x(b, h, t, c + half) : x(b, h, t, c - half);
+                    out(b, h, t, c) = x(b, h, t, c) * rope.cos(t, c) + rotated * rope.sin(t, c);
+                }
+    return out;
+}
+
+bool masked_out(std::size_t i, std::size_t j, bool causal, std::size_t window) {
+    return (causal && j > i) || (window > 0 && j + window <= i);
+}
+
+Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpec& spec) {
     Forward f;
     f.causal = spec.causal;
     auto clock = Clock::now();
-
-    // ---- Q, K, V (B,T,H·d_h) and their heads (B,H,T,d_h) -------------------------------
     if (w) {
         if (w->d_in() != x.shape(2))
             throw UsageError("the weights take d_in = " + std::to_string(w->d_in()) + " features, the input has " +
@@ -103,42 +142,76 @@ Forward attention_forward(const Cube& x, const AttentionWeights* w, const Forwar
         if (w->heads < 1 || w->width() % w->heads != 0)
             throw UsageError("d_out " + std::to_string(w->width()) + " is not divisible by " + std::to_string(w->heads) +
                              " heads");
+        const std::size_t G = w->key_heads();
+        if (G < 1 || w->heads % G != 0)
+            throw UsageError("the " + std::to_string(w->heads) + " query heads cannot be grouped onto " + std::to_string(G) +
+                             " key/value heads: G must divide H");
+        if (w->key.w.shape(1) != G * w->head_size() || w->value.w.shape(1) != G * w->head_size())
+            throw UsageError("the keys and values need G·d_h = " + std::to_string(G * w->head_size()) + " columns, W_key has " +
+                             std::to_string(w->key.w.shape(1)));
         f.q = project(x, w->query);
         f.k = project(x, w->key);
         f.v = project(x, w->value);
         f.heads = w->heads;
+        f.kv_heads = G;
     } else {
         f.q = f.k = f.v = x;
     }
     f.d_h = f.q.shape(2) / f.heads;
     f.seconds.project = since(clock);
     f.qh = split_heads(f.q, f.heads);
-    f.kh = split_heads(f.k, f.heads);
-    f.vh = split_heads(f.v, f.heads);
-    const std::size_t H = f.heads, d_h = f.d_h;
+    f.kh = split_heads(f.k, f.kv_heads);
+    f.vh = split_heads(f.v, f.kv_heads);
+    if (spec.rope_base) {
+        f.rope = rope_tables(f.d_h, x.shape(1), spec.position0, *spec.rope_base);
+        f.qh_plain = std::move(f.qh);
+        f.kh_plain = std::move(f.kh);
+        f.qh = apply_rope(f.qh_plain, *f.rope);
+        f.kh = apply_rope(f.kh_plain, *f.rope);
+        f.seconds.project += since(clock);
+    }
+    return f;
+}
+
+void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
+    auto clock = Clock::now();
+    const std::size_t B = f.qh.shape(0), H = f.heads, G = f.kv_heads, group = H / G, d_h = f.d_h;
+    const std::size_t Tq = f.qh.shape(2), T = f.kh.shape(2);
+    f.causal = spec.causal;
+    f.window = spec.window.value_or(0);
+    if (spec.window && *spec.window < 1) throw UsageError("the window must be at least 1 token");
+    f.q_position0 = T - Tq;
 
     // ---- scores of the query rows, masked and scaled (B,H,R,T) --------------------------
-    if (spec.query && *spec.query >= T)
+    if (spec.query && *spec.query >= Tq)
         throw UsageError("query row " + std::to_string(*spec.query) + " is out of range: there are " +
-                         std::to_string(T) + " tokens");
+                         std::to_string(Tq) + " tokens");
     f.row0 = spec.query.value_or(0);
-    f.rows = spec.query ? 1 : T;
+    f.rows = spec.query ? 1 : Tq;
     const std::size_t R = f.rows;
     f.scale = spec.scale.value_or(w ? static_cast<float>(std::sqrt(static_cast<double>(d_h))) : 1.0f);
     if (!(std::isfinite(f.scale) && f.scale > 0.0f)) throw UsageError("the scale must be a positive finite number");
     f.scores = Hyper::from_shape({B, H, R, T});
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h)
-            sgemm(false, true, R, T, d_h, 1.0f, &f.qh(b, h, f.row0, 0), d_h, &f.kh(b, h, 0, 0), d_h, 0.0f,
+            sgemm(false, true, R, T, d_h, 1.0f, &f.qh(b, h, f.row0, 0), d_h, &f.kh(b, h / group, 0, 0), d_h, 0.0f,
                   &f.scores(b, h, 0, 0), T);
     f.seconds.scores = since(clock);
-    if (spec.until == Stage::scores && !spec.causal && f.scale == 1.0f) return f;
+    const bool masking = spec.causal || f.window > 0;
+    if (spec.until == Stage::scores && !masking && f.scale == 1.0f) return;
     // masked_fill first, then divide by the scale, in the textbook's order
-    if (spec.causal) f.masked = mask_future_neg_inf(f.scores, f.row0);
-    const Hyper& unscaled = spec.causal ? f.masked : f.scores;
+    if (masking) {
+        const float neg_inf = -std::numeric_limits<float>::infinity();
+        const std::size_t first = f.q_position0 + f.row0, window = f.window;
+        const bool causal = spec.causal;
+        f.masked = map_rows(f.scores, first, [&](float v, std::size_t i, std::size_t j) {
+            return masked_out(i, j, causal, window) ? neg_inf : v;
+        });
+    }
+    const Hyper& unscaled = masking ? f.masked : f.scores;
     f.scaled = f.scale == 1.0f ? unscaled : scale_scores(unscaled, f.scale);
     f.seconds.mask_scale = since(clock);
-    if (spec.until == Stage::scores) return f;
+    if (spec.until == Stage::scores) return;
 
     // ---- softmax, row by row --------------------------------------------------------------
     f.weights = f.scaled;
@@ -173,19 +246,24 @@ Forward attention_forward(const Cube& x, const AttentionWeights* w, const Forwar
         }
     }
     f.seconds.dropout = since(clock);
-    if (spec.until == Stage::weights) return f;
+    if (spec.until == Stage::weights) return;
 
     // ---- each head's context, concatenated, projected ---------------------------------------
     const Hyper& a = f.final_weights();
     f.head_outputs = Hyper::from_shape({B, H, R, d_h});
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h)
-            sgemm(false, false, R, d_h, T, 1.0f, &a(b, h, 0, 0), T, &f.vh(b, h, 0, 0), d_h, 0.0f,
+            sgemm(false, false, R, d_h, T, 1.0f, &a(b, h, 0, 0), T, &f.vh(b, h / group, 0, 0), d_h, 0.0f,
                   &f.head_outputs(b, h, 0, 0), d_h);
     f.context = merge_heads(f.head_outputs);
     f.seconds.context = since(clock);
     f.output = w && w->out_proj ? project(f.context, *w->out_proj) : f.context;
     f.seconds.output = since(clock);
+}
+
+Forward attention_forward(const Cube& x, const AttentionWeights* w, const ForwardSpec& spec) {
+    Forward f = project_heads(x, w, spec);
+    attend(f, w, spec);
     return f;
 }
 

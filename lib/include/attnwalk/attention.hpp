@@ -3,10 +3,11 @@
 // layouts. The walks record the intermediates they teach from the Forward it returns;
 // one cell written out (explain.hpp) reads the same intermediates.
 //
-//   X (B,T,d_in) -> Q, K, V = X·W (+ b)                  (B,T,H·d_h)   X itself without weights
-//   split into heads                                    (B,H,T,d_h)
-//   ω = Q_h·K_hᵀ, for query rows r0..r0+R                (B,H,R,T)
-//   causal: ω_ij = −∞ for j > i; then ω / scale          (B,H,R,T)   what the softmax reads
+//   X (B,T,d_in) -> Q, K, V = X·W (+ b)                  (B,T,H·d_h), K and V (B,T,G·d_h)
+//   split into heads                                    (B,H,T,d_h), K and V (B,G,T,d_h)
+//   RoPE (optional): each head's Q and K rotated by position
+//   ω = Q_h·K_gᵀ, g = h / (H/G), for query rows r0..r0+R  (B,H,R,T)
+//   causal: ω_ij = −∞ for j > i (window W: also j ≤ i − W); then ω / scale   what the softmax reads
 //   A = softmax(·) row by row (max and sum kept)         (B,H,R,T)
 //   dropout: A ⊙ keep / (1 − p)                          (B,H,R,T)
 //   Z_h = A_h·V_h, heads concatenated                    (B,R,H·d_h)
@@ -35,9 +36,12 @@ struct Linear {
 Cube project(const Cube& x, const Linear& layer);
 
 struct AttentionWeights {
-    Linear query, key, value;         // d_in × H·d_h
+    Linear query;                     // d_in × H·d_h
+    Linear key, value;                // d_in × G·d_h (G = H but with grouped-query attention)
     std::optional<Linear> out_proj;   // H·d_h × H·d_h
     std::size_t heads = 1;
+    std::size_t kv_heads = 0;         // G, the key/value heads; 0 = one per query head
+    bool combined = false;            // drawn as one Linear(d_in, 3·d_out) (MHACombinedQKV)
     HeadLayout layout = HeadLayout::fused;
     // Where they came from, recorded in the trace's params (seed, init, d_out, ... or the file).
     std::vector<std::pair<std::string, ParamValue>> origin;
@@ -45,6 +49,7 @@ struct AttentionWeights {
     std::size_t d_in() const { return query.w.shape(0); }
     std::size_t width() const { return query.w.shape(1); }      // H·d_h
     std::size_t head_size() const { return width() / heads; }   // d_h
+    std::size_t key_heads() const { return kv_heads ? kv_heads : heads; }  // G
     // The columns of head h (stacked layout: that head's own layer).
     Linear head_columns(const Linear& layer, std::size_t h) const;
 };
@@ -71,20 +76,38 @@ struct Dropout {
 
 struct ForwardSpec {
     bool causal = false;
+    std::optional<std::size_t> window;  // sliding window: a query sees itself and the W − 1 keys before it
+    std::optional<double> rope_base;    // rotary position embeddings on Q and K, θ_i = base^(−2i/d_h)
+    std::size_t position0 = 0;          // the position of token 0 (RoPE; shifting it leaves the scores unchanged)
     std::optional<float> scale;         // the scores are divided by this; default √d_h with weights, 1 without
     std::optional<std::size_t> query;   // only this query row (R = 1); every row otherwise (R = T)
     Stage until = Stage::output;
     Dropout dropout;
 };
 
+// RoPE's tables for positions p0 .. p0+T−1 and a head size d (even): the half-split form
+// of the Llama reference code (x_i pairs with x_{i+d/2}).
+struct Rope {
+    Vec inv_freq;      // (d/2)  base^(−2i/d)
+    Mat angles;        // (T,d)  position · inv_freq, the d/2 angles repeated twice
+    Mat cos, sin;      // (T,d)
+};
+Rope rope_tables(std::size_t d, std::size_t T, std::size_t position0, double base);
+// x·cos + rotate_half(x)·sin over the last axis of (B,H,T,d), rotate_half(x) = (−x₂, x₁).
+Hyper apply_rope(const Hyper& x, const Rope& rope);
+
 struct Forward {
-    std::size_t heads = 1, d_h = 0, row0 = 0, rows = 0;  // rows = R, starting at query row row0
+    std::size_t heads = 1, kv_heads = 1, d_h = 0, row0 = 0, rows = 0;  // rows = R, starting at query row row0
+    std::size_t q_position0 = 0;  // the key index of query row 0 (Tk − Tq: the last queries meet the last keys)
     float scale = 1.0f;
     bool causal = false;
-    Cube q, k, v;                 // (B,T,H·d_h)
-    Hyper qh, kh, vh;             // (B,H,T,d_h)
+    std::size_t window = 0;       // 0: no window
+    Cube q, k, v;                 // (B,T,H·d_h), K and V (B,T,G·d_h)
+    Hyper qh, kh, vh;             // (B,H,T,d_h), K and V (B,G,T,d_h); rotated with RoPE
+    Hyper qh_plain, kh_plain;     // before RoPE (RoPE only)
+    std::optional<Rope> rope;
     Hyper scores;                 // (B,H,R,T) ω
-    Hyper masked;                 // (B,H,R,T) ω with −∞ for j > i (causal only)
+    Hyper masked;                 // (B,H,R,T) ω with −∞ where masked (causal or window)
     Hyper scaled;                 // (B,H,R,T) what the softmax reads
     Hyper weights;                // (B,H,R,T) softmax
     Cube row_max, row_sum;        // (B,H,R) the softmax's max and sum of exponentials per row
@@ -104,6 +127,14 @@ struct Forward {
 
 // Throws UsageError when the shapes do not fit (e.g. H·d_h ≠ width, a query row ≥ T).
 Forward attention_forward(const Cube& x, const AttentionWeights* weights, const ForwardSpec& spec);
+// The forward's two halves. project_heads: Q, K, V, their heads and RoPE (spec.position0
+// is the position of x's first token). attend: everything after, for queries f.qh
+// against keys f.kh and values f.vh, which may be longer (a KV cache): query row r has
+// position f.q_position0 + r among the keys.
+Forward project_heads(const Cube& x, const AttentionWeights* weights, const ForwardSpec& spec);
+void attend(Forward& f, const AttentionWeights* weights, const ForwardSpec& spec);
+// Whether query position i may not see key j under this mask.
+bool masked_out(std::size_t i, std::size_t j, bool causal, std::size_t window);
 
 // Adds each phase's time to the step of `trace` that shows its result (queries, keys,
 // values, scores, ..., output), for a timed trace: the walks record after the forward.

@@ -44,6 +44,11 @@ void make_cli(CLI::App& cli, Shell& shell) {
     add_causal(cli, shell);
     add_dropout(cli, shell);
     add_mha(cli, shell);
+    add_kvcache(cli, shell);
+    add_rope(cli, shell);
+    add_flash(cli, shell);
+    add_sdpa(cli, shell);
+    add_params(cli, shell);
 }
 
 // Shell-quoted when needed, so that a printed command can be pasted back.

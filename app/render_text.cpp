@@ -37,6 +37,14 @@ std::string label(const Trace& trace, Axis axis, std::size_t i) {
     return std::to_string(i);
 }
 
+// The label of index i along axis a of a step: token axes that start later (a cache, a
+// block of keys, the last queries) are shifted by the step's first_row / first_key.
+std::string label_at(const Trace& trace, const Step& step, std::size_t a, std::size_t i) {
+    const std::size_t rank = step.axes.size();
+    if (step.axes[a] == Axis::token) i += a + 1 == rank ? step.first_key : a + 2 == rank ? step.first_row : 0;
+    return label(trace, step.axes[a], i);
+}
+
 // Long axes are elided like PyTorch's print: the first and last three entries around a
 // gap (npos), unless --full.
 constexpr std::size_t elide_above = 16;
@@ -94,13 +102,13 @@ void print_matrix(const Trace& trace, const Step& step, std::size_t offset, std:
     const auto col_idx = shown(cols, opt);
     Table t;
     t.header.push_back("");
-    for (std::size_t c : col_idx) t.header.push_back(c == gap ? "…" : label(trace, step.axes[rank - 1], c));
+    for (std::size_t c : col_idx) t.header.push_back(c == gap ? "…" : label_at(trace, step, rank - 1, c));
     if (sums) {
         t.header.push_back("|");
         t.header.push_back("row sum");
     }
     for (std::size_t r : shown(rows, opt)) {
-        std::vector<std::string> row{r == gap ? "⋮" : rank >= 2 ? label(trace, step.axes[rank - 2], r) : ""};
+        std::vector<std::string> row{r == gap ? "⋮" : rank >= 2 ? label_at(trace, step, rank - 2, r) : ""};
         for (std::size_t c : col_idx)
             row.push_back(r == gap ? (c == gap ? "⋱" : "⋮") : c == gap ? "…" : fmt(step.tensor.data[offset + r * cols + c], opt.precision));
         if (sums) {
@@ -138,8 +146,8 @@ void print_heatmap_of(const Trace& trace, const Step& step, std::size_t offset, 
     const std::vector<float> mask = future_mask(trace, step);
     HeatmapPanel panel{"", step.tensor.data.data() + offset, step.tensor.shape[rank - 2], step.tensor.shape[rank - 1], {}, {},
                        mask.empty() ? nullptr : mask.data()};
-    for (std::size_t r = 0; r < panel.rows; ++r) panel.row_labels.push_back(label(trace, step.axes[rank - 2], r));
-    for (std::size_t c = 0; c < panel.cols; ++c) panel.col_labels.push_back(label(trace, step.axes[rank - 1], c));
+    for (std::size_t r = 0; r < panel.rows; ++r) panel.row_labels.push_back(label_at(trace, step, rank - 2, r));
+    for (std::size_t c = 0; c < panel.cols; ++c) panel.col_labels.push_back(label_at(trace, step, rank - 1, c));
     print_heatmap(panel, opt, out);
 }
 
@@ -265,7 +273,7 @@ void print_group(const Trace& trace, const std::vector<const Step*>& group, cons
     t.header.push_back("");
     for (const Step* s : group) t.header.push_back(s->id);
     for (std::size_t i : shown(n, opt)) {
-        std::vector<std::string> row{i == gap ? "⋮" : label(trace, first.axes[0], i)};
+        std::vector<std::string> row{i == gap ? "⋮" : label_at(trace, first, 0, i)};
         for (const Step* s : group) row.push_back(i == gap ? "⋮" : fmt(s->tensor.data[i], opt.precision));
         t.rows.push_back(std::move(row));
     }
@@ -367,8 +375,8 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
     for (std::size_t p = 0; p < panels; ++p) {
         HeatmapPanel panel{panels > 1 ? "head " + std::to_string(p) : "", step.tensor.data.data() + p * inner,
                            step.tensor.shape[rank - 2], step.tensor.shape[rank - 1], {}, {}, mask.empty() ? nullptr : mask.data()};
-        for (std::size_t r = 0; r < panel.rows; ++r) panel.row_labels.push_back(label(trace, step.axes[rank - 2], r));
-        for (std::size_t c = 0; c < panel.cols; ++c) panel.col_labels.push_back(label(trace, step.axes[rank - 1], c));
+        for (std::size_t r = 0; r < panel.rows; ++r) panel.row_labels.push_back(label_at(trace, step, rank - 2, r));
+        for (std::size_t c = 0; c < panel.cols; ++c) panel.col_labels.push_back(label_at(trace, step, rank - 1, c));
         list.push_back(std::move(panel));
     }
     const std::string batch = trace.batched ? ", batch element 0" : "";

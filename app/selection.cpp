@@ -68,7 +68,7 @@ Trace select_steps(Trace trace, const std::vector<std::string>& patterns) {
 Trace compact(Trace trace, const std::vector<std::string>& headline) {
     std::vector<Step> kept;
     for (Step& s : trace.steps)
-        if (std::find(headline.begin(), headline.end(), s.id) != headline.end() || s.id.rfind("explain_", 0) == 0)
+        if (std::any_of(headline.begin(), headline.end(), [&](const std::string& h) { return glob(h, s.id); }) || s.id.rfind("explain_", 0) == 0)
             kept.push_back(std::move(s));
     trace.steps = std::move(kept);
     return trace;

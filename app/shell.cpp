@@ -48,7 +48,8 @@ std::string bytes_text(double bytes) {
     return os.str();
 }
 
-// A check of a number option: `ok` on the value read as a double, else `expected`.
+}  // namespace
+
 CLI::Validator number_check(const char* name, bool (*ok)(double), const std::string& expected) {
     return CLI::Validator(
         [ok, expected](std::string& text) {
@@ -59,8 +60,6 @@ CLI::Validator number_check(const char* name, bool (*ok)(double), const std::str
         },
         name, name);
 }
-
-}  // namespace
 
 CLI::Validator whole_number(std::uint64_t min) {
     return CLI::Validator(

@@ -59,6 +59,8 @@ struct Shell {
 // overflow), a non-empty text.
 CLI::Validator whole_number(std::uint64_t min);
 CLI::Validator non_empty();
+// A check of a number option: `ok` on the value read as a double, else `expected`.
+CLI::Validator number_check(const char* name, bool (*ok)(double), const std::string& expected);
 
 // -i, --text, --vocab, --json, --precision, --format, --color, --no-heatmap, --full,
 // --max-memory; for the walks also --batch, --svg, --summary, --timing.

@@ -275,6 +275,99 @@ def mha_cases():
     return cases
 
 
+# ---- beyond the chapter: the bonus notebooks' attention modules --------------------------
+
+def causal_band(T, window=None, causal=True):
+    """True = masked: the future (triu, diagonal=1) and, with a window, the far past."""
+    mask = torch.triu(torch.ones(T, T), diagonal=1).bool() if causal else torch.zeros(T, T, dtype=torch.bool)
+    if window:
+        mask = mask | torch.triu(torch.ones(T, T), diagonal=window).T.bool()
+    return mask
+
+
+class GroupedQuery(nn.Module):  # GroupedQueryAttention, built in the chapter's order: query, key, value, out_proj
+    def __init__(self, d_in, d_out, heads, kv_heads, bias, window=None):
+        super().__init__()
+        self.heads, self.kv_heads, self.d_h, self.window = heads, kv_heads, d_out // heads, window
+        self.W_query = nn.Linear(d_in, d_out, bias=bias)
+        self.W_key = nn.Linear(d_in, kv_heads * self.d_h, bias=bias)
+        self.W_value = nn.Linear(d_in, kv_heads * self.d_h, bias=bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+
+    def forward(self, x):
+        b, T, _ = x.shape
+        q = self.W_query(x).view(b, T, self.heads, self.d_h).transpose(1, 2)
+        k = self.W_key(x).view(b, T, self.kv_heads, self.d_h).transpose(1, 2)
+        v = self.W_value(x).view(b, T, self.kv_heads, self.d_h).transpose(1, 2)
+        k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
+        v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
+        s = (q @ k.transpose(2, 3)).masked_fill(causal_band(T, self.window), -torch.inf)
+        self.w = torch.softmax(s / self.d_h ** 0.5, dim=-1)
+        self.context = (self.w @ v).transpose(1, 2).contiguous().view(b, T, self.heads * self.d_h)
+        return self.out_proj(self.context)
+
+    def weights(self):
+        w = {"W_query": self.W_query.weight.T, "W_key": self.W_key.weight.T, "W_value": self.W_value.weight.T,
+             "out_proj.weight": self.out_proj.weight.T, "out_proj.bias": self.out_proj.bias}
+        if self.W_query.bias is not None:
+            w.update(b_query=self.W_query.bias, b_key=self.W_key.bias, b_value=self.W_value.bias)
+        return w
+
+
+class CombinedQKV(nn.Module):  # MHACombinedQKV
+    def __init__(self, d_in, d_out, heads, bias):
+        super().__init__()
+        self.heads, self.d_h, self.d_out = heads, d_out // heads, d_out
+        self.qkv = nn.Linear(d_in, 3 * d_out, bias=bias)
+        self.proj = nn.Linear(d_out, d_out)
+
+    def forward(self, x):
+        b, T, _ = x.shape
+        qkv = self.qkv(x)
+        self.qkv_out = qkv
+        q, k, v = qkv.view(b, T, 3, self.heads, self.d_h).permute(2, 0, 3, 1, 4).unbind(0)
+        s = (q @ k.transpose(-2, -1)).masked_fill(causal_band(T), -torch.inf)
+        self.w = torch.softmax(s / k.shape[-1] ** 0.5, dim=-1)
+        self.context = (self.w @ v).transpose(1, 2).contiguous().view(b, T, self.d_out)
+        return self.proj(self.context)
+
+
+def mha_beyond_cases():
+    cases = []
+    # (d_out, heads, kv_heads, window, bias, seed, input)
+    configs = [(8, 4, 2, None, False, 123, "builtin"), (8, 4, 1, None, False, 7, "builtin"), (8, 4, 4, None, True, 3, "builtin"),
+               (12, 6, 3, None, True, 11, "rand9x5"), (4, 2, 2, 2, False, 123, "builtin"), (6, 3, 1, 3, False, 5, "rand9x5"),
+               (4, 2, 2, 1, False, 9, "builtin"), (8, 4, 2, 4, True, 21, "rand9x5")]
+    for d_out, heads, kv, window, bias, seed, inp in configs:
+        x = torch.tensor(BUILTIN) if inp == "builtin" else random_input(3, 9, 5)
+        torch.manual_seed(seed)
+        m = GroupedQuery(x.shape[1], d_out, heads, kv, bias, window)
+        y = m(x[None])
+        args = ["mha", "--d-out", str(d_out), "--heads", str(heads), "--seed", str(seed)]
+        args += (["--kv-heads", str(kv)] if kv != heads else []) + (["--window", str(window)] if window else [])
+        args += ["--qkv-bias"] if bias else []
+        exp = {"weights": m.w[0], "context": m.context[0], "output": y[0]}
+        exp.update(m.weights())
+        exact = [k for k in m.weights()]
+        name = f"mha_gqa_dout{d_out}_h{heads}_g{kv}_w{window}_seed{seed}{'_bias' if bias else ''}_{inp}"
+        cases.append(case(name, args, None if inp == "builtin" else x, exp, exact))
+    for d_out, heads, bias, seed in [(2, 2, False, 123), (6, 3, True, 7), (4, 1, True, 2)]:
+        x = torch.tensor(BUILTIN)
+        torch.manual_seed(seed)
+        m = CombinedQKV(3, d_out, heads, bias)
+        y = m(x[None])
+        args = ["mha", "--variant", "combined-qkv", "--d-out", str(d_out), "--heads", str(heads), "--seed", str(seed)]
+        args += ["--qkv-bias"] if bias else []
+        exp = {"W_qkv": m.qkv.weight.T, "qkv": m.qkv_out[0], "weights": m.w[0], "context": m.context[0], "output": y[0],
+               "out_proj.weight": m.proj.weight.T, "out_proj.bias": m.proj.bias}
+        exact = ["W_qkv", "out_proj.weight", "out_proj.bias"]
+        if bias:
+            exp["b_qkv"] = m.qkv.bias
+            exact.append("b_qkv")
+        cases.append(case(f"mha_combined_dout{d_out}_h{heads}_seed{seed}{'_bias' if bias else ''}", args, None, exp, exact))
+    return cases
+
+
 def rng_sequences():
     seqs = []
     for seed in [0, 1, 123, 789, 2**32 + 5]:
@@ -342,7 +435,8 @@ def torch_sum_cases():
 def main():
     os.makedirs(OUT, exist_ok=True)
     torch.set_num_threads(1)
-    for name, cases in [("single_head", single_head_cases()), ("dropout", dropout_cases()), ("mha", mha_cases())]:
+    for name, cases in [("single_head", single_head_cases()), ("dropout", dropout_cases()), ("mha", mha_cases()),
+                        ("mha_beyond", mha_beyond_cases())]:
         with open(os.path.join(OUT, f"{name}.json"), "w") as f:
             json.dump({"generator": "tests/make_goldens.py", "torch": torch.__version__, "cases": cases}, f)
     with open(os.path.join(OUT, "torch_repr.json"), "w") as f:

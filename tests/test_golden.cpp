@@ -71,4 +71,5 @@ TEST_SUITE("golden") {
     TEST_CASE("golden.single_head") { check_file("single_head.json"); }
     TEST_CASE("golden.dropout") { check_file("dropout.json"); }
     TEST_CASE("golden.mha") { check_file("mha.json"); }
+    TEST_CASE("golden.mha_beyond") { check_file("mha_beyond.json"); }
 }

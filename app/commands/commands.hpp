@@ -15,6 +15,11 @@ void add_context(CLI::App& cli, Shell& shell);
 void add_causal(CLI::App& cli, Shell& shell);
 void add_dropout(CLI::App& cli, Shell& shell);
 void add_mha(CLI::App& cli, Shell& shell);
+void add_kvcache(CLI::App& cli, Shell& shell);  // beyond.cpp: beyond the chapter
+void add_rope(CLI::App& cli, Shell& shell);
+void add_flash(CLI::App& cli, Shell& shell);
+void add_sdpa(CLI::App& cli, Shell& shell);
+void add_params(CLI::App& cli, Shell& shell);
 
 // scores, softmax and context share their options: one walk each, on one head.
 using SingleHeadWalk = Trace (*)(const Embeddings&, const Weights&, const SingleHeadSpec&, const Recording&);

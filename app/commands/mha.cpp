@@ -15,6 +15,8 @@ struct MhaOptions {
     std::optional<std::size_t> context_length;
     DropoutOptions dropout{0.0, std::nullopt, false, true};  // MultiHeadAttention(..., dropout=0.0)
     std::size_t heads = 2;
+    std::optional<std::size_t> kv_heads, window;
+    bool show_einsum = false;
     std::string variant = "fused";
     std::optional<std::string> query, explain;
     std::size_t head = 0;
@@ -28,7 +30,10 @@ void add_mha(CLI::App& cli, Shell& shell) {
                                 "  attnwalk mha --batch 2 --seed 123 --heads 2          # the textbook's MultiHeadAttention\n"
                                 "  attnwalk mha --variant wrapper --batch 2 --seed 123  # MultiHeadAttentionWrapper\n"
                                 "  attnwalk mha --query journey         # one row of every head\n"
-                                "  attnwalk mha --explain journey,Your --head 1   # one cell of head 1, every number\n");
+                                "  attnwalk mha --explain journey,Your --head 1   # one cell of head 1, every number\n"
+                                "  attnwalk mha --heads 4 --d-out 8 --kv-heads 2    # grouped-query attention (1: multi-query)\n"
+                                "  attnwalk mha --window 3          # sliding-window attention: each token sees 3 keys\n"
+                                "  attnwalk mha --variant combined-qkv --show-einsum  # one qkv Linear; einsum notation\n");
     auto o = std::make_shared<MhaOptions>();
     CLI::Option* explain = add_explain_option(*sub, o->explain);
     sub->add_option("--query", o->query, "Show one query only, in every head: a 0-based index or a token's text")
@@ -39,13 +44,29 @@ void add_mha(CLI::App& cli, Shell& shell) {
     add_context_length_option(*sub, o->context_length);
     add_dropout_options(*sub, o->dropout);
     sub->add_option("--heads", o->heads, "Number of heads H")->check(whole_number(1))->capture_default_str();
-    sub->add_option("--variant", o->variant, "fused (MultiHeadAttention) or wrapper (MultiHeadAttentionWrapper)")
-        ->check(CLI::IsMember({"fused", "wrapper"}))->capture_default_str();
+    sub->add_option("--variant", o->variant,
+                    "fused (MultiHeadAttention), wrapper (MultiHeadAttentionWrapper) or combined-qkv (one Linear(d_in, 3·d_out))")
+        ->check(CLI::IsMember({"fused", "wrapper", "combined-qkv"}))->capture_default_str();
+    sub->add_option("--kv-heads", o->kv_heads,
+                    "Grouped-query attention: G key/value heads shared by the H query heads (G divides H; 1 = multi-query)")
+        ->check(whole_number(1));
+    sub->add_option("--window", o->window, "Sliding-window attention: each token sees itself and the W − 1 tokens before it")
+        ->check(whole_number(1));
+    sub->add_flag("--show-einsum", o->show_einsum, "Write each operation in einsum notation too (in the steps' notes)");
     sub->callback([&shell, o] {
         shell.headline = {"weights", "output"};  // --compact
         shell.walk = [&shell, o] {
             const std::size_t H = o->heads;
             const bool stacked = o->variant == "wrapper";
+            if (o->kv_heads && stacked)
+                throw UsageError("--kv-heads groups the heads of the fused layer; the wrapper's heads each have their own keys (drop --variant wrapper)");
+            if (o->kv_heads && o->variant == "combined-qkv")
+                throw UsageError("--kv-heads: the combined qkv layer has one key/value head per query head (use --variant fused)");
+            if (o->kv_heads && H % *o->kv_heads != 0)
+                throw UsageError("--kv-heads " + std::to_string(*o->kv_heads) + " must divide --heads " + std::to_string(H) +
+                                 ": each key/value head serves the same number of query heads");
+            if (o->window && !o->dropout.causal)
+                throw UsageError("--window is a sliding window over the tokens before each query: it needs causal attention (drop --no-causal)");
             const HeadLayout layout = stacked ? HeadLayout::stacked : HeadLayout::fused;
             const std::size_t width = stacked ? H * o->weights.width() : o->weights.width();
             const bool default_seed = !o->weights.file && !o->weights.seed;
@@ -54,13 +75,17 @@ void add_mha(CLI::App& cli, Shell& shell) {
             spec.query = o->query ? std::optional<std::size_t>(0) : std::nullopt;  // named once the input is read
             spec.explain = o->explain ? std::optional<Cell>(Cell{}) : std::nullopt;
             spec.causal = o->dropout.causal;
+            spec.window = o->window;
+            spec.show_einsum = o->show_einsum;
             spec.dropout = random.dropout(o->dropout.p, !o->dropout.eval);
             spec.explain_head = o->head;
             const Embeddings input = prepare_input(
                 shell,
                 [&](const InputShape& s) { return mha_cost(s.batch, s.tokens, s.d_in, width, H, layout, spec, shell.recording); },
                 o->context_length);
-            const WeightsShape shape{input.dim(), default_d_out, H, layout, !stacked};
+            WeightsShape shape{input.dim(), default_d_out, H, layout, !stacked};
+            shape.kv_heads = o->kv_heads.value_or(0);
+            shape.combined = o->variant == "combined-qkv";
             if (!stacked && !o->weights.file && o->weights.width() % H != 0)
                 throw UsageError("d_out must be divisible by the number of heads: d_out " + std::to_string(o->weights.width()) +
                                  " (--d-out) is not a multiple of --heads " + std::to_string(H));

@@ -198,7 +198,7 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
                   &f.scores(b, h, 0, 0), T);
     f.seconds.scores = since(clock);
     const bool masking = spec.causal || f.window > 0;
-    if (spec.until == Stage::scores && !masking && f.scale == 1.0f) return;
+    if (spec.until == Stage::scores && !masking && f.scale == 1.0f && !spec.scale_factor && !spec.bias) return;
     // masked_fill first, then divide by the scale, in the textbook's order
     if (masking) {
         const float neg_inf = -std::numeric_limits<float>::infinity();
@@ -209,7 +209,18 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
         });
     }
     const Hyper& unscaled = masking ? f.masked : f.scores;
-    f.scaled = f.scale == 1.0f ? unscaled : scale_scores(unscaled, f.scale);
+    if (spec.scale_factor) {  // SDPA: q·kᵀ * scale_factor + attn_bias
+        f.scale = 1.0f / *spec.scale_factor;
+        f.scaled = unscaled * *spec.scale_factor;
+    } else {
+        f.scaled = f.scale == 1.0f ? unscaled : scale_scores(unscaled, f.scale);
+    }
+    if (spec.bias) {
+        if (spec.bias->shape(0) != R || spec.bias->shape(1) != T)
+            throw UsageError("the mask must be " + std::to_string(R) + "×" + std::to_string(T) + " (queries × keys), it is " +
+                             std::to_string(spec.bias->shape(0)) + "×" + std::to_string(spec.bias->shape(1)));
+        f.scaled += xt::view(*spec.bias, xt::newaxis(), xt::newaxis(), xt::all(), xt::all());
+    }
     f.seconds.mask_scale = since(clock);
     if (spec.until == Stage::scores) return;
 

@@ -45,11 +45,12 @@ void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const Attentio
     const std::string batch_note = std::string(f.heads > 1 ? " in head " + std::to_string(h) : "") + (trace.batched ? " (batch element 0)" : "");
 
     // The query and key vectors, from the embeddings through W_query and W_key.
-    const std::vector<float> q = row_of(f.qh, h, i), k = row_of(f.kh, h, j);
+    const std::size_t g = h / (f.heads / f.kv_heads);  // the key/value head of query head h
+    const std::vector<float> q = row_of(f.qh, h, i), k = row_of(f.kh, g, j);
     if (weights) {
         const std::vector<float> xi(&x(0, i, 0), &x(0, i, 0) + x.shape(2)), xj(&x(0, j, 0), &x(0, j, 0) + x.shape(2));
         const Linear wq = f.heads > 1 ? weights->head_columns(weights->query, h) : weights->query;
-        const Linear wk = f.heads > 1 ? weights->head_columns(weights->key, h) : weights->key;
+        const Linear wk = f.kv_heads > 1 ? weights->head_columns(weights->key, g) : weights->key;
         Step& sq = rec.add_plain("explain_query", "The query of " + quoted(qi) + batch_note + ": its embedding times W_query",
                                  "q_" + I + " = Σ_c x_" + I + "c·W_query[c,:]" + (weights->query.b.size() ? " + b_query" : ""),
                                  vector_tensor(q), {Axis::feature});
@@ -118,7 +119,7 @@ void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const Attentio
     z.label = "z(" + qi + ")";
     // the weights the values are mixed with: after dropout when there was one
     const Hyper& a = f.final_weights();
-    for (std::size_t c = 0; c < T; ++c) z.terms.push_back({a(0, h, i, c), row_of(f.vh, h, c)});
+    for (std::size_t c = 0; c < T; ++c) z.terms.push_back({a(0, h, i, c), row_of(f.vh, g, c)});
     z.result = row_of(f.head_outputs, h, i);
     Step& ctx = rec.add_plain("explain_context", "The context vector of " + quoted(qi) + ": row " + I + " of the weights times the " + (weights ? "values" : "embeddings"),
                               "z_" + I + " = Σ_j α_" + I + ",j·" + (weights ? "v_j" : "x_j"), vector_tensor(z.result), {Axis::feature});

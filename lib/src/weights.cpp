@@ -57,9 +57,10 @@ Linear draw_linear(Generator& gen, std::size_t in, std::size_t out, bool bias) {
     return layer;
 }
 
-// W_query, W_key, W_value in that order, as the textbook's classes draw them.
-QKV draw_qkv(Generator& gen, std::size_t d_in, std::size_t d_out, Init init, bool bias) {
-    auto draw = [&]() {
+// W_query, W_key, W_value in that order, as the textbook's classes draw them; the keys
+// and values d_kv wide (d_out but with grouped-query attention).
+QKV draw_qkv(Generator& gen, std::size_t d_in, std::size_t d_out, std::size_t d_kv, Init init, bool bias) {
+    auto draw = [&](std::size_t d_out) {
         switch (init) {
             case Init::rand: return Linear{mat_of(gen.rand(d_in * d_out), d_in, d_out), Vec{}};
             case Init::randn: return Linear{mat_of(gen.randn(d_in * d_out), d_in, d_out), Vec{}};
@@ -68,9 +69,22 @@ QKV draw_qkv(Generator& gen, std::size_t d_in, std::size_t d_out, Init init, boo
         return draw_linear(gen, d_in, d_out, bias);
     };
     QKV qkv;  // the order of the draws is the order of construction: query, key, value
-    qkv.query = draw();
-    qkv.key = draw();
-    qkv.value = draw();
+    qkv.query = draw(d_out);
+    qkv.key = draw(d_kv);
+    qkv.value = draw(d_kv);
+    return qkv;
+}
+
+// MHACombinedQKV's nn.Linear(d_in, 3·d_out): one weight (rows: queries, keys, values),
+// then one bias; split into the three layers.
+QKV draw_combined(Generator& gen, std::size_t d_in, std::size_t d_out, bool bias) {
+    const Linear all = draw_linear(gen, d_in, 3 * d_out, bias);
+    QKV qkv;
+    Linear* parts[] = {&qkv.query, &qkv.key, &qkv.value};
+    for (std::size_t p = 0; p < 3; ++p) {
+        parts[p]->w = xt::view(all.w, xt::all(), xt::range(p * d_out, (p + 1) * d_out));
+        if (bias) parts[p]->b = xt::view(all.b, xt::range(p * d_out, (p + 1) * d_out));
+    }
     return qkv;
 }
 
@@ -96,6 +110,8 @@ std::shared_ptr<AttentionWeights> from_heads(const std::vector<QKV>& heads, cons
     auto w = std::make_shared<AttentionWeights>();
     w->heads = shape.heads;
     w->layout = shape.layout;
+    w->kv_heads = shape.kv_heads;
+    w->combined = shape.combined;
     if (heads.size() == 1) {
         w->query = heads[0].query;
         w->key = heads[0].key;
@@ -114,15 +130,34 @@ std::shared_ptr<AttentionWeights> from_heads(const std::vector<QKV>& heads, cons
     return w;
 }
 
+// Grouped-query attention and the combined layer are forms of the fused layout.
+void check_grouping(const WeightsShape& shape, std::size_t d_out) {
+    if (shape.layout == HeadLayout::stacked && (shape.kv_heads || shape.combined))
+        throw UsageError("grouped key/value heads and the combined qkv layer are forms of the fused layout, not of the wrapper");
+    if (shape.kv_heads && shape.combined)
+        throw UsageError("the combined qkv layer has as many key/value heads as query heads: it cannot be grouped");
+    if (shape.kv_heads && shape.heads % shape.kv_heads != 0)
+        throw UsageError("the key/value heads must divide the query heads: " + std::to_string(shape.heads) +
+                         " heads cannot be shared by " + std::to_string(shape.kv_heads) + " key/value heads");
+    if (shape.layout == HeadLayout::fused && shape.heads && d_out % shape.heads != 0)
+        throw UsageError("d_out must be divisible by the number of heads: d_out " + std::to_string(d_out) +
+                         " is not a multiple of " + std::to_string(shape.heads));
+}
+
 }  // namespace
 
 Weights draw_weights(Generator& gen, const WeightsShape& shape, Init init, bool bias) {
     if (bias && init != Init::linear)
         throw UsageError("a query/key/value bias needs nn.Linear's initialisation (torch.rand/randn matrices have no bias)");
+    check_grouping(shape, shape.d_out);
+    if (shape.combined && init != Init::linear)
+        throw UsageError("the combined qkv layer is an nn.Linear: it needs nn.Linear's initialisation");
     std::vector<QKV> heads;
     const std::size_t modules = shape.layout == HeadLayout::stacked ? shape.heads : 1;
+    const std::size_t d_kv = shape.kv_heads ? shape.d_out / shape.heads * shape.kv_heads : shape.d_out;
     for (std::size_t h = 0; h < modules; ++h)  // head by head: query, key, value
-        heads.push_back(draw_qkv(gen, shape.d_in, shape.d_out, init, bias));
+        heads.push_back(shape.combined ? draw_combined(gen, shape.d_in, shape.d_out, bias)
+                                       : draw_qkv(gen, shape.d_in, shape.d_out, d_kv, init, bias));
     auto w = from_heads(heads, shape);
     if (shape.out_proj) w->out_proj = draw_linear(gen, shape.d_out, shape.d_out, true);
     w->origin = {{"seed", static_cast<unsigned long long>(gen.initial_seed())},
@@ -161,14 +196,20 @@ const Value& object_at(const Value& doc, const std::string& file, const std::str
 // {"W_query", "W_key", "W_value", optional "b_query", "b_key", "b_value"} at `path`.
 const std::vector<std::string> qkv_keys{"W_query", "W_key", "W_value", "b_query", "b_key", "b_value"};
 
-QKV read_qkv(const Value& object, const std::string& file, const std::string& path, std::size_t d_in) {
+// `heads`/`kv_heads`: W_key and W_value have d_out/heads·kv_heads columns (GQA).
+QKV read_qkv(const Value& object, const std::string& file, const std::string& path, std::size_t d_in, std::size_t heads = 1,
+             std::size_t kv_heads = 0) {
     object_at(object, file, path);
     if (path != "$") json_input::check_keys(object, file, path, qkv_keys);
     QKV qkv;
     qkv.query = read_linear(object, file, path, "W_query", "b_query", d_in, std::nullopt);
     const std::size_t d_out = qkv.query.w.shape(1);
-    qkv.key = read_linear(object, file, path, "W_key", "b_key", d_in, d_out);
-    qkv.value = read_linear(object, file, path, "W_value", "b_value", d_in, d_out);
+    if (kv_heads && d_out % heads != 0)
+        throw InputError(file, path + ".W_query", "d_out " + std::to_string(d_out) + " is not a multiple of the " +
+                                                      std::to_string(heads) + " heads");
+    const std::size_t d_kv = kv_heads ? d_out / heads * kv_heads : d_out;
+    qkv.key = read_linear(object, file, path, "W_key", "b_key", d_in, d_kv);
+    qkv.value = read_linear(object, file, path, "W_value", "b_value", d_in, d_kv);
     return qkv;
 }
 
@@ -202,7 +243,8 @@ Weights parse_weights(const std::string& text, const std::string& name, const We
                                  "every head must have the same d_out: expected " + std::to_string(d_out) + " columns, got " +
                                      std::to_string(heads[h].query.w.shape(1)));
     } else {
-        heads.push_back(read_qkv(doc, name, "$", shape.d_in));
+        check_grouping(shape, shape.heads);  // d_out is checked when read
+        heads.push_back(read_qkv(doc, name, "$", shape.d_in, shape.heads, shape.kv_heads));
     }
     const std::size_t d_out = heads[0].query.w.shape(1);
     auto w = from_heads(heads, shape);

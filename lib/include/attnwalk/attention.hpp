@@ -79,6 +79,10 @@ struct ForwardSpec {
     std::optional<std::size_t> window;  // sliding window: a query sees itself and the W − 1 keys before it
     std::optional<double> rope_base;    // rotary position embeddings on Q and K, θ_i = base^(−2i/d_h)
     std::size_t position0 = 0;          // the position of token 0 (RoPE; shifting it leaves the scores unchanged)
+    // SDPA's conventions: multiply by scale_factor (instead of dividing by scale), then add
+    // `bias` (R×T, the same for every batch element and head) before the softmax.
+    std::optional<float> scale_factor;
+    const Mat* bias = nullptr;
     std::optional<float> scale;         // the scores are divided by this; default √d_h with weights, 1 without
     std::optional<std::size_t> query;   // only this query row (R = 1); every row otherwise (R = T)
     Stage until = Stage::output;

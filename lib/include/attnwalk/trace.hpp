@@ -64,6 +64,8 @@ struct Step {
     std::string formula;  // the math, e.g. "ω = X·Xᵀ"
     Tensor tensor;
     std::vector<Axis> axes;             // one per tensor dimension
+    std::size_t first_row = 0;          // a token row axis (second to last) starts at this token
+    std::size_t first_key = 0;          // a token column axis (last) starts at this token
     std::string note;                   // optional explanation
     std::vector<Expansion> expansion;   // optional written-out sums
     Tensor row_sum;                     // optional: the sum over the last axis

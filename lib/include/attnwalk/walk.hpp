@@ -67,12 +67,62 @@ Trace walk_dropout_ones(std::size_t n, const DropoutDraw& draw, const Recording&
 // Multi-head attention; the heads and their layout come with the weights.
 struct MhaSpec {
     bool causal = true;
+    std::optional<std::size_t> window;  // sliding window of W keys (with causal: itself and the W − 1 before)
+    bool show_einsum = false;           // each operation also in einsum notation (in its note)
     DropoutDraw dropout;
     std::optional<std::size_t> query;  // one query row, in every head
     std::optional<Cell> explain;       // one cell of one head, written out
     std::size_t explain_head = 0;
 };
 Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& spec, const Recording& rec);
+
+// ---- beyond the chapter ----------------------------------------------------------------
+
+// Decoding token by token with a KV cache, on mha's fused weights (G key/value heads).
+struct KvCacheSpec {
+    std::optional<std::size_t> window;  // sliding window: the cache keeps the last W keys and values
+    std::size_t layers = 1;             // for the cache's size in bytes
+    std::size_t bytes_per_value = 4;    // float32; 2 for bfloat16/float16
+    std::size_t context_tokens = 0;     // the size for this many tokens (0: the input's)
+};
+Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCacheSpec& spec, const Recording& rec);
+
+// Rotary position embeddings on the queries and keys of fused weights (no out_proj needed).
+struct RopeSpec {
+    double base = 10000.0;   // θ_i = base^(−2i/d_h)
+    std::size_t shift = 3;   // the check: every position + shift gives the same scores
+};
+Trace walk_rope(const Embeddings& input, const Weights& weights, const RopeSpec& spec, const Recording& rec);
+
+// FlashAttention's online softmax over blocks of keys, one head.
+struct FlashSpec {
+    std::size_t block = 2;
+    bool causal = false;
+    std::optional<std::size_t> window;
+    std::optional<double> scale;
+};
+Trace walk_flash(const Embeddings& input, const Weights& weights, const FlashSpec& spec, const Recording& rec);
+
+// torch.nn.functional.scaled_dot_product_attention's arguments, one head.
+struct SdpaSpec {
+    std::optional<std::size_t> queries;  // L: the last L tokens are the queries (default: all)
+    std::optional<Tensor> attn_mask;     // L×S: bool (values 0/1) or float
+    bool mask_is_bool = true;
+    std::string mask_source;             // where the mask came from, for the params
+    bool is_causal = false;
+    std::optional<double> scale;         // SDPA's scale: a multiplier (default 1/√d)
+    double large_fill = -3.4028234663852886e38;  // torch.finfo(torch.float32).min
+};
+Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec& spec, const Recording& rec);
+
+// The parameters of one attention layer with these sizes (the chapter's exercise).
+struct ParamsSpec {
+    std::size_t d_in = 768, d_out = 768, heads = 12, kv_heads = 0;  // kv_heads 0: H
+    bool qkv_bias = false;
+    bool out_proj = true;
+    std::size_t layers = 1, context_length = 1024, bytes_per_value = 4;
+};
+Trace walk_params(const ParamsSpec& spec);
 
 // What a walk will cost, from the shapes alone (counted in double: no overflow), so that
 // a command can refuse it before allocating or computing anything.

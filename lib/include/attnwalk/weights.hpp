@@ -35,10 +35,12 @@ struct WeightsShape {
     std::size_t heads = 1;
     HeadLayout layout = HeadLayout::fused;
     bool out_proj = false;  // fused only: Linear(d_out, d_out) with bias after the heads
+    std::size_t kv_heads = 0;  // fused only: G key/value heads of d_out/H columns (GQA); 0 = H
+    bool combined = false;     // fused only: one Linear(d_in, 3·d_out) drawn for Q|K|V (MHACombinedQKV)
 };
 
 // Draws in PyTorch's construction order (query, key, value, head by head for `stacked`,
-// then out_proj). `bias` gives the query/key/value layers a bias (Init::linear only).
+// then out_proj; `combined`: the one qkv layer's weight, then its bias, then out_proj). `bias` gives the query/key/value layers a bias (Init::linear only).
 // Records the seed, init, d_out and bias as the weights' origin.
 Weights draw_weights(Generator& gen, const WeightsShape& shape, Init init, bool bias);
 

@@ -1,0 +1,250 @@
+// Beyond the chapter: kvcache, rope, flash, sdpa and params. Each parses its options
+// and makes one call into lib/ (walk_beyond.cpp).
+#include <cmath>
+#include <utility>
+#include <memory>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/json_input.hpp"
+#include "commands.hpp"
+
+namespace attnwalk::app {
+
+namespace {
+
+constexpr std::uint64_t default_beyond_seed = 123;  // as mha: torch.manual_seed(123)
+
+// Seeded (or read) fused weights for H heads, G key/value heads; `out_proj` as MultiHeadAttention.
+struct LayerOptions {
+    WeightsOptions weights;
+    std::size_t heads = 2;
+    std::optional<std::size_t> kv_heads;
+};
+
+void add_layer_options(CLI::App& sub, LayerOptions& o, Shell& shell, std::size_t heads) {
+    o.heads = heads;
+    add_weights_options(sub, o.weights, shell, true);
+    sub.add_option("--heads", o.heads, "Number of heads H")->check(whole_number(1))->capture_default_str();
+    sub.add_option("--kv-heads", o.kv_heads, "Grouped-query attention: G key/value heads (G divides H; 1 = multi-query)")
+        ->check(whole_number(1));
+}
+
+Weights layer_weights(const LayerOptions& o, const Embeddings& input, Randomness& random, bool out_proj, std::size_t d_out) {
+    if (o.kv_heads && o.heads % *o.kv_heads != 0)
+        throw UsageError("--kv-heads " + std::to_string(*o.kv_heads) + " must divide --heads " + std::to_string(o.heads));
+    if (!o.weights.file && o.weights.d_out.value_or(d_out) % o.heads != 0)
+        throw UsageError("d_out must be divisible by the number of heads: d_out " + std::to_string(o.weights.d_out.value_or(d_out)) +
+                         " (--d-out) is not a multiple of --heads " + std::to_string(o.heads));
+    WeightsShape shape{input.dim(), d_out, o.heads, HeadLayout::fused, out_proj};
+    shape.kv_heads = o.kv_heads.value_or(0);
+    WeightsOptions w = o.weights;
+    if (!w.d_out) w.d_out = d_out;
+    return make_weights(w, shape, random);
+}
+
+Cost layer_cost(const InputShape& s, std::size_t width, std::size_t heads) {
+    return walk_cost(s.batch, s.tokens, s.d_in, width, heads, s.tokens);
+}
+
+std::optional<std::uint64_t> seed_of(const WeightsOptions& w) {
+    return !w.file && !w.seed ? std::optional<std::uint64_t>(default_beyond_seed) : w.seed;
+}
+
+// --cache-dtype: the bytes of one cached value.
+std::size_t dtype_bytes(const std::string& name) { return name == "float32" ? 4 : 2; }
+
+}  // namespace
+
+void add_kvcache(CLI::App& cli, Shell& shell) {
+    CLI::App* sub = add_command(cli, shell, "kvcache",
+                                "Decoding token by token with a KV cache: each new query, key and value, the cache growing, the new "
+                                "row of attention; checked against the whole sequence at once.",
+                                "  attnwalk kvcache                          # mha's weights (seed 123), one token at a time\n"
+                                "  attnwalk kvcache --window 3               # a sliding window: the cache keeps 3 entries\n"
+                                "  attnwalk kvcache --heads 4 --d-out 8 --kv-heads 1   # multi-query: one cached head\n"
+                                "  attnwalk kvcache --layers 12 --context 1024 --steps cache_bytes   # the cache of a 12-layer model\n");
+    struct Options {
+        LayerOptions layer;
+        std::optional<std::size_t> window, context;
+        std::size_t layers = 1;
+        std::string dtype = "float32";
+    };
+    auto o = std::make_shared<Options>();
+    add_layer_options(*sub, o->layer, shell, 2);
+    sub->add_option("--window", o->window, "Sliding window: the cache keeps the last W keys and values")->check(whole_number(1));
+    sub->add_option("--layers", o->layers, "Layers, for the cache's size")->check(whole_number(1))->capture_default_str();
+    sub->add_option("--context", o->context, "Tokens the cache's size is given for (default: the input's)")->check(whole_number(1));
+    sub->add_option("--cache-dtype", o->dtype, "float32, bfloat16 or float16, for the cache's size")
+        ->check(CLI::IsMember({"float32", "bfloat16", "float16"}))->capture_default_str();
+    sub->callback([&shell, o] {
+        shell.headline = {"step*.weights", "max_difference", "cache_bytes"};
+        shell.walk = [&shell, o] {
+            Randomness random(seed_of(o->layer.weights), std::nullopt);
+            const Embeddings input = prepare_input(shell, [&](const InputShape& s) {
+                return layer_cost(s, o->layer.weights.width(), o->layer.heads);
+            });
+            KvCacheSpec spec;
+            spec.window = o->window;
+            spec.layers = o->layers;
+            spec.context_tokens = o->context.value_or(0);
+            spec.bytes_per_value = dtype_bytes(o->dtype);
+            Trace trace = walk_kvcache(input, layer_weights(o->layer, input, random, true, default_d_out), spec, shell.recording);
+            if (!o->layer.weights.file && !o->layer.weights.seed) trace.set_param("default_seed", true);
+            return trace;
+        };
+    });
+}
+
+void add_rope(CLI::App& cli, Shell& shell) {
+    CLI::App* sub = add_command(cli, shell, "rope",
+                                "Rotary position embeddings: the queries and keys rotated pair by pair, and the scores depending "
+                                "only on relative positions (checked by shifting every position).",
+                                "  attnwalk rope                        # one head, d_h = 4, base 10000\n"
+                                "  attnwalk rope --rope-base 100 --shift 10   # faster turns; positions + 10\n"
+                                "  attnwalk rope --heads 2 --d-out 8 --steps 'rope_*,max_difference'\n");
+    struct Options {
+        LayerOptions layer;
+        double base = 10000.0;
+        std::size_t shift = 3;
+    };
+    auto o = std::make_shared<Options>();
+    add_layer_options(*sub, o->layer, shell, 1);
+    sub->add_option("--rope-base", o->base, "The base of the frequencies θ_i = base^(−2i/d_h)")
+        ->check(number_check("B", [](double v) { return std::isfinite(v) && v > 1.0; }, "must be a number above 1"))
+        ->capture_default_str();
+    sub->add_option("--shift", o->shift, "Shift every position by K for the check")->check(whole_number(0))->capture_default_str();
+    sub->callback([&shell, o] {
+        shell.headline = {"queries_rotated", "scores", "max_difference"};
+        shell.walk = [&shell, o] {
+            Randomness random(seed_of(o->layer.weights), std::nullopt);
+            const Embeddings input = prepare_input(shell, [&](const InputShape& s) {
+                return layer_cost(s, o->layer.weights.d_out.value_or(4), o->layer.heads);
+            });
+            const Weights w = layer_weights(o->layer, input, random, false, 4);
+            Trace trace = walk_rope(input, w, RopeSpec{o->base, o->shift}, shell.recording);
+            if (!o->layer.weights.file && !o->layer.weights.seed) trace.set_param("default_seed", true);
+            return trace;
+        };
+    });
+}
+
+void add_flash(CLI::App& cli, Shell& shell) {
+    CLI::App* sub = add_command(cli, shell, "flash",
+                                "FlashAttention's online softmax: key block by key block, the running maximum, the running sum, "
+                                "the rescale and the accumulator, ending in the same context without the T×T matrix.",
+                                "  attnwalk flash --block 2                 # raw embeddings, blocks of 2 keys\n"
+                                "  attnwalk flash --block 4 --causal --seed 123   # projections, causal\n"
+                                "  attnwalk flash --block 2 --window 2      # a window: rows with a fully masked block\n");
+    struct Options {
+        WeightsOptions weights;
+        std::size_t block = 2;
+        bool causal = false;
+        std::optional<std::size_t> window;
+        std::optional<double> scale;
+    };
+    auto o = std::make_shared<Options>();
+    sub->add_option("--block", o->block, "Keys per block")->check(whole_number(1))->capture_default_str();
+    sub->add_flag("--causal", o->causal, "Mask future tokens");
+    sub->add_option("--window", o->window, "Sliding window of W keys (with --causal)")->check(whole_number(1));
+    add_weights_options(*sub, o->weights, shell);
+    add_scale_option(*sub, o->scale);
+    sub->callback([&shell, o] {
+        shell.headline = {"flash_output", "context", "max_difference"};
+        shell.walk = [&shell, o] {
+            if (o->window && !o->causal)
+                throw UsageError("--window is a sliding window over the tokens before each query: add --causal");
+            Randomness random(o->weights.seed, std::nullopt);
+            const OneHead h = prepare_one_head(shell, o->weights, random);
+            return walk_flash(h.input, h.weights, FlashSpec{o->block, o->causal, o->window, o->scale}, shell.recording);
+        };
+    });
+}
+
+void add_sdpa(CLI::App& cli, Shell& shell) {
+    CLI::App* sub = add_command(cli, shell, "sdpa",
+                                "torch.nn.functional.scaled_dot_product_attention's arguments and mask conventions: attn_mask bool "
+                                "(True = attend) or float, is_causal top-left against bottom-right, −∞ against a large negative "
+                                "fill, a fully masked row.",
+                                "  attnwalk sdpa --is-causal                      # L = S: the usual causal mask\n"
+                                "  attnwalk sdpa --queries 2 --is-causal          # 2 queries, 6 keys: top-left vs bottom-right\n"
+                                "  attnwalk sdpa --attn-mask '[[1,1,0,0,0,0],[0,0,0,0,0,0],[1,1,1,1,1,1],[1,1,1,1,1,1],[1,1,1,1,1,1],[1,1,1,1,1,1]]'\n"
+                                "                                                 # bool mask; row 2 fully masked: NaN, 0 or uniform\n"
+                                "  attnwalk sdpa --attn-mask mask.json --mask-dtype float   # added to the scores\n");
+    struct Options {
+        WeightsOptions weights;
+        std::optional<std::size_t> queries;
+        std::optional<std::string> mask;
+        std::string dtype = "bool";
+        bool is_causal = false;
+        std::optional<double> scale;
+    };
+    auto o = std::make_shared<Options>();
+    sub->add_option("--queries", o->queries, "L: the last L tokens are the queries (default: all); the keys are every token")
+        ->check(whole_number(1));
+    CLI::Option* mask =
+        sub->add_option("--attn-mask", o->mask, "L×S mask: a JSON file, or the JSON array itself ([[1,0],...]; true/false or numbers)")
+            ->check(non_empty());
+    sub->add_option("--mask-dtype", o->dtype, "bool (nonzero = attend) or float (added to the scores)")
+        ->check(CLI::IsMember({"bool", "float"}))->needs(mask)->capture_default_str();
+    sub->add_flag("--is-causal", o->is_causal, "is_causal=True: the top-left causal mask")->excludes(mask);
+    sub->add_option("--scale", o->scale, "SDPA's scale, a multiplier (default 1/√d)")
+        ->check(number_check("S", [](double v) { return std::isfinite(static_cast<float>(v)) && v > 0.0; }, "must be a positive number"));
+    add_weights_options(*sub, o->weights, shell);
+    sub->callback([&shell, o] {
+        shell.headline = {"attn_bias", "weights", "output"};
+        shell.walk = [&shell, o] {
+            Randomness random(o->weights.seed, std::nullopt);
+            const OneHead h = prepare_one_head(shell, o->weights, random);
+            SdpaSpec spec;
+            spec.queries = o->queries;
+            spec.is_causal = o->is_causal;
+            spec.scale = o->scale;
+            if (o->mask) {
+                const bool inline_json = o->mask->find('[') != std::string::npos && o->mask->front() == '[';
+                const std::string name = inline_json ? "--attn-mask" : source_name(*o->mask);
+                // true/false read as 1/0 (a mask holds no strings)
+                std::string text = inline_json ? *o->mask : read_text_file(*o->mask);
+                for (const auto& [word, digit] : {std::pair<std::string, std::string>{"true", "1"}, {"false", "0"}})
+                    for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at))
+                        text.replace(at, word.size(), digit);
+                const json_input::Value copy = json_input::parse(text, name);
+                spec.attn_mask = json_input::tensor_of(copy, name, "$");
+                spec.mask_is_bool = o->dtype == "bool";
+                spec.mask_source = inline_json ? "inline" : name;
+            }
+            return walk_sdpa(h.input, h.weights, spec, shell.recording);
+        };
+    });
+}
+
+void add_params(CLI::App& cli, Shell& shell) {
+    CLI::App* sub = cli.add_subcommand("params", "Count the parameters of one attention layer (and its KV cache) for a configuration.");
+    sub->footer("Examples:\n"
+                "  attnwalk params                              # GPT-2's MHA: 768, 12 heads, no qkv bias: 2,360,064\n"
+                "  attnwalk params --kv-heads 4                 # the same with grouped-query attention\n"
+                "  attnwalk params --d-in 4096 --d-out 4096 --heads 32 --kv-heads 8 --layers 32 --context 8192\n");
+    add_shell_options(*sub, shell, false);
+    auto o = std::make_shared<ParamsSpec>();
+    auto dtype = std::make_shared<std::string>("float32");
+    sub->add_option("--d-in", o->d_in, "Input size d_in")->check(whole_number(1))->capture_default_str();
+    sub->add_option("--d-out", o->d_out, "Output size d_out (H·d_h)")->check(whole_number(1))->capture_default_str();
+    sub->add_option("--heads", o->heads, "Heads H")->check(whole_number(1))->capture_default_str();
+    sub->add_option("--kv-heads", o->kv_heads, "Key/value heads G (default H)")->check(whole_number(1));
+    sub->add_flag("--qkv-bias", o->qkv_bias, "The query, key and value layers have a bias");
+    sub->add_flag("!--no-out-proj", o->out_proj, "No output projection (the wrapper's concatenation)");
+    sub->add_option("--layers", o->layers, "Layers")->check(whole_number(1))->capture_default_str();
+    sub->add_option("--context", o->context_length, "Tokens of a full context (for the KV cache)")->check(whole_number(1))->capture_default_str();
+    sub->add_option("--cache-dtype", *dtype, "float32, bfloat16 or float16")
+        ->check(CLI::IsMember({"float32", "bfloat16", "float16"}))->capture_default_str();
+    sub->callback([&shell, o, dtype] {
+        shell.headline = {"count_total", "cache_bytes"};
+        shell.walk = [&shell, o, dtype] {
+            if (!shell.input.empty() || shell.sentence) throw UsageError("params counts from the sizes given: it reads no input");
+            ParamsSpec spec = *o;
+            spec.bytes_per_value = dtype_bytes(*dtype);
+            return walk_params(spec);
+        };
+    });
+}
+
+}  // namespace attnwalk::app

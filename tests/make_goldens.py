@@ -368,6 +368,215 @@ def mha_beyond_cases():
     return cases
 
 
+class CachedMHA(nn.Module):  # MultiHeadAttention with a KV cache, as the KV-cache bonus code writes it
+    def __init__(self, d_in, d_out, heads, kv_heads, window=None):
+        super().__init__()
+        self.inner = GroupedQuery(d_in, d_out, heads, kv_heads, False, window)
+        self.window = window
+        self.cache_k = self.cache_v = None
+
+    def step(self, x_t):  # x_t: (b, 1, d_in)
+        m = self.inner
+        b = x_t.shape[0]
+        q = m.W_query(x_t).view(b, 1, m.heads, m.d_h).transpose(1, 2)
+        k = m.W_key(x_t).view(b, 1, m.kv_heads, m.d_h).transpose(1, 2)
+        v = m.W_value(x_t).view(b, 1, m.kv_heads, m.d_h).transpose(1, 2)
+        self.cache_k = k if self.cache_k is None else torch.cat([self.cache_k, k], dim=2)
+        self.cache_v = v if self.cache_v is None else torch.cat([self.cache_v, v], dim=2)
+        if self.window:
+            self.cache_k, self.cache_v = self.cache_k[:, :, -self.window:], self.cache_v[:, :, -self.window:]
+        kk = self.cache_k.repeat_interleave(m.heads // m.kv_heads, dim=1)
+        vv = self.cache_v.repeat_interleave(m.heads // m.kv_heads, dim=1)
+        w = torch.softmax((q @ kk.transpose(2, 3)) / m.d_h ** 0.5, dim=-1)
+        z = (w @ vv).transpose(1, 2).contiguous().view(b, 1, m.heads * m.d_h)
+        return q, k, v, w, m.out_proj(z)
+
+
+def kvcache_cases():
+    cases = []
+    for d_out, heads, kv, window, seed in [(2, 2, 2, None, 123), (8, 4, 2, None, 7), (8, 4, 1, 3, 5), (6, 3, 3, 2, 11)]:
+        x = torch.tensor(BUILTIN)[None]
+        torch.manual_seed(seed)
+        m = CachedMHA(3, d_out, heads, kv, window)
+        full = m.inner(x)
+        exp = {"output_full": full[0], "W_key": m.inner.W_key.weight.T}
+        outs = []
+        for t in range(x.shape[1]):
+            q, k, v, w, y = m.step(x[:, t:t + 1])
+            exp[f"step{t}.query"] = q[0, :, 0]
+            exp[f"step{t}.key"] = k[0, :, 0]
+            exp[f"step{t}.keys_cache"] = m.cache_k[0]
+            exp[f"step{t}.values_cache"] = m.cache_v[0]
+            exp[f"step{t}.weights"] = w[0, :, 0]
+            exp[f"step{t}.output"] = y[0, 0]
+            outs.append(y[0, 0])
+        exp["output"] = torch.stack(outs)
+        args = ["kvcache", "--d-out", str(d_out), "--heads", str(heads), "--seed", str(seed)]
+        args += (["--kv-heads", str(kv)] if kv != heads else []) + (["--window", str(window)] if window else [])
+        cases.append(case(f"kvcache_dout{d_out}_h{heads}_g{kv}_w{window}_seed{seed}", args, None, exp, ["W_key"]))
+    return cases
+
+
+def compute_rope_params(head_dim, theta_base, context_length):  # the Llama notebooks' reference code
+    inv_freq = 1.0 / (theta_base ** (torch.arange(0, head_dim, 2)[: (head_dim // 2)].float() / head_dim))
+    positions = torch.arange(context_length)
+    angles = positions[:, None] * inv_freq[None, :]
+    angles = torch.cat([angles, angles], dim=1)
+    return torch.cos(angles), torch.sin(angles), inv_freq, angles
+
+
+def apply_rope(x, cos, sin):
+    head_dim = x.shape[-1]
+    x1, x2 = x[..., : head_dim // 2], x[..., head_dim // 2:]
+    rotated = torch.cat((-x2, x1), dim=-1)
+    return (x * cos) + (rotated * sin)
+
+
+def rope_cases():
+    cases = []
+    for d_out, heads, base, shift, seed, inp in [(4, 1, 10000, 3, 123, "builtin"), (8, 2, 10000, 10, 7, "builtin"),
+                                                 (8, 1, 100, 5, 3, "rand9x5"), (12, 3, 500000, 1, 9, "rand9x5")]:
+        x = torch.tensor(BUILTIN) if inp == "builtin" else random_input(3, 9, 5)
+        T, d_h = x.shape[0], d_out // heads
+        torch.manual_seed(seed)
+        proj = SelfAttentionLinear(x.shape[1], d_out, False)
+        q, k, _ = proj.qkv(x)
+        q = q.view(T, heads, d_h).transpose(0, 1)
+        k = k.view(T, heads, d_h).transpose(0, 1)
+        cos, sin, inv_freq, angles = compute_rope_params(d_h, base, T + shift)
+        qr, kr = apply_rope(q, cos[:T], sin[:T]), apply_rope(k, cos[:T], sin[:T])
+        s = qr @ kr.transpose(-2, -1)
+        qs, ks = apply_rope(q, cos[shift:], sin[shift:]), apply_rope(k, cos[shift:], sin[shift:])
+        w = torch.softmax(s.masked_fill(causal_band(T), -torch.inf) / d_h ** 0.5, dim=-1)
+        exp = {"rope_frequencies": inv_freq, "rope_angles": angles[:T], "rope_cos": cos[:T], "rope_sin": sin[:T],
+               "queries_rotated": qr, "keys_rotated": kr, "scores": s, "weights": w,
+               "scores_position_shift": qs @ ks.transpose(-2, -1)}
+        exp.update(proj.weights())
+        args = ["rope", "--d-out", str(d_out), "--heads", str(heads), "--seed", str(seed), "--rope-base", str(base), "--shift", str(shift)]
+        cases.append(case(f"rope_dout{d_out}_h{heads}_base{base}_shift{shift}_seed{seed}_{inp}", args, None if inp == "builtin" else x,
+                          exp, ["W_query", "W_key", "W_value"]))
+    return cases
+
+
+def flash_cases():
+    """FlashAttention's online softmax, written as its paper's loop, against softmax attention."""
+    cases = []
+    for block, causal, window, seed, inp in [(2, False, None, None, "builtin"), (4, True, None, None, "builtin"), (1, True, 2, None, "builtin"),
+                                              (3, False, None, 123, "builtin"), (4, True, 3, 5, "rand9x5"), (2, True, None, 7, "rand9x5"),
+                                              (6, True, 2, None, "builtin"), (5, False, None, None, "rand9x5")]:
+        x = torch.tensor(BUILTIN) if inp == "builtin" else random_input(3, 9, 5)
+        T = x.shape[0]
+        exp = {}
+        if seed is not None:
+            torch.manual_seed(seed)
+            proj = SelfAttentionLinear(x.shape[1], 2, False)
+            q, k, v = proj.qkv(x)
+            scale = k.shape[-1] ** 0.5
+        else:
+            q = k = v = x
+            scale = 1.0
+        mask = causal_band(T, window, causal)
+        ref = torch.softmax((q @ k.T).masked_fill(mask, -torch.inf) / scale, dim=-1) @ v
+        m = torch.full((T,), -torch.inf)
+        l = torch.zeros(T)
+        o = torch.zeros(T, v.shape[1])
+        for b, j0 in enumerate(range(0, T, block)):
+            j1 = min(j0 + block, T)
+            s = (q @ k[j0:j1].T).masked_fill(mask[:, j0:j1], -torch.inf) / scale
+            m_new = torch.maximum(m, s.max(dim=-1).values)
+            m_safe = torch.where(m_new == -torch.inf, torch.zeros_like(m_new), m_new)
+            r = torch.exp(m - m_safe)
+            p = torch.exp(s - m_safe[:, None])
+            l = l * r + p.sum(dim=-1)
+            o = o * r[:, None] + p @ v[j0:j1]
+            m = m_new
+            exp.update({f"block{b}.scores": s, f"block{b}.max": m, f"block{b}.rescale": r, f"block{b}.sum": l,
+                        f"block{b}.accumulator": o})
+        exp["flash_output"] = o / l[:, None]
+        exp["context"] = ref
+        args = ["flash", "--block", str(block)] + (["--causal"] if causal else []) + (["--window", str(window)] if window else [])
+        args += ["--seed", str(seed)] if seed is not None else []
+        cases.append(case(f"flash_block{block}_causal{causal}_w{window}_seed{seed}_{inp}", args, None if inp == "builtin" else x, exp))
+    return cases
+
+
+def sdpa_reference(query, key, value, attn_mask=None, is_causal=False, scale=None, fill=float("-inf")):
+    """torch.nn.functional.scaled_dot_product_attention's documented reference implementation
+    (PyTorch 2.x docs; Debian's torch 1.13 has no F.scaled_dot_product_attention)."""
+    L, S = query.size(-2), key.size(-2)
+    scale_factor = 1 / math.sqrt(query.size(-1)) if scale is None else scale
+    attn_bias = torch.zeros(L, S, dtype=query.dtype)
+    if is_causal:
+        temp_mask = torch.ones(L, S, dtype=torch.bool).tril(diagonal=0)
+        attn_bias.masked_fill_(temp_mask.logical_not(), fill)
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            attn_bias.masked_fill_(attn_mask.logical_not(), fill)
+        else:
+            attn_bias = attn_mask + attn_bias
+    attn_weight = query @ key.transpose(-2, -1) * scale_factor
+    attn_weight += attn_bias
+    attn_weight = torch.softmax(attn_weight, dim=-1)
+    return attn_bias, attn_weight, attn_weight @ value
+
+
+def sdpa_cases():
+    cases = []
+    full = [[1] * 6] * 6
+    holes = [[1, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0], [1, 0, 1, 0, 1, 0], [1] * 6, [0, 0, 0, 0, 0, 1], [1] * 6]
+    floats = [[0.0, -1.5, 2.0, 0.25, -3.0, 1.0], [0.5] * 6]
+    for L, mask, dtype, causal, scale, seed in [(6, None, None, False, None, None), (6, None, None, True, None, None),
+                                                (2, None, None, True, None, None), (3, None, None, False, 0.5, None),
+                                                (6, holes, "bool", False, None, None), (6, full, "bool", False, None, 123),
+                                                (2, floats, "float", False, None, None), (4, None, None, True, 2.0, 7)]:
+        x = torch.tensor(BUILTIN)
+        S = x.shape[0]
+        if seed is not None:
+            torch.manual_seed(seed)
+            proj = SelfAttentionLinear(3, 2, False)
+            q, k, v = proj.qkv(x)
+        else:
+            q = k = v = x
+        q = q[S - L:]
+        m = None if mask is None else torch.tensor(mask, dtype=torch.bool if dtype == "bool" else torch.float32)
+        bias, w, out = sdpa_reference(q, k, v, m, causal, scale)
+        exp = {"attn_bias": bias, "weights": w, "output": out, "scores": q @ k.T}
+        if L != S or causal:
+            exp["causal_top_left"] = torch.ones(L, S).tril()
+            exp["causal_bottom_right"] = torch.ones(L, S).tril(diagonal=S - L)
+        if m is not None and (bias == -torch.inf).any():
+            _, wf, of = sdpa_reference(q, k, v, m, causal, scale, fill=torch.finfo(torch.float32).min)
+            exp["weights_large_fill"] = wf
+            exp["output_large_fill"] = of
+            if torch.isnan(w).any():
+                exp["weights_safe"] = torch.where((bias == -torch.inf).all(dim=-1, keepdim=True), torch.zeros_like(w), w)
+        args = ["sdpa", "--queries", str(L)] + (["--is-causal"] if causal else []) + (["--scale", str(scale)] if scale else [])
+        args += (["--attn-mask", json.dumps(mask), "--mask-dtype", dtype] if mask is not None else [])
+        args += ["--seed", str(seed)] if seed is not None else []
+        cases.append(case(f"sdpa_L{L}_{dtype}_causal{causal}_scale{scale}_seed{seed}", args, None, exp))
+    return cases
+
+
+def params_cases():
+    cases = []
+    for d_in, d_out, heads, kv, bias, out_proj in [(768, 768, 12, 12, False, True), (768, 768, 12, 4, True, True),
+                                                    (3, 2, 2, 2, False, True), (4096, 4096, 32, 8, False, True), (3, 2, 1, 1, True, False)]:
+        torch.manual_seed(0)
+        m = GroupedQuery(d_in, d_out, heads, kv, bias)
+        count = lambda mod: torch.tensor(float(sum(p.numel() for p in mod.parameters())))
+        exp = {"count_query": count(m.W_query), "count_key": count(m.W_key), "count_value": count(m.W_value)}
+        total = exp["count_query"] + exp["count_key"] + exp["count_value"]
+        if out_proj:
+            exp["count_out_proj"] = count(m.out_proj)
+            total = total + exp["count_out_proj"]
+        exp["count_total"] = total
+        args = ["params", "--d-in", str(d_in), "--d-out", str(d_out), "--heads", str(heads), "--kv-heads", str(kv)]
+        args += (["--qkv-bias"] if bias else []) + ([] if out_proj else ["--no-out-proj"])
+        cases.append(case(f"params_{d_in}_{d_out}_h{heads}_g{kv}{'_bias' if bias else ''}{'' if out_proj else '_noproj'}", args, None, exp,
+                          list(exp)))
+    return cases
+
+
 def rng_sequences():
     seqs = []
     for seed in [0, 1, 123, 789, 2**32 + 5]:
@@ -436,7 +645,8 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     torch.set_num_threads(1)
     for name, cases in [("single_head", single_head_cases()), ("dropout", dropout_cases()), ("mha", mha_cases()),
-                        ("mha_beyond", mha_beyond_cases())]:
+                        ("mha_beyond", mha_beyond_cases()), ("kvcache", kvcache_cases()), ("rope", rope_cases()),
+                        ("flash", flash_cases()), ("sdpa", sdpa_cases()), ("params", params_cases())]:
         with open(os.path.join(OUT, f"{name}.json"), "w") as f:
             json.dump({"generator": "tests/make_goldens.py", "torch": torch.__version__, "cases": cases}, f)
     with open(os.path.join(OUT, "torch_repr.json"), "w") as f:

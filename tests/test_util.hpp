@@ -37,6 +37,7 @@ double max_rel_diff(const A& a, const B& b) {
     for (std::size_t i = 0; i < a.size(); ++i) {
         const double x = static_cast<double>(a[i]), y = static_cast<double>(b[i]);
         if (std::isnan(x) && std::isnan(y)) continue;
+        if (std::isnan(x) || std::isnan(y)) return INFINITY;  // NaN on one side only
         if (std::isinf(x) || std::isinf(y)) {
             if (x != y) return INFINITY;
             continue;

@@ -21,6 +21,11 @@ COMMANDS = [
     "walkthrough",
     "causal --json-nonfinite null",
     "context --text 'cats climb trees during' --vocab data/vocab.json",
+    "mha --heads 4 --d-out 8 --kv-heads 2 --window 3 --show-einsum", "mha --variant combined-qkv --qkv-bias",
+    "kvcache", "kvcache --window 2 --batch 2 --heads 4 --d-out 8 --kv-heads 1", "rope", "rope --heads 2 --d-out 8 --summary",
+    "flash --block 2 --causal --window 2", "sdpa --queries 2 --is-causal",
+    "sdpa --attn-mask '[[1,1,0,0,0,0],[0,0,0,0,0,0],[1,1,1,1,1,1],[1,1,1,1,1,1],[1,1,1,1,1,1],[1,1,1,1,1,1]]'",
+    "params", "params --kv-heads 4 --layers 12",
 ]
 
 

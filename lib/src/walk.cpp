@@ -621,7 +621,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     const Forward f = attention_forward(x, &w, fs);
     rec.restart_clock();  // the forward's time goes to its steps (charge_forward_time)
     if (spec.query) trace.set_param("query", static_cast<unsigned long long>(*spec.query));
-    // --show-einsum: the operation of a step in einsum notation, after its note
+    // show_einsum: the operation of a step in einsum notation, after its note
     const auto einsum = [&](const std::string& text) {
         if (!spec.show_einsum) return;
         Step& s = trace.steps.back();

@@ -80,7 +80,8 @@ Trace trace_of(const SectionPlan& plan, const Shell& outer, const Embeddings& in
     make_cli(cli, shell);
     cli.parse(static_cast<int>(argv.size()), argv.data());
     shell.preloaded = &input;
-    return outer.compact ? compact(shell.walk(), shell.headline) : shell.walk();
+    // the part's own --compact or --steps, as when it is run alone
+    return outer.compact || shell.compact ? compact(shell.walk(), shell.headline) : select_steps(shell.walk(), shell.steps);
 }
 
 // Why two options do not go together, for CLI11's terse "--a excludes --b" and
@@ -97,6 +98,8 @@ std::string why(const std::string& message) {
         {"--d-out", "--init, --d-out and --qkv-bias say how seeded weights are drawn"},
         {"--qkv-bias", "--init, --d-out and --qkv-bias say how seeded weights are drawn"},
         {"--weights", "weights come either from a file or from the seeded generator"},
+        {"--is-causal", "scaled_dot_product_attention takes attn_mask or is_causal, not both"},
+        {"--mask-dtype", "--mask-dtype says how to read the --attn-mask"},
     };
     const std::string padded = message + " ";  // an option at the end is followed by a space too
     for (const auto& [option, reason] : reasons)
@@ -139,6 +142,9 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
         std::vector<Section> sections;
         for (const SectionPlan& p : walkthrough_plan())
             sections.push_back({p.id, p.title, p.explanation, p.formula, p.args, trace_of(p, s, input)});
+        if (s.beyond)
+            for (const SectionPlan& p : beyond_plan())
+                sections.push_back({p.id, p.title, p.explanation, p.formula, p.args, trace_of(p, s, input)});
         if (s.json) {
             render_json(sections, out, non_finite_of(s));
         } else {

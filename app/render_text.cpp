@@ -121,7 +121,8 @@ void print_matrix(const Trace& trace, const Step& step, std::size_t offset, std:
 }
 
 // Whether a token×token step of a causal trace lies after the mask (its future cells are
-// masked: −∞ or exactly 0). The rule is the documented one, j > i; nothing is recomputed.
+// masked: −∞ or exactly 0). The rule is the documented one, j > i (and j ≤ i − W with a
+// window); nothing is recomputed.
 bool after_mask(const Trace& trace, const Step& step) {
     bool causal = trace.command == "causal";
     for (const auto& [name, value] : trace.params)
@@ -135,9 +136,15 @@ std::vector<float> future_mask(const Trace& trace, const Step& step) {
     const std::size_t rank = step.tensor.shape.size();
     if (!after_mask(trace, step)) return {};
     const std::size_t rows = step.tensor.shape[rank - 2], cols = step.tensor.shape[rank - 1];
+    std::size_t window = 0;  // a sliding window masks the far past too (j ≤ i − W)
+    for (const auto& [name, value] : trace.params)
+        if (name == "window" && std::get_if<unsigned long long>(&value)) window = static_cast<std::size_t>(std::get<unsigned long long>(value));
     std::vector<float> m(rows * cols);
     for (std::size_t i = 0; i < rows; ++i)
-        for (std::size_t j = 0; j < cols; ++j) m[i * cols + j] = j > i ? 0.0f : 1.0f;
+        for (std::size_t j = 0; j < cols; ++j) {
+            const std::size_t q = i + step.first_row, k = j + step.first_key;  // token positions
+            m[i * cols + j] = k > q || (window && k + window <= q) ? 0.0f : 1.0f;
+        }
     return m;
 }
 

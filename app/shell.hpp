@@ -41,6 +41,7 @@ struct Shell {
     Recording recording;
     // walkthrough
     bool step = false;
+    bool beyond = false;  // walkthrough --beyond
     const Embeddings* preloaded = nullptr;  // walkthrough sections reuse the input it read once
 
     // Set by the chosen subcommand: builds its trace (none for walkthrough), and names the

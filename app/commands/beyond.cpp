@@ -210,6 +210,17 @@ void add_sdpa(CLI::App& cli, Shell& shell) {
                 const json_input::Value copy = json_input::parse(text, name);
                 spec.attn_mask = json_input::tensor_of(copy, name, "$");
                 spec.mask_is_bool = o->dtype == "bool";
+                if (spec.attn_mask->shape.size() != 2)
+                    throw InputError(name, "$", "the attn_mask is a matrix (queries × keys): expected 2 levels of arrays, got " +
+                                                    std::to_string(spec.attn_mask->shape.size()));
+                for (std::size_t i = 0; spec.mask_is_bool && i < spec.attn_mask->data.size(); ++i) {
+                    const float v = spec.attn_mask->data[i];
+                    if (v != 0.0f && v != 1.0f)
+                        throw InputError(name, "$[" + std::to_string(i / spec.attn_mask->shape[1]) + "][" +
+                                                   std::to_string(i % spec.attn_mask->shape[1]) + "]",
+                                         "a bool mask holds true/false or 1/0, got " + format_number(v) +
+                                             " (for values added to the scores, give --mask-dtype float)");
+                }
                 spec.mask_source = inline_json ? "inline" : name;
             }
             return walk_sdpa(h.input, h.weights, spec, shell.recording);

@@ -53,14 +53,51 @@ const std::vector<SectionPlan>& walkthrough_plan() {
     return plan;
 }
 
+const std::vector<SectionPlan>& beyond_plan() {
+    static const std::vector<SectionPlan> plan = {
+        {"kvcache", "Beyond the chapter: the KV cache",
+         "A model that writes one token at a time would recompute every key and value at every step. The cache keeps "
+         "them: each step projects only the new token, appends its key and value, and attends with the one new query. "
+         "The outputs are those of the causal multi-head attention on the whole sentence.",
+         "K_cache = [K_cache; x_t·W_k], α_t = softmax(q_t·K_cacheᵀ / √d_h)", "kvcache --compact"},
+        {"gqa", "Beyond the chapter: grouped-query attention",
+         "Query heads can share keys and values: G key/value heads serve H query heads (G = 1 is multi-query "
+         "attention). The layer has fewer parameters and, above all, a smaller KV cache.",
+         "ω_h = Q_h·K_gᵀ with g = h // (H/G)", "mha --heads 4 --d-out 8 --kv-heads 2 --steps keys,keys_split,weights"},
+        {"window", "Beyond the chapter: sliding-window attention",
+         "Each token sees only itself and the W − 1 tokens before it: the causal mask becomes a band, and a cache "
+         "needs to hold only W entries.",
+         "mask_ij = 1 if i − W < j ≤ i", "mha --window 3 --steps mask,weights"},
+        {"rope", "Beyond the chapter: rotary position embeddings",
+         "Instead of adding position vectors to the input, RoPE rotates each query and key by an angle proportional "
+         "to its position. A dot product of two rotated vectors sees only the difference of their angles, so the "
+         "scores depend on relative positions: shifting every position changes nothing.",
+         "q′ = q·cos(p·θ) + rotate_half(q)·sin(p·θ), θ_i = base^(−2i/d_h)", "rope --compact"},
+        {"flash", "Beyond the chapter: the online softmax of FlashAttention",
+         "The softmax needs a row's maximum and sum, which seem to need the whole row. The online softmax goes block "
+         "by block of keys: it keeps a running maximum, a running sum and a running output, rescaling the last two "
+         "whenever the maximum grows. The result is the same, without ever holding the T×T matrix.",
+         "m′ = max(m, rowmax S_b), ℓ′ = ℓ·e^(m−m′) + Σ e^(S_b−m′), O′ = O·e^(m−m′) + e^(S_b−m′)·V_b",
+         "flash --block 2 --causal --steps block1.*,flash_output,context,max_difference"},
+        {"sdpa", "Beyond the chapter: PyTorch's scaled_dot_product_attention",
+         "In practice attention is one call. Its masks have conventions worth knowing: a bool attn_mask is True "
+         "where a query may attend (nn.MultiheadAttention's is True where it may not), and is_causal aligns the mask "
+         "top-left, which is wrong for the last queries of a longer sequence.",
+         "softmax(Q·Kᵀ·scale + attn_bias)·V", "sdpa --queries 2 --is-causal --compact"},
+    };
+    return plan;
+}
+
 void add_walkthrough(CLI::App& cli, Shell& shell) {
     CLI::App* sub = add_command(cli, shell, "walkthrough",
                                 "The whole chapter in order: scores, softmax, context, projections, causal, dropout, multi-head.",
                                 "  attnwalk walkthrough                 # every section with the textbook's numbers\n"
                                 "  attnwalk walkthrough --step          # pause after each section (press Enter)\n"
+                                "  attnwalk walkthrough --beyond        # then KV cache, GQA, windows, RoPE, FlashAttention, SDPA\n"
                                 "  attnwalk walkthrough --text \"cats climb trees during\" --vocab data/vocab.json\n");
     sub->add_flag("--step", shell.step, "Pause after each section until Enter (only when stdin is a terminal)")
         ->excludes(sub->get_option("--json"));
+    sub->add_flag("--beyond", shell.beyond, "After the chapter, the attention of today's LLMs (kvcache, gqa, window, rope, flash, sdpa)");
     sub->callback([&shell] { shell.walkthrough = true; });
 }
 

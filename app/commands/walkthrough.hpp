@@ -15,5 +15,7 @@ struct SectionPlan {
 };
 
 const std::vector<SectionPlan>& walkthrough_plan();
+// The optional part beyond the chapter (walkthrough --beyond).
+const std::vector<SectionPlan>& beyond_plan();
 
 }  // namespace attnwalk::app

@@ -1,0 +1,198 @@
+// The real binary beyond the chapter: the equalities each lesson prints, the numbers the
+// bonus material quotes, and one clear line for each kind of bad input.
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+json run_json(const std::string& args) {
+    const auto r = test::run(args + " --json");
+    INFO("attnwalk " << args << "\nstderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    return json::parse(r.out);
+}
+
+const json& step(const json& doc, const std::string& id) {
+    for (const auto& s : doc.at("steps"))
+        if (s.at("id") == id) return s;
+    FAIL("no step " << id);
+    static json none;
+    return none;
+}
+
+std::vector<double> flat(const json& data) {
+    std::vector<double> out;
+    if (data.is_array()) {
+        for (const auto& v : data) {
+            const auto inner = flat(v);
+            out.insert(out.end(), inner.begin(), inner.end());
+        }
+    } else if (data.is_string()) {
+        out.push_back(data == "nan" ? NAN : data == "-inf" ? -INFINITY : INFINITY);
+    } else {
+        out.push_back(data.get<double>());
+    }
+    return out;
+}
+
+double scalar(const json& doc, const std::string& id) { return step(doc, id).at("data").get<double>(); }
+
+json param(const json& doc, const std::string& name) { return doc.at("params").at(name); }
+
+}  // namespace
+
+TEST_SUITE("cli.beyond") {
+    TEST_CASE("cli.beyond.params_counts_the_chapter_exercise") {
+        const json doc = run_json("params");  // GPT-2's MHA: d_in = d_out = 768, 12 heads, no qkv bias
+        CHECK(param(doc, "total") == 2360064);
+        CHECK(scalar(doc, "count_total") == 2360064.0);
+        const json gqa = run_json("params --kv-heads 4");
+        CHECK(param(gqa, "total") == 589824 + 2 * 768 * 256 + 590592);
+        CHECK(step(gqa, "count_total").at("note").get<std::string>().find("With 12 key/value heads") != std::string::npos);
+        const auto bad = test::run("params -i data/your_journey.json");
+        CHECK(bad.exit_code == 2);
+        CHECK(bad.err.find("params counts from the sizes given") != std::string::npos);
+    }
+
+    TEST_CASE("cli.beyond.gqa_with_g_equal_h_is_mha") {
+        const json plain = run_json("mha --heads 4 --d-out 8 --seed 5");
+        const json same = run_json("mha --heads 4 --d-out 8 --seed 5 --kv-heads 4");
+        CHECK(flat(step(plain, "output").at("data")) == flat(step(same, "output").at("data")));
+        const json mqa = run_json("mha --heads 4 --d-out 8 --seed 5 --kv-heads 1");
+        CHECK(step(mqa, "keys_split").at("shape") == json::array({1, 6, 2}));
+        CHECK(step(mqa, "W_key").at("shape") == json::array({3, 2}));
+        CHECK(param(mqa, "kv_heads") == 1);
+    }
+
+    TEST_CASE("cli.beyond.window_masks_the_far_past") {
+        const json doc = run_json("mha --window 2");
+        const auto w = flat(step(doc, "weights").at("data"));  // 2×6×6
+        for (std::size_t h = 0; h < 2; ++h)
+            for (std::size_t i = 0; i < 6; ++i)
+                for (std::size_t j = 0; j < 6; ++j)
+                    if (j > i || j + 2 <= i) CHECK(w[h * 36 + i * 6 + j] == 0.0);
+        // a window as long as the input is plain causal attention
+        CHECK(flat(step(run_json("mha --window 6"), "output").at("data")) == flat(step(run_json("mha"), "output").at("data")));
+    }
+
+    TEST_CASE("cli.beyond.combined_qkv_and_einsum") {
+        // without a bias, Linear(d_in, 3·d_out) draws what three Linear(d_in, d_out) draw
+        const json fused = run_json("mha --seed 3 --d-out 4");
+        const json combined = run_json("mha --seed 3 --d-out 4 --variant combined-qkv --show-einsum");
+        CHECK(flat(step(fused, "output").at("data")) == flat(step(combined, "output").at("data")));
+        CHECK(step(combined, "W_qkv").at("shape") == json::array({3, 12}));
+        CHECK(step(combined, "scores").at("note").get<std::string>().find("einsum: 'bhid,bhjd->bhij'") != std::string::npos);
+    }
+
+    TEST_CASE("cli.beyond.kvcache_equals_the_full_pass") {
+        for (const char* args : {"kvcache", "kvcache --window 3", "kvcache --heads 4 --d-out 8 --kv-heads 1 --batch 2",
+                                 "kvcache --seed 7 --qkv-bias --window 1"}) {
+            CAPTURE(args);
+            const json doc = run_json(args);
+            CHECK(scalar(doc, "max_difference") <= 1e-6);
+            CHECK(flat(step(doc, "output").at("data")) == flat(step(doc, "output_full").at("data")));
+        }
+        const json w = run_json("kvcache --window 3");
+        CHECK(step(w, "step5.keys_cache").at("shape") == json::array({2, 3, 1}));
+        CHECK(step(w, "step5.keys_cache").at("first_row") == 3);
+        CHECK(step(w, "step5.weights").at("first_key") == 3);
+        // 12 layers, 1024 tokens, GPT-2's 768 features: 2 × 1024 × 768 × 12 × 4 bytes
+        const json big = run_json("kvcache --d-out 768 --heads 12 --layers 12 --context 1024");
+        CHECK(scalar(big, "cache_bytes") == 2.0 * 1024 * 768 * 12 * 4);
+    }
+
+    TEST_CASE("cli.beyond.rope_scores_depend_on_relative_positions") {
+        for (const char* args : {"rope", "rope --shift 100", "rope --heads 2 --d-out 8 --rope-base 100 --shift 7"}) {
+            CAPTURE(args);
+            CHECK(scalar(run_json(args), "max_difference") < 1e-5);
+        }
+        const auto odd = test::run("rope --d-out 3");
+        CHECK(odd.exit_code == 2);
+        CHECK(odd.err.find("must be even") != std::string::npos);
+    }
+
+    TEST_CASE("cli.beyond.flash_equals_softmax_attention_block_by_block") {
+        for (const char* args : {"flash --block 1", "flash --block 4 --causal", "flash --block 2 --causal --window 2 --seed 9",
+                                 "flash --block 7", "flash --block 3 --batch 2 --causal"}) {
+            CAPTURE(args);
+            const json doc = run_json(args);
+            CHECK(scalar(doc, "max_difference") < 1e-6);
+            for (const auto& s : doc.at("steps"))  // never a whole T×T matrix
+                if (s.at("id").get<std::string>().find(".scores") != std::string::npos)
+                    CHECK(s.at("shape").back().get<std::size_t>() < 6 + (std::string(args).find("block 7") != std::string::npos));
+        }
+        const json w = run_json("flash --block 4 --causal --window 2");  // row "step" sees no key of block 0
+        CHECK(flat(step(w, "block0.max").at("data"))[5] == -INFINITY);
+        CHECK(step(w, "block0.max").at("note").get<std::string>().find("exp(0) = 1") != std::string::npos);
+    }
+
+    TEST_CASE("cli.beyond.sdpa_mask_conventions") {
+        const json doc = run_json("sdpa --attn-mask '[[1,1,0,0,0,0],[0,0,0,0,0,0],[1,1,1,1,1,1],[1,1,1,1,1,1],[1,1,1,1,1,1],[1,1,1,1,1,1]]'");
+        const auto w = flat(step(doc, "weights").at("data"));
+        for (std::size_t j = 0; j < 6; ++j) {
+            CHECK(std::isnan(w[6 + j]));                                              // softmax of −∞ everywhere
+            CHECK(flat(step(doc, "weights_safe").at("data"))[6 + j] == 0.0);           // PyTorch ≥ 2.5
+            CHECK(flat(step(doc, "weights_large_fill").at("data"))[6 + j] == doctest::Approx(1.0 / 6));  // uniform
+        }
+        CHECK(flat(step(doc, "mask_mha").at("data"))[2] == 1.0);  // blocked in nn.MultiheadAttention's words
+        const json causal = run_json("sdpa --queries 2 --is-causal");
+        CHECK(step(causal, "causal_top_left").at("first_row") == 4);
+        CHECK(flat(step(causal, "causal_bottom_right").at("data"))[4] == 1.0);  // "one" sees itself
+        CHECK(flat(step(causal, "causal_top_left").at("data"))[4] == 0.0);      // top-left: it does not
+        // L = S: is_causal is the chapter's causal attention on raw embeddings scaled by 1/√3
+        const json full = run_json("sdpa --is-causal");
+        const auto sw = flat(step(full, "weights").at("data"));
+        const json ref = run_json("causal --scale 1.7320508");
+        const auto cw = flat(step(ref, "weights").at("data"));
+        CHECK_CLOSE_ALL(sw, cw, 1e-6);
+    }
+
+    TEST_CASE("cli.beyond.bad_input_gets_one_line") {
+        struct Bad {
+            std::string args;
+            int code;
+            std::string message;
+        };
+        const std::vector<Bad> cases = {
+            {"mha --heads 4 --d-out 8 --kv-heads 3", 2, "--kv-heads 3 must divide --heads 4"},
+            {"mha --variant wrapper --kv-heads 1", 2, "the wrapper's heads each have their own keys"},
+            {"mha --window 0", 2, "--window: must be at least 1"},
+            {"mha --window 2 --no-causal", 2, "it needs causal attention"},
+            {"kvcache --window 0", 2, "--window: must be at least 1"},
+            {"kvcache --heads 4 --d-out 8 --kv-heads 3", 2, "--kv-heads 3 must divide --heads 4"},
+            {"flash --block 0", 2, "--block: must be at least 1"},
+            {"flash --window 2", 2, "add --causal"},
+            {"sdpa --queries 7", 2, "the queries must be 1 to 6"},
+            {"sdpa --attn-mask '[[1,0],[0,1]]'", 2, "the attn_mask must be L×S = 6×6 (queries × keys), it is 2×2"},
+            {"sdpa --attn-mask '[[1,0.5,1,1,1,1]]' --queries 1", 1, "a bool mask holds true/false or 1/0, got 0.5"},
+            {"sdpa --attn-mask '[[\"a\"]]'", 1, "expected a number, got a string"},
+            {"sdpa --attn-mask '[1,1,1,1,1,1]' --queries 1", 1, "expected 2 levels of arrays, got 1"},
+            {"sdpa --attn-mask /nonexistent.json", 1, "/nonexistent.json: cannot open file"},
+            {"sdpa --is-causal --attn-mask '[[1]]'", 2, "excludes --is-causal (scaled_dot_product_attention takes attn_mask or is_causal"},
+            {"sdpa --mask-dtype float", 2, "--mask-dtype requires --attn-mask (--mask-dtype says how to read the --attn-mask)"},
+            {"rope --rope-base 1", 2, "must be a number above 1"},
+            {"params --heads 5", 2, "not divisible by 5 heads"},
+        };
+        for (const Bad& b : cases) {
+            CAPTURE(b.args);
+            const auto r = test::run(b.args);
+            CHECK(r.exit_code == b.code);
+            CHECK(r.err.find(b.message) != std::string::npos);
+            CHECK(r.err.find("attnwalk: error: ") == 0);
+            CHECK(r.out.empty());
+        }
+    }
+
+    TEST_CASE("cli.beyond.walkthrough_part") {
+        const json doc = run_json("walkthrough --beyond");
+        REQUIRE(doc.at("sections").size() == 13);
+        CHECK(doc.at("sections").at(7).at("id") == "kvcache");
+        CHECK(doc.at("sections").at(12).at("id") == "sdpa");
+        CHECK(run_json("walkthrough").at("sections").size() == 7);
+    }
+}

@@ -128,7 +128,7 @@ bool after_mask(const Trace& trace, const Step& step) {
     for (const auto& [name, value] : trace.params)
         if (name == "causal") causal = std::get_if<bool>(&value) && std::get<bool>(value);
     return causal && step.id != "scores" && step.id != "scores_scaled" && step.id != "weights_unmasked" && step.id != "mask" &&
-           step.id != "ones";
+           step.id != "ones" && step.id != "scores_position_shift";
 }
 
 // The mask of the heatmap cells: 1 = visible, 0 = masked (future) when after_mask.
@@ -393,7 +393,8 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
 void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out, const BeforeItem& before_item) {
     std::string tokens;
     for (std::size_t i : shown(trace.tokens.size(), opt)) tokens += (tokens.empty() ? "" : " ") + (i == gap ? "…" : trace.tokens[i]);
-    out << wrap(tokens, opt.columns, "attnwalk " + trace.command + ": ", "  ");
+    if (trace.tokens.empty()) out << "attnwalk " << trace.command << "\n";  // no input (params)
+    else out << wrap(tokens, opt.columns, "attnwalk " + trace.command + ": ", "  ");
     std::string params;
     for (const auto& [name, value] : trace.params) params += (params.empty() ? "" : ", ") + name + " " + param_text(value);
     out << wrap(params, opt.columns, "  ", "  ");

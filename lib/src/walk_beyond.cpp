@@ -155,6 +155,7 @@ Trace walk_rope(const Embeddings& input, const Weights& weights, const RopeSpec&
     const AttentionWeights& w = *weights;
     Trace trace = start_trace("rope", input, &w);
     trace.set_param("heads", static_cast<ull>(w.heads));
+    trace.set_param("causal", true);
     trace.set_param("rope_base", spec.base);
     trace.set_param("shift", static_cast<ull>(spec.shift));
     Recorder rec(trace);

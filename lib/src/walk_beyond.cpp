@@ -35,6 +35,9 @@ std::string grouped(ull n) {
     return out;
 }
 
+// A byte count in words: grouped digits, or scientific notation beyond what 64 bits hold.
+std::string bytes_text(double bytes) { return bytes < 1e18 ? grouped(static_cast<ull>(bytes)) : format_number(bytes); }
+
 Tensor scalar(float v) { return Tensor{{}, {v}}; }
 
 float max_abs_diff(const Cube& a, const Cube& b) {
@@ -142,8 +145,8 @@ Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCach
     std::ostringstream note;
     note << "B " << B << " × T " << kept << (spec.window && kept < tokens ? " (the window)" : "") << " × G " << G << " × d_h " << d_h
          << " × 2 (keys and values) × " << spec.layers << (spec.layers == 1 ? " layer" : " layers") << " × " << spec.bytes_per_value
-         << " bytes = " << grouped(static_cast<ull>(bytes)) << " bytes.";
-    if (G != H) note << " With one key/value head per query head it would be " << grouped(static_cast<ull>(bytes / G * H)) << ".";
+         << " bytes = " << bytes_text(bytes) << " bytes.";
+    if (G != H) note << " With one key/value head per query head it would be " << bytes_text(bytes / static_cast<double>(G) * static_cast<double>(H)) << ".";
     cb.note = note.str();
     return finish(std::move(trace), recording);
 }
@@ -457,6 +460,11 @@ Trace walk_params(const ParamsSpec& spec) {
         throw UsageError("d_out " + std::to_string(spec.d_out) + " is not divisible by " + std::to_string(H) + " heads");
     if (G < 1 || H % G != 0)
         throw UsageError("the key/value heads must divide the heads: " + std::to_string(G) + " does not divide " + std::to_string(H));
+    // every count below is at most 4·(d_in + 1)·d_out (+ d_out²) per layer: exact in 64 bits under this bound
+    const double largest = 4.0 * (static_cast<double>(spec.d_in) + 1.0) * static_cast<double>(spec.d_out) +
+                           static_cast<double>(spec.d_out) * static_cast<double>(spec.d_out) + static_cast<double>(spec.d_out);
+    if (largest * static_cast<double>(spec.layers) > 9.0e15)
+        throw UsageError("these sizes have more than 9·10^15 parameters: too many to count exactly here");
     const ull d_in = spec.d_in, d_out = spec.d_out, d_h = d_out / H, d_kv = G * d_h, bias = spec.qkv_bias ? 1 : 0;
     Trace trace;
     trace.command = "params";
@@ -493,7 +501,7 @@ Trace walk_params(const ParamsSpec& spec) {
                          static_cast<double>(spec.bytes_per_value);
     rec.add_plain("cache_bytes", "Its KV cache for a full context", "T·G·d_h·2·layers·bytes", scalar(static_cast<float>(bytes)), {}).note =
         std::to_string(spec.context_length) + " tokens × " + std::to_string(d_kv) + " × 2 × " + std::to_string(spec.layers) + " × " +
-        std::to_string(spec.bytes_per_value) + " bytes = " + grouped(static_cast<ull>(bytes)) + " bytes per sequence.";
+        std::to_string(spec.bytes_per_value) + " bytes = " + bytes_text(bytes) + " bytes per sequence.";
     return check_finite(std::move(trace));
 }
 

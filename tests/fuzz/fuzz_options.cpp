@@ -17,7 +17,8 @@
 
 namespace {
 
-const char* const commands[] = {"scores", "softmax", "context", "causal", "dropout", "mha", "walkthrough"};
+const char* const commands[] = {"scores", "softmax", "context", "causal", "dropout", "mha", "walkthrough",
+                                 "kvcache", "rope", "flash", "sdpa", "params"};
 
 struct Choice {
     const char* option;
@@ -34,7 +35,24 @@ const std::vector<Choice> choices = {
     {"--scale", {"1", "2", "0.5", "1e-300", "1e39", "0", "nan", "-1"}},
     {"--batch", {"1", "2", "3", "0", "-1"}},
     {"--heads", {"1", "2", "3", "4", "0"}},
-    {"--variant", {"fused", "wrapper"}},
+    {"--variant", {"fused", "wrapper", "combined-qkv"}},
+    {"--kv-heads", {"1", "2", "3", "0"}},
+    {"--window", {"1", "2", "6", "0"}},
+    {"--show-einsum", {}},
+    {"--beyond", {}},
+    {"--layers", {"1", "12", "0"}},
+    {"--context", {"1", "1024", "18446744073709551615"}},
+    {"--cache-dtype", {"float32", "bfloat16", "int8"}},
+    {"--rope-base", {"10000", "1", "1.5", "1e308", "nan"}},
+    {"--shift", {"0", "3", "18446744073709551615"}},
+    {"--block", {"1", "2", "7", "0"}},
+    {"--causal", {}},
+    {"--queries", {"1", "2", "6", "7", "0"}},
+    {"--attn-mask", {"mask.json", "[[1,0,1]]", "[[true,false,true],[1,1,1],[0,0,0]]", "[[0.5]]", "[[[1]]]", "[]", "[[\"a\"]]"}},
+    {"--mask-dtype", {"bool", "float"}},
+    {"--is-causal", {}},
+    {"--d-in", {"1", "768", "0"}},
+    {"--no-out-proj", {}},
     {"--dropout", {"0", "0.5", "0.1", "0.99", "1", "1e-320"}},
     {"--dropout-seed", {"0", "123", "9"}},
     {"--eval", {}},
@@ -77,6 +95,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     write("tokens.json", "{\"tokens\": [\"the\", \"\\u001b[2J\", \"a,b\", \"the\", \"0\"], \"embeddings\": [[1, 0], [0, 1], [1, 1], [1, 0], [0.5, 0.5]]}");
     write("weights.json", R"({"W_query": [[1, 2], [3, 4], [5, 6]], "W_key": [[1, 0], [0, 1], [1, 1]], "W_value": [[1, 1], [2, 2], [3, 3]],
                               "out_proj": {"weight": [[1, 0], [0, 1]], "bias": [0, 0]}})");
+    write("mask.json", "[[1, 1, 0], [0, 0, 0], [1, 1, 1]]");
     write("wrapper.json", R"({"heads": [{"W_query": [[1], [2], [3]], "W_key": [[1], [0], [1]], "W_value": [[1], [1], [1]]}]})");
     write("vocab.json", R"({"cats": [1, 2], "climb": [3, 4], "trees": [5, 6], "Your": [1, 1], "journey": [2, 2]})");
     return 0;

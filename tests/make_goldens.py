@@ -554,6 +554,19 @@ def sdpa_cases():
         args += (["--attn-mask", json.dumps(mask), "--mask-dtype", dtype] if mask is not None else [])
         args += ["--seed", str(seed)] if seed is not None else []
         cases.append(case(f"sdpa_L{L}_{dtype}_causal{causal}_scale{scale}_seed{seed}", args, None, exp))
+    # dropout_p: torch.dropout(attn_weight, p, train=True) after the reference's softmax
+    for L, causal, p, dseed in [(6, True, 0.5, 123), (3, False, 0.25, 7), (6, False, 0.1, None)]:
+        x = torch.tensor(BUILTIN)
+        q = x[6 - L:]
+        bias, w, _ = sdpa_reference(q, x, x, None, causal)
+        torch.manual_seed(123 if dseed is None else dseed)
+        keep = torch.empty(L, 6).bernoulli_(1 - p)
+        torch.manual_seed(123 if dseed is None else dseed)
+        wd = torch.dropout(w, p, True)
+        args = ["sdpa", "--queries", str(L), "--dropout-p", str(p)] + (["--is-causal"] if causal else [])
+        args += ["--dropout-seed", str(dseed)] if dseed is not None else []
+        cases.append(case(f"sdpa_L{L}_causal{causal}_dropout{p}_seed{dseed}", args, None,
+                          {"weights": w, "dropout_mask": keep, "weights_dropped": wd, "output": wd @ x}, ["dropout_mask"]))
     return cases
 
 

@@ -57,8 +57,7 @@ std::size_t dtype_bytes(const std::string& name) { return name == "float32" ? 4 
 
 void add_kvcache(CLI::App& cli, Shell& shell) {
     CLI::App* sub = add_command(cli, shell, "kvcache",
-                                "Decoding token by token with a KV cache: each new query, key and value, the cache growing, the new "
-                                "row of attention; checked against the whole sequence at once.",
+                                "Decoding with a KV cache: token by token, the cache growing, each new row of attention; equal to mha at once.",
                                 "  attnwalk kvcache                          # mha's weights (seed 123), one token at a time\n"
                                 "  attnwalk kvcache --window 3               # a sliding window: the cache keeps 3 entries\n"
                                 "  attnwalk kvcache --heads 4 --d-out 8 --kv-heads 1   # multi-query: one cached head\n"
@@ -97,8 +96,7 @@ void add_kvcache(CLI::App& cli, Shell& shell) {
 
 void add_rope(CLI::App& cli, Shell& shell) {
     CLI::App* sub = add_command(cli, shell, "rope",
-                                "Rotary position embeddings: the queries and keys rotated pair by pair, and the scores depending "
-                                "only on relative positions (checked by shifting every position).",
+                                "Rotary position embeddings: Q and K rotated by position; the scores depend only on relative positions.",
                                 "  attnwalk rope                        # one head, d_h = 4, base 10000\n"
                                 "  attnwalk rope --rope-base 100 --shift 10   # faster turns; positions + 10\n"
                                 "  attnwalk rope --heads 2 --d-out 8 --steps 'rope_*,max_difference'\n");
@@ -130,8 +128,7 @@ void add_rope(CLI::App& cli, Shell& shell) {
 
 void add_flash(CLI::App& cli, Shell& shell) {
     CLI::App* sub = add_command(cli, shell, "flash",
-                                "FlashAttention's online softmax: key block by key block, the running maximum, the running sum, "
-                                "the rescale and the accumulator, ending in the same context without the T×T matrix.",
+                                "FlashAttention's online softmax: running max, sum and output block by block; equal to softmax attention.",
                                 "  attnwalk flash --block 2                 # raw embeddings, blocks of 2 keys\n"
                                 "  attnwalk flash --block 4 --causal --seed 123   # projections, causal\n"
                                 "  attnwalk flash --block 2 --window 2      # a window: rows with a fully masked block\n");
@@ -162,14 +159,13 @@ void add_flash(CLI::App& cli, Shell& shell) {
 
 void add_sdpa(CLI::App& cli, Shell& shell) {
     CLI::App* sub = add_command(cli, shell, "sdpa",
-                                "torch.nn.functional.scaled_dot_product_attention's arguments and mask conventions: attn_mask bool "
-                                "(True = attend) or float, is_causal top-left against bottom-right, −∞ against a large negative "
-                                "fill, a fully masked row.",
+                                "PyTorch's scaled_dot_product_attention: attn_mask and is_causal conventions, −∞ vs a large fill, masked rows.",
                                 "  attnwalk sdpa --is-causal                      # L = S: the usual causal mask\n"
                                 "  attnwalk sdpa --queries 2 --is-causal          # 2 queries, 6 keys: top-left vs bottom-right\n"
                                 "  attnwalk sdpa --attn-mask '[[1,1,0,0,0,0],[0,0,0,0,0,0],[1,1,1,1,1,1],[1,1,1,1,1,1],[1,1,1,1,1,1],[1,1,1,1,1,1]]'\n"
                                 "                                                 # bool mask; row 2 fully masked: NaN, 0 or uniform\n"
-                                "  attnwalk sdpa --attn-mask mask.json --mask-dtype float   # added to the scores\n");
+                                "  attnwalk sdpa --attn-mask mask.json --mask-dtype float   # added to the scores\n"
+                                "  attnwalk sdpa --is-causal --dropout-p 0.5 --dropout-seed 123   # dropout on the weights\n");
     struct Options {
         WeightsOptions weights;
         std::optional<std::size_t> queries;
@@ -177,8 +173,16 @@ void add_sdpa(CLI::App& cli, Shell& shell) {
         std::string dtype = "bool";
         bool is_causal = false;
         std::optional<double> scale;
+        double dropout_p = 0.0;
+        std::optional<std::uint64_t> dropout_seed;
     };
     auto o = std::make_shared<Options>();
+    sub->add_option("--dropout-p", o->dropout_p, "dropout_p: SDPA drops attention weights whenever it is above 0 (train or not)")
+        ->check(number_check("P", [](double v) { return v == 0.0 || (v > 0.0 && v < 1.0 && 1.0 - v < 1.0); },
+                             "must be 0 or in [1.2e-16, 1)"))
+        ->capture_default_str();
+    sub->add_option("--dropout-seed", o->dropout_seed, "Reseed the generator right before the dropout draw, like torch.manual_seed(S)")
+        ->check(whole_number(0));
     sub->add_option("--queries", o->queries, "L: the last L tokens are the queries (default: all); the keys are every token")
         ->check(whole_number(1));
     CLI::Option* mask =
@@ -193,9 +197,10 @@ void add_sdpa(CLI::App& cli, Shell& shell) {
     sub->callback([&shell, o] {
         shell.headline = {"attn_bias", "weights", "output"};
         shell.walk = [&shell, o] {
-            Randomness random(o->weights.seed, std::nullopt);
+            Randomness random(o->weights.seed, o->dropout_seed);
             const OneHead h = prepare_one_head(shell, o->weights, random);
             SdpaSpec spec;
+            spec.dropout = random.dropout(o->dropout_p, true);
             spec.queries = o->queries;
             spec.is_causal = o->is_causal;
             spec.scale = o->scale;
@@ -229,7 +234,7 @@ void add_sdpa(CLI::App& cli, Shell& shell) {
 }
 
 void add_params(CLI::App& cli, Shell& shell) {
-    CLI::App* sub = cli.add_subcommand("params", "Count the parameters of one attention layer (and its KV cache) for a configuration.");
+    CLI::App* sub = cli.add_subcommand("params", "Parameters of one attention layer and the size of its KV cache, for a configuration.");
     sub->footer("Examples:\n"
                 "  attnwalk params                              # GPT-2's MHA: 768, 12 heads, no qkv bias: 2,360,064\n"
                 "  attnwalk params --kv-heads 4                 # the same with grouped-query attention\n"

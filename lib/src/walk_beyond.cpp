@@ -308,6 +308,9 @@ Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec&
         throw UsageError("the queries must be 1 to " + std::to_string(S) + " (the last L of the " + std::to_string(S) + " tokens)");
     if (spec.is_causal && spec.attn_mask)
         throw UsageError("SDPA takes either attn_mask or is_causal, not both (PyTorch refuses the pair)");
+    if (!(spec.dropout.p >= 0.0 && spec.dropout.p < 1.0)) throw UsageError("dropout_p must be in [0, 1), got " + format_number(spec.dropout.p));
+    const bool draws = spec.dropout.train && spec.dropout.p > 0.0;
+    if (draws && !spec.dropout.gen) throw UsageError("dropout_p needs a random generator");
     Mat mask;  // L×S as given
     if (spec.attn_mask) {
         const Tensor& t = *spec.attn_mask;
@@ -319,6 +322,7 @@ Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec&
     }
     trace.set_param("queries", static_cast<ull>(L));
     trace.set_param("is_causal", spec.is_causal);
+    trace.set_param("dropout_p", draws ? spec.dropout.p : 0.0);
     if (spec.attn_mask) {
         trace.set_param("attn_mask", spec.mask_source);
         trace.set_param("mask_dtype", std::string(spec.mask_is_bool ? "bool" : "float"));
@@ -351,7 +355,9 @@ Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec&
     ForwardSpec fs;
     fs.scale_factor = factor;
     fs.bias = &bias;
+    if (draws) fs.dropout = {spec.dropout.p, spec.dropout.gen};
     attend(f, w, fs);
+    if (draws && spec.dropout.reseeded) trace.set_param("dropout_seed", static_cast<ull>(spec.dropout.gen->initial_seed()));
 
     if (w) record_parameters(rec, w->query, w->key, w->value, "", "");
     const Cube q = xt::view(f.q, xt::all(), xt::range(first, S), xt::all());
@@ -420,7 +426,18 @@ Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec&
     if (!empty_rows.empty())
         ws.note = "Every key of " + rows + " is masked: softmax of a row of −∞ is 0/0 = NaN (torch.softmax, and SDPA before "
                   "PyTorch 2.5).";
-    Step& os = rec.add("output", "Output", "Z = A·V", Cube(xt::view(f.head_outputs, xt::all(), 0)), tokens_features);
+    if (f.dropped) {
+        rec.add("dropout_mask", "dropout_p: the keep mask, 1 = kept", "keep ~ Bernoulli(1 − p)", Cube(xt::view(f.keep, xt::all(), 0)),
+                tokens_tokens)
+            .first_row = first;
+        Step& wd = rec.add_with_row_sums("weights_dropped", "The weights after dropout", "A ⊙ keep / (1 − p)",
+                                         Cube(xt::view(f.weights_dropped, xt::all(), 0)), tokens_tokens);
+        wd.first_row = first;
+        wd.may_be_non_finite = !empty_rows.empty();
+        wd.note = "SDPA applies dropout whenever dropout_p > 0, training or not: pass dropout_p=0.0 at inference. " + spec.dropout.note;
+    }
+    Step& os = rec.add("output", "Output", f.dropped ? "Z = A_dropped·V" : "Z = A·V", Cube(xt::view(f.head_outputs, xt::all(), 0)),
+                       tokens_features);
     os.first_row = first;
     os.may_be_non_finite = !empty_rows.empty();
     if (!empty_rows.empty()) {
@@ -437,15 +454,16 @@ Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec&
         Forward g = f;
         ForwardSpec gs = fs;
         gs.bias = &large;
+        gs.dropout = {};  // the comparison of fills is about the softmax: no second draw
         attend(g, w, gs);
         Step& lw = rec.add_with_row_sums("weights_large_fill", "The weights with a large negative fill (" + format_number(spec.large_fill) + ") instead of −∞",
                                          "softmax(ω·scale + bias_fill)", Cube(xt::view(g.weights, xt::all(), 0)), tokens_tokens);
         lw.first_row = first;
-        lw.note = empty_rows.empty()
+        lw.note = std::string(f.dropped ? "(Before dropout.) " : "") + (empty_rows.empty()
                       ? "The same weights as with −∞: exp of a huge negative number is 0 as well."
                       : "Equal on the other rows; on " + rows + " every score is the fill, so after subtracting the row maximum "
-                        "each is exp(0) = 1: a uniform row, attending to keys it was told to ignore.";
-        rec.add("output_large_fill", "The output with the large negative fill", "Z = A_fill·V", Cube(xt::view(g.head_outputs, xt::all(), 0)),
+                        "each is exp(0) = 1: a uniform row, attending to keys it was told to ignore.");
+        rec.add("output_large_fill", "The output with the large negative fill", f.dropped ? "Z = A_fill·V (no dropout)" : "Z = A_fill·V", Cube(xt::view(g.head_outputs, xt::all(), 0)),
                 tokens_features)
             .first_row = first;
     }

@@ -111,6 +111,7 @@ struct SdpaSpec {
     std::string mask_source;             // where the mask came from, for the params
     bool is_causal = false;
     std::optional<double> scale;         // SDPA's scale: a multiplier (default 1/√d)
+    DropoutDraw dropout;                 // dropout_p: torch.dropout(attn_weight, p, train=True)
     double large_fill = -3.4028234663852886e38;  // torch.finfo(torch.float32).min
 };
 Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec& spec, const Recording& rec);

@@ -367,7 +367,12 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
         for (auto it = trace.steps.rbegin(); !chosen && it != trace.steps.rend(); ++it)
             if (is_token_matrix(*it)) chosen = &*it;
     }
-    if (!chosen) throw UsageError("--svg draws a token×token step, and this run has none (--query keeps one row only)");
+    if (!chosen)
+        throw UsageError(std::string("--svg draws a token×token step, and this run has none (") +
+                         (trace.command == "kvcache" ? "kvcache attends with one new query per step; mha --svg draws the whole matrix"
+                          : trace.command == "params" ? "params counts, it computes no attention"
+                                                      : "--query keeps one row only") +
+                         ")");
     const Step& step = *chosen;
     if (step.tensor.data.size() != step.tensor.size())
         throw UsageError("--svg draws the " + step.id + " step, and --summary keeps only its statistics: leave out one of the two");

@@ -188,6 +188,24 @@ TEST_SUITE("cli.beyond") {
         }
     }
 
+    TEST_CASE("cli.beyond.explain_a_cell") {
+        // RoPE: the score written out is the rotated queries' and keys' dot product, the matrix's entry
+        const json rope = run_json("rope --heads 2 --d-out 8 --explain 3,1 --head 1");
+        const auto scores = flat(step(rope, "scores").at("data"));  // 2×6×6
+        CHECK(scalar(rope, "explain_score") == scores[36 + 3 * 6 + 1]);
+        const auto rotated = flat(step(rope, "queries_rotated").at("data"));  // 2×6×4: head 1, row 3
+        CHECK(flat(step(rope, "explain_query_rotated").at("data")) == std::vector<double>(rotated.begin() + 24 + 12, rotated.begin() + 24 + 16));
+        // kvcache: the cell's weight is the cached step's
+        const json kv = run_json("kvcache --explain 4,2 --head 1");
+        CHECK(scalar(kv, "explain_weight") == flat(step(kv, "step4.weights").at("data"))[5 + 2]);
+        const json fl = run_json("flash --block 2 --explain journey,starts");
+        const auto context = flat(step(fl, "context").at("data"));  // 6×3: row 1
+        CHECK(flat(step(fl, "explain_context").at("data")) == std::vector<double>(context.begin() + 3, context.begin() + 6));
+        const auto bad = test::run("kvcache --explain 1,2 --head 2");
+        CHECK(bad.exit_code == 2);
+        CHECK(bad.err.find("head 2 is out of range: there are 2 heads") != std::string::npos);
+    }
+
     TEST_CASE("cli.beyond.walkthrough_part") {
         const json doc = run_json("walkthrough --beyond");
         REQUIRE(doc.at("sections").size() == 13);

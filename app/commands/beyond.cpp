@@ -50,6 +50,12 @@ std::optional<std::uint64_t> seed_of(const WeightsOptions& w) {
     return !w.file && !w.seed ? std::optional<std::uint64_t>(default_beyond_seed) : w.seed;
 }
 
+// --explain I,J and --head H (the head --explain writes out).
+void add_explain_and_head(CLI::App& sub, std::optional<std::string>& explain, std::size_t& head) {
+    CLI::Option* e = add_explain_option(sub, explain);
+    sub.add_option("--head", head, "The head --explain writes out (0-based, default 0)")->check(whole_number(0))->needs(e);
+}
+
 // --cache-dtype: the bytes of one cached value.
 std::size_t dtype_bytes(const std::string& name) { return name == "float32" ? 4 : 2; }
 
@@ -67,9 +73,12 @@ void add_kvcache(CLI::App& cli, Shell& shell) {
         std::optional<std::size_t> window, context;
         std::size_t layers = 1;
         std::string dtype = "float32";
+        std::optional<std::string> explain;
+        std::size_t head = 0;
     };
     auto o = std::make_shared<Options>();
     add_layer_options(*sub, o->layer, shell, 2);
+    add_explain_and_head(*sub, o->explain, o->head);
     sub->add_option("--window", o->window, "Sliding window: the cache keeps the last W keys and values")->check(whole_number(1));
     sub->add_option("--layers", o->layers, "Layers, for the cache's size")->check(whole_number(1))->capture_default_str();
     sub->add_option("--context", o->context, "Tokens the cache's size is given for (default: the input's)")->check(whole_number(1));
@@ -87,6 +96,8 @@ void add_kvcache(CLI::App& cli, Shell& shell) {
             spec.layers = o->layers;
             spec.context_tokens = o->context.value_or(0);
             spec.bytes_per_value = dtype_bytes(o->dtype);
+            if (o->explain) spec.explain = parse_cell(*o->explain, input.tokens);
+            spec.explain_head = o->head;
             Trace trace = walk_kvcache(input, layer_weights(o->layer, input, random, true, default_d_out), spec, shell.recording);
             if (!o->layer.weights.file && !o->layer.weights.seed) trace.set_param("default_seed", true);
             return trace;
@@ -104,9 +115,12 @@ void add_rope(CLI::App& cli, Shell& shell) {
         LayerOptions layer;
         double base = 10000.0;
         std::size_t shift = 3;
+        std::optional<std::string> explain;
+        std::size_t head = 0;
     };
     auto o = std::make_shared<Options>();
     add_layer_options(*sub, o->layer, shell, 1);
+    add_explain_and_head(*sub, o->explain, o->head);
     sub->add_option("--rope-base", o->base, "The base of the frequencies θ_i = base^(−2i/d_h)")
         ->check(number_check("B", [](double v) { return std::isfinite(v) && v > 1.0; }, "must be a number above 1"))
         ->capture_default_str();
@@ -119,7 +133,9 @@ void add_rope(CLI::App& cli, Shell& shell) {
                 return layer_cost(s, o->layer.weights.d_out.value_or(4), o->layer.heads);
             });
             const Weights w = layer_weights(o->layer, input, random, false, 4);
-            Trace trace = walk_rope(input, w, RopeSpec{o->base, o->shift}, shell.recording);
+            RopeSpec spec{o->base, o->shift, std::nullopt, o->head};
+            if (o->explain) spec.explain = parse_cell(*o->explain, input.tokens);
+            Trace trace = walk_rope(input, w, spec, shell.recording);
             if (!o->layer.weights.file && !o->layer.weights.seed) trace.set_param("default_seed", true);
             return trace;
         };
@@ -138,8 +154,10 @@ void add_flash(CLI::App& cli, Shell& shell) {
         bool causal = false;
         std::optional<std::size_t> window;
         std::optional<double> scale;
+        std::optional<std::string> explain;
     };
     auto o = std::make_shared<Options>();
+    add_explain_option(*sub, o->explain);
     sub->add_option("--block", o->block, "Keys per block")->check(whole_number(1))->capture_default_str();
     sub->add_flag("--causal", o->causal, "Mask future tokens");
     sub->add_option("--window", o->window, "Sliding window of W keys (with --causal)")->check(whole_number(1));
@@ -152,7 +170,9 @@ void add_flash(CLI::App& cli, Shell& shell) {
                 throw UsageError("--window is a sliding window over the tokens before each query: add --causal");
             Randomness random(o->weights.seed, std::nullopt);
             const OneHead h = prepare_one_head(shell, o->weights, random);
-            return walk_flash(h.input, h.weights, FlashSpec{o->block, o->causal, o->window, o->scale}, shell.recording);
+            FlashSpec spec{o->block, o->causal, o->window, o->scale, std::nullopt};
+            if (o->explain) spec.explain = parse_cell(*o->explain, h.input.tokens);
+            return walk_flash(h.input, h.weights, spec, shell.recording);
         };
     });
 }

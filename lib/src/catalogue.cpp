@@ -98,6 +98,8 @@ const std::vector<StepInfo>& step_catalogue() {
         // one cell written out
         {"explain_query", "the query of row I, row by row of W_query"},
         {"explain_key", "the key of column J, row by row of W_key"},
+        {"explain_query_rotated", "RoPE: the query of row I rotated by its position"},
+        {"explain_key_rotated", "RoPE: the key of column J rotated by its position"},
         {"explain_score", "the score of the cell, term by term"},
         {"explain_scaled", "the score divided by the scale"},
         {"explain_max", "the maximum of row I"},

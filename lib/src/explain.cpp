@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "attnwalk/walk.hpp"
+
 namespace attnwalk {
 
 namespace {
@@ -47,18 +49,36 @@ void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const Attentio
     // The query and key vectors, from the embeddings through W_query and W_key.
     const std::size_t g = h / (f.heads / f.kv_heads);  // the key/value head of query head h
     const std::vector<float> q = row_of(f.qh, h, i), k = row_of(f.kh, g, j);
+    // With RoPE the projections give q and k before their rotation.
+    const std::vector<float> q0 = f.rope ? row_of(f.qh_plain, h, i) : q, k0 = f.rope ? row_of(f.kh_plain, g, j) : k;
     if (weights) {
         const std::vector<float> xi(&x(0, i, 0), &x(0, i, 0) + x.shape(2)), xj(&x(0, j, 0), &x(0, j, 0) + x.shape(2));
         const Linear wq = f.heads > 1 ? weights->head_columns(weights->query, h) : weights->query;
         const Linear wk = f.kv_heads > 1 ? weights->head_columns(weights->key, g) : weights->key;
         Step& sq = rec.add_plain("explain_query", "The query of " + quoted(qi) + batch_note + ": its embedding times W_query",
                                  "q_" + I + " = Σ_c x_" + I + "c·W_query[c,:]" + (weights->query.b.size() ? " + b_query" : ""),
-                                 vector_tensor(q), {Axis::feature});
-        sq.expansion.push_back(projection_expansion("q(" + qi + ")", xi, wq, q));
+                                 vector_tensor(q0), {Axis::feature});
+        sq.expansion.push_back(projection_expansion("q(" + qi + ")", xi, wq, q0));
         Step& sk = rec.add_plain("explain_key", "The key of " + quoted(kj) + batch_note + ": its embedding times W_key",
                                  "k_" + J + " = Σ_c x_" + J + "c·W_key[c,:]" + (weights->key.b.size() ? " + b_key" : ""),
+                                 vector_tensor(k0), {Axis::feature});
+        sk.expansion.push_back(projection_expansion("k(" + kj + ")", xj, wk, k0));
+    }
+    if (f.rope) {  // each turned by its position's angles
+        const std::size_t d = q.size(), half = d / 2;
+        const auto angles = [&](std::size_t t) {
+            std::string out;
+            for (std::size_t c = 0; c < half; ++c) out += (c ? ", " : "") + format_number(f.rope->angles(t, c));
+            return out;
+        };
+        Step& rq = rec.add_plain("explain_query_rotated", "The query of " + quoted(qi) + ", rotated by position " + std::to_string(i),
+                                 "q′_" + I + " = q_" + I + "·cos φ_" + std::to_string(i) + " + rotate_half(q_" + I + ")·sin φ_" + std::to_string(i),
+                                 vector_tensor(q), {Axis::feature});
+        rq.note = "Pairs (c, c + " + std::to_string(half) + ") turn by the angles φ = " + angles(i) + " (radians).";
+        Step& rk = rec.add_plain("explain_key_rotated", "The key of " + quoted(kj) + ", rotated by position " + std::to_string(j),
+                                 "k′_" + J + " = k_" + J + "·cos φ_" + std::to_string(j) + " + rotate_half(k_" + J + ")·sin φ_" + std::to_string(j),
                                  vector_tensor(k), {Axis::feature});
-        sk.expansion.push_back(projection_expansion("k(" + kj + ")", xj, wk, k));
+        rk.note = "Angles φ = " + angles(j) + ": the score below sees only their differences.";
     }
 
     // The score: one dot product, term by term.
@@ -67,7 +87,8 @@ void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const Attentio
     dot.label = qi + "·" + kj;
     for (std::size_t c = 0; c < q.size(); ++c) dot.terms.push_back({q[c], {k[c]}});
     dot.result = {score};
-    const std::string qs = weights ? "q_" + I : "x_" + I, ks = weights ? "k_" + J : "x_" + J;
+    const std::string qs = (weights ? "q" : "x") + std::string(f.rope ? "′_" : "_") + I,
+                      ks = (weights ? "k" : "x") + std::string(f.rope ? "′_" : "_") + J;
     Step& s = rec.add_plain("explain_score", "The score of " + quoted(qi) + " against " + quoted(kj) + batch_note,
                             "ω_" + I + "," + J + " = " + qs + "·" + ks + " = Σ_c " + qs + "c·" + ks + "c", scalar_trace(score), {});
     s.expansion.push_back(std::move(dot));

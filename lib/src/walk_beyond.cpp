@@ -13,6 +13,7 @@
 #include "attnwalk/attention.hpp"
 #include "attnwalk/blas.hpp"
 #include "attnwalk/errors.hpp"
+#include "attnwalk/explain.hpp"
 #include "attnwalk/recorder.hpp"
 #include "walk_parts.hpp"
 
@@ -59,6 +60,27 @@ void record_out_proj(Recorder& rec, const AttentionWeights& w) {
 
 std::string quoted(const std::string& token) { return "\"" + token + "\""; }
 
+void check_explain(const std::optional<Cell>& cell, std::size_t head, std::size_t heads, std::size_t T) {
+    if (cell && (cell->i >= T || cell->j >= T))
+        throw UsageError("cell " + std::to_string(cell->i) + "," + std::to_string(cell->j) + " is out of range: there are " +
+                         std::to_string(T) + " tokens");
+    if (head >= heads)
+        throw UsageError("head " + std::to_string(head) + " is out of range: there are " + std::to_string(heads) + " heads");
+}
+
+// Writes out one cell of `f` (batch element 0), its cell and head in the params.
+void explain(Recorder& rec, const Cell& cell, std::size_t head, const Cube& x, const AttentionWeights* w, const Forward& f,
+             ExplainDepth depth) {
+    Trace& trace = rec.trace();
+    trace.set_param("explain", "[" + std::to_string(cell.i) + "," + std::to_string(cell.j) + "]");
+    if (f.heads > 1) trace.set_param("explain_head", static_cast<ull>(head));
+    Scale sc;
+    sc.value = f.scale;
+    sc.symbol = w ? "√d_h" : format_number(f.scale);
+    sc.words = w ? "√d_h = √" + std::to_string(f.d_h) : format_number(f.scale);
+    explain_cell(rec, cell, x, w, f, sc, depth, head);
+}
+
 }  // namespace
 
 // ---- kvcache ------------------------------------------------------------------------------
@@ -68,6 +90,7 @@ Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCach
     const AttentionWeights& w = *weights;
     if (spec.window && *spec.window < 1) throw UsageError("the window must be at least 1 token");
     const std::size_t H = w.heads, G = w.key_heads(), d_h = w.head_size();
+    check_explain(spec.explain, spec.explain_head, H, input.tokens_count());
     Trace trace = start_trace("kvcache", input, &w);
     trace.set_param("heads", static_cast<ull>(H));
     if (G != H) trace.set_param("kv_heads", static_cast<ull>(G));
@@ -148,6 +171,10 @@ Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCach
          << " bytes = " << bytes_text(bytes) << " bytes.";
     if (G != H) note << " With one key/value head per query head it would be " << bytes_text(bytes / static_cast<double>(G) * static_cast<double>(H)) << ".";
     cb.note = note.str();
+    if (spec.explain) {
+        explain(rec, *spec.explain, spec.explain_head, x, &w, full, ExplainDepth::context);
+        trace.steps.back().note += " (Read from the whole-sequence pass, which the cached steps equal: see max_difference.)";
+    }
     return finish(std::move(trace), recording);
 }
 
@@ -156,6 +183,7 @@ Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCach
 Trace walk_rope(const Embeddings& input, const Weights& weights, const RopeSpec& spec, const Recording& recording) {
     if (!weights) throw UsageError("RoPE rotates queries and keys: it needs weights");
     const AttentionWeights& w = *weights;
+    check_explain(spec.explain, spec.explain_head, w.heads, input.tokens_count());
     Trace trace = start_trace("rope", input, &w);
     trace.set_param("heads", static_cast<ull>(w.heads));
     trace.set_param("causal", true);
@@ -197,6 +225,7 @@ Trace walk_rope(const Embeddings& input, const Weights& weights, const RopeSpec&
     for (std::size_t i = 0; i < g.scores.size(); ++i) diff = std::max(diff, std::fabs(g.scores.data()[i] - f.scores.data()[i]));
     rec.add_plain("max_difference", "Shifted against unshifted scores", "max |ω(p + k) − ω(p)|", scalar(diff), {}).note =
         "Zero in exact arithmetic; what remains is float32 rounding of cos, sin and the products.";
+    if (spec.explain) explain(rec, *spec.explain, spec.explain_head, x, &w, f, ExplainDepth::weight);
     return finish(std::move(trace), recording);
 }
 
@@ -206,6 +235,7 @@ Trace walk_flash(const Embeddings& input, const Weights& weights, const FlashSpe
     if (spec.block < 1) throw UsageError("the block size must be at least 1 key");
     if (spec.window && *spec.window < 1) throw UsageError("the window must be at least 1 token");
     const AttentionWeights* w = weights.get();
+    check_explain(spec.explain, 0, 1, input.tokens_count());
     Trace trace = start_trace("flash", input, w);
     trace.set_param("block", static_cast<ull>(spec.block));
     trace.set_param("causal", spec.causal);
@@ -293,6 +323,7 @@ Trace walk_flash(const Embeddings& input, const Weights& weights, const FlashSpe
     const float diff = max_abs_diff(out, f.context);
     rec.add_plain("max_difference", "Online against all-at-once", "max |Z_flash − Z|", scalar(diff), {}).note =
         "The same sums in another order: equal up to float32 rounding.";
+    if (spec.explain) explain(rec, *spec.explain, 0, x, w, f, ExplainDepth::context);
     return finish(std::move(trace), recording);
 }
 

@@ -84,6 +84,8 @@ struct KvCacheSpec {
     std::size_t layers = 1;             // for the cache's size in bytes
     std::size_t bytes_per_value = 4;    // float32; 2 for bfloat16/float16
     std::size_t context_tokens = 0;     // the size for this many tokens (0: the input's)
+    std::optional<Cell> explain;        // one cell of one head, written out (from the whole-sequence pass)
+    std::size_t explain_head = 0;
 };
 Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCacheSpec& spec, const Recording& rec);
 
@@ -91,6 +93,8 @@ Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCach
 struct RopeSpec {
     double base = 10000.0;   // θ_i = base^(−2i/d_h)
     std::size_t shift = 3;   // the check: every position + shift gives the same scores
+    std::optional<Cell> explain;
+    std::size_t explain_head = 0;
 };
 Trace walk_rope(const Embeddings& input, const Weights& weights, const RopeSpec& spec, const Recording& rec);
 
@@ -100,6 +104,7 @@ struct FlashSpec {
     bool causal = false;
     std::optional<std::size_t> window;
     std::optional<double> scale;
+    std::optional<Cell> explain;  // one cell, from the whole score matrix
 };
 Trace walk_flash(const Embeddings& input, const Weights& weights, const FlashSpec& spec, const Recording& rec);
 

@@ -60,13 +60,13 @@ Linear draw_linear(Generator& gen, std::size_t in, std::size_t out, bool bias) {
 // W_query, W_key, W_value in that order, as the textbook's classes draw them; the keys
 // and values d_kv wide (d_out but with grouped-query attention).
 QKV draw_qkv(Generator& gen, std::size_t d_in, std::size_t d_out, std::size_t d_kv, Init init, bool bias) {
-    auto draw = [&](std::size_t d_out) {
+    auto draw = [&](std::size_t width) {
         switch (init) {
-            case Init::rand: return Linear{mat_of(gen.rand(d_in * d_out), d_in, d_out), Vec{}};
-            case Init::randn: return Linear{mat_of(gen.randn(d_in * d_out), d_in, d_out), Vec{}};
+            case Init::rand: return Linear{mat_of(gen.rand(d_in * width), d_in, width), Vec{}};
+            case Init::randn: return Linear{mat_of(gen.randn(d_in * width), d_in, width), Vec{}};
             case Init::linear: break;
         }
-        return draw_linear(gen, d_in, d_out, bias);
+        return draw_linear(gen, d_in, width, bias);
     };
     QKV qkv;  // the order of the draws is the order of construction: query, key, value
     qkv.query = draw(d_out);

@@ -84,6 +84,7 @@ std::vector<std::string> Shell::input_files() const {
     std::vector<std::string> files{input};  // "-" when stdin is read
     if (vocab) files.push_back(*vocab);
     files.insert(files.end(), weights_files.begin(), weights_files.end());
+    files.insert(files.end(), model_files.begin(), model_files.end());
     return files;
 }
 

@@ -51,6 +51,7 @@ struct Shell {
     bool walkthrough = false;
 
     std::vector<std::string> weights_files;  // --weights, as parsed
+    std::vector<std::string> model_files;    // gpt2 --model
 
     // The files this run reads (never overwritten by --svg).
     std::vector<std::string> input_files() const;

@@ -206,6 +206,45 @@ TEST_SUITE("cli.beyond") {
         CHECK(bad.err.find("head 2 is out of range: there are 2 heads") != std::string::npos);
     }
 
+    TEST_CASE("cli.beyond.gpt2_checkpoints") {
+        const std::string hf = test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors");
+        const json doc = run_json("gpt2 --model " + hf + " --heads 4 --ids 1,2,3 --layer 1");
+        CHECK(param(doc, "naming") == "huggingface");
+        CHECK(step(doc, "layer0.ln_1").contains("summary"));  // the other layers are summaries
+        CHECK(!step(doc, "layer0.ln_1").contains("data"));
+        CHECK(step(doc, "layer1.ln_1").at("shape") == json::array({3, 16}));
+        CHECK(step(doc, "weights").at("shape") == json::array({4, 3, 3}));
+        const auto p = flat(step(doc, "top_k_probs").at("data"));
+        for (std::size_t i = 1; i < p.size(); ++i) CHECK(p[i] <= p[i - 1]);
+        // a higher temperature flattens the distribution
+        const auto hot = flat(step(run_json("gpt2 --model " + hf + " --heads 4 --ids 1,2,3 --temperature 5"), "top_k_probs").at("data"));
+        CHECK(hot[0] < p[0]);
+        struct Bad {
+            std::string args;
+            int code;
+            std::string message;
+        };
+        const std::vector<Bad> cases = {
+            {"gpt2 --ids 1", 2, "--model is required"},
+            {"gpt2 --model " + hf + " --ids 1", 2, "cannot be split into heads of 64 (GPT-2's head size): give the number of heads with --heads H"},
+            {"gpt2 --model " + hf + " --heads 3 --ids 1", 2, "cannot be split into 3 heads"},
+            {"gpt2 --model " + hf + " --heads 4 --ids 1,50", 2, "token id 50 is out of range: the vocabulary has 50"},
+            {"gpt2 --model " + hf + " --heads 4 --ids 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", 2, "17 tokens: the model's context is 16"},
+            {"gpt2 --model " + hf + " --heads 4 --ids 1 --layer 2", 2, "layer 2 is out of range: the model has 2 layers"},
+            {"gpt2 --model " + hf + " --heads 4 --ids 1,x", 2, "--ids: 'x' is not a token id"},
+            {"gpt2 --model " + hf + " --heads 4 --ids 1 -i data/your_journey.json", 2, "gpt2 reads its prompt from --ids"},
+            {"gpt2 --model " + test::source_path("data/your_journey.json") + " --ids 1", 1, "the header claims"},
+            {"gpt2 --model /nonexistent.safetensors --ids 1", 1, "/nonexistent.safetensors: cannot open file"},
+        };
+        for (const Bad& b : cases) {
+            CAPTURE(b.args);
+            const auto r = test::run(b.args);
+            CHECK(r.exit_code == b.code);
+            CHECK(r.err.find(b.message) != std::string::npos);
+            CAPTURE(r.err);
+        }
+    }
+
     TEST_CASE("cli.beyond.walkthrough_part") {
         const json doc = run_json("walkthrough --beyond");
         REQUIRE(doc.at("sections").size() == 13);

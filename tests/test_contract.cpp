@@ -38,7 +38,7 @@ TEST_SUITE("contract") {
         REQUIRE(in.good());
         std::set<std::string> documented;
         bool in_ids = false;
-        const std::regex id("`([A-Za-z_.]+)`");
+        const std::regex id("`([A-Za-z_.0-9]+)`");
         for (std::string line; std::getline(in, line);) {
             if (line.rfind("## ", 0) == 0) in_ids = line == "## Step ids by command";
             if (!in_ids || line.rfind("| ", 0) != 0) continue;

@@ -33,7 +33,11 @@ void check_file(const std::string& name) {
     std::size_t cases = 0;
     for (const auto& c : doc.at("cases")) {
         std::string args;
-        for (const auto& a : c.at("args")) args += " '" + a.get<std::string>() + "'";
+        for (const auto& a : c.at("args")) {
+            std::string arg = a.get<std::string>();
+            if (arg.rfind("@SRC@/", 0) == 0) arg = test::source_path(arg.substr(6));  // a file of the repository
+            args += " '" + arg + "'";
+        }
         if (c.contains("input")) args += " -i '" + test::temp_file(c.at("input").dump()) + "'";
         CAPTURE(args);
         const auto r = test::run(args + " --json");
@@ -77,4 +81,5 @@ TEST_SUITE("golden") {
     TEST_CASE("golden.flash") { check_file("flash.json"); }
     TEST_CASE("golden.sdpa") { check_file("sdpa.json"); }
     TEST_CASE("golden.params") { check_file("params.json"); }
+    TEST_CASE("golden.gpt2") { check_file("gpt2.json"); }
 }

@@ -26,6 +26,8 @@ COMMANDS = [
     "flash --block 2 --causal --window 2", "sdpa --queries 2 --is-causal",
     "sdpa --attn-mask '[[1,1,0,0,0,0],[0,0,0,0,0,0],[1,1,1,1,1,1],[1,1,1,1,1,1],[1,1,1,1,1,1],[1,1,1,1,1,1]]'",
     "params", "params --kv-heads 4 --layers 12",
+    "gpt2 --model tests/data/tiny_gpt2_hf_f32.safetensors --heads 4 --ids 1,2,3 --top-p 0.9",
+    "gpt2 --model tests/data/tiny_gpt2_nano_f32.safetensors --heads 3 --ids 5,6 --all-layers --summary",
 ]
 
 

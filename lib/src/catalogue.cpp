@@ -95,6 +95,23 @@ const std::vector<StepInfo>& step_catalogue() {
         {"count_value", "parameters of the value projection"},
         {"count_out_proj", "parameters of the output projection"},
         {"count_total", "all parameters of the layer"},
+        // gpt2: a pretrained model (N = the layer)
+        {"token_ids", "the input's token ids"},
+        {"token_embeddings", "the rows of wte for the ids"},
+        {"position_embeddings", "the rows 0…T−1 of wpe"},
+        {"embeddings", "token plus position embeddings: the input of layer 0"},
+        {"layerN.ln_1", "LayerNorm before the attention"},
+        {"layerN.attention", "the attention's output (c_proj)"},
+        {"layerN.residual_1", "the layer's input plus the attention"},
+        {"layerN.ln_2", "LayerNorm before the MLP"},
+        {"layerN.mlp_hidden", "GELU of the first MLP layer (4C)"},
+        {"layerN.mlp", "the MLP's output"},
+        {"layerN.residual_2", "the layer's output: residual_1 plus the MLP"},
+        {"ln_f", "the final LayerNorm"},
+        {"logits", "the next token's logits (last position × wteᵀ)"},
+        {"top_k_ids", "the ids of the most likely next tokens"},
+        {"top_k_logits", "their logits"},
+        {"top_k_probs", "their probabilities, softmax(logits / temperature)"},
         // one cell written out
         {"explain_query", "the query of row I, row by row of W_query"},
         {"explain_key", "the key of column J, row by row of W_key"},
@@ -114,7 +131,7 @@ const std::vector<StepInfo>& step_catalogue() {
 
 const StepInfo* find_step(const std::string& id) {
     std::string key = id;
-    for (const std::string prefix : {"head", "step", "block"}) {  // headN.name -> headN.name with the literal N
+    for (const std::string prefix : {"head", "step", "block", "layer"}) {  // headN.name -> headN.name with the literal N
         if (id.rfind(prefix, 0) != 0) continue;
         std::size_t end = prefix.size();
         while (end < id.size() && std::isdigit(static_cast<unsigned char>(id[end]))) ++end;

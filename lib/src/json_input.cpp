@@ -101,7 +101,8 @@ private:
 
 class Parser {
 public:
-    Parser(const std::string& text, const std::string& file) : text_(text), file_(file), p_(text.data()), end_(p_ + text.size()) {}
+    Parser(const std::string& text, const std::string& file, bool tensors = true)
+        : text_(text), file_(file), p_(text.data()), end_(p_ + text.size()), tensors_(tensors) {}
 
     Value document(const std::vector<std::string>* keep) {
         skip_space();
@@ -304,7 +305,7 @@ private:
         Value v;
         switch (*p_) {
             case '{': return object(path, depth, nullptr, store);
-            case '[': return tensor_ahead() ? tensor(path, store) : array(path, depth, store);
+            case '[': return tensors_ && tensor_ahead() ? tensor(path, store) : array(path, depth, store);
             case '"':
                 v.type = Value::Type::string;
                 string(store ? &v.string : nullptr);
@@ -436,6 +437,7 @@ private:
     const std::string& file_;
     const char* p_;
     const char* end_;
+    bool tensors_ = true;  // numeric arrays become Tensors
 };
 
 }  // namespace
@@ -448,6 +450,10 @@ const Value* Value::find(const std::string& key) const {
 
 Value parse(const std::string& text, const std::string& file, const std::vector<std::string>* keep) {
     return Parser(text, file).document(keep);
+}
+
+Value parse_plain(const std::string& text, const std::string& file) {
+    return Parser(text, file, false).document(nullptr);
 }
 
 std::string type_name(const Value& value) {

@@ -36,6 +36,10 @@ struct Value {
 // top-level object are stored: the others are read for syntax and then dropped.
 Value parse(const std::string& text, const std::string& file, const std::vector<std::string>* keep = nullptr);
 
+// The same, with every array an array of Values: numbers stay doubles (exact integers up
+// to 2^53, e.g. the byte offsets of a safetensors header).
+Value parse_plain(const std::string& text, const std::string& file);
+
 // "null", "a boolean", "a number", "a string", "an array", "an object".
 std::string type_name(const Value& value);
 

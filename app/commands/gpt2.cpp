@@ -1,0 +1,85 @@
+// attnwalk gpt2: a pretrained GPT-2 from a safetensors file, on token ids: every layer
+// (one in full, the others as summaries) and the most likely next tokens.
+#include <memory>
+#include <sstream>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/gpt2.hpp"
+#include "commands.hpp"
+
+namespace attnwalk::app {
+
+namespace {
+
+// "15496,995,318" -> ids
+std::vector<std::size_t> parse_ids(const std::string& text) {
+    std::vector<std::size_t> ids;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) {
+        const auto start = item.find_first_not_of(' '), end = item.find_last_not_of(' ');
+        const std::string word = start == std::string::npos ? "" : item.substr(start, end - start + 1);
+        if (word.empty() || word.find_first_not_of("0123456789") != std::string::npos || word.size() > 9)
+            throw UsageError("--ids: '" + word + "' is not a token id (ids are whole numbers, separated by commas)");
+        ids.push_back(static_cast<std::size_t>(std::stoul(word)));
+    }
+    if (ids.empty()) throw UsageError("--ids: no token ids");
+    return ids;
+}
+
+}  // namespace
+
+void add_gpt2(CLI::App& cli, Shell& shell) {
+    CLI::App* sub = cli.add_subcommand("gpt2", "A pretrained GPT-2 (safetensors): every layer, one layer's attention in full, the next token.");
+    sub->footer("Examples:\n"
+                "  attnwalk gpt2 --model model.safetensors --ids 15496,995,318          # \"Hello world is\"\n"
+                "  attnwalk gpt2 --model model.safetensors --ids 15496,995,318 --layer 5 --steps weights\n"
+                "  attnwalk gpt2 --model model.safetensors --ids 15496,995 --top-k 10 --temperature 0.7\n"
+                "See docs/models.md for where to get GPT-2's weights.\n");
+    add_shell_options(*sub, shell, true);
+    struct Options {
+        std::string model, ids;
+        std::optional<std::size_t> heads;
+        std::size_t layer = 0, top_k = 5;
+        double temperature = 1.0;
+        std::optional<double> top_p;
+        bool all_layers = false;
+    };
+    auto o = std::make_shared<Options>();
+    sub->add_option("--model", o->model, "GPT-2 checkpoint in safetensors format (Hugging Face or nanoGPT names)")->required()->check(non_empty());
+    sub->add_option("--ids", o->ids, "The prompt as token ids, separated by commas")->required();
+    sub->add_option("--layer", o->layer, "The layer whose attention is shown in full (0-based)")->check(whole_number(0))->capture_default_str();
+    sub->add_flag("--all-layers", o->all_layers, "Every layer's steps in full (default: summaries but for --layer)");
+    sub->add_option("--heads", o->heads, "Heads per layer (default: C/64, as every GPT-2 size)")->check(whole_number(1));
+    sub->add_option("--top-k", o->top_k, "Next-token candidates shown")->check(whole_number(1))->capture_default_str();
+    sub->add_option("--temperature", o->temperature, "Divide the logits by T before the softmax")
+        ->check(number_check("T", [](double v) { return v > 0.0 && v < 1e30; }, "must be a positive number"))
+        ->capture_default_str();
+    sub->add_option("--top-p", o->top_p, "Nucleus sampling: the smallest set of tokens with probability ≥ P")
+        ->check(number_check("P", [](double v) { return v > 0.0 && v <= 1.0; }, "must be in (0, 1]"));
+    sub->callback([&shell, o] {
+        shell.headline = {"weights", "top_k_ids", "top_k_probs"};
+        shell.walk = [&shell, o] {
+            if (!shell.input.empty() || shell.sentence || shell.batch)
+                throw UsageError("gpt2 reads its prompt from --ids (-i, --text and --batch are for the other commands)");
+            shell.model_files.push_back(o->model);
+            const std::vector<std::size_t> ids = parse_ids(o->ids);
+            Model model;
+            try {
+                model = load_gpt2(o->model, o->heads);
+            } catch (const UsageError& e) {
+                throw UsageError(std::string(e.what()) + (o->heads ? "" : " with --heads H"));
+            }
+            std::vector<std::string> tokens;
+            for (std::size_t id : ids) tokens.push_back("#" + std::to_string(id));
+            Gpt2Spec spec;
+            spec.layer = o->layer;
+            spec.top_k = o->top_k;
+            spec.temperature = o->temperature;
+            spec.top_p = o->top_p;
+            spec.all_layers = o->all_layers;
+            return walk_gpt2(model, ids, tokens, spec, shell.recording);
+        };
+    });
+}
+
+}  // namespace attnwalk::app

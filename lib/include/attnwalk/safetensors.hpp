@@ -1,0 +1,54 @@
+// Reading a safetensors file: 8 bytes (little-endian u64) giving the header's length, a
+// JSON header {"name": {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__"?},
+// then the raw little-endian data. The file is memory-mapped, never read whole; a tensor
+// is converted to float32 (from F32, F16 or BF16) only when asked for. Everything the
+// header claims is checked when the file is opened (sizes, offsets inside the data, no
+// overlaps, known shapes): a malformed file is an InputError naming the tensor.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnwalk/trace.hpp"
+
+namespace attnwalk {
+
+class SafeTensors {
+public:
+    struct Entry {
+        std::string dtype;                // "F32", "F16", "BF16", or another (listed, not convertible)
+        std::vector<std::size_t> shape;
+        std::size_t begin = 0, end = 0;   // byte offsets within the data
+    };
+
+    // Opens and checks `path`. Throws InputError.
+    explicit SafeTensors(const std::string& path);
+    ~SafeTensors();
+    SafeTensors(const SafeTensors&) = delete;
+    SafeTensors& operator=(const SafeTensors&) = delete;
+
+    const std::string& file() const { return file_; }
+    std::size_t file_size() const { return size_; }
+    const std::map<std::string, Entry>& entries() const { return entries_; }
+    const Entry* find(const std::string& name) const;
+    // The tensor as float32; InputError when it is missing or of another dtype.
+    Tensor get(const std::string& name) const;
+
+private:
+    std::string file_;
+    int fd_ = -1;
+    const unsigned char* map_ = nullptr;
+    std::size_t size_ = 0;
+    std::size_t data_start_ = 0;
+    std::map<std::string, Entry> entries_;
+};
+
+// IEEE half and bfloat16 bit patterns to float32 (exact).
+float half_to_float(std::uint16_t bits);
+float bfloat16_to_float(std::uint16_t bits);
+
+}  // namespace attnwalk

@@ -1,0 +1,299 @@
+#include "attnwalk/gpt2.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <xtensor/xview.hpp>
+
+#include "attnwalk/attention.hpp"
+#include "attnwalk/blas.hpp"
+#include "attnwalk/errors.hpp"
+#include "attnwalk/recorder.hpp"
+#include "attnwalk/safetensors.hpp"
+#include "walk_parts.hpp"
+
+namespace attnwalk {
+
+using namespace walk_parts;
+
+struct LayerNorm {
+    Vec scale, shift;
+};
+
+struct Gpt2Block {
+    LayerNorm ln_1, ln_2;
+    AttentionWeights attn;
+    Linear fc, proj;  // C×4C, 4C×C
+};
+
+struct Gpt2Model {
+    Gpt2Config config;
+    std::string file;
+    Mat wte, wpe;  // V×C, context×C
+    std::vector<Gpt2Block> blocks;
+    LayerNorm ln_f;
+};
+
+const Gpt2Config& config_of(const Gpt2Model& model) { return model.config; }
+
+namespace {
+
+using ull = unsigned long long;
+
+Mat as_mat(const Tensor& t) { return mat_from_trace(t); }
+Vec as_vec(const Tensor& t) {
+    Vec v = Vec::from_shape({t.data.size()});
+    std::copy(t.data.begin(), t.data.end(), v.begin());
+    return v;
+}
+
+// Reads the tensors of one checkpoint, with the names and checks in one place.
+class Reader {
+public:
+    Reader(const SafeTensors& st, std::string prefix) : st_(st), prefix_(std::move(prefix)) {}
+
+    Tensor get(const std::string& name, const std::vector<std::size_t>& shape) const {
+        const Tensor t = st_.get(prefix_ + name);
+        if (t.shape != shape)
+            throw InputError(st_.file(), "$[\"" + prefix_ + name + "\"]",
+                             "expected shape " + json_input_shape(shape) + ", got " + json_input_shape(t.shape));
+        return t;
+    }
+    Vec vec(const std::string& name, std::size_t n) const { return as_vec(get(name, {n})); }
+    // A weight of in×out in x·W layout, from either layout.
+    Mat weight(const std::string& name, std::size_t in, std::size_t out, bool linear) const {
+        if (!linear) return as_mat(get(name, {in, out}));
+        return xt::transpose(as_mat(get(name, {out, in})));
+    }
+    static std::string json_input_shape(const std::vector<std::size_t>& s) {
+        std::string out = "[";
+        for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+        return out + "]";
+    }
+
+private:
+    const SafeTensors& st_;
+    std::string prefix_;
+};
+
+LayerNorm read_ln(const Reader& r, const std::string& name, std::size_t C) {
+    return {r.vec(name + ".weight", C), r.vec(name + ".bias", C)};
+}
+
+// y = (x − mean) / sqrt(var + 1e-5) · scale + shift, over the last axis (biased variance).
+Cube layer_norm(const Cube& x, const LayerNorm& ln) {
+    Cube y = Cube::from_shape(x.shape());
+    const std::size_t C = x.shape(2), rows = x.size() / C;
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* in = x.data() + r * C;
+        float* out = y.data() + r * C;
+        float mean = 0.0f;
+        for (std::size_t c = 0; c < C; ++c) mean += in[c];
+        mean /= static_cast<float>(C);
+        float var = 0.0f;
+        for (std::size_t c = 0; c < C; ++c) var += (in[c] - mean) * (in[c] - mean);
+        var /= static_cast<float>(C);
+        const float inv = 1.0f / std::sqrt(var + 1e-5f);
+        for (std::size_t c = 0; c < C; ++c) out[c] = (in[c] - mean) * inv * ln.scale(c) + ln.shift(c);
+    }
+    return y;
+}
+
+// GELU, the tanh approximation GPT-2 uses: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+Cube gelu(Cube x) {
+    const float k = std::sqrt(2.0f / 3.14159265358979323846f);
+    for (float& v : x) v = 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
+    return x;
+}
+
+Summary summary_of(const Cube& t) {
+    Summary s;
+    for (float v : t) {
+        if (std::isfinite(v)) s.add(v);
+        else ++s.non_finite;
+    }
+    return s;
+}
+
+}  // namespace
+
+Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
+    const SafeTensors st(path);
+    const bool nano = st.find("transformer.wte.weight") != nullptr;
+    const std::string prefix = nano ? "transformer." : "";
+    if (!st.find(prefix + "wte.weight"))
+        throw InputError(path, "$", "not a GPT-2 checkpoint: no \"wte.weight\" (Hugging Face names) or \"transformer.wte.weight\" (nanoGPT)");
+    auto m = std::make_shared<Gpt2Model>();
+    m->file = path;
+    Gpt2Config& c = m->config;
+    c.naming = nano ? "nanogpt" : "huggingface";
+    const SafeTensors::Entry& wte = *st.find(prefix + "wte.weight");
+    if (wte.shape.size() != 2) throw InputError(path, "$[\"" + prefix + "wte.weight\"]", "expected a [vocab, C] matrix");
+    c.vocab = wte.shape[0];
+    c.width = wte.shape[1];
+    c.dtype = wte.dtype;
+    const SafeTensors::Entry* wpe = st.find(prefix + "wpe.weight");
+    if (!wpe || wpe->shape.size() != 2) throw InputError(path, "$", "missing \"" + prefix + "wpe.weight\", the position embeddings [context, C]");
+    c.context = wpe->shape[0];
+    while (st.find(prefix + "h." + std::to_string(c.layers) + ".ln_1.weight")) ++c.layers;
+    if (c.layers == 0) throw InputError(path, "$", "no layers: expected \"" + prefix + "h.0.ln_1.weight\" and so on");
+    const std::size_t C = c.width;
+    c.heads_inferred = !heads;
+    c.heads = heads.value_or(C % 64 == 0 ? C / 64 : 0);
+    if (c.heads == 0 || C % c.heads != 0)
+        throw UsageError("C = " + std::to_string(C) + " cannot be split into " +
+                         (c.heads ? std::to_string(c.heads) + " heads" : "heads of 64 (GPT-2's head size): give the number of heads"));
+    const SafeTensors::Entry* attn = st.find(prefix + "h.0.attn.c_attn.weight");
+    const bool linear = attn && attn->shape.size() == 2 && attn->shape[0] == 3 * C && attn->shape[1] == C && C != 3 * C;
+    c.layout = linear ? "nn.Linear [out, in]" : "x·W (Conv1D)";
+
+    const Reader r(st, prefix);
+    m->wte = as_mat(r.get("wte.weight", {c.vocab, C}));
+    m->wpe = as_mat(r.get("wpe.weight", {c.context, C}));
+    for (std::size_t l = 0; l < c.layers; ++l) {
+        const std::string h = "h." + std::to_string(l) + ".";
+        Gpt2Block b;
+        b.ln_1 = read_ln(r, h + "ln_1", C);
+        b.ln_2 = read_ln(r, h + "ln_2", C);
+        const Mat qkv = r.weight(h + "attn.c_attn.weight", C, 3 * C, linear);
+        const Vec qkv_b = r.vec(h + "attn.c_attn.bias", 3 * C);
+        Linear* parts[] = {&b.attn.query, &b.attn.key, &b.attn.value};
+        for (std::size_t p = 0; p < 3; ++p) {  // columns Q | K | V
+            parts[p]->w = xt::view(qkv, xt::all(), xt::range(p * C, (p + 1) * C));
+            parts[p]->b = xt::view(qkv_b, xt::range(p * C, (p + 1) * C));
+        }
+        b.attn.out_proj = Linear{r.weight(h + "attn.c_proj.weight", C, C, linear), r.vec(h + "attn.c_proj.bias", C)};
+        b.attn.heads = c.heads;
+        b.attn.combined = true;
+        b.fc = Linear{r.weight(h + "mlp.c_fc.weight", C, 4 * C, linear), r.vec(h + "mlp.c_fc.bias", 4 * C)};
+        b.proj = Linear{r.weight(h + "mlp.c_proj.weight", 4 * C, C, linear), r.vec(h + "mlp.c_proj.bias", C)};
+        m->blocks.push_back(std::move(b));
+    }
+    m->ln_f = read_ln(r, "ln_f", C);
+    return m;
+}
+
+Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const std::vector<std::string>& tokens,
+                const Gpt2Spec& spec, const Recording& recording) {
+    const Gpt2Model& m = *model;
+    const Gpt2Config& c = m.config;
+    const std::size_t T = ids.size(), C = c.width, V = c.vocab;
+    if (T == 0) throw UsageError("no tokens to run");
+    if (T > c.context)
+        throw UsageError(std::to_string(T) + " tokens: the model's context is " + std::to_string(c.context));
+    for (std::size_t id : ids)
+        if (id >= V) throw UsageError("token id " + std::to_string(id) + " is out of range: the vocabulary has " + std::to_string(V));
+    if (spec.layer >= c.layers)
+        throw UsageError("layer " + std::to_string(spec.layer) + " is out of range: the model has " + std::to_string(c.layers) + " layers");
+    if (!(spec.temperature > 0.0 && std::isfinite(spec.temperature))) throw UsageError("the temperature must be a positive number");
+    if (spec.top_p && !(*spec.top_p > 0.0 && *spec.top_p <= 1.0)) throw UsageError("top-p must be in (0, 1]");
+
+    Trace trace;
+    trace.command = "gpt2";
+    trace.tokens = tokens;
+    trace.set_param("model", m.file);
+    trace.set_param("naming", c.naming);
+    trace.set_param("layout", c.layout);
+    trace.set_param("dtype", c.dtype);
+    trace.set_param("vocab", static_cast<ull>(V));
+    trace.set_param("context", static_cast<ull>(c.context));
+    trace.set_param("width", static_cast<ull>(C));
+    trace.set_param("layers", static_cast<ull>(c.layers));
+    trace.set_param("heads", static_cast<ull>(c.heads));
+    trace.set_param("num_tokens", static_cast<ull>(T));
+    trace.set_param("layer", static_cast<ull>(spec.layer));
+    trace.set_param("causal", true);
+    trace.set_param("temperature", spec.temperature);
+    Recorder rec(trace);
+
+    Cube tok = Cube::from_shape({1, T, C}), pos = Cube::from_shape({1, T, C});
+    Mat idv = Mat::from_shape({1, T});
+    for (std::size_t t = 0; t < T; ++t) {
+        idv(0, t) = static_cast<float>(ids[t]);
+        xt::view(tok, 0, t, xt::all()) = xt::view(m.wte, ids[t], xt::all());
+        xt::view(pos, 0, t, xt::all()) = xt::view(m.wpe, t, xt::all());
+    }
+    rec.add("token_ids", "Token ids", "ids", idv, {Axis::token});
+    rec.add("token_embeddings", "Token embeddings: rows of wte", "wte[ids]", tok, tokens_features);
+    rec.add("position_embeddings", "Position embeddings: rows 0…T−1 of wpe", "wpe[0:T]", pos, tokens_features);
+    Cube x = tok + pos;
+    rec.add("embeddings", "The input of layer 0", "x = wte[ids] + wpe[0:T]", x, tokens_features);
+
+    ForwardSpec causal;
+    causal.causal = true;
+    for (std::size_t l = 0; l < c.layers; ++l) {
+        const Gpt2Block& b = m.blocks[l];
+        const bool full = l == spec.layer || spec.all_layers;
+        const std::string N = "layer" + std::to_string(l) + ".";
+        const auto keep = [&](const std::string& id, const std::string& title, const std::string& formula, const Cube& t) {
+            if (full) rec.add(N + id, title, formula, t, tokens_features);
+            else rec.add_summary(N + id, title, formula, {T, t.shape(2)}, 1, tokens_features, summary_of(t), false);
+        };
+        const Cube a = layer_norm(x, b.ln_1);
+        keep("ln_1", "Layer " + std::to_string(l) + ": LayerNorm before attention", "ln_1(x)", a);
+        const Forward f = attention_forward(a, &b.attn, causal);
+        if (l == spec.layer) {  // the attention in full, with mha's ids
+            const std::string Hs = std::to_string(c.heads), dh = std::to_string(C / c.heads);
+            rec.add("queries", "Layer " + std::to_string(l) + ": queries (columns 0…C−1 of c_attn)", "Q = ln_1(x)·W_q + b_q", f.q, tokens_features);
+            rec.add("keys", "Keys (columns C…2C−1 of c_attn)", "K = ln_1(x)·W_k + b_k", f.k, tokens_features);
+            rec.add("values", "Values (columns 2C…3C−1 of c_attn)", "V = ln_1(x)·W_v + b_v", f.v, tokens_features);
+            rec.add("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", f.scores, head_tokens_tokens);
+            rec.add_with_row_sums("weights", "Causal attention weights of every head (" + Hs + " heads of " + dh + ")",
+                                  "A_h = softmax(masked ω_h / √" + dh + ")", f.weights, head_tokens_tokens);
+            rec.add("head_outputs", "Each head's context vectors", "Z_h = A_h·V_h", f.head_outputs, head_tokens_features);
+            rec.add("context", "Heads concatenated", "Z", f.context, tokens_features);
+            rec.add("output", "The attention's output: c_proj", "Z·W_o + b_o", f.output, tokens_features);
+        }
+        keep("attention", "Layer " + std::to_string(l) + ": the attention's output", "attn(ln_1(x))", f.output);
+        x = x + f.output;
+        keep("residual_1", "Residual: added to the layer's input", "x + attn(ln_1(x))", x);
+        const Cube n = layer_norm(x, b.ln_2);
+        keep("ln_2", "LayerNorm before the MLP", "ln_2(x)", n);
+        const Cube hdn = gelu(project(n, b.fc));
+        keep("mlp_hidden", "The MLP's hidden layer (4C), after GELU", "GELU(ln_2(x)·W_fc + b_fc)", hdn);
+        const Cube mlp = project(hdn, b.proj);
+        keep("mlp", "The MLP's output", "hidden·W_proj + b_proj", mlp);
+        x = x + mlp;
+        keep("residual_2", "Layer " + std::to_string(l) + "'s output", "x + mlp(ln_2(x))", x);
+    }
+    const Cube xf = layer_norm(x, m.ln_f);
+    rec.add("ln_f", "The final LayerNorm", "ln_f(x)", xf, tokens_features);
+    // the logits of the last position: its vector times every token embedding (tied)
+    Mat logits = Mat::from_shape({1, V});
+    sgemm(false, true, 1, V, C, 1.0f, &xf(0, T - 1, 0), C, m.wte.data(), C, 0.0f, logits.data(), V);
+    Summary ls = summary_of(Cube(xt::view(logits, xt::newaxis(), xt::all(), xt::all())));
+    rec.add_summary("logits", "The logits of the next token (last position × wteᵀ)", "logits = ln_f(x)_T·wteᵀ", {V}, 1,
+                    {Axis::feature}, ls, false);
+    // softmax(logits / temperature), then the k most likely
+    std::vector<double> p(V);
+    const double mx = *std::max_element(logits.begin(), logits.end());
+    double sum = 0.0;
+    for (std::size_t v = 0; v < V; ++v) sum += (p[v] = std::exp((logits(0, v) - mx) / spec.temperature));
+    for (double& v : p) v /= sum;
+    std::vector<std::size_t> order(V);
+    std::iota(order.begin(), order.end(), 0);
+    const std::size_t k = std::min(spec.top_k, V);
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                      [&](std::size_t a, std::size_t b2) { return p[a] > p[b2] || (p[a] == p[b2] && a < b2); });
+    Mat top_ids = Mat::from_shape({1, k}), top_logits = Mat::from_shape({1, k}), top_p = Mat::from_shape({1, k});
+    for (std::size_t i = 0; i < k; ++i) {
+        top_ids(0, i) = static_cast<float>(order[i]);
+        top_logits(0, i) = logits(0, order[i]);
+        top_p(0, i) = static_cast<float>(p[order[i]]);
+    }
+    rec.add("top_k_ids", "The " + std::to_string(k) + " most likely next tokens", "argsort(p)[:k]", top_ids, {Axis::feature});
+    rec.add("top_k_logits", "Their logits", "logits[top_k_ids]", top_logits, {Axis::feature});
+    Step& ps = rec.add("top_k_probs", "Their probabilities", "p = softmax(logits / " + format_number(spec.temperature) + ")", top_p,
+                       {Axis::feature});
+    if (spec.top_p) {
+        double acc = 0.0;
+        std::size_t n = 0;
+        while (n < k && acc < *spec.top_p) acc += p[order[n++]];
+        ps.note = "top-p " + format_number(*spec.top_p) + ": the first " + std::to_string(n) + " of these (probability " + format_number(acc) +
+                  (acc < *spec.top_p ? ", more than top-k shows" : "") + ") are kept for sampling.";
+    }
+    return finish(std::move(trace), recording);
+}
+
+}  // namespace attnwalk

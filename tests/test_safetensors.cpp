@@ -1,0 +1,115 @@
+// The safetensors reader: a well-formed file read back in each dtype, and every kind of
+// malformed file refused with one InputError that names the place.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/gpt2.hpp"
+#include "attnwalk/safetensors.hpp"
+#include "test_util.hpp"
+
+using namespace attnwalk;
+
+namespace {
+
+// A file from a header text and raw data bytes.
+std::string file_of(const std::string& header, const std::string& data, std::uint64_t claimed = 0) {
+    const std::uint64_t n = claimed ? claimed : header.size();
+    std::string bytes;
+    for (int i = 0; i < 8; ++i) bytes += static_cast<char>((n >> (8 * i)) & 0xFF);
+    return test::temp_file(bytes + header + data, ".safetensors");
+}
+
+std::string f32(const std::vector<float>& v) {
+    std::string out(v.size() * 4, '\0');
+    std::memcpy(&out[0], v.data(), out.size());  // little-endian hosts (x86-64, aarch64)
+    return out;
+}
+
+std::string error_of(const std::string& path) {
+    try {
+        SafeTensors st(path);
+        (void)st.get("a");
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_SUITE("safetensors") {
+    TEST_CASE("safetensors.reads_f32_f16_bf16") {
+        const std::string data = f32({1.0f, -2.5f, 3.0f, 0.25f}) + std::string("\x00\x3C\x00\xC0\xFF\x7B\x01\x00", 8) +
+                                 std::string("\x80\x3F\x20\xC0", 4);
+        const std::string path = file_of(
+            R"({"a": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},)"
+            R"( "h": {"dtype": "F16", "shape": [4], "data_offsets": [16, 24]},)"
+            R"( "b": {"dtype": "BF16", "shape": [2], "data_offsets": [24, 28]}, "__metadata__": {"format": "pt"}})",
+            data);
+        const SafeTensors st(path);
+        CHECK(st.entries().size() == 3);
+        const Tensor a = st.get("a");
+        CHECK(a.shape == std::vector<std::size_t>{2, 2});
+        CHECK(a.data == std::vector<float>{1.0f, -2.5f, 3.0f, 0.25f});
+        CHECK(st.get("h").data == std::vector<float>{1.0f, -2.0f, 65504.0f, std::ldexp(1.0f, -24)});
+        CHECK(st.get("b").data == std::vector<float>{1.0f, -2.5f});
+        CHECK(half_to_float(0x7C00) == INFINITY);
+        CHECK(std::isnan(half_to_float(0x7E00)));
+        CHECK(half_to_float(0x8000) == 0.0f);
+        CHECK(std::signbit(half_to_float(0x8000)));
+    }
+
+    TEST_CASE("safetensors.malformed_files_are_one_input_error") {
+        const std::string ok = R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})";
+        struct Bad {
+            std::string path, message;
+        };
+        const std::vector<Bad> cases = {
+            {test::temp_file("abc", ".safetensors"), "too short for a safetensors file: 3 bytes"},
+            {file_of(ok, f32({1, 2}), 1ull << 40), "the header claims 1099511627776 bytes"},
+            {file_of("{not json", ""), "not valid JSON"},
+            {file_of("[1, 2]", ""), "the header must be a JSON object"},
+            {file_of(R"({"a": {"dtype": "F33", "shape": [2], "data_offsets": [0, 8]}})", f32({1, 2})), "unknown dtype \"F33\""},
+            {file_of(R"({"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", f32({1, 2})), "needs 12 bytes, data_offsets give 8"},
+            {file_of(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 16]}})", f32({1, 2})), "is not a range inside the 8 bytes"},
+            {file_of(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [8, 0]}})", f32({1, 2})), "is not a range"},
+            {file_of(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+                     f32({1, 2})),
+             "overlaps the data of \"a\""},
+            {file_of(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})",
+                     f32({1, 2})),
+             "duplicate"},
+            {file_of(R"({"a": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}})", f32({1, 2})), "expected a whole number"},
+            {file_of(R"({"a": {"dtype": "F32", "shape": [2.5], "data_offsets": [0, 8]}})", f32({1, 2})), "expected a whole number"},
+            {file_of(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0]}})", f32({1, 2})), "expected [begin, end]"},
+            {file_of(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8], "extra": 1}})", f32({1, 2})), "extra"},
+            {file_of(R"({"a": {"dtype": "I64", "shape": [1], "data_offsets": [0, 8]}})", f32({1, 2})), "dtype I64 cannot be read as float32"},
+            {file_of(R"({"b": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", f32({1, 2})), "missing tensor \"a\""},
+            {"/nonexistent.safetensors", "cannot open file"},
+            {"/tmp", "not a regular file"},
+        };
+        for (const Bad& b : cases) {
+            CAPTURE(b.message);
+            const std::string e = error_of(b.path);
+            CHECK(e.find(b.message) != std::string::npos);
+            CAPTURE(e);
+        }
+    }
+
+    TEST_CASE("safetensors.gpt2_checkpoints") {
+        const Model m = load_gpt2(test::source_path("tests/data/tiny_gpt2_nano_f32.safetensors"), 3);
+        const Gpt2Config& c = config_of(*m);
+        CHECK(c.naming == "nanogpt");
+        CHECK(c.layout == "nn.Linear [out, in]");
+        CHECK((c.vocab == 40 && c.context == 12 && c.width == 24 && c.layers == 3 && c.heads == 3));
+        CHECK(config_of(*load_gpt2(test::source_path("tests/data/tiny_gpt2_hf_f16.safetensors"), 2)).dtype == "F16");
+        // C = 16 is no multiple of GPT-2's head size 64: the heads must be given
+        CHECK_THROWS_AS(load_gpt2(test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors")), UsageError);
+        // a safetensors file that is no GPT-2
+        const std::string other = file_of(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", f32({1, 2}));
+        CHECK_THROWS_WITH_AS(load_gpt2(other), doctest::Contains("not a GPT-2 checkpoint"), InputError);
+    }
+}

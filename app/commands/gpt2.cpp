@@ -3,6 +3,9 @@
 #include <memory>
 #include <sstream>
 
+#include <filesystem>
+
+#include "attnwalk/bpe.hpp"
 #include "attnwalk/errors.hpp"
 #include "attnwalk/gpt2.hpp"
 #include "commands.hpp"
@@ -26,18 +29,47 @@ std::vector<std::size_t> parse_ids(const std::string& text) {
     return ids;
 }
 
+// The tokenizer's directory: --tokenizer, else data/gpt2 here, else the source tree's.
+std::shared_ptr<const Bpe> load_tokenizer(const std::optional<std::string>& given) {
+    if (given) return Bpe::load(*given);
+    for (const std::string& dir : {std::string("data/gpt2"), std::string(ATTNWALK_SOURCE_DIR) + "/data/gpt2"})
+        if (std::filesystem::exists(dir + "/encoder.json")) return Bpe::load(dir);
+    throw UsageError("GPT-2's tokenizer files (encoder.json, vocab.bpe) are not in data/gpt2: give --tokenizer DIR (see docs/models.md)");
+}
+
 }  // namespace
+
+void add_tokenize(CLI::App& cli, Shell& shell) {
+    CLI::App* sub = cli.add_subcommand("tokenize", "GPT-2's byte-level BPE: a text cut into pieces and tokens, with their ids.");
+    sub->footer("Examples:\n"
+                "  attnwalk tokenize --text \"Hello world is\"      # 15496 995 318\n"
+                "  attnwalk tokenize --text \"It's 2026, isn't it?\" --json\n");
+    add_shell_options(*sub, shell, false);
+    auto dir = std::make_shared<std::optional<std::string>>();
+    sub->add_option("--tokenizer", *dir, "Directory with encoder.json and vocab.bpe (default: data/gpt2)")->check(non_empty());
+    sub->callback([&shell, dir] {
+        shell.headline = {"token_ids"};
+        shell.walk = [&shell, dir] {
+            if (!shell.sentence) throw UsageError("tokenize needs --text \"...\"");
+            if (shell.vocab) throw UsageError("--vocab is the toy vocabulary of the other commands; tokenize uses GPT-2's (--tokenizer)");
+            if (!shell.input.empty()) throw UsageError("tokenize reads --text, not -i");
+            return walk_tokenize(*load_tokenizer(*dir), *shell.sentence);
+        };
+    });
+}
 
 void add_gpt2(CLI::App& cli, Shell& shell) {
     CLI::App* sub = cli.add_subcommand("gpt2", "A pretrained GPT-2 (safetensors): every layer, one layer's attention in full, the next token.");
     sub->footer("Examples:\n"
-                "  attnwalk gpt2 --model model.safetensors --ids 15496,995,318          # \"Hello world is\"\n"
+                "  attnwalk gpt2 --model model.safetensors --text \"Hello world is\"\n"
+                "  attnwalk gpt2 --model model.safetensors --ids 15496,995,318          # the same prompt as ids\n"
                 "  attnwalk gpt2 --model model.safetensors --ids 15496,995,318 --layer 5 --steps weights\n"
                 "  attnwalk gpt2 --model model.safetensors --ids 15496,995 --top-k 10 --temperature 0.7\n"
                 "See docs/models.md for where to get GPT-2's weights.\n");
     add_shell_options(*sub, shell, true);
     struct Options {
-        std::string model, ids;
+        std::string model;
+        std::optional<std::string> ids, tokenizer;
         std::optional<std::size_t> heads;
         std::size_t layer = 0, top_k = 5;
         double temperature = 1.0;
@@ -46,7 +78,9 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
     };
     auto o = std::make_shared<Options>();
     sub->add_option("--model", o->model, "GPT-2 checkpoint in safetensors format (Hugging Face or nanoGPT names)")->required()->check(non_empty());
-    sub->add_option("--ids", o->ids, "The prompt as token ids, separated by commas")->required();
+    CLI::Option* ids_option = sub->add_option("--ids", o->ids, "The prompt as token ids, separated by commas (or --text)");
+    ids_option->excludes(sub->get_option("--text"));
+    sub->add_option("--tokenizer", o->tokenizer, "Directory with GPT-2's encoder.json and vocab.bpe (default: data/gpt2)")->check(non_empty());
     sub->add_option("--layer", o->layer, "The layer whose attention is shown in full (0-based)")->check(whole_number(0))->capture_default_str();
     sub->add_flag("--all-layers", o->all_layers, "Every layer's steps in full (default: summaries but for --layer)");
     sub->add_option("--heads", o->heads, "Heads per layer (default: C/64, as every GPT-2 size)")->check(whole_number(1));
@@ -59,18 +93,21 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
     sub->callback([&shell, o] {
         shell.headline = {"weights", "top_k_ids", "top_k_probs"};
         shell.walk = [&shell, o] {
-            if (!shell.input.empty() || shell.sentence || shell.batch)
-                throw UsageError("gpt2 reads its prompt from --ids (-i, --text and --batch are for the other commands)");
+            if (!shell.input.empty() || shell.batch || shell.vocab)
+                throw UsageError("gpt2 reads its prompt from --text or --ids (-i, --vocab and --batch are for the other commands)");
+            if (!o->ids && !shell.sentence) throw UsageError("gpt2 needs a prompt: --text \"...\" or --ids 15496,995");
             shell.model_files.push_back(o->model);
-            const std::vector<std::size_t> ids = parse_ids(o->ids);
+            std::shared_ptr<const Bpe> bpe;
+            if (shell.sentence || o->tokenizer) bpe = load_tokenizer(o->tokenizer);
+            const std::vector<std::size_t> ids = shell.sentence ? bpe->encode(*shell.sentence) : parse_ids(*o->ids);
+            if (ids.empty()) throw UsageError("--text has no tokens");
             Model model;
             try {
                 model = load_gpt2(o->model, o->heads);
             } catch (const UsageError& e) {
                 throw UsageError(std::string(e.what()) + (o->heads ? "" : " with --heads H"));
             }
-            std::vector<std::string> tokens;
-            for (std::size_t id : ids) tokens.push_back("#" + std::to_string(id));
+            const std::vector<std::string> tokens = token_labels(ids, bpe.get());
             Gpt2Spec spec;
             spec.layer = o->layer;
             spec.top_k = o->top_k;

@@ -165,6 +165,11 @@ Tensor SafeTensors::get(const std::string& name) const {
     } else {
         throw InputError(file_, json_input::member_path("$", name), "dtype " + e->dtype + " cannot be read as float32 (F32, F16 or BF16 can)");
     }
+    // The float32 copy is what is used from now on: let the kernel drop the mapped pages
+    // (a later read maps them again), so that a model costs its copy, not twice its size.
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t from = (data_start_ + e->begin + page - 1) / page * page, to = (data_start_ + e->end) / page * page;
+    if (to > from) ::madvise(const_cast<unsigned char*>(map_) + from, to - from, MADV_DONTNEED);
     return t;
 }
 

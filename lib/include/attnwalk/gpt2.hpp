@@ -40,6 +40,14 @@ struct Gpt2Spec {
     std::optional<double> top_p;      // nucleus: the smallest set with probability ≥ p
     bool all_layers = false;          // every layer's steps in full (else summaries)
 };
+// Labels for GPT-2 token ids: each token's text with a space shown as ␣ (GPT-2's tokens
+// carry their leading space), or "#id" without a tokenizer.
+class Bpe;
+std::vector<std::string> token_labels(const std::vector<std::size_t>& ids, const Bpe* bpe);
+
+// The tokenizer's work on `text`: the pre-tokenised pieces and the ids.
+Trace walk_tokenize(const Bpe& bpe, const std::string& text);
+
 // `ids` are token ids; `tokens` their text (labels). Throws UsageError for ids ≥ vocab,
 // more tokens than the context, a layer out of range.
 Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const std::vector<std::string>& tokens,

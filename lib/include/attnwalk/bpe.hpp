@@ -1,0 +1,38 @@
+// GPT-2's byte-level BPE tokenizer, from its encoder.json and vocab.bpe: the text is cut
+// by GPT-2's pre-tokenisation rule ('s 't 're 've 'm 'll 'd, letters, numbers, other
+// symbols, each with an optional leading space; runs of whitespace), each piece's UTF-8
+// bytes are mapped to printable characters, merged by rank, and looked up. The rule is
+// written out by hand (std::regex has no \p{L}) with Unicode's letter and number tables.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace attnwalk {
+
+class Bpe {
+public:
+    // Reads `dir`/encoder.json and `dir`/vocab.bpe. Throws InputError.
+    static std::shared_ptr<const Bpe> load(const std::string& dir);
+
+    std::vector<std::size_t> encode(const std::string& text) const;
+    // The UTF-8 text of one token (a token may hold part of a character: the bytes as they are).
+    std::string decode(std::size_t id) const;
+    std::size_t vocab_size() const { return pieces_.size(); }
+    // GPT-2's pre-tokenisation of `text` (for display and tests).
+    static std::vector<std::string> pretokenize(const std::string& text);
+
+private:
+    std::vector<std::string> bpe(const std::string& piece) const;
+
+    std::unordered_map<std::string, std::size_t> encoder_;  // byte-mapped text -> id
+    std::vector<std::string> pieces_;                         // id -> byte-mapped text
+    std::unordered_map<std::string, std::size_t> ranks_;     // "first second" -> merge rank
+};
+
+}  // namespace attnwalk

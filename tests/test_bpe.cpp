@@ -1,0 +1,48 @@
+// GPT-2's tokenizer: known ids, the pre-tokenisation rule, and the byte-level round trip.
+// (tests/tokenizer_vs_npm.sh compares it with the npm package on a few hundred strings.)
+#include "attnwalk/bpe.hpp"
+#include "attnwalk/errors.hpp"
+#include "test_util.hpp"
+
+using namespace attnwalk;
+
+TEST_SUITE("bpe") {
+    TEST_CASE("bpe.known_ids") {
+        const auto bpe = Bpe::load(test::source_path("data/gpt2"));
+        CHECK(bpe->vocab_size() == 50257);
+        CHECK(bpe->encode("Hello world is") == std::vector<std::size_t>{15496, 995, 318});
+        CHECK(bpe->decode(50256) == "<|endoftext|>");
+        CHECK(bpe->decode(995) == " world");
+        // every string comes back byte for byte, whatever its characters
+        for (const std::string s : {"It's 2026,   isn't it?", "東京 🤖\n\n x", "caf\xC3\xA9 \xF0\x9F\x9A\x80", "\t\t tab"}) {
+            std::string back;
+            for (std::size_t id : bpe->encode(s)) back += bpe->decode(id);
+            CHECK(back == s);
+        }
+    }
+
+    TEST_CASE("bpe.pretokenize_like_gpt2s_rule") {
+        using V = std::vector<std::string>;
+        CHECK(Bpe::pretokenize("Hello world") == V{"Hello", " world"});
+        CHECK(Bpe::pretokenize("it's they're we'll") == V{"it", "'s", " they", "'re", " we", "'ll"});
+        CHECK(Bpe::pretokenize("a  b") == V{"a", " ", " b"});           // a run of spaces leaves the last to the word
+        CHECK(Bpe::pretokenize("a \n b") == V{"a", " \n", " b"});          // (as JavaScript's regex cuts it)
+        CHECK(Bpe::pretokenize("end  ") == V{"end", "  "});             // at the end the run stays whole
+        CHECK(Bpe::pretokenize("x123 4.5!?") == V{"x", "123", " 4", ".", "5", "!?"});
+        CHECK(Bpe::pretokenize("naïve 東京") == V{"naïve", " 東京"});
+    }
+
+    TEST_CASE("bpe.bad_files") {
+        const std::string dir = "/tmp/attnwalk_bpe_" + std::to_string(::getpid());
+        (void)std::system(("mkdir -p " + dir).c_str());
+        std::ofstream(dir + "/encoder.json") << R"({"a": 0, "b": 0})";
+        std::ofstream(dir + "/vocab.bpe") << "#version: 0.2\na b\n";
+        CHECK_THROWS_WITH_AS(Bpe::load(dir), doctest::Contains("id 0 is given twice"), InputError);
+        std::ofstream(dir + "/encoder.json") << R"({"a": 0, "b": 1})";
+        std::ofstream(dir + "/vocab.bpe") << "#version: 0.2\na b c\n";
+        CHECK_THROWS_WITH_AS(Bpe::load(dir), doctest::Contains("line 2: expected two symbols"), InputError);
+        std::ofstream(dir + "/encoder.json") << R"({"a": 0, "b": x})";
+        CHECK_THROWS_WITH_AS(Bpe::load(dir), doctest::Contains("expected a token id"), InputError);
+        CHECK_THROWS_AS(Bpe::load("/nonexistent"), InputError);
+    }
+}

@@ -95,6 +95,7 @@ std::string why(const std::string& message) {
         {"--step", "--step pauses the text view"},
         {"--query", "--explain I,J already names the query I"},
         {"--json", "the JSON always holds every number; --format, --precision, --full, --color and --no-heatmap shape the text view"},
+        {"--ids", "the prompt is a text (--text) or token ids (--ids), not both"},
         {"--text", "the input is a file (-i) or a sentence (--text), not both"},
         {"--init", "--init, --d-out and --qkv-bias say how seeded weights are drawn"},
         {"--d-out", "--init, --d-out and --qkv-bias say how seeded weights are drawn"},

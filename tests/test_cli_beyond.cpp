@@ -232,9 +232,14 @@ TEST_SUITE("cli.beyond") {
             {"gpt2 --model " + hf + " --heads 4 --ids 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", 2, "17 tokens: the model's context is 16"},
             {"gpt2 --model " + hf + " --heads 4 --ids 1 --layer 2", 2, "layer 2 is out of range: the model has 2 layers"},
             {"gpt2 --model " + hf + " --heads 4 --ids 1,x", 2, "--ids: 'x' is not a token id"},
-            {"gpt2 --model " + hf + " --heads 4 --ids 1 -i data/your_journey.json", 2, "gpt2 reads its prompt from --ids"},
+            {"gpt2 --model " + hf + " --heads 4 --ids 1 -i data/your_journey.json", 2, "gpt2 reads its prompt from --text or --ids"},
             {"gpt2 --model " + test::source_path("data/your_journey.json") + " --ids 1", 1, "the header claims"},
             {"gpt2 --model /nonexistent.safetensors --ids 1", 1, "/nonexistent.safetensors: cannot open file"},
+            {"gpt2 --model " + hf + " --heads 4", 2, "gpt2 needs a prompt: --text"},
+            {"gpt2 --model " + hf + " --heads 4 --text Hello", 2, "token id 15496 is out of range: the vocabulary has 50"},
+            {"gpt2 --model " + hf + " --heads 4 --text Hi --ids 1", 2, "excludes --ids (the prompt is a text (--text) or token ids (--ids), not both)"},
+            {"gpt2 --model " + hf + " --heads 4 --text Hi --tokenizer /nonexistent", 1, "/nonexistent/encoder.json: cannot open file"},
+            {"tokenize", 2, "tokenize needs --text"},
         };
         for (const Bad& b : cases) {
             CAPTURE(b.args);
@@ -243,6 +248,16 @@ TEST_SUITE("cli.beyond") {
             CHECK(r.err.find(b.message) != std::string::npos);
             CAPTURE(r.err);
         }
+    }
+
+    TEST_CASE("cli.beyond.tokenize") {
+        const json doc = run_json("tokenize --text 'Hello world is'");
+        CHECK(flat(step(doc, "token_ids").at("data")) == std::vector<double>{15496, 995, 318});
+        CHECK(doc.at("tokens") == json::array({"Hello", "␣world", "␣is"}));
+        // from another directory, the source tree's data/gpt2 is found
+        const auto r = test::run_shell("cd / && " + test::binary() + " tokenize --text 'Hello'");
+        CHECK(r.exit_code == 0);
+        CHECK(r.out.find("15496") != std::string::npos);
     }
 
     TEST_CASE("cli.beyond.walkthrough_part") {

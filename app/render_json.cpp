@@ -165,6 +165,11 @@ void step_json(Writer& w, const Step& step, bool timed) {
     w.raw(',').key("kind").string(step.kind == StepKind::parameter ? "parameter" : "result");
     if (step.first_row) w.raw(',').key("first_row").integer(static_cast<unsigned long long>(step.first_row));
     if (step.first_key) w.raw(',').key("first_key").integer(static_cast<unsigned long long>(step.first_key));
+    if (!step.labels.empty()) {
+        w.raw(',').key("labels").raw('[');
+        for (std::size_t i = 0; i < step.labels.size(); ++i) (i ? w.raw(',') : w).string(step.labels[i]);
+        w.raw(']');
+    }
     w.raw(',').key("shape").raw('[');
     for (std::size_t i = 0; i < step.tensor.shape.size(); ++i) (i ? w.raw(',') : w).integer(static_cast<unsigned long long>(step.tensor.shape[i]));
     w.raw(']').raw(',').key("axes").raw('[');

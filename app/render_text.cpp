@@ -33,6 +33,7 @@ std::string label(const Trace& trace, Axis axis, std::size_t i) {
         case Axis::batch: return "batch " + std::to_string(i);
         case Axis::head: return "head " + std::to_string(i);
         case Axis::feature: return "d" + std::to_string(i);
+        case Axis::layer: return "layer " + std::to_string(i);
     }
     return std::to_string(i);
 }
@@ -41,6 +42,7 @@ std::string label(const Trace& trace, Axis axis, std::size_t i) {
 // block of keys, the last queries) are shifted by the step's first_row / first_key.
 std::string label_at(const Trace& trace, const Step& step, std::size_t a, std::size_t i) {
     const std::size_t rank = step.axes.size();
+    if (a + 1 == rank && i < step.labels.size()) return step.labels[i];
     if (step.axes[a] == Axis::token) i += a + 1 == rank ? step.first_key : a + 2 == rank ? step.first_row : 0;
     return label(trace, step.axes[a], i);
 }
@@ -183,6 +185,55 @@ bool linear_layout(const Trace& trace, const Step& step) {
     return false;
 }
 
+// layer × head × T × T: one small heatmap per head, side by side as the terminal allows,
+// each cell one shade (rows and columns averaged in blocks when T is long).
+bool is_grid(const Step& step) {
+    const auto& a = step.axes;
+    return a.size() == 4 && a[0] == Axis::layer && a[1] == Axis::head && a[2] == Axis::token && a[3] == Axis::token;
+}
+
+void print_grid(const Step& step, const TextOptions& opt, std::ostream& out) {
+    static const char* const shades[] = {" ", "░", "▒", "▓", "█"};
+    const auto& s = step.tensor.shape;
+    const std::size_t L = s[0], H = s[1], T = s[2], side = std::min<std::size_t>(T, 12);
+    const std::size_t label = 6;  // "L11H3 " above each panel
+    const std::size_t width = std::max(side, label - 1) + 2;
+    const std::size_t per_row = std::max<std::size_t>(1, (opt.columns > 4 ? opt.columns - 4 : 1) / width);
+    const auto cell = [&](std::size_t l, std::size_t h, std::size_t r, std::size_t c) {  // the block's mean, 0…1
+        const std::size_t r0 = r * T / side, r1 = std::max(r0 + 1, (r + 1) * T / side), c0 = c * T / side,
+                          c1 = std::max(c0 + 1, (c + 1) * T / side);
+        double sum = 0.0;
+        for (std::size_t i = r0; i < r1; ++i)
+            for (std::size_t j = c0; j < c1; ++j) sum += step.tensor.data[((l * H + h) * T + i) * T + j];
+        return sum / static_cast<double>((r1 - r0) * (c1 - c0));
+    };
+    out << "    heatmaps: weight 0 ' ' ░▒▓█ 1 (each head's rows are queries, columns keys" << (side < T ? ", averaged in blocks" : "") << ")\n";
+    std::vector<std::pair<std::size_t, std::size_t>> heads;
+    for (std::size_t l = 0; l < L; ++l)
+        for (std::size_t h = 0; h < H; ++h) heads.emplace_back(l, h);
+    for (std::size_t first = 0; first < heads.size(); first += per_row) {
+        const std::size_t n = std::min(per_row, heads.size() - first);
+        std::string line = "    ";
+        for (std::size_t k = 0; k < n; ++k) {
+            std::string name = "L" + std::to_string(heads[first + k].first) + "H" + std::to_string(heads[first + k].second);
+            line += name + std::string(width > name.size() ? width - name.size() : 1, ' ');
+        }
+        out << line << '\n';
+        for (std::size_t r = 0; r < side; ++r) {
+            line = "    ";
+            for (std::size_t k = 0; k < n; ++k) {
+                const auto [l, h] = heads[first + k];
+                for (std::size_t c = 0; c < side; ++c) {
+                    const double v = cell(l, h, r, c);
+                    line += shades[std::isfinite(v) ? static_cast<std::size_t>(std::lround(std::clamp(v, 0.0, 1.0) * 4.0)) : 0];
+                }
+                line += std::string(width - side, ' ');
+            }
+            out << line << '\n';
+        }
+    }
+}
+
 void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, std::ostream& out) {
     const auto& shape = step.tensor.shape;
     const std::size_t rank = shape.size();
@@ -211,6 +262,10 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
     }
     if (shape.empty()) {
         out << "    = " << fmt(step.tensor.data.at(0), opt.precision >= 4 ? std::max(opt.precision, 8) : opt.precision) << '\n';
+        return;
+    }
+    if (is_grid(step) && !opt.full) {  // every head of every layer: the grid (--full prints the numbers)
+        print_grid(step, opt, out);
         return;
     }
     // Batch elements equal to batch element 0 (a stacked input) are named, not printed again.
@@ -378,14 +433,14 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
         throw UsageError("--svg draws the " + step.id + " step, and --summary keeps only its statistics: leave out one of the two");
     const std::size_t rank = step.tensor.shape.size();
     const std::size_t inner = step.tensor.shape[rank - 1] * step.tensor.shape[rank - 2];
-    // Panels: every head of batch element 0.
+    // Panels: every head (and layer) of batch element 0.
     std::size_t panels = 1;
     for (std::size_t a = 0; a + 2 < rank; ++a)
-        if (step.axes[a] == Axis::head) panels *= step.tensor.shape[a];
+        if (step.axes[a] != Axis::batch) panels *= step.tensor.shape[a];
     std::vector<HeatmapPanel> list;
     const std::vector<float> mask = future_mask(trace, step);
     for (std::size_t p = 0; p < panels; ++p) {
-        HeatmapPanel panel{panels > 1 ? "head " + std::to_string(p) : "", step.tensor.data.data() + p * inner,
+        HeatmapPanel panel{panels > 1 ? slice_name(trace, step, p) : "", step.tensor.data.data() + p * inner,
                            step.tensor.shape[rank - 2], step.tensor.shape[rank - 1], {}, {}, mask.empty() ? nullptr : mask.data()};
         for (std::size_t r = 0; r < panel.rows; ++r) panel.row_labels.push_back(label_at(trace, step, rank - 2, r));
         for (std::size_t c = 0; c < panel.cols; ++c) panel.col_labels.push_back(label_at(trace, step, rank - 1, c));

@@ -250,6 +250,27 @@ TEST_SUITE("cli.beyond") {
         }
     }
 
+    TEST_CASE("cli.beyond.gpt2_model_view") {
+        const std::string nano = test::source_path("tests/data/tiny_gpt2_nano_f32.safetensors");
+        const json doc = run_json("gpt2 --model " + nano + " --heads 3 --ids 1,2,3,4,5 --view --sort previous_token");
+        const auto grid = flat(step(doc, "attention_grid").at("data"));  // 3×3×5×5
+        CHECK(step(doc, "attention_grid").at("axes") == json::array({"layer", "head", "token", "token"}));
+        const auto first = flat(step(doc, "head_first_token").at("data")), previous = flat(step(doc, "head_previous_token").at("data"));
+        for (std::size_t lh = 0; lh < 9; ++lh) {
+            double sink = 0, prev = 0;
+            for (std::size_t i = 0; i < 5; ++i) sink += grid[lh * 25 + i * 5];
+            for (std::size_t i = 1; i < 5; ++i) prev += grid[lh * 25 + i * 5 + i - 1];
+            CHECK(first[lh] == doctest::Approx(sink / 5).epsilon(1e-6));
+            CHECK(previous[lh] == doctest::Approx(prev / 4).epsilon(1e-6));
+        }
+        const auto sorted = flat(step(doc, "heads_sorted").at("data"));  // 9×7, column 5 = previous_token
+        for (std::size_t r = 1; r < 9; ++r) CHECK(sorted[r * 7 + 5] <= sorted[(r - 1) * 7 + 5]);
+        CHECK(step(doc, "heads_sorted").at("labels").at(5) == "previous_token");
+        const auto bad = test::run("gpt2 --model " + nano + " --heads 3 --ids 1 --sort entropy");
+        CHECK(bad.exit_code == 2);
+        CHECK(bad.err.find("--sort requires --view") != std::string::npos);
+    }
+
     TEST_CASE("cli.beyond.tokenize") {
         const json doc = run_json("tokenize --text 'Hello world is'");
         CHECK(flat(step(doc, "token_ids").at("data")) == std::vector<double>{15496, 995, 318});

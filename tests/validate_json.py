@@ -27,6 +27,8 @@ COMMANDS = [
     "sdpa --attn-mask '[[1,1,0,0,0,0],[0,0,0,0,0,0],[1,1,1,1,1,1],[1,1,1,1,1,1],[1,1,1,1,1,1],[1,1,1,1,1,1]]'",
     "params", "params --kv-heads 4 --layers 12",
     "gpt2 --model tests/data/tiny_gpt2_hf_f32.safetensors --heads 4 --ids 1,2,3 --top-p 0.9",
+    "tokenize --text 'Hello world is'",
+    "gpt2 --model tests/data/tiny_gpt2_hf_f16.safetensors --heads 2 --ids 1,2,3,4 --view --sort entropy",
     "gpt2 --model tests/data/tiny_gpt2_nano_f32.safetensors --heads 3 --ids 5,6 --all-layers --summary",
 ]
 

@@ -228,6 +228,37 @@ Trace walk_tokenize(const Bpe& bpe, const std::string& text) {
     return check_finite(std::move(trace));
 }
 
+const std::vector<std::string>& head_stat_names() {
+    static const std::vector<std::string> names = {"entropy", "max_weight", "first_token", "previous_token", "diagonal"};
+    return names;
+}
+
+namespace {
+
+// Per head, averaged over the query rows: the entropy of the row (nats), its largest
+// weight, its weight on token 0 (the attention sink), on the previous token (rows 1…),
+// on itself.
+std::vector<double> head_stats(const float* a, std::size_t T) {
+    double entropy = 0, max = 0, first = 0, previous = 0, diagonal = 0;
+    for (std::size_t i = 0; i < T; ++i) {
+        const float* row = a + i * T;
+        double e = 0, m = 0;
+        for (std::size_t j = 0; j < T; ++j) {
+            if (row[j] > 0) e -= static_cast<double>(row[j]) * std::log(static_cast<double>(row[j]));
+            m = std::max(m, static_cast<double>(row[j]));
+        }
+        entropy += e;
+        max += m;
+        first += row[0];
+        diagonal += row[i];
+        if (i > 0) previous += row[i - 1];
+    }
+    const double n = static_cast<double>(T);
+    return {entropy / n, max / n, first / n, T > 1 ? previous / (n - 1) : 0.0, diagonal / n};
+}
+
+}  // namespace
+
 Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const std::vector<std::string>& tokens,
                 const Gpt2Spec& spec, const Recording& recording) {
     const Gpt2Model& m = *model;
@@ -242,6 +273,10 @@ Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const s
         throw UsageError("layer " + std::to_string(spec.layer) + " is out of range: the model has " + std::to_string(c.layers) + " layers");
     if (!(spec.temperature > 0.0 && std::isfinite(spec.temperature))) throw UsageError("the temperature must be a positive number");
     if (spec.top_p && !(*spec.top_p > 0.0 && *spec.top_p <= 1.0)) throw UsageError("top-p must be in (0, 1]");
+    const auto& stat_names = head_stat_names();
+    const auto sort_at = std::find(stat_names.begin(), stat_names.end(), spec.sort);
+    if (!spec.sort.empty() && sort_at == stat_names.end())
+        throw UsageError("heads are ranked by entropy, max_weight, first_token, previous_token or diagonal, not \"" + spec.sort + "\"");
 
     Trace trace;
     trace.command = "gpt2";
@@ -276,6 +311,9 @@ Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const s
 
     ForwardSpec causal;
     causal.causal = true;
+    const std::size_t H = c.heads;
+    xt::xtensor<float, 5> grid;  // (1, L, H, T, T): every layer's weights, for the view
+    if (spec.view) grid = xt::xtensor<float, 5>::from_shape({1, c.layers, H, T, T});
     for (std::size_t l = 0; l < c.layers; ++l) {
         const Gpt2Block& b = m.blocks[l];
         const bool full = l == spec.layer || spec.all_layers;
@@ -299,6 +337,7 @@ Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const s
             rec.add("context", "Heads concatenated", "Z", f.context, tokens_features);
             rec.add("output", "The attention's output: c_proj", "Z·W_o + b_o", f.output, tokens_features);
         }
+        if (spec.view) xt::view(grid, 0, l) = xt::view(f.weights, 0);
         keep("attention", "Layer " + std::to_string(l) + ": the attention's output", "attn(ln_1(x))", f.output);
         x = x + f.output;
         keep("residual_1", "Residual: added to the layer's input", "x + attn(ln_1(x))", x);
@@ -310,6 +349,42 @@ Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const s
         keep("mlp", "The MLP's output", "hidden·W_proj + b_proj", mlp);
         x = x + mlp;
         keep("residual_2", "Layer " + std::to_string(l) + "'s output", "x + mlp(ln_2(x))", x);
+    }
+    if (spec.view) {
+        rec.add("attention_grid", "Every head of every layer", "A[layer, head]", grid, {Axis::layer, Axis::head, Axis::token, Axis::token});
+        std::vector<Cube> stats(stat_names.size(), Cube::from_shape({1, c.layers, H}));
+        for (std::size_t l = 0; l < c.layers; ++l)
+            for (std::size_t h = 0; h < H; ++h) {
+                const auto v = head_stats(&grid(0, l, h, 0, 0), T);
+                for (std::size_t k = 0; k < v.size(); ++k) stats[k](0, l, h) = static_cast<float>(v[k]);
+            }
+        const char* titles[] = {"Entropy of each head's rows (nats; low = focused)", "Largest weight of each row, averaged",
+                                "Weight on the first token (the attention sink)", "Weight on the previous token",
+                                "Weight on the token itself"};
+        const char* formulas[] = {"mean_i −Σ_j a_ij·ln a_ij", "mean_i max_j a_ij", "mean_i a_i0", "mean_(i≥1) a_i,i−1",
+                                  "mean_i a_ii"};
+        for (std::size_t k = 0; k < stat_names.size(); ++k)
+            rec.add("head_" + stat_names[k], titles[k], formulas[k], stats[k], {Axis::layer, Axis::head});
+        if (!spec.sort.empty()) {
+            const std::size_t key = static_cast<std::size_t>(sort_at - stat_names.begin());
+            std::vector<std::pair<std::size_t, std::size_t>> order;
+            for (std::size_t l = 0; l < c.layers; ++l)
+                for (std::size_t h = 0; h < H; ++h) order.emplace_back(l, h);
+            std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+                return stats[key](0, a.first, a.second) > stats[key](0, b.first, b.second);
+            });
+            Mat table = Mat::from_shape({order.size(), 2 + stat_names.size()});
+            for (std::size_t r = 0; r < order.size(); ++r) {
+                table(r, 0) = static_cast<float>(order[r].first);
+                table(r, 1) = static_cast<float>(order[r].second);
+                for (std::size_t k = 0; k < stat_names.size(); ++k) table(r, 2 + k) = stats[k](0, order[r].first, order[r].second);
+            }
+            Step& st = rec.add_plain("heads_sorted", "The heads ranked by " + spec.sort + ", highest first", "sort by " + spec.sort,
+                                     to_trace(table), {Axis::feature, Axis::feature});
+            st.labels = {"layer", "head"};
+            st.labels.insert(st.labels.end(), stat_names.begin(), stat_names.end());
+            trace.set_param("sort", spec.sort);
+        }
     }
     const Cube xf = layer_norm(x, m.ln_f);
     rec.add("ln_f", "The final LayerNorm", "ln_f(x)", xf, tokens_features);

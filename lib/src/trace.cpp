@@ -15,6 +15,7 @@ const char* axis_name(Axis axis) {
         case Axis::head: return "head";
         case Axis::token: return "token";
         case Axis::feature: return "feature";
+        case Axis::layer: return "layer";
     }
     return "feature";
 }

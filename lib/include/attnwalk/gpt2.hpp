@@ -39,7 +39,11 @@ struct Gpt2Spec {
     double temperature = 1.0;         // logits / temperature before the softmax
     std::optional<double> top_p;      // nucleus: the smallest set with probability ≥ p
     bool all_layers = false;          // every layer's steps in full (else summaries)
+    bool view = false;                // every layer's and head's weights, and numbers per head
+    std::string sort;                 // rank the heads by: entropy, max_weight, first_token, previous_token, diagonal
 };
+// The per-head numbers the model view can rank by.
+const std::vector<std::string>& head_stat_names();
 // Labels for GPT-2 token ids: each token's text with a space shown as ␣ (GPT-2's tokens
 // carry their leading space), or "#id" without a tokenizer.
 class Bpe;

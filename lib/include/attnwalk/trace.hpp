@@ -15,7 +15,7 @@
 namespace attnwalk {
 
 // What an axis of a step's tensor indexes; renderers label rows and columns with it.
-enum class Axis { batch, head, token, feature };
+enum class Axis { batch, head, token, feature, layer };
 const char* axis_name(Axis axis);
 
 struct Tensor {
@@ -66,6 +66,7 @@ struct Step {
     std::vector<Axis> axes;             // one per tensor dimension
     std::size_t first_row = 0;          // a token row axis (second to last) starts at this token
     std::size_t first_key = 0;          // a token column axis (last) starts at this token
+    std::vector<std::string> labels;    // optional: names of the last axis's entries (columns)
     std::string note;                   // optional explanation
     std::vector<Expansion> expansion;   // optional written-out sums
     Tensor row_sum;                     // optional: the sum over the last axis

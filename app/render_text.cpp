@@ -440,7 +440,14 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
     std::vector<HeatmapPanel> list;
     const std::vector<float> mask = future_mask(trace, step);
     for (std::size_t p = 0; p < panels; ++p) {
-        HeatmapPanel panel{panels > 1 ? slice_name(trace, step, p) : "", step.tensor.data.data() + p * inner,
+        std::string title;  // "head 1", "layer 0, head 1": the leading axes but the batch
+        for (std::size_t a = 0, rest = p, div = panels; a + 2 < rank; ++a) {
+            if (step.axes[a] == Axis::batch) continue;
+            div /= step.tensor.shape[a];
+            title += (title.empty() ? "" : ", ") + label(trace, step.axes[a], rest / div);
+            rest %= div;
+        }
+        HeatmapPanel panel{panels > 1 ? title : "", step.tensor.data.data() + p * inner,
                            step.tensor.shape[rank - 2], step.tensor.shape[rank - 1], {}, {}, mask.empty() ? nullptr : mask.data()};
         for (std::size_t r = 0; r < panel.rows; ++r) panel.row_labels.push_back(label_at(trace, step, rank - 2, r));
         for (std::size_t c = 0; c < panel.cols; ++c) panel.col_labels.push_back(label_at(trace, step, rank - 1, c));

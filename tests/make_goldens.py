@@ -737,6 +737,15 @@ def gpt2_cases():
             args = ["gpt2", "--model", "@SRC@/tests/data/" + name + ".safetensors", "--heads", str(heads),
                     "--ids", ",".join(str(i) for i in ids[0].tolist()), "--layer", str(layer)]
             cases.append(case(f"{name}_T{T}_layer{layer}", args, None, exp, ["top_k_ids"]))
+            if T < ctx:  # the book's generate_text_simple: greedy, the whole sequence again for every token
+                n = min(4, ctx - T)
+                seq = ids
+                with torch.no_grad():
+                    for _ in range(n):
+                        nxt = torch.argmax(m(seq)[:, -1], dim=-1, keepdim=True)
+                        seq = torch.cat([seq, nxt], dim=1)
+                cases.append(case(f"{name}_T{T}_generate{n}", args + ["--generate", str(n)], None,
+                                  {"generated_ids": seq[0, T:].float()}, ["generated_ids"]))
     return cases
 
 

@@ -66,6 +66,7 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
                 "  attnwalk gpt2 --model model.safetensors --ids 15496,995,318 --layer 5 --steps weights\n"
                 "  attnwalk gpt2 --model model.safetensors --ids 15496,995 --top-k 10 --temperature 0.7\n"
                 "  attnwalk gpt2 --model model.safetensors --text \"The cat sat\" --view --sort first_token --compact\n"
+                "  attnwalk gpt2 --model model.safetensors --text \"Hello, my name is\" --generate 5 --steps 'step*.weights,generated_ids,max_difference'\n"
                 "See docs/models.md for where to get GPT-2's weights.\n");
     add_shell_options(*sub, shell, true);
     struct Options {
@@ -78,6 +79,7 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
         bool all_layers = false;
         bool view = false;
         std::string sort;
+        std::size_t generate = 0;
     };
     auto o = std::make_shared<Options>();
     sub->add_option("--model", o->model, "GPT-2 checkpoint in safetensors format (Hugging Face or nanoGPT names)")->required()->check(non_empty());
@@ -90,6 +92,8 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
     sub->add_option("--sort", o->sort, "With --view, rank the heads by entropy, max_weight, first_token, previous_token or diagonal")
         ->check(CLI::IsMember(head_stat_names()))
         ->needs(view);
+    sub->add_option("--generate", o->generate, "Then generate N tokens greedily, each through a KV cache, checked against no cache")
+        ->check(whole_number(1));
     sub->add_option("--heads", o->heads, "Heads per layer (default: C/64, as every GPT-2 size)")->check(whole_number(1));
     sub->add_option("--top-k", o->top_k, "Next-token candidates shown")->check(whole_number(1))->capture_default_str();
     sub->add_option("--temperature", o->temperature, "Divide the logits by T before the softmax")
@@ -99,7 +103,7 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
         ->check(number_check("P", [](double v) { return v > 0.0 && v <= 1.0; }, "must be in (0, 1]"));
     sub->callback([&shell, o] {
         shell.headline = o->view ? std::vector<std::string>{"attention_grid", "head_entropy", "head_max_weight", "head_first_token", "head_previous_token", "head_diagonal", "heads_sorted", "top_k_ids", "top_k_probs"}
-                                 : std::vector<std::string>{"weights", "top_k_ids", "top_k_probs"};
+                                 : std::vector<std::string>{"weights", "top_k_ids", "top_k_probs", "generated_ids", "max_difference"};
         shell.walk = [&shell, o] {
             if (!shell.input.empty() || shell.batch || shell.vocab)
                 throw UsageError("gpt2 reads its prompt from --text or --ids (-i, --vocab and --batch are for the other commands)");
@@ -123,6 +127,8 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
             spec.top_p = o->top_p;
             spec.all_layers = o->all_layers;
             spec.view = o->view;
+            spec.generate = o->generate;
+            spec.tokenizer = bpe.get();
             spec.sort = o->sort;
             return walk_gpt2(model, ids, tokens, spec, shell.recording);
         };

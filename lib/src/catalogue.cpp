@@ -117,6 +117,7 @@ const std::vector<StepInfo>& step_catalogue() {
         {"ln_f", "the final LayerNorm"},
         {"logits", "the next token's logits (last position × wteᵀ)"},
         {"top_k_ids", "the ids of the most likely next tokens"},
+        {"generated_ids", "the tokens generated greedily, each through the KV cache"},
         {"top_k_logits", "their logits"},
         {"top_k_probs", "their probabilities, softmax(logits / temperature)"},
         // one cell written out

@@ -259,6 +259,92 @@ std::vector<double> head_stats(const float* a, std::size_t T) {
 
 }  // namespace
 
+namespace {
+
+std::size_t argmax(const Mat& logits) {
+    return static_cast<std::size_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+// The logits of the last position of `ids`, the whole sequence run at once (no cache).
+Mat full_logits(const Gpt2Model& m, const std::vector<std::size_t>& ids) {
+    const std::size_t T = ids.size(), C = m.config.width, V = m.config.vocab;
+    Cube x = Cube::from_shape({1, T, C});
+    for (std::size_t t = 0; t < T; ++t) xt::view(x, 0, t, xt::all()) = xt::view(m.wte, ids[t], xt::all()) + xt::view(m.wpe, t, xt::all());
+    ForwardSpec causal;
+    causal.causal = true;
+    for (const Gpt2Block& b : m.blocks) {
+        x = x + attention_forward(layer_norm(x, b.ln_1), &b.attn, causal).output;
+        x = x + project(gelu(project(layer_norm(x, b.ln_2), b.fc)), b.proj);
+    }
+    const Cube xf = layer_norm(x, m.ln_f);
+    Mat logits = Mat::from_shape({1, V});
+    sgemm(false, true, 1, V, C, 1.0f, &xf(0, T - 1, 0), C, m.wte.data(), C, 0.0f, logits.data(), V);
+    return logits;
+}
+
+// Greedy decoding with a KV cache: each new token runs through every layer alone, its key
+// and value appended to that layer's cache; the chosen layer's new row of attention and
+// cache are recorded. At the end the whole sequence runs again without a cache.
+void generate(Recorder& rec, const Gpt2Model& m, std::vector<std::size_t> ids, std::vector<std::pair<Hyper, Hyper>> cache,
+              Mat logits, const Gpt2Spec& spec) {
+    Trace& trace = rec.trace();
+    const Gpt2Config& c = m.config;
+    const std::size_t C = c.width, V = c.vocab, prompt = ids.size();
+    ForwardSpec causal;
+    causal.causal = true;
+    std::vector<std::size_t> generated;
+    for (std::size_t g = 0; g < spec.generate; ++g) {
+        const std::size_t next = argmax(logits), pos = ids.size();
+        if (pos >= c.context) break;  // the context is full
+        ids.push_back(next);
+        generated.push_back(next);
+        trace.tokens.push_back(token_labels({next}, spec.tokenizer).front());
+        Cube x = Cube::from_shape({1, 1, C});
+        xt::view(x, 0, 0, xt::all()) = xt::view(m.wte, next, xt::all()) + xt::view(m.wpe, pos, xt::all());
+        const std::string N = "step" + std::to_string(pos) + ".";
+        for (std::size_t l = 0; l < c.layers; ++l) {
+            const Gpt2Block& b = m.blocks[l];
+            ForwardSpec at;
+            at.position0 = pos;
+            Forward s = project_heads(layer_norm(x, b.ln_1), &b.attn, at);
+            cache[l].first = xt::concatenate(xt::xtuple(cache[l].first, s.kh), 2);
+            cache[l].second = xt::concatenate(xt::xtuple(cache[l].second, s.vh), 2);
+            s.kh = cache[l].first;
+            s.vh = cache[l].second;
+            attend(s, &b.attn, causal);
+            if (l == spec.layer) {
+                rec.add(N + "keys_cache", "Token " + std::to_string(pos) + " (\"" + trace.tokens[pos] + "\"): layer " + std::to_string(l) +
+                                              "'s key cache, one row longer",
+                        "K_cache = concat(K_cache, k_t)", cache[l].first, head_tokens_features);
+                rec.add_with_row_sums(N + "weights", "Its new row of attention in layer " + std::to_string(l), "α_t = softmax(q_t·K_cacheᵀ / √d_h)",
+                                      Cube(xt::view(s.weights, xt::all(), xt::all(), 0, xt::all())), {Axis::head, Axis::token});
+            }
+            x = x + s.output;
+            x = x + project(gelu(project(layer_norm(x, b.ln_2), b.fc)), b.proj);
+        }
+        const Cube xf = layer_norm(x, m.ln_f);
+        sgemm(false, true, 1, V, C, 1.0f, &xf(0, 0, 0), C, m.wte.data(), C, 0.0f, logits.data(), V);
+    }
+    Mat gen = Mat::from_shape({1, generated.size()});
+    for (std::size_t i = 0; i < generated.size(); ++i) gen(0, i) = static_cast<float>(generated[i]);
+    Step& gs = rec.add("generated_ids", "The generated tokens (greedy: the most likely each time)", "argmax(logits)", gen, {Axis::token});
+    gs.first_key = prompt;
+    if (generated.size() < spec.generate) gs.note = "The context of " + std::to_string(c.context) + " tokens is full.";
+    trace.set_param("generated", static_cast<unsigned long long>(generated.size()));
+    double bytes = 0;
+    for (const auto& kv : cache) bytes += 2.0 * static_cast<double>(kv.first.size()) * 4.0;
+    const Mat full = full_logits(m, ids);
+    float diff = 0.0f;
+    for (std::size_t v = 0; v < V; ++v) diff = std::max(diff, std::fabs(full(0, v) - logits(0, v)));
+    rec.add_plain("max_difference", "The last logits with the cache against the whole sequence recomputed", "max |logits_cached − logits_full|",
+                  Tensor{{}, {diff}}, {})
+        .note = "The cache holds " + std::to_string(ids.size()) + " tokens × " + std::to_string(c.layers) + " layers × 2 × " +
+                std::to_string(C) + " floats = " + format_number(bytes) + " bytes; " +
+                (diff == 0.0f ? "equal bit for bit." : "equal up to float32 rounding (the products are summed in another order).");
+}
+
+}  // namespace
+
 Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const std::vector<std::string>& tokens,
                 const Gpt2Spec& spec, const Recording& recording) {
     const Gpt2Model& m = *model;
@@ -269,6 +355,7 @@ Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const s
         throw UsageError(std::to_string(T) + " tokens: the model's context is " + std::to_string(c.context));
     for (std::size_t id : ids)
         if (id >= V) throw UsageError("token id " + std::to_string(id) + " is out of range: the vocabulary has " + std::to_string(V));
+    if (spec.generate && T + 1 > c.context) throw UsageError("no room to generate: the prompt fills the model's context of " + std::to_string(c.context));
     if (spec.layer >= c.layers)
         throw UsageError("layer " + std::to_string(spec.layer) + " is out of range: the model has " + std::to_string(c.layers) + " layers");
     if (!(spec.temperature > 0.0 && std::isfinite(spec.temperature))) throw UsageError("the temperature must be a positive number");
@@ -312,6 +399,7 @@ Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const s
     ForwardSpec causal;
     causal.causal = true;
     const std::size_t H = c.heads;
+    std::vector<std::pair<Hyper, Hyper>> cache(c.layers);  // every layer's keys and values, for generating
     xt::xtensor<float, 5> grid;  // (1, L, H, T, T): every layer's weights, for the view
     if (spec.view) grid = xt::xtensor<float, 5>::from_shape({1, c.layers, H, T, T});
     for (std::size_t l = 0; l < c.layers; ++l) {
@@ -338,6 +426,7 @@ Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const s
             rec.add("output", "The attention's output: c_proj", "Z·W_o + b_o", f.output, tokens_features);
         }
         if (spec.view) xt::view(grid, 0, l) = xt::view(f.weights, 0);
+        if (spec.generate) cache[l] = {f.kh, f.vh};
         keep("attention", "Layer " + std::to_string(l) + ": the attention's output", "attn(ln_1(x))", f.output);
         x = x + f.output;
         keep("residual_1", "Residual: added to the layer's input", "x + attn(ln_1(x))", x);
@@ -422,6 +511,7 @@ Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const s
         ps.note = "top-p " + format_number(*spec.top_p) + ": the first " + std::to_string(n) + " of these (probability " + format_number(acc) +
                   (acc < *spec.top_p ? ", more than top-k shows" : "") + ") are kept for sampling.";
     }
+    if (spec.generate) generate(rec, m, ids, std::move(cache), logits, spec);
     return finish(std::move(trace), recording);
 }
 

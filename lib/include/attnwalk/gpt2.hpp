@@ -17,6 +17,8 @@
 
 namespace attnwalk {
 
+class Bpe;
+
 struct Gpt2Config {
     std::size_t vocab = 0, context = 0, width = 0, layers = 0, heads = 0;  // width = C
     std::string naming;  // "huggingface" or "nanogpt"
@@ -41,12 +43,13 @@ struct Gpt2Spec {
     bool all_layers = false;          // every layer's steps in full (else summaries)
     bool view = false;                // every layer's and head's weights, and numbers per head
     std::string sort;                 // rank the heads by: entropy, max_weight, first_token, previous_token, diagonal
+    std::size_t generate = 0;         // then this many tokens, greedily, each through a KV cache
+    const Bpe* tokenizer = nullptr;   // labels for the generated tokens (else #id)
 };
 // The per-head numbers the model view can rank by.
 const std::vector<std::string>& head_stat_names();
 // Labels for GPT-2 token ids: each token's text with a space shown as ␣ (GPT-2's tokens
 // carry their leading space), or "#id" without a tokenizer.
-class Bpe;
 std::vector<std::string> token_labels(const std::vector<std::size_t>& ids, const Bpe* bpe);
 
 // The tokenizer's work on `text`: the pre-tokenised pieces and the ids.

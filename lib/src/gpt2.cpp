@@ -10,6 +10,7 @@
 #include "attnwalk/blas.hpp"
 #include "attnwalk/bpe.hpp"
 #include "attnwalk/errors.hpp"
+#include "attnwalk/fast/blocked_attention.hpp"
 #include "attnwalk/recorder.hpp"
 #include "attnwalk/safetensors.hpp"
 #include "walk_parts.hpp"
@@ -22,16 +23,34 @@ struct LayerNorm {
     Vec scale, shift;
 };
 
+// A matrix read straight from the mapped file when it can be (F32), else copied: rows ×
+// cols, stored as given or as its transpose ([out, in], nn.Linear's layout).
+struct Matrix {
+    Mat owned;
+    const float* data = nullptr;
+    std::size_t rows = 0, cols = 0;
+    bool transposed = false;
+    const float* row(std::size_t r) const { return data + r * cols; }  // (not transposed)
+};
+
+// One layer of an MLP: x·W + b, W in×out.
+struct Dense {
+    Matrix w;
+    Vec b;
+};
+
 struct Gpt2Block {
     LayerNorm ln_1, ln_2;
     AttentionWeights attn;
-    Linear fc, proj;  // C×4C, 4C×C
+    Dense fc, proj;  // C×4C, 4C×C
 };
 
 struct Gpt2Model {
     Gpt2Config config;
     std::string file;
-    Mat wte, wpe;  // V×C, context×C
+    std::shared_ptr<const SafeTensors> map;  // keeps the directly read matrices valid
+    Matrix wte;  // V×C
+    Mat wpe;     // context×C
     std::vector<Gpt2Block> blocks;
     LayerNorm ln_f;
 };
@@ -42,30 +61,49 @@ namespace {
 
 using ull = unsigned long long;
 
-Mat as_mat(const Tensor& t) { return mat_from_trace(t); }
-Vec as_vec(const Tensor& t) {
-    Vec v = Vec::from_shape({t.data.size()});
-    std::copy(t.data.begin(), t.data.end(), v.begin());
-    return v;
-}
 
 // Reads the tensors of one checkpoint, with the names and checks in one place.
 class Reader {
 public:
     Reader(const SafeTensors& st, std::string prefix) : st_(st), prefix_(std::move(prefix)) {}
 
-    Tensor get(const std::string& name, const std::vector<std::size_t>& shape) const {
-        const Tensor t = st_.get(prefix_ + name);
-        if (t.shape != shape)
+    void check(const std::string& name, const std::vector<std::size_t>& shape) const {
+        const SafeTensors::Entry* e = st_.find(prefix_ + name);
+        if (!e) throw InputError(st_.file(), "$", "missing tensor \"" + prefix_ + name + "\"");
+        if (e->shape != shape)
             throw InputError(st_.file(), "$[\"" + prefix_ + name + "\"]",
-                             "expected shape " + json_input_shape(shape) + ", got " + json_input_shape(t.shape));
-        return t;
+                             "expected shape " + json_input_shape(shape) + ", got " + json_input_shape(e->shape));
     }
-    Vec vec(const std::string& name, std::size_t n) const { return as_vec(get(name, {n})); }
+    Vec vec(const std::string& name, std::size_t n) const {
+        check(name, {n});
+        Vec v = Vec::from_shape({n});
+        st_.read_into(prefix_ + name, v.data());
+        return v;
+    }
+    Mat mat(const std::string& name, std::size_t rows, std::size_t cols) const {
+        check(name, {rows, cols});
+        Mat m = Mat::from_shape({rows, cols});
+        st_.read_into(prefix_ + name, m.data());
+        return m;
+    }
+    // rows×cols (or its transpose, cols×rows, when `transposed`), mapped when it can be.
+    Matrix matrix(const std::string& name, std::size_t rows, std::size_t cols, bool transposed) const {
+        Matrix m;
+        m.rows = transposed ? cols : rows;
+        m.cols = transposed ? rows : cols;
+        m.transposed = transposed;
+        check(name, {m.rows, m.cols});
+        m.data = st_.direct(prefix_ + name);
+        if (!m.data) {
+            m.owned = mat(name, m.rows, m.cols);
+            m.data = m.owned.data();
+        }
+        return m;
+    }
     // A weight of in×out in x·W layout, from either layout.
     Mat weight(const std::string& name, std::size_t in, std::size_t out, bool linear) const {
-        if (!linear) return as_mat(get(name, {in, out}));
-        return xt::transpose(as_mat(get(name, {out, in})));
+        if (!linear) return mat(name, in, out);
+        return xt::transpose(mat(name, out, in));
     }
     static std::string json_input_shape(const std::vector<std::size_t>& s) {
         std::string out = "[";
@@ -80,6 +118,16 @@ private:
 
 LayerNorm read_ln(const Reader& r, const std::string& name, std::size_t C) {
     return {r.vec(name + ".weight", C), r.vec(name + ".bias", C)};
+}
+
+// x·W + b for a Dense layer, W read where it lies (x is (1,T,in)).
+Cube dense(const Cube& x, const Dense& d) {
+    const std::size_t rows = x.shape(0) * x.shape(1), in = x.shape(2), out = d.w.transposed ? d.w.rows : d.w.cols;
+    Cube y = Cube::from_shape({x.shape(0), x.shape(1), out});
+    sgemm(false, d.w.transposed, rows, out, in, 1.0f, x.data(), in, d.w.data, d.w.cols, 0.0f, y.data(), out);
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t c = 0; c < out; ++c) y.data()[r * out + c] += d.b(c);
+    return y;
 }
 
 // y = (x − mean) / sqrt(var + 1e-5) · scale + shift, over the last axis (biased variance).
@@ -120,7 +168,8 @@ Summary summary_of(const Cube& t) {
 }  // namespace
 
 Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
-    const SafeTensors st(path);
+    const auto map = std::make_shared<const SafeTensors>(path);
+    const SafeTensors& st = *map;
     const bool nano = st.find("transformer.wte.weight") != nullptr;
     const std::string prefix = nano ? "transformer." : "";
     if (!st.find(prefix + "wte.weight"))
@@ -150,25 +199,33 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
     c.layout = linear ? "nn.Linear [out, in]" : "x·W (Conv1D)";
 
     const Reader r(st, prefix);
-    m->wte = as_mat(r.get("wte.weight", {c.vocab, C}));
-    m->wpe = as_mat(r.get("wpe.weight", {c.context, C}));
+    m->map = map;
+    m->wte = r.matrix("wte.weight", c.vocab, C, false);
+    m->wpe = r.mat("wpe.weight", c.context, C);
     for (std::size_t l = 0; l < c.layers; ++l) {
         const std::string h = "h." + std::to_string(l) + ".";
         Gpt2Block b;
         b.ln_1 = read_ln(r, h + "ln_1", C);
         b.ln_2 = read_ln(r, h + "ln_2", C);
-        const Mat qkv = r.weight(h + "attn.c_attn.weight", C, 3 * C, linear);
+        const Matrix qkv = r.matrix(h + "attn.c_attn.weight", C, 3 * C, linear);
         const Vec qkv_b = r.vec(h + "attn.c_attn.bias", 3 * C);
         Linear* parts[] = {&b.attn.query, &b.attn.key, &b.attn.value};
-        for (std::size_t p = 0; p < 3; ++p) {  // columns Q | K | V
-            parts[p]->w = xt::view(qkv, xt::all(), xt::range(p * C, (p + 1) * C));
+        for (std::size_t p = 0; p < 3; ++p) {  // columns Q | K | V of the x·W matrix (rows of nn.Linear's)
+            parts[p]->w = Mat::from_shape({C, C});
+            for (std::size_t i = 0; i < C; ++i) {
+                if (!linear) {
+                    std::copy(qkv.data + i * 3 * C + p * C, qkv.data + i * 3 * C + (p + 1) * C, &parts[p]->w(i, 0));
+                    continue;
+                }
+                for (std::size_t j = 0; j < C; ++j) parts[p]->w(i, j) = qkv.data[(p * C + j) * C + i];
+            }
             parts[p]->b = xt::view(qkv_b, xt::range(p * C, (p + 1) * C));
         }
         b.attn.out_proj = Linear{r.weight(h + "attn.c_proj.weight", C, C, linear), r.vec(h + "attn.c_proj.bias", C)};
         b.attn.heads = c.heads;
         b.attn.combined = true;
-        b.fc = Linear{r.weight(h + "mlp.c_fc.weight", C, 4 * C, linear), r.vec(h + "mlp.c_fc.bias", 4 * C)};
-        b.proj = Linear{r.weight(h + "mlp.c_proj.weight", 4 * C, C, linear), r.vec(h + "mlp.c_proj.bias", C)};
+        b.fc = Dense{r.matrix(h + "mlp.c_fc.weight", C, 4 * C, linear), r.vec(h + "mlp.c_fc.bias", 4 * C)};
+        b.proj = Dense{r.matrix(h + "mlp.c_proj.weight", 4 * C, C, linear), r.vec(h + "mlp.c_proj.bias", C)};
         m->blocks.push_back(std::move(b));
     }
     m->ln_f = read_ln(r, "ln_f", C);
@@ -269,16 +326,16 @@ std::size_t argmax(const Mat& logits) {
 Mat full_logits(const Gpt2Model& m, const std::vector<std::size_t>& ids) {
     const std::size_t T = ids.size(), C = m.config.width, V = m.config.vocab;
     Cube x = Cube::from_shape({1, T, C});
-    for (std::size_t t = 0; t < T; ++t) xt::view(x, 0, t, xt::all()) = xt::view(m.wte, ids[t], xt::all()) + xt::view(m.wpe, t, xt::all());
+    for (std::size_t t = 0; t < T; ++t) for (std::size_t k = 0; k < C; ++k) x(0, t, k) = m.wte.row(ids[t])[k] + m.wpe(t, k);
     ForwardSpec causal;
     causal.causal = true;
     for (const Gpt2Block& b : m.blocks) {
         x = x + attention_forward(layer_norm(x, b.ln_1), &b.attn, causal).output;
-        x = x + project(gelu(project(layer_norm(x, b.ln_2), b.fc)), b.proj);
+        x = x + dense(gelu(dense(layer_norm(x, b.ln_2), b.fc)), b.proj);
     }
     const Cube xf = layer_norm(x, m.ln_f);
     Mat logits = Mat::from_shape({1, V});
-    sgemm(false, true, 1, V, C, 1.0f, &xf(0, T - 1, 0), C, m.wte.data(), C, 0.0f, logits.data(), V);
+    sgemm(false, false, V, 1, C, 1.0f, m.wte.data, C, &xf(0, T - 1, 0), 1, 0.0f, logits.data(), 1);  // wte·x: V rows
     return logits;
 }
 
@@ -300,7 +357,7 @@ void generate(Recorder& rec, const Gpt2Model& m, std::vector<std::size_t> ids, s
         generated.push_back(next);
         trace.tokens.push_back(token_labels({next}, spec.tokenizer).front());
         Cube x = Cube::from_shape({1, 1, C});
-        xt::view(x, 0, 0, xt::all()) = xt::view(m.wte, next, xt::all()) + xt::view(m.wpe, pos, xt::all());
+        for (std::size_t k = 0; k < C; ++k) x(0, 0, k) = m.wte.row(next)[k] + m.wpe(pos, k);
         const std::string N = "step" + std::to_string(pos) + ".";
         for (std::size_t l = 0; l < c.layers; ++l) {
             const Gpt2Block& b = m.blocks[l];
@@ -320,10 +377,10 @@ void generate(Recorder& rec, const Gpt2Model& m, std::vector<std::size_t> ids, s
                                       Cube(xt::view(s.weights, xt::all(), xt::all(), 0, xt::all())), {Axis::head, Axis::token});
             }
             x = x + s.output;
-            x = x + project(gelu(project(layer_norm(x, b.ln_2), b.fc)), b.proj);
+            x = x + dense(gelu(dense(layer_norm(x, b.ln_2), b.fc)), b.proj);
         }
         const Cube xf = layer_norm(x, m.ln_f);
-        sgemm(false, true, 1, V, C, 1.0f, &xf(0, 0, 0), C, m.wte.data(), C, 0.0f, logits.data(), V);
+        sgemm(false, false, V, 1, C, 1.0f, m.wte.data, C, &xf(0, 0, 0), 1, 0.0f, logits.data(), 1);
     }
     Mat gen = Mat::from_shape({1, generated.size()});
     for (std::size_t i = 0; i < generated.size(); ++i) gen(0, i) = static_cast<float>(generated[i]);
@@ -387,7 +444,7 @@ Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const s
     Mat idv = Mat::from_shape({1, T});
     for (std::size_t t = 0; t < T; ++t) {
         idv(0, t) = static_cast<float>(ids[t]);
-        xt::view(tok, 0, t, xt::all()) = xt::view(m.wte, ids[t], xt::all());
+        std::copy(m.wte.row(ids[t]), m.wte.row(ids[t]) + C, &tok(0, t, 0));
         xt::view(pos, 0, t, xt::all()) = xt::view(m.wpe, t, xt::all());
     }
     rec.add("token_ids", "Token ids", "ids", idv, {Axis::token});
@@ -412,6 +469,14 @@ Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const s
         };
         const Cube a = layer_norm(x, b.ln_1);
         keep("ln_1", "Layer " + std::to_string(l) + ": LayerNorm before attention", "ln_1(x)", a);
+        if (l != spec.layer && !spec.view) {  // a summary: the blocked path, no T×T tensor at all
+            const fast::BlockedResult r = fast::blocked_attention(a, b.attn, true);
+            Cube out = Cube::from_shape({1, T, C});
+            std::copy(r.output.begin(), r.output.end(), out.begin());
+            if (spec.generate) cache[l] = {split_heads(project(a, b.attn.key), H), split_heads(project(a, b.attn.value), H)};
+            keep("attention", "Layer " + std::to_string(l) + ": the attention's output", "attn(ln_1(x))", out);
+            x = x + out;
+        } else {
         const Forward f = attention_forward(a, &b.attn, causal);
         if (l == spec.layer) {  // the attention in full, with mha's ids
             const std::string Hs = std::to_string(c.heads), dh = std::to_string(C / c.heads);
@@ -429,12 +494,13 @@ Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const s
         if (spec.generate) cache[l] = {f.kh, f.vh};
         keep("attention", "Layer " + std::to_string(l) + ": the attention's output", "attn(ln_1(x))", f.output);
         x = x + f.output;
+        }
         keep("residual_1", "Residual: added to the layer's input", "x + attn(ln_1(x))", x);
         const Cube n = layer_norm(x, b.ln_2);
         keep("ln_2", "LayerNorm before the MLP", "ln_2(x)", n);
-        const Cube hdn = gelu(project(n, b.fc));
+        const Cube hdn = gelu(dense(n, b.fc));
         keep("mlp_hidden", "The MLP's hidden layer (4C), after GELU", "GELU(ln_2(x)·W_fc + b_fc)", hdn);
-        const Cube mlp = project(hdn, b.proj);
+        const Cube mlp = dense(hdn, b.proj);
         keep("mlp", "The MLP's output", "hidden·W_proj + b_proj", mlp);
         x = x + mlp;
         keep("residual_2", "Layer " + std::to_string(l) + "'s output", "x + mlp(ln_2(x))", x);
@@ -479,7 +545,7 @@ Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const s
     rec.add("ln_f", "The final LayerNorm", "ln_f(x)", xf, tokens_features);
     // the logits of the last position: its vector times every token embedding (tied)
     Mat logits = Mat::from_shape({1, V});
-    sgemm(false, true, 1, V, C, 1.0f, &xf(0, T - 1, 0), C, m.wte.data(), C, 0.0f, logits.data(), V);
+    sgemm(false, false, V, 1, C, 1.0f, m.wte.data, C, &xf(0, T - 1, 0), 1, 0.0f, logits.data(), 1);  // wte·x: V rows
     Summary ls = summary_of(Cube(xt::view(logits, xt::newaxis(), xt::all(), xt::all())));
     rec.add_summary("logits", "The logits of the next token (last position × wteᵀ)", "logits = ln_f(x)_T·wteᵀ", {V}, 1,
                     {Axis::feature}, ls, false);

@@ -74,6 +74,12 @@ SafeTensors::SafeTensors(const std::string& path) : file_(path) {
         void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
         if (m == MAP_FAILED) throw InputError(path, "", std::string("cannot map the file: ") + std::strerror(errno));
         map_ = static_cast<const unsigned char*>(m);
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+        // Map every page in one call (Linux ≥ 5.14) instead of one fault per page later;
+        // the file's pages are the kernel's page cache, not a copy.
+        (void)::madvise(m, size_, MADV_POPULATE_READ);
         std::uint64_t n = 0;
         for (int i = 8; i-- > 0;) n = (n << 8) | map_[i];  // little-endian
         if (n > max_header || n > size_ - 8)
@@ -147,30 +153,62 @@ Tensor SafeTensors::get(const std::string& name) const {
     if (!e) throw InputError(file_, json_input::member_path("$", name), "missing tensor \"" + name + "\"");
     Tensor t;
     t.shape = e->shape;
-    const std::size_t n = t.size();
-    t.data.resize(n);
+    t.data.resize(t.size());
+    read_into(name, t.data.data());
+    return t;
+}
+
+const float* SafeTensors::direct(const std::string& name) const {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const Entry* e = find(name);
+    if (!e || e->dtype != "F32") return nullptr;
     const unsigned char* p = map_ + data_start_ + e->begin;
+    if (reinterpret_cast<std::uintptr_t>(p) % alignof(float) != 0) return nullptr;
+    return reinterpret_cast<const float*>(p);
+#else
+    (void)name;
+    return nullptr;
+#endif
+}
+
+void SafeTensors::read_into(const std::string& name, float* out) const {
+    const Entry* e = find(name);
+    if (!e) throw InputError(file_, json_input::member_path("$", name), "missing tensor \"" + name + "\"");
+    std::size_t n = 1;
+    for (std::size_t d : e->shape) n *= d;
+    const unsigned char* p = map_ + data_start_ + e->begin;
+    // Fault the destination's pages in with one call (Linux ≥ 5.14) rather than one trap
+    // per page while copying: on some virtual machines that is most of a model's load.
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const auto out_begin = reinterpret_cast<std::uintptr_t>(out), out_end = out_begin + 4 * n;
+    const std::uintptr_t first_page = (out_begin + page - 1) / page * page, last_page = out_end / page * page;
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+    if (last_page > first_page) (void)::madvise(reinterpret_cast<void*>(first_page), last_page - first_page, MADV_POPULATE_WRITE);
     if (e->dtype == "F32") {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        std::memcpy(out, p, 4 * n);  // the file's byte order is the machine's
+#else
         for (std::size_t i = 0; i < n; ++i) {
             std::uint32_t bits = 0;
             for (std::size_t b = 4; b-- > 0;) bits = (bits << 8) | p[4 * i + b];  // little-endian
-            std::memcpy(&t.data[i], &bits, sizeof bits);
+            std::memcpy(&out[i], &bits, sizeof bits);
         }
+#endif
     } else if (e->dtype == "F16" || e->dtype == "BF16") {
         const bool half = e->dtype == "F16";
         for (std::size_t i = 0; i < n; ++i) {
             const auto bits = static_cast<std::uint16_t>(p[2 * i] | (p[2 * i + 1] << 8));
-            t.data[i] = half ? half_to_float(bits) : bfloat16_to_float(bits);
+            out[i] = half ? half_to_float(bits) : bfloat16_to_float(bits);
         }
     } else {
         throw InputError(file_, json_input::member_path("$", name), "dtype " + e->dtype + " cannot be read as float32 (F32, F16 or BF16 can)");
     }
     // The float32 copy is what is used from now on: let the kernel drop the mapped pages
     // (a later read maps them again), so that a model costs its copy, not twice its size.
-    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
     const std::size_t from = (data_start_ + e->begin + page - 1) / page * page, to = (data_start_ + e->end) / page * page;
     if (to > from) ::madvise(const_cast<unsigned char*>(map_) + from, to - from, MADV_DONTNEED);
-    return t;
 }
 
 }  // namespace attnwalk

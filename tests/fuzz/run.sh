@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-600}
 cmake --preset fuzz >/dev/null
 cmake --build build-fuzz -j2
-for target in embeddings weights vocab cli options; do
+for target in embeddings weights vocab cli options safetensors; do
   work=$(mktemp -d)
   cp tests/fuzz/corpus/$target/* "$work"/
   echo "== fuzz_$target for ${seconds}s"

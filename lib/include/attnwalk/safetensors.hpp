@@ -37,6 +37,11 @@ public:
     const Entry* find(const std::string& name) const;
     // The tensor as float32; InputError when it is missing or of another dtype.
     Tensor get(const std::string& name) const;
+    // The same into `out` (entry's element count floats), without a Tensor in between.
+    void read_into(const std::string& name, float* out) const;
+    // The mapped floats themselves when the tensor is F32 on a little-endian machine and
+    // 4-byte aligned in the file (no copy: valid while this object lives); else null.
+    const float* direct(const std::string& name) const;
 
 private:
     std::string file_;

@@ -216,6 +216,10 @@ TEST_SUITE("cli.beyond") {
         CHECK(step(doc, "weights").at("shape") == json::array({4, 3, 3}));
         const auto p = flat(step(doc, "top_k_probs").at("data"));
         for (std::size_t i = 1; i < p.size(); ++i) CHECK(p[i] <= p[i - 1]);
+        // --head: one head's matrix, the same numbers as in every head's
+        const json one = run_json("gpt2 --model " + hf + " --heads 4 --ids 1,2,3 --layer 1 --head 2");
+        const auto all = flat(step(doc, "weights").at("data"));
+        CHECK(flat(step(one, "weights").at("data")) == std::vector<double>(all.begin() + 18, all.begin() + 27));
         // a higher temperature flattens the distribution
         const auto hot = flat(step(run_json("gpt2 --model " + hf + " --heads 4 --ids 1,2,3 --temperature 5"), "top_k_probs").at("data"));
         CHECK(hot[0] < p[0]);

@@ -74,6 +74,7 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
         std::optional<std::string> ids, tokenizer;
         std::optional<std::size_t> heads;
         std::size_t layer = 0, top_k = 5;
+        std::optional<std::size_t> head;
         double temperature = 1.0;
         std::optional<double> top_p;
         bool all_layers = false;
@@ -87,6 +88,7 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
     ids_option->excludes(sub->get_option("--text"));
     sub->add_option("--tokenizer", o->tokenizer, "Directory with GPT-2's encoder.json and vocab.bpe (default: data/gpt2)")->check(non_empty());
     sub->add_option("--layer", o->layer, "The layer whose attention is shown in full (0-based)")->check(whole_number(0))->capture_default_str();
+    sub->add_option("--head", o->head, "Only this head's matrices in the layer shown (0-based; default every head)")->check(whole_number(0));
     sub->add_flag("--all-layers", o->all_layers, "Every layer's steps in full (default: summaries but for --layer)");
     CLI::Option* view = sub->add_flag("--view", o->view, "The model view: every layer's heads as small heatmaps, and numbers per head");
     sub->add_option("--sort", o->sort, "With --view, rank the heads by entropy, max_weight, first_token, previous_token or diagonal")
@@ -122,6 +124,7 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
             const std::vector<std::string> tokens = token_labels(ids, bpe.get());
             Gpt2Spec spec;
             spec.layer = o->layer;
+            spec.head = o->head;
             spec.top_k = o->top_k;
             spec.temperature = o->temperature;
             spec.top_p = o->top_p;

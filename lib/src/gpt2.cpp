@@ -373,8 +373,13 @@ void generate(Recorder& rec, const Gpt2Model& m, std::vector<std::size_t> ids, s
                 rec.add(N + "keys_cache", "Token " + std::to_string(pos) + " (\"" + trace.tokens[pos] + "\"): layer " + std::to_string(l) +
                                               "'s key cache, one row longer",
                         "K_cache = concat(K_cache, k_t)", cache[l].first, head_tokens_features);
-                rec.add_with_row_sums(N + "weights", "Its new row of attention in layer " + std::to_string(l), "α_t = softmax(q_t·K_cacheᵀ / √d_h)",
-                                      Cube(xt::view(s.weights, xt::all(), xt::all(), 0, xt::all())), {Axis::head, Axis::token});
+                const Cube rows = xt::view(s.weights, xt::all(), xt::all(), 0, xt::all());
+                if (spec.head)
+                    rec.add_with_row_sums(N + "weights", "Its new row of attention in layer " + std::to_string(l) + ", head " + std::to_string(*spec.head),
+                                          "α_t = softmax(q_t·K_cacheᵀ / √d_h)", Mat(xt::view(rows, xt::all(), *spec.head)), {Axis::token});
+                else
+                    rec.add_with_row_sums(N + "weights", "Its new row of attention in layer " + std::to_string(l), "α_t = softmax(q_t·K_cacheᵀ / √d_h)",
+                                          rows, {Axis::head, Axis::token});
             }
             x = x + s.output;
             x = x + dense(gelu(dense(layer_norm(x, b.ln_2), b.fc)), b.proj);
@@ -413,6 +418,8 @@ Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const s
     for (std::size_t id : ids)
         if (id >= V) throw UsageError("token id " + std::to_string(id) + " is out of range: the vocabulary has " + std::to_string(V));
     if (spec.generate && T + 1 > c.context) throw UsageError("no room to generate: the prompt fills the model's context of " + std::to_string(c.context));
+    if (spec.head && *spec.head >= c.heads)
+        throw UsageError("head " + std::to_string(*spec.head) + " is out of range: the model has " + std::to_string(c.heads) + " heads");
     if (spec.layer >= c.layers)
         throw UsageError("layer " + std::to_string(spec.layer) + " is out of range: the model has " + std::to_string(c.layers) + " layers");
     if (!(spec.temperature > 0.0 && std::isfinite(spec.temperature))) throw UsageError("the temperature must be a positive number");
@@ -436,6 +443,7 @@ Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const s
     trace.set_param("heads", static_cast<ull>(c.heads));
     trace.set_param("num_tokens", static_cast<ull>(T));
     trace.set_param("layer", static_cast<ull>(spec.layer));
+    if (spec.head) trace.set_param("head", static_cast<ull>(*spec.head));
     trace.set_param("causal", true);
     trace.set_param("temperature", spec.temperature);
     Recorder rec(trace);
@@ -483,10 +491,20 @@ Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const s
             rec.add("queries", "Layer " + std::to_string(l) + ": queries (columns 0…C−1 of c_attn)", "Q = ln_1(x)·W_q + b_q", f.q, tokens_features);
             rec.add("keys", "Keys (columns C…2C−1 of c_attn)", "K = ln_1(x)·W_k + b_k", f.k, tokens_features);
             rec.add("values", "Values (columns 2C…3C−1 of c_attn)", "V = ln_1(x)·W_v + b_v", f.v, tokens_features);
-            rec.add("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", f.scores, head_tokens_tokens);
-            rec.add_with_row_sums("weights", "Causal attention weights of every head (" + Hs + " heads of " + dh + ")",
-                                  "A_h = softmax(masked ω_h / √" + dh + ")", f.weights, head_tokens_tokens);
-            rec.add("head_outputs", "Each head's context vectors", "Z_h = A_h·V_h", f.head_outputs, head_tokens_features);
+            if (spec.head) {  // one head: its T×T matrices
+                const std::size_t h = *spec.head;
+                const std::string of = " of head " + std::to_string(h);
+                rec.add("scores", "Scores" + of, "ω_" + std::to_string(h) + " = Q_h·K_hᵀ", Cube(xt::view(f.scores, xt::all(), h)), tokens_tokens);
+                rec.add_with_row_sums("weights", "Causal attention weights" + of + " (one of " + Hs + " heads of " + dh + ")",
+                                      "A_h = softmax(masked ω_h / √" + dh + ")", Cube(xt::view(f.weights, xt::all(), h)), tokens_tokens);
+                rec.add("head_outputs", "Its context vectors", "Z_h = A_h·V_h", Cube(xt::view(f.head_outputs, xt::all(), h)),
+                        tokens_features);
+            } else {
+                rec.add("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", f.scores, head_tokens_tokens);
+                rec.add_with_row_sums("weights", "Causal attention weights of every head (" + Hs + " heads of " + dh + ")",
+                                      "A_h = softmax(masked ω_h / √" + dh + ")", f.weights, head_tokens_tokens);
+                rec.add("head_outputs", "Each head's context vectors", "Z_h = A_h·V_h", f.head_outputs, head_tokens_features);
+            }
             rec.add("context", "Heads concatenated", "Z", f.context, tokens_features);
             rec.add("output", "The attention's output: c_proj", "Z·W_o + b_o", f.output, tokens_features);
         }

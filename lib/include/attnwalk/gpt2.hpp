@@ -37,6 +37,7 @@ const Gpt2Config& config_of(const Gpt2Model& model);
 
 struct Gpt2Spec {
     std::size_t layer = 0;            // the layer whose attention is shown in full
+    std::optional<std::size_t> head;  // only this head's T×T matrices (default: every head)
     std::size_t top_k = 5;            // next-token candidates shown
     double temperature = 1.0;         // logits / temperature before the softmax
     std::optional<double> top_p;      // nucleus: the smallest set with probability ≥ p

@@ -111,15 +111,21 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
                 throw UsageError("gpt2 reads its prompt from --text or --ids (-i, --vocab and --batch are for the other commands)");
             if (!o->ids && !shell.sentence) throw UsageError("gpt2 needs a prompt: --text \"...\" or --ids 15496,995");
             shell.model_files.push_back(o->model);
-            std::shared_ptr<const Bpe> bpe;
-            if (shell.sentence || o->tokenizer) bpe = load_tokenizer(o->tokenizer);
-            const std::vector<std::size_t> ids = shell.sentence ? bpe->encode(*shell.sentence) : parse_ids(*o->ids);
-            if (ids.empty()) throw UsageError("--text has no tokens");
             Model model;
             try {
                 model = load_gpt2(o->model, o->heads);
             } catch (const UsageError& e) {
                 throw UsageError(std::string(e.what()) + (o->heads ? "" : " with --heads H"));
+            }
+            std::shared_ptr<const Bpe> bpe;
+            if (shell.sentence || o->tokenizer) bpe = load_tokenizer(o->tokenizer);
+            const std::vector<std::size_t> ids = shell.sentence ? bpe->encode(*shell.sentence) : parse_ids(*o->ids);
+            if (ids.empty()) throw UsageError("--text has no tokens");
+            if (!bpe && config_of(*model).vocab == 50257) {  // GPT-2's vocabulary: name the tokens when the files are at hand
+                try {
+                    bpe = load_tokenizer(std::nullopt);
+                } catch (const UsageError&) {
+                }
             }
             const std::vector<std::string> tokens = token_labels(ids, bpe.get());
             Gpt2Spec spec;

@@ -584,10 +584,14 @@ Trace walk_gpt2(const Model& model, const std::vector<std::size_t>& ids, const s
         top_logits(0, i) = logits(0, order[i]);
         top_p(0, i) = static_cast<float>(p[order[i]]);
     }
-    rec.add("top_k_ids", "The " + std::to_string(k) + " most likely next tokens", "argsort(p)[:k]", top_ids, {Axis::feature});
-    rec.add("top_k_logits", "Their logits", "logits[top_k_ids]", top_logits, {Axis::feature});
+    // the candidates' text names the columns
+    const std::vector<std::string> names = token_labels(std::vector<std::size_t>(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k)),
+                                                        spec.tokenizer);
+    rec.add("top_k_ids", "The " + std::to_string(k) + " most likely next tokens", "argsort(p)[:k]", top_ids, {Axis::feature}).labels = names;
+    rec.add("top_k_logits", "Their logits", "logits[top_k_ids]", top_logits, {Axis::feature}).labels = names;
     Step& ps = rec.add("top_k_probs", "Their probabilities", "p = softmax(logits / " + format_number(spec.temperature) + ")", top_p,
                        {Axis::feature});
+    ps.labels = names;
     if (spec.top_p) {
         double acc = 0.0;
         std::size_t n = 0;

@@ -16,8 +16,24 @@
 
 namespace attnwalk {
 
+Mat Linear::matrix() const {
+    if (!ext) return w;
+    Mat m = Mat::from_shape({ext_in, ext_out});
+    for (std::size_t r = 0; r < ext_in; ++r)
+        for (std::size_t c = 0; c < ext_out; ++c) m(r, c) = ext_transposed ? ext[c * ext_ld + r] : ext[r * ext_ld + c];
+    return m;
+}
+
 Cube project(const Cube& x, const Linear& layer) {
-    Cube out = matmul_each(x, layer.w);  // (B,T,d_out)
+    Cube out;
+    if (layer.ext) {  // straight from where the floats lie
+        const std::size_t rows = x.shape(0) * x.shape(1);
+        out = Cube::from_shape({x.shape(0), x.shape(1), layer.ext_out});
+        sgemm(false, layer.ext_transposed, rows, layer.ext_out, layer.ext_in, 1.0f, x.data(), x.shape(2), layer.ext, layer.ext_ld, 0.0f,
+              out.data(), layer.ext_out);
+    } else {
+        out = matmul_each(x, layer.w);  // (B,T,d_out)
+    }
     if (layer.b.size() != 0) out += xt::view(layer.b, xt::newaxis(), xt::newaxis(), xt::all());
     return out;
 }
@@ -25,7 +41,7 @@ Cube project(const Cube& x, const Linear& layer) {
 Linear AttentionWeights::head_columns(const Linear& layer, std::size_t h) const {
     const std::size_t d_h = head_size();
     Linear out;
-    out.w = xt::view(layer.w, xt::all(), xt::range(h * d_h, (h + 1) * d_h));
+    out.w = xt::view(layer.matrix(), xt::all(), xt::range(h * d_h, (h + 1) * d_h));
     if (layer.b.size() != 0) out.b = xt::view(layer.b, xt::range(h * d_h, (h + 1) * d_h));
     return out;
 }
@@ -146,9 +162,9 @@ Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpe
         if (G < 1 || w->heads % G != 0)
             throw UsageError("the " + std::to_string(w->heads) + " query heads cannot be grouped onto " + std::to_string(G) +
                              " key/value heads: G must divide H");
-        if (w->key.w.shape(1) != G * w->head_size() || w->value.w.shape(1) != G * w->head_size())
+        if (w->key.out() != G * w->head_size() || w->value.out() != G * w->head_size())
             throw UsageError("the keys and values need G·d_h = " + std::to_string(G * w->head_size()) + " columns, W_key has " +
-                             std::to_string(w->key.w.shape(1)));
+                             std::to_string(w->key.out()));
         f.q = project(x, w->query);
         f.k = project(x, w->key);
         f.v = project(x, w->value);

@@ -211,6 +211,14 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
         const Vec qkv_b = r.vec(h + "attn.c_attn.bias", 3 * C);
         Linear* parts[] = {&b.attn.query, &b.attn.key, &b.attn.value};
         for (std::size_t p = 0; p < 3; ++p) {  // columns Q | K | V of the x·W matrix (rows of nn.Linear's)
+            parts[p]->b = xt::view(qkv_b, xt::range(p * C, (p + 1) * C));
+            if (qkv.owned.size() == 0) {  // read where it lies: no copy
+                parts[p]->ext = linear ? qkv.data + p * C * C : qkv.data + p * C;
+                parts[p]->ext_in = parts[p]->ext_out = C;
+                parts[p]->ext_ld = linear ? C : 3 * C;
+                parts[p]->ext_transposed = linear;
+                continue;
+            }
             parts[p]->w = Mat::from_shape({C, C});
             for (std::size_t i = 0; i < C; ++i) {
                 if (!linear) {
@@ -219,9 +227,14 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
                 }
                 for (std::size_t j = 0; j < C; ++j) parts[p]->w(i, j) = qkv.data[(p * C + j) * C + i];
             }
-            parts[p]->b = xt::view(qkv_b, xt::range(p * C, (p + 1) * C));
         }
-        b.attn.out_proj = Linear{r.weight(h + "attn.c_proj.weight", C, C, linear), r.vec(h + "attn.c_proj.bias", C)};
+        const Matrix proj = r.matrix(h + "attn.c_proj.weight", C, C, linear);
+        b.attn.out_proj = Linear{proj.owned.size() ? (linear ? Mat(xt::transpose(proj.owned)) : proj.owned) : Mat{}, r.vec(h + "attn.c_proj.bias", C)};
+        if (!proj.owned.size()) {
+            b.attn.out_proj->ext = proj.data;
+            b.attn.out_proj->ext_in = b.attn.out_proj->ext_out = b.attn.out_proj->ext_ld = C;
+            b.attn.out_proj->ext_transposed = linear;
+        }
         b.attn.heads = c.heads;
         b.attn.combined = true;
         b.fc = Dense{r.matrix(h + "mlp.c_fc.weight", C, 4 * C, linear), r.vec(h + "mlp.c_fc.bias", 4 * C)};

@@ -102,7 +102,7 @@ void record_parameters(Recorder& rec, const Linear& q, const Linear& k, const Li
     for (const auto& l : layers) {
         const std::string name = l.name;
         rec.add_plain(prefix + "W_" + name, "W_" + name + title_suffix + " (d_in×d_out, x·W layout)", "W_" + name,
-                      to_trace(l.layer->w), {Axis::feature, Axis::feature})
+                      to_trace(l.layer->matrix()), {Axis::feature, Axis::feature})
             .kind = StepKind::parameter;
         if (l.layer->b.size() != 0)
             rec.add_plain(prefix + "b_" + name, "b_" + name + title_suffix, "b_" + name, to_trace(l.layer->b), {Axis::feature})
@@ -543,7 +543,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     } else {
         if (w.combined) {
             rec.add_plain("W_qkv", "W_qkv: W_query | W_key | W_value in one layer (d_in×3·d_out, x·W layout)", "W_qkv",
-                          to_trace(Mat(xt::concatenate(xt::xtuple(w.query.w, w.key.w, w.value.w), 1))),
+                          to_trace(Mat(xt::concatenate(xt::xtuple(w.query.matrix(), w.key.matrix(), w.value.matrix()), 1))),
                           {Axis::feature, Axis::feature})
                 .kind = StepKind::parameter;
             if (w.query.b.size() != 0)
@@ -554,7 +554,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
             record_parameters(rec, w.query, w.key, w.value, "", "");
         }
         if (w.out_proj) {
-            rec.add_plain("out_proj.weight", "out_proj weight (d_out×d_out, x·W layout)", "W_o", to_trace(w.out_proj->w),
+            rec.add_plain("out_proj.weight", "out_proj weight (d_out×d_out, x·W layout)", "W_o", to_trace(w.out_proj->matrix()),
                           {Axis::feature, Axis::feature})
                 .kind = StepKind::parameter;
             rec.add_plain("out_proj.bias", "out_proj bias", "b_o", to_trace(w.out_proj->b), {Axis::feature}).kind =

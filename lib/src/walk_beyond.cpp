@@ -52,7 +52,7 @@ float max_abs_diff(const Cube& a, const Cube& b) {
 
 void record_out_proj(Recorder& rec, const AttentionWeights& w) {
     if (!w.out_proj) return;
-    rec.add_plain("out_proj.weight", "out_proj weight (d_out×d_out, x·W layout)", "W_o", to_trace(w.out_proj->w),
+    rec.add_plain("out_proj.weight", "out_proj weight (d_out×d_out, x·W layout)", "W_o", to_trace(w.out_proj->matrix()),
                   {Axis::feature, Axis::feature})
         .kind = StepKind::parameter;
     rec.add_plain("out_proj.bias", "out_proj bias", "b_o", to_trace(w.out_proj->b), {Axis::feature}).kind = StepKind::parameter;
@@ -105,7 +105,7 @@ Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCach
     causal.causal = true;
     causal.window = spec.window;
     Hyper kc = Hyper::from_shape({B, G, 0, d_h}), vc = Hyper::from_shape({B, G, 0, d_h});
-    Cube outputs = Cube::from_shape({B, T, w.out_proj ? w.out_proj->w.shape(1) : w.width()});
+    Cube outputs = Cube::from_shape({B, T, w.out_proj ? w.out_proj->out() : w.width()});
     for (std::size_t t = 0; t < T; ++t) {
         const Cube xt_ = xt::view(x, xt::all(), xt::range(t, t + 1), xt::all());
         ForwardSpec at;

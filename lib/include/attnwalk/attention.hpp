@@ -30,6 +30,16 @@ namespace attnwalk {
 struct Linear {
     Mat w;  // d_in×d_out, x·W layout (nn.Linear.weight is the transpose)
     Vec b;  // d_out, or empty for no bias
+    // Instead of w: floats that live elsewhere (a memory-mapped checkpoint), never copied.
+    // Row r of the d_in×d_out matrix starts at ext + r·ext_ld, or, `ext_transposed`, the
+    // floats are its d_out×d_in transpose (nn.Linear's layout) with rows ext_ld apart.
+    const float* ext = nullptr;
+    std::size_t ext_in = 0, ext_out = 0, ext_ld = 0;
+    bool ext_transposed = false;
+
+    std::size_t in() const { return ext ? ext_in : w.shape(0); }
+    std::size_t out() const { return ext ? ext_out : w.shape(1); }
+    Mat matrix() const;  // w, or the external floats as a d_in×d_out matrix
 };
 
 // x·W + b for every batch element: (B,T,d_in) -> (B,T,d_out)
@@ -46,8 +56,8 @@ struct AttentionWeights {
     // Where they came from, recorded in the trace's params (seed, init, d_out, ... or the file).
     std::vector<std::pair<std::string, ParamValue>> origin;
 
-    std::size_t d_in() const { return query.w.shape(0); }
-    std::size_t width() const { return query.w.shape(1); }      // H·d_h
+    std::size_t d_in() const { return query.in(); }
+    std::size_t width() const { return query.out(); }      // H·d_h
     std::size_t head_size() const { return width() / heads; }   // d_h
     std::size_t key_heads() const { return kv_heads ? kv_heads : heads; }  // G
     // The columns of head h (stacked layout: that head's own layer).

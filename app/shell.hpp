@@ -123,6 +123,9 @@ void add_dropout_options(CLI::App& sub, DropoutOptions& options, bool causal_fla
 // stream, unless --dropout-seed reseeds it right before the draw, or there is no stream,
 // when it starts one from default_dropout_seed.
 constexpr std::uint64_t default_dropout_seed = 123;  // the textbook's torch.manual_seed(123)
+// The seed of mha's (and kvcache's, rope's) weights without --seed or --weights: the
+// textbook's torch.manual_seed(123) before MultiHeadAttention.
+constexpr std::uint64_t default_layer_seed = 123;
 class Randomness {
 public:
     Randomness(std::optional<std::uint64_t> seed, std::optional<std::uint64_t> dropout_seed);

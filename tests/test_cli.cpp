@@ -3,26 +3,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "test_util.hpp"
+#include "cli_json.hpp"
 
 using nlohmann::json;
 
 namespace {
 
-json run_json(const std::string& args) {
-    const auto r = test::run(args + " --json");
-    INFO("attnwalk " << args << "\nstderr: " << r.err);
-    REQUIRE(r.exit_code == 0);
-    return json::parse(r.out);
-}
-
-const json& step(const json& doc, const std::string& id) {
-    for (const auto& s : doc.at("steps"))
-        if (s.at("id") == id) return s;
-    FAIL("no step " << id);
-    static json none;
-    return none;
-}
+using test::run_json;
+using test::step;
 
 // Row r of a step's data (rank 2), or of batch element b (rank 3).
 std::vector<float> row(const json& s, std::size_t r, std::optional<std::size_t> b = std::nullopt) {

@@ -4,41 +4,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "test_util.hpp"
+#include "cli_json.hpp"
 
 using nlohmann::json;
 
 namespace {
 
-json run_json(const std::string& args) {
-    const auto r = test::run(args + " --json");
-    INFO("attnwalk " << args << "\nstderr: " << r.err);
-    REQUIRE(r.exit_code == 0);
-    return json::parse(r.out);
-}
-
-const json& step(const json& doc, const std::string& id) {
-    for (const auto& s : doc.at("steps"))
-        if (s.at("id") == id) return s;
-    FAIL("no step " << id);
-    static json none;
-    return none;
-}
-
-std::vector<double> flat(const json& data) {
-    std::vector<double> out;
-    if (data.is_array()) {
-        for (const auto& v : data) {
-            const auto inner = flat(v);
-            out.insert(out.end(), inner.begin(), inner.end());
-        }
-    } else if (data.is_string()) {
-        out.push_back(data == "nan" ? NAN : data == "-inf" ? -INFINITY : INFINITY);
-    } else {
-        out.push_back(data.get<double>());
-    }
-    return out;
-}
+using test::flat;
+using test::run_json;
+using test::step;
 
 double scalar(const json& doc, const std::string& id) { return step(doc, id).at("data").get<double>(); }
 

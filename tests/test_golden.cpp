@@ -6,27 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "test_util.hpp"
+#include "cli_json.hpp"
 
 using nlohmann::json;
 
 namespace {
 
-std::vector<double> flat(const json& data) {
-    std::vector<double> out;
-    if (data.is_array()) {
-        for (const auto& v : data) {
-            auto inner = flat(v);
-            out.insert(out.end(), inner.begin(), inner.end());
-        }
-    } else if (data.is_string()) {
-        const auto s = data.get<std::string>();
-        out.push_back(s == "nan" ? NAN : s == "-inf" ? -INFINITY : INFINITY);
-    } else {
-        out.push_back(data.get<double>());
-    }
-    return out;
-}
+using test::flat;
 
 void check_file(const std::string& name) {
     const json doc = json::parse(test::read_file(test::source_path("tests/golden/" + name)));

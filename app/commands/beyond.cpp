@@ -12,8 +12,6 @@ namespace attnwalk::app {
 
 namespace {
 
-constexpr std::uint64_t default_beyond_seed = 123;  // as mha: torch.manual_seed(123)
-
 // Seeded (or read) fused weights for H heads, G key/value heads; `out_proj` as MultiHeadAttention.
 struct LayerOptions {
     WeightsOptions weights;
@@ -30,6 +28,7 @@ void add_layer_options(CLI::App& sub, LayerOptions& o, Shell& shell, std::size_t
 }
 
 Weights layer_weights(const LayerOptions& o, const Embeddings& input, Randomness& random, bool out_proj, std::size_t d_out) {
+    // (the heads and d_out are checked here, before drawing, to name the options)
     if (o.kv_heads && o.heads % *o.kv_heads != 0)
         throw UsageError("--kv-heads " + std::to_string(*o.kv_heads) + " must divide --heads " + std::to_string(o.heads));
     if (!o.weights.file && o.weights.d_out.value_or(d_out) % o.heads != 0)
@@ -42,12 +41,28 @@ Weights layer_weights(const LayerOptions& o, const Embeddings& input, Randomness
     return make_weights(w, shape, random);
 }
 
-Cost layer_cost(const InputShape& s, std::size_t width, std::size_t heads) {
-    return walk_cost(s.batch, s.tokens, s.d_in, width, heads, s.tokens);
-}
+// The input, read and checked against the budget, and the layer's weights: from a file,
+// --seed, or mha's default seed (recorded as default_seed by `finish`).
+struct Layer {
+    Embeddings input;
+    Weights weights;
+    bool default_seed = false;
 
-std::optional<std::uint64_t> seed_of(const WeightsOptions& w) {
-    return !w.file && !w.seed ? std::optional<std::uint64_t>(default_beyond_seed) : w.seed;
+    Trace finish(Trace trace) const {
+        if (default_seed) trace.set_param("default_seed", true);
+        return trace;
+    }
+};
+
+Layer prepare_layer(const Shell& shell, const LayerOptions& o, bool out_proj, std::size_t d_out) {
+    Layer layer;
+    layer.default_seed = !o.weights.file && !o.weights.seed;
+    Randomness random(layer.default_seed ? default_layer_seed : o.weights.seed, std::nullopt);
+    layer.input = prepare_input(shell, [&](const InputShape& s) {
+        return walk_cost(s.batch, s.tokens, s.d_in, o.weights.d_out.value_or(d_out), o.heads, s.tokens);
+    });
+    layer.weights = layer_weights(o, layer.input, random, out_proj, d_out);
+    return layer;
 }
 
 // --explain I,J and --head H (the head --explain writes out).
@@ -55,6 +70,9 @@ void add_explain_and_head(CLI::App& sub, std::optional<std::string>& explain, st
     CLI::Option* e = add_explain_option(sub, explain);
     sub.add_option("--head", head, "The head --explain writes out (0-based, default 0)")->check(whole_number(0))->needs(e);
 }
+
+// rope's default d_out: one head of d_h = 4, two frequencies to see.
+constexpr std::size_t rope_d_out = 4;
 
 // --cache-dtype: the bytes of one cached value.
 std::size_t dtype_bytes(const std::string& name) { return name == "float32" ? 4 : 2; }
@@ -70,37 +88,28 @@ void add_kvcache(CLI::App& cli, Shell& shell) {
                                 "  attnwalk kvcache --layers 12 --context 1024 --steps cache_bytes   # the cache of a 12-layer model\n");
     struct Options {
         LayerOptions layer;
-        std::optional<std::size_t> window, context;
-        std::size_t layers = 1;
+        KvCacheSpec spec;  // the options' defaults are the library's
+        std::optional<std::size_t> context;
         std::string dtype = "float32";
         std::optional<std::string> explain;
-        std::size_t head = 0;
     };
     auto o = std::make_shared<Options>();
     add_layer_options(*sub, o->layer, shell, 2);
-    add_explain_and_head(*sub, o->explain, o->head);
-    sub->add_option("--window", o->window, "Sliding window: the cache keeps the last W keys and values")->check(whole_number(1));
-    sub->add_option("--layers", o->layers, "Layers, for the cache's size")->check(whole_number(1))->capture_default_str();
+    add_explain_and_head(*sub, o->explain, o->spec.explain_head);
+    sub->add_option("--window", o->spec.window, "Sliding window: the cache keeps the last W keys and values")->check(whole_number(1));
+    sub->add_option("--layers", o->spec.layers, "Layers, for the cache's size")->check(whole_number(1))->capture_default_str();
     sub->add_option("--context", o->context, "Tokens the cache's size is given for (default: the input's)")->check(whole_number(1));
     sub->add_option("--cache-dtype", o->dtype, "float32, bfloat16 or float16, for the cache's size")
         ->check(CLI::IsMember({"float32", "bfloat16", "float16"}))->capture_default_str();
     sub->callback([&shell, o] {
         shell.headline = {"step*.weights", "max_difference", "cache_bytes"};
         shell.walk = [&shell, o] {
-            Randomness random(seed_of(o->layer.weights), std::nullopt);
-            const Embeddings input = prepare_input(shell, [&](const InputShape& s) {
-                return layer_cost(s, o->layer.weights.width(), o->layer.heads);
-            });
-            KvCacheSpec spec;
-            spec.window = o->window;
-            spec.layers = o->layers;
+            const Layer layer = prepare_layer(shell, o->layer, true, default_d_out);
+            KvCacheSpec spec = o->spec;
             spec.context_tokens = o->context.value_or(0);
             spec.bytes_per_value = dtype_bytes(o->dtype);
-            if (o->explain) spec.explain = parse_cell(*o->explain, input.tokens);
-            spec.explain_head = o->head;
-            Trace trace = walk_kvcache(input, layer_weights(o->layer, input, random, true, default_d_out), spec, shell.recording);
-            if (!o->layer.weights.file && !o->layer.weights.seed) trace.set_param("default_seed", true);
-            return trace;
+            if (o->explain) spec.explain = parse_cell(*o->explain, layer.input.tokens);
+            return layer.finish(walk_kvcache(layer.input, layer.weights, spec, shell.recording));
         };
     });
 }
@@ -113,31 +122,23 @@ void add_rope(CLI::App& cli, Shell& shell) {
                                 "  attnwalk rope --heads 2 --d-out 8 --steps 'rope_*,max_difference'\n");
     struct Options {
         LayerOptions layer;
-        double base = 10000.0;
-        std::size_t shift = 3;
+        RopeSpec spec;  // the options' defaults are the library's
         std::optional<std::string> explain;
-        std::size_t head = 0;
     };
     auto o = std::make_shared<Options>();
     add_layer_options(*sub, o->layer, shell, 1);
-    add_explain_and_head(*sub, o->explain, o->head);
-    sub->add_option("--rope-base", o->base, "The base of the frequencies θ_i = base^(−2i/d_h)")
+    add_explain_and_head(*sub, o->explain, o->spec.explain_head);
+    sub->add_option("--rope-base", o->spec.base, "The base of the frequencies θ_i = base^(−2i/d_h)")
         ->check(number_check("B", [](double v) { return std::isfinite(v) && v > 1.0; }, "must be a number above 1"))
         ->capture_default_str();
-    sub->add_option("--shift", o->shift, "Shift every position by K for the check")->check(whole_number(0))->capture_default_str();
+    sub->add_option("--shift", o->spec.shift, "Shift every position by K for the check")->check(whole_number(0))->capture_default_str();
     sub->callback([&shell, o] {
         shell.headline = {"queries_rotated", "scores", "max_difference"};
         shell.walk = [&shell, o] {
-            Randomness random(seed_of(o->layer.weights), std::nullopt);
-            const Embeddings input = prepare_input(shell, [&](const InputShape& s) {
-                return layer_cost(s, o->layer.weights.d_out.value_or(4), o->layer.heads);
-            });
-            const Weights w = layer_weights(o->layer, input, random, false, 4);
-            RopeSpec spec{o->base, o->shift, std::nullopt, o->head};
-            if (o->explain) spec.explain = parse_cell(*o->explain, input.tokens);
-            Trace trace = walk_rope(input, w, spec, shell.recording);
-            if (!o->layer.weights.file && !o->layer.weights.seed) trace.set_param("default_seed", true);
-            return trace;
+            const Layer layer = prepare_layer(shell, o->layer, false, rope_d_out);
+            RopeSpec spec = o->spec;
+            if (o->explain) spec.explain = parse_cell(*o->explain, layer.input.tokens);
+            return layer.finish(walk_rope(layer.input, layer.weights, spec, shell.recording));
         };
     });
 }
@@ -150,27 +151,24 @@ void add_flash(CLI::App& cli, Shell& shell) {
                                 "  attnwalk flash --block 2 --window 2      # a window: rows with a fully masked block\n");
     struct Options {
         WeightsOptions weights;
-        std::size_t block = 2;
-        bool causal = false;
-        std::optional<std::size_t> window;
-        std::optional<double> scale;
+        FlashSpec spec;  // the options' defaults are the library's
         std::optional<std::string> explain;
     };
     auto o = std::make_shared<Options>();
     add_explain_option(*sub, o->explain);
-    sub->add_option("--block", o->block, "Keys per block")->check(whole_number(1))->capture_default_str();
-    sub->add_flag("--causal", o->causal, "Mask future tokens");
-    sub->add_option("--window", o->window, "Sliding window of W keys (with --causal)")->check(whole_number(1));
+    sub->add_option("--block", o->spec.block, "Keys per block")->check(whole_number(1))->capture_default_str();
+    sub->add_flag("--causal", o->spec.causal, "Mask future tokens");
+    sub->add_option("--window", o->spec.window, "Sliding window of W keys (with --causal)")->check(whole_number(1));
     add_weights_options(*sub, o->weights, shell);
-    add_scale_option(*sub, o->scale);
+    add_scale_option(*sub, o->spec.scale);
     sub->callback([&shell, o] {
         shell.headline = {"flash_output", "context", "max_difference"};
         shell.walk = [&shell, o] {
-            if (o->window && !o->causal)
+            if (o->spec.window && !o->spec.causal)
                 throw UsageError("--window is a sliding window over the tokens before each query: add --causal");
             Randomness random(o->weights.seed, std::nullopt);
             const OneHead h = prepare_one_head(shell, o->weights, random);
-            FlashSpec spec{o->block, o->causal, o->window, o->scale, std::nullopt};
+            FlashSpec spec = o->spec;
             if (o->explain) spec.explain = parse_cell(*o->explain, h.input.tokens);
             return walk_flash(h.input, h.weights, spec, shell.recording);
         };

@@ -73,38 +73,31 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
         std::string model;
         std::optional<std::string> ids, tokenizer;
         std::optional<std::size_t> heads;
-        std::size_t layer = 0, top_k = 5;
-        std::optional<std::size_t> head;
-        double temperature = 1.0;
-        std::optional<double> top_p;
-        bool all_layers = false;
-        bool view = false;
-        std::string sort;
-        std::size_t generate = 0;
+        Gpt2Spec spec;  // the options' defaults are the library's
     };
     auto o = std::make_shared<Options>();
     sub->add_option("--model", o->model, "GPT-2 checkpoint in safetensors format (Hugging Face or nanoGPT names)")->required()->check(non_empty());
     CLI::Option* ids_option = sub->add_option("--ids", o->ids, "The prompt as token ids, separated by commas (or --text)");
     ids_option->excludes(sub->get_option("--text"));
     sub->add_option("--tokenizer", o->tokenizer, "Directory with GPT-2's encoder.json and vocab.bpe (default: data/gpt2)")->check(non_empty());
-    sub->add_option("--layer", o->layer, "The layer whose attention is shown in full (0-based)")->check(whole_number(0))->capture_default_str();
-    sub->add_option("--head", o->head, "Only this head's matrices in the layer shown (0-based; default every head)")->check(whole_number(0));
-    sub->add_flag("--all-layers", o->all_layers, "Every layer's steps in full (default: summaries but for --layer)");
-    CLI::Option* view = sub->add_flag("--view", o->view, "The model view: every layer's heads as small heatmaps, and numbers per head");
-    sub->add_option("--sort", o->sort, "With --view, rank the heads by entropy, max_weight, first_token, previous_token or diagonal")
+    sub->add_option("--layer", o->spec.layer, "The layer whose attention is shown in full (0-based)")->check(whole_number(0))->capture_default_str();
+    sub->add_option("--head", o->spec.head, "Only this head's matrices in the layer shown (0-based; default every head)")->check(whole_number(0));
+    sub->add_flag("--all-layers", o->spec.all_layers, "Every layer's steps in full (default: summaries but for --layer)");
+    CLI::Option* view = sub->add_flag("--view", o->spec.view, "The model view: every layer's heads as small heatmaps, and numbers per head");
+    sub->add_option("--sort", o->spec.sort, "With --view, rank the heads by entropy, max_weight, first_token, previous_token or diagonal")
         ->check(CLI::IsMember(head_stat_names()))
         ->needs(view);
-    sub->add_option("--generate", o->generate, "Then generate N tokens greedily, each through a KV cache, checked against no cache")
+    sub->add_option("--generate", o->spec.generate, "Then generate N tokens greedily, each through a KV cache, checked against no cache")
         ->check(whole_number(1));
     sub->add_option("--heads", o->heads, "Heads per layer (default: C/64, as every GPT-2 size)")->check(whole_number(1));
-    sub->add_option("--top-k", o->top_k, "Next-token candidates shown")->check(whole_number(1))->capture_default_str();
-    sub->add_option("--temperature", o->temperature, "Divide the logits by T before the softmax")
+    sub->add_option("--top-k", o->spec.top_k, "Next-token candidates shown")->check(whole_number(1))->capture_default_str();
+    sub->add_option("--temperature", o->spec.temperature, "Divide the logits by T before the softmax")
         ->check(number_check("T", [](double v) { return v > 0.0 && v < 1e30; }, "must be a positive number"))
         ->capture_default_str();
-    sub->add_option("--top-p", o->top_p, "Nucleus sampling: the smallest set of tokens with probability ≥ P")
+    sub->add_option("--top-p", o->spec.top_p, "Nucleus sampling: the smallest set of tokens with probability ≥ P")
         ->check(number_check("P", [](double v) { return v > 0.0 && v <= 1.0; }, "must be in (0, 1]"));
     sub->callback([&shell, o] {
-        shell.headline = o->view ? std::vector<std::string>{"attention_grid", "head_entropy", "head_max_weight", "head_first_token", "head_previous_token", "head_diagonal", "heads_sorted", "top_k_ids", "top_k_probs"}
+        shell.headline = o->spec.view ? std::vector<std::string>{"attention_grid", "head_entropy", "head_max_weight", "head_first_token", "head_previous_token", "head_diagonal", "heads_sorted", "top_k_ids", "top_k_probs"}
                                  : std::vector<std::string>{"weights", "top_k_ids", "top_k_probs", "generated_ids", "max_difference"};
         shell.walk = [&shell, o] {
             if (!shell.input.empty() || shell.batch || shell.vocab)
@@ -128,17 +121,8 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
                 }
             }
             const std::vector<std::string> tokens = token_labels(ids, bpe.get());
-            Gpt2Spec spec;
-            spec.layer = o->layer;
-            spec.head = o->head;
-            spec.top_k = o->top_k;
-            spec.temperature = o->temperature;
-            spec.top_p = o->top_p;
-            spec.all_layers = o->all_layers;
-            spec.view = o->view;
-            spec.generate = o->generate;
+            Gpt2Spec spec = o->spec;
             spec.tokenizer = bpe.get();
-            spec.sort = o->sort;
             return walk_gpt2(model, ids, tokens, spec, shell.recording);
         };
     });

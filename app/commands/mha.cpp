@@ -8,8 +8,6 @@ namespace attnwalk::app {
 
 namespace {
 
-constexpr std::uint64_t default_mha_seed = 123;  // the textbook's torch.manual_seed(123)
-
 struct MhaOptions {
     WeightsOptions weights;
     std::optional<std::size_t> context_length;
@@ -70,7 +68,7 @@ void add_mha(CLI::App& cli, Shell& shell) {
             const HeadLayout layout = stacked ? HeadLayout::stacked : HeadLayout::fused;
             const std::size_t width = stacked ? H * o->weights.width() : o->weights.width();
             const bool default_seed = !o->weights.file && !o->weights.seed;
-            Randomness random(default_seed ? default_mha_seed : o->weights.seed, o->dropout.seed);
+            Randomness random(default_seed ? default_layer_seed : o->weights.seed, o->dropout.seed);
             MhaSpec spec;
             spec.query = o->query ? std::optional<std::size_t>(0) : std::nullopt;  // named once the input is read
             spec.explain = o->explain ? std::optional<Cell>(Cell{}) : std::nullopt;

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "attnwalk/errors.hpp"
-#include "attnwalk/vocab.hpp"
+#include "attnwalk/io/vocab.hpp"
 
 namespace attnwalk::app {
 

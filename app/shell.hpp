@@ -12,8 +12,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "attnwalk/embeddings.hpp"
-#include "attnwalk/walk.hpp"
+#include "attnwalk/io/embeddings.hpp"
+#include "attnwalk/lessons/lessons.hpp"
 #include "render.hpp"
 
 namespace attnwalk::app {
@@ -126,6 +126,8 @@ constexpr std::uint64_t default_dropout_seed = 123;  // the textbook's torch.man
 // The seed of mha's (and kvcache's, rope's) weights without --seed or --weights: the
 // textbook's torch.manual_seed(123) before MultiHeadAttention.
 constexpr std::uint64_t default_layer_seed = 123;
+// Said after the one head-shape rule's message (ops/shapes.hpp) when options gave the shapes.
+inline const char* const heads_options = " (see --d-out, --heads and --kv-heads)";
 class Randomness {
 public:
     Randomness(std::optional<std::uint64_t> seed, std::optional<std::uint64_t> dropout_seed);

@@ -1,7 +1,7 @@
 // The one attention forward: heads, query rows, the mask, dropout.
-#include "attnwalk/attention.hpp"
+#include "attnwalk/ops/attention.hpp"
 #include "attnwalk/errors.hpp"
-#include "attnwalk/softmax.hpp"
+#include "attnwalk/ops/softmax.hpp"
 #include "test_util.hpp"
 
 using namespace attnwalk;

@@ -1,7 +1,7 @@
 // Matrix products: the plain loop for small ones, the OpenBLAS plugin for large ones.
 #include <random>
 
-#include "attnwalk/blas.hpp"
+#include "attnwalk/ops/blas.hpp"
 #include "test_util.hpp"
 
 namespace {

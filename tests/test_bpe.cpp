@@ -1,6 +1,6 @@
 // GPT-2's tokenizer: known ids, the pre-tokenisation rule, and the byte-level round trip.
 // (tests/tokenizer_vs_npm.sh compares it with the npm package on a few hundred strings.)
-#include "attnwalk/bpe.hpp"
+#include "attnwalk/io/bpe.hpp"
 #include "attnwalk/errors.hpp"
 #include "test_util.hpp"
 

@@ -133,12 +133,12 @@ TEST_SUITE("cli.beyond") {
             std::string message;
         };
         const std::vector<Bad> cases = {
-            {"mha --heads 4 --d-out 8 --kv-heads 3", 2, "--kv-heads 3 must divide --heads 4"},
+            {"mha --heads 4 --d-out 8 --kv-heads 3", 2, "the key/value heads must divide the query heads: 3 does not divide 4 (see --d-out, --heads and --kv-heads)"},
             {"mha --variant wrapper --kv-heads 1", 2, "the wrapper's heads each have their own keys"},
             {"mha --window 0", 2, "--window: must be at least 1"},
             {"mha --window 2 --no-causal", 2, "it needs causal attention"},
             {"kvcache --window 0", 2, "--window: must be at least 1"},
-            {"kvcache --heads 4 --d-out 8 --kv-heads 3", 2, "--kv-heads 3 must divide --heads 4"},
+            {"kvcache --heads 4 --d-out 8 --kv-heads 3", 2, "the key/value heads must divide the query heads: 3 does not divide 4 (see --d-out, --heads and --kv-heads)"},
             {"flash --block 0", 2, "--block: must be at least 1"},
             {"flash --window 2", 2, "add --causal"},
             {"sdpa --queries 7", 2, "the queries must be 1 to 6"},
@@ -150,7 +150,7 @@ TEST_SUITE("cli.beyond") {
             {"sdpa --is-causal --attn-mask '[[1]]'", 2, "excludes --is-causal (scaled_dot_product_attention takes attn_mask or is_causal"},
             {"sdpa --mask-dtype float", 2, "--mask-dtype requires --attn-mask (--mask-dtype says how to read the --attn-mask)"},
             {"rope --rope-base 1", 2, "must be a number above 1"},
-            {"params --heads 5", 2, "not divisible by 5 heads"},
+            {"params --heads 5", 2, "d_out 768 is not a multiple of 5"},
         };
         for (const Bad& b : cases) {
             CAPTURE(b.args);

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "attnwalk/catalogue.hpp"
+#include "attnwalk/lessons/catalogue.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;

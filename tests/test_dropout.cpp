@@ -1,4 +1,4 @@
-#include "attnwalk/dropout.hpp"
+#include "attnwalk/ops/dropout.hpp"
 #include "test_util.hpp"
 
 using attnwalk::Mat;

@@ -1,4 +1,4 @@
-#include "attnwalk/embeddings.hpp"
+#include "attnwalk/io/embeddings.hpp"
 #include "attnwalk/errors.hpp"
 #include "test_util.hpp"
 

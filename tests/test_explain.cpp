@@ -1,5 +1,5 @@
 // One cell written out: every number equals the forward's, bit for bit.
-#include "attnwalk/explain.hpp"
+#include "attnwalk/lessons/explain.hpp"
 #include "test_util.hpp"
 
 using namespace attnwalk;

@@ -1,5 +1,5 @@
-#include "attnwalk/mask.hpp"
-#include "attnwalk/softmax.hpp"
+#include "attnwalk/ops/mask.hpp"
+#include "attnwalk/ops/softmax.hpp"
 #include "test_util.hpp"
 
 using attnwalk::Mat;

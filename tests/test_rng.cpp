@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "attnwalk/rng.hpp"
+#include "attnwalk/ops/rng.hpp"
 #include "test_util.hpp"
 
 namespace {

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "attnwalk/rows.hpp"
+#include "attnwalk/ops/rows.hpp"
 #include "test_util.hpp"
 
 namespace {

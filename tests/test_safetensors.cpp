@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "attnwalk/errors.hpp"
-#include "attnwalk/gpt2.hpp"
-#include "attnwalk/safetensors.hpp"
+#include "attnwalk/model/model.hpp"
+#include "attnwalk/io/safetensors.hpp"
 #include "test_util.hpp"
 
 using namespace attnwalk;
@@ -101,11 +101,11 @@ TEST_SUITE("safetensors") {
 
     TEST_CASE("safetensors.gpt2_checkpoints") {
         const Model m = load_gpt2(test::source_path("tests/data/tiny_gpt2_nano_f32.safetensors"), 3);
-        const Gpt2Config& c = config_of(*m);
+        const ModelInfo& c = info_of(*m);
         CHECK(c.naming == "nanogpt");
         CHECK(c.layout == "nn.Linear [out, in]");
         CHECK((c.vocab == 40 && c.context == 12 && c.width == 24 && c.layers == 3 && c.heads == 3));
-        CHECK(config_of(*load_gpt2(test::source_path("tests/data/tiny_gpt2_hf_f16.safetensors"), 2)).dtype == "F16");
+        CHECK(info_of(*load_gpt2(test::source_path("tests/data/tiny_gpt2_hf_f16.safetensors"), 2)).dtype == "F16");
         // C = 16 is no multiple of GPT-2's head size 64: the heads must be given
         CHECK_THROWS_AS(load_gpt2(test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors")), UsageError);
         // a safetensors file that is no GPT-2

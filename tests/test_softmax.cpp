@@ -1,4 +1,4 @@
-#include "attnwalk/softmax.hpp"
+#include "attnwalk/ops/softmax.hpp"
 #include "test_util.hpp"
 
 using attnwalk::Vec;

@@ -1,5 +1,5 @@
 #include "attnwalk/errors.hpp"
-#include "attnwalk/vocab.hpp"
+#include "attnwalk/io/vocab.hpp"
 #include "test_util.hpp"
 
 TEST_SUITE("vocab") {

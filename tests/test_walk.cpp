@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "attnwalk/embeddings.hpp"
-#include "attnwalk/walk.hpp"
+#include "attnwalk/io/embeddings.hpp"
+#include "attnwalk/lessons/lessons.hpp"
 #include "test_util.hpp"
 
 using namespace attnwalk;

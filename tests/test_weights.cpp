@@ -1,7 +1,7 @@
 // The projections: drawn like PyTorch, or read from a file.
-#include "attnwalk/attention.hpp"
+#include "attnwalk/ops/attention.hpp"
 #include "attnwalk/errors.hpp"
-#include "attnwalk/weights.hpp"
+#include "attnwalk/io/weights.hpp"
 #include "test_util.hpp"
 
 using namespace attnwalk;
@@ -20,7 +20,9 @@ TEST_SUITE("weights") {
     }
 
     TEST_CASE("weights.bias_is_added") {
-        Linear l{Mat{{1.0f, 0.0f}, {0.0f, 1.0f}}, Vec{10.0f, 20.0f}};
+        Linear l;
+        l.w = Mat{{1.0f, 0.0f}, {0.0f, 1.0f}};
+        l.b = Vec{10.0f, 20.0f};
         const Cube x = {{{1.0f, 2.0f}}};
         const auto y = project(x, l);
         CHECK(y(0, 0, 0) == 11.0f);

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "attnwalk/errors.hpp"
-#include "attnwalk/json_input.hpp"
+#include "attnwalk/io/json_input.hpp"
 #include "commands.hpp"
 
 namespace attnwalk::app {
@@ -29,11 +29,9 @@ void add_layer_options(CLI::App& sub, LayerOptions& o, Shell& shell, std::size_t
 
 Weights layer_weights(const LayerOptions& o, const Embeddings& input, Randomness& random, bool out_proj, std::size_t d_out) {
     // (the heads and d_out are checked here, before drawing, to name the options)
-    if (o.kv_heads && o.heads % *o.kv_heads != 0)
-        throw UsageError("--kv-heads " + std::to_string(*o.kv_heads) + " must divide --heads " + std::to_string(o.heads));
-    if (!o.weights.file && o.weights.d_out.value_or(d_out) % o.heads != 0)
-        throw UsageError("d_out must be divisible by the number of heads: d_out " + std::to_string(o.weights.d_out.value_or(d_out)) +
-                         " (--d-out) is not a multiple of --heads " + std::to_string(o.heads));
+    // (a weights file says its own d_out, checked when it is read: here only H and G)
+    const std::size_t width = o.weights.file ? o.heads : o.weights.d_out.value_or(d_out);
+    if (auto problem = head_shape_problem(width, o.heads, o.kv_heads.value_or(0))) throw UsageError(*problem + heads_options);
     WeightsShape shape{input.dim(), d_out, o.heads, HeadLayout::fused, out_proj};
     shape.kv_heads = o.kv_heads.value_or(0);
     WeightsOptions w = o.weights;

@@ -5,9 +5,9 @@
 
 #include <filesystem>
 
-#include "attnwalk/bpe.hpp"
+#include "attnwalk/io/bpe.hpp"
 #include "attnwalk/errors.hpp"
-#include "attnwalk/gpt2.hpp"
+#include "attnwalk/model/model.hpp"
 #include "commands.hpp"
 
 namespace attnwalk::app {
@@ -73,7 +73,7 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
         std::string model;
         std::optional<std::string> ids, tokenizer;
         std::optional<std::size_t> heads;
-        Gpt2Spec spec;  // the options' defaults are the library's
+        ModelSpec spec;  // the options' defaults are the library's
     };
     auto o = std::make_shared<Options>();
     sub->add_option("--model", o->model, "GPT-2 checkpoint in safetensors format (Hugging Face or nanoGPT names)")->required()->check(non_empty());
@@ -114,16 +114,16 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
             if (shell.sentence || o->tokenizer) bpe = load_tokenizer(o->tokenizer);
             const std::vector<std::size_t> ids = shell.sentence ? bpe->encode(*shell.sentence) : parse_ids(*o->ids);
             if (ids.empty()) throw UsageError("--text has no tokens");
-            if (!bpe && config_of(*model).vocab == 50257) {  // GPT-2's vocabulary: name the tokens when the files are at hand
+            if (!bpe && info_of(*model).vocab == 50257) {  // GPT-2's vocabulary: name the tokens when the files are at hand
                 try {
                     bpe = load_tokenizer(std::nullopt);
                 } catch (const UsageError&) {
                 }
             }
             const std::vector<std::string> tokens = token_labels(ids, bpe.get());
-            Gpt2Spec spec = o->spec;
+            ModelSpec spec = o->spec;
             spec.tokenizer = bpe.get();
-            return walk_gpt2(model, ids, tokens, spec, shell.recording);
+            return walk_model(model, ids, tokens, spec, shell.recording);
         };
     });
 }

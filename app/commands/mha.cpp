@@ -60,9 +60,8 @@ void add_mha(CLI::App& cli, Shell& shell) {
                 throw UsageError("--kv-heads groups the heads of the fused layer; the wrapper's heads each have their own keys (drop --variant wrapper)");
             if (o->kv_heads && o->variant == "combined-qkv")
                 throw UsageError("--kv-heads: the combined qkv layer has one key/value head per query head (use --variant fused)");
-            if (o->kv_heads && H % *o->kv_heads != 0)
-                throw UsageError("--kv-heads " + std::to_string(*o->kv_heads) + " must divide --heads " + std::to_string(H) +
-                                 ": each key/value head serves the same number of query heads");
+            if (o->kv_heads)
+                if (auto problem = head_shape_problem(H, H, *o->kv_heads)) throw UsageError(*problem + heads_options);
             if (o->window && !o->dropout.causal)
                 throw UsageError("--window is a sliding window over the tokens before each query: it needs causal attention (drop --no-causal)");
             const HeadLayout layout = stacked ? HeadLayout::stacked : HeadLayout::fused;
@@ -84,13 +83,12 @@ void add_mha(CLI::App& cli, Shell& shell) {
             WeightsShape shape{input.dim(), default_d_out, H, layout, !stacked};
             shape.kv_heads = o->kv_heads.value_or(0);
             shape.combined = o->variant == "combined-qkv";
-            if (!stacked && !o->weights.file && o->weights.width() % H != 0)
-                throw UsageError("d_out must be divisible by the number of heads: d_out " + std::to_string(o->weights.width()) +
-                                 " (--d-out) is not a multiple of --heads " + std::to_string(H));
+            if (!stacked && !o->weights.file)
+                if (auto problem = head_shape_problem(o->weights.width(), H)) throw UsageError(*problem + heads_options);
             const Weights weights = make_weights(o->weights, shape, random);
-            if (!stacked && output_width(*weights) % H != 0)
-                throw UsageError("d_out must be divisible by the number of heads: d_out " + std::to_string(output_width(*weights)) +
-                                 " (from the weights file) is not a multiple of --heads " + std::to_string(H));
+            if (!stacked)
+                if (auto problem = head_shape_problem(output_width(*weights), H))
+                    throw UsageError(*problem + " (d_out from the weights file, H from --heads)");
             if (o->query) spec.query = resolve_token(*o->query, input.tokens, "--query");
             if (o->explain) spec.explain = parse_cell(*o->explain, input.tokens);
             if (o->head >= H)

@@ -9,11 +9,11 @@
 #include <sstream>
 #include <vector>
 
-#include "attnwalk/fast/blocked_attention.hpp"
-#include "attnwalk/blas.hpp"
-#include "attnwalk/embeddings.hpp"
-#include "attnwalk/rng.hpp"
-#include "attnwalk/walk.hpp"
+#include "attnwalk/ops/blocked_attention.hpp"
+#include "attnwalk/ops/blas.hpp"
+#include "attnwalk/io/embeddings.hpp"
+#include "attnwalk/ops/rng.hpp"
+#include "attnwalk/lessons/lessons.hpp"
 #include "render.hpp"
 
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "attnwalk/embeddings.hpp"
+#include "attnwalk/io/embeddings.hpp"
 #include "attnwalk/errors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "attnwalk/errors.hpp"
-#include "attnwalk/gpt2.hpp"
-#include "attnwalk/safetensors.hpp"
+#include "attnwalk/model/model.hpp"
+#include "attnwalk/io/safetensors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static const std::string path = "/tmp/attnwalk_fuzz_safetensors_" + std::to_string(::getpid());

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "attnwalk/errors.hpp"
-#include "attnwalk/vocab.hpp"
+#include "attnwalk/io/vocab.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string all(reinterpret_cast<const char*>(data), size);

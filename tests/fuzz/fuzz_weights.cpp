@@ -5,7 +5,7 @@
 #include <string>
 
 #include "attnwalk/errors.hpp"
-#include "attnwalk/weights.hpp"
+#include "attnwalk/io/weights.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 1) return 0;

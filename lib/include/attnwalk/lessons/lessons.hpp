@@ -1,0 +1,185 @@
+// The lessons: one function per lesson. Each takes values (the input, the weights or the
+// model, a small spec of its own) and returns the whole trace. This is the library's
+// face for app/ (light: no xtensor here). Nothing here knows the command line.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <vector>
+
+#include "attnwalk/io/embeddings.hpp"
+#include "attnwalk/io/weights.hpp"
+#include "attnwalk/model/model.hpp"
+#include "attnwalk/ops/rng.hpp"
+#include "attnwalk/ops/shapes.hpp"
+#include "attnwalk/trace.hpp"
+
+namespace attnwalk {
+
+// How the trace keeps its steps.
+struct Recording {
+    bool summary = false;  // statistics per step instead of tensors (big inputs)
+    bool timing = false;   // step times are part of the output
+};
+
+// One cell of the attention matrix: query row i, key column j (0-based).
+struct Cell {
+    std::size_t i = 0, j = 0;
+};
+
+// The random draw of dropout: rate p (training mode) from `gen`. `note` says where the
+// generator's state came from; `reseeded` records its seed in the trace's params.
+struct DropoutDraw {
+    double p = 0.0;
+    bool train = true;             // false: eval mode, dropout is the identity
+    Generator* gen = nullptr;      // needed when p > 0 in training mode
+    bool reseeded = false;
+    std::string note;
+};
+
+// scores, softmax, context: one head, every query or one (`query`), one cell written out.
+struct SingleHeadSpec {
+    std::optional<double> scale;      // divide the scores by this (default 1, or √d_k with weights)
+    std::optional<std::size_t> query;  // one query row only
+    std::optional<Cell> explain;
+};
+Trace walk_scores(const Embeddings& input, const Weights& weights, const SingleHeadSpec& spec, const Recording& rec);
+Trace walk_softmax(const Embeddings& input, const Weights& weights, const SingleHeadSpec& spec, const Recording& rec);
+Trace walk_context(const Embeddings& input, const Weights& weights, const SingleHeadSpec& spec, const Recording& rec);
+
+struct CausalSpec {
+    std::optional<double> scale;
+    std::optional<std::size_t> query;  // one query row only
+    std::optional<Cell> explain;
+    DropoutDraw dropout;  // CausalAttention's dropout on the weights (none by default)
+};
+Trace walk_causal(const Embeddings& input, const Weights& weights, const CausalSpec& spec, const Recording& rec);
+
+struct DropoutSpec {
+    std::optional<double> scale;
+    bool causal = true;
+    DropoutDraw draw;
+};
+Trace walk_dropout(const Embeddings& input, const Weights& weights, const DropoutSpec& spec, const Recording& rec);
+// Dropout on an n×n matrix of ones (the textbook's demonstration).
+Trace walk_dropout_ones(std::size_t n, const DropoutDraw& draw, const Recording& rec);
+
+// Multi-head attention; the heads and their layout come with the weights.
+struct MhaSpec {
+    bool causal = true;
+    std::optional<std::size_t> window;  // sliding window of W keys (with causal: itself and the W − 1 before)
+    bool show_einsum = false;           // each operation also in einsum notation (in its note)
+    DropoutDraw dropout;
+    std::optional<std::size_t> query;  // one query row, in every head
+    std::optional<Cell> explain;       // one cell of one head, written out
+    std::size_t explain_head = 0;
+};
+Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& spec, const Recording& rec);
+
+// ---- beyond the chapter ----------------------------------------------------------------
+
+// Decoding token by token with a KV cache, on mha's fused weights (G key/value heads).
+struct KvCacheSpec {
+    std::optional<std::size_t> window;  // sliding window: the cache keeps the last W keys and values
+    std::size_t layers = 1;             // for the cache's size in bytes
+    std::size_t bytes_per_value = 4;    // float32; 2 for bfloat16/float16
+    std::size_t context_tokens = 0;     // the size for this many tokens (0: the input's)
+    std::optional<Cell> explain;        // one cell of one head, written out (from the whole-sequence pass)
+    std::size_t explain_head = 0;
+};
+Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCacheSpec& spec, const Recording& rec);
+
+// Rotary position embeddings on the queries and keys of fused weights (no out_proj needed).
+struct RopeSpec {
+    double base = 10000.0;   // θ_i = base^(−2i/d_h)
+    std::size_t shift = 3;   // the check: every position + shift gives the same scores
+    std::optional<Cell> explain;
+    std::size_t explain_head = 0;
+};
+Trace walk_rope(const Embeddings& input, const Weights& weights, const RopeSpec& spec, const Recording& rec);
+
+// FlashAttention's online softmax over blocks of keys, one head.
+struct FlashSpec {
+    std::size_t block = 2;
+    bool causal = false;
+    std::optional<std::size_t> window;
+    std::optional<double> scale;
+    std::optional<Cell> explain;  // one cell, from the whole score matrix
+};
+Trace walk_flash(const Embeddings& input, const Weights& weights, const FlashSpec& spec, const Recording& rec);
+
+// torch.nn.functional.scaled_dot_product_attention's arguments, one head.
+struct SdpaSpec {
+    std::optional<std::size_t> queries;  // L: the last L tokens are the queries (default: all)
+    std::optional<Tensor> attn_mask;     // L×S: bool (values 0/1) or float
+    bool mask_is_bool = true;
+    std::string mask_source;             // where the mask came from, for the params
+    bool is_causal = false;
+    std::optional<double> scale;         // SDPA's scale: a multiplier (default 1/√d)
+    DropoutDraw dropout;                 // dropout_p: torch.dropout(attn_weight, p, train=True)
+    double large_fill = -3.4028234663852886e38;  // torch.finfo(torch.float32).min
+};
+Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec& spec, const Recording& rec);
+
+// The parameters of one attention layer with these sizes (the chapter's exercise).
+struct ParamsSpec {
+    std::size_t d_in = 768, d_out = 768, heads = 12, kv_heads = 0;  // kv_heads 0: H
+    bool qkv_bias = false;
+    bool out_proj = true;
+    std::size_t layers = 1, context_length = 1024, bytes_per_value = 4;
+};
+Trace walk_params(const ParamsSpec& spec);
+
+// What a walk will cost (Cost: ops/shapes.hpp), from the shapes alone.
+// `rows` query rows of a B×T×d_in input with `heads` heads of total width `width`
+// (d_in without weights).
+Cost walk_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
+               std::size_t rows);
+// The cost of walk_dropout_ones(n).
+Cost dropout_ones_cost(std::size_t n);
+// Whether walk_mha takes the blocked path: a summary of fused heads without a dropout
+// draw. It holds no T×T tensor then.
+bool mha_blocked(HeadLayout layout, const MhaSpec& spec, const Recording& rec);
+// The cost of walk_mha, on either path.
+Cost mha_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads, HeadLayout layout,
+              const MhaSpec& spec, const Recording& rec);
+
+// ---- a pretrained model -------------------------------------------------------------------
+
+class Bpe;
+
+struct ModelSpec {
+    std::size_t layer = 0;            // the layer whose attention is shown in full
+    std::optional<std::size_t> head;  // only this head's T×T matrices (default: every head)
+    std::size_t top_k = 5;            // next-token candidates shown
+    double temperature = 1.0;         // logits / temperature before the softmax
+    std::optional<double> top_p;      // nucleus: the smallest set with probability ≥ p
+    bool all_layers = false;          // every layer's steps in full (else summaries)
+    bool view = false;                // every layer's and head's weights, and numbers per head
+    std::string sort;                 // rank the heads by: entropy, max_weight, first_token, previous_token, diagonal
+    std::size_t generate = 0;         // then this many tokens, greedily, each through a KV cache
+    const Bpe* tokenizer = nullptr;   // labels for the generated tokens (else #id)
+};
+// The per-head numbers the model view can rank by.
+const std::vector<std::string>& head_stat_names();
+// Labels for GPT-2 token ids: each token's text with a space shown as ␣ (GPT-2's tokens
+// carry their leading space), or "#id" without a tokenizer.
+std::vector<std::string> token_labels(const std::vector<std::size_t>& ids, const Bpe* bpe);
+
+// The tokenizer's work on `text`: the pre-tokenised pieces and the ids.
+Trace walk_tokenize(const Bpe& bpe, const std::string& text);
+
+// The model on token ids (`tokens`: their text, for labels): the embeddings, every layer
+// (the one shown in full with mha's ids), the next token's candidates, and generation.
+// Throws UsageError for ids ≥ vocab, more tokens than the context, a layer out of range.
+Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const std::vector<std::string>& tokens,
+                 const ModelSpec& spec, const Recording& rec);
+
+// The text of a float for titles and notes ("0.5", "1.4142").
+std::string format_number(double value);
+
+}  // namespace attnwalk

@@ -1,0 +1,34 @@
+// A pretrained model read from its checkpoint: the face of model/ for app/ and the
+// lessons (light: no xtensor here). The weights themselves are model/decoder.hpp's
+// DecoderWeights; a family's mapping reads its names and layouts into them.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace attnwalk {
+
+// What the checkpoint says of itself, printed in the trace's header.
+struct ModelInfo {
+    std::string family;  // "gpt2"
+    std::string file;
+    std::size_t vocab = 0, context = 0, width = 0, layers = 0, heads = 0;  // width = C
+    std::string naming;  // "huggingface" or "nanogpt"
+    std::string layout;  // "x·W (Conv1D)" or "nn.Linear [out, in]"
+    std::string dtype;   // of the weights in the file
+    bool heads_inferred = true;
+};
+
+struct LoadedModel;  // model/loaded.hpp: the info, the DecoderWeights, the mapped file
+using Model = std::shared_ptr<const LoadedModel>;
+const ModelInfo& info_of(const LoadedModel& model);
+
+// GPT-2 from a safetensors checkpoint: the Hugging Face names (wte.weight,
+// h.N.attn.c_attn in x·W layout, ...) or nanoGPT's (transformer. prefix, nn.Linear
+// [out, in] layout), the layout told by the shape of c_attn. The number of heads is C/64
+// (every GPT-2 size) unless given. Throws InputError (the file) or UsageError (the heads).
+Model load_gpt2(const std::string& path, std::optional<std::size_t> heads = std::nullopt);
+
+}  // namespace attnwalk

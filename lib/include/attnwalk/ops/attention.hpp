@@ -1,0 +1,133 @@
+// One attention forward pass, used by every walk: single-head attention is H = 1 with
+// no out_proj; the textbook's MultiHeadAttention and its wrapper are the two head
+// layouts. The walks record the intermediates they teach from the Forward it returns;
+// one cell written out (explain.hpp) reads the same intermediates.
+//
+//   X (B,T,d_in) -> Q, K, V = X·W (+ b)                  (B,T,H·d_h), K and V (B,T,G·d_h)
+//   split into heads                                    (B,H,T,d_h), K and V (B,G,T,d_h)
+//   RoPE (optional): each head's Q and K rotated by position
+//   ω = Q_h·K_gᵀ, g = h / (H/G), for query rows r0..r0+R  (B,H,R,T)
+//   causal: ω_ij = −∞ for j > i (window W: also j ≤ i − W); then ω / scale   what the softmax reads
+//   A = softmax(·) row by row (max and sum kept)         (B,H,R,T)
+//   dropout: A ⊙ keep / (1 − p)                          (B,H,R,T)
+//   Z_h = A_h·V_h, heads concatenated                    (B,R,H·d_h)
+//   Y = Z·W_o + b_o, or Y = Z without out_proj           (B,R,d_out)
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attnwalk/ops/linear.hpp"
+#include "attnwalk/ops/rng.hpp"
+#include "attnwalk/ops/shapes.hpp"
+#include "attnwalk/ops/tensor.hpp"
+#include "attnwalk/trace.hpp"
+
+namespace attnwalk {
+
+struct AttentionWeights {
+    Linear query;                     // d_in × H·d_h
+    Linear key, value;                // d_in × G·d_h (G = H but with grouped-query attention)
+    std::optional<Linear> out_proj;   // H·d_h × H·d_h
+    std::size_t heads = 1;
+    std::size_t kv_heads = 0;         // G, the key/value heads; 0 = one per query head
+    bool combined = false;            // drawn as one Linear(d_in, 3·d_out) (MHACombinedQKV)
+    HeadLayout layout = HeadLayout::fused;
+    // Where they came from, recorded in the trace's params (seed, init, d_out, ... or the file).
+    std::vector<std::pair<std::string, ParamValue>> origin;
+
+    std::size_t d_in() const { return query.in(); }
+    std::size_t width() const { return query.out(); }      // H·d_h
+    std::size_t head_size() const { return width() / heads; }   // d_h
+    std::size_t key_heads() const { return kv_heads ? kv_heads : heads; }  // G
+    // The columns of head h (stacked layout: that head's own layer).
+    Linear head_columns(const Linear& layer, std::size_t h) const;
+};
+
+// (B,T,H·d_h) -> (B,H,T,d_h): the view + transpose(1, 2) of the fused form.
+Hyper split_heads(const Cube& x, std::size_t heads);
+// (B,H,T,d_h) -> (B,T,H·d_h): transpose(1, 2) + contiguous view, the inverse of split_heads.
+Cube merge_heads(const Hyper& x);
+
+// How far the forward goes.
+enum class Stage { scores, weights, output };
+
+struct Dropout {
+    double p = 0.0;               // 0: no draw (eval mode is p = 0 too)
+    Generator* gen = nullptr;     // needed when p > 0
+};
+
+struct ForwardSpec {
+    bool causal = false;
+    std::optional<std::size_t> window;  // sliding window: a query sees itself and the W − 1 keys before it
+    std::optional<double> rope_base;    // rotary position embeddings on Q and K, θ_i = base^(−2i/d_h)
+    std::size_t position0 = 0;          // the position of token 0 (RoPE; shifting it leaves the scores unchanged)
+    // SDPA's conventions: multiply by scale_factor (instead of dividing by scale), then add
+    // `bias` (R×T, the same for every batch element and head) before the softmax.
+    std::optional<float> scale_factor;
+    const Mat* bias = nullptr;
+    std::optional<float> scale;         // the scores are divided by this; default √d_h with weights, 1 without
+    std::optional<std::size_t> query;   // only this query row (R = 1); every row otherwise (R = T)
+    Stage until = Stage::output;
+    Dropout dropout;
+};
+
+// RoPE's tables for positions p0 .. p0+T−1 and a head size d (even): the half-split form
+// of the Llama reference code (x_i pairs with x_{i+d/2}).
+struct Rope {
+    Vec inv_freq;      // (d/2)  base^(−2i/d)
+    Mat angles;        // (T,d)  position · inv_freq, the d/2 angles repeated twice
+    Mat cos, sin;      // (T,d)
+};
+Rope rope_tables(std::size_t d, std::size_t T, std::size_t position0, double base);
+// x·cos + rotate_half(x)·sin over the last axis of (B,H,T,d), rotate_half(x) = (−x₂, x₁).
+Hyper apply_rope(const Hyper& x, const Rope& rope);
+
+struct Forward {
+    std::size_t heads = 1, kv_heads = 1, d_h = 0, row0 = 0, rows = 0;  // rows = R, starting at query row row0
+    std::size_t q_position0 = 0;  // the key index of query row 0 (Tk − Tq: the last queries meet the last keys)
+    float scale = 1.0f;
+    bool causal = false;
+    std::size_t window = 0;       // 0: no window
+    Cube q, k, v;                 // (B,T,H·d_h), K and V (B,T,G·d_h)
+    Hyper qh, kh, vh;             // (B,H,T,d_h), K and V (B,G,T,d_h); rotated with RoPE
+    Hyper qh_plain, kh_plain;     // before RoPE (RoPE only)
+    std::optional<Rope> rope;
+    Hyper scores;                 // (B,H,R,T) ω
+    Hyper masked;                 // (B,H,R,T) ω with −∞ where masked (causal or window)
+    Hyper scaled;                 // (B,H,R,T) what the softmax reads
+    Hyper weights;                // (B,H,R,T) softmax
+    Cube row_max, row_sum;        // (B,H,R) the softmax's max and sum of exponentials per row
+    bool dropped = false;         // dropout was drawn
+    Hyper keep;                   // (B,H,R,T) 1 = kept
+    float dropout_scale = 1.0f;   // 1/(1 − p) in float32
+    Hyper weights_dropped;        // (B,H,R,T)
+    Hyper head_outputs;           // (B,H,R,d_h)
+    Cube context;                 // (B,R,H·d_h)
+    Cube output;                  // (B,R,d_out)
+    struct {
+        double project = 0, scores = 0, mask_scale = 0, softmax = 0, dropout = 0, context = 0, output = 0;
+    } seconds;                    // wall time of each phase
+
+    const Hyper& final_weights() const { return dropped ? weights_dropped : weights; }
+};
+
+// Throws UsageError when the shapes do not fit (e.g. H·d_h ≠ width, a query row ≥ T).
+Forward attention_forward(const Cube& x, const AttentionWeights* weights, const ForwardSpec& spec);
+// The forward's two halves. project_heads: Q, K, V, their heads and RoPE (spec.position0
+// is the position of x's first token). attend: everything after, for queries f.qh
+// against keys f.kh and values f.vh, which may be longer (a KV cache): query row r has
+// position f.q_position0 + r among the keys.
+Forward project_heads(const Cube& x, const AttentionWeights* weights, const ForwardSpec& spec);
+void attend(Forward& f, const AttentionWeights* weights, const ForwardSpec& spec);
+// Whether query position i may not see key j under this mask.
+bool masked_out(std::size_t i, std::size_t j, bool causal, std::size_t window);
+
+// What the forward and the steps a walk records cost for these sizes, `rows` query rows.
+Cost forward_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
+                  std::size_t rows);
+
+}  // namespace attnwalk

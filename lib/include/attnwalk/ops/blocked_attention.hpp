@@ -1,0 +1,40 @@
+// Multi-head attention at model size, for a summary: the fused MultiHeadAttention
+// forward without materialising any T×T tensor of all heads.
+//
+//   X (B,T,d_in) -> [Q K V] = X·[W_query W_key W_value] (+ b)   one buffer, rows of 3·d_out
+//   per (batch, head), in blocks of R query rows, on every core:
+//     S = Q_h[rows]·K_h[0:last row]ᵀ     only the keys a causal row can see
+//     P = softmax(S / √d_h) row by row   scale, max, exp, sum, × 1/sum fused (softmax_rows.hpp)
+//     Z[rows, head columns] = P·V_h[0:last row]   written straight into the concatenation
+//   Y = Z·W_o + b_o
+//
+// Every intermediate is kept only as a Summary (min, max, mean, checksum, row sums);
+// only the output keeps its data. A test checks it against attention_forward.
+#pragma once
+
+#include <vector>
+
+#include "attnwalk/ops/attention.hpp"
+
+namespace attnwalk::fast {
+
+struct BlockedResult {
+    Summary queries, keys, values;  // the projections (the split views have the same numbers)
+    Summary scores;                 // causal: the triangle j ≤ i only (`scope` says so)
+    Summary mask;                   // causal: from its definition
+    Summary weights;                // with row sums; masked weights count as exact zeros
+    Summary head_outputs;           // = the concatenated context
+    Summary output_summary;
+    std::vector<float> output;      // (B,T,d_out)
+    struct {
+        double query = 0, key = 0, value = 0, scores = 0, softmax = 0, values = 0, output = 0;
+    } seconds;                      // wall time per phase (the attention's phases split by thread time)
+};
+
+// Fused weights with out_proj; x is (B,T,d_in).
+BlockedResult blocked_attention(const Cube& x, const AttentionWeights& weights, bool causal);
+
+// The bytes it holds: no T×T tensor, a block of 128 rows per core.
+double blocked_bytes(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width);
+
+}  // namespace attnwalk::fast

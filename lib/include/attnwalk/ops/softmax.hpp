@@ -1,0 +1,69 @@
+// Turning scores into weights that sum to 1 along each row (the last axis).
+//
+// Three ways, as the textbook shows them:
+//   normalise_by_sum   w = s / Σs            (breaks for negative or zero-sum scores)
+//   softmax_naive      w = exp(s) / Σexp(s)  (overflows to inf/NaN for large scores)
+//   softmax            w = exp(s − max s) / Σexp(s − max s)   (what torch.softmax does)
+#pragma once
+
+#include <cmath>
+#include <limits>
+
+#include "attnwalk/ops/rows.hpp"
+
+namespace attnwalk {
+
+template <std::size_t N>
+xt::xtensor<float, N> normalise_by_sum(xt::xtensor<float, N> s) {
+    for_each_row(s, [](float* row, std::size_t n) {
+        const float sum = sum_of(row, n);
+        for (std::size_t j = 0; j < n; ++j) row[j] /= sum;
+    });
+    return s;
+}
+
+template <std::size_t N>
+xt::xtensor<float, N> softmax_naive(xt::xtensor<float, N> s) {
+    for_each_row(s, [](float* row, std::size_t n) {  // torch.exp(x) / torch.exp(x).sum(dim=-1)
+        for (std::size_t j = 0; j < n; ++j) row[j] = std::exp(row[j]);
+        const float sum = sum_of(row, n);
+        for (std::size_t j = 0; j < n; ++j) row[j] /= sum;
+    });
+    return s;
+}
+
+// The numbers a stable softmax of one row computes on the way (one cell written out shows them).
+struct RowSoftmax {
+    float max;  // subtracted before exp
+    float sum;  // of the exponentials, left to right in float32
+};
+
+// Numerically stable softmax of one row, in place. A row that is entirely −∞ (every key
+// masked) has no defined softmax; like PyTorch, it comes out as NaN.
+inline RowSoftmax softmax_row(float* row, std::size_t n) {
+    const float max = max_of(row, n);
+    float sum = 0.0f;
+    // subtract the row max, only for numerical stability: exp never overflows
+    for (std::size_t j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j] - max));
+    const float inv = 1.0f / sum;  // PyTorch multiplies by the reciprocal of the sum
+    for (std::size_t j = 0; j < n; ++j) row[j] *= inv;
+    return {max, sum};
+}
+
+template <std::size_t N>
+xt::xtensor<float, N> softmax(xt::xtensor<float, N> s) {
+    for_each_row(s, [](float* row, std::size_t n) { softmax_row(row, n); });
+    return s;
+}
+
+// s − max(row): what the stable softmax exponentiates (every row's largest value becomes 0).
+template <std::size_t N>
+xt::xtensor<float, N> shift_by_row_max(xt::xtensor<float, N> s) {
+    for_each_row(s, [](float* row, std::size_t n) {
+        const float max = max_of(row, n);
+        for (std::size_t j = 0; j < n; ++j) row[j] -= max;
+    });
+    return s;
+}
+
+}  // namespace attnwalk

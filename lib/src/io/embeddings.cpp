@@ -1,0 +1,140 @@
+#include "attnwalk/io/embeddings.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/io/json_input.hpp"
+
+namespace attnwalk {
+
+namespace {
+
+// The textbook's sentence, compiled in so that every command runs with no arguments.
+// data/your_journey.json holds the same text (a test checks that they agree).
+const char* const builtin_json_text = R"({
+  "tokens": ["Your", "journey", "starts", "with", "one", "step"],
+  "embeddings": [
+    [0.43, 0.15, 0.89],
+    [0.55, 0.87, 0.66],
+    [0.57, 0.85, 0.64],
+    [0.22, 0.58, 0.33],
+    [0.77, 0.25, 0.10],
+    [0.05, 0.80, 0.55]
+  ]
+}
+)";
+
+}  // namespace
+
+std::string source_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
+std::string read_text_file(const std::string& path) {
+    const std::string name = source_name(path);
+    const int fd = path == "-" ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw InputError(path, "", std::string("cannot open file: ") + std::strerror(errno));
+    struct Closer {
+        int fd;
+        ~Closer() {
+            if (fd != STDIN_FILENO) ::close(fd);
+        }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) throw InputError(name, "", std::string("cannot read: ") + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) throw InputError(name, "", "cannot read: it is a directory");
+    const std::string too_large = "larger than " + std::to_string(max_input_bytes >> 20) + " MiB: attnwalk reads input files up to that size";
+    std::string text;
+    if (S_ISREG(st.st_mode)) {  // the size is known: refuse before reading, read in one allocation
+        if (static_cast<std::uint64_t>(st.st_size) > max_input_bytes) throw InputError(name, "", too_large);
+        text.reserve(static_cast<std::size_t>(st.st_size) + 1);
+    }
+    // In chunks, so that an endless stream stops at the limit.
+    char chunk[1 << 16];
+    for (;;) {
+        const ssize_t n = ::read(fd, chunk, sizeof chunk);
+        if (n == 0) break;
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw InputError(name, "", std::string("cannot read: ") + std::strerror(errno));
+        }
+        text.append(chunk, static_cast<std::size_t>(n));
+        if (text.size() > max_input_bytes) throw InputError(name, "", too_large);
+    }
+    return text;
+}
+
+Embeddings parse_embeddings(const std::string& text, const std::string& source) {
+    using json_input::Value;
+    static const std::vector<std::string> keys{"tokens", "embeddings"};  // anything else is skipped unbuilt
+    const Value doc = json_input::parse(text, source, &keys);
+    if (!doc.is_object())
+        throw InputError(source, "$", "expected a JSON object with \"embeddings\", got " + json_input::type_name(doc));
+    const Value* embeddings = doc.find("embeddings");
+    if (!embeddings) throw InputError(source, "$", "missing \"embeddings\" (a T×d or B×T×d array of numbers)");
+
+    Embeddings out;
+    out.source = source;
+    Tensor x = json_input::tensor_of(*embeddings, source, "$.embeddings");
+    if (x.shape.size() == 2) {
+        x.shape.insert(x.shape.begin(), 1);  // one sequence: B = 1
+    } else if (x.shape.size() == 3) {
+        out.batched = true;
+    } else {
+        throw InputError(source, "$.embeddings",
+                         "expected a T×d array (or B×T×d for a batch), got " + std::to_string(x.shape.size()) +
+                             " levels of nesting (" + json_input::shape_string(x.shape) + ")");
+    }
+    out.x = std::move(x);
+    const std::size_t T = out.tokens_count();
+
+    if (const Value* tokens = doc.find("tokens")) {
+        if (tokens->type == Value::Type::tensor)  // read as numbers: its first element is not a string
+            throw InputError(source, "$.tokens[0]", std::string("expected a string, got ") +
+                                                        (tokens->tensor.shape.size() > 1 ? "an array" : "a number"));
+        if (tokens->type != Value::Type::array)
+            throw InputError(source, "$.tokens", "expected an array of strings, got " + json_input::type_name(*tokens));
+        if (tokens->array.size() != T)
+            throw InputError(source, "$.tokens", "expected " + std::to_string(T) + " tokens (one per embedding row), got " +
+                                                     std::to_string(tokens->array.size()));
+        for (std::size_t i = 0; i < T; ++i) {
+            const Value& token = tokens->array[i];
+            const std::string path = "$.tokens[" + std::to_string(i) + "]";
+            if (token.type != Value::Type::string) throw InputError(source, path, "expected a string, got " + json_input::type_name(token));
+            if (token.string.size() > max_token_bytes)
+                throw InputError(source, path, "token is " + std::to_string(token.string.size()) + " bytes long; at most " +
+                                                   std::to_string(max_token_bytes) + " are allowed");
+            out.tokens.push_back(token.string);
+        }
+    } else {
+        for (std::size_t i = 0; i < T; ++i) out.tokens.push_back("t" + std::to_string(i));
+    }
+    return out;
+}
+
+Embeddings load_embeddings(const std::string& path) {
+    return parse_embeddings(read_text_file(path), source_name(path));
+}
+
+const std::string& builtin_embeddings_json() {
+    static const std::string text = builtin_json_text;
+    return text;
+}
+
+Embeddings builtin_embeddings() { return parse_embeddings(builtin_embeddings_json(), "<built-in>"); }
+
+Embeddings stack_batch(const Embeddings& input, std::size_t n) {
+    Embeddings out = input;
+    out.batched = true;
+    out.x.shape[0] = input.x.shape[0] * n;
+    out.x.data.clear();
+    for (std::size_t i = 0; i < n; ++i)
+        out.x.data.insert(out.x.data.end(), input.x.data.begin(), input.x.data.end());
+    return out;
+}
+
+}  // namespace attnwalk

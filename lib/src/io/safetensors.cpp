@@ -1,0 +1,214 @@
+#include "attnwalk/io/safetensors.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/io/json_input.hpp"
+
+namespace attnwalk {
+
+namespace {
+
+constexpr std::uint64_t max_header = 100ull << 20;  // the format's own limit: 100 MB of JSON
+
+std::size_t dtype_size(const std::string& dtype) {
+    if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
+    if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
+    if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
+    if (dtype == "I8" || dtype == "U8" || dtype == "BOOL" || dtype == "F8_E4M3" || dtype == "F8_E5M2") return 1;
+    return 0;
+}
+
+// A whole number ≥ 0 from the header (a double holds every offset of a file below 8 PB).
+std::size_t whole(const json_input::Value& v, const std::string& file, const std::string& path) {
+    if (v.type != json_input::Value::Type::number || !(v.number >= 0.0) || v.number != std::floor(v.number) || v.number > 9.0e15)
+        throw InputError(file, path, "expected a whole number ≥ 0, got " + (v.type == json_input::Value::Type::number
+                                                                               ? std::to_string(v.number)
+                                                                               : json_input::type_name(v)));
+    return static_cast<std::size_t>(v.number);
+}
+
+}  // namespace
+
+float half_to_float(std::uint16_t h) {
+    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+    const std::uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
+    float out;
+    if (exp == 0) {  // zero or subnormal: mant · 2^−24
+        out = std::ldexp(static_cast<float>(mant), -24);
+        return sign ? -out : out;
+    }
+    std::uint32_t bits;
+    if (exp == 31) bits = sign | 0x7F800000u | (mant << 13);  // inf, NaN
+    else bits = sign | ((exp + 112) << 23) | (mant << 13);
+    std::memcpy(&out, &bits, sizeof out);
+    return out;
+}
+
+float bfloat16_to_float(std::uint16_t b) {
+    const std::uint32_t bits = static_cast<std::uint32_t>(b) << 16;
+    float out;
+    std::memcpy(&out, &bits, sizeof out);
+    return out;
+}
+
+SafeTensors::SafeTensors(const std::string& path) : file_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw InputError(path, "", std::string("cannot open file: ") + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd_);
+        throw InputError(path, "", "not a regular file (a safetensors file is memory-mapped)");
+    }
+    size_ = static_cast<std::size_t>(st.st_size);
+    try {
+        if (size_ < 8) throw InputError(path, "", "too short for a safetensors file: " + std::to_string(size_) + " bytes, the header length alone takes 8");
+        void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+        if (m == MAP_FAILED) throw InputError(path, "", std::string("cannot map the file: ") + std::strerror(errno));
+        map_ = static_cast<const unsigned char*>(m);
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+        // Map every page in one call (Linux ≥ 5.14) instead of one fault per page later;
+        // the file's pages are the kernel's page cache, not a copy.
+        (void)::madvise(m, size_, MADV_POPULATE_READ);
+        std::uint64_t n = 0;
+        for (int i = 8; i-- > 0;) n = (n << 8) | map_[i];  // little-endian
+        if (n > max_header || n > size_ - 8)
+            throw InputError(path, "", "the header claims " + std::to_string(n) + " bytes; the file has " + std::to_string(size_ - 8) +
+                                           " after the length (and a header may take at most 100 MB)");
+        data_start_ = 8 + static_cast<std::size_t>(n);
+        const std::string text(reinterpret_cast<const char*>(map_ + 8), static_cast<std::size_t>(n));
+        const json_input::Value doc = json_input::parse_plain(text, path + " (header)");
+        if (!doc.is_object()) throw InputError(path, "$", "the header must be a JSON object, got " + json_input::type_name(doc));
+        const std::size_t data_size = size_ - data_start_;
+        std::vector<std::pair<std::size_t, std::string>> starts;
+        for (const auto& [name, v] : doc.object) {
+            const std::string at = json_input::member_path("$", name);
+            if (name == "__metadata__") continue;
+            if (!v.is_object()) throw InputError(path, at, "expected {\"dtype\", \"shape\", \"data_offsets\"}, got " + json_input::type_name(v));
+            json_input::check_keys(v, path, at, {"dtype", "shape", "data_offsets"});
+            Entry e;
+            const json_input::Value* dtype = v.find("dtype");
+            if (!dtype || dtype->type != json_input::Value::Type::string) throw InputError(path, at + ".dtype", "expected a string such as \"F32\"");
+            e.dtype = dtype->string;
+            const std::size_t width = dtype_size(e.dtype);
+            if (!width) throw InputError(path, at + ".dtype", "unknown dtype \"" + e.dtype + "\"");
+            const json_input::Value* shape = v.find("shape");
+            if (!shape || shape->type != json_input::Value::Type::array) throw InputError(path, at + ".shape", "expected an array of sizes");
+            double count = 1.0;
+            for (std::size_t i = 0; i < shape->array.size(); ++i) {
+                e.shape.push_back(whole(shape->array[i], path, at + ".shape[" + std::to_string(i) + "]"));
+                count *= static_cast<double>(e.shape.back());
+            }
+            const json_input::Value* offsets = v.find("data_offsets");
+            if (!offsets || offsets->type != json_input::Value::Type::array || offsets->array.size() != 2)
+                throw InputError(path, at + ".data_offsets", "expected [begin, end]");
+            e.begin = whole(offsets->array[0], path, at + ".data_offsets[0]");
+            e.end = whole(offsets->array[1], path, at + ".data_offsets[1]");
+            if (e.begin > e.end || e.end > data_size)
+                throw InputError(path, at + ".data_offsets", "[" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                                                                 "] is not a range inside the " + std::to_string(data_size) + " bytes of data");
+            if (count * static_cast<double>(width) != static_cast<double>(e.end - e.begin))
+                throw InputError(path, at, "shape " + json_input::shape_string(e.shape) + " of " + e.dtype + " needs " +
+                                               std::to_string(static_cast<unsigned long long>(count * static_cast<double>(width))) +
+                                               " bytes, data_offsets give " + std::to_string(e.end - e.begin));
+            if (e.end > e.begin) starts.emplace_back(e.begin, name);
+            entries_.emplace(name, std::move(e));  // the parser refuses duplicate names
+        }
+        std::sort(starts.begin(), starts.end());
+        for (std::size_t i = 1; i < starts.size(); ++i) {
+            const Entry& prev = entries_.at(starts[i - 1].second);
+            if (starts[i].first < prev.end)
+                throw InputError(path, json_input::member_path("$", starts[i].second) + ".data_offsets",
+                                 "overlaps the data of \"" + starts[i - 1].second + "\"");
+        }
+    } catch (...) {
+        if (map_) ::munmap(const_cast<unsigned char*>(map_), size_);
+        ::close(fd_);
+        throw;
+    }
+}
+
+SafeTensors::~SafeTensors() {
+    if (map_) ::munmap(const_cast<unsigned char*>(map_), size_);
+    if (fd_ >= 0) ::close(fd_);
+}
+
+const SafeTensors::Entry* SafeTensors::find(const std::string& name) const {
+    const auto it = entries_.find(name);
+    return it == entries_.end() ? nullptr : &it->second;
+}
+
+Tensor SafeTensors::get(const std::string& name) const {
+    const Entry* e = find(name);
+    if (!e) throw InputError(file_, json_input::member_path("$", name), "missing tensor \"" + name + "\"");
+    Tensor t;
+    t.shape = e->shape;
+    t.data.resize(t.size());
+    read_into(name, t.data.data());
+    return t;
+}
+
+const float* SafeTensors::direct(const std::string& name) const {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const Entry* e = find(name);
+    if (!e || e->dtype != "F32") return nullptr;
+    const unsigned char* p = map_ + data_start_ + e->begin;
+    if (reinterpret_cast<std::uintptr_t>(p) % alignof(float) != 0) return nullptr;
+    return reinterpret_cast<const float*>(p);
+#else
+    (void)name;
+    return nullptr;
+#endif
+}
+
+void SafeTensors::read_into(const std::string& name, float* out) const {
+    const Entry* e = find(name);
+    if (!e) throw InputError(file_, json_input::member_path("$", name), "missing tensor \"" + name + "\"");
+    std::size_t n = 1;
+    for (std::size_t d : e->shape) n *= d;
+    const unsigned char* p = map_ + data_start_ + e->begin;
+    // Fault the destination's pages in with one call (Linux ≥ 5.14) rather than one trap
+    // per page while copying: on some virtual machines that is most of a model's load.
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const auto out_begin = reinterpret_cast<std::uintptr_t>(out), out_end = out_begin + 4 * n;
+    const std::uintptr_t first_page = (out_begin + page - 1) / page * page, last_page = out_end / page * page;
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+    if (last_page > first_page) (void)::madvise(reinterpret_cast<void*>(first_page), last_page - first_page, MADV_POPULATE_WRITE);
+    if (e->dtype == "F32") {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        std::memcpy(out, p, 4 * n);  // the file's byte order is the machine's
+#else
+        for (std::size_t i = 0; i < n; ++i) {
+            std::uint32_t bits = 0;
+            for (std::size_t b = 4; b-- > 0;) bits = (bits << 8) | p[4 * i + b];  // little-endian
+            std::memcpy(&out[i], &bits, sizeof bits);
+        }
+#endif
+    } else if (e->dtype == "F16" || e->dtype == "BF16") {
+        const bool half = e->dtype == "F16";
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto bits = static_cast<std::uint16_t>(p[2 * i] | (p[2 * i + 1] << 8));
+            out[i] = half ? half_to_float(bits) : bfloat16_to_float(bits);
+        }
+    } else {
+        throw InputError(file_, json_input::member_path("$", name), "dtype " + e->dtype + " cannot be read as float32 (F32, F16 or BF16 can)");
+    }
+    // The float32 copy is what is used from now on: let the kernel drop the mapped pages
+    // (a later read maps them again), so that a model costs its copy, not twice its size.
+    const std::size_t from = (data_start_ + e->begin + page - 1) / page * page, to = (data_start_ + e->end) / page * page;
+    if (to > from) ::madvise(const_cast<unsigned char*>(map_) + from, to - from, MADV_DONTNEED);
+}
+
+}  // namespace attnwalk

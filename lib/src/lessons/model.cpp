@@ -1,0 +1,327 @@
+// The model walk: a pretrained decoder run on token ids, recorded through the decoder's
+// tap (model/decoder.hpp). The layer shown keeps mha's step ids; the other layers are
+// summaries; then the next token's candidates, and greedy generation through the KV
+// cache checked against the whole sequence recomputed.
+#include <algorithm>
+#include <cmath>
+
+#include <xtensor/xview.hpp>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/lessons/recorder.hpp"
+#include "attnwalk/model/loaded.hpp"
+#include "attnwalk/ops/sampling.hpp"
+#include "walk_parts.hpp"
+
+namespace attnwalk {
+
+using namespace walk_parts;
+
+const std::vector<std::string>& head_stat_names() {
+    static const std::vector<std::string> names = {"entropy", "max_weight", "first_token", "previous_token", "diagonal"};
+    return names;
+}
+
+namespace {
+
+using ull = unsigned long long;
+
+Summary summary_of(const Cube& t) {
+    Summary s;
+    for (float v : t) {
+        if (std::isfinite(v)) s.add(v);
+        else ++s.non_finite;
+    }
+    return s;
+}
+
+// Per head, averaged over the query rows: the entropy of the row (nats), its largest
+// weight, its weight on token 0 (the attention sink), on the previous token (rows 1…),
+// on itself.
+std::vector<double> head_stats(const float* a, std::size_t T) {
+    double entropy = 0, max = 0, first = 0, previous = 0, diagonal = 0;
+    for (std::size_t i = 0; i < T; ++i) {
+        const float* row = a + i * T;
+        double e = 0, m = 0;
+        for (std::size_t j = 0; j < T; ++j) {
+            if (row[j] > 0) e -= static_cast<double>(row[j]) * std::log(static_cast<double>(row[j]));
+            m = std::max(m, static_cast<double>(row[j]));
+        }
+        entropy += e;
+        max += m;
+        first += row[0];
+        diagonal += row[i];
+        if (i > 0) previous += row[i - 1];
+    }
+    const double n = static_cast<double>(T);
+    return {entropy / n, max / n, first / n, T > 1 ? previous / (n - 1) : 0.0, diagonal / n};
+}
+
+// The words of each point of a GPT-2 block: id, title, formula.
+struct PointText {
+    const char* id;
+    const char* title;
+    const char* formula;
+};
+PointText point_text(BlockPoint p) {
+    switch (p) {
+        case BlockPoint::norm_1: return {"ln_1", "LayerNorm before attention", "ln_1(x)"};
+        case BlockPoint::attention: return {"attention", "the attention's output", "attn(ln_1(x))"};
+        case BlockPoint::residual_1: return {"residual_1", "Residual: added to the layer's input", "x + attn(ln_1(x))"};
+        case BlockPoint::norm_2: return {"ln_2", "LayerNorm before the MLP", "ln_2(x)"};
+        case BlockPoint::mlp_hidden: return {"mlp_hidden", "The MLP's hidden layer (4C), after GELU", "GELU(ln_2(x)·W_fc + b_fc)"};
+        case BlockPoint::mlp: return {"mlp", "The MLP's output", "hidden·W_proj + b_proj"};
+        case BlockPoint::residual_2: return {"residual_2", "output", "x + mlp(ln_2(x))"};
+    }
+    return {"", "", ""};
+}
+
+// The prompt's pass: the embeddings, every layer's points (the layer shown, or every
+// layer when all are asked for, in full; the others as summaries), the shown layer's
+// attention with mha's ids, and for the view every layer's weights.
+class PromptTap : public DecoderTap {
+public:
+    PromptTap(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, std::size_t T) : rec_(rec), spec_(spec), info_(info), T_(T) {
+        if (spec.view) grid = xt::xtensor<float, 5>::from_shape({1, info.layers, info.heads, T, T});
+    }
+    xt::xtensor<float, 5> grid;  // (1,L,H,T,T): every layer's weights, for the view
+
+    bool keeps_attention(std::size_t layer) const override { return layer == spec_.layer || spec_.view; }
+
+    void embeddings(const Cube& tokens, const Cube& positions, const Cube& x) override {
+        rec_.add("token_embeddings", "Token embeddings: rows of wte", "wte[ids]", tokens, tokens_features);
+        rec_.add("position_embeddings", "Position embeddings: rows 0…T−1 of wpe", "wpe[0:T]", positions, tokens_features);
+        rec_.add("embeddings", "The input of layer 0", "x = wte[ids] + wpe[0:T]", x, tokens_features);
+    }
+
+    void attention(std::size_t l, const Forward& f) override {
+        if (spec_.view) xt::view(grid, 0, l) = xt::view(f.weights, 0);
+        if (l != spec_.layer) return;
+        const std::string Hs = std::to_string(info_.heads), dh = std::to_string(f.d_h);
+        rec_.add("queries", "Layer " + std::to_string(l) + ": queries (columns 0…C−1 of c_attn)", "Q = ln_1(x)·W_q + b_q", f.q, tokens_features);
+        rec_.add("keys", "Keys (columns C…2C−1 of c_attn)", "K = ln_1(x)·W_k + b_k", f.k, tokens_features);
+        rec_.add("values", "Values (columns 2C…3C−1 of c_attn)", "V = ln_1(x)·W_v + b_v", f.v, tokens_features);
+        if (spec_.head) {  // one head: its T×T matrices
+            const std::size_t h = *spec_.head;
+            const std::string of = " of head " + std::to_string(h);
+            rec_.add("scores", "Scores" + of, "ω_" + std::to_string(h) + " = Q_h·K_hᵀ", Cube(xt::view(f.scores, xt::all(), h)), tokens_tokens);
+            rec_.add_with_row_sums("weights", "Causal attention weights" + of + " (one of " + Hs + " heads of " + dh + ")",
+                                   "A_h = softmax(masked ω_h / √" + dh + ")", Cube(xt::view(f.weights, xt::all(), h)), tokens_tokens);
+            rec_.add("head_outputs", "Its context vectors", "Z_h = A_h·V_h", Cube(xt::view(f.head_outputs, xt::all(), h)), tokens_features);
+        } else {
+            rec_.add("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", f.scores, head_tokens_tokens);
+            rec_.add_with_row_sums("weights", "Causal attention weights of every head (" + Hs + " heads of " + dh + ")",
+                                   "A_h = softmax(masked ω_h / √" + dh + ")", f.weights, head_tokens_tokens);
+            rec_.add("head_outputs", "Each head's context vectors", "Z_h = A_h·V_h", f.head_outputs, head_tokens_features);
+        }
+        rec_.add("context", "Heads concatenated", "Z", f.context, tokens_features);
+        rec_.add("output", "The attention's output: c_proj", "Z·W_o + b_o", f.output, tokens_features);
+    }
+
+    void block(std::size_t l, BlockPoint p, const Cube& t) override {
+        const PointText text = point_text(p);
+        const std::string L = std::to_string(l);
+        const std::string title = p == BlockPoint::norm_1 || p == BlockPoint::attention ? "Layer " + L + ": " + text.title
+                                  : p == BlockPoint::residual_2                         ? "Layer " + L + "'s output"
+                                                                                        : text.title;
+        const std::string id = "layer" + L + "." + text.id;
+        if (l == spec_.layer || spec_.all_layers) rec_.add(id, title, text.formula, t, tokens_features);
+        else rec_.add_summary(id, title, text.formula, {T_, t.shape(2)}, 1, tokens_features, summary_of(t), false);
+    }
+
+private:
+    Recorder& rec_;
+    const ModelSpec& spec_;
+    const ModelInfo& info_;
+    std::size_t T_;
+};
+
+// One generated token's pass: the shown layer's cache and its new row of attention.
+class StepTap : public DecoderTap {
+public:
+    StepTap(Recorder& rec, const ModelSpec& spec, std::size_t position, const std::string& token)
+        : rec_(rec), spec_(spec), position_(position), token_(token) {}
+
+    void attention(std::size_t l, const Forward& f) override {
+        if (l != spec_.layer) return;
+        const std::string N = "step" + std::to_string(position_) + ".", L = std::to_string(l);
+        rec_.add(N + "keys_cache", "Token " + std::to_string(position_) + " (\"" + token_ + "\"): layer " + L + "'s key cache, one row longer",
+                 "K_cache = concat(K_cache, k_t)", f.kh, head_tokens_features);
+        const Cube rows = xt::view(f.weights, xt::all(), xt::all(), 0, xt::all());
+        if (spec_.head)
+            rec_.add_with_row_sums(N + "weights", "Its new row of attention in layer " + L + ", head " + std::to_string(*spec_.head),
+                                   "α_t = softmax(q_t·K_cacheᵀ / √d_h)", Mat(xt::view(rows, xt::all(), *spec_.head)), {Axis::token});
+        else
+            rec_.add_with_row_sums(N + "weights", "Its new row of attention in layer " + L, "α_t = softmax(q_t·K_cacheᵀ / √d_h)", rows,
+                                   {Axis::head, Axis::token});
+    }
+
+private:
+    Recorder& rec_;
+    const ModelSpec& spec_;
+    std::size_t position_;
+    const std::string& token_;
+};
+
+// Every layer by the one forward with its T×T tensors (never the blocked path): the
+// reference the cached generation is checked against.
+class FullAttention : public DecoderTap {
+public:
+    bool keeps_attention(std::size_t) const override { return true; }
+};
+
+void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const xt::xtensor<float, 5>& grid, std::size_t T) {
+    const auto& stat_names = head_stat_names();
+    const std::size_t L = info.layers, H = info.heads;
+    rec.add("attention_grid", "Every head of every layer", "A[layer, head]", grid, {Axis::layer, Axis::head, Axis::token, Axis::token});
+    std::vector<Cube> stats(stat_names.size(), Cube::from_shape({1, L, H}));
+    for (std::size_t l = 0; l < L; ++l)
+        for (std::size_t h = 0; h < H; ++h) {
+            const auto v = head_stats(&grid(0, l, h, 0, 0), T);
+            for (std::size_t k = 0; k < v.size(); ++k) stats[k](0, l, h) = static_cast<float>(v[k]);
+        }
+    const char* titles[] = {"Entropy of each head's rows (nats; low = focused)", "Largest weight of each row, averaged",
+                            "Weight on the first token (the attention sink)", "Weight on the previous token", "Weight on the token itself"};
+    const char* formulas[] = {"mean_i −Σ_j a_ij·ln a_ij", "mean_i max_j a_ij", "mean_i a_i0", "mean_(i≥1) a_i,i−1", "mean_i a_ii"};
+    for (std::size_t k = 0; k < stat_names.size(); ++k)
+        rec.add("head_" + stat_names[k], titles[k], formulas[k], stats[k], {Axis::layer, Axis::head});
+    if (spec.sort.empty()) return;
+    const std::size_t key = static_cast<std::size_t>(std::find(stat_names.begin(), stat_names.end(), spec.sort) - stat_names.begin());
+    std::vector<std::pair<std::size_t, std::size_t>> order;
+    for (std::size_t l = 0; l < L; ++l)
+        for (std::size_t h = 0; h < H; ++h) order.emplace_back(l, h);
+    std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+        return stats[key](0, a.first, a.second) > stats[key](0, b.first, b.second);
+    });
+    Mat table = Mat::from_shape({order.size(), 2 + stat_names.size()});
+    for (std::size_t r = 0; r < order.size(); ++r) {
+        table(r, 0) = static_cast<float>(order[r].first);
+        table(r, 1) = static_cast<float>(order[r].second);
+        for (std::size_t k = 0; k < stat_names.size(); ++k) table(r, 2 + k) = stats[k](0, order[r].first, order[r].second);
+    }
+    Step& st = rec.add_plain("heads_sorted", "The heads ranked by " + spec.sort + ", highest first", "sort by " + spec.sort, to_trace(table),
+                             {Axis::feature, Axis::feature});
+    st.labels = {"layer", "head"};
+    st.labels.insert(st.labels.end(), stat_names.begin(), stat_names.end());
+    rec.trace().set_param("sort", spec.sort);
+}
+
+// The next token's candidates from the last logits: their summary, the top k with their
+// logits and probabilities (softmax at the temperature), the top-p cut in a note.
+void record_candidates(Recorder& rec, const ModelSpec& spec, const Mat& logits) {
+    const std::size_t V = logits.shape(1);
+    Summary ls = summary_of(Cube(xt::view(logits, xt::newaxis(), xt::all(), xt::all())));
+    rec.add_summary("logits", "The logits of the next token (last position × wteᵀ)", "logits = ln_f(x)_T·wteᵀ", {V}, 1, {Axis::feature}, ls,
+                    false);
+    const std::vector<double> p = token_probabilities(logits.data(), V, spec.temperature);
+    const std::vector<std::size_t> order = top_k(p, spec.top_k);
+    const std::size_t k = order.size();
+    Mat top_ids = Mat::from_shape({1, k}), top_logits = Mat::from_shape({1, k}), top_p = Mat::from_shape({1, k});
+    for (std::size_t i = 0; i < k; ++i) {
+        top_ids(0, i) = static_cast<float>(order[i]);
+        top_logits(0, i) = logits(0, order[i]);
+        top_p(0, i) = static_cast<float>(p[order[i]]);
+    }
+    const std::vector<std::string> names = token_labels(order, spec.tokenizer);  // the candidates' text names the columns
+    rec.add("top_k_ids", "The " + std::to_string(k) + " most likely next tokens", "argsort(p)[:k]", top_ids, {Axis::feature}).labels = names;
+    rec.add("top_k_logits", "Their logits", "logits[top_k_ids]", top_logits, {Axis::feature}).labels = names;
+    Step& ps = rec.add("top_k_probs", "Their probabilities", "p = softmax(logits / " + format_number(spec.temperature) + ")", top_p,
+                       {Axis::feature});
+    ps.labels = names;
+    if (spec.top_p) {
+        const Nucleus n = nucleus(p, order, *spec.top_p);
+        ps.note = "top-p " + format_number(*spec.top_p) + ": the first " + std::to_string(n.count) + " of these (probability " +
+                  format_number(n.mass) + (n.mass < *spec.top_p ? ", more than top-k shows" : "") + ") are kept for sampling.";
+    }
+}
+
+// Greedy decoding with the KV cache: each new token runs through every layer alone, its
+// key and value appended to that layer's cache; the shown layer's new row of attention
+// and cache are recorded. At the end the whole sequence runs again without a cache.
+void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids, DecoderCache cache, Mat logits, const ModelSpec& spec) {
+    Trace& trace = rec.trace();
+    const ModelInfo& info = m.info;
+    const std::size_t prompt = ids.size();
+    std::vector<std::size_t> generated;
+    for (std::size_t g = 0; g < spec.generate; ++g) {
+        const std::size_t next = argmax(logits.data(), logits.size()), pos = ids.size();
+        if (pos >= info.context) break;  // the context is full
+        ids.push_back(next);
+        generated.push_back(next);
+        trace.tokens.push_back(token_labels({next}, spec.tokenizer).front());
+        StepTap tap(rec, spec, pos, trace.tokens[pos]);
+        const Cube xf = decoder_forward(m.weights, {next}, &cache, &tap);
+        logits = decoder_logits(m.weights, xf, 0);
+    }
+    Mat gen = Mat::from_shape({1, generated.size()});
+    for (std::size_t i = 0; i < generated.size(); ++i) gen(0, i) = static_cast<float>(generated[i]);
+    Step& gs = rec.add("generated_ids", "The generated tokens (greedy: the most likely each time)", "argmax(logits)", gen, {Axis::token});
+    gs.first_key = prompt;
+    if (generated.size() < spec.generate) gs.note = "The context of " + std::to_string(info.context) + " tokens is full.";
+    trace.set_param("generated", static_cast<ull>(generated.size()));
+    FullAttention full_attention;
+    const Cube full_x = decoder_forward(m.weights, ids, nullptr, &full_attention);
+    const Mat full = decoder_logits(m.weights, full_x, ids.size() - 1);
+    float diff = 0.0f;
+    for (std::size_t v = 0; v < full.size(); ++v) diff = std::max(diff, std::fabs(full(0, v) - logits(0, v)));
+    rec.add_plain("max_difference", "The last logits with the cache against the whole sequence recomputed", "max |logits_cached − logits_full|",
+                  Tensor{{}, {diff}}, {})
+        .note = "The cache holds " + std::to_string(ids.size()) + " tokens × " + std::to_string(info.layers) + " layers × 2 × " +
+                std::to_string(info.width) + " floats = " + format_number(cache.bytes(4)) + " bytes; " +
+                (diff == 0.0f ? "equal bit for bit." : "equal up to float32 rounding (the products are summed in another order).");
+}
+
+}  // namespace
+
+Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const std::vector<std::string>& tokens, const ModelSpec& spec,
+                 const Recording& recording) {
+    const LoadedModel& m = *model;
+    const ModelInfo& info = m.info;
+    const std::size_t T = ids.size();
+    check_prompt(m.weights.config, ids, 0);
+    if (spec.generate && T + 1 > info.context)
+        throw UsageError("no room to generate: the prompt fills the model's context of " + std::to_string(info.context));
+    if (spec.head && *spec.head >= info.heads)
+        throw UsageError("head " + std::to_string(*spec.head) + " is out of range: the model has " + std::to_string(info.heads) + " heads");
+    if (spec.layer >= info.layers)
+        throw UsageError("layer " + std::to_string(spec.layer) + " is out of range: the model has " + std::to_string(info.layers) + " layers");
+    if (!(spec.temperature > 0.0 && std::isfinite(spec.temperature))) throw UsageError("the temperature must be a positive number");
+    if (spec.top_p && !(*spec.top_p > 0.0 && *spec.top_p <= 1.0)) throw UsageError("top-p must be in (0, 1]");
+    const auto& stat_names = head_stat_names();
+    if (!spec.sort.empty() && std::find(stat_names.begin(), stat_names.end(), spec.sort) == stat_names.end())
+        throw UsageError("heads are ranked by entropy, max_weight, first_token, previous_token or diagonal, not \"" + spec.sort + "\"");
+
+    Trace trace;
+    trace.command = info.family;
+    trace.tokens = tokens;
+    trace.set_param("model", info.file);
+    trace.set_param("naming", info.naming);
+    trace.set_param("layout", info.layout);
+    trace.set_param("dtype", info.dtype);
+    trace.set_param("vocab", static_cast<ull>(info.vocab));
+    trace.set_param("context", static_cast<ull>(info.context));
+    trace.set_param("width", static_cast<ull>(info.width));
+    trace.set_param("layers", static_cast<ull>(info.layers));
+    trace.set_param("heads", static_cast<ull>(info.heads));
+    trace.set_param("num_tokens", static_cast<ull>(T));
+    trace.set_param("layer", static_cast<ull>(spec.layer));
+    if (spec.head) trace.set_param("head", static_cast<ull>(*spec.head));
+    trace.set_param("causal", true);
+    trace.set_param("temperature", spec.temperature);
+    Recorder rec(trace);
+
+    Mat idv = Mat::from_shape({1, T});
+    for (std::size_t t = 0; t < T; ++t) idv(0, t) = static_cast<float>(ids[t]);
+    rec.add("token_ids", "Token ids", "ids", idv, {Axis::token});
+    PromptTap tap(rec, spec, info, T);
+    DecoderCache cache = make_cache(m.weights.config);
+    const Cube xf = decoder_forward(m.weights, ids, spec.generate ? &cache : nullptr, &tap);
+    if (spec.view) record_view(rec, spec, info, tap.grid, T);
+    rec.add("ln_f", "The final LayerNorm", "ln_f(x)", xf, tokens_features);
+    const Mat logits = decoder_logits(m.weights, xf, T - 1);  // the last position's
+    record_candidates(rec, spec, logits);
+    if (spec.generate) generate(rec, m, ids, std::move(cache), logits, spec);
+    return finish(std::move(trace), recording);
+}
+
+}  // namespace attnwalk

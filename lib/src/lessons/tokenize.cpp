@@ -1,0 +1,63 @@
+// The tokenizer's lesson: GPT-2's byte-level BPE on a text, and the labels of token ids.
+#include "attnwalk/io/bpe.hpp"
+#include "attnwalk/lessons/recorder.hpp"
+#include "walk_parts.hpp"
+
+namespace attnwalk {
+
+namespace {
+
+using ull = unsigned long long;
+
+// A text for labels: spaces as ␣, and the bytes of an incomplete UTF-8 character (a
+// token may hold part of one) as <E6>.
+std::string shown(const std::string& text) {
+    std::string out;
+    const auto b = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    for (std::size_t i = 0; i < text.size();) {
+        const unsigned char c = b(i);
+        const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        bool ok = n > 0 && i + n <= text.size();
+        for (std::size_t k = 1; ok && k < n; ++k) ok = (b(i + k) & 0xC0) == 0x80;
+        if (!ok) {
+            static const char* hex = "0123456789ABCDEF";
+            out += std::string("<") + hex[c >> 4] + hex[c & 15] + ">";
+            ++i;
+        } else if (c == ' ') {
+            out += "␣";
+            ++i;
+        } else {
+            out += text.substr(i, n);
+            i += n;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::string> token_labels(const std::vector<std::size_t>& ids, const Bpe* bpe) {
+    std::vector<std::string> out;
+    for (std::size_t id : ids) out.push_back(!bpe || id >= bpe->vocab_size() ? "#" + std::to_string(id) : shown(bpe->decode(id)));
+    return out;
+}
+
+Trace walk_tokenize(const Bpe& bpe, const std::string& text) {
+    const std::vector<std::size_t> ids = bpe.encode(text);
+    Trace trace;
+    trace.command = "tokenize";
+    trace.tokens = token_labels(ids, &bpe);
+    trace.set_param("text", text);
+    trace.set_param("num_tokens", static_cast<ull>(ids.size()));
+    Recorder rec(trace);
+    Mat idv = Mat::from_shape({1, ids.size()});
+    for (std::size_t t = 0; t < ids.size(); ++t) idv(0, t) = static_cast<float>(ids[t]);
+    std::string pieces;
+    for (const std::string& p : Bpe::pretokenize(text)) pieces += (pieces.empty() ? "" : " | ") + shown(p);
+    rec.add("token_ids", "Token ids", "BPE(pretokenize(text))", idv, {Axis::token}).note =
+        "Pre-tokenised as: " + pieces + ". Each piece's UTF-8 bytes are merged by rank (vocab.bpe) into tokens (encoder.json); "
+        "␣ is a space, which GPT-2's tokens carry in front.";
+    return check_finite(std::move(trace));
+}
+
+}  // namespace attnwalk

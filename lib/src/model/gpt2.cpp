@@ -1,0 +1,145 @@
+// GPT-2's checkpoint names and layouts mapped into the decoder's weights: a
+// configuration of the one decoder (model/decoder.hpp), nothing of its forward.
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include <xtensor/xview.hpp>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/io/safetensors.hpp"
+#include "attnwalk/model/loaded.hpp"
+
+namespace attnwalk {
+
+const ModelInfo& info_of(const LoadedModel& model) { return model.info; }
+
+namespace {
+
+std::string shape_text(const std::vector<std::size_t>& s) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + "]";
+}
+
+// Reads the tensors of one checkpoint, with the names and checks in one place.
+class Reader {
+public:
+    Reader(std::shared_ptr<const SafeTensors> st, std::string prefix) : st_(std::move(st)), prefix_(std::move(prefix)) {}
+
+    void check(const std::string& name, const std::vector<std::size_t>& shape) const {
+        const SafeTensors::Entry* e = st_->find(prefix_ + name);
+        if (!e) throw InputError(st_->file(), "$", "missing tensor \"" + prefix_ + name + "\"");
+        if (e->shape != shape)
+            throw InputError(st_->file(), "$[\"" + prefix_ + name + "\"]", "expected shape " + shape_text(shape) + ", got " + shape_text(e->shape));
+    }
+    Vec vec(const std::string& name, std::size_t n) const {
+        check(name, {n});
+        Vec v = Vec::from_shape({n});
+        st_->read_into(prefix_ + name, v.data());
+        return v;
+    }
+    Mat mat(const std::string& name, std::size_t rows, std::size_t cols) const {
+        check(name, {rows, cols});
+        Mat m = Mat::from_shape({rows, cols});
+        st_->read_into(prefix_ + name, m.data());
+        return m;
+    }
+    // A layer of d_in×d_out, stored so (x·W, Conv1D) or as its d_out×d_in transpose
+    // (nn.Linear); read where it lies when F32, else from a float32 copy it keeps.
+    Linear linear(const std::string& name, std::size_t d_in, std::size_t d_out, bool transposed) const {
+        check(name, transposed ? std::vector<std::size_t>{d_out, d_in} : std::vector<std::size_t>{d_in, d_out});
+        const float* data = st_->direct(prefix_ + name);
+        std::shared_ptr<const void> owner = st_;
+        if (!data) {
+            auto copy = std::make_shared<std::vector<float>>(d_out * d_in);
+            st_->read_into(prefix_ + name, copy->data());
+            data = copy->data();
+            owner = copy;
+        }
+        return external_linear(data, d_in, d_out, transposed ? d_in : d_out, transposed, owner);
+    }
+    Norm norm(const std::string& name, std::size_t C) const { return {vec(name + ".weight", C), vec(name + ".bias", C)}; }
+
+private:
+    std::shared_ptr<const SafeTensors> st_;
+    std::string prefix_;
+};
+
+}  // namespace
+
+Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
+    const auto map = std::make_shared<const SafeTensors>(path);
+    const SafeTensors& st = *map;
+    const bool nano = st.find("transformer.wte.weight") != nullptr;
+    const std::string prefix = nano ? "transformer." : "";
+    if (!st.find(prefix + "wte.weight"))
+        throw InputError(path, "$", "not a GPT-2 checkpoint: no \"wte.weight\" (Hugging Face names) or \"transformer.wte.weight\" (nanoGPT)");
+    auto m = std::make_shared<LoadedModel>();
+    m->file = map;
+    ModelInfo& info = m->info;
+    info.family = "gpt2";
+    info.file = path;
+    info.naming = nano ? "nanogpt" : "huggingface";
+    const SafeTensors::Entry& wte = *st.find(prefix + "wte.weight");
+    if (wte.shape.size() != 2) throw InputError(path, "$[\"" + prefix + "wte.weight\"]", "expected a [vocab, C] matrix");
+    info.vocab = wte.shape[0];
+    info.width = wte.shape[1];
+    info.dtype = wte.dtype;
+    const SafeTensors::Entry* wpe = st.find(prefix + "wpe.weight");
+    if (!wpe || wpe->shape.size() != 2) throw InputError(path, "$", "missing \"" + prefix + "wpe.weight\", the position embeddings [context, C]");
+    info.context = wpe->shape[0];
+    while (st.find(prefix + "h." + std::to_string(info.layers) + ".ln_1.weight")) ++info.layers;
+    if (info.layers == 0) throw InputError(path, "$", "no layers: expected \"" + prefix + "h.0.ln_1.weight\" and so on");
+    const std::size_t C = info.width;
+    info.heads_inferred = !heads;
+    info.heads = heads.value_or(C % 64 == 0 ? C / 64 : 0);
+    if (info.heads == 0 || C % info.heads != 0)
+        throw UsageError("C = " + std::to_string(C) + " cannot be split into " +
+                         (info.heads ? std::to_string(info.heads) + " heads" : "heads of 64 (GPT-2's head size): give the number of heads"));
+    const SafeTensors::Entry* attn = st.find(prefix + "h.0.attn.c_attn.weight");
+    const bool linear = attn && attn->shape.size() == 2 && attn->shape[0] == 3 * C && attn->shape[1] == C && C != 3 * C;
+    info.layout = linear ? "nn.Linear [out, in]" : "x·W (Conv1D)";
+
+    DecoderConfig& c = m->weights.config;
+    c.family = "gpt2";
+    c.vocab = info.vocab;
+    c.context = info.context;
+    c.width = C;
+    c.layers = info.layers;
+    c.heads = info.heads;
+    c.norm = NormKind::layer_norm;
+    c.norm_eps = 1e-5f;
+    c.mlp = MlpKind::gelu_tanh;
+    c.positions = PositionKind::learned;
+    c.tied_head = true;
+
+    const Reader r(map, prefix);
+    DecoderWeights& w = m->weights;
+    w.embed = r.linear("wte.weight", C, info.vocab, true);  // [vocab, C]: the layout of a tied head
+    w.positions = r.mat("wpe.weight", info.context, C);
+    for (std::size_t l = 0; l < info.layers; ++l) {
+        const std::string h = "h." + std::to_string(l) + ".";
+        BlockWeights b;
+        b.norm_1 = r.norm(h + "ln_1", C);
+        b.norm_2 = r.norm(h + "ln_2", C);
+        Linear qkv = r.linear(h + "attn.c_attn.weight", C, 3 * C, linear);
+        qkv.b = r.vec(h + "attn.c_attn.bias", 3 * C);
+        b.attn.query = output_columns(qkv, 0, C);  // Q | K | V: columns of the x·W matrix (rows of nn.Linear's)
+        b.attn.key = output_columns(qkv, C, C);
+        b.attn.value = output_columns(qkv, 2 * C, C);
+        b.attn.out_proj = r.linear(h + "attn.c_proj.weight", C, C, linear);
+        b.attn.out_proj->b = r.vec(h + "attn.c_proj.bias", C);
+        b.attn.heads = info.heads;
+        b.attn.combined = true;
+        b.up = r.linear(h + "mlp.c_fc.weight", C, 4 * C, linear);
+        b.up.b = r.vec(h + "mlp.c_fc.bias", 4 * C);
+        b.down = r.linear(h + "mlp.c_proj.weight", 4 * C, C, linear);
+        b.down.b = r.vec(h + "mlp.c_proj.bias", C);
+        w.blocks.push_back(std::move(b));
+    }
+    w.final_norm = r.norm("ln_f", C);
+    return m;
+}
+
+}  // namespace attnwalk

@@ -1,0 +1,254 @@
+#include "attnwalk/ops/attention.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include <xtensor/xview.hpp>
+
+#include "attnwalk/ops/blas.hpp"
+#include "attnwalk/ops/dropout.hpp"
+#include "attnwalk/errors.hpp"
+#include "attnwalk/ops/mask.hpp"
+#include "attnwalk/ops/scores.hpp"
+#include "attnwalk/ops/softmax.hpp"
+
+namespace attnwalk {
+
+Linear AttentionWeights::head_columns(const Linear& layer, std::size_t h) const {
+    const std::size_t d_h = head_size();
+    Linear out;
+    out.w = xt::view(layer.matrix(), xt::all(), xt::range(h * d_h, (h + 1) * d_h));
+    if (layer.b.size() != 0) out.b = xt::view(layer.b, xt::range(h * d_h, (h + 1) * d_h));
+    return out;
+}
+
+Hyper split_heads(const Cube& x, std::size_t heads) {
+    const std::size_t B = x.shape(0), T = x.shape(1), d_h = x.shape(2) / heads;
+    Hyper out({B, heads, T, d_h});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < heads; ++h)
+            for (std::size_t t = 0; t < T; ++t)
+                for (std::size_t c = 0; c < d_h; ++c) out(b, h, t, c) = x(b, t, h * d_h + c);
+    return out;
+}
+
+Cube merge_heads(const Hyper& x) {
+    const std::size_t B = x.shape(0), H = x.shape(1), T = x.shape(2), d_h = x.shape(3);
+    Cube out({B, T, H * d_h});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t t = 0; t < T; ++t)
+                for (std::size_t c = 0; c < d_h; ++c) out(b, t, h * d_h + c) = x(b, h, t, c);
+    return out;
+}
+
+Cost forward_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
+                  std::size_t rows) {
+    const double B = static_cast<double>(batch), T = static_cast<double>(tokens), H = static_cast<double>(heads),
+                 R = static_cast<double>(rows), d = std::max(static_cast<double>(d_in), static_cast<double>(width)),
+                 w = static_cast<double>(width), din = static_cast<double>(d_in);
+    Cost c;
+    // About 16 tensors of the largest shapes are kept (scores, weights, masks, ...).
+    c.bytes = 4.0 * (16.0 * B * H * R * T + 16.0 * B * T * d + 4.0 * d * d);
+    // Q, K, V; scores and context per head (together R·T·width per batch); the exps; out_proj.
+    c.work = B * (3.0 * T * din * w + 2.0 * R * T * w + 16.0 * H * R * T + R * w * w);
+    return c;
+}
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point& t) {
+    const auto now = Clock::now();
+    const double s = std::chrono::duration<double>(now - t).count();
+    t = now;
+    return s;
+}
+}  // namespace
+
+
+Rope rope_tables(std::size_t d, std::size_t T, std::size_t position0, double base) {
+    if (d % 2 != 0) throw UsageError("RoPE rotates pairs of features: the head size d_h = " + std::to_string(d) + " must be even");
+    if (!(std::isfinite(base) && base > 1.0)) throw UsageError("the RoPE base must be a finite number above 1");
+    Rope r;
+    const std::size_t half = d / 2;
+    r.inv_freq = Vec::from_shape({half});
+    for (std::size_t i = 0; i < half; ++i) {  // 1 / base ** (arange(0, d, 2).float() / d), in float32
+        const float exponent = static_cast<float>(2 * i) / static_cast<float>(d);
+        const float power = static_cast<float>(std::pow(base, static_cast<double>(exponent)));
+        r.inv_freq(i) = 1.0f / power;
+    }
+    r.angles = Mat::from_shape({T, d});
+    r.cos = Mat::from_shape({T, d});
+    r.sin = Mat::from_shape({T, d});
+    for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t c = 0; c < d; ++c) {
+            const float a = static_cast<float>(position0 + t) * r.inv_freq(c % half);
+            r.angles(t, c) = a;
+            r.cos(t, c) = static_cast<float>(std::cos(static_cast<double>(a)));
+            r.sin(t, c) = static_cast<float>(std::sin(static_cast<double>(a)));
+        }
+    return r;
+}
+
+Hyper apply_rope(const Hyper& x, const Rope& rope) {
+    const std::size_t B = x.shape(0), H = x.shape(1), T = x.shape(2), d = x.shape(3), half = d / 2;
+    Hyper out = Hyper::from_shape(x.shape());
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t t = 0; t < T; ++t)
+                for (std::size_t c = 0; c < d; ++c) {
+                    const float rotated = c < half ? -x(b, h, t, c + half) : x(b, h, t, c - half);
+                    out(b, h, t, c) = x(b, h, t, c) * rope.cos(t, c) + rotated * rope.sin(t, c);
+                }
+    return out;
+}
+
+bool masked_out(std::size_t i, std::size_t j, bool causal, std::size_t window) {
+    return (causal && j > i) || (window > 0 && j + window <= i);
+}
+
+Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpec& spec) {
+    Forward f;
+    f.causal = spec.causal;
+    auto clock = Clock::now();
+    if (w) {
+        if (w->d_in() != x.shape(2))
+            throw UsageError("the weights take d_in = " + std::to_string(w->d_in()) + " features, the input has " +
+                             std::to_string(x.shape(2)));
+        check_head_shape(w->width(), w->heads, w->kv_heads);
+        const std::size_t G = w->key_heads();
+        if (w->key.out() != G * w->head_size() || w->value.out() != G * w->head_size())
+            throw UsageError("the keys and values need G·d_h = " + std::to_string(G * w->head_size()) + " columns, W_key has " +
+                             std::to_string(w->key.out()));
+        f.q = project(x, w->query);
+        f.k = project(x, w->key);
+        f.v = project(x, w->value);
+        f.heads = w->heads;
+        f.kv_heads = G;
+    } else {
+        f.q = f.k = f.v = x;
+    }
+    f.d_h = f.q.shape(2) / f.heads;
+    f.seconds.project = since(clock);
+    f.qh = split_heads(f.q, f.heads);
+    f.kh = split_heads(f.k, f.kv_heads);
+    f.vh = split_heads(f.v, f.kv_heads);
+    if (spec.rope_base) {
+        f.rope = rope_tables(f.d_h, x.shape(1), spec.position0, *spec.rope_base);
+        f.qh_plain = std::move(f.qh);
+        f.kh_plain = std::move(f.kh);
+        f.qh = apply_rope(f.qh_plain, *f.rope);
+        f.kh = apply_rope(f.kh_plain, *f.rope);
+        f.seconds.project += since(clock);
+    }
+    return f;
+}
+
+void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
+    auto clock = Clock::now();
+    const std::size_t B = f.qh.shape(0), H = f.heads, G = f.kv_heads, group = H / G, d_h = f.d_h;
+    const std::size_t Tq = f.qh.shape(2), T = f.kh.shape(2);
+    f.causal = spec.causal;
+    f.window = spec.window.value_or(0);
+    if (spec.window && *spec.window < 1) throw UsageError("the window must be at least 1 token");
+    f.q_position0 = T - Tq;
+
+    // ---- scores of the query rows, masked and scaled (B,H,R,T) --------------------------
+    if (spec.query && *spec.query >= Tq)
+        throw UsageError("query row " + std::to_string(*spec.query) + " is out of range: there are " +
+                         std::to_string(Tq) + " tokens");
+    f.row0 = spec.query.value_or(0);
+    f.rows = spec.query ? 1 : Tq;
+    const std::size_t R = f.rows;
+    f.scale = spec.scale.value_or(w ? static_cast<float>(std::sqrt(static_cast<double>(d_h))) : 1.0f);
+    if (!(std::isfinite(f.scale) && f.scale > 0.0f)) throw UsageError("the scale must be a positive finite number");
+    f.scores = Hyper::from_shape({B, H, R, T});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h)
+            sgemm(false, true, R, T, d_h, 1.0f, &f.qh(b, h, f.row0, 0), d_h, &f.kh(b, h / group, 0, 0), d_h, 0.0f,
+                  &f.scores(b, h, 0, 0), T);
+    f.seconds.scores = since(clock);
+    const bool masking = spec.causal || f.window > 0;
+    if (spec.until == Stage::scores && !masking && f.scale == 1.0f && !spec.scale_factor && !spec.bias) return;
+    // masked_fill first, then divide by the scale, in the textbook's order
+    if (masking) {
+        const float neg_inf = -std::numeric_limits<float>::infinity();
+        const std::size_t first = f.q_position0 + f.row0, window = f.window;
+        const bool causal = spec.causal;
+        f.masked = map_rows(f.scores, first, [&](float v, std::size_t i, std::size_t j) {
+            return masked_out(i, j, causal, window) ? neg_inf : v;
+        });
+    }
+    const Hyper& unscaled = masking ? f.masked : f.scores;
+    if (spec.scale_factor) {  // SDPA: q·kᵀ * scale_factor + attn_bias
+        f.scale = 1.0f / *spec.scale_factor;
+        f.scaled = unscaled * *spec.scale_factor;
+    } else {
+        f.scaled = f.scale == 1.0f ? unscaled : scale_scores(unscaled, f.scale);
+    }
+    if (spec.bias) {
+        if (spec.bias->shape(0) != R || spec.bias->shape(1) != T)
+            throw UsageError("the mask must be " + std::to_string(R) + "×" + std::to_string(T) + " (queries × keys), it is " +
+                             std::to_string(spec.bias->shape(0)) + "×" + std::to_string(spec.bias->shape(1)));
+        f.scaled += xt::view(*spec.bias, xt::newaxis(), xt::newaxis(), xt::all(), xt::all());
+    }
+    f.seconds.mask_scale = since(clock);
+    if (spec.until == Stage::scores) return;
+
+    // ---- softmax, row by row --------------------------------------------------------------
+    f.weights = f.scaled;
+    f.row_max = Cube::from_shape({B, H, R});
+    f.row_sum = Cube::from_shape({B, H, R});
+    for (std::size_t r = 0; r < B * H * R; ++r) {
+        const RowSoftmax s = softmax_row(f.weights.data() + r * T, T);
+        f.row_max.data()[r] = s.max;
+        f.row_sum.data()[r] = s.sum;
+    }
+    f.seconds.softmax = since(clock);
+
+    // ---- dropout on the weights, in forward order ------------------------------------------
+    if (spec.dropout.p > 0.0) {
+        if (!spec.dropout.gen) throw UsageError("dropout needs a random generator");
+        f.dropped = true;
+        if (w && w->layout == HeadLayout::stacked && H > 1) {  // each head module draws its own (B,R,T) mask
+            f.keep = Hyper::from_shape(f.weights.shape());
+            f.weights_dropped = Hyper::from_shape(f.weights.shape());
+            for (std::size_t h = 0; h < H; ++h) {
+                const Cube head = xt::view(f.weights, xt::all(), h);
+                const auto d = dropout(head, spec.dropout.p, *spec.dropout.gen);
+                xt::view(f.keep, xt::all(), h) = d.keep;
+                xt::view(f.weights_dropped, xt::all(), h) = d.output;
+                f.dropout_scale = d.scale;
+            }
+        } else {  // one draw over the whole (B,H,R,T) tensor
+            auto d = dropout(f.weights, spec.dropout.p, *spec.dropout.gen);
+            f.keep = std::move(d.keep);
+            f.weights_dropped = std::move(d.output);
+            f.dropout_scale = d.scale;
+        }
+    }
+    f.seconds.dropout = since(clock);
+    if (spec.until == Stage::weights) return;
+
+    // ---- each head's context, concatenated, projected ---------------------------------------
+    const Hyper& a = f.final_weights();
+    f.head_outputs = Hyper::from_shape({B, H, R, d_h});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h)
+            sgemm(false, false, R, d_h, T, 1.0f, &a(b, h, 0, 0), T, &f.vh(b, h / group, 0, 0), d_h, 0.0f,
+                  &f.head_outputs(b, h, 0, 0), d_h);
+    f.context = merge_heads(f.head_outputs);
+    f.seconds.context = since(clock);
+    f.output = w && w->out_proj ? project(f.context, *w->out_proj) : f.context;
+    f.seconds.output = since(clock);
+}
+
+Forward attention_forward(const Cube& x, const AttentionWeights* w, const ForwardSpec& spec) {
+    Forward f = project_heads(x, w, spec);
+    attend(f, w, spec);
+    return f;
+}
+
+}  // namespace attnwalk

@@ -1,0 +1,28 @@
+#include "attnwalk/ops/norms.hpp"
+
+#include <cmath>
+
+#include "attnwalk/errors.hpp"
+
+namespace attnwalk {
+
+Cube layer_norm(const Cube& x, const Vec& scale, const Vec& shift, float eps) {
+    const std::size_t C = x.shape(2), rows = x.size() / (C ? C : 1);
+    if (C == 0) throw UsageError("layer norm over 0 features: the model's width is 0");
+    Cube y = Cube::from_shape(x.shape());
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* in = x.data() + r * C;
+        float* out = y.data() + r * C;
+        float mean = 0.0f;
+        for (std::size_t c = 0; c < C; ++c) mean += in[c];
+        mean /= static_cast<float>(C);
+        float var = 0.0f;
+        for (std::size_t c = 0; c < C; ++c) var += (in[c] - mean) * (in[c] - mean);
+        var /= static_cast<float>(C);
+        const float inv = 1.0f / std::sqrt(var + eps);
+        for (std::size_t c = 0; c < C; ++c) out[c] = (in[c] - mean) * inv * scale(c) + shift(c);
+    }
+    return y;
+}
+
+}  // namespace attnwalk

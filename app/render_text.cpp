@@ -122,37 +122,21 @@ void print_matrix(const Trace& trace, const Step& step, std::size_t offset, std:
     t.print(out, "    ");
 }
 
-// Whether a token×token step of a causal trace lies after the mask (its future cells are
-// masked: −∞ or exactly 0). The rule is the documented one, j > i (and j ≤ i − W with a
-// window); nothing is recomputed.
-bool after_mask(const Trace& trace, const Step& step) {
-    bool causal = trace.command == "causal";
-    for (const auto& [name, value] : trace.params)
-        if (name == "causal") causal = std::get_if<bool>(&value) && std::get<bool>(value);
-    return causal && step.id != "scores" && step.id != "scores_scaled" && step.id != "weights_unmasked" && step.id != "mask" &&
-           step.id != "ones" && step.id != "scores_position_shift";
-}
-
-// The mask of the heatmap cells: 1 = visible, 0 = masked (future) when after_mask.
-std::vector<float> future_mask(const Trace& trace, const Step& step) {
+// The mask of the heatmap cells: 1 = visible, 0 = masked, as the step says (nothing is
+// recomputed: the rule is the step's CellMask, at its first row and key).
+std::vector<float> future_mask(const Step& step) {
     const std::size_t rank = step.tensor.shape.size();
-    if (!after_mask(trace, step)) return {};
+    if (!step.mask || rank < 2) return {};
     const std::size_t rows = step.tensor.shape[rank - 2], cols = step.tensor.shape[rank - 1];
-    std::size_t window = 0;  // a sliding window masks the far past too (j ≤ i − W)
-    for (const auto& [name, value] : trace.params)
-        if (name == "window" && std::get_if<unsigned long long>(&value)) window = static_cast<std::size_t>(std::get<unsigned long long>(value));
     std::vector<float> m(rows * cols);
     for (std::size_t i = 0; i < rows; ++i)
-        for (std::size_t j = 0; j < cols; ++j) {
-            const std::size_t q = i + step.first_row, k = j + step.first_key;  // token positions
-            m[i * cols + j] = k > q || (window && k + window <= q) ? 0.0f : 1.0f;
-        }
+        for (std::size_t j = 0; j < cols; ++j) m[i * cols + j] = step.mask->masks(i + step.first_row, j + step.first_key) ? 0.0f : 1.0f;
     return m;
 }
 
 void print_heatmap_of(const Trace& trace, const Step& step, std::size_t offset, const TextOptions& opt, std::ostream& out) {
     const std::size_t rank = step.tensor.shape.size();
-    const std::vector<float> mask = future_mask(trace, step);
+    const std::vector<float> mask = future_mask(step);
     HeatmapPanel panel{"", step.tensor.data.data() + offset, step.tensor.shape[rank - 2], step.tensor.shape[rank - 1], {}, {},
                        mask.empty() ? nullptr : mask.data()};
     for (std::size_t r = 0; r < panel.rows; ++r) panel.row_labels.push_back(label_at(trace, step, rank - 2, r));
@@ -438,7 +422,7 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
     for (std::size_t a = 0; a + 2 < rank; ++a)
         if (step.axes[a] != Axis::batch) panels *= step.tensor.shape[a];
     std::vector<HeatmapPanel> list;
-    const std::vector<float> mask = future_mask(trace, step);
+    const std::vector<float> mask = future_mask(step);
     for (std::size_t p = 0; p < panels; ++p) {
         std::string title;  // "head 1", "layer 0, head 1": the leading axes but the batch
         for (std::size_t a = 0, rest = p, div = panels; a + 2 < rank; ++a) {

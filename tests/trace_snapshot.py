@@ -8,7 +8,7 @@ keeps every number and every JSON document (a refactoring's before and after).
 The command lines are those of the docs' example blocks (<!-- attnwalk ... -->) and of
 the PyTorch golden cases (tests/golden/*.json), each as text and with --json. The
 text is compared as printed; a JSON document step by step (id, shape, data, row sums,
-note), with times left out.
+note), with times left out; the --svg picture byte for byte.
 """
 import json
 import pathlib
@@ -16,6 +16,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 M = "tests/data/tiny_gpt2_"
@@ -89,6 +90,11 @@ def take(binary, out_path):
             except ValueError:
                 pass
             entry["json"] = j
+            svg = pathlib.Path(tempfile.gettempdir()) / "attnwalk_snapshot.svg"  # one name: messages name it
+            svg.unlink(missing_ok=True)
+            r = run(binary, args + " --svg " + shlex.quote(str(svg)))
+            entry["svg"] = {"rc": r["rc"], "err": r["err"], "file": svg.read_text() if svg.exists() else None}
+            svg.unlink(missing_ok=True)
         result[args] = entry
     pathlib.Path(out_path).write_text(json.dumps(result))
     print(f"{len(result)} command lines, {sum('json' in e for e in result.values())} also as JSON -> {out_path}")
@@ -106,6 +112,9 @@ def compare(before_path, after_path):
             continue
         if a["text"] != b["text"]:
             print(f"text differs: {args}")
+            differ += 1
+        if a.get("svg") != b.get("svg"):
+            print(f"svg differs: {args}")
             differ += 1
         if ("json" in a) != ("json" in b):
             print(f"json present in one only: {args}")

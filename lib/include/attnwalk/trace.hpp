@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -53,6 +54,14 @@ struct Summary {
     void add_row_sum(double sum);  // one more row sum
 };
 
+// Which cells of a token×token step are masked, whatever their value: key j after query
+// i (causal), and j ≤ i − W (a sliding window of W). Renderers draw them as masked.
+struct CellMask {
+    bool causal = true;
+    std::size_t window = 0;  // 0: no window
+    bool masks(std::size_t query, std::size_t key) const { return (causal && key > query) || (window && key + window <= query); }
+};
+
 enum class StepKind {
     result,     // an intermediate or final tensor of the walk
     parameter,  // a weight matrix or bias: the text view shows it only when asked
@@ -74,6 +83,7 @@ struct Step {
     StepKind kind = StepKind::result;
     bool may_be_non_finite = false;     // inf/NaN here is the lesson (−∞ masking, naive softmax overflow)
     double seconds = 0.0;               // wall time spent computing and recording this step
+    std::optional<CellMask> mask;       // a token×token step after the mask
     bool summarised = false;            // a summary: `summary` holds the statistics; tensor.data is empty
                                         // except for the final step
     Summary summary;

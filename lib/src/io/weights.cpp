@@ -62,8 +62,8 @@ Linear draw_linear(Generator& gen, std::size_t in, std::size_t out, bool bias) {
 QKV draw_qkv(Generator& gen, std::size_t d_in, std::size_t d_out, std::size_t d_kv, Init init, bool bias) {
     auto draw = [&](std::size_t width) {
         switch (init) {
-            case Init::rand: return Linear{mat_of(gen.rand(d_in * width), d_in, width), Vec{}};
-            case Init::randn: return Linear{mat_of(gen.randn(d_in * width), d_in, width), Vec{}};
+            case Init::rand: return owned_linear(mat_of(gen.rand(d_in * width), d_in, width));
+            case Init::randn: return owned_linear(mat_of(gen.randn(d_in * width), d_in, width));
             case Init::linear: break;
         }
         return draw_linear(gen, d_in, width, bias);

@@ -105,13 +105,17 @@ public:
             const std::size_t h = *spec_.head;
             const std::string of = " of head " + std::to_string(h);
             rec_.add("scores", "Scores" + of, "ω_" + std::to_string(h) + " = Q_h·K_hᵀ", Cube(xt::view(f.scores, xt::all(), h)), tokens_tokens);
+            rec_.mask_from_here(CellMask{});
             rec_.add_with_row_sums("weights", "Causal attention weights" + of + " (one of " + Hs + " heads of " + dh + ")",
                                    "A_h = softmax(masked ω_h / √" + dh + ")", Cube(xt::view(f.weights, xt::all(), h)), tokens_tokens);
+            rec_.mask_from_here(std::nullopt);
             rec_.add("head_outputs", "Its context vectors", "Z_h = A_h·V_h", Cube(xt::view(f.head_outputs, xt::all(), h)), tokens_features);
         } else {
             rec_.add("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", f.scores, head_tokens_tokens);
+            rec_.mask_from_here(CellMask{});
             rec_.add_with_row_sums("weights", "Causal attention weights of every head (" + Hs + " heads of " + dh + ")",
                                    "A_h = softmax(masked ω_h / √" + dh + ")", f.weights, head_tokens_tokens);
+            rec_.mask_from_here(std::nullopt);
             rec_.add("head_outputs", "Each head's context vectors", "Z_h = A_h·V_h", f.head_outputs, head_tokens_features);
         }
         rec_.add("context", "Heads concatenated", "Z", f.context, tokens_features);
@@ -173,7 +177,9 @@ public:
 void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const xt::xtensor<float, 5>& grid, std::size_t T) {
     const auto& stat_names = head_stat_names();
     const std::size_t L = info.layers, H = info.heads;
+    rec.mask_from_here(CellMask{});
     rec.add("attention_grid", "Every head of every layer", "A[layer, head]", grid, {Axis::layer, Axis::head, Axis::token, Axis::token});
+    rec.mask_from_here(std::nullopt);
     std::vector<Cube> stats(stat_names.size(), Cube::from_shape({1, L, H}));
     for (std::size_t l = 0; l < L; ++l)
         for (std::size_t h = 0; h < H; ++h) {

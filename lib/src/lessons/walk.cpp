@@ -399,6 +399,7 @@ Trace walk_causal(const Embeddings& input, const Weights& weights, const CausalS
     const std::string s_sym = sc.value == 1.0f ? "ω" : "s";
     const Cube full = softmax(scaled);
     put("weights_unmasked", "(a) Softmax over all tokens, future included", "softmax(" + s_sym + ")", full, true);
+    rec.mask_from_here(CellMask{});  // every token×token step below is after the mask
     const Cube zeroed = mask_future_zero(full, i0);
     put("weights_masked", "(a) Future weights zeroed: rows no longer sum to 1", "softmax(" + s_sym + ") ⊙ M", zeroed, true);
     const Cube renormalised = normalise_by_sum(zeroed);
@@ -489,6 +490,7 @@ Trace walk_dropout(const Embeddings& input, const Weights& weights, const Dropou
     record_projections(rec, w, f);
     const Cube scores = head0(f.scores);
     record_scores(rec, w, scores, f.scale == 1.0f ? scores : scale_scores(scores, f.scale), sc);
+    if (spec.causal) rec.mask_from_here(CellMask{});
     if (spec.causal)
         rec.add("scores_masked", "Before the softmax: future scores set to −∞", "ω_ij = −∞ for j > i", head0(f.masked),
                 tokens_tokens)
@@ -614,6 +616,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
             rec.add_summary("mask", "The causal mask, shared by every head", "M = tril(ones(T, T))", {T, T}, B, tokens_tokens,
                             r.mask, false)
                 .seconds = 0.0;
+        if (spec.causal) rec.mask_from_here(CellMask{});
         rec.add_summary("weights", weights_title, weights_formula, {H, T, T}, B, head_tokens_tokens, r.weights).seconds =
             r.seconds.softmax;
         rec.add_summary("head_outputs", "Each head's context vectors", "Z_h = A_h·V_h", {H, T, d_h}, B, head_tokens_features,
@@ -719,6 +722,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
             m.note = "Each token sees itself and at most W − 1 = " + std::to_string(*spec.window - 1) +
                      " tokens before it (a band of width W); a KV cache needs to keep only the last W keys and values.";
     }
+    if (spec.causal) rec.mask_from_here(CellMask{true, spec.window.value_or(0)});
     per_head("weights", weights_title, weights_formula, f.weights, Axis::token, true);
     einsum("none: softmax over j of ω / √d_h (not a sum of products)");
     if (f.dropped) {

@@ -11,6 +11,7 @@
 #include <xtensor/xview.hpp>
 
 #include "attnwalk/ops/attention.hpp"
+#include "attnwalk/ops/kv_cache.hpp"
 #include "attnwalk/ops/blas.hpp"
 #include "attnwalk/errors.hpp"
 #include "attnwalk/lessons/explain.hpp"
@@ -104,20 +105,17 @@ Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCach
     ForwardSpec causal;
     causal.causal = true;
     causal.window = spec.window;
-    Hyper kc = Hyper::from_shape({B, G, 0, d_h}), vc = Hyper::from_shape({B, G, 0, d_h});
+    KvCache cache(spec.window.value_or(0));
     Cube outputs = Cube::from_shape({B, T, w.out_proj ? w.out_proj->out() : w.width()});
     for (std::size_t t = 0; t < T; ++t) {
         const Cube xt_ = xt::view(x, xt::all(), xt::range(t, t + 1), xt::all());
         ForwardSpec at;
         at.position0 = t;
         Forward s = project_heads(xt_, &w, at);
-        kc = xt::concatenate(xt::xtuple(kc, s.kh), 2);
-        vc = xt::concatenate(xt::xtuple(vc, s.vh), 2);
-        if (spec.window && kc.shape(2) > *spec.window) {  // the oldest entry leaves the window
-            kc = xt::view(kc, xt::all(), xt::all(), xt::range(1, kc.shape(2)), xt::all());
-            vc = xt::view(vc, xt::all(), xt::all(), xt::range(1, vc.shape(2)), xt::all());
-        }
-        const std::size_t L = kc.shape(2), first = t + 1 - L;
+        cache.append(s.kh, s.vh);  // the oldest entry leaves a window
+        const Hyper& kc = cache.keys();
+        const Hyper& vc = cache.values();
+        const std::size_t L = cache.length(), first = cache.first();
         const Cube q = xt::view(s.qh, xt::all(), xt::all(), 0, xt::all());
         const Cube k = xt::view(s.kh, xt::all(), xt::all(), 0, xt::all());
         const Cube v = xt::view(s.vh, xt::all(), xt::all(), 0, xt::all());
@@ -159,8 +157,7 @@ Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCach
 
     const std::size_t tokens = spec.context_tokens ? spec.context_tokens : T;
     const std::size_t kept = spec.window ? std::min(tokens, *spec.window) : tokens;
-    const double bytes = static_cast<double>(B) * static_cast<double>(kept) * static_cast<double>(G * d_h) * 2.0 *
-                         static_cast<double>(spec.layers) * static_cast<double>(spec.bytes_per_value);
+    const double bytes = kv_cache_bytes(B, kept, G, d_h, spec.layers, spec.bytes_per_value);
     trace.set_param("layers", static_cast<ull>(spec.layers));
     trace.set_param("cache_tokens", static_cast<ull>(tokens));
     trace.set_param("bytes_per_value", static_cast<ull>(spec.bytes_per_value));
@@ -214,7 +211,9 @@ Trace walk_rope(const Embeddings& input, const Weights& weights, const RopeSpec&
     rec.add("scores", "Scores of the rotated queries and keys", "ω_ij = q′_i·k′_j", f.scores, head_tokens_tokens).note =
         "A rotation by φ_i against one by φ_j leaves only the angle φ_i − φ_j in the dot product: the score depends on where the "
         "tokens are relative to each other, not on where they are.";
+    rec.mask_from_here(CellMask{});
     rec.add_with_row_sums("weights", "Causal attention weights", "A = softmax(masked ω / √d_h)", f.weights, head_tokens_tokens);
+    rec.mask_from_here(std::nullopt);
     ForwardSpec shifted = fs;
     shifted.position0 = spec.shift;
     shifted.until = Stage::scores;
@@ -241,6 +240,7 @@ Trace walk_flash(const Embeddings& input, const Weights& weights, const FlashSpe
     trace.set_param("causal", spec.causal);
     if (spec.window) trace.set_param("window", static_cast<ull>(*spec.window));
     Recorder rec(trace);
+    if (spec.causal) rec.mask_from_here(CellMask{true, spec.window.value_or(0)});
     const Cube x = cube_from_trace(input.x);
     ForwardSpec fs;
     fs.causal = spec.causal;

@@ -8,6 +8,13 @@
 
 namespace attnwalk {
 
+Linear owned_linear(Mat w, Vec b) {
+    Linear l;
+    l.w = std::move(w);
+    l.b = std::move(b);
+    return l;
+}
+
 Linear external_linear(const float* data, std::size_t d_in, std::size_t d_out, std::size_t ld, bool transposed,
                        std::shared_ptr<const void> owner) {
     Linear l;

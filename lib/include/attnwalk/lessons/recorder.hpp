@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -55,6 +56,9 @@ public:
         return step;
     }
 
+    // The token×token steps recorded from now on are masked so (nullopt: from now on not).
+    void mask_from_here(std::optional<CellMask> mask) { mask_ = mask; }
+
     // The clock of the next step starts now (after work that belongs to no step).
     void restart_clock() { last_ = Clock::now(); }
 
@@ -77,6 +81,8 @@ private:
         step.formula = std::move(formula);
         step.tensor = std::move(t);
         step.axes = std::move(axes);
+        const std::size_t rank = step.axes.size();
+        if (mask_ && rank >= 2 && step.axes[rank - 1] == Axis::token && step.axes[rank - 2] == Axis::token) step.mask = mask_;
         const auto now = Clock::now();  // the time since the previous step: this step's work
         step.seconds = std::chrono::duration<double>(now - last_).count();
         last_ = now;
@@ -87,6 +93,7 @@ private:
     using Clock = std::chrono::steady_clock;
     Trace& trace_;
     Clock::time_point last_;
+    std::optional<CellMask> mask_;
 };
 
 }  // namespace attnwalk

@@ -31,6 +31,8 @@ struct Linear {
     const float* out_row(std::size_t j) const { return ext + j * ext_ld; }
 };
 
+// A layer the library owns: w (d_in×d_out, x·W layout) and b (d_out, or empty).
+Linear owned_linear(Mat w, Vec b = {});
 // Floats at `data` as a layer of d_in×d_out (x·W layout) or, `transposed`, d_out×d_in.
 Linear external_linear(const float* data, std::size_t d_in, std::size_t d_out, std::size_t ld, bool transposed,
                        std::shared_ptr<const void> owner);

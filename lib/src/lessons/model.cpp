@@ -11,11 +11,11 @@
 #include "attnwalk/lessons/recorder.hpp"
 #include "attnwalk/model/loaded.hpp"
 #include "attnwalk/ops/sampling.hpp"
-#include "walk_parts.hpp"
+#include "steps.hpp"
 
 namespace attnwalk {
 
-using namespace walk_parts;
+using namespace steps;
 
 const std::vector<std::string>& head_stat_names() {
     static const std::vector<std::string> names = {"entropy", "max_weight", "first_token", "previous_token", "diagonal"};

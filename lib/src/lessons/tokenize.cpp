@@ -1,7 +1,7 @@
 // The tokenizer's lesson: GPT-2's byte-level BPE on a text, and the labels of token ids.
 #include "attnwalk/io/bpe.hpp"
 #include "attnwalk/lessons/recorder.hpp"
-#include "walk_parts.hpp"
+#include "steps.hpp"
 
 namespace attnwalk {
 

@@ -1,0 +1,236 @@
+// mha: multi-head attention, stacked heads (the wrapper) or fused (split, view,
+// transpose), grouped key/value heads, a sliding window, one query, one cell; the
+// blocked path for summaries at model size.
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xview.hpp>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/ops/blocked_attention.hpp"
+#include "attnwalk/ops/mask.hpp"
+#include "steps.hpp"
+
+namespace attnwalk {
+
+using namespace steps;
+
+Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& spec, const Recording& recording) {
+    if (!weights) throw UsageError("multi-head attention needs weights");
+    check_draw(spec.dropout);
+    check_explain(spec.explain, 0, 1, input.tokens_count());
+    if (spec.explain_head >= weights->heads)
+        throw UsageError("head " + std::to_string(spec.explain_head) + " is out of range: there are " +
+                         std::to_string(weights->heads) + " heads");
+    const AttentionWeights& w = *weights;
+    const bool stacked = w.layout == HeadLayout::stacked;
+    const std::size_t H = w.heads, G = w.key_heads();
+    check_head_shape(w.width(), H, w.kv_heads);
+    if (spec.window && *spec.window < 1) throw UsageError("the window must be at least 1 token");
+    Trace trace = start_trace("mha", input, &w);
+    trace.set_param("variant", std::string(stacked ? "wrapper" : w.combined ? "combined-qkv" : "fused"));
+    trace.set_param("heads", static_cast<unsigned long long>(H));
+    if (G != H) trace.set_param("kv_heads", static_cast<unsigned long long>(G));
+    trace.set_param("causal", spec.causal);
+    if (spec.window) trace.set_param("window", static_cast<unsigned long long>(*spec.window));
+    trace.set_param("dropout", spec.dropout.p);
+    Recorder rec(trace);
+    const Cube x = cube_from_trace(input.x);
+    const std::size_t B = x.shape(0), T = x.shape(1), d_out = w.width(), d_h = w.head_size(), d_in = w.d_in();
+    const std::size_t d_kv = G * d_h;
+
+    // ---- the parameters, in PyTorch's construction order ---------------------------------
+    if (stacked) {
+        for (std::size_t h = 0; h < H; ++h)
+            record_parameters(rec, w.head_columns(w.query, h), w.head_columns(w.key, h), w.head_columns(w.value, h),
+                              "head" + std::to_string(h) + ".", " of head " + std::to_string(h));
+    } else {
+        if (w.combined) {
+            rec.add_plain("W_qkv", "W_qkv: W_query | W_key | W_value in one layer (d_in×3·d_out, x·W layout)", "W_qkv",
+                          to_trace(Mat(xt::concatenate(xt::xtuple(w.query.matrix(), w.key.matrix(), w.value.matrix()), 1))),
+                          {Axis::feature, Axis::feature})
+                .kind = StepKind::parameter;
+            if (w.query.b.size() != 0)
+                rec.add_plain("b_qkv", "b_qkv: b_query | b_key | b_value", "b_qkv",
+                              to_trace(Vec(xt::concatenate(xt::xtuple(w.query.b, w.key.b, w.value.b), 0))), {Axis::feature})
+                    .kind = StepKind::parameter;
+        } else {
+            record_parameters(rec, w.query, w.key, w.value, "", "");
+        }
+        if (w.out_proj) {
+            rec.add_plain("out_proj.weight", "out_proj weight (d_out×d_out, x·W layout)", "W_o", to_trace(w.out_proj->matrix()),
+                          {Axis::feature, Axis::feature})
+                .kind = StepKind::parameter;
+            rec.add_plain("out_proj.bias", "out_proj bias", "b_o", to_trace(w.out_proj->b), {Axis::feature}).kind =
+                StepKind::parameter;
+        }
+    }
+
+    // ---- the titles, one set for both paths ------------------------------------------------
+    const std::string Hs = std::to_string(H), dhs = std::to_string(d_h), Gs = std::to_string(G);
+    const bool masking = spec.causal || spec.window;
+    const std::string weights_title = std::string(spec.window ? "Sliding-window attention" : spec.causal ? "Causal attention" : "Attention") +
+                                      " weights of every head";
+    const std::string weights_formula = std::string("A_h = softmax(") + (masking ? "masked " : "") + "ω_h / √" + dhs + ")";
+    const std::string context_formula = stacked ? "Z = concat(Z_0, …, Z_H−1)" : "Z = Z.transpose(1, 2).view(B, T, d_out)";
+    const std::string output_title = w.out_proj ? "Output projection of the concatenated heads"
+                                                : "Output: the concatenation (the wrapper has no out_proj)";
+    const std::string output_formula = w.out_proj ? "Y = Z·W_o + b_o" : "Y = Z";
+    const std::string q_split_title = "Queries split into " + Hs + " heads of " + dhs + " columns";
+
+    if (mha_blocked(w.layout, spec, recording) && w.out_proj && G == H) {  // a summary: blocked and fused, no T×T tensor kept
+        rec.restart_clock();
+        const fast::BlockedResult r = fast::blocked_attention(x, w, spec.causal);
+        rec.add_summary("queries", "Queries for all heads at once", "Q = X·W_query", {T, d_out}, B, tokens_features, r.queries)
+            .seconds = r.seconds.query;
+        rec.add_summary("keys", "Keys for all heads at once", "K = X·W_key", {T, d_out}, B, tokens_features, r.keys).seconds =
+            r.seconds.key;
+        rec.add_summary("values", "Values for all heads at once", "V = X·W_value", {T, d_out}, B, tokens_features, r.values)
+            .seconds = r.seconds.value;
+        rec.add_summary("queries_split", q_split_title, "Q.view(B, T, H, d_h).transpose(1, 2)", {H, T, d_h}, B,
+                        head_tokens_features, r.queries)
+            .seconds = 0.0;
+        rec.add_summary("keys_split", "Keys split into heads", "K.view(B, T, H, d_h).transpose(1, 2)", {H, T, d_h}, B,
+                        head_tokens_features, r.keys)
+            .seconds = 0.0;
+        rec.add_summary("values_split", "Values split into heads", "V.view(B, T, H, d_h).transpose(1, 2)", {H, T, d_h}, B,
+                        head_tokens_features, r.values)
+            .seconds = 0.0;
+        rec.add_summary("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", {H, T, T}, B, head_tokens_tokens, r.scores).seconds =
+            r.seconds.scores;
+        if (spec.causal)
+            rec.add_summary("mask", "The causal mask, shared by every head", "M = tril(ones(T, T))", {T, T}, B, tokens_tokens,
+                            r.mask, false)
+                .seconds = 0.0;
+        if (spec.causal) rec.mask_from_here(CellMask{});
+        rec.add_summary("weights", weights_title, weights_formula, {H, T, T}, B, head_tokens_tokens, r.weights).seconds =
+            r.seconds.softmax;
+        rec.add_summary("head_outputs", "Each head's context vectors", "Z_h = A_h·V_h", {H, T, d_h}, B, head_tokens_features,
+                        r.head_outputs)
+            .seconds = r.seconds.values;
+        rec.add_summary("context", "Heads concatenated along the features", context_formula, {T, d_out}, B, tokens_features,
+                        r.head_outputs)
+            .seconds = 0.0;
+        Step& out = rec.add_summary("output", output_title, output_formula, {T, d_out}, B, tokens_features, r.output_summary);
+        out.seconds = r.seconds.output;
+        out.tensor.data = r.output;
+        return finish(std::move(trace), recording);
+    }
+
+    // ---- the forward, every intermediate kept ------------------------------------------------
+    ForwardSpec fs;
+    fs.causal = spec.causal;
+    fs.window = spec.window;
+    fs.query = spec.query;
+    if (spec.dropout.train) fs.dropout = {spec.dropout.p, spec.dropout.gen};
+    const Forward f = attention_forward(x, &w, fs);
+    rec.restart_clock();  // the forward's time goes to its steps (charge_forward_time)
+    if (spec.query) trace.set_param("query", static_cast<unsigned long long>(*spec.query));
+    // show_einsum: the operation of a step in einsum notation, after its note
+    const auto einsum = [&](const std::string& text) {
+        if (!spec.show_einsum) return;
+        Step& s = trace.steps.back();
+        s.note += (s.note.empty() ? "" : " ") + std::string("einsum: ") + text;
+    };
+    const std::string group_note =
+        G == H ? ""
+               : "Grouped-query attention: " + Gs + " key/value heads for " + Hs + " query heads; query head h reads key/value head h // " +
+                     std::to_string(H / G) + " (" + grouping(H, G) + "). W_key and W_value are d_in×" + std::to_string(d_kv) +
+                     " instead of d_in×" + std::to_string(d_out) + ": " + std::to_string(2 * d_in * (d_out - d_kv)) +
+                     " fewer weights, and a KV cache keeps 2·" + std::to_string(d_kv) + " floats per token instead of 2·" +
+                     std::to_string(d_out) + ".";
+    if (w.combined) {
+        const Cube qkv = xt::concatenate(xt::xtuple(f.q, f.k, f.v), 2);
+        rec.add("qkv", "Queries, keys and values from one matrix product", "qkv = X·W_qkv" + std::string(w.query.b.size() ? " + b_qkv" : ""),
+                qkv, tokens_features)
+            .note = "MHACombinedQKV: one Linear(d_in, 3·d_out) instead of three; its columns are W_query | W_key | W_value.";
+        einsum("'btc,cf->btf' (X, W_qkv)");
+        rec.add("queries_split", q_split_title, "qkv.view(B, T, 3, H, d_h).permute(2, 0, 3, 1, 4)[0]", f.qh, head_tokens_features);
+        einsum("rearrange 'bt(shd)->sbhtd', s = 0");
+        rec.add("keys_split", "Keys split into heads", "qkv.view(B, T, 3, H, d_h).permute(2, 0, 3, 1, 4)[1]", f.kh, head_tokens_features);
+        einsum("rearrange 'bt(shd)->sbhtd', s = 1");
+        rec.add("values_split", "Values split into heads", "qkv.view(B, T, 3, H, d_h).permute(2, 0, 3, 1, 4)[2]", f.vh, head_tokens_features);
+        einsum("rearrange 'bt(shd)->sbhtd', s = 2");
+    } else if (stacked) {
+        rec.add("queries", "Queries of every head (each head has its own W_query)", "Q_h = X·W_query_h", f.qh, head_tokens_features);
+        rec.add("keys", "Keys of every head", "K_h = X·W_key_h", f.kh, head_tokens_features);
+        rec.add("values", "Values of every head", "V_h = X·W_value_h", f.vh, head_tokens_features);
+    } else {
+        rec.add("queries", "Queries for all heads at once", "Q = X·W_query", f.q, tokens_features);
+        einsum("'btc,cd->btd' (X, W_query)");
+        rec.add("keys", G == H ? "Keys for all heads at once" : "Keys for the " + Gs + " key/value heads", "K = X·W_key", f.k,
+                tokens_features)
+            .note = group_note;
+        einsum("'btc,cd->btd' (X, W_key)");
+        rec.add("values", G == H ? "Values for all heads at once" : "Values for the " + Gs + " key/value heads", "V = X·W_value", f.v,
+                tokens_features);
+        einsum("'btc,cd->btd' (X, W_value)");
+        rec.add("queries_split", q_split_title, "Q.view(B, T, H, d_h).transpose(1, 2)", f.qh, head_tokens_features);
+        einsum("rearrange 'bt(hd)->bhtd' (a view, no arithmetic)");
+        const std::string kv = G == H ? "H" : "G";
+        rec.add("keys_split", G == H ? "Keys split into heads" : "Keys split into " + Gs + " key/value heads",
+                "K.view(B, T, " + kv + ", d_h).transpose(1, 2)", f.kh, head_tokens_features);
+        einsum("rearrange 'bt(" + std::string(G == H ? "h" : "g") + "d)->b" + (G == H ? "h" : "g") + "td'");
+        rec.add("values_split", G == H ? "Values split into heads" : "Values split into " + Gs + " key/value heads",
+                "V.view(B, T, " + kv + ", d_h).transpose(1, 2)", f.vh, head_tokens_features);
+        einsum("rearrange 'bt(" + std::string(G == H ? "h" : "g") + "d)->b" + (G == H ? "h" : "g") + "td'");
+    }
+    // One query: every (B,H,1,·) tensor is recorded as (B,H,·), every (B,1,·) as (B,·).
+    const bool one = spec.query.has_value();
+    const std::string of = one ? " of \"" + trace.tokens[f.row0] + "\"" : "";
+    const auto per_head = [&](const std::string& id, const std::string& title, const std::string& formula, const Hyper& t,
+                              Axis last, bool sums) {
+        if (!one) {
+            const std::vector<Axis> axes{Axis::head, Axis::token, last};
+            if (sums) rec.add_with_row_sums(id, title, formula, t, axes);
+            else rec.add(id, title, formula, t, axes);
+            return;
+        }
+        const Cube rows = xt::view(t, xt::all(), xt::all(), 0, xt::all());
+        if (sums) rec.add_with_row_sums(id, title + of, formula, rows, {Axis::head, last});
+        else rec.add(id, title + of, formula, rows, {Axis::head, last});
+    };
+    const auto joined = [&](const std::string& id, const std::string& title, const std::string& formula, const Cube& t) {
+        if (one) rec.add(id, title + of, formula, Mat(xt::view(t, xt::all(), 0, xt::all())), {Axis::feature});
+        else rec.add(id, title, formula, t, tokens_features);
+    };
+    per_head("scores", "Scores of every head", G == H ? "ω_h = Q_h·K_hᵀ" : "ω_h = Q_h·K_gᵀ, g = h // " + std::to_string(H / G),
+             f.scores, Axis::token, false);
+    einsum(G == H ? "'bhid,bhjd->bhij' (Q, K)"
+                  : "'bgrid,bgjd->bgrij' (Q.view(B, G, H/G, T, d_h), K): each key/value head serves H/G query heads");
+    if (masking && !one) {
+        Step& m = rec.add_plain("mask", spec.window ? "The sliding-window mask (W = " + std::to_string(*spec.window) + "), shared by every head"
+                                                    : "The causal mask, shared by every head",
+                                spec.window ? (spec.causal ? "M_ij = 1 if i − W < j ≤ i" : "M_ij = 1 if i − W < j")
+                                            : "M = tril(ones(T, T))",
+                                to_trace(band_mask(T, spec.causal, spec.window.value_or(0))), tokens_tokens);
+        if (spec.window)
+            m.note = "Each token sees itself and at most W − 1 = " + std::to_string(*spec.window - 1) +
+                     " tokens before it (a band of width W); a KV cache needs to keep only the last W keys and values.";
+    }
+    if (spec.causal) rec.mask_from_here(CellMask{true, spec.window.value_or(0)});
+    per_head("weights", weights_title, weights_formula, f.weights, Axis::token, true);
+    einsum("none: softmax over j of ω / √d_h (not a sum of products)");
+    if (f.dropped) {
+        if (spec.dropout.reseeded) trace.set_param("dropout_seed", static_cast<unsigned long long>(spec.dropout.gen->initial_seed()));
+        per_head("dropout_mask", "Dropout mask of every head: 1 = kept", "keep ~ Bernoulli(1 − p)", f.keep, Axis::token, false);
+        per_head("weights_dropped", "Weights after dropout", "A ⊙ keep / (1 − p)", f.weights_dropped, Axis::token, true);
+    }
+    per_head("head_outputs", "Each head's context vectors", G == H ? "Z_h = A_h·V_h" : "Z_h = A_h·V_g, g = h // " + std::to_string(H / G),
+             f.head_outputs, Axis::feature, false);
+    einsum(G == H ? "'bhij,bhjd->bhid' (A, V)" : "'bgrij,bgjd->bgrid' (A.view(B, G, H/G, T, T), V)");
+    joined("context", "Heads concatenated along the features", context_formula, f.context);
+    einsum("rearrange 'bhtd->bt(hd)'");
+    joined("output", output_title, output_formula, f.output);
+    if (w.out_proj) einsum("'btd,de->bte' (Z, W_o) + b_o");
+    if (spec.explain) {
+        trace.set_param("explain", "[" + std::to_string(spec.explain->i) + "," + std::to_string(spec.explain->j) + "]");
+        trace.set_param("explain_head", static_cast<unsigned long long>(spec.explain_head));
+        Scale sc;
+        sc.value = f.scale;
+        sc.symbol = "√d_h";
+        sc.words = "√d_h = √" + std::to_string(d_h);
+        explain_cell(rec, *spec.explain, x, &w, f, sc, ExplainDepth::context, spec.explain_head);
+    }
+    return finish(std::move(trace), recording, &f);
+}
+
+}  // namespace attnwalk

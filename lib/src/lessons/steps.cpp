@@ -1,0 +1,292 @@
+// The lessons' shared steps and checks (steps.hpp), the costs of the walks, and the
+// text of a number.
+#include "steps.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include <xtensor/xview.hpp>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/ops/blas.hpp"
+#include "attnwalk/ops/blocked_attention.hpp"
+
+namespace attnwalk {
+
+std::string format_number(double value) {
+    std::ostringstream os;
+    os.precision(6);
+    os << value;
+    return os.str();
+}
+
+Cost walk_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
+               std::size_t rows) {
+    return forward_cost(batch, tokens, d_in, width, heads, rows);
+}
+
+Cost dropout_ones_cost(std::size_t n) {
+    const double N = static_cast<double>(n);
+    return {4.0 * 4.0 * N * N, 2.0 * N * N};  // ones, keep, weights and their copies in the trace; a draw per element
+}
+
+bool mha_blocked(HeadLayout layout, const MhaSpec& spec, const Recording& rec) {
+    const bool draws = spec.dropout.train && spec.dropout.p > 0.0;
+    return rec.summary && layout == HeadLayout::fused && !draws && !spec.query && !spec.explain && !spec.window;
+}
+
+Cost mha_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads, HeadLayout layout,
+              const MhaSpec& spec, const Recording& rec) {
+    Cost c = forward_cost(batch, tokens, d_in, width, heads, spec.query ? 1 : tokens);
+    if (mha_blocked(layout, spec, rec)) c.bytes = fast::blocked_bytes(batch, tokens, d_in, width);
+    return c;
+}
+
+namespace steps {
+const std::vector<Axis> tokens_features{Axis::token, Axis::feature};
+const std::vector<Axis> tokens_tokens{Axis::token, Axis::token};
+const std::vector<Axis> head_tokens_features{Axis::head, Axis::token, Axis::feature};
+const std::vector<Axis> head_tokens_tokens{Axis::head, Axis::token, Axis::token};
+
+// A trace for `command` on this input: tokens, the input's params, the weights' origin.
+Trace start_trace(const std::string& command, const Embeddings& input, const AttentionWeights* weights) {
+    Trace trace;
+    trace.command = command;
+    trace.tokens = input.tokens;
+    trace.batched = input.batched;
+    trace.set_param("input", input.source);
+    if (input.batched) trace.set_param("batch", static_cast<unsigned long long>(input.batch()));
+    trace.set_param("num_tokens", static_cast<unsigned long long>(input.tokens_count()));
+    trace.set_param("d_in", static_cast<unsigned long long>(input.dim()));
+    if (weights)
+        for (const auto& [name, value] : weights->origin) trace.set_param(name, value);
+    return trace;
+}
+
+// Checks that nothing overflowed (check_finite), then keeps the trace as asked.
+void charge_forward_time(Trace& trace, const Forward& f) {
+    const auto& t = f.seconds;
+    const struct {
+        const char* id;
+        double seconds;
+    } charges[] = {{"queries", t.project / 3}, {"keys", t.project / 3},       {"values", t.project / 3},
+                   {"scores", t.scores},       {"scores_masked", t.mask_scale}, {"weights", t.softmax},
+                   {"weights_dropped", t.dropout}, {"head_outputs", t.context},  {"output", t.output}};
+    const bool heads = std::any_of(trace.steps.begin(), trace.steps.end(), [](const Step& s) { return s.id == "head_outputs"; });
+    for (Step& step : trace.steps) {
+        for (const auto& c : charges)
+            if (step.id == c.id) step.seconds += c.seconds;
+        if (step.id == "scores_scaled" && f.causal == false) step.seconds += t.mask_scale;
+        if (step.id == "context") step.seconds += heads ? 0.0 : t.context + t.output;  // one head: context is the output
+    }
+}
+
+Trace finish(Trace trace, const Recording& recording, const Forward* f) {
+    if (f) charge_forward_time(trace, *f);
+    trace = check_finite(std::move(trace));
+    if (recording.summary) summarise(trace);
+    trace.timed = recording.summary || recording.timing;
+    if (trace.timed) trace.backend = blas_backend();
+    return trace;
+}
+
+std::string batch_prefix(const Trace& trace, std::size_t b) { return trace.batched ? "[" + std::to_string(b) + "] " : ""; }
+
+// Head 0 of a (B,H,R,·) tensor: (B,R,·); and its row 0: (B,·).
+Cube head0(const Hyper& t) { return xt::view(t, xt::all(), 0); }
+Mat row0(const Hyper& t) { return xt::view(t, xt::all(), 0, 0); }
+
+// W_query, W_key, W_value (and biases) as parameter steps; `prefix` before the ids
+// (e.g. "head0." for the wrapper's heads).
+void record_parameters(Recorder& rec, const Linear& q, const Linear& k, const Linear& v, const std::string& prefix,
+                       const std::string& title_suffix) {
+    const struct {
+        const char* name;
+        const Linear* layer;
+    } layers[] = {{"query", &q}, {"key", &k}, {"value", &v}};
+    for (const auto& l : layers) {
+        const std::string name = l.name;
+        rec.add_plain(prefix + "W_" + name, "W_" + name + title_suffix + " (d_in×d_out, x·W layout)", "W_" + name,
+                      to_trace(l.layer->matrix()), {Axis::feature, Axis::feature})
+            .kind = StepKind::parameter;
+        if (l.layer->b.size() != 0)
+            rec.add_plain(prefix + "b_" + name, "b_" + name + title_suffix, "b_" + name, to_trace(l.layer->b), {Axis::feature})
+                .kind = StepKind::parameter;
+    }
+}
+
+// "heads 0–1 → 0, heads 2–3 → 1": which query heads share each key/value head.
+std::string grouping(std::size_t H, std::size_t G) {
+    std::string out;
+    const std::size_t n = H / G;
+    for (std::size_t g = 0; g < G; ++g) {
+        out += (g ? ", " : "") + std::string(n > 1 ? "heads " : "head ") + std::to_string(g * n) +
+               (n > 1 ? "–" + std::to_string(g * n + n - 1) : "") + " → " + std::to_string(g);
+    }
+    return out;
+}
+
+// 1 where query i may attend to key j: causal and/or a window (masked_out).
+Mat band_mask(std::size_t T, bool causal, std::size_t window) {
+    Mat m({T, T});
+    for (std::size_t i = 0; i < T; ++i)
+        for (std::size_t j = 0; j < T; ++j) m(i, j) = masked_out(i, j, causal, window) ? 0.0f : 1.0f;
+    return m;
+}
+
+// What the scores are divided by: its symbol in formulas (√d_k, or the number given) and
+// in words for titles (√d_k = √2).
+Scale scale_of(const AttentionWeights* w, const std::optional<double>& given, float used) {
+    Scale sc;
+    sc.value = used;
+    if (given || !w) {
+        sc.symbol = sc.words = format_number(static_cast<double>(used));
+    } else {
+        sc.symbol = "√d_k";
+        sc.words = "√d_k = √" + format_number(static_cast<double>(w->head_size()));
+    }
+    return sc;
+}
+
+// The single-head walks' common start: parameters, then Q, K, V (with weights).
+void record_projections(Recorder& rec, const AttentionWeights* w, const Forward& f) {
+    if (!w) return;
+    record_parameters(rec, w->query, w->key, w->value, "", "");
+    const bool bias = w->query.b.size() != 0;
+    rec.add("queries", "Queries: every token projected by W_query", bias ? "Q = X·W_query + b_query" : "Q = X·W_query", f.q,
+            tokens_features);
+    rec.add("keys", "Keys: every token projected by W_key", bias ? "K = X·W_key + b_key" : "K = X·W_key", f.k, tokens_features);
+    rec.add("values", "Values: every token projected by W_value", bias ? "V = X·W_value + b_value" : "V = X·W_value", f.v,
+            tokens_features);
+}
+
+void walk_one_query(Recorder& rec, const AttentionWeights* w, const Forward& f, const Scale& sc,
+                    Stage stage, bool compare) {
+    const Trace& trace = rec.trace();
+    const std::size_t i = f.row0, B = f.q.shape(0), T = f.k.shape(1), d = f.k.shape(2);
+    const std::string& qname = trace.tokens[i];
+    const std::string qsym = w ? "q" : "x", ksym = w ? "k" : "x";
+
+    // The loop: one dot product per key, term by term (the lesson, before the matrix form).
+    Mat loop({B, T});
+    std::vector<Expansion> dots;
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t j = 0; j < T; ++j) {
+            Expansion e;
+            e.label = batch_prefix(trace, b) + qname + "·" + trace.tokens[j];
+            float sum = 0.0f;
+            for (std::size_t c = 0; c < d; ++c) {
+                e.terms.push_back({f.q(b, i, c), {f.k(b, j, c)}});
+                sum += f.q(b, i, c) * f.k(b, j, c);
+            }
+            e.result = {sum};
+            loop(b, j) = sum;
+            dots.push_back(std::move(e));
+        }
+    const std::string idx = std::to_string(i + 1);
+    rec.add("scores_loop", "Attention scores of \"" + qname + "\", one dot product per token",
+            "ω_" + idx + "j = " + qsym + "_" + idx + "·" + ksym + "_j = Σ_c " + qsym + "_" + idx + "c·" + ksym + "_jc", loop,
+            {Axis::token})
+        .expansion = std::move(dots);
+    rec.add("scores", "The same scores as one matrix product", "ω_" + idx + " = " + qsym + "_" + idx + "·" + (w ? "Kᵀ" : "Xᵀ"),
+            row0(f.scores), {Axis::token});
+    if (stage == Stage::scores) return;
+
+    if (f.scale != 1.0f)
+        rec.add("scores_scaled", "Scores divided by " + sc.words, "s_" + idx + " = ω_" + idx + " / " + sc.symbol, row0(f.scaled),
+                {Axis::token});
+    const Mat weights = row0(f.weights);  // (B,T)
+    record_weights(rec, row0(f.scaled), weights, {Axis::token}, compare, sc);
+    if (stage == Stage::weights) return;
+
+    // The context vector: the weighted sum of the values, term by term.
+    std::vector<Expansion> sums;
+    const Mat z = row0(f.head_outputs);  // (B,d)
+    for (std::size_t b = 0; b < B; ++b) {
+        Expansion e;
+        e.label = batch_prefix(trace, b) + "z(" + qname + ")";
+        for (std::size_t j = 0; j < T; ++j) {
+            std::vector<float> vj(d);
+            for (std::size_t c = 0; c < d; ++c) vj[c] = f.v(b, j, c);
+            e.terms.push_back({weights(b, j), std::move(vj)});
+        }
+        e.result.assign(&z(b, 0), &z(b, 0) + d);
+        sums.push_back(std::move(e));
+    }
+    rec.add("context", "Context vector of \"" + qname + "\": the weighted sum of the " + (w ? "values" : "embeddings"),
+            "z_" + idx + " = Σ_j α_" + idx + "j·" + (w ? "v_j" : "x_j"), z, {Axis::feature})
+        .expansion = std::move(sums);
+}
+
+void record_scores(Recorder& rec, const AttentionWeights* w, const Cube& scores, const Cube& scaled, const Scale& sc) {
+    rec.add("scores", "Attention scores: every query against every key", w ? "ω = Q·Kᵀ" : "ω = X·Xᵀ", scores, tokens_tokens);
+    if (sc.value != 1.0f) rec.add("scores_scaled", "Scores divided by " + sc.words, "s = ω / " + sc.symbol, scaled, tokens_tokens);
+}
+
+void record_draw_params(Trace& trace, const DropoutDraw& draw) {
+    trace.set_param("dropout", draw.p);
+    trace.set_param("mode", std::string(draw.train ? "train" : "eval"));
+}
+
+void check_draw(const DropoutDraw& draw) {
+    if (!(draw.p >= 0.0 && draw.p < 1.0)) throw UsageError("the dropout rate must be in [0, 1), got " + format_number(draw.p));
+    if (draw.train && draw.p > 0.0 && !draw.gen) throw UsageError("dropout in training mode needs a random generator");
+}
+
+
+// 2360064 -> "2,360,064"
+std::string grouped(ull n) {
+    std::string digits = std::to_string(n), out;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return out;
+}
+
+// A byte count in words: grouped digits, or scientific notation beyond what 64 bits hold.
+std::string bytes_text(double bytes) { return bytes < 1e18 ? grouped(static_cast<ull>(bytes)) : format_number(bytes); }
+
+float max_abs_diff(const Cube& a, const Cube& b) {
+    float worst = 0.0f;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const float d = std::fabs(a.data()[i] - b.data()[i]);
+        if (d > worst || std::isnan(d)) worst = d;
+    }
+    return worst;
+}
+
+void record_out_proj(Recorder& rec, const AttentionWeights& w) {
+    if (!w.out_proj) return;
+    rec.add_plain("out_proj.weight", "out_proj weight (d_out×d_out, x·W layout)", "W_o", to_trace(w.out_proj->matrix()),
+                  {Axis::feature, Axis::feature})
+        .kind = StepKind::parameter;
+    rec.add_plain("out_proj.bias", "out_proj bias", "b_o", to_trace(w.out_proj->b), {Axis::feature}).kind = StepKind::parameter;
+}
+
+std::string quoted(const std::string& token) { return "\"" + token + "\""; }
+
+void check_explain(const std::optional<Cell>& cell, std::size_t head, std::size_t heads, std::size_t T) {
+    if (cell && (cell->i >= T || cell->j >= T))
+        throw UsageError("cell " + std::to_string(cell->i) + "," + std::to_string(cell->j) + " is out of range: there are " +
+                         std::to_string(T) + " tokens");
+    if (head >= heads)
+        throw UsageError("head " + std::to_string(head) + " is out of range: there are " + std::to_string(heads) + " heads");
+}
+
+// Writes out one cell of `f` (batch element 0), its cell and head in the params.
+void explain(Recorder& rec, const Cell& cell, std::size_t head, const Cube& x, const AttentionWeights* w, const Forward& f,
+             ExplainDepth depth) {
+    Trace& trace = rec.trace();
+    trace.set_param("explain", "[" + std::to_string(cell.i) + "," + std::to_string(cell.j) + "]");
+    if (f.heads > 1) trace.set_param("explain_head", static_cast<ull>(head));
+    Scale sc;
+    sc.value = f.scale;
+    sc.symbol = w ? "√d_h" : format_number(f.scale);
+    sc.words = w ? "√d_h = √" + std::to_string(f.d_h) : format_number(f.scale);
+    explain_cell(rec, cell, x, w, f, sc, depth, head);
+}
+
+}  // namespace steps
+
+}  // namespace attnwalk

@@ -4,7 +4,7 @@
     /usr/bin/python3 tests/make_goldens.py
 
 CI never runs this: the goldens are committed. Each case names the attnwalk command line
-that must reproduce it; tests/test_golden.cpp runs the real binary with --json and checks
+that must reproduce it; tests/cli/test_golden.cpp runs the real binary with --json and checks
 every expected step (drawn weights and dropout masks exactly, values within 1e-5 relative).
 The modules below are written the way the textbook's chapter writes them.
 """
@@ -798,7 +798,7 @@ def torch_repr_cases():
 
 
 def torch_sum_cases():
-    """torch.sum of float32 rows of many lengths: the order of additions (tests/test_rows.cpp)."""
+    """torch.sum of float32 rows of many lengths: the order of additions (tests/ops/test_rows.cpp)."""
     cases = []
     g = torch.Generator().manual_seed(5)
     for n in list(range(1, 41)) + [63, 64, 65, 100, 127, 128, 129, 257, 1000, 4097]:

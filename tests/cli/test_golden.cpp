@@ -1,12 +1,11 @@
-// PyTorch goldens (tests/golden/*.json, made by tests/make_goldens.py): each case is an
-// attnwalk command line; every expected step must match. Weights drawn from --seed and
-// dropout masks must be equal bit for bit, every other value within 1e-5 relative.
-#include <cmath>
-#include <set>
+// PyTorch goldens (tests/golden/*.json, made by tests/make_goldens.py) through the
+// binary: each case is an attnwalk command line, its --json checked by golden.hpp.
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "cli_json.hpp"
+#include "golden.hpp"
 
 using nlohmann::json;
 
@@ -15,9 +14,8 @@ namespace {
 using test::flat;
 
 void check_file(const std::string& name) {
-    const json doc = json::parse(test::read_file(test::source_path("tests/golden/" + name)));
     std::size_t cases = 0;
-    for (const auto& c : doc.at("cases")) {
+    for (const auto& c : test::golden_cases(name)) {
         std::string args;
         for (const auto& a : c.at("args")) {
             std::string arg = a.get<std::string>();
@@ -30,26 +28,11 @@ void check_file(const std::string& name) {
         INFO("stderr: " << r.err);
         REQUIRE(r.exit_code == 0);
         const json out = json::parse(r.out);
-        std::set<std::string> exact;
-        for (const auto& e : c.at("exact")) exact.insert(e.get<std::string>());
-        for (const auto& [id, expected] : c.at("expect").items()) {
-            CAPTURE(id);
-            const json* got = nullptr;
+        test::check_golden_case(c, [&](const std::string& id) -> std::optional<test::GotStep> {
             for (const auto& s : out.at("steps"))
-                if (s.at("id") == id) got = &s;
-            REQUIRE_MESSAGE(got != nullptr, "missing step " << id);
-            CHECK(got->at("shape") == expected.at("shape"));
-            const auto a = flat(got->at("data"));
-            const auto b = flat(expected.at("data"));
-            REQUIRE(a.size() == b.size());
-            if (exact.count(id)) {
-                // JSON carries the shortest text that reads back to the same float32.
-                for (std::size_t i = 0; i < a.size(); ++i)
-                    CHECK(static_cast<float>(a[i]) == static_cast<float>(b[i]));
-            } else {
-                CHECK_CLOSE_ALL(a, b, 1e-5);
-            }
-        }
+                if (s.at("id") == id) return test::GotStep{s.at("shape").get<std::vector<std::size_t>>(), flat(s.at("data"))};
+            return std::nullopt;
+        });
         ++cases;
     }
     CHECK(cases > 0);

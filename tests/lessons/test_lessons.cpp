@@ -1,9 +1,8 @@
-// Every walk called as a library function, each intermediate against the PyTorch
+// Every lesson called as a library function, each intermediate against the PyTorch
 // goldens (tests/golden/*.json from tests/make_goldens.py), in the spirit of llm.c's
 // test_gpt2.c. The goldens name their configuration as attnwalk command lines; this
 // file reads those few options into the library's values itself, so that the CLI is
-// not involved. Drawn weights and dropout masks must be equal bit for bit, every other
-// value within 1e-5 relative.
+// not involved; golden.hpp compares.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -13,7 +12,7 @@
 
 #include "attnwalk/io/embeddings.hpp"
 #include "attnwalk/lessons/lessons.hpp"
-#include "test_util.hpp"
+#include "golden.hpp"
 
 using namespace attnwalk;
 using nlohmann::json;
@@ -27,10 +26,24 @@ struct Config {
     Init init = Init::linear;
     std::size_t d_out = 2, heads = 2, batch = 1;
     std::optional<std::string> query;  // an index or a token
-    std::optional<std::size_t> ones;
+    std::optional<std::size_t> ones, kv_heads, window, block, queries;
     std::optional<double> scale, dropout;
-    bool bias = false, causal = true, wrapper = false;
+    bool bias = false, causal = true, wrapper = false, combined = false, flag_causal = false, out_proj = true;
+    bool d_out_given = false, mask_is_bool = true;
+    double rope_base = 10000.0;
+    std::size_t shift = 3, d_in = 768;
+    std::optional<Tensor> attn_mask;
 };
+
+// A JSON array of arrays (sdpa's inline --attn-mask) as a matrix.
+Tensor matrix_of(const std::string& text) {
+    const json a = json::parse(text);
+    Tensor t;
+    t.shape = {a.size(), a.at(0).size()};
+    for (const auto& row : a)
+        for (const auto& v : row) t.data.push_back(v.get<float>());
+    return t;
+}
 
 Config config_of(const json& args) {
     Config c;
@@ -41,14 +54,33 @@ Config config_of(const json& args) {
         if (a == "--seed") c.seed = std::stoull(next());
         else if (a == "--dropout-seed") c.dropout_seed = std::stoull(next());
         else if (a == "--init") c.init = *init_from_name(next());
-        else if (a == "--d-out") c.d_out = std::stoul(next());
+        else if (a == "--d-out") {
+            c.d_out = std::stoul(next());
+            c.d_out_given = true;
+        }
+        else if (a == "--d-in") c.d_in = std::stoul(next());
+        else if (a == "--kv-heads") c.kv_heads = std::stoul(next());
+        else if (a == "--window") c.window = std::stoul(next());
+        else if (a == "--block") c.block = std::stoul(next());
+        else if (a == "--queries") c.queries = std::stoul(next());
+        else if (a == "--rope-base") c.rope_base = std::stod(next());
+        else if (a == "--shift") c.shift = std::stoul(next());
+        else if (a == "--dropout-p") c.dropout = std::stod(next());
+        else if (a == "--attn-mask") c.attn_mask = matrix_of(next());
+        else if (a == "--mask-dtype") c.mask_is_bool = next() == "bool";
+        else if (a == "--causal" || a == "--is-causal") c.flag_causal = true;
+        else if (a == "--no-out-proj") c.out_proj = false;
         else if (a == "--heads") c.heads = std::stoul(next());
         else if (a == "--batch") c.batch = std::stoul(next());
         else if (a == "--query") c.query = next();
         else if (a == "--ones") c.ones = std::stoul(next());
         else if (a == "--scale") c.scale = std::stod(next());
         else if (a == "--dropout") c.dropout = std::stod(next());
-        else if (a == "--variant") c.wrapper = next() == "wrapper";
+        else if (a == "--variant") {
+            const std::string v = next();
+            c.wrapper = v == "wrapper";
+            c.combined = v == "combined-qkv";
+        }
         else if (a == "--qkv-bias") c.bias = true;
         else if (a == "--no-causal") c.causal = false;
         else FAIL("the golden uses an option this test does not read: " << a);
@@ -60,9 +92,20 @@ Config config_of(const json& args) {
 // stream, dropout continuing it unless a dropout seed starts a fresh one.
 Trace walk_of(const Config& c, const Embeddings& given) {
     const Embeddings input = c.batch > 1 ? stack_batch(given, c.batch) : given;
+    if (c.command == "params") {
+        ParamsSpec spec;
+        spec.d_in = c.d_in;
+        spec.d_out = c.d_out_given ? c.d_out : 768;
+        spec.heads = c.heads;
+        spec.kv_heads = c.kv_heads.value_or(0);
+        spec.qkv_bias = c.bias;
+        spec.out_proj = c.out_proj;
+        return walk_params(spec);
+    }
+    const bool layer = c.command == "mha" || c.command == "kvcache" || c.command == "rope";  // seeded 123 by default
     std::optional<Generator> gen, fresh;
     if (c.seed) gen.emplace(*c.seed);
-    if (c.command == "mha" && !gen) gen.emplace(123);
+    if (layer && !gen) gen.emplace(123);
     DropoutDraw draw;
     draw.p = c.dropout.value_or(c.command == "dropout" ? 0.5 : 0.0);
     if (c.dropout_seed || !gen) {
@@ -75,10 +118,40 @@ Trace walk_of(const Config& c, const Embeddings& given) {
     if (c.ones) return walk_dropout_ones(*c.ones, draw, {});
     Weights weights;
     if (gen) {
-        const bool mha = c.command == "mha";
-        const WeightsShape shape{input.dim(), c.d_out, mha ? c.heads : 1,
-                                 c.wrapper ? HeadLayout::stacked : HeadLayout::fused, mha && !c.wrapper};
+        const std::size_t d_out = c.command == "rope" && !c.d_out_given ? 4 : c.d_out;
+        WeightsShape shape{input.dim(), d_out, layer ? c.heads : 1, c.wrapper ? HeadLayout::stacked : HeadLayout::fused,
+                           (c.command == "mha" || c.command == "kvcache") && !c.wrapper};
+        shape.kv_heads = c.kv_heads.value_or(0);
+        shape.combined = c.combined;
         weights = draw_weights(*gen, shape, c.init, c.bias);
+    }
+    if (c.command == "kvcache") {
+        KvCacheSpec spec;
+        spec.window = c.window;
+        return walk_kvcache(input, weights, spec, {});
+    }
+    if (c.command == "rope") {
+        RopeSpec spec;
+        spec.base = c.rope_base;
+        spec.shift = c.shift;
+        return walk_rope(input, weights, spec, {});
+    }
+    if (c.command == "flash") {
+        FlashSpec spec;
+        spec.block = c.block.value_or(2);
+        spec.causal = c.flag_causal;
+        spec.window = c.window;
+        return walk_flash(input, weights, spec, {});
+    }
+    if (c.command == "sdpa") {
+        SdpaSpec spec;
+        spec.queries = c.queries;
+        spec.attn_mask = c.attn_mask;
+        spec.mask_is_bool = c.mask_is_bool;
+        spec.is_causal = c.flag_causal;
+        spec.scale = c.scale;
+        spec.dropout = draw;
+        return walk_sdpa(input, weights, spec, {});
     }
     if (c.command == "causal") {
         CausalSpec spec;
@@ -89,6 +162,7 @@ Trace walk_of(const Config& c, const Embeddings& given) {
     if (c.command == "mha") {
         MhaSpec spec;
         spec.causal = c.causal;
+        spec.window = c.window;
         spec.dropout = draw;
         return walk_mha(input, weights, spec, {});
     }
@@ -103,29 +177,16 @@ Trace walk_of(const Config& c, const Embeddings& given) {
 }
 
 void check_file(const std::string& name) {
-    const json doc = json::parse(test::read_file(test::source_path("tests/golden/" + name)));
     std::size_t cases = 0;
-    for (const auto& c : doc.at("cases")) {
+    for (const auto& c : test::golden_cases(name)) {
         CAPTURE(c.at("name").get<std::string>());
         const Embeddings input = c.contains("input") ? parse_embeddings(c.at("input").dump(), "golden") : builtin_embeddings();
         const Trace trace = walk_of(config_of(c.at("args")), input);
-        std::set<std::string> exact;
-        for (const auto& e : c.at("exact")) exact.insert(e.get<std::string>());
-        for (const auto& [id, expected] : c.at("expect").items()) {
-            CAPTURE(id);
-            const Step* got = nullptr;
+        test::check_golden_case(c, [&](const std::string& id) -> std::optional<test::GotStep> {
             for (const Step& s : trace.steps)
-                if (s.id == id) got = &s;
-            REQUIRE_MESSAGE(got != nullptr, "missing step " << id);
-            CHECK(got->tensor.shape == expected.at("shape").get<std::vector<std::size_t>>());
-            const auto want = expected.at("data").get<std::vector<double>>();
-            if (exact.count(id)) {
-                REQUIRE(got->tensor.data.size() == want.size());
-                for (std::size_t i = 0; i < want.size(); ++i) CHECK(got->tensor.data[i] == static_cast<float>(want[i]));
-            } else {
-                CHECK_CLOSE_ALL(got->tensor.data, want, 1e-5);
-            }
-        }
+                if (s.id == id) return test::GotStep{s.tensor.shape, std::vector<double>(s.tensor.data.begin(), s.tensor.data.end())};
+            return std::nullopt;
+        });
         ++cases;
     }
     CHECK(cases > 0);
@@ -137,6 +198,12 @@ TEST_SUITE("walk") {
     TEST_CASE("walk.single_head_walks_match_pytorch") { check_file("single_head.json"); }
     TEST_CASE("walk.dropout_matches_pytorch") { check_file("dropout.json"); }
     TEST_CASE("walk.mha_matches_pytorch") { check_file("mha.json"); }
+    TEST_CASE("walk.mha_beyond_matches_pytorch") { check_file("mha_beyond.json"); }
+    TEST_CASE("walk.kvcache_matches_pytorch") { check_file("kvcache.json"); }
+    TEST_CASE("walk.rope_matches_pytorch") { check_file("rope.json"); }
+    TEST_CASE("walk.flash_matches_pytorch") { check_file("flash.json"); }
+    TEST_CASE("walk.sdpa_matches_pytorch") { check_file("sdpa.json"); }
+    TEST_CASE("walk.params_matches_pytorch") { check_file("params.json"); }
 
     TEST_CASE("walk.blocked_mha_summary_matches_the_full_forward") {
         // 150 tokens, 4 heads: the blocked path (a summary) against the full forward.

@@ -1,0 +1,152 @@
+// The decoder (model/decoder.hpp) and the GPT-2 mapping, called as library functions:
+// the model lesson against the PyTorch goldens of the book's GPTModel, and the decoder's
+// own promises (the tap's order, the cache, the two attention paths).
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/lessons/lessons.hpp"
+#include "attnwalk/model/loaded.hpp"
+#include "golden.hpp"
+
+using namespace attnwalk;
+using nlohmann::json;
+
+namespace {
+
+const char* const tiny = "tests/data/tiny_gpt2_hf_f32.safetensors";  // C 16, 2 layers, vocab 50, 4 heads given
+
+std::vector<std::size_t> ids_of(const std::string& text) {
+    std::vector<std::size_t> ids;
+    std::stringstream in(text);
+    for (std::string id; std::getline(in, id, ',');) ids.push_back(std::stoul(id));
+    return ids;
+}
+
+// Records every point the forward hands over, and whether attention came in full.
+class Listen : public DecoderTap {
+public:
+    explicit Listen(bool keep) : keep_(keep) {}
+    bool keeps_attention(std::size_t) const override { return keep_; }
+    void embeddings(const Cube&, const Cube&, const Cube&) override { heard.push_back("embeddings"); }
+    void attention(std::size_t l, const Forward& f) override {
+        heard.push_back("attention" + std::to_string(l) + " " + std::to_string(f.kh.shape(2)) + " keys");
+    }
+    void block(std::size_t l, BlockPoint p, const Cube&) override {
+        heard.push_back(std::to_string(l) + ":" + std::to_string(static_cast<int>(p)));
+    }
+    std::vector<std::string> heard;
+
+private:
+    bool keep_;
+};
+
+float max_diff(const Mat& a, const Mat& b) {
+    float d = 0.0f;
+    for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(a.data()[i] - b.data()[i]));
+    return d;
+}
+
+}  // namespace
+
+TEST_SUITE("model") {
+    TEST_CASE("model.gpt2_lesson_matches_pytorch") {
+        std::size_t cases = 0;
+        for (const auto& c : test::golden_cases("gpt2.json")) {
+            CAPTURE(c.at("name").get<std::string>());
+            std::string path;
+            std::optional<std::size_t> heads;
+            std::vector<std::size_t> ids;
+            ModelSpec spec;
+            const json& args = c.at("args");
+            for (std::size_t i = 1; i < args.size(); ++i) {
+                const std::string a = args.at(i).get<std::string>();
+                const auto next = [&] { return args.at(++i).get<std::string>(); };
+                if (a == "--model") path = test::source_path(next().substr(6));  // @SRC@/…
+                else if (a == "--heads") heads = std::stoul(next());
+                else if (a == "--ids") ids = ids_of(next());
+                else if (a == "--layer") spec.layer = std::stoul(next());
+                else if (a == "--generate") spec.generate = std::stoul(next());
+                else FAIL("the golden uses an option this test does not read: " << a);
+            }
+            std::vector<std::string> tokens;
+            for (std::size_t id : ids) tokens.push_back("#" + std::to_string(id));
+            const Trace trace = walk_model(load_gpt2(path, heads), ids, tokens, spec, {});
+            test::check_golden_case(c, [&](const std::string& id) -> std::optional<test::GotStep> {
+                for (const Step& s : trace.steps)
+                    if (s.id == id) return test::GotStep{s.tensor.shape, std::vector<double>(s.tensor.data.begin(), s.tensor.data.end())};
+                return std::nullopt;
+            });
+            ++cases;
+        }
+        CHECK(cases > 0);
+    }
+
+    TEST_CASE("model.gpt2_is_a_decoder_configuration") {
+        const Model m = load_gpt2(test::source_path(tiny), 4);
+        const DecoderConfig& c = m->weights.config;
+        CHECK(c.family == "gpt2");
+        CHECK(c.norm == NormKind::layer_norm);
+        CHECK(c.mlp == MlpKind::gelu_tanh);
+        CHECK(c.positions == PositionKind::learned);
+        CHECK(c.tied_head);
+        CHECK(c.heads == 4);
+        CHECK(c.head_size() * c.heads == c.width);
+        REQUIRE(m->weights.blocks.size() == c.layers);
+        CHECK(m->weights.blocks[0].up.out() == 4 * c.width);
+        CHECK(m->weights.blocks[0].attn.query.ext != nullptr);  // F32: read where it lies
+    }
+
+    TEST_CASE("model.the_tap_hears_each_block_in_data_flow_order") {
+        const Model m = load_gpt2(test::source_path(tiny), 4);
+        Listen full(true), blocked(false);
+        (void)decoder_forward(m->weights, {1, 2, 3}, nullptr, &full);
+        (void)decoder_forward(m->weights, {1, 2, 3}, nullptr, &blocked);
+        const std::vector<std::string> layer0 = {"0:0", "attention0 3 keys", "0:1", "0:2", "0:3", "0:4", "0:5", "0:6"};
+        REQUIRE(full.heard.size() == 1 + 2 * layer0.size());
+        CHECK(full.heard[0] == "embeddings");
+        CHECK(std::equal(layer0.begin(), layer0.end(), full.heard.begin() + 1));
+        // the blocked path keeps no attention to hand over
+        CHECK(std::none_of(blocked.heard.begin(), blocked.heard.end(), [](const std::string& s) { return s.rfind("attention", 0) == 0; }));
+    }
+
+    TEST_CASE("model.decoding_with_the_cache_equals_the_whole_sequence") {
+        const Model m = load_gpt2(test::source_path(tiny), 4);
+        const std::vector<std::size_t> ids = {5, 17, 3, 42, 8, 1};
+        Listen keep(true);
+        const Cube whole = decoder_forward(m->weights, ids, nullptr, &keep);
+        const Mat expected = decoder_logits(m->weights, whole, ids.size() - 1);
+        DecoderCache cache = make_cache(m->weights.config);
+        (void)decoder_forward(m->weights, {ids.begin(), ids.begin() + 3}, &cache, nullptr);  // a prompt of 3 (blocked path)
+        Cube last;
+        for (std::size_t t = 3; t < ids.size(); ++t) {
+            Listen step(false);
+            last = decoder_forward(m->weights, {ids[t]}, &cache, &step);
+            CHECK(step.heard[2] == "attention0 " + std::to_string(t + 1) + " keys");  // the cache grew by one
+        }
+        CHECK(cache.tokens() == ids.size());
+        CHECK(cache.bytes(4) == doctest::Approx(2.0 * 4.0 * static_cast<double>(ids.size() * m->weights.config.width * m->weights.config.layers)));
+        CHECK(max_diff(decoder_logits(m->weights, last, 0), expected) <= 1e-5f);
+    }
+
+    TEST_CASE("model.the_blocked_and_the_full_attention_agree") {
+        const Model m = load_gpt2(test::source_path(tiny), 4);
+        const std::vector<std::size_t> ids = {9, 8, 7, 6, 5, 4, 3, 2};
+        Listen full(true);
+        const Mat a = decoder_logits(m->weights, decoder_forward(m->weights, ids, nullptr, &full), ids.size() - 1);
+        const Mat b = decoder_logits(m->weights, decoder_forward(m->weights, ids, nullptr, nullptr), ids.size() - 1);
+        CHECK(max_diff(a, b) <= 1e-5f);
+    }
+
+    TEST_CASE("model.prompts_are_checked") {
+        const Model m = load_gpt2(test::source_path(tiny), 4);
+        const DecoderConfig& c = m->weights.config;
+        CHECK_THROWS_WITH_AS(check_prompt(c, {}, 0), "no tokens to run", UsageError);
+        CHECK_THROWS_WITH_AS(check_prompt(c, {c.vocab}, 0), doctest::Contains("is out of range"), UsageError);
+        CHECK_THROWS_WITH_AS(check_prompt(c, {1}, c.context), doctest::Contains("the model's context is"), UsageError);
+        CHECK_NOTHROW(check_prompt(c, {1, 2}, c.context - 2));
+    }
+}

@@ -6,28 +6,11 @@
 #include <xtensor/xview.hpp>
 
 #include "attnwalk/errors.hpp"
-#include "attnwalk/ops/activations.hpp"
 #include "attnwalk/ops/blocked_attention.hpp"
-#include "attnwalk/ops/norms.hpp"
 
 namespace attnwalk {
 
 namespace {
-
-Cube normalise(const DecoderConfig& c, const Norm& n, const Cube& x) {
-    switch (c.norm) {
-        case NormKind::layer_norm: return layer_norm(x, n.scale, n.shift, c.norm_eps);
-    }
-    throw std::logic_error("unknown norm kind");
-}
-
-// The MLP's hidden layer (1,T,hidden), before `down`.
-Cube mlp_hidden(const DecoderConfig& c, const BlockWeights& b, const Cube& m) {
-    switch (c.mlp) {
-        case MlpKind::gelu_tanh: return gelu_tanh(project(m, b.up));
-    }
-    throw std::logic_error("unknown MLP kind");
-}
 
 // The attention of one block on a = norm_1(x) (1,T,C): the blocked path when the tap
 // keeps nothing of it and no cache came before; else the one forward, on the cache.
@@ -93,22 +76,22 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
     t.embeddings(tok, pos, x);
     for (std::size_t l = 0; l < c.layers; ++l) {
         const BlockWeights& b = w.blocks[l];
-        const Cube a = normalise(c, b.norm_1, x);  // (1,T,C)
+        const Cube a = normalise(x, b.norm_1, c.norm, c.norm_eps);  // (1,T,C)
         t.block(l, BlockPoint::norm_1, a);
         const Cube attn = block_attention(b, l, a, p0, cache ? &cache->layers[l] : nullptr, t);  // (1,T,C)
         t.block(l, BlockPoint::attention, attn);
         x = x + attn;
         t.block(l, BlockPoint::residual_1, x);
-        const Cube m = normalise(c, b.norm_2, x);  // (1,T,C)
+        const Cube m = normalise(x, b.norm_2, c.norm, c.norm_eps);  // (1,T,C)
         t.block(l, BlockPoint::norm_2, m);
-        const Cube hidden = mlp_hidden(c, b, m);  // (1,T,hidden)
+        const Cube hidden = mlp_hidden(m, c.mlp, b.up);  // (1,T,hidden)
         t.block(l, BlockPoint::mlp_hidden, hidden);
         const Cube mlp = project(hidden, b.down);  // (1,T,C)
         t.block(l, BlockPoint::mlp, mlp);
         x = x + mlp;
         t.block(l, BlockPoint::residual_2, x);
     }
-    return normalise(c, w.final_norm, x);
+    return normalise(x, w.final_norm, c.norm, c.norm_eps);
 }
 
 Mat decoder_logits(const DecoderWeights& w, const Cube& final_x, std::size_t row) {

@@ -1,6 +1,7 @@
 #include "attnwalk/ops/norms.hpp"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "attnwalk/errors.hpp"
 
@@ -23,6 +24,13 @@ Cube layer_norm(const Cube& x, const Vec& scale, const Vec& shift, float eps) {
         for (std::size_t c = 0; c < C; ++c) out[c] = (in[c] - mean) * inv * scale(c) + shift(c);
     }
     return y;
+}
+
+Cube normalise(const Cube& x, const Norm& norm, NormKind kind, float eps) {
+    switch (kind) {
+        case NormKind::layer_norm: return layer_norm(x, norm.scale, norm.shift, eps);
+    }
+    throw std::logic_error("unknown norm kind");
 }
 
 }  // namespace attnwalk

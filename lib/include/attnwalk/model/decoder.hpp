@@ -14,16 +14,17 @@
 #include <string>
 #include <vector>
 
+#include "attnwalk/ops/activations.hpp"
 #include "attnwalk/ops/attention.hpp"
 #include "attnwalk/ops/kv_cache.hpp"
 #include "attnwalk/ops/linear.hpp"
+#include "attnwalk/ops/norms.hpp"
 
 namespace attnwalk {
 
-// What a family chooses. Each kind has the one value GPT-2 needs today; a family adds its
-// own value and the branch in decoder.cpp (docs/architecture.md: how to add a family).
-enum class NormKind { layer_norm };        // nn.LayerNorm: scale and shift
-enum class MlpKind { gelu_tanh };          // down(GELU_tanh(up(x)))
+// What a family chooses. Each kind has the one value GPT-2 needs today (NormKind:
+// ops/norms.hpp, MlpKind: ops/activations.hpp); a family adds its own value and the
+// branch (docs/architecture.md: how to add a family).
 enum class PositionKind { learned };       // a table of position embeddings added to the tokens
 
 struct DecoderConfig {
@@ -37,10 +38,6 @@ struct DecoderConfig {
     bool tied_head = true;  // the logits use the token embeddings (else DecoderWeights::head)
 
     std::size_t head_size() const { return heads ? width / heads : 0; }  // d_h
-};
-
-struct Norm {
-    Vec scale, shift;  // (C)
 };
 
 struct BlockWeights {

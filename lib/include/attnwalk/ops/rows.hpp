@@ -23,7 +23,7 @@ void for_each_row(xt::xtensor<float, N>& t, Fn&& fn) {
 // that row sums, Σ ω and exp(ω)/Σ exp(ω) come out bit for bit as torch.sum gives them: a row
 // shorter than 8 is summed as 4 interleaved partial sums, a longer one as 8-lane vectors,
 // 4 of them interleaved, in a cascade that adds only partial sums of similar size; the
-// tail and then the lanes come last (torch_sum.cpp).
+// tail and then the lanes come last (rows.cpp).
 float sum_of(const float* row, std::size_t n);
 
 // max over a row; −∞ for a row that is entirely −∞

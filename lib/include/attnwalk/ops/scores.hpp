@@ -5,11 +5,8 @@
 
 namespace attnwalk {
 
-// Divides every score by `scale` (√d_k for scaled dot-product attention).
+// Divides every score by `scale` (√d_k for scaled dot-product attention). N = 1…4.
 template <std::size_t N>
-xt::xtensor<float, N> scale_scores(const xt::xtensor<float, N>& scores, float scale) {
-    xt::xtensor<float, N> out = scores / scale;  // a division, as PyTorch's `scores / d_k**0.5`
-    return out;
-}
+xt::xtensor<float, N> scale_scores(const xt::xtensor<float, N>& scores, float scale);
 
 }  // namespace attnwalk

@@ -4,6 +4,7 @@
 //   normalise_by_sum   w = s / Σs            (breaks for negative or zero-sum scores)
 //   softmax_naive      w = exp(s) / Σexp(s)  (overflows to inf/NaN for large scores)
 //   softmax            w = exp(s − max s) / Σexp(s − max s)   (what torch.softmax does)
+// Each for tensors of rank N = 1…4 (softmax.cpp).
 #pragma once
 
 #include <cmath>
@@ -14,23 +15,11 @@
 namespace attnwalk {
 
 template <std::size_t N>
-xt::xtensor<float, N> normalise_by_sum(xt::xtensor<float, N> s) {
-    for_each_row(s, [](float* row, std::size_t n) {
-        const float sum = sum_of(row, n);
-        for (std::size_t j = 0; j < n; ++j) row[j] /= sum;
-    });
-    return s;
-}
+xt::xtensor<float, N> normalise_by_sum(xt::xtensor<float, N> s);
 
+// torch.exp(x) / torch.exp(x).sum(dim=-1)
 template <std::size_t N>
-xt::xtensor<float, N> softmax_naive(xt::xtensor<float, N> s) {
-    for_each_row(s, [](float* row, std::size_t n) {  // torch.exp(x) / torch.exp(x).sum(dim=-1)
-        for (std::size_t j = 0; j < n; ++j) row[j] = std::exp(row[j]);
-        const float sum = sum_of(row, n);
-        for (std::size_t j = 0; j < n; ++j) row[j] /= sum;
-    });
-    return s;
-}
+xt::xtensor<float, N> softmax_naive(xt::xtensor<float, N> s);
 
 // The numbers a stable softmax of one row computes on the way (one cell written out shows them).
 struct RowSoftmax {
@@ -51,19 +40,10 @@ inline RowSoftmax softmax_row(float* row, std::size_t n) {
 }
 
 template <std::size_t N>
-xt::xtensor<float, N> softmax(xt::xtensor<float, N> s) {
-    for_each_row(s, [](float* row, std::size_t n) { softmax_row(row, n); });
-    return s;
-}
+xt::xtensor<float, N> softmax(xt::xtensor<float, N> s);
 
 // s − max(row): what the stable softmax exponentiates (every row's largest value becomes 0).
 template <std::size_t N>
-xt::xtensor<float, N> shift_by_row_max(xt::xtensor<float, N> s) {
-    for_each_row(s, [](float* row, std::size_t n) {
-        const float max = max_of(row, n);
-        for (std::size_t j = 0; j < n; ++j) row[j] -= max;
-    });
-    return s;
-}
+xt::xtensor<float, N> shift_by_row_max(xt::xtensor<float, N> s);
 
 }  // namespace attnwalk

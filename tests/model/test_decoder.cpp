@@ -9,7 +9,7 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/lessons/lessons.hpp"
-#include "attnwalk/model/loaded.hpp"
+#include "attnwalk/model/decoder.hpp"
 #include "golden.hpp"
 
 using namespace attnwalk;

@@ -9,7 +9,7 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/lessons/recorder.hpp"
-#include "attnwalk/model/loaded.hpp"
+#include "attnwalk/model/decoder.hpp"
 #include "attnwalk/ops/sampling.hpp"
 #include "steps.hpp"
 

@@ -8,7 +8,7 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/safetensors.hpp"
-#include "attnwalk/model/loaded.hpp"
+#include "attnwalk/model/decoder.hpp"
 
 namespace attnwalk {
 

@@ -19,6 +19,7 @@
 #include "attnwalk/ops/kv_cache.hpp"
 #include "attnwalk/ops/linear.hpp"
 #include "attnwalk/ops/norms.hpp"
+#include "attnwalk/model/model.hpp"
 
 namespace attnwalk {
 
@@ -54,6 +55,16 @@ struct DecoderWeights {
     Norm final_norm;
     Linear head;           // untied head (V×C, nn.Linear's layout); unused when tied
     const Linear& output_head() const { return config.tied_head ? embed : head; }
+};
+
+class SafeTensors;
+
+// A model read from its checkpoint (model.hpp's Model points at one): what it says of
+// itself, its decoder weights, and the mapped file the weights may point into.
+struct LoadedModel {
+    ModelInfo info;
+    DecoderWeights weights;
+    std::shared_ptr<const SafeTensors> file;  // keeps the weights read in place valid
 };
 
 // Where in a block the forward hands a tensor (1,T,C) to the tap.

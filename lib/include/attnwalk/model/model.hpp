@@ -21,7 +21,7 @@ struct ModelInfo {
     bool heads_inferred = true;
 };
 
-struct LoadedModel;  // model/loaded.hpp: the info, the DecoderWeights, the mapped file
+struct LoadedModel;  // model/decoder.hpp: the info, the DecoderWeights, the mapped file
 using Model = std::shared_ptr<const LoadedModel>;
 const ModelInfo& info_of(const LoadedModel& model);
 

@@ -45,7 +45,13 @@ Cube project(const Cube& x, const Linear& layer) {
     } else {
         out = matmul_each(x, layer.w);  // (B,T,d_out)
     }
-    if (layer.b.size() != 0) out += xt::view(layer.b, xt::newaxis(), xt::newaxis(), xt::all());
+    if (layer.b.size() != 0) {  // + b on every row (a plain loop: xtensor's broadcast is far slower here)
+        const std::size_t n = layer.b.size(), rows = out.size() / n;
+        const float* b = layer.b.data();
+        float* y = out.data();
+        for (std::size_t r = 0; r < rows; ++r, y += n)
+            for (std::size_t c = 0; c < n; ++c) y[c] += b[c];
+    }
     return out;
 }
 

@@ -32,6 +32,27 @@ TEST_SUITE("contract") {
         CHECK_MESSAGE(found.empty(), "lib/ speaks of the math and takes values; the flags are app/'s:\n" << found);
     }
 
+    TEST_CASE("contract.ops_and_model_compute_and_write_no_text") {
+        // ops/ and model/ hand numbers on; only lessons/ records, titles and names steps.
+        const std::regex narrating(R"(lessons/|Recorder|\bStep\b|set_param|\.title\b|\.note\b)");
+        std::string found;
+        std::size_t files = 0;
+        for (const char* dir : {"lib/src/ops", "lib/src/model", "lib/include/attnwalk/ops", "lib/include/attnwalk/model"})
+            for (const auto& entry : fs::recursive_directory_iterator(test::source_path(dir))) {
+                if (!entry.is_regular_file()) continue;
+                ++files;
+                std::ifstream in(entry.path());
+                std::size_t n = 0;
+                for (std::string line; std::getline(in, line);) {
+                    ++n;
+                    const std::string code = line.substr(0, line.find("//"));  // comments may speak of lessons
+                    if (std::regex_search(code, narrating)) found += entry.path().string() + ":" + std::to_string(n) + ": " + line + "\n";
+                }
+            }
+        CHECK(files > 30);
+        CHECK_MESSAGE(found.empty(), "ops/ and model/ compute; recording steps is the lessons' work:\n" << found);
+    }
+
     TEST_CASE("contract.catalogue_is_what_docs_json_md_documents") {
         // Every `id` in the first column of the tables under "## Step ids by command".
         std::ifstream in(test::source_path("docs/json.md"));

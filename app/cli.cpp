@@ -19,7 +19,8 @@
 #include "output_file.hpp"
 #include "printable.hpp"
 #include "selection.hpp"
-#include "render.hpp"
+#include "render_json.hpp"
+#include "render_text.hpp"
 
 namespace attnwalk::app {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "render.hpp"
+#include "render_text.hpp"
 
 namespace attnwalk::app {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "render.hpp"
+#include "render_json.hpp"
 
 namespace attnwalk::app {
 

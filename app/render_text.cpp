@@ -8,7 +8,8 @@
 
 #include "attnwalk/errors.hpp"
 #include "heatmap.hpp"
-#include "render.hpp"
+#include "render_text.hpp"
+#include "render_torch.hpp"
 #include "text.hpp"
 
 namespace attnwalk::app {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "render.hpp"
+#include "render_torch.hpp"
 
 namespace attnwalk::app {
 

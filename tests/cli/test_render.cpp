@@ -3,7 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "render.hpp"
+#include "render_json.hpp"
+#include "render_text.hpp"
+#include "render_torch.hpp"
 #include "test_util.hpp"
 
 namespace {

@@ -1,26 +1,17 @@
-// Renderers: views of one trace. They format; they never compute.
+// The text view of a trace (tables, heatmaps) and its --svg picture. They format; they
+// never compute.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <ostream>
 #include <string>
-
-#include <functional>
 #include <vector>
 
 #include "attnwalk/trace.hpp"
+#include "section.hpp"
 
 namespace attnwalk::app {
-
-// One part of `attnwalk walkthrough`: a command line of the chapter, its trace, and what
-// it teaches.
-struct Section {
-    std::string id;           // scores, softmax, context, projections, causal, dropout, mha
-    std::string title;
-    std::string explanation;  // one paragraph
-    std::string formula;      // the section's math in one line
-    std::string args;         // the subcommand and options that rerun this section alone
-    Trace trace;
-};
 
 enum class Palette { none, ansi256, truecolor };  // none: Unicode shade blocks
 
@@ -39,13 +30,6 @@ struct TextOptions {
 // index and how many there are. Returning false stops the output there.
 using BeforeItem = std::function<bool(std::size_t item, std::size_t items)>;
 void render_text(const Trace& trace, const TextOptions& options, std::ostream& out, const BeforeItem& before_item = {});
-// How --json writes inf, −∞ and NaN: as the strings "inf", "-inf", "nan" (the default),
-// as null, or as Python's literals Infinity, -Infinity, NaN (not JSON, but what
-// json.loads reads, so that torch.tensor(json.loads(...)) works).
-enum class NonFinite { string, null, literal };
-
-void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite = NonFinite::string);
-
 // --svg: the heatmap of a token×token step, one panel per head of batch element 0: the
 // step `step_id` (--svg-step), or the final weights (weights_dropped, else weights, else
 // the last token×token step). Throws UsageError when there is none (e.g. with --query).
@@ -60,10 +44,5 @@ enum class PauseAnswer { go_on, next_screen, stop };
 using Pause = std::function<PauseAnswer(const std::string& next)>;
 void render_text(const std::vector<Section>& sections, const TextOptions& options, const std::string& rerun_suffix,
                  const Pause& pause, std::ostream& out);
-void render_json(const std::vector<Section>& sections, std::ostream& out, NonFinite non_finite = NonFinite::string);
-
-// A tensor the way PyTorch 1.13 prints it (`repr(t)` of a float32 CPU tensor, default
-// print options): "tensor([[0.2098, 0.2006, ...]])".
-std::string torch_repr(const Tensor& tensor);
 
 }  // namespace attnwalk::app

@@ -1,0 +1,21 @@
+// The --json view of a trace: the public contract of docs/json.md.
+#pragma once
+
+#include <ostream>
+#include <vector>
+
+#include "attnwalk/trace.hpp"
+#include "section.hpp"
+
+namespace attnwalk::app {
+
+// How --json writes inf, −∞ and NaN: as the strings "inf", "-inf", "nan" (the default),
+// as null, or as Python's literals Infinity, -Infinity, NaN (not JSON, but what
+// json.loads reads, so that torch.tensor(json.loads(...)) works).
+enum class NonFinite { string, null, literal };
+
+void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite = NonFinite::string);
+
+void render_json(const std::vector<Section>& sections, std::ostream& out, NonFinite non_finite = NonFinite::string);
+
+}  // namespace attnwalk::app

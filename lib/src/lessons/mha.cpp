@@ -13,123 +13,107 @@ namespace attnwalk {
 
 using namespace steps;
 
-Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& spec, const Recording& recording) {
-    if (!weights) throw UsageError("multi-head attention needs weights");
-    check_draw(spec.dropout);
-    check_explain(spec.explain, 0, 1, input.tokens_count());
-    if (spec.explain_head >= weights->heads)
-        throw UsageError("head " + std::to_string(spec.explain_head) + " is out of range: there are " +
-                         std::to_string(weights->heads) + " heads");
-    const AttentionWeights& w = *weights;
-    const bool stacked = w.layout == HeadLayout::stacked;
-    const std::size_t H = w.heads, G = w.key_heads();
-    check_head_shape(w.width(), H, w.kv_heads);
-    if (spec.window && *spec.window < 1) throw UsageError("the window must be at least 1 token");
-    Trace trace = start_trace("mha", input, &w);
-    trace.set_param("variant", std::string(stacked ? "wrapper" : w.combined ? "combined-qkv" : "fused"));
-    trace.set_param("heads", static_cast<unsigned long long>(H));
-    if (G != H) trace.set_param("kv_heads", static_cast<unsigned long long>(G));
-    trace.set_param("causal", spec.causal);
-    if (spec.window) trace.set_param("window", static_cast<unsigned long long>(*spec.window));
-    trace.set_param("dropout", spec.dropout.p);
-    Recorder rec(trace);
-    const Cube x = cube_from_trace(input.x);
-    const std::size_t B = x.shape(0), T = x.shape(1), d_out = w.width(), d_h = w.head_size(), d_in = w.d_in();
-    const std::size_t d_kv = G * d_h;
+namespace {
 
-    // ---- the parameters, in PyTorch's construction order ---------------------------------
-    if (stacked) {
-        for (std::size_t h = 0; h < H; ++h)
+// The parameters, in PyTorch's construction order.
+void record_mha_parameters(Recorder& rec, const AttentionWeights& w) {
+    if (w.layout == HeadLayout::stacked) {
+        for (std::size_t h = 0; h < w.heads; ++h)
             record_parameters(rec, w.head_columns(w.query, h), w.head_columns(w.key, h), w.head_columns(w.value, h),
                               "head" + std::to_string(h) + ".", " of head " + std::to_string(h));
+        return;
+    }
+    if (w.combined) {
+        rec.add_plain("W_qkv", "W_qkv: W_query | W_key | W_value in one layer (d_in×3·d_out, x·W layout)", "W_qkv",
+                      to_trace(Mat(xt::concatenate(xt::xtuple(w.query.matrix(), w.key.matrix(), w.value.matrix()), 1))),
+                      {Axis::feature, Axis::feature})
+            .kind = StepKind::parameter;
+        if (w.query.b.size() != 0)
+            rec.add_plain("b_qkv", "b_qkv: b_query | b_key | b_value", "b_qkv",
+                          to_trace(Vec(xt::concatenate(xt::xtuple(w.query.b, w.key.b, w.value.b), 0))), {Axis::feature})
+                .kind = StepKind::parameter;
     } else {
-        if (w.combined) {
-            rec.add_plain("W_qkv", "W_qkv: W_query | W_key | W_value in one layer (d_in×3·d_out, x·W layout)", "W_qkv",
-                          to_trace(Mat(xt::concatenate(xt::xtuple(w.query.matrix(), w.key.matrix(), w.value.matrix()), 1))),
-                          {Axis::feature, Axis::feature})
-                .kind = StepKind::parameter;
-            if (w.query.b.size() != 0)
-                rec.add_plain("b_qkv", "b_qkv: b_query | b_key | b_value", "b_qkv",
-                              to_trace(Vec(xt::concatenate(xt::xtuple(w.query.b, w.key.b, w.value.b), 0))), {Axis::feature})
-                    .kind = StepKind::parameter;
-        } else {
-            record_parameters(rec, w.query, w.key, w.value, "", "");
-        }
-        if (w.out_proj) {
-            rec.add_plain("out_proj.weight", "out_proj weight (d_out×d_out, x·W layout)", "W_o", to_trace(w.out_proj->matrix()),
-                          {Axis::feature, Axis::feature})
-                .kind = StepKind::parameter;
-            rec.add_plain("out_proj.bias", "out_proj bias", "b_o", to_trace(w.out_proj->b), {Axis::feature}).kind =
-                StepKind::parameter;
-        }
+        record_parameters(rec, w.query, w.key, w.value, "", "");
     }
+    record_out_proj(rec, w);
+}
 
-    // ---- the titles, one set for both paths ------------------------------------------------
-    const std::string Hs = std::to_string(H), dhs = std::to_string(d_h), Gs = std::to_string(G);
+// The titles and formulas both paths share.
+struct MhaWords {
+    std::string weights_title, weights_formula, context_formula, output_title, output_formula, q_split_title;
+};
+MhaWords mha_words(const AttentionWeights& w, const MhaSpec& spec) {
+    const std::string dhs = std::to_string(w.head_size());
     const bool masking = spec.causal || spec.window;
-    const std::string weights_title = std::string(spec.window ? "Sliding-window attention" : spec.causal ? "Causal attention" : "Attention") +
-                                      " weights of every head";
-    const std::string weights_formula = std::string("A_h = softmax(") + (masking ? "masked " : "") + "ω_h / √" + dhs + ")";
-    const std::string context_formula = stacked ? "Z = concat(Z_0, …, Z_H−1)" : "Z = Z.transpose(1, 2).view(B, T, d_out)";
-    const std::string output_title = w.out_proj ? "Output projection of the concatenated heads"
-                                                : "Output: the concatenation (the wrapper has no out_proj)";
-    const std::string output_formula = w.out_proj ? "Y = Z·W_o + b_o" : "Y = Z";
-    const std::string q_split_title = "Queries split into " + Hs + " heads of " + dhs + " columns";
+    MhaWords m;
+    m.weights_title = std::string(spec.window ? "Sliding-window attention" : spec.causal ? "Causal attention" : "Attention") +
+                      " weights of every head";
+    m.weights_formula = std::string("A_h = softmax(") + (masking ? "masked " : "") + "ω_h / √" + dhs + ")";
+    m.context_formula = w.layout == HeadLayout::stacked ? "Z = concat(Z_0, …, Z_H−1)" : "Z = Z.transpose(1, 2).view(B, T, d_out)";
+    m.output_title = w.out_proj ? "Output projection of the concatenated heads" : "Output: the concatenation (the wrapper has no out_proj)";
+    m.output_formula = w.out_proj ? "Y = Z·W_o + b_o" : "Y = Z";
+    m.q_split_title = "Queries split into " + std::to_string(w.heads) + " heads of " + dhs + " columns";
+    return m;
+}
 
-    if (mha_blocked(w.layout, spec, recording) && w.out_proj && G == H) {  // a summary: blocked and fused, no T×T tensor kept
-        rec.restart_clock();
-        const fast::BlockedResult r = fast::blocked_attention(x, w, spec.causal);
-        rec.add_summary("queries", "Queries for all heads at once", "Q = X·W_query", {T, d_out}, B, tokens_features, r.queries)
-            .seconds = r.seconds.query;
-        rec.add_summary("keys", "Keys for all heads at once", "K = X·W_key", {T, d_out}, B, tokens_features, r.keys).seconds =
-            r.seconds.key;
-        rec.add_summary("values", "Values for all heads at once", "V = X·W_value", {T, d_out}, B, tokens_features, r.values)
-            .seconds = r.seconds.value;
-        rec.add_summary("queries_split", q_split_title, "Q.view(B, T, H, d_h).transpose(1, 2)", {H, T, d_h}, B,
-                        head_tokens_features, r.queries)
+// A summary at model size: the blocked, fused path; no T×T tensor is ever held.
+void record_blocked(Recorder& rec, const Cube& x, const AttentionWeights& w, const MhaSpec& spec, const MhaWords& words) {
+    const std::size_t B = x.shape(0), T = x.shape(1), H = w.heads, d_out = w.width(), d_h = w.head_size();
+    const MhaWords& m = words;
+    rec.restart_clock();
+    const fast::BlockedResult r = fast::blocked_attention(x, w, spec.causal);
+    rec.add_summary("queries", "Queries for all heads at once", "Q = X·W_query", {T, d_out}, B, tokens_features, r.queries)
+        .seconds = r.seconds.query;
+    rec.add_summary("keys", "Keys for all heads at once", "K = X·W_key", {T, d_out}, B, tokens_features, r.keys).seconds =
+        r.seconds.key;
+    rec.add_summary("values", "Values for all heads at once", "V = X·W_value", {T, d_out}, B, tokens_features, r.values)
+        .seconds = r.seconds.value;
+    rec.add_summary("queries_split", m.q_split_title, "Q.view(B, T, H, d_h).transpose(1, 2)", {H, T, d_h}, B,
+                    head_tokens_features, r.queries)
+        .seconds = 0.0;
+    rec.add_summary("keys_split", "Keys split into heads", "K.view(B, T, H, d_h).transpose(1, 2)", {H, T, d_h}, B,
+                    head_tokens_features, r.keys)
+        .seconds = 0.0;
+    rec.add_summary("values_split", "Values split into heads", "V.view(B, T, H, d_h).transpose(1, 2)", {H, T, d_h}, B,
+                    head_tokens_features, r.values)
+        .seconds = 0.0;
+    rec.add_summary("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", {H, T, T}, B, head_tokens_tokens, r.scores).seconds =
+        r.seconds.scores;
+    if (spec.causal)
+        rec.add_summary("mask", "The causal mask, shared by every head", "M = tril(ones(T, T))", {T, T}, B, tokens_tokens,
+                        r.mask, false)
             .seconds = 0.0;
-        rec.add_summary("keys_split", "Keys split into heads", "K.view(B, T, H, d_h).transpose(1, 2)", {H, T, d_h}, B,
-                        head_tokens_features, r.keys)
-            .seconds = 0.0;
-        rec.add_summary("values_split", "Values split into heads", "V.view(B, T, H, d_h).transpose(1, 2)", {H, T, d_h}, B,
-                        head_tokens_features, r.values)
-            .seconds = 0.0;
-        rec.add_summary("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", {H, T, T}, B, head_tokens_tokens, r.scores).seconds =
-            r.seconds.scores;
-        if (spec.causal)
-            rec.add_summary("mask", "The causal mask, shared by every head", "M = tril(ones(T, T))", {T, T}, B, tokens_tokens,
-                            r.mask, false)
-                .seconds = 0.0;
-        if (spec.causal) rec.mask_from_here(CellMask{});
-        rec.add_summary("weights", weights_title, weights_formula, {H, T, T}, B, head_tokens_tokens, r.weights).seconds =
-            r.seconds.softmax;
-        rec.add_summary("head_outputs", "Each head's context vectors", "Z_h = A_h·V_h", {H, T, d_h}, B, head_tokens_features,
-                        r.head_outputs)
-            .seconds = r.seconds.values;
-        rec.add_summary("context", "Heads concatenated along the features", context_formula, {T, d_out}, B, tokens_features,
-                        r.head_outputs)
-            .seconds = 0.0;
-        Step& out = rec.add_summary("output", output_title, output_formula, {T, d_out}, B, tokens_features, r.output_summary);
-        out.seconds = r.seconds.output;
-        out.tensor.data = r.output;
-        return finish(std::move(trace), recording);
-    }
+    if (spec.causal) rec.mask_from_here(CellMask{});
+    rec.add_summary("weights", m.weights_title, m.weights_formula, {H, T, T}, B, head_tokens_tokens, r.weights).seconds =
+        r.seconds.softmax;
+    rec.add_summary("head_outputs", "Each head's context vectors", "Z_h = A_h·V_h", {H, T, d_h}, B, head_tokens_features,
+                    r.head_outputs)
+        .seconds = r.seconds.values;
+    rec.add_summary("context", "Heads concatenated along the features", m.context_formula, {T, d_out}, B, tokens_features,
+                    r.head_outputs)
+        .seconds = 0.0;
+    Step& out = rec.add_summary("output", m.output_title, m.output_formula, {T, d_out}, B, tokens_features, r.output_summary);
+    out.seconds = r.seconds.output;
+    out.tensor.data = r.output;
+}
 
-    // ---- the forward, every intermediate kept ------------------------------------------------
-    ForwardSpec fs;
-    fs.causal = spec.causal;
-    fs.window = spec.window;
-    fs.query = spec.query;
-    if (spec.dropout.train) fs.dropout = {spec.dropout.p, spec.dropout.gen};
-    const Forward f = attention_forward(x, &w, fs);
-    rec.restart_clock();  // the forward's time goes to its steps (charge_forward_time)
-    if (spec.query) trace.set_param("query", static_cast<unsigned long long>(*spec.query));
-    // show_einsum: the operation of a step in einsum notation, after its note
-    const auto einsum = [&](const std::string& text) {
-        if (!spec.show_einsum) return;
-        Step& s = trace.steps.back();
+// show_einsum: the operation of a step in einsum notation, after its note.
+struct Einsum {
+    Recorder& rec;
+    bool on;
+    void operator()(const std::string& text) const {
+        if (!on) return;
+        Step& s = rec.trace().steps.back();
         s.note += (s.note.empty() ? "" : " ") + std::string("einsum: ") + text;
-    };
+    }
+};
+
+// Q, K, V and their heads, in the form of the weights' layout.
+void record_qkv(Recorder& rec, const AttentionWeights& w, const Forward& f, const MhaWords& m, const Einsum& einsum) {
+    const std::size_t H = w.heads, G = w.key_heads(), d_out = w.width(), d_kv = G * w.head_size(), d_in = w.d_in();
+    const std::string Hs = std::to_string(H), Gs = std::to_string(G);
+    const bool stacked = w.layout == HeadLayout::stacked;
+    const std::string& q_split_title = m.q_split_title;
     const std::string group_note =
         G == H ? ""
                : "Grouped-query attention: " + Gs + " key/value heads for " + Hs + " query heads; query head h reads key/value head h // " +
@@ -173,6 +157,56 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
                 "V.view(B, T, " + kv + ", d_h).transpose(1, 2)", f.vh, head_tokens_features);
         einsum("rearrange 'bt(" + std::string(G == H ? "h" : "g") + "d)->b" + (G == H ? "h" : "g") + "td'");
     }
+}
+
+}  // namespace
+
+Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& spec, const Recording& recording) {
+    if (!weights) throw UsageError("multi-head attention needs weights");
+    check_draw(spec.dropout);
+    check_explain(spec.explain, 0, 1, input.tokens_count());
+    if (spec.explain_head >= weights->heads)
+        throw UsageError("head " + std::to_string(spec.explain_head) + " is out of range: there are " +
+                         std::to_string(weights->heads) + " heads");
+    const AttentionWeights& w = *weights;
+    const bool stacked = w.layout == HeadLayout::stacked;
+    const std::size_t H = w.heads, G = w.key_heads();
+    check_head_shape(w.width(), H, w.kv_heads);
+    if (spec.window && *spec.window < 1) throw UsageError("the window must be at least 1 token");
+    Trace trace = start_trace("mha", input, &w);
+    trace.set_param("variant", std::string(stacked ? "wrapper" : w.combined ? "combined-qkv" : "fused"));
+    trace.set_param("heads", static_cast<unsigned long long>(H));
+    if (G != H) trace.set_param("kv_heads", static_cast<unsigned long long>(G));
+    trace.set_param("causal", spec.causal);
+    if (spec.window) trace.set_param("window", static_cast<unsigned long long>(*spec.window));
+    trace.set_param("dropout", spec.dropout.p);
+    Recorder rec(trace);
+    const Cube x = cube_from_trace(input.x);
+    const std::size_t T = x.shape(1), d_h = w.head_size();
+    record_mha_parameters(rec, w);
+    const MhaWords words = mha_words(w, spec);
+    if (mha_blocked(w.layout, spec, recording) && w.out_proj && G == H) {
+        record_blocked(rec, x, w, spec, words);
+        return finish(std::move(trace), recording);
+    }
+
+    // ---- the forward, every intermediate kept ------------------------------------------------
+    ForwardSpec fs;
+    fs.causal = spec.causal;
+    fs.window = spec.window;
+    fs.query = spec.query;
+    if (spec.dropout.train) fs.dropout = {spec.dropout.p, spec.dropout.gen};
+    const Forward f = attention_forward(x, &w, fs);
+    rec.restart_clock();  // the forward's time goes to its steps (charge_forward_time)
+    if (spec.query) trace.set_param("query", static_cast<unsigned long long>(*spec.query));
+    const Einsum einsum{rec, spec.show_einsum};
+    record_qkv(rec, w, f, words, einsum);
+    const bool masking = spec.causal || spec.window;
+    const std::string& weights_title = words.weights_title;
+    const std::string& weights_formula = words.weights_formula;
+    const std::string& context_formula = words.context_formula;
+    const std::string& output_title = words.output_title;
+    const std::string& output_formula = words.output_formula;
     // One query: every (B,H,1,·) tensor is recorded as (B,H,·), every (B,1,·) as (B,·).
     const bool one = spec.query.has_value();
     const std::string of = one ? " of \"" + trace.tokens[f.row0] + "\"" : "";

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attnwalk/trace.hpp"
 #include "test_util.hpp"
 
 namespace test {
@@ -52,6 +53,15 @@ inline void check_golden_case(const nlohmann::json& c, const StepLookup& lookup)
             CHECK_CLOSE_ALL(got->data, want, 1e-5);
         }
     }
+}
+
+// The same for a trace the library returned.
+inline void check_golden_case(const nlohmann::json& c, const attnwalk::Trace& trace) {
+    check_golden_case(c, [&](const std::string& id) -> std::optional<GotStep> {
+        for (const attnwalk::Step& s : trace.steps)
+            if (s.id == id) return GotStep{s.tensor.shape, std::vector<double>(s.tensor.data.begin(), s.tensor.data.end())};
+        return std::nullopt;
+    });
 }
 
 }  // namespace test

@@ -1,5 +1,5 @@
-// The shape of the library: it names no command-line flag, and its step catalogue is
-// exactly the list of ids docs/json.md documents.
+// The shape of the library: it names no command-line flag, ops/ and model/ write no
+// text, and its step catalogue is exactly the list of ids docs/json.md documents.
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -12,22 +12,35 @@
 
 namespace fs = std::filesystem;
 
-TEST_SUITE("contract") {
-    TEST_CASE("contract.lib_names_no_flag") {
-        // A flag is two dashes and a letter after a space, a quote or a bracket: "--seed".
-        const std::regex flag(R"((^|[\s"'(\[`])--[a-z])");
-        std::string found;
-        std::size_t files = 0;
-        for (const auto& entry : fs::recursive_directory_iterator(test::source_path("lib"))) {
+namespace {
+
+// Every line of the files under `dirs` (below the source tree) that `pattern` finds, with
+// its file and line number; `code_only` looks only before a // comment. `files` counts.
+std::string lines_matching(const std::vector<std::string>& dirs, const std::regex& pattern, bool code_only, std::size_t& files) {
+    std::string found;
+    for (const std::string& dir : dirs)
+        for (const auto& entry : fs::recursive_directory_iterator(test::source_path(dir))) {
             if (!entry.is_regular_file()) continue;
             ++files;
             std::ifstream in(entry.path());
             std::size_t n = 0;
             for (std::string line; std::getline(in, line);) {
                 ++n;
-                if (std::regex_search(line, flag)) found += entry.path().string() + ":" + std::to_string(n) + ": " + line + "\n";
+                const std::string text = code_only ? line.substr(0, line.find("//")) : line;
+                if (std::regex_search(text, pattern)) found += entry.path().string() + ":" + std::to_string(n) + ": " + line + "\n";
             }
         }
+    return found;
+}
+
+}  // namespace
+
+TEST_SUITE("contract") {
+    TEST_CASE("contract.lib_names_no_flag") {
+        // A flag is two dashes and a letter after a space, a quote or a bracket: "--seed".
+        const std::regex flag(R"((^|[\s"'(\[`])--[a-z])");
+        std::size_t files = 0;
+        const std::string found = lines_matching({"lib"}, flag, false, files);
         CHECK(files > 20);
         CHECK_MESSAGE(found.empty(), "lib/ speaks of the math and takes values; the flags are app/'s:\n" << found);
     }
@@ -35,20 +48,9 @@ TEST_SUITE("contract") {
     TEST_CASE("contract.ops_and_model_compute_and_write_no_text") {
         // ops/ and model/ hand numbers on; only lessons/ records, titles and names steps.
         const std::regex narrating(R"(lessons/|Recorder|\bStep\b|set_param|\.title\b|\.note\b)");
-        std::string found;
         std::size_t files = 0;
-        for (const char* dir : {"lib/src/ops", "lib/src/model", "lib/include/attnwalk/ops", "lib/include/attnwalk/model"})
-            for (const auto& entry : fs::recursive_directory_iterator(test::source_path(dir))) {
-                if (!entry.is_regular_file()) continue;
-                ++files;
-                std::ifstream in(entry.path());
-                std::size_t n = 0;
-                for (std::string line; std::getline(in, line);) {
-                    ++n;
-                    const std::string code = line.substr(0, line.find("//"));  // comments may speak of lessons
-                    if (std::regex_search(code, narrating)) found += entry.path().string() + ":" + std::to_string(n) + ": " + line + "\n";
-                }
-            }
+        const std::string found = lines_matching({"lib/src/ops", "lib/src/model", "lib/include/attnwalk/ops", "lib/include/attnwalk/model"},
+                                                 narrating, true, files);
         CHECK(files > 30);
         CHECK_MESSAGE(found.empty(), "ops/ and model/ compute; recording steps is the lessons' work:\n" << found);
     }

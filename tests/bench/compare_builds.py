@@ -11,7 +11,6 @@ prompt (`gpt2 --compact`), the sum of the steps' times of a T = 1024 forward
 (`gpt2 --summary --timing --json`), the peak RSS of that run, and `mha` at T = 2048,
 d = 768, H = 12 (`--summary --timing`). Prints each median, and the after/before ratio.
 """
-import importlib.util
 import json
 import os
 import re
@@ -23,10 +22,8 @@ import time
 
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-spec = importlib.util.spec_from_file_location("make_goldens", os.path.join(ROOT, "tests", "make_goldens.py"))
-goldens = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(goldens)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_gpt2 import gpt2_124m  # noqa: E402  (the book's GPTModel and its checkpoint)
 
 
 def once(cmd):
@@ -41,12 +38,8 @@ def once(cmd):
 def main():
     before, after = (os.path.abspath(b) for b in sys.argv[1:3])
     runs = int(sys.argv[3]) if len(sys.argv) > 3 else 5
-    torch.manual_seed(123)
-    torch.set_num_threads(2)
-    model = goldens.BookGPT(50257, 1024, 768, 12, 12).eval()
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "gpt2-124M-shaped.safetensors")
-        goldens.write_safetensors(path, goldens.gpt2_tensors(model, "huggingface"), torch.float32)
+        model, path = gpt2_124m(tmp)
         g = torch.Generator().manual_seed(1)
         short = ",".join(str(i) for i in torch.randint(0, 50257, (10,), generator=g).tolist())
         long = ",".join(str(i) for i in torch.randint(0, 50257, (1024,), generator=g).tolist())

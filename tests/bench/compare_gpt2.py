@@ -39,14 +39,21 @@ def wall(cmd, runs):
     return statistics.median(times)
 
 
-def main():
-    binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/app/attnwalk"))
+def gpt2_124m(folder):
+    """The book's GPTModel at GPT-2 124M's shape, random (seed 123), in eval mode on 2
+    threads, and its checkpoint (Hugging Face names, float32) written into `folder`."""
     torch.manual_seed(123)
     torch.set_num_threads(2)
     model = goldens.BookGPT(50257, 1024, 768, 12, 12).eval()
+    path = os.path.join(folder, "gpt2-124M-shaped.safetensors")
+    goldens.write_safetensors(path, goldens.gpt2_tensors(model, "huggingface"), torch.float32)
+    return model, path
+
+
+def main():
+    binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/app/attnwalk"))
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "gpt2-124M-shaped.safetensors")
-        goldens.write_safetensors(path, goldens.gpt2_tensors(model, "huggingface"), torch.float32)
+        model, path = gpt2_124m(tmp)
         size = os.path.getsize(path)
         print(f"checkpoint: {size / 1e6:.0f} MB, 124M-shaped, random (seed 123)")
         g = torch.Generator().manual_seed(1)

@@ -5,7 +5,6 @@
 #include <memory>
 
 #include "attnwalk/errors.hpp"
-#include "attnwalk/io/json_input.hpp"
 #include "commands.hpp"
 
 namespace attnwalk::app {
@@ -223,25 +222,8 @@ void add_sdpa(CLI::App& cli, Shell& shell) {
             if (o->mask) {
                 const bool inline_json = o->mask->find('[') != std::string::npos && o->mask->front() == '[';
                 const std::string name = inline_json ? "--attn-mask" : source_name(*o->mask);
-                // true/false read as 1/0 (a mask holds no strings)
-                std::string text = inline_json ? *o->mask : read_text_file(*o->mask);
-                for (const auto& [word, digit] : {std::pair<std::string, std::string>{"true", "1"}, {"false", "0"}})
-                    for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at))
-                        text.replace(at, word.size(), digit);
-                const json_input::Value copy = json_input::parse(text, name);
-                spec.attn_mask = json_input::tensor_of(copy, name, "$");
                 spec.mask_is_bool = o->dtype == "bool";
-                if (spec.attn_mask->shape.size() != 2)
-                    throw InputError(name, "$", "the attn_mask is a matrix (queries × keys): expected 2 levels of arrays, got " +
-                                                    std::to_string(spec.attn_mask->shape.size()));
-                for (std::size_t i = 0; spec.mask_is_bool && i < spec.attn_mask->data.size(); ++i) {
-                    const float v = spec.attn_mask->data[i];
-                    if (v != 0.0f && v != 1.0f)
-                        throw InputError(name, "$[" + std::to_string(i / spec.attn_mask->shape[1]) + "][" +
-                                                   std::to_string(i % spec.attn_mask->shape[1]) + "]",
-                                         "a bool mask holds true/false or 1/0, got " + format_number(v) +
-                                             " (for values added to the scores, give --mask-dtype float)");
-                }
+                spec.attn_mask = parse_attn_mask(inline_json ? *o->mask : read_text_file(*o->mask), name, spec.mask_is_bool);
                 spec.mask_source = inline_json ? "inline" : name;
             }
             return walk_sdpa(h.input, h.weights, spec, shell.recording);

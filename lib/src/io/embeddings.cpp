@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <sstream>
+#include <utility>
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/json_input.hpp"
@@ -114,6 +116,28 @@ Embeddings parse_embeddings(const std::string& text, const std::string& source) 
         for (std::size_t i = 0; i < T; ++i) out.tokens.push_back("t" + std::to_string(i));
     }
     return out;
+}
+
+Tensor parse_attn_mask(std::string text, const std::string& name, bool is_bool) {
+    // true/false read as 1/0 (a mask holds no strings)
+    for (const auto& [word, digit] : {std::pair<std::string, std::string>{"true", "1"}, {"false", "0"}})
+        for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at)) text.replace(at, word.size(), digit);
+    const json_input::Value copy = json_input::parse(text, name);
+    Tensor mask = json_input::tensor_of(copy, name, "$");
+    if (mask.shape.size() != 2)
+        throw InputError(name, "$", "the attn_mask is a matrix (queries × keys): expected 2 levels of arrays, got " +
+                                        std::to_string(mask.shape.size()));
+    for (std::size_t i = 0; is_bool && i < mask.data.size(); ++i) {
+        const float v = mask.data[i];
+        if (v != 0.0f && v != 1.0f) {
+            std::ostringstream number;
+            number << v;
+            throw InputError(name, "$[" + std::to_string(i / mask.shape[1]) + "][" + std::to_string(i % mask.shape[1]) + "]",
+                             "a bool mask holds true/false or 1/0, got " + number.str() +
+                                 " (for values added to the scores, give --mask-dtype float)");
+        }
+    }
+    return mask;
 }
 
 Embeddings load_embeddings(const std::string& path) {

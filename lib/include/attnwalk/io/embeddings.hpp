@@ -44,4 +44,8 @@ std::string source_name(const std::string& path);
 // Reads a whole file ("-" = stdin). Throws InputError naming the file.
 std::string read_text_file(const std::string& path);
 
+// An attention mask (queries × keys) from its JSON text: [[1, 0, ...], ...], true/false
+// read as 1/0; `is_bool`: every value 0 or 1. `name` names it in errors (InputError).
+Tensor parse_attn_mask(std::string text, const std::string& name, bool is_bool);
+
 }  // namespace attnwalk

@@ -180,11 +180,11 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
             }))
             s.text.show_weights = true;  // a weight matrix asked for by --steps is shown
         if (s.json) {  // the exact text
-            if (s.svg) write_file_atomically(*s.svg, svg_of_weights(printable(trace), s.text, s.svg_step), s.input_files());
+            if (s.svg) write_file_atomically(*s.svg, svg_of_weights(printable(trace), s.text, s.svg_step));
             render_json(trace, out, non_finite_of(s));
         } else {  // every text view shows control and bidi characters as visible stand-ins
             trace = printable(std::move(trace));
-            if (s.svg) write_file_atomically(*s.svg, svg_of_weights(trace, s.text, s.svg_step), s.input_files());
+            if (s.svg) write_file_atomically(*s.svg, svg_of_weights(trace, s.text, s.svg_step));
             render_text(trace, s.text, out);
         }
     }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
 #include "attnwalk/errors.hpp"
@@ -17,13 +18,16 @@ namespace attnwalk::app {
 
 namespace {
 
-bool same_file(const std::string& a, const std::string& b) {
-    std::error_code ec;
-    if (std::filesystem::equivalent(a, b, ec)) return true;
-    const auto ca = std::filesystem::weakly_canonical(a, ec);
-    if (ec) return false;
-    const auto cb = std::filesystem::weakly_canonical(b, ec);
-    return !ec && ca == cb;
+// Whether the regular file at `path` is empty or holds an SVG picture: its first 4 KB,
+// past blanks, begin with "<?xml" or "<svg" and name an <svg element.
+bool empty_or_svg(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::string head(4096, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(in.gcount()));
+    const std::size_t start = head.find_first_not_of(" \t\r\n");
+    if (start == std::string::npos) return head.empty() || !in.bad();  // empty, or only blanks
+    return (head.compare(start, 5, "<?xml") == 0 || head.compare(start, 4, "<svg") == 0) && head.find("<svg") != std::string::npos;
 }
 
 [[noreturn]] void fail(const std::string& what, const std::string& path, int err) {
@@ -32,20 +36,18 @@ bool same_file(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::string& content, const std::vector<std::string>& inputs) {
+void write_file_atomically(const std::string& path, const std::string& content) {
     if (path.empty()) throw UsageError("the output file name is empty");
-    for (const auto& input : inputs)
-        if (!input.empty() && input != "-" && same_file(path, input))
-            throw UsageError("refusing to write " + path + ": it is an input of this run (" + input + ")");
     struct stat target {};
     const bool exists = ::stat(path.c_str(), &target) == 0;
     if (exists && S_ISDIR(target.st_mode)) throw UsageError("cannot write " + path + ": it is a directory");
     if (exists && !S_ISREG(target.st_mode))  // a device, a FIFO, a socket: never replaced by a rename
         throw UsageError("refusing to write " + path + ": it is not a regular file");
-    struct stat in {};
-    const bool reads_stdin = std::find(inputs.begin(), inputs.end(), "-") != inputs.end();
-    if (exists && reads_stdin && ::fstat(STDIN_FILENO, &in) == 0 && in.st_dev == target.st_dev && in.st_ino == target.st_ino)
-        throw UsageError("refusing to write " + path + ": it is this run's standard input");
+    // The one rule for every file a command reads (an input, a checkpoint, a tokenizer
+    // file, a mask, standard input's file): none is a picture, and only a picture (or an
+    // empty file) is ever replaced.
+    if (exists && !empty_or_svg(path))
+        throw UsageError("refusing to write " + path + ": it holds something other than an SVG picture (--svg replaces only pictures)");
 
     // The temporary file sits next to the target under a short name of its own, so that a
     // name of up to NAME_MAX bytes stays legal.

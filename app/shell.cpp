@@ -80,14 +80,6 @@ CLI::Validator non_empty() {
     return CLI::Validator([](std::string& text) { return text.empty() ? std::string("is empty") : std::string(); }, "", "non-empty");
 }
 
-std::vector<std::string> Shell::input_files() const {
-    std::vector<std::string> files{input};  // "-" when stdin is read
-    if (vocab) files.push_back(*vocab);
-    files.insert(files.end(), weights_files.begin(), weights_files.end());
-    files.insert(files.end(), model_files.begin(), model_files.end());
-    return files;
-}
-
 void add_shell_options(CLI::App& sub, Shell& s, bool walk) {
     CLI::Option* input = sub.add_option("-i,--input", s.input, "Input JSON file ({\"tokens\", \"embeddings\"}); - reads stdin. Default: the built-in sentence")
                              ->check(non_empty());
@@ -222,8 +214,7 @@ constexpr Init default_init = Init::linear;
 
 void add_weights_options(CLI::App& sub, WeightsOptions& o, Shell& shell, bool default_seed) {
     CLI::Option* file = sub.add_option("--weights", o.file, "JSON file with W_query, W_key, W_value (d_in×d_out, x·W layout); see docs/weights.md")
-                            ->check(non_empty())
-                            ->each([&shell](const std::string& f) { shell.weights_files.push_back(f); });
+                            ->check(non_empty());
     CLI::Option* seed = sub.add_option("--seed", o.seed, "Draw the weights like torch.manual_seed(N) would, bit for bit")
                             ->check(whole_number(0))
                             ->excludes(file);

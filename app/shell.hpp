@@ -49,12 +49,6 @@ struct Shell {
     std::function<Trace()> walk;
     std::vector<std::string> headline;
     bool walkthrough = false;
-
-    std::vector<std::string> weights_files;  // --weights, as parsed
-    std::vector<std::string> model_files;    // gpt2 --model
-
-    // The files this run reads (never overwritten by --svg).
-    std::vector<std::string> input_files() const;
 };
 
 // Checks of option values, in the type used: a whole number ≥ min (no sign, no

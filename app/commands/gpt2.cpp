@@ -103,7 +103,6 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
             if (!shell.input.empty() || shell.batch || shell.vocab)
                 throw UsageError("gpt2 reads its prompt from --text or --ids (-i, --vocab and --batch are for the other commands)");
             if (!o->ids && !shell.sentence) throw UsageError("gpt2 needs a prompt: --text \"...\" or --ids 15496,995");
-            shell.model_files.push_back(o->model);
             Model model;
             try {
                 model = load_gpt2(o->model, o->heads);

@@ -409,7 +409,7 @@ TEST_SUITE("cli.svg") {
         const std::string before = test::read_file(input);
         const auto same = test::run("causal -i " + input + " --svg " + dir + "/../" + dir.substr(5) + "/in.json");
         CHECK(same.exit_code == 2);
-        CHECK(same.err.find("it is an input") != std::string::npos);
+        CHECK(same.err.find("something other than an SVG picture") != std::string::npos);
         CHECK(test::read_file(input) == before);
         test::run_shell("cp " + test::source_path("data/weights_example.json") + " " + dir + "/w.json");
         CHECK(test::run("causal --weights " + dir + "/w.json --svg " + dir + "/w.json").exit_code == 2);
@@ -418,11 +418,35 @@ TEST_SUITE("cli.svg") {
         CHECK(missing.exit_code == 1);
         CHECK(missing.err.find("cannot write") != std::string::npos);
         CHECK(test::run("softmax --query 1 --svg " + dir + "/q.svg").exit_code == 2);  // one row: nothing to draw
-        // an existing file is replaced whole
-        test::run_shell("echo old > " + dir + "/o.svg");
+        // an existing picture is replaced whole
+        REQUIRE(test::run("scores --svg " + dir + "/o.svg").exit_code == 0);
         REQUIRE(test::run("causal --svg " + dir + "/o.svg").exit_code == 0);
         CHECK(well_formed_xml(dir + "/o.svg"));
         CHECK(files_in(dir) == 3);  // in.json, w.json, o.svg
+        test::run_shell("rm -rf " + dir);
+    }
+
+    TEST_CASE("cli.svg_replaces_only_a_picture_whatever_option_read_the_file") {
+        // The tokenizer's files, a mask file, a mask read from standard input, a checkpoint:
+        // every file a command reads is refused, by one rule (only a picture is replaced).
+        test::run_shell("rm -rf " + dir + " && mkdir -p " + dir + " && cp -r " + test::source_path("data/gpt2") + " " + dir + "/tok");
+        const std::string model = dir + "/m.safetensors", mask = dir + "/mask.json";
+        test::run_shell("cp " + test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors") + " " + model);
+        test::run_shell("echo '[[1,1,1,1,1,1],[1,1,1,1,1,1]]' > " + mask);
+        const std::string kept = test::read_file(dir + "/tok/encoder.json") + test::read_file(mask) + test::read_file(model);
+        const std::string gpt2 = "gpt2 --model " + model + " --heads 4 --ids 1,2,3 --tokenizer " + dir + "/tok --svg ";
+        for (const std::string& args : {gpt2 + dir + "/tok/encoder.json", gpt2 + dir + "/tok/vocab.bpe", gpt2 + model,
+                                        "sdpa --queries 2 --attn-mask " + mask + " --svg " + mask}) {
+            CAPTURE(args);
+            const auto r = test::run(args);
+            CHECK(r.exit_code == 2);
+            CHECK(r.err.find("something other than an SVG picture") != std::string::npos);
+        }
+        const auto from_stdin = test::run_shell(test::binary() + " sdpa --queries 2 --attn-mask - --svg " + mask + " < " + mask);
+        CHECK(from_stdin.exit_code == 2);
+        CHECK(test::read_file(dir + "/tok/encoder.json") + test::read_file(mask) + test::read_file(model) == kept);
+        test::run_shell(": > " + dir + "/empty.svg");  // an empty file holds nothing to lose
+        CHECK(test::run("causal --svg " + dir + "/empty.svg").exit_code == 0);
         test::run_shell("rm -rf " + dir);
     }
 }
@@ -559,8 +583,8 @@ TEST_SUITE("cli.robustness") {
         const std::string in = test::temp_file(test::read_file(test::source_path("data/your_journey.json")));
         r = test::run_shell(test::binary() + " scores -i - --svg '" + in + "' < '" + in + "'");
         CHECK(r.exit_code == 2);
-        CHECK(r.err.find("standard input") != std::string::npos);
-        const std::string kept = test::temp_file("old", ".svg");
+        CHECK(r.err.find("something other than an SVG picture") != std::string::npos);
+        const std::string kept = test::temp_file("<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"/>\n", ".svg");
         REQUIRE(test::run_shell("chmod 640 '" + kept + "'").exit_code == 0);
         REQUIRE(test::run("scores --svg '" + kept + "'").exit_code == 0);
         CHECK(test::run_shell("stat -c %a '" + kept + "'").out == "640\n");

@@ -205,7 +205,15 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     try {
         cli.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) return cli.exit(e, out, err);  // --help, --version
+        if (e.get_exit_code() == 0) {  // --help, --version: a write that fails is an error too
+            const int code = cli.exit(e, out, err);
+            out.flush();
+            if (!out && errno != EPIPE) {
+                err << "attnwalk: error: cannot write the output: " << std::strerror(errno) << '\n';
+                return 1;
+            }
+            return code;
+        }
         err << "attnwalk: error: " << printable(e.what()) << why(e.what()) << hint(cli, argc, argv)
             << "\nRun 'attnwalk --help' (or 'attnwalk COMMAND --help') for the options.\n";
         return 2;

@@ -1,7 +1,6 @@
 // attnwalk gpt2: a pretrained GPT-2 from a safetensors file, on token ids: every layer
 // (one in full, the others as summaries) and the most likely next tokens.
 #include <memory>
-#include <sstream>
 
 #include <filesystem>
 
@@ -17,15 +16,18 @@ namespace {
 // "15496,995,318" -> ids
 std::vector<std::size_t> parse_ids(const std::string& text) {
     std::vector<std::size_t> ids;
-    std::stringstream in(text);
-    for (std::string item; std::getline(in, item, ',');) {
+    std::vector<std::string> items(1);  // every piece between commas, the empty last one too ("1,2,")
+    for (char c : text) {
+        if (c == ',') items.emplace_back();
+        else items.back() += c;
+    }
+    for (const std::string& item : items) {
         const auto start = item.find_first_not_of(' '), end = item.find_last_not_of(' ');
         const std::string word = start == std::string::npos ? "" : item.substr(start, end - start + 1);
         if (word.empty() || word.find_first_not_of("0123456789") != std::string::npos || word.size() > 9)
             throw UsageError("--ids: '" + word + "' is not a token id (ids are whole numbers, separated by commas)");
         ids.push_back(static_cast<std::size_t>(std::stoul(word)));
     }
-    if (ids.empty()) throw UsageError("--ids: no token ids");
     return ids;
 }
 

@@ -546,6 +546,31 @@ TEST_SUITE("cli.json_writer") {
 
 // The second robustness round (issue "Robustness, second round"): each case failed before.
 TEST_SUITE("cli.robustness") {
+    TEST_CASE("cli.robustness_model_path_third_round") {
+        const std::string model = test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors");
+        // a trailing comma is refused like an empty id in the middle
+        for (const char* ids : {"1,2,", "1,,2", ",1"}) {
+            CAPTURE(ids);
+            const auto r = test::run("gpt2 --model '" + model + "' --heads 4 --ids '" + ids + "'");
+            CHECK(r.exit_code == 2);
+            CHECK(r.err.find("'' is not a token id") != std::string::npos);
+        }
+        // a FIFO with no writer: one line at once, not a hang
+        const std::string fifo = "/tmp/attnwalk_model_fifo_" + std::to_string(::getpid());
+        REQUIRE(test::run_shell("mkfifo " + fifo).exit_code == 0);
+        const auto r = test::run_shell("timeout 10 " + test::binary() + " gpt2 --model " + fifo + " --heads 1 --ids 0");
+        std::remove(fifo.c_str());
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("not a regular file") != std::string::npos);
+        // --help and --version into a full disk are errors, not silent successes
+        for (const char* args : {"--help", "--version", "gpt2 --help"}) {
+            CAPTURE(args);
+            const auto full = test::run_shell(test::binary() + " " + args + " > /dev/full");
+            CHECK(full.exit_code == 1);
+            CHECK(full.err.find("cannot write the output") != std::string::npos);
+        }
+    }
+
     TEST_CASE("cli.robustness_summary_svg_is_refused_not_a_crash") {
         const auto r = test::run("mha --summary --svg /tmp/attnwalk_never.svg");
         CHECK(r.exit_code == 2);

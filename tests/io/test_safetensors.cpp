@@ -1,6 +1,9 @@
 // The safetensors reader: a well-formed file read back in each dtype, and every kind of
 // malformed file refused with one InputError that names the place.
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <unistd.h>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -26,6 +29,40 @@ std::string f32(const std::vector<float>& v) {
     std::string out(v.size() * 4, '\0');
     std::memcpy(&out[0], v.data(), out.size());  // little-endian hosts (x86-64, aarch64)
     return out;
+}
+
+// A GPT-2 checkpoint with Hugging Face's names: width C, L layers, vocab 8, context 4,
+// every weight `value`; the tensors named in `drop` left out, those in `extra` added
+// (value 2·`value`).
+using Shapes = std::vector<std::pair<std::string, std::vector<std::size_t>>>;
+std::string gpt2_file(std::size_t C, std::size_t L, const std::vector<std::string>& drop = {}, const Shapes& extra = {},
+                      float value = 0.01f) {
+    Shapes t = {{"wte.weight", {8, C}}, {"wpe.weight", {4, C}}, {"ln_f.weight", {C}}, {"ln_f.bias", {C}}};
+    for (std::size_t l = 0; l < L; ++l) {
+        const std::string h = "h." + std::to_string(l) + ".";
+        for (const auto& [name, shape] : Shapes{{"ln_1.weight", {C}}, {"ln_1.bias", {C}}, {"ln_2.weight", {C}}, {"ln_2.bias", {C}},
+                                                 {"attn.c_attn.weight", {C, 3 * C}}, {"attn.c_attn.bias", {3 * C}},
+                                                 {"attn.c_proj.weight", {C, C}}, {"attn.c_proj.bias", {C}},
+                                                 {"mlp.c_fc.weight", {C, 4 * C}}, {"mlp.c_fc.bias", {4 * C}},
+                                                 {"mlp.c_proj.weight", {4 * C, C}}, {"mlp.c_proj.bias", {C}}})
+            t.emplace_back(h + name, shape);
+    }
+    std::string header = "{", data;
+    const auto add = [&](const std::string& name, const std::vector<std::size_t>& shape, float v) {
+        std::size_t n = 1;
+        std::string dims;
+        for (std::size_t d : shape) {
+            n *= d;
+            dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+        }
+        header += std::string(header.size() > 1 ? ", " : "") + "\"" + name + "\": {\"dtype\": \"F32\", \"shape\": [" + dims +
+                  "], \"data_offsets\": [" + std::to_string(data.size()) + ", " + std::to_string(data.size() + 4 * n) + "]}";
+        data += f32(std::vector<float>(n, v));
+    };
+    for (const auto& [name, shape] : t)
+        if (std::find(drop.begin(), drop.end(), name) == drop.end()) add(name, shape, value);
+    for (const auto& [name, shape] : extra) add(name, shape, 2 * value);
+    return file_of(header + "}", data);
 }
 
 std::string error_of(const std::string& path) {
@@ -111,5 +148,33 @@ TEST_SUITE("safetensors") {
         // a safetensors file that is no GPT-2
         const std::string other = file_of(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", f32({1, 2}));
         CHECK_THROWS_WITH_AS(load_gpt2(other), doctest::Contains("not a GPT-2 checkpoint"), InputError);
+    }
+
+    TEST_CASE("safetensors.gpt2_files_that_would_run_silently_wrong_are_refused") {
+        CHECK_NOTHROW(load_gpt2(gpt2_file(4, 3), 1));
+        // a layer missing, whole or in part: a missing tensor, never a shorter model
+        std::vector<std::string> layer1;
+        for (const char* n : {"ln_1.weight", "ln_1.bias", "ln_2.weight", "ln_2.bias", "attn.c_attn.weight", "attn.c_attn.bias",
+                              "attn.c_proj.weight", "attn.c_proj.bias", "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight",
+                              "mlp.c_proj.bias"})
+            layer1.push_back(std::string("h.1.") + n);
+        CHECK_THROWS_WITH_AS(load_gpt2(gpt2_file(4, 3, layer1), 1), doctest::Contains("missing tensor \"h.1.ln_1.weight\""), InputError);
+        CHECK_THROWS_WITH_AS(load_gpt2(gpt2_file(4, 3, {"h.1.ln_1.weight"}), 1), doctest::Contains("missing tensor \"h.1.ln_1.weight\""),
+                             InputError);
+        // a width of 0: one line, not a division by zero
+        CHECK_THROWS_WITH_AS(load_gpt2(gpt2_file(0, 1), 1), doctest::Contains("a width C of 0"), InputError);
+        // both naming schemes in one file
+        CHECK_THROWS_WITH_AS(load_gpt2(gpt2_file(4, 1, {}, {{"transformer.h.0.ln_1.weight", {4}}}), 1),
+                             doctest::Contains("mixes two naming schemes"), InputError);
+        // what the model does not read is named
+        const Model extra = load_gpt2(gpt2_file(4, 1, {}, {{"h.0.attn.bias", {1, 1, 4, 4}}, {"notes.weight", {2}}}), 1);
+        CHECK(info_of(*extra).unused == std::vector<std::string>{"h.0.attn.bias", "notes.weight"});
+    }
+
+    TEST_CASE("safetensors.a_fifo_is_refused_without_waiting_for_a_writer") {
+        const std::string fifo = "/tmp/attnwalk_st_fifo_" + std::to_string(::getpid());
+        REQUIRE(test::run_shell("mkfifo " + fifo).exit_code == 0);
+        CHECK_THROWS_WITH_AS(SafeTensors{fifo}, doctest::Contains("not a regular file"), InputError);
+        std::remove(fifo.c_str());
     }
 }

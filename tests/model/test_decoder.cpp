@@ -146,3 +146,15 @@ TEST_SUITE("model") {
         CHECK_NOTHROW(check_prompt(c, {1, 2}, c.context - 2));
     }
 }
+
+TEST_SUITE("model") {
+    TEST_CASE("model.a_files_own_lm_head_makes_the_logits") {
+        // nanoGPT's tiny file holds lm_head.weight equal to wte: the same logits either way
+        const Model nano = load_gpt2(test::source_path("tests/data/tiny_gpt2_nano_f32.safetensors"), 3);
+        CHECK_FALSE(nano->weights.config.tied_head);
+        CHECK(nano->weights.output_head().ext != nano->weights.embed.ext);  // read from lm_head.weight
+        const Model hf = load_gpt2(test::source_path(tiny), 4);
+        CHECK(hf->weights.config.tied_head);
+        CHECK(&hf->weights.output_head() == &hf->weights.embed);
+    }
+}

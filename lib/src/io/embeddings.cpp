@@ -134,7 +134,7 @@ Tensor parse_attn_mask(std::string text, const std::string& name, bool is_bool) 
             number << v;
             throw InputError(name, "$[" + std::to_string(i / mask.shape[1]) + "][" + std::to_string(i % mask.shape[1]) + "]",
                              "a bool mask holds true/false or 1/0, got " + number.str() +
-                                 " (for values added to the scores, give --mask-dtype float)");
+                                 " (values to add to the scores make a float mask)");
         }
     }
     return mask;

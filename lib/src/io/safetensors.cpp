@@ -61,7 +61,7 @@ float bfloat16_to_float(std::uint16_t b) {
 }
 
 SafeTensors::SafeTensors(const std::string& path) : file_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO with no writer must not block the open
     if (fd_ < 0) throw InputError(path, "", std::string("cannot open file: ") + std::strerror(errno));
     struct stat st {};
     if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {

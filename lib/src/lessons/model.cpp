@@ -214,11 +214,12 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
 
 // The next token's candidates from the last logits: their summary, the top k with their
 // logits and probabilities (softmax at the temperature), the top-p cut in a note.
-void record_candidates(Recorder& rec, const ModelSpec& spec, const Mat& logits) {
+void record_candidates(Recorder& rec, const ModelSpec& spec, const Mat& logits, bool tied_head) {
     const std::size_t V = logits.shape(1);
+    const std::string head = tied_head ? "wte" : "lm_head";  // the token embeddings, or the file's own head
     Summary ls = summary_of(Cube(xt::view(logits, xt::newaxis(), xt::all(), xt::all())));
-    rec.add_summary("logits", "The logits of the next token (last position × wteᵀ)", "logits = ln_f(x)_T·wteᵀ", {V}, 1, {Axis::feature}, ls,
-                    false);
+    rec.add_summary("logits", "The logits of the next token (last position × " + head + "ᵀ)", "logits = ln_f(x)_T·" + head + "ᵀ", {V}, 1,
+                    {Axis::feature}, ls, false);
     const std::vector<double> p = token_probabilities(logits.data(), V, spec.temperature);
     const std::vector<std::size_t> order = top_k(p, spec.top_k);
     const std::size_t k = order.size();
@@ -318,14 +319,21 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
 
     Mat idv = Mat::from_shape({1, T});
     for (std::size_t t = 0; t < T; ++t) idv(0, t) = static_cast<float>(ids[t]);
-    rec.add("token_ids", "Token ids", "ids", idv, {Axis::token});
+    Step& id_step = rec.add("token_ids", "Token ids", "ids", idv, {Axis::token});
+    if (!info.unused.empty()) {  // what the checkpoint holds that this model does not read
+        std::string names;
+        for (std::size_t i = 0; i < info.unused.size() && i < 8; ++i) names += (i ? ", " : "") + info.unused[i];
+        if (info.unused.size() > 8) names += ", and " + std::to_string(info.unused.size() - 8) + " more";
+        id_step.note = "The checkpoint also holds " + std::to_string(info.unused.size()) + " tensor" +
+                       (info.unused.size() == 1 ? "" : "s") + " this model does not use: " + names + ".";
+    }
     PromptTap tap(rec, spec, info, T);
     DecoderCache cache = make_cache(m.weights.config);
     const Cube xf = decoder_forward(m.weights, ids, spec.generate ? &cache : nullptr, &tap);
     if (spec.view) record_view(rec, spec, info, tap.grid, T);
     rec.add("ln_f", "The final LayerNorm", "ln_f(x)", xf, tokens_features);
     const Mat logits = decoder_logits(m.weights, xf, T - 1);  // the last position's
-    record_candidates(rec, spec, logits);
+    record_candidates(rec, spec, logits, m.weights.config.tied_head);
     if (spec.generate) generate(rec, m, ids, std::move(cache), logits, spec);
     return finish(std::move(trace), recording);
 }

@@ -2,6 +2,7 @@
 // configuration of the one decoder (model/decoder.hpp), nothing of its forward.
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include <xtensor/xview.hpp>
@@ -28,6 +29,7 @@ public:
     Reader(std::shared_ptr<const SafeTensors> st, std::string prefix) : st_(std::move(st)), prefix_(std::move(prefix)) {}
 
     void check(const std::string& name, const std::vector<std::size_t>& shape) const {
+        used_.insert(prefix_ + name);
         const SafeTensors::Entry* e = st_->find(prefix_ + name);
         if (!e) throw InputError(st_->file(), "$", "missing tensor \"" + prefix_ + name + "\"");
         if (e->shape != shape)
@@ -60,11 +62,33 @@ public:
         return external_linear(data, d_in, d_out, transposed ? d_in : d_out, transposed, owner);
     }
     Norm norm(const std::string& name, std::size_t C) const { return {vec(name + ".weight", C), vec(name + ".bias", C)}; }
+    // The file's tensors that nothing read.
+    std::vector<std::string> unused() const {
+        std::vector<std::string> out;
+        for (const auto& [name, entry] : st_->entries())
+            if (!used_.count(name)) out.push_back(name);
+        return out;
+    }
 
 private:
     std::shared_ptr<const SafeTensors> st_;
     std::string prefix_;
+    mutable std::set<std::string> used_;
 };
+
+// The layers: one more than the largest N of any "h.N." name, so that a missing layer is
+// a missing tensor, never a shorter model.
+std::size_t count_layers(const SafeTensors& st, const std::string& prefix) {
+    std::size_t layers = 0;
+    for (const auto& [name, entry] : st.entries()) {
+        if (name.compare(0, prefix.size() + 2, prefix + "h.") != 0) continue;
+        const std::size_t dot = name.find('.', prefix.size() + 2);
+        const std::string n = name.substr(prefix.size() + 2, dot == std::string::npos ? std::string::npos : dot - prefix.size() - 2);
+        if (n.empty() || n.size() > 6 || n.find_first_not_of("0123456789") != std::string::npos) continue;
+        layers = std::max(layers, static_cast<std::size_t>(std::stoul(n)) + 1);
+    }
+    return layers;
+}
 
 }  // namespace
 
@@ -89,9 +113,18 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
     const SafeTensors::Entry* wpe = st.find(prefix + "wpe.weight");
     if (!wpe || wpe->shape.size() != 2) throw InputError(path, "$", "missing \"" + prefix + "wpe.weight\", the position embeddings [context, C]");
     info.context = wpe->shape[0];
-    while (st.find(prefix + "h." + std::to_string(info.layers) + ".ln_1.weight")) ++info.layers;
+    for (const auto& [name, entry] : st.entries())  // one naming scheme, not both (lm_head.weight goes with either)
+        if (name.compare(0, 8, "lm_head.") != 0 && (name.compare(0, 12, "transformer.") == 0) != nano)
+            throw InputError(path, "$[\"" + name + "\"]",
+                             std::string("the file mixes two naming schemes: this name is ") + (nano ? "Hugging Face's" : "nanoGPT's") +
+                                 " (no \"transformer.\" prefix), \"" + prefix + "wte.weight\" is " + (nano ? "nanoGPT's" : "Hugging Face's"));
+    info.layers = count_layers(st, prefix);
     if (info.layers == 0) throw InputError(path, "$", "no layers: expected \"" + prefix + "h.0.ln_1.weight\" and so on");
     const std::size_t C = info.width;
+    if (C == 0 || info.vocab == 0 || info.context == 0)
+        throw InputError(path, "$[\"" + prefix + (info.context == 0 && C && info.vocab ? "wpe" : "wte") + ".weight\"]",
+                         "the model has " + std::string(C == 0 ? "a width C of 0" : info.vocab == 0 ? "an empty vocabulary" : "a context of 0 tokens") +
+                             ": nothing to compute");
     info.heads_inferred = !heads;
     info.heads = heads.value_or(C % 64 == 0 ? C / 64 : 0);
     if (info.heads == 0 || C % info.heads != 0)
@@ -112,7 +145,7 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
     c.norm_eps = 1e-5f;
     c.mlp = MlpKind::gelu_tanh;
     c.positions = PositionKind::learned;
-    c.tied_head = true;
+    c.tied_head = st.find("lm_head.weight") == nullptr;  // a file's own head is used (an untied, fine-tuned one)
 
     const Reader r(map, prefix);
     DecoderWeights& w = m->weights;
@@ -139,6 +172,9 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
         w.blocks.push_back(std::move(b));
     }
     w.final_norm = r.norm("ln_f", C);
+    if (!c.tied_head) w.head = Reader(map, "").linear("lm_head.weight", C, info.vocab, true);  // [vocab, C]
+    for (const std::string& name : r.unused())
+        if (c.tied_head || name != "lm_head.weight") info.unused.push_back(name);
     return m;
 }
 

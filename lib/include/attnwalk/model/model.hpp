@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace attnwalk {
 
@@ -19,6 +20,7 @@ struct ModelInfo {
     std::string layout;  // "x·W (Conv1D)" or "nn.Linear [out, in]"
     std::string dtype;   // of the weights in the file
     bool heads_inferred = true;
+    std::vector<std::string> unused;  // tensors of the file the model does not read
 };
 
 struct LoadedModel;  // model/decoder.hpp: the info, the DecoderWeights, the mapped file

@@ -4,10 +4,7 @@
 
 namespace attnwalk::app {
 
-namespace {
-
-// The length of a well-formed UTF-8 sequence at s[i], and its code point; 0 if ill-formed.
-std::size_t decode(const std::string& s, std::size_t i, unsigned& code) {
+std::size_t utf8_sequence(const std::string& s, std::size_t i, unsigned& code) {
     const auto byte = [&](std::size_t k) { return static_cast<unsigned>(static_cast<unsigned char>(s[k])); };
     const auto cont = [&](std::size_t k) { return k < s.size() && (byte(k) & 0xC0) == 0x80; };
     const unsigned b = byte(i);
@@ -30,8 +27,12 @@ std::size_t decode(const std::string& s, std::size_t i, unsigned& code) {
     return 0;
 }
 
+namespace {
+
+// Bidi controls, and the line and paragraph separators (U+2028, U+2029), which end a line
+// in some terminals and editors.
 bool is_bidi(unsigned c) {
-    return c == 0x061C || c == 0x200E || c == 0x200F || (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
+    return c == 0x061C || c == 0x200E || c == 0x200F || (c >= 0x2028 && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
 }
 
 }  // namespace
@@ -41,7 +42,7 @@ std::string printable(const std::string& text) {
     out.reserve(text.size());
     for (std::size_t i = 0; i < text.size();) {
         unsigned code = 0;
-        const std::size_t n = decode(text, i, code);
+        const std::size_t n = utf8_sequence(text, i, code);
         if (n == 0) {
             out += "\xEF\xBF\xBD";  // U+FFFD
             ++i;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "render_json.hpp"
+#include "printable.hpp"
 
 namespace attnwalk::app {
 
@@ -52,7 +53,8 @@ public:
                 buf_ += static_cast<char>(c);
                 ++i;
             } else {
-                const std::size_t n = utf8_length(s, i);
+                unsigned code = 0;
+                const std::size_t n = utf8_sequence(s, i, code);
                 if (n == 0) {
                     buf_ += "\\ufffd";
                     ++i;
@@ -111,21 +113,6 @@ private:
         for (const char* p = begin; p != end; ++p)
             if (*p == '.' || *p == 'e') return;
         buf_ += ".0";
-    }
-    // Length of a valid UTF-8 sequence starting at i, or 0.
-    static std::size_t utf8_length(const std::string& s, std::size_t i) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        const std::size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
-        if (n == 0 || i + n > s.size()) return 0;
-        std::uint32_t cp = c & (n == 2 ? 0x1F : n == 3 ? 0x0F : 0x07);
-        for (std::size_t k = 1; k < n; ++k) {
-            const auto cc = static_cast<unsigned char>(s[i + k]);
-            if ((cc & 0xC0) != 0x80) return 0;
-            cp = (cp << 6) | (cc & 0x3F);
-        }
-        const bool overlong = (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
-        if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-        return n;
     }
 
     std::ostream& out_;

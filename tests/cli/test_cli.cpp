@@ -542,6 +542,22 @@ TEST_SUITE("cli.json_writer") {
         // non-finite values are strings
         CHECK(run_json("causal").at("steps").at(5).at("data").at(0).at(1) == "-inf");
     }
+
+    TEST_CASE("cli.json_is_utf8_as_the_standard_defines_it") {
+        // F5–FF lead no sequence, C0 and E0 80.. are overlong, ED A0.. a surrogate, F4 90.. above U+10FFFF
+        for (const char* bytes : {"a\xf5\x80\x80\x80" "b", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xff"}) {
+            const std::string shown = test::run_shell(std::string("printf '%s' '") + bytes + "' | od -An -tx1").out;
+            CAPTURE(shown);
+            const auto r = test::run(std::string("tokenize --json --text '") + bytes + "'");
+            REQUIRE(r.exit_code == 0);
+            CHECK(json::accept(r.out));  // nlohmann refuses ill-formed UTF-8
+            CHECK(json::parse(r.out).at("params").at("text").get<std::string>().find("\xef\xbf\xbd") != std::string::npos);
+        }
+        // the line and paragraph separators are stand-ins in the text view, exact in the JSON
+        const auto text = test::run("tokenize --text 'x\xe2\x80\xa8y\xe2\x80\xa9z'");  // U+2028, U+2029
+        CHECK(text.out.find("x\\u2028y\\u2029z") != std::string::npos);
+        CHECK(run_json("tokenize --text 'x\xe2\x80\xa8y'").at("params").at("text") == "x\xe2\x80\xa8y");
+    }
 }
 
 // The second robustness round (issue "Robustness, second round"): each case failed before.

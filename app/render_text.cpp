@@ -411,7 +411,9 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
         throw UsageError(std::string("--svg draws a token×token step, and this run has none (") +
                          (trace.command == "kvcache" ? "kvcache attends with one new query per step; mha --svg draws the whole matrix"
                           : trace.command == "params" ? "params counts, it computes no attention"
-                                                      : "--query keeps one row only") +
+                          : std::any_of(trace.params.begin(), trace.params.end(), [](const auto& p) { return p.first == "query"; })
+                              ? "--query keeps one row only"
+                              : "the steps kept hold none: see --steps") +
                          ")");
     const Step& step = *chosen;
     if (step.tensor.data.size() != step.tensor.size())

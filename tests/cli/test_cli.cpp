@@ -578,6 +578,15 @@ TEST_SUITE("cli.robustness") {
         std::remove(fifo.c_str());
         CHECK(r.exit_code == 1);
         CHECK(r.err.find("not a regular file") != std::string::npos);
+        // --svg without a token×token step says why in this run's terms
+        const auto svg = test::run("gpt2 --model '" + model + "' --heads 4 --ids 1,2 --steps top_k_ids --svg /tmp/attnwalk_never.svg");
+        CHECK(svg.exit_code == 2);
+        CHECK(svg.err.find("the steps kept hold none: see --steps") != std::string::npos);
+        // RoPE positions beyond 2^24 are refused, not reported as rounding
+        const auto rope = test::run("rope --shift 16777215");
+        CHECK(rope.exit_code == 2);
+        CHECK(rope.err.find("2^24") != std::string::npos);
+        CHECK(test::run("rope --shift 16777210").exit_code == 0);
         // --help and --version into a full disk are errors, not silent successes
         for (const char* args : {"--help", "--version", "gpt2 --help"}) {
             CAPTURE(args);

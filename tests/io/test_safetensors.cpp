@@ -1,6 +1,7 @@
 // The safetensors reader: a well-formed file read back in each dtype, and every kind of
 // malformed file refused with one InputError that names the place.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/lessons/lessons.hpp"
 #include "attnwalk/model/model.hpp"
 #include "attnwalk/io/safetensors.hpp"
 #include "test_util.hpp"
@@ -169,6 +171,13 @@ TEST_SUITE("safetensors") {
         // what the model does not read is named
         const Model extra = load_gpt2(gpt2_file(4, 1, {}, {{"h.0.attn.bias", {1, 1, 4, 4}}, {"notes.weight", {2}}}), 1);
         CHECK(info_of(*extra).unused == std::vector<std::string>{"h.0.attn.bias", "notes.weight"});
+    }
+
+    TEST_CASE("safetensors.a_nan_weight_is_named_with_its_file") {
+        const std::string path = gpt2_file(4, 1, {}, {}, std::nanf(""));
+        const Model m = load_gpt2(path, 1);
+        const std::string expected = path + ": at $[\"h.0.attn.c_attn.bias\"]: holds NaN";
+        CHECK_THROWS_WITH_AS(walk_model(m, {1, 2}, {"a", "b"}, ModelSpec{}, {}), doctest::Contains(expected.c_str()), InputError);
     }
 
     TEST_CASE("safetensors.a_fifo_is_refused_without_waiting_for_a_writer") {

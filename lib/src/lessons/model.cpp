@@ -335,7 +335,12 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     const Mat logits = decoder_logits(m.weights, xf, T - 1);  // the last position's
     record_candidates(rec, spec, logits, m.weights.config.tied_head);
     if (spec.generate) generate(rec, m, ids, std::move(cache), logits, spec);
-    return finish(std::move(trace), recording);
+    try {
+        return finish(std::move(trace), recording);
+    } catch (const RuntimeError&) {  // non-finite: a weight of the file, rather than an overflow?
+        check_weights_finite(m);
+        throw;
+    }
 }
 
 }  // namespace attnwalk

@@ -1,6 +1,7 @@
 // GPT-2's checkpoint names and layouts mapped into the decoder's weights: a
 // configuration of the one decoder (model/decoder.hpp), nothing of its forward.
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <set>
 #include <vector>
@@ -91,6 +92,18 @@ std::size_t count_layers(const SafeTensors& st, const std::string& prefix) {
 }
 
 }  // namespace
+
+void check_weights_finite(const LoadedModel& model) {
+    const SafeTensors& st = *model.file;
+    for (const auto& [name, entry] : st.entries()) {
+        if (entry.dtype != "F32" && entry.dtype != "F16" && entry.dtype != "BF16") continue;
+        const Tensor t = st.get(name);
+        for (std::size_t i = 0; i < t.data.size(); ++i)
+            if (!std::isfinite(t.data[i]))
+                throw InputError(st.file(), "$[\"" + name + "\"]", "holds " + std::string(std::isnan(t.data[i]) ? "NaN" : "inf") +
+                                                                     " (element " + std::to_string(i) + "): a model's weights are finite numbers");
+    }
+}
 
 Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
     const auto map = std::make_shared<const SafeTensors>(path);

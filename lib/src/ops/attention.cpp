@@ -71,6 +71,12 @@ double since(Clock::time_point& t) {
 Rope rope_tables(std::size_t d, std::size_t T, std::size_t position0, double base) {
     if (d % 2 != 0) throw UsageError("RoPE rotates pairs of features: the head size d_h = " + std::to_string(d) + " must be even");
     if (!(std::isfinite(base) && base > 1.0)) throw UsageError("the RoPE base must be a finite number above 1");
+    // position · θ is computed in float32, as the reference code does: a position above 2^24
+    // is no longer exact, and the angles (and the shift check) would drift
+    constexpr std::size_t exact = std::size_t{1} << 24;
+    if (T > 0 && (position0 > exact || T - 1 > exact - position0))
+        throw UsageError("RoPE position " + std::to_string(position0 + T - 1) + " is beyond 16,777,216 (2^24), the last position float32 "
+                         "holds exactly: give a smaller shift or fewer tokens");
     Rope r;
     const std::size_t half = d / 2;
     r.inv_freq = Vec::from_shape({half});

@@ -33,4 +33,8 @@ const ModelInfo& info_of(const LoadedModel& model);
 // (every GPT-2 size) unless given. Throws InputError (the file) or UsageError (the heads).
 Model load_gpt2(const std::string& path, std::optional<std::size_t> heads = std::nullopt);
 
+// Throws InputError naming the first tensor of the model's file that holds NaN or inf (and
+// where); returns when every value is finite. Read only when a run went non-finite.
+void check_weights_finite(const LoadedModel& model);
+
 }  // namespace attnwalk

@@ -180,6 +180,28 @@ TEST_SUITE("safetensors") {
         CHECK_THROWS_WITH_AS(walk_model(m, {1, 2}, {"a", "b"}, ModelSpec{}, {}), doctest::Contains(expected.c_str()), InputError);
     }
 
+    TEST_CASE("safetensors.a_checkpoint_without_biases_reads_them_as_zeros") {
+        std::vector<std::string> biases = {"ln_f.bias"};
+        for (const char* n : {"ln_1.bias", "ln_2.bias", "attn.c_attn.bias", "attn.c_proj.bias", "mlp.c_fc.bias", "mlp.c_proj.bias"})
+            for (const char* l : {"h.0.", "h.1."}) biases.push_back(std::string(l) + n);
+        const Model none = load_gpt2(gpt2_file(4, 2, biases), 1);
+        CHECK_FALSE(info_of(*none).biases);
+        const Trace a = walk_model(none, {1, 2, 3}, {"a", "b", "c"}, ModelSpec{}, {});
+        CHECK(a.steps.back().id == "top_k_probs");
+        // one bias missing among the others is a missing tensor
+        CHECK_THROWS_WITH_AS(load_gpt2(gpt2_file(4, 2, {"h.1.mlp.c_fc.bias"}), 1), doctest::Contains("missing tensor \"h.1.mlp.c_fc.bias\""),
+                             InputError);
+    }
+
+    TEST_CASE("safetensors.other_formats_are_named") {
+        CHECK_THROWS_WITH_AS(SafeTensors{test::temp_file(std::string("PK\x03\x04") + std::string(60, 'x'), ".pt")},
+                             doctest::Contains("zip archive (PyTorch's torch.save format"), InputError);
+        CHECK_THROWS_WITH_AS(SafeTensors{test::temp_file(std::string("\x80\x02") + std::string(60, 'x'), ".bin")},
+                             doctest::Contains("a Python pickle"), InputError);
+        CHECK_THROWS_WITH_AS(SafeTensors{test::temp_file(std::string("GGUF") + std::string(60, 'x'), ".gguf")}, doctest::Contains("GGUF"),
+                             InputError);
+    }
+
     TEST_CASE("safetensors.a_fifo_is_refused_without_waiting_for_a_writer") {
         const std::string fifo = "/tmp/attnwalk_st_fifo_" + std::to_string(::getpid());
         REQUIRE(test::run_shell("mkfifo " + fifo).exit_code == 0);

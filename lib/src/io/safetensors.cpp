@@ -80,6 +80,15 @@ SafeTensors::SafeTensors(const std::string& path) : file_(path) {
         // Map every page in one call (Linux ≥ 5.14) instead of one fault per page later;
         // the file's pages are the kernel's page cache, not a copy.
         (void)::madvise(m, size_, MADV_POPULATE_READ);
+        // Files people mistake for safetensors, told by their first bytes.
+        const auto begins_with = [&](const char* magic, std::size_t k) { return size_ >= k && std::memcmp(map_, magic, k) == 0; };
+        const char* convert = ": load it in Python and save it with safetensors.torch.save_file(model.state_dict(), \"model.safetensors\")"
+                              " (see docs/models.md)";
+        if (begins_with("PK\x03\x04", 4))
+            throw InputError(path, "", std::string("this is a zip archive (PyTorch's torch.save format, .pt/.bin), not safetensors") + convert);
+        if (map_[0] == 0x80 && map_[1] >= 2 && map_[1] <= 5)
+            throw InputError(path, "", std::string("this is a Python pickle (an old torch.save .pt/.bin), not safetensors") + convert);
+        if (begins_with("GGUF", 4)) throw InputError(path, "", "this is a GGUF file (llama.cpp's format), not safetensors");
         std::uint64_t n = 0;
         for (int i = 8; i-- > 0;) n = (n << 8) | map_[i];  // little-endian
         if (n > max_header || n > size_ - 8)

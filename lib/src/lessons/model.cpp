@@ -305,6 +305,7 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     trace.set_param("naming", info.naming);
     trace.set_param("layout", info.layout);
     trace.set_param("dtype", info.dtype);
+    if (!info.biases) trace.set_param("biases", std::string("none in the file (bias=False): zeros"));
     trace.set_param("vocab", static_cast<ull>(info.vocab));
     trace.set_param("context", static_cast<ull>(info.context));
     trace.set_param("width", static_cast<ull>(info.width));

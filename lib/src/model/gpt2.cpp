@@ -6,6 +6,7 @@
 #include <set>
 #include <vector>
 
+#include <xtensor/xbuilder.hpp>
 #include <xtensor/xview.hpp>
 
 #include "attnwalk/errors.hpp"
@@ -62,7 +63,10 @@ public:
         }
         return external_linear(data, d_in, d_out, transposed ? d_in : d_out, transposed, owner);
     }
-    Norm norm(const std::string& name, std::size_t C) const { return {vec(name + ".weight", C), vec(name + ".bias", C)}; }
+    // Without biases (nanoGPT's bias=False: the file has none), a bias of zeros.
+    Vec bias(const std::string& name, std::size_t n) const { return biases_ ? vec(name, n) : Vec(xt::zeros<float>({n})); }
+    Norm norm(const std::string& name, std::size_t C) const { return {vec(name + ".weight", C), bias(name + ".bias", C)}; }
+    void without_biases() { biases_ = false; }
     // The file's tensors that nothing read.
     std::vector<std::string> unused() const {
         std::vector<std::string> out;
@@ -75,6 +79,7 @@ private:
     std::shared_ptr<const SafeTensors> st_;
     std::string prefix_;
     mutable std::set<std::string> used_;
+    bool biases_ = true;
 };
 
 // The layers: one more than the largest N of any "h.N." name, so that a missing layer is
@@ -160,7 +165,9 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
     c.positions = PositionKind::learned;
     c.tied_head = st.find("lm_head.weight") == nullptr;  // a file's own head is used (an untied, fine-tuned one)
 
-    const Reader r(map, prefix);
+    Reader r(map, prefix);
+    info.biases = st.find(prefix + "h.0.ln_1.bias") != nullptr;  // all of them, or none (bias=False)
+    if (!info.biases) r.without_biases();
     DecoderWeights& w = m->weights;
     w.embed = r.linear("wte.weight", C, info.vocab, true);  // [vocab, C]: the layout of a tied head
     w.positions = r.mat("wpe.weight", info.context, C);
@@ -170,18 +177,18 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
         b.norm_1 = r.norm(h + "ln_1", C);
         b.norm_2 = r.norm(h + "ln_2", C);
         Linear qkv = r.linear(h + "attn.c_attn.weight", C, 3 * C, linear);
-        qkv.b = r.vec(h + "attn.c_attn.bias", 3 * C);
+        qkv.b = r.bias(h + "attn.c_attn.bias", 3 * C);
         b.attn.query = output_columns(qkv, 0, C);  // Q | K | V: columns of the x·W matrix (rows of nn.Linear's)
         b.attn.key = output_columns(qkv, C, C);
         b.attn.value = output_columns(qkv, 2 * C, C);
         b.attn.out_proj = r.linear(h + "attn.c_proj.weight", C, C, linear);
-        b.attn.out_proj->b = r.vec(h + "attn.c_proj.bias", C);
+        b.attn.out_proj->b = r.bias(h + "attn.c_proj.bias", C);
         b.attn.heads = info.heads;
         b.attn.combined = true;
         b.up = r.linear(h + "mlp.c_fc.weight", C, 4 * C, linear);
-        b.up.b = r.vec(h + "mlp.c_fc.bias", 4 * C);
+        b.up.b = r.bias(h + "mlp.c_fc.bias", 4 * C);
         b.down = r.linear(h + "mlp.c_proj.weight", 4 * C, C, linear);
-        b.down.b = r.vec(h + "mlp.c_proj.bias", C);
+        b.down.b = r.bias(h + "mlp.c_proj.bias", C);
         w.blocks.push_back(std::move(b));
     }
     w.final_norm = r.norm("ln_f", C);

@@ -20,6 +20,7 @@ struct ModelInfo {
     std::string layout;  // "x·W (Conv1D)" or "nn.Linear [out, in]"
     std::string dtype;   // of the weights in the file
     bool heads_inferred = true;
+    bool biases = true;               // false: the file has none (nanoGPT's bias=False), read as zeros
     std::vector<std::string> unused;  // tensors of the file the model does not read
 };
 

@@ -29,7 +29,7 @@ std::string file_of(const std::string& header, const std::string& data, std::uin
 
 std::string f32(const std::vector<float>& v) {
     std::string out(v.size() * 4, '\0');
-    std::memcpy(&out[0], v.data(), out.size());  // little-endian hosts (x86-64, aarch64)
+    if (!v.empty()) std::memcpy(&out[0], v.data(), out.size());  // little-endian hosts (x86-64, aarch64)
     return out;
 }
 

@@ -197,7 +197,7 @@ void SafeTensors::read_into(const std::string& name, float* out) const {
     if (last_page > first_page) (void)::madvise(reinterpret_cast<void*>(first_page), last_page - first_page, MADV_POPULATE_WRITE);
     if (e->dtype == "F32") {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        std::memcpy(out, p, 4 * n);  // the file's byte order is the machine's
+        if (n) std::memcpy(out, p, 4 * n);  // the file's byte order is the machine's
 #else
         for (std::size_t i = 0; i < n; ++i) {
             std::uint32_t bits = 0;

@@ -29,7 +29,7 @@ void add_layer_options(CLI::App& sub, LayerOptions& o, Shell& shell, std::size_t
 Weights layer_weights(const LayerOptions& o, const Embeddings& input, Randomness& random, bool out_proj, std::size_t d_out) {
     // (the heads and d_out are checked here, before drawing, to name the options)
     // (a weights file says its own d_out, checked when it is read: here only H and G)
-    const std::size_t width = o.weights.file ? o.heads : o.weights.d_out.value_or(d_out);
+    const std::optional<std::size_t> width = o.weights.file ? std::nullopt : std::optional<std::size_t>(o.weights.d_out.value_or(d_out));
     if (auto problem = head_shape_problem(width, o.heads, o.kv_heads.value_or(0))) throw UsageError(*problem + heads_options);
     WeightsShape shape{input.dim(), d_out, o.heads, HeadLayout::fused, out_proj};
     shape.kv_heads = o.kv_heads.value_or(0);

@@ -61,7 +61,7 @@ void add_mha(CLI::App& cli, Shell& shell) {
             if (o->kv_heads && o->variant == "combined-qkv")
                 throw UsageError("--kv-heads: the combined qkv layer has one key/value head per query head (use --variant fused)");
             if (o->kv_heads)
-                if (auto problem = head_shape_problem(H, H, *o->kv_heads)) throw UsageError(*problem + heads_options);
+                if (auto problem = head_shape_problem(std::nullopt, H, *o->kv_heads)) throw UsageError(*problem + heads_options);
             if (o->window && !o->dropout.causal)
                 throw UsageError("--window is a sliding window over the tokens before each query: it needs causal attention (drop --no-causal)");
             const HeadLayout layout = stacked ? HeadLayout::stacked : HeadLayout::fused;

@@ -26,12 +26,11 @@ namespace {
 
 using ull = unsigned long long;
 
-Summary summary_of(const Cube& t) {
+// A tensor's statistics, for a step kept as a summary.
+template <class Tensor>
+Summary summary_of(const Tensor& t) {
     Summary s;
-    for (float v : t) {
-        if (std::isfinite(v)) s.add(v);
-        else ++s.non_finite;
-    }
+    for (float v : t) s.add(v);
     return s;
 }
 
@@ -57,23 +56,21 @@ std::vector<double> head_stats(const float* a, std::size_t T) {
     return {entropy / n, max / n, first / n, T > 1 ? previous / (n - 1) : 0.0, diagonal / n};
 }
 
-// The words of each point of a GPT-2 block: id, title, formula.
+// The words of each point of layer L of a GPT-2 block: id, title, formula.
 struct PointText {
-    const char* id;
-    const char* title;
-    const char* formula;
+    std::string id, title, formula;
 };
-PointText point_text(BlockPoint p) {
+PointText point_text(BlockPoint p, const std::string& L) {
     switch (p) {
-        case BlockPoint::norm_1: return {"ln_1", "LayerNorm before attention", "ln_1(x)"};
-        case BlockPoint::attention: return {"attention", "the attention's output", "attn(ln_1(x))"};
+        case BlockPoint::norm_1: return {"ln_1", "Layer " + L + ": LayerNorm before attention", "ln_1(x)"};
+        case BlockPoint::attention: return {"attention", "Layer " + L + ": the attention's output", "attn(ln_1(x))"};
         case BlockPoint::residual_1: return {"residual_1", "Residual: added to the layer's input", "x + attn(ln_1(x))"};
         case BlockPoint::norm_2: return {"ln_2", "LayerNorm before the MLP", "ln_2(x)"};
         case BlockPoint::mlp_hidden: return {"mlp_hidden", "The MLP's hidden layer (4C), after GELU", "GELU(ln_2(x)·W_fc + b_fc)"};
         case BlockPoint::mlp: return {"mlp", "The MLP's output", "hidden·W_proj + b_proj"};
-        case BlockPoint::residual_2: return {"residual_2", "output", "x + mlp(ln_2(x))"};
+        case BlockPoint::residual_2: return {"residual_2", "Layer " + L + "'s output", "x + mlp(ln_2(x))"};
     }
-    return {"", "", ""};
+    return {};
 }
 
 // The prompt's pass: the embeddings, every layer's points (the layer shown, or every
@@ -123,14 +120,10 @@ public:
     }
 
     void block(std::size_t l, BlockPoint p, const Cube& t) override {
-        const PointText text = point_text(p);
-        const std::string L = std::to_string(l);
-        const std::string title = p == BlockPoint::norm_1 || p == BlockPoint::attention ? "Layer " + L + ": " + text.title
-                                  : p == BlockPoint::residual_2                         ? "Layer " + L + "'s output"
-                                                                                        : text.title;
-        const std::string id = "layer" + L + "." + text.id;
-        if (l == spec_.layer || spec_.all_layers) rec_.add(id, title, text.formula, t, tokens_features);
-        else rec_.add_summary(id, title, text.formula, {T_, t.shape(2)}, 1, tokens_features, summary_of(t), false);
+        const PointText text = point_text(p, std::to_string(l));
+        const std::string id = "layer" + std::to_string(l) + "." + text.id;
+        if (l == spec_.layer || spec_.all_layers) rec_.add(id, text.title, text.formula, t, tokens_features);
+        else rec_.add_summary(id, text.title, text.formula, {T_, t.shape(2)}, 1, tokens_features, summary_of(t), false);
     }
 
 private:
@@ -217,7 +210,7 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
 void record_candidates(Recorder& rec, const ModelSpec& spec, const Mat& logits, bool tied_head) {
     const std::size_t V = logits.shape(1);
     const std::string head = tied_head ? "wte" : "lm_head";  // the token embeddings, or the file's own head
-    Summary ls = summary_of(Cube(xt::view(logits, xt::newaxis(), xt::all(), xt::all())));
+    const Summary ls = summary_of(logits);
     rec.add_summary("logits", "The logits of the next token (last position × " + head + "ᵀ)", "logits = ln_f(x)_T·" + head + "ᵀ", {V}, 1,
                     {Axis::feature}, ls, false);
     const std::vector<double> p = token_probabilities(logits.data(), V, spec.temperature);

@@ -22,7 +22,8 @@ void KvCache::append(const Hyper& k, const Hyper& v) {
 }
 
 double KvCache::bytes(std::size_t bytes_per_value) const {
-    return 2.0 * static_cast<double>(keys_.size()) * static_cast<double>(bytes_per_value);
+    if (length() == 0) return 0.0;
+    return kv_cache_bytes(keys_.shape(0), length(), keys_.shape(1), keys_.shape(3), 1, bytes_per_value);
 }
 
 double kv_cache_bytes(std::size_t batch, std::size_t tokens, std::size_t kv_heads, std::size_t head_size, std::size_t layers,

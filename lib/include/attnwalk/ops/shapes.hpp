@@ -17,7 +17,8 @@ enum class HeadLayout { fused, stacked };
 
 // The one rule for splitting a width into heads: H ≥ 1 divides the width (d_h = width/H),
 // and G key/value heads (0 = H) divide H. What is wrong, in the math's words, or nothing.
-std::optional<std::string> head_shape_problem(std::size_t width, std::size_t heads, std::size_t kv_heads = 0);
+// Without a width (not known yet: a weights file gives it), only H and G are checked.
+std::optional<std::string> head_shape_problem(std::optional<std::size_t> width, std::size_t heads, std::size_t kv_heads = 0);
 // The same, thrown as UsageError.
 void check_head_shape(std::size_t width, std::size_t heads, std::size_t kv_heads = 0);
 

@@ -51,6 +51,7 @@ void make_cli(CLI::App& cli, Shell& shell) {
     add_sdpa(cli, shell);
     add_params(cli, shell);
     add_gpt2(cli, shell);
+    add_model(cli, shell);
     add_tokenize(cli, shell);
 }
 

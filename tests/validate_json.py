@@ -30,6 +30,9 @@ COMMANDS = [
     "tokenize --text 'Hello world is'",
     "gpt2 --model tests/data/tiny_gpt2_hf_f16.safetensors --heads 2 --ids 1,2,3,4 --view --sort entropy",
     "gpt2 --model tests/data/tiny_gpt2_nano_f32.safetensors --heads 3 --ids 5,6 --all-layers --summary",
+    "model --model tests/data/models/tiny_gemma3 --ids 1,2,3,4,5,6 --layer 1 --generate 2",
+    "model --model tests/data/models/tiny_qwen3 --ids 1,2,3 --view --sort diagonal",
+    "model --model tests/data/models/tiny_llama --ids 1,2,3 --head 3 --all-layers",
 ]
 
 

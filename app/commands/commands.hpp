@@ -21,6 +21,7 @@ void add_flash(CLI::App& cli, Shell& shell);
 void add_sdpa(CLI::App& cli, Shell& shell);
 void add_params(CLI::App& cli, Shell& shell);
 void add_gpt2(CLI::App& cli, Shell& shell);  // gpt2.cpp: a pretrained model
+void add_model(CLI::App& cli, Shell& shell);  // gpt2.cpp: a Hugging Face model folder
 void add_tokenize(CLI::App& cli, Shell& shell);
 
 // scores, softmax and context share their options: one walk each, on one head.

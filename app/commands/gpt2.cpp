@@ -60,6 +60,77 @@ void add_tokenize(CLI::App& cli, Shell& shell) {
     });
 }
 
+namespace {
+
+// What the model commands share: the prompt, the layer and head shown, the view, the
+// candidates and generation.
+struct ModelOptions {
+    std::string model;
+    std::optional<std::string> ids, tokenizer;
+    std::optional<std::size_t> heads;
+    ModelSpec spec;  // the options' defaults are the library's
+};
+
+void add_model_options(CLI::App& sub, ModelOptions& o) {
+    CLI::Option* ids_option = sub.add_option("--ids", o.ids, "The prompt as token ids, separated by commas (or --text)");
+    ids_option->excludes(sub.get_option("--text"));
+    sub.add_option("--layer", o.spec.layer, "The layer whose attention is shown in full (0-based)")->check(whole_number(0))->capture_default_str();
+    sub.add_option("--head", o.spec.head, "Only this head's matrices in the layer shown (0-based; default every head)")->check(whole_number(0));
+    sub.add_flag("--all-layers", o.spec.all_layers, "Every layer's steps in full (default: summaries but for --layer)");
+    CLI::Option* view = sub.add_flag("--view", o.spec.view, "The model view: every layer's heads as small heatmaps, and numbers per head");
+    sub.add_option("--sort", o.spec.sort, "With --view, rank the heads by entropy, max_weight, first_token, previous_token or diagonal")
+        ->check(CLI::IsMember(head_stat_names()))
+        ->needs(view);
+    sub.add_option("--generate", o.spec.generate, "Then generate N tokens greedily, each through a KV cache, checked against no cache")
+        ->check(whole_number(1));
+    sub.add_option("--top-k", o.spec.top_k, "Next-token candidates shown")->check(whole_number(1))->capture_default_str();
+    sub.add_option("--temperature", o.spec.temperature, "Divide the logits by T before the softmax")
+        ->check(number_check("T", [](double v) { return v > 0.0 && v < 1e30; }, "must be a positive number"))
+        ->capture_default_str();
+    sub.add_option("--top-p", o.spec.top_p, "Nucleus sampling: the smallest set of tokens with probability ≥ P")
+        ->check(number_check("P", [](double v) { return v > 0.0 && v <= 1.0; }, "must be in (0, 1]"));
+}
+
+std::vector<std::string> model_headline(const ModelSpec& spec) {
+    return spec.view ? std::vector<std::string>{"attention_grid", "head_entropy", "head_max_weight", "head_first_token", "head_previous_token", "head_diagonal", "heads_sorted", "top_k_ids", "top_k_probs"}
+                     : std::vector<std::string>{"weights", "top_k_ids", "top_k_probs", "generated_ids", "max_difference"};
+}
+
+void refuse_toy_inputs(const Shell& shell, const std::string& command) {
+    if (!shell.input.empty() || shell.batch || shell.vocab)
+        throw UsageError(command + " reads its prompt from --text or --ids (-i, --vocab and --batch are for the other commands)");
+}
+
+}  // namespace
+
+void add_model(CLI::App& cli, Shell& shell) {
+    CLI::App* sub = cli.add_subcommand("model", "A Hugging Face model folder (Llama 3, SmolLM2, Qwen2/3, Gemma 3, GPT-2): every layer, one in full, the next token.");
+    sub->footer("Examples:\n"
+                "  attnwalk model --model tests/data/models/tiny_llama --ids 1,2,3,4,5\n"
+                "  attnwalk model --model tests/data/models/tiny_qwen3 --ids 3,1,4,1,5 --layer 1 --steps 'queries_normed,rope_angles,weights'\n"
+                "  attnwalk model --model tests/data/models/tiny_gemma3 --ids 1,2,3,4,5,6,7,8 --view --compact\n"
+                "  attnwalk model --model DIR --ids 1,2,3 --generate 4 --steps 'generated_ids,max_difference'\n"
+                "The family comes from config.json's model_type: gpt2, llama, qwen2, qwen3, gemma3_text.\n"
+                "See docs/models.md for where to get each family's folder.\n");
+    add_shell_options(*sub, shell, true);
+    auto o = std::make_shared<ModelOptions>();
+    sub->add_option("--model", o->model, "Hugging Face model folder: config.json and model.safetensors (or its shards)")->required()->check(non_empty());
+    add_model_options(*sub, *o);
+    sub->callback([&shell, o] {
+        shell.headline = model_headline(o->spec);
+        shell.walk = [&shell, o] {
+            refuse_toy_inputs(shell, "model");
+            if (shell.sentence) throw UsageError("model reads the prompt as --ids for now: reading tokenizer.json is not supported yet");
+            if (!o->ids) throw UsageError("model needs a prompt: --ids 1,2,3");
+            const Model model = load_model(o->model);
+            const std::vector<std::size_t> ids = parse_ids(*o->ids);
+            Trace trace = walk_model(model, ids, token_labels(ids, nullptr), o->spec, shell.recording);
+            trace.command = "model";
+            return trace;
+        };
+    });
+}
+
 void add_gpt2(CLI::App& cli, Shell& shell) {
     CLI::App* sub = cli.add_subcommand("gpt2", "A pretrained GPT-2 (safetensors): every layer, one layer's attention in full, the next token.");
     sub->footer("Examples:\n"
@@ -71,39 +142,15 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
                 "  attnwalk gpt2 --model model.safetensors --text \"Hello, my name is\" --generate 5 --steps 'step*.weights,generated_ids,max_difference'\n"
                 "See docs/models.md for where to get GPT-2's weights.\n");
     add_shell_options(*sub, shell, true);
-    struct Options {
-        std::string model;
-        std::optional<std::string> ids, tokenizer;
-        std::optional<std::size_t> heads;
-        ModelSpec spec;  // the options' defaults are the library's
-    };
-    auto o = std::make_shared<Options>();
+    auto o = std::make_shared<ModelOptions>();
     sub->add_option("--model", o->model, "GPT-2 checkpoint in safetensors format (Hugging Face or nanoGPT names)")->required()->check(non_empty());
-    CLI::Option* ids_option = sub->add_option("--ids", o->ids, "The prompt as token ids, separated by commas (or --text)");
-    ids_option->excludes(sub->get_option("--text"));
     sub->add_option("--tokenizer", o->tokenizer, "Directory with GPT-2's encoder.json and vocab.bpe (default: data/gpt2)")->check(non_empty());
-    sub->add_option("--layer", o->spec.layer, "The layer whose attention is shown in full (0-based)")->check(whole_number(0))->capture_default_str();
-    sub->add_option("--head", o->spec.head, "Only this head's matrices in the layer shown (0-based; default every head)")->check(whole_number(0));
-    sub->add_flag("--all-layers", o->spec.all_layers, "Every layer's steps in full (default: summaries but for --layer)");
-    CLI::Option* view = sub->add_flag("--view", o->spec.view, "The model view: every layer's heads as small heatmaps, and numbers per head");
-    sub->add_option("--sort", o->spec.sort, "With --view, rank the heads by entropy, max_weight, first_token, previous_token or diagonal")
-        ->check(CLI::IsMember(head_stat_names()))
-        ->needs(view);
-    sub->add_option("--generate", o->spec.generate, "Then generate N tokens greedily, each through a KV cache, checked against no cache")
-        ->check(whole_number(1));
     sub->add_option("--heads", o->heads, "Heads per layer (default: C/64, as every GPT-2 size)")->check(whole_number(1));
-    sub->add_option("--top-k", o->spec.top_k, "Next-token candidates shown")->check(whole_number(1))->capture_default_str();
-    sub->add_option("--temperature", o->spec.temperature, "Divide the logits by T before the softmax")
-        ->check(number_check("T", [](double v) { return v > 0.0 && v < 1e30; }, "must be a positive number"))
-        ->capture_default_str();
-    sub->add_option("--top-p", o->spec.top_p, "Nucleus sampling: the smallest set of tokens with probability ≥ P")
-        ->check(number_check("P", [](double v) { return v > 0.0 && v <= 1.0; }, "must be in (0, 1]"));
+    add_model_options(*sub, *o);
     sub->callback([&shell, o] {
-        shell.headline = o->spec.view ? std::vector<std::string>{"attention_grid", "head_entropy", "head_max_weight", "head_first_token", "head_previous_token", "head_diagonal", "heads_sorted", "top_k_ids", "top_k_probs"}
-                                 : std::vector<std::string>{"weights", "top_k_ids", "top_k_probs", "generated_ids", "max_difference"};
+        shell.headline = model_headline(o->spec);
         shell.walk = [&shell, o] {
-            if (!shell.input.empty() || shell.batch || shell.vocab)
-                throw UsageError("gpt2 reads its prompt from --text or --ids (-i, --vocab and --batch are for the other commands)");
+            refuse_toy_inputs(shell, "gpt2");
             if (!o->ids && !shell.sentence) throw UsageError("gpt2 needs a prompt: --text \"...\" or --ids 15496,995");
             Model model;
             try {

@@ -31,7 +31,7 @@ class Listen : public DecoderTap {
 public:
     explicit Listen(bool keep) : keep_(keep) {}
     bool keeps_attention(std::size_t) const override { return keep_; }
-    void embeddings(const Cube&, const Cube&, const Cube&) override { heard.push_back("embeddings"); }
+    void embeddings(const Cube&, const Cube*, const Cube&) override { heard.push_back("embeddings"); }
     void attention(std::size_t l, const Forward& f) override {
         heard.push_back("attention" + std::to_string(l) + " " + std::to_string(f.kh.shape(2)) + " keys");
     }
@@ -81,6 +81,30 @@ TEST_SUITE("model") {
         CHECK(cases > 0);
     }
 
+    TEST_CASE("model.families_match_pytorch") {  // Llama 3, SmolLM2, Qwen2, Qwen3, Gemma 3 folders
+        std::size_t cases = 0;
+        for (const auto& c : test::golden_cases("families.json")) {
+            CAPTURE(c.at("name").get<std::string>());
+            std::string path;
+            std::vector<std::size_t> ids;
+            ModelSpec spec;
+            const json& args = c.at("args");
+            for (std::size_t i = 1; i < args.size(); ++i) {
+                const std::string a = args.at(i).get<std::string>();
+                const auto next = [&] { return args.at(++i).get<std::string>(); };
+                if (a == "--model") path = test::source_path(next().substr(6));  // @SRC@/…
+                else if (a == "--ids") ids = ids_of(next());
+                else if (a == "--layer") spec.layer = std::stoul(next());
+                else if (a == "--generate") spec.generate = std::stoul(next());
+                else FAIL("the golden uses an option this test does not read: " << a);
+            }
+            const Trace trace = walk_model(load_model(path), ids, std::vector<std::string>(ids.size(), "#"), spec, {});
+            test::check_golden_case(c, trace);
+            ++cases;
+        }
+        CHECK(cases >= 10);
+    }
+
     TEST_CASE("model.gpt2_is_a_decoder_configuration") {
         const Model m = load_gpt2(test::source_path(tiny), 4);
         const DecoderConfig& c = m->weights.config;
@@ -101,12 +125,25 @@ TEST_SUITE("model") {
         Listen full(true), blocked(false);
         (void)decoder_forward(m->weights, {1, 2, 3}, nullptr, &full);
         (void)decoder_forward(m->weights, {1, 2, 3}, nullptr, &blocked);
-        const std::vector<std::string> layer0 = {"0:0", "attention0 3 keys", "0:1", "0:2", "0:3", "0:4", "0:5", "0:6"};
+        auto point = [](BlockPoint p) { return "0:" + std::to_string(static_cast<int>(p)); };
+        const std::vector<std::string> layer0 = {point(BlockPoint::norm_1), "attention0 3 keys", point(BlockPoint::attention),
+                                                 point(BlockPoint::residual_1), point(BlockPoint::norm_2), point(BlockPoint::mlp_hidden),
+                                                 point(BlockPoint::mlp), point(BlockPoint::residual_2)};
         REQUIRE(full.heard.size() == 1 + 2 * layer0.size());
         CHECK(full.heard[0] == "embeddings");
         CHECK(std::equal(layer0.begin(), layer0.end(), full.heard.begin() + 1));
         // the blocked path keeps no attention to hand over
         CHECK(std::none_of(blocked.heard.begin(), blocked.heard.end(), [](const std::string& s) { return s.rfind("attention", 0) == 0; }));
+        // Gemma 3 norms the attention's and the MLP's outputs before each residual
+        const Model gemma = load_model(test::source_path("tests/data/models/tiny_gemma3"));
+        Listen g(true);
+        (void)decoder_forward(gemma->weights, {1, 2, 3}, nullptr, &g);
+        const std::vector<std::string> gemma0 = {point(BlockPoint::norm_1), "attention0 3 keys", point(BlockPoint::attention),
+                                                 point(BlockPoint::attention_norm), point(BlockPoint::residual_1), point(BlockPoint::norm_2),
+                                                 point(BlockPoint::mlp_hidden), point(BlockPoint::mlp), point(BlockPoint::mlp_norm),
+                                                 point(BlockPoint::residual_2)};
+        REQUIRE(g.heard.size() == 1 + 4 * gemma0.size());
+        CHECK(std::equal(gemma0.begin(), gemma0.end(), g.heard.begin() + 1));
     }
 
     TEST_CASE("model.decoding_with_the_cache_equals_the_whole_sequence") {

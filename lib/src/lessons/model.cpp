@@ -56,19 +56,51 @@ std::vector<double> head_stats(const float* a, std::size_t T) {
     return {entropy / n, max / n, first / n, T > 1 ? previous / (n - 1) : 0.0, diagonal / n};
 }
 
-// The words of each point of layer L of a GPT-2 block: id, title, formula.
+// The words of a family's names: GPT-2's (wte, ln_1, c_attn, c_proj) or the Hugging Face
+// names of Llama, Qwen and Gemma (embed_tokens, input_layernorm, q_proj, o_proj, ...).
+struct Words {
+    bool gpt2 = true;
+    std::string embed = "wte", norm = "LayerNorm", norm_1 = "ln_1", norm_2 = "ln_2", out = "c_proj", final_norm = "ln_f";
+    std::string mlp_hidden_title = "The MLP's hidden layer (4C), after GELU", mlp_hidden = "GELU(ln_2(x)·W_fc + b_fc)";
+    std::string mlp = "hidden·W_proj + b_proj";
+    std::string scale = "√d_h";  // what the scores are divided by
+};
+
+Words words_of(const DecoderConfig& c) {
+    Words w;
+    if (c.family == "gpt2") return w;
+    w.gpt2 = false;
+    w.embed = "embed_tokens";
+    w.norm = "RMSNorm";
+    w.norm_1 = "input_layernorm";
+    w.norm_2 = c.mlp == MlpKind::geglu_tanh ? "pre_feedforward_layernorm" : "post_attention_layernorm";
+    w.out = "o_proj";
+    w.final_norm = "norm";
+    const std::string act = c.mlp == MlpKind::swiglu ? "SiLU" : "GELU_tanh";
+    w.mlp_hidden_title = "The MLP's hidden layer: " + act + "(gate_proj) ⊙ up_proj";
+    w.mlp_hidden = act + "(m·W_gateᵀ) ⊙ (m·W_upᵀ)";
+    w.mlp = "hidden·W_downᵀ";
+    if (c.attention_scale) w.scale = format_number(*c.attention_scale) + " (√query_pre_attn_scalar)";
+    return w;
+}
+
+// The words of each point of layer L of a block: id, title, formula.
 struct PointText {
     std::string id, title, formula;
 };
-PointText point_text(BlockPoint p, const std::string& L) {
+PointText point_text(BlockPoint p, const std::string& L, const Words& w) {
+    const std::string n1 = w.gpt2 ? "ln_1" : "norm_1", n2 = w.gpt2 ? "ln_2" : "norm_2";
     switch (p) {
-        case BlockPoint::norm_1: return {"ln_1", "Layer " + L + ": LayerNorm before attention", "ln_1(x)"};
-        case BlockPoint::attention: return {"attention", "Layer " + L + ": the attention's output", "attn(ln_1(x))"};
-        case BlockPoint::residual_1: return {"residual_1", "Residual: added to the layer's input", "x + attn(ln_1(x))"};
-        case BlockPoint::norm_2: return {"ln_2", "LayerNorm before the MLP", "ln_2(x)"};
-        case BlockPoint::mlp_hidden: return {"mlp_hidden", "The MLP's hidden layer (4C), after GELU", "GELU(ln_2(x)·W_fc + b_fc)"};
-        case BlockPoint::mlp: return {"mlp", "The MLP's output", "hidden·W_proj + b_proj"};
-        case BlockPoint::residual_2: return {"residual_2", "Layer " + L + "'s output", "x + mlp(ln_2(x))"};
+        case BlockPoint::norm_1: return {"ln_1", "Layer " + L + ": " + w.norm + " before attention (" + w.norm_1 + ")", n1 + "(x)"};
+        case BlockPoint::attention: return {"attention", "Layer " + L + ": the attention's output", "attn(" + n1 + "(x))"};
+        case BlockPoint::attention_norm:
+            return {"attention_norm", "RMSNorm of the attention's output (post_attention_layernorm)", "norm(attn(" + n1 + "(x)))"};
+        case BlockPoint::residual_1: return {"residual_1", "Residual: added to the layer's input", "x + attn(" + n1 + "(x))"};
+        case BlockPoint::norm_2: return {"ln_2", w.norm + " before the MLP (" + w.norm_2 + ")", n2 + "(x)"};
+        case BlockPoint::mlp_hidden: return {"mlp_hidden", w.mlp_hidden_title, w.mlp_hidden};
+        case BlockPoint::mlp: return {"mlp", "The MLP's output", w.mlp};
+        case BlockPoint::mlp_norm: return {"mlp_norm", "RMSNorm of the MLP's output (post_feedforward_layernorm)", "norm(mlp(" + n2 + "(x)))"};
+        case BlockPoint::residual_2: return {"residual_2", "Layer " + L + "'s output", "x + mlp(" + n2 + "(x))"};
     }
     return {};
 }
@@ -78,49 +110,95 @@ PointText point_text(BlockPoint p, const std::string& L) {
 // attention with mha's ids, and for the view every layer's weights.
 class PromptTap : public DecoderTap {
 public:
-    PromptTap(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, std::size_t T) : rec_(rec), spec_(spec), info_(info), T_(T) {
+    PromptTap(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const DecoderConfig& config, std::size_t T)
+        : rec_(rec), spec_(spec), info_(info), config_(config), words_(words_of(config)), T_(T) {
         if (spec.view) grid = xt::xtensor<float, 5>::from_shape({1, info.layers, info.heads, T, T});
     }
     xt::xtensor<float, 5> grid;  // (1,L,H,T,T): every layer's weights, for the view
 
     bool keeps_attention(std::size_t layer) const override { return layer == spec_.layer || spec_.view; }
 
-    void embeddings(const Cube& tokens, const Cube& positions, const Cube& x) override {
-        rec_.add("token_embeddings", "Token embeddings: rows of wte", "wte[ids]", tokens, tokens_features);
-        rec_.add("position_embeddings", "Position embeddings: rows 0…T−1 of wpe", "wpe[0:T]", positions, tokens_features);
-        rec_.add("embeddings", "The input of layer 0", "x = wte[ids] + wpe[0:T]", x, tokens_features);
+    void embeddings(const Cube& tokens, const Cube* positions, const Cube& x) override {
+        const std::string& E = words_.embed;
+        rec_.add("token_embeddings", "Token embeddings: rows of " + E, E + "[ids]", tokens, tokens_features);
+        if (positions) {
+            rec_.add("position_embeddings", "Position embeddings: rows 0…T−1 of wpe", "wpe[0:T]", *positions, tokens_features);
+            rec_.add("embeddings", "The input of layer 0", "x = wte[ids] + wpe[0:T]", x, tokens_features);
+        } else if (config_.embed_scale) {
+            rec_.add("embeddings", "The input of layer 0: the embeddings × √C", "x = " + E + "[ids] · " + format_number(*config_.embed_scale), x,
+                     tokens_features)
+                .note = "No position embeddings: each layer rotates its queries and keys by position (RoPE).";
+        } else {
+            rec_.add("embeddings", "The input of layer 0", "x = " + E + "[ids]", x, tokens_features).note =
+                "No position embeddings: each layer rotates its queries and keys by position (RoPE).";
+        }
     }
 
     void attention(std::size_t l, const Forward& f) override {
         if (spec_.view) xt::view(grid, 0, l) = xt::view(f.weights, 0);
         if (l != spec_.layer) return;
+        if (words_.gpt2) {
+            rec_.add("queries", "Layer " + std::to_string(l) + ": queries (columns 0…C−1 of c_attn)", "Q = ln_1(x)·W_q + b_q", f.q, tokens_features);
+            rec_.add("keys", "Keys (columns C…2C−1 of c_attn)", "K = ln_1(x)·W_k + b_k", f.k, tokens_features);
+            rec_.add("values", "Values (columns 2C…3C−1 of c_attn)", "V = ln_1(x)·W_v + b_v", f.v, tokens_features);
+        } else {
+            const bool bias = config_.family == "qwen2";
+            const std::string H = std::to_string(f.heads), G = std::to_string(f.kv_heads), d = std::to_string(f.d_h);
+            rec_.add("queries", "Layer " + std::to_string(l) + ": queries (q_proj: " + H + " heads of " + d + ")",
+                     std::string("Q = norm_1(x)·W_qᵀ") + (bias ? " + b_q" : ""), f.q, tokens_features);
+            Step& k = rec_.add("keys", "Keys (k_proj: " + G + " key/value heads of " + d + ")", std::string("K = norm_1(x)·W_kᵀ") + (bias ? " + b_k" : ""),
+                               f.k, tokens_features);
+            if (f.kv_heads < f.heads)
+                k.note = "Grouped-query attention: " + G + " key/value heads for " + H + " query heads; query head h reads key/value head ⌊h / " +
+                         std::to_string(f.heads / f.kv_heads) + "⌋.";
+            rec_.add("values", "Values (v_proj)", std::string("V = norm_1(x)·W_vᵀ") + (bias ? " + b_v" : ""), f.v, tokens_features);
+            if (f.qk_normed) {
+                const Hyper& qn = f.rope ? f.qh_plain : f.qh;
+                const Hyper& kn = f.rope ? f.kh_plain : f.kh;
+                rec_.add("queries_normed", "QK-norm: RMSNorm of each head's queries (q_norm)", "q_norm(Q_h)", qn, head_tokens_features);
+                rec_.add("keys_normed", "And of each key head's keys (k_norm)", "k_norm(K_g)", kn, head_tokens_features);
+            }
+            if (f.rope) {
+                const LayerAttention& la = config_.layer_attention[l];
+                Step& a = rec_.add_plain("rope_angles", "RoPE: the angles, position × θ_i (base " + format_number(la.rope->base) + ")",
+                                   "φ_p,i = p·θ_(i mod d_h/2)", to_trace(f.rope->angles), tokens_features);
+                a.note = "Hugging Face's layout (rotate_half): feature i is rotated with feature i + " + std::to_string(f.d_h / 2) +
+                         ", as the checkpoints store q_proj and k_proj.";
+                if (la.rope->scaling.kind == RopeScaling::Kind::llama3)
+                    a.note += " The frequencies are rescaled as Llama 3.1 does (rope_scaling llama3, factor " + format_number(la.rope->scaling.factor) + ").";
+                else if (la.rope->scaling.kind == RopeScaling::Kind::linear)
+                    a.note += " The frequencies are divided by " + format_number(la.rope->scaling.factor) + " (rope_scaling linear).";
+                rec_.add("queries_rotated", "The queries after RoPE", "Q_h·cos + rotate_half(Q_h)·sin", f.qh, head_tokens_features);
+                rec_.add("keys_rotated", "The keys after RoPE", "K_g·cos + rotate_half(K_g)·sin", f.kh, head_tokens_features);
+            }
+        }
         const std::string Hs = std::to_string(info_.heads), dh = std::to_string(f.d_h);
-        rec_.add("queries", "Layer " + std::to_string(l) + ": queries (columns 0…C−1 of c_attn)", "Q = ln_1(x)·W_q + b_q", f.q, tokens_features);
-        rec_.add("keys", "Keys (columns C…2C−1 of c_attn)", "K = ln_1(x)·W_k + b_k", f.k, tokens_features);
-        rec_.add("values", "Values (columns 2C…3C−1 of c_attn)", "V = ln_1(x)·W_v + b_v", f.v, tokens_features);
+        const std::string kind = f.window ? "Sliding-window attention weights (W = " + std::to_string(f.window) + ")" : "Causal attention weights";
+        const std::string group = f.kv_heads < f.heads ? "_⌊h/" + std::to_string(f.heads / f.kv_heads) + "⌋" : "_h";
+        const std::string formula = "A_h = softmax(masked ω_h / " + words_.scale + ")";
         if (spec_.head) {  // one head: its T×T matrices
             const std::size_t h = *spec_.head;
             const std::string of = " of head " + std::to_string(h);
-            rec_.add("scores", "Scores" + of, "ω_" + std::to_string(h) + " = Q_h·K_hᵀ", Cube(xt::view(f.scores, xt::all(), h)), tokens_tokens);
-            rec_.mask_from_here(CellMask{});
-            rec_.add_with_row_sums("weights", "Causal attention weights" + of + " (one of " + Hs + " heads of " + dh + ")",
-                                   "A_h = softmax(masked ω_h / √" + dh + ")", Cube(xt::view(f.weights, xt::all(), h)), tokens_tokens);
+            rec_.add("scores", "Scores" + of, "ω_" + std::to_string(h) + " = Q_h·K" + group + "ᵀ", Cube(xt::view(f.scores, xt::all(), h)),
+                     tokens_tokens);
+            rec_.mask_from_here(CellMask{true, f.window});
+            rec_.add_with_row_sums("weights", kind + of + " (one of " + Hs + " heads of " + dh + ")", formula,
+                                   Cube(xt::view(f.weights, xt::all(), h)), tokens_tokens);
             rec_.mask_from_here(std::nullopt);
-            rec_.add("head_outputs", "Its context vectors", "Z_h = A_h·V_h", Cube(xt::view(f.head_outputs, xt::all(), h)), tokens_features);
+            rec_.add("head_outputs", "Its context vectors", "Z_h = A_h·V" + group, Cube(xt::view(f.head_outputs, xt::all(), h)), tokens_features);
         } else {
-            rec_.add("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", f.scores, head_tokens_tokens);
-            rec_.mask_from_here(CellMask{});
-            rec_.add_with_row_sums("weights", "Causal attention weights of every head (" + Hs + " heads of " + dh + ")",
-                                   "A_h = softmax(masked ω_h / √" + dh + ")", f.weights, head_tokens_tokens);
+            rec_.add("scores", "Scores of every head", "ω_h = Q_h·K" + group + "ᵀ", f.scores, head_tokens_tokens);
+            rec_.mask_from_here(CellMask{true, f.window});
+            rec_.add_with_row_sums("weights", kind + " of every head (" + Hs + " heads of " + dh + ")", formula, f.weights, head_tokens_tokens);
             rec_.mask_from_here(std::nullopt);
-            rec_.add("head_outputs", "Each head's context vectors", "Z_h = A_h·V_h", f.head_outputs, head_tokens_features);
+            rec_.add("head_outputs", "Each head's context vectors", "Z_h = A_h·V" + group, f.head_outputs, head_tokens_features);
         }
         rec_.add("context", "Heads concatenated", "Z", f.context, tokens_features);
-        rec_.add("output", "The attention's output: c_proj", "Z·W_o + b_o", f.output, tokens_features);
+        rec_.add("output", "The attention's output: " + words_.out, words_.gpt2 ? "Z·W_o + b_o" : "Z·W_oᵀ", f.output, tokens_features);
     }
 
     void block(std::size_t l, BlockPoint p, const Cube& t) override {
-        const PointText text = point_text(p, std::to_string(l));
+        const PointText text = point_text(p, std::to_string(l), words_);
         const std::string id = "layer" + std::to_string(l) + "." + text.id;
         if (l == spec_.layer || spec_.all_layers) rec_.add(id, text.title, text.formula, t, tokens_features);
         else rec_.add_summary(id, text.title, text.formula, {T_, t.shape(2)}, 1, tokens_features, summary_of(t), false);
@@ -130,6 +208,8 @@ private:
     Recorder& rec_;
     const ModelSpec& spec_;
     const ModelInfo& info_;
+    const DecoderConfig& config_;
+    Words words_;
     std::size_t T_;
 };
 
@@ -207,11 +287,12 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
 
 // The next token's candidates from the last logits: their summary, the top k with their
 // logits and probabilities (softmax at the temperature), the top-p cut in a note.
-void record_candidates(Recorder& rec, const ModelSpec& spec, const Mat& logits, bool tied_head) {
+void record_candidates(Recorder& rec, const ModelSpec& spec, const Mat& logits, const DecoderConfig& config) {
     const std::size_t V = logits.shape(1);
-    const std::string head = tied_head ? "wte" : "lm_head";  // the token embeddings, or the file's own head
+    const Words words = words_of(config);
+    const std::string head = config.tied_head ? words.embed : "lm_head";  // the token embeddings, or the file's own head
     const Summary ls = summary_of(logits);
-    rec.add_summary("logits", "The logits of the next token (last position × " + head + "ᵀ)", "logits = ln_f(x)_T·" + head + "ᵀ", {V}, 1,
+    rec.add_summary("logits", "The logits of the next token (last position × " + head + "ᵀ)", "logits = " + words.final_norm + "(x)_T·" + head + "ᵀ", {V}, 1,
                     {Axis::feature}, ls, false);
     const std::vector<double> p = token_probabilities(logits.data(), V, spec.temperature);
     const std::vector<std::size_t> order = top_k(p, spec.top_k);
@@ -304,6 +385,9 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     trace.set_param("width", static_cast<ull>(info.width));
     trace.set_param("layers", static_cast<ull>(info.layers));
     trace.set_param("heads", static_cast<ull>(info.heads));
+    if (info.kv_heads) trace.set_param("kv_heads", static_cast<ull>(info.kv_heads));
+    if (info.head_dim) trace.set_param("head_dim", static_cast<ull>(info.head_dim));
+    for (const auto& [field, value] : info.config) trace.set_param("config." + field, value);  // config.json, as the model read it
     trace.set_param("num_tokens", static_cast<ull>(T));
     trace.set_param("layer", static_cast<ull>(spec.layer));
     if (spec.head) trace.set_param("head", static_cast<ull>(*spec.head));
@@ -321,13 +405,14 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
         id_step.note = "The checkpoint also holds " + std::to_string(info.unused.size()) + " tensor" +
                        (info.unused.size() == 1 ? "" : "s") + " this model does not use: " + names + ".";
     }
-    PromptTap tap(rec, spec, info, T);
+    PromptTap tap(rec, spec, info, m.weights.config, T);
     DecoderCache cache = make_cache(m.weights.config);
     const Cube xf = decoder_forward(m.weights, ids, spec.generate ? &cache : nullptr, &tap);
     if (spec.view) record_view(rec, spec, info, tap.grid, T);
-    rec.add("ln_f", "The final LayerNorm", "ln_f(x)", xf, tokens_features);
+    const Words words = words_of(m.weights.config);
+    rec.add("ln_f", "The final " + words.norm + " (" + words.final_norm + ")", words.final_norm + "(x)", xf, tokens_features);
     const Mat logits = decoder_logits(m.weights, xf, T - 1);  // the last position's
-    record_candidates(rec, spec, logits, m.weights.config.tied_head);
+    record_candidates(rec, spec, logits, m.weights.config);
     if (spec.generate) generate(rec, m, ids, std::move(cache), logits, spec);
     try {
         return finish(std::move(trace), recording);

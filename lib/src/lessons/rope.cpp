@@ -24,7 +24,7 @@ Trace walk_rope(const Embeddings& input, const Weights& weights, const RopeSpec&
     record_parameters(rec, w.query, w.key, w.value, "", "");
     ForwardSpec fs;
     fs.causal = true;
-    fs.rope_base = spec.base;
+    fs.rope = RopeParams{spec.base, {}};
     fs.until = Stage::weights;
     const Forward f = attention_forward(x, &w, fs);
     const std::size_t d = f.d_h;

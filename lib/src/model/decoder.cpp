@@ -14,11 +14,18 @@ namespace {
 
 // The attention of one block on a = norm_1(x) (1,T,C): the blocked path when the tap
 // keeps nothing of it and no cache came before; else the one forward, on the cache.
-Cube block_attention(const BlockWeights& b, std::size_t layer, const Cube& a, std::size_t position0, KvCache* kv, DecoderTap& tap) {
+Cube block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t layer, const Cube& a, std::size_t position0, KvCache* kv,
+                     DecoderTap& tap) {
     ForwardSpec spec;
     spec.causal = true;
     spec.position0 = position0;
-    if (!tap.keeps_attention(layer) && (!kv || kv->seen() == 0)) {  // no T×T tensor at all
+    const LayerAttention& la = c.layer_attention.at(layer);
+    spec.window = la.window;
+    spec.rope = la.rope;
+    spec.scale = c.attention_scale;
+    // The blocked path computes plain causal attention of H heads: nothing of the above
+    const bool plain = !la.window && !la.rope && !c.attention_scale && !b.attn.q_norm && b.attn.key_heads() == b.attn.heads;
+    if (plain && !tap.keeps_attention(layer) && (!kv || kv->seen() == 0)) {  // no T×T tensor at all
         const fast::BlockedResult r = fast::blocked_attention(a, b.attn, true);
         Cube out = Cube::from_shape({a.shape(0), a.shape(1), r.output.size() / (a.shape(0) * a.shape(1))});
         std::copy(r.output.begin(), r.output.end(), out.begin());
@@ -67,27 +74,40 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
     const std::size_t T = ids.size(), C = c.width, p0 = cache ? cache->tokens() : 0;
     check_prompt(c, ids, p0);
 
-    Cube tok = Cube::from_shape({1, T, C}), pos = Cube::from_shape({1, T, C});  // (1,T,C)
-    for (std::size_t i = 0; i < T; ++i) {
-        std::copy(w.embed.out_row(ids[i]), w.embed.out_row(ids[i]) + C, &tok(0, i, 0));
-        xt::view(pos, 0, i, xt::all()) = xt::view(w.positions, p0 + i, xt::all());
+    Cube tok = Cube::from_shape({1, T, C});  // (1,T,C)
+    for (std::size_t i = 0; i < T; ++i) std::copy(w.embed.out_row(ids[i]), w.embed.out_row(ids[i]) + C, &tok(0, i, 0));
+    Cube x = tok;
+    if (c.embed_scale) x = tok * *c.embed_scale;  // in float32, as the reference multiplies
+    if (c.positions == PositionKind::learned) {
+        Cube pos = Cube::from_shape({1, T, C});
+        for (std::size_t i = 0; i < T; ++i) xt::view(pos, 0, i, xt::all()) = xt::view(w.positions, p0 + i, xt::all());
+        x = x + pos;  // (1,T,C)
+        t.embeddings(tok, &pos, x);
+    } else {
+        t.embeddings(tok, nullptr, x);
     }
-    Cube x = tok + pos;  // (1,T,C)
-    t.embeddings(tok, pos, x);
     for (std::size_t l = 0; l < c.layers; ++l) {
         const BlockWeights& b = w.blocks[l];
         const Cube a = normalise(x, b.norm_1, c.norm, c.norm_eps);  // (1,T,C)
         t.block(l, BlockPoint::norm_1, a);
-        const Cube attn = block_attention(b, l, a, p0, cache ? &cache->layers[l] : nullptr, t);  // (1,T,C)
+        Cube attn = block_attention(c, b, l, a, p0, cache ? &cache->layers[l] : nullptr, t);  // (1,T,C)
         t.block(l, BlockPoint::attention, attn);
+        if (b.attention_norm) {
+            attn = normalise(attn, *b.attention_norm, c.norm, c.norm_eps);
+            t.block(l, BlockPoint::attention_norm, attn);
+        }
         x = x + attn;
         t.block(l, BlockPoint::residual_1, x);
         const Cube m = normalise(x, b.norm_2, c.norm, c.norm_eps);  // (1,T,C)
         t.block(l, BlockPoint::norm_2, m);
-        const Cube hidden = mlp_hidden(m, c.mlp, b.up);  // (1,T,hidden)
+        const Cube hidden = mlp_hidden(m, c.mlp, b.up, gated(c.mlp) ? &b.gate : nullptr);  // (1,T,hidden)
         t.block(l, BlockPoint::mlp_hidden, hidden);
-        const Cube mlp = project(hidden, b.down);  // (1,T,C)
+        Cube mlp = project(hidden, b.down);  // (1,T,C)
         t.block(l, BlockPoint::mlp, mlp);
+        if (b.mlp_norm) {
+            mlp = normalise(mlp, *b.mlp_norm, c.norm, c.norm_eps);
+            t.block(l, BlockPoint::mlp_norm, mlp);
+        }
         x = x + mlp;
         t.block(l, BlockPoint::residual_2, x);
     }

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <set>
 #include <vector>
 
 #include <xtensor/xbuilder.hpp>
@@ -12,6 +11,7 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/safetensors.hpp"
 #include "attnwalk/model/decoder.hpp"
+#include "reader.hpp"
 
 namespace attnwalk {
 
@@ -19,68 +19,7 @@ const ModelInfo& info_of(const LoadedModel& model) { return model.info; }
 
 namespace {
 
-std::string shape_text(const std::vector<std::size_t>& s) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-    return out + "]";
-}
-
-// Reads the tensors of one checkpoint, with the names and checks in one place.
-class Reader {
-public:
-    Reader(std::shared_ptr<const SafeTensors> st, std::string prefix) : st_(std::move(st)), prefix_(std::move(prefix)) {}
-
-    void check(const std::string& name, const std::vector<std::size_t>& shape) const {
-        used_.insert(prefix_ + name);
-        const SafeTensors::Entry* e = st_->find(prefix_ + name);
-        if (!e) throw InputError(st_->file(), "$", "missing tensor \"" + prefix_ + name + "\"");
-        if (e->shape != shape)
-            throw InputError(st_->file(), "$[\"" + prefix_ + name + "\"]", "expected shape " + shape_text(shape) + ", got " + shape_text(e->shape));
-    }
-    Vec vec(const std::string& name, std::size_t n) const {
-        check(name, {n});
-        Vec v = Vec::from_shape({n});
-        st_->read_into(prefix_ + name, v.data());
-        return v;
-    }
-    Mat mat(const std::string& name, std::size_t rows, std::size_t cols) const {
-        check(name, {rows, cols});
-        Mat m = Mat::from_shape({rows, cols});
-        st_->read_into(prefix_ + name, m.data());
-        return m;
-    }
-    // A layer of d_in×d_out, stored so (x·W, Conv1D) or as its d_out×d_in transpose
-    // (nn.Linear); read where it lies when F32, else from a float32 copy it keeps.
-    Linear linear(const std::string& name, std::size_t d_in, std::size_t d_out, bool transposed) const {
-        check(name, transposed ? std::vector<std::size_t>{d_out, d_in} : std::vector<std::size_t>{d_in, d_out});
-        const float* data = st_->direct(prefix_ + name);
-        std::shared_ptr<const void> owner = st_;
-        if (!data) {
-            auto copy = std::make_shared<std::vector<float>>(d_out * d_in);
-            st_->read_into(prefix_ + name, copy->data());
-            data = copy->data();
-            owner = copy;
-        }
-        return external_linear(data, d_in, d_out, transposed ? d_in : d_out, transposed, owner);
-    }
-    // Without biases (nanoGPT's bias=False: the file has none), a bias of zeros.
-    Vec bias(const std::string& name, std::size_t n) const { return biases_ ? vec(name, n) : Vec(xt::zeros<float>({n})); }
-    Norm norm(const std::string& name, std::size_t C) const { return {vec(name + ".weight", C), bias(name + ".bias", C)}; }
-    void without_biases() { biases_ = false; }
-    // The file's tensors that nothing read.
-    std::vector<std::string> unused() const {
-        std::vector<std::string> out;
-        for (const auto& [name, entry] : st_->entries())
-            if (!used_.count(name)) out.push_back(name);
-        return out;
-    }
-
-private:
-    std::shared_ptr<const SafeTensors> st_;
-    std::string prefix_;
-    mutable std::set<std::string> used_;
-    bool biases_ = true;
-};
+using model_detail::Reader;
 
 // The layers: one more than the largest N of any "h.N." name, so that a missing layer is
 // a missing tensor, never a shorter model.
@@ -99,15 +38,16 @@ std::size_t count_layers(const SafeTensors& st, const std::string& prefix) {
 }  // namespace
 
 void check_weights_finite(const LoadedModel& model) {
-    const SafeTensors& st = *model.file;
-    for (const auto& [name, entry] : st.entries()) {
-        if (entry.dtype != "F32" && entry.dtype != "F16" && entry.dtype != "BF16") continue;
-        const Tensor t = st.get(name);
-        for (std::size_t i = 0; i < t.data.size(); ++i)
-            if (!std::isfinite(t.data[i]))
-                throw InputError(st.file(), "$[\"" + name + "\"]", "holds " + std::string(std::isnan(t.data[i]) ? "NaN" : "inf") +
-                                                                     " (element " + std::to_string(i) + "): a model's weights are finite numbers");
-    }
+    for (const auto& st : model.files)
+        for (const auto& [name, entry] : st->entries()) {
+            if (entry.dtype != "F32" && entry.dtype != "F16" && entry.dtype != "BF16") continue;
+            const Tensor t = st->get(name);
+            for (std::size_t i = 0; i < t.data.size(); ++i)
+                if (!std::isfinite(t.data[i]))
+                    throw InputError(st->file(), "$[\"" + name + "\"]",
+                                     "holds " + std::string(std::isnan(t.data[i]) ? "NaN" : "inf") + " (element " + std::to_string(i) +
+                                         "): a model's weights are finite numbers");
+        }
 }
 
 Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
@@ -118,7 +58,7 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
     if (!st.find(prefix + "wte.weight"))
         throw InputError(path, "$", "not a GPT-2 checkpoint: no \"wte.weight\" (Hugging Face names) or \"transformer.wte.weight\" (nanoGPT)");
     auto m = std::make_shared<LoadedModel>();
-    m->file = map;
+    m->files = {map};
     ModelInfo& info = m->info;
     info.family = "gpt2";
     info.file = path;
@@ -163,9 +103,10 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
     c.norm_eps = 1e-5f;
     c.mlp = MlpKind::gelu_tanh;
     c.positions = PositionKind::learned;
+    c.layer_attention.assign(info.layers, LayerAttention{});
     c.tied_head = st.find("lm_head.weight") == nullptr;  // a file's own head is used (an untied, fine-tuned one)
 
-    Reader r(map, prefix);
+    Reader r({map}, prefix);
     info.biases = st.find(prefix + "h.0.ln_1.bias") != nullptr;  // all of them, or none (bias=False)
     if (!info.biases) r.without_biases();
     DecoderWeights& w = m->weights;
@@ -174,8 +115,8 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
     for (std::size_t l = 0; l < info.layers; ++l) {
         const std::string h = "h." + std::to_string(l) + ".";
         BlockWeights b;
-        b.norm_1 = r.norm(h + "ln_1", C);
-        b.norm_2 = r.norm(h + "ln_2", C);
+        b.norm_1 = r.norm(h + "ln_1", C, NormKind::layer_norm);
+        b.norm_2 = r.norm(h + "ln_2", C, NormKind::layer_norm);
         Linear qkv = r.linear(h + "attn.c_attn.weight", C, 3 * C, linear);
         qkv.b = r.bias(h + "attn.c_attn.bias", 3 * C);
         b.attn.query = output_columns(qkv, 0, C);  // Q | K | V: columns of the x·W matrix (rows of nn.Linear's)
@@ -191,10 +132,9 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
         b.down.b = r.bias(h + "mlp.c_proj.bias", C);
         w.blocks.push_back(std::move(b));
     }
-    w.final_norm = r.norm("ln_f", C);
-    if (!c.tied_head) w.head = Reader(map, "").linear("lm_head.weight", C, info.vocab, true);  // [vocab, C]
-    for (const std::string& name : r.unused())
-        if (c.tied_head || name != "lm_head.weight") info.unused.push_back(name);
+    w.final_norm = r.norm("ln_f", C, NormKind::layer_norm);
+    if (!c.tied_head) w.head = r.with_prefix("").linear("lm_head.weight", C, info.vocab, true);  // [vocab, C]
+    info.unused = r.unused();
     return m;
 }
 

@@ -11,11 +11,20 @@ Cube gelu_tanh(Cube x) {
     return x;
 }
 
-Cube mlp_hidden(const Cube& x, MlpKind kind, const Linear& up) {
-    switch (kind) {
-        case MlpKind::gelu_tanh: return gelu_tanh(project(x, up));
-    }
-    throw std::logic_error("unknown MLP kind");
+Cube silu(Cube x) {
+    for (float& v : x) v = v / (1.0f + std::exp(-v));
+    return x;
+}
+
+bool gated(MlpKind kind) { return kind != MlpKind::gelu_tanh; }
+
+Cube mlp_hidden(const Cube& x, MlpKind kind, const Linear& up, const Linear* gate) {
+    if (!gated(kind)) return gelu_tanh(project(x, up));
+    if (!gate) throw std::logic_error("a gated MLP without its gate");
+    Cube g = kind == MlpKind::swiglu ? silu(project(x, *gate)) : gelu_tanh(project(x, *gate));
+    const Cube u = project(x, up);
+    for (std::size_t i = 0; i < g.size(); ++i) g.data()[i] *= u.data()[i];
+    return g;
 }
 
 }  // namespace attnwalk

@@ -10,6 +10,7 @@
 #include "attnwalk/ops/blas.hpp"
 #include "attnwalk/ops/dropout.hpp"
 #include "attnwalk/errors.hpp"
+#include "attnwalk/ops/norms.hpp"
 #include "attnwalk/ops/mask.hpp"
 #include "attnwalk/ops/scores.hpp"
 #include "attnwalk/ops/softmax.hpp"
@@ -68,9 +69,17 @@ double since(Clock::time_point& t) {
 }  // namespace
 
 
-Rope rope_tables(std::size_t d, std::size_t T, std::size_t position0, double base) {
+Rope rope_tables(std::size_t d, std::size_t T, std::size_t position0, const RopeParams& spec) {
+    const double base = spec.base;
+    const RopeScaling& sc = spec.scaling;
     if (d % 2 != 0) throw UsageError("RoPE rotates pairs of features: the head size d_h = " + std::to_string(d) + " must be even");
     if (!(std::isfinite(base) && base > 1.0)) throw UsageError("the RoPE base must be a finite number above 1");
+    if (sc.kind != RopeScaling::Kind::none && !(std::isfinite(sc.factor) && sc.factor > 0.0))
+        throw UsageError("the RoPE scaling factor must be a positive number");
+    if (sc.kind == RopeScaling::Kind::llama3 &&
+        !(sc.high_freq_factor > sc.low_freq_factor && sc.low_freq_factor > 0.0 && std::isfinite(sc.high_freq_factor) &&
+          sc.original_context > 0.0 && std::isfinite(sc.original_context)))
+        throw UsageError("llama3 RoPE scaling needs 0 < low_freq_factor < high_freq_factor and a positive original context");
     // position · θ is computed in float32, as the reference code does: a position above 2^24
     // is no longer exact, and the angles (and the shift check) would drift
     constexpr std::size_t exact = std::size_t{1} << 24;
@@ -84,6 +93,23 @@ Rope rope_tables(std::size_t d, std::size_t T, std::size_t position0, double bas
         const float exponent = static_cast<float>(2 * i) / static_cast<float>(d);
         const float power = static_cast<float>(std::pow(base, static_cast<double>(exponent)));
         r.inv_freq(i) = 1.0f / power;
+    }
+    if (sc.kind == RopeScaling::Kind::linear)
+        for (float& f : r.inv_freq) f /= static_cast<float>(sc.factor);
+    if (sc.kind == RopeScaling::Kind::llama3) {  // float32, term by term as the reference code
+        const float factor = static_cast<float>(sc.factor), low = static_cast<float>(sc.low_freq_factor);
+        const float high = static_cast<float>(sc.high_freq_factor), old = static_cast<float>(sc.original_context);
+        const float low_wavelen = static_cast<float>(sc.original_context / sc.low_freq_factor);
+        const float high_wavelen = static_cast<float>(sc.original_context / sc.high_freq_factor);
+        const float two_pi = static_cast<float>(2.0 * 3.14159265358979323846);
+        for (float& f : r.inv_freq) {
+            const float wavelen = two_pi / f;
+            if (wavelen > low_wavelen) f = f / factor;               // low frequencies: slowed down
+            else if (wavelen >= high_wavelen) {                      // in between: blended
+                const float smooth = (old / wavelen - low) / (high - low);
+                f = (1.0f - smooth) * (f / factor) + smooth * f;
+            }                                                        // high frequencies: kept
+        }
     }
     r.angles = Mat::from_shape({T, d});
     r.cos = Mat::from_shape({T, d});
@@ -141,8 +167,15 @@ Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpe
     f.qh = split_heads(f.q, f.heads);
     f.kh = split_heads(f.k, f.kv_heads);
     f.vh = split_heads(f.v, f.kv_heads);
-    if (spec.rope_base) {
-        f.rope = rope_tables(f.d_h, x.shape(1), spec.position0, *spec.rope_base);
+    if (w && (w->q_norm || w->k_norm)) {  // QK-norm: each head's rows, before RoPE
+        if (!w->q_norm || !w->k_norm || w->q_norm->size() != f.d_h || w->k_norm->size() != f.d_h)
+            throw UsageError("QK-norm needs a scale of d_h = " + std::to_string(f.d_h) + " for both the queries and the keys");
+        rms_norm_rows(f.qh.data(), f.qh.size() / f.d_h, f.d_h, *w->q_norm, w->qk_norm_eps);
+        rms_norm_rows(f.kh.data(), f.kh.size() / f.d_h, f.d_h, *w->k_norm, w->qk_norm_eps);
+        f.qk_normed = true;
+    }
+    if (spec.rope) {
+        f.rope = rope_tables(f.d_h, x.shape(1), spec.position0, *spec.rope);
         f.qh_plain = std::move(f.qh);
         f.kh_plain = std::move(f.kh);
         f.qh = apply_rope(f.qh_plain, *f.rope);

@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/ops/rows.hpp"
 
 namespace attnwalk {
 
@@ -26,9 +28,28 @@ Cube layer_norm(const Cube& x, const Vec& scale, const Vec& shift, float eps) {
     return y;
 }
 
+void rms_norm_rows(float* data, std::size_t rows, std::size_t n, const Vec& scale, float eps) {
+    if (n == 0) throw UsageError("RMSNorm over 0 features: the model's width is 0");
+    std::vector<float> squares(n);
+    for (std::size_t r = 0; r < rows; ++r) {
+        float* row = data + r * n;
+        for (std::size_t c = 0; c < n; ++c) squares[c] = row[c] * row[c];
+        const float mean = sum_of(squares.data(), n) / static_cast<float>(n);
+        const float inv = 1.0f / std::sqrt(mean + eps);  // torch.rsqrt
+        for (std::size_t c = 0; c < n; ++c) row[c] = (row[c] * inv) * scale(c);
+    }
+}
+
+Cube rms_norm(const Cube& x, const Vec& scale, float eps) {
+    Cube y = x;
+    rms_norm_rows(y.data(), y.size() / (x.shape(2) ? x.shape(2) : 1), x.shape(2), scale, eps);
+    return y;
+}
+
 Cube normalise(const Cube& x, const Norm& norm, NormKind kind, float eps) {
     switch (kind) {
         case NormKind::layer_norm: return layer_norm(x, norm.scale, norm.shift, eps);
+        case NormKind::rms_norm: return rms_norm(x, norm.scale, eps);
     }
     throw std::logic_error("unknown norm kind");
 }

@@ -1,16 +1,20 @@
 // One decoder-only transformer, configured by each model family: the block is written
-// once, in decoder.cpp, and every family (GPT-2 today) is a DecoderConfig and a mapping
-// from its checkpoint's names into DecoderWeights. The forward writes no text: it hands
-// each intermediate to a tap (an observer), which a lesson turns into steps.
+// once, in decoder.cpp, and every family (GPT-2, Llama, Qwen, Gemma 3) is a DecoderConfig
+// and a mapping from its checkpoint's names into DecoderWeights. The forward writes no
+// text: it hands each intermediate to a tap (an observer), which a lesson turns into steps.
 //
-//   ids (T) -> x = embed[ids] + positions[p0 : p0+T]                      (1,T,C)
-//   per block:  a = norm_1(x); x = x + attention(a)       (the one forward, ops/attention.hpp)
-//               m = norm_2(x); x = x + down(act(up(m)))   (the MLP)
+//   ids (T) -> x = embed[ids] (× embed_scale) (+ positions[p0 : p0+T], learned)   (1,T,C)
+//   per block:  a = norm_1(x); y = attention(a)   (the one forward, ops/attention.hpp: GQA,
+//                                                 QK-norm, RoPE and a window as configured)
+//               x = x + attention_norm(y)         (Gemma's norm after the attention; else y)
+//               m = norm_2(x); z = down(act(up(m))), gated: down(act(gate(m)) ⊙ up(m))
+//               x = x + mlp_norm(z)               (Gemma's norm after the MLP; else z)
 //   final norm (1,T,C); logits of the last position = head·x_T           (1,V)
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,34 +27,50 @@
 
 namespace attnwalk {
 
-// What a family chooses. Each kind has the one value GPT-2 needs today (NormKind:
-// ops/norms.hpp, MlpKind: ops/activations.hpp); a family adds its own value and the
-// branch (docs/architecture.md: how to add a family).
-enum class PositionKind { learned };       // a table of position embeddings added to the tokens
+// What a family chooses (NormKind: ops/norms.hpp, MlpKind: ops/activations.hpp); a new
+// family adds a value and its branch only where it computes something new
+// (docs/architecture.md: how to add a family).
+enum class PositionKind {
+    learned,  // a table of position embeddings added to the tokens (GPT-2)
+    rope      // none added: each layer rotates its queries and keys (LayerAttention::rope)
+};
+
+// What may differ from layer to layer (Gemma 3's sliding and global layers).
+struct LayerAttention {
+    std::optional<std::size_t> window;  // a sliding-window layer: each token sees itself and the W − 1 before it
+    std::optional<RopeParams> rope;     // PositionKind::rope: this layer's base and scaling
+};
 
 struct DecoderConfig {
-    std::string family;  // "gpt2"
+    std::string family;  // "gpt2", "llama", "qwen2", "qwen3", "gemma3_text"
     std::size_t vocab = 0, context = 0, width = 0, layers = 0;  // width = C
     std::size_t heads = 0, kv_heads = 0;                        // H; G (0 = H)
+    std::size_t head_dim = 0;                                   // d_h (0 = C/H)
     NormKind norm = NormKind::layer_norm;
     float norm_eps = 1e-5f;
     MlpKind mlp = MlpKind::gelu_tanh;
     PositionKind positions = PositionKind::learned;
+    std::vector<LayerAttention> layer_attention;  // one per layer
+    std::optional<float> attention_scale;  // the scores are divided by this (default √d_h)
+    std::optional<float> embed_scale;      // the token embeddings are multiplied by this (Gemma: √C)
     bool tied_head = true;  // the logits use the token embeddings (else DecoderWeights::head)
 
-    std::size_t head_size() const { return heads ? width / heads : 0; }  // d_h
+    std::size_t head_size() const { return head_dim ? head_dim : heads ? width / heads : 0; }  // d_h
+    std::size_t key_heads() const { return kv_heads ? kv_heads : heads; }                      // G
 };
 
 struct BlockWeights {
-    Norm norm_1, norm_2;     // before the attention, before the MLP
-    AttentionWeights attn;   // fused heads, out_proj
-    Linear up, down;         // C -> hidden, hidden -> C
+    Norm norm_1, norm_2;                          // before the attention, before the MLP
+    std::optional<Norm> attention_norm, mlp_norm; // after the attention, after the MLP (Gemma)
+    AttentionWeights attn;                        // the heads, out_proj (o_proj)
+    Linear up, down;                              // C -> hidden, hidden -> C
+    Linear gate;                                  // C -> hidden, gated MLPs only
 };
 
 struct DecoderWeights {
     DecoderConfig config;
     Linear embed;          // the token embeddings in nn.Linear's layout: row id = out_row(id) (V×C)
-    Mat positions;         // learned: (context, C)
+    Mat positions;         // learned: (context, C); empty with RoPE
     std::vector<BlockWeights> blocks;
     Norm final_norm;
     Linear head;           // untied head (V×C, nn.Linear's layout); unused when tied
@@ -64,11 +84,11 @@ class SafeTensors;
 struct LoadedModel {
     ModelInfo info;
     DecoderWeights weights;
-    std::shared_ptr<const SafeTensors> file;  // keeps the weights read in place valid
+    std::vector<std::shared_ptr<const SafeTensors>> files;  // the checkpoint (one file or its shards): keeps the weights read in place valid
 };
 
 // Where in a block the forward hands a tensor (1,T,C) to the tap.
-enum class BlockPoint { norm_1, attention, residual_1, norm_2, mlp_hidden, mlp, residual_2 };
+enum class BlockPoint { norm_1, attention, attention_norm, residual_1, norm_2, mlp_hidden, mlp, mlp_norm, residual_2 };
 
 // The observer of the forward. Every method has a default that ignores what it is handed.
 class DecoderTap {
@@ -78,7 +98,8 @@ public:
     // to attention(); otherwise a layer without a cache so far takes the blocked path,
     // which keeps none (ops/blocked_attention.hpp).
     virtual bool keeps_attention(std::size_t /*layer*/) const { return false; }
-    virtual void embeddings(const Cube& /*tokens*/, const Cube& /*positions*/, const Cube& /*x*/) {}
+    // The token embeddings' rows, the position embeddings' (null with RoPE), the first input.
+    virtual void embeddings(const Cube& /*tokens*/, const Cube* /*positions*/, const Cube& /*x*/) {}
     virtual void attention(std::size_t /*layer*/, const Forward& /*f*/) {}
     virtual void block(std::size_t /*layer*/, BlockPoint /*point*/, const Cube& /*t*/) {}
 };

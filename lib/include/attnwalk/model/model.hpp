@@ -7,21 +7,24 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnwalk {
 
 // What the checkpoint says of itself, printed in the trace's header.
 struct ModelInfo {
-    std::string family;  // "gpt2"
-    std::string file;
+    std::string family;  // "gpt2", "llama", "qwen2", "qwen3", "gemma3_text"
+    std::string file;    // the weights: a file, or an index and its shards
     std::size_t vocab = 0, context = 0, width = 0, layers = 0, heads = 0;  // width = C
+    std::size_t kv_heads = 0, head_dim = 0;  // G and d_h when config.json gives them (0: H and C/H)
     std::string naming;  // "huggingface" or "nanogpt"
     std::string layout;  // "x·W (Conv1D)" or "nn.Linear [out, in]"
     std::string dtype;   // of the weights in the file
     bool heads_inferred = true;
     bool biases = true;               // false: the file has none (nanoGPT's bias=False), read as zeros
     std::vector<std::string> unused;  // tensors of the file the model does not read
+    std::vector<std::pair<std::string, std::string>> config;  // config.json's fields the model read, as written
 };
 
 struct LoadedModel;  // model/decoder.hpp: the info, the DecoderWeights, the mapped file
@@ -33,6 +36,11 @@ const ModelInfo& info_of(const LoadedModel& model);
 // [out, in] layout), the layout told by the shape of c_attn. The number of heads is C/64
 // (every GPT-2 size) unless given. Throws InputError (the file) or UsageError (the heads).
 Model load_gpt2(const std::string& path, std::optional<std::size_t> heads = std::nullopt);
+
+// A Hugging Face model folder: config.json (its model_type picks the family: gpt2, llama,
+// qwen2, qwen3, gemma3_text), model.safetensors or the shards of
+// model.safetensors.index.json. Throws InputError naming the file and the field or tensor.
+Model load_model(const std::string& dir);
 
 // Throws InputError naming the first tensor of the model's file that holds NaN or inf (and
 // where); returns when every value is finite. Read only when a run went non-finite.

@@ -9,11 +9,20 @@ namespace attnwalk {
 // GELU, the tanh approximation GPT-2 uses: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
 Cube gelu_tanh(Cube x);
 
-// The kinds of MLP a model family may choose; a family adds its kind here and in
-// mlp_hidden() (gated MLPs take a second projection).
-enum class MlpKind { gelu_tanh };  // down(GELU_tanh(up(x)))
+// SiLU (swish): x·σ(x) = x / (1 + e^(−x)).
+Cube silu(Cube x);
 
-// The hidden layer act(up(x)), (B,T,hidden): what the MLP's `down` projection reads.
-Cube mlp_hidden(const Cube& x, MlpKind kind, const Linear& up);
+// The kinds of MLP a model family may choose; a family adds its kind here and in
+// mlp_hidden().
+enum class MlpKind {
+    gelu_tanh,   // down(GELU_tanh(up(x)))                  GPT-2
+    swiglu,      // down(SiLU(gate(x)) ⊙ up(x))              Llama, Qwen
+    geglu_tanh   // down(GELU_tanh(gate(x)) ⊙ up(x))         Gemma
+};
+bool gated(MlpKind kind);
+
+// The hidden layer, (B,T,hidden): what the MLP's `down` projection reads. act(up(x)), or
+// for a gated kind act(gate(x)) ⊙ up(x).
+Cube mlp_hidden(const Cube& x, MlpKind kind, const Linear& up, const Linear* gate);
 
 }  // namespace attnwalk

@@ -5,6 +5,7 @@
 //
 //   X (B,T,d_in) -> Q, K, V = X·W (+ b)                  (B,T,H·d_h), K and V (B,T,G·d_h)
 //   split into heads                                    (B,H,T,d_h), K and V (B,G,T,d_h)
+//   QK-norm (optional): RMSNorm on each head's Q and K rows (Qwen3, Gemma 3)
 //   RoPE (optional): each head's Q and K rotated by position
 //   ω = Q_h·K_gᵀ, g = h / (H/G), for query rows r0..r0+R  (B,H,R,T)
 //   causal: ω_ij = −∞ for j > i (window W: also j ≤ i − W); then ω / scale   what the softmax reads
@@ -34,6 +35,8 @@ struct AttentionWeights {
     std::optional<Linear> out_proj;   // H·d_h × H·d_h
     std::size_t heads = 1;
     std::size_t kv_heads = 0;         // G, the key/value heads; 0 = one per query head
+    std::optional<Vec> q_norm, k_norm;  // QK-norm: RMSNorm scales (d_h) on each head's rows before RoPE
+    float qk_norm_eps = 1e-6f;
     bool combined = false;            // drawn as one Linear(d_in, 3·d_out) (MHACombinedQKV)
     HeadLayout layout = HeadLayout::fused;
     // Where they came from, recorded in the trace's params (seed, init, d_out, ... or the file).
@@ -60,10 +63,25 @@ struct Dropout {
     Generator* gen = nullptr;     // needed when p > 0
 };
 
+// RoPE's frequencies θ_i = base^(−2i/d_h), rescaled as a model's config may say: `linear`
+// divides them all by the factor; `llama3` (Llama 3.1/3.2) divides the low frequencies
+// (wavelength above original_context / low_freq_factor) by the factor, keeps the high
+// ones (below original_context / high_freq_factor) and blends in between.
+struct RopeScaling {
+    enum class Kind { none, linear, llama3 };
+    Kind kind = Kind::none;
+    double factor = 1.0;
+    double low_freq_factor = 1.0, high_freq_factor = 4.0, original_context = 8192.0;  // llama3
+};
+struct RopeParams {
+    double base = 10000.0;
+    RopeScaling scaling;
+};
+
 struct ForwardSpec {
     bool causal = false;
     std::optional<std::size_t> window;  // sliding window: a query sees itself and the W − 1 keys before it
-    std::optional<double> rope_base;    // rotary position embeddings on Q and K, θ_i = base^(−2i/d_h)
+    std::optional<RopeParams> rope;        // rotary position embeddings on Q and K
     std::size_t position0 = 0;          // the position of token 0 (RoPE; shifting it leaves the scores unchanged)
     // SDPA's conventions: multiply by scale_factor (instead of dividing by scale), then add
     // `bias` (R×T, the same for every batch element and head) before the softmax.
@@ -76,13 +94,13 @@ struct ForwardSpec {
 };
 
 // RoPE's tables for positions p0 .. p0+T−1 and a head size d (even): the half-split form
-// of the Llama reference code (x_i pairs with x_{i+d/2}).
+// of the Llama reference code and of Hugging Face's checkpoints (x_i pairs with x_{i+d/2}).
 struct Rope {
     Vec inv_freq;      // (d/2)  base^(−2i/d)
     Mat angles;        // (T,d)  position · inv_freq, the d/2 angles repeated twice
     Mat cos, sin;      // (T,d)
 };
-Rope rope_tables(std::size_t d, std::size_t T, std::size_t position0, double base);
+Rope rope_tables(std::size_t d, std::size_t T, std::size_t position0, const RopeParams& spec);
 // x·cos + rotate_half(x)·sin over the last axis of (B,H,T,d), rotate_half(x) = (−x₂, x₁).
 Hyper apply_rope(const Hyper& x, const Rope& rope);
 
@@ -94,6 +112,7 @@ struct Forward {
     std::size_t window = 0;       // 0: no window
     Cube q, k, v;                 // (B,T,H·d_h), K and V (B,T,G·d_h)
     Hyper qh, kh, vh;             // (B,H,T,d_h), K and V (B,G,T,d_h); rotated with RoPE
+    bool qk_normed = false;       // QK-norm applied: qh and kh (qh_plain, kh_plain with RoPE) are normalised
     Hyper qh_plain, kh_plain;     // before RoPE (RoPE only)
     std::optional<Rope> rope;
     Hyper scores;                 // (B,H,R,T) ω

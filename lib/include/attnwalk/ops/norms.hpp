@@ -6,15 +6,23 @@
 namespace attnwalk {
 
 // The kinds a model family may choose; a family adds its kind here and in normalise().
-enum class NormKind { layer_norm };  // nn.LayerNorm: scale and shift
+enum class NormKind {
+    layer_norm,  // nn.LayerNorm: scale and shift (GPT-2)
+    rms_norm     // RMSNorm: scale only, no mean subtracted (Llama, Qwen, Gemma: Gemma's (1 + w) is its loader's)
+};
 
 // The weights of one norm: scale (and shift) of C.
 struct Norm {
-    Vec scale, shift;
+    Vec scale, shift;  // shift: empty for RMSNorm
 };
 
 // y = (x − mean) / √(var + eps) · scale + shift, the biased variance (nn.LayerNorm).
 Cube layer_norm(const Cube& x, const Vec& scale, const Vec& shift, float eps);
+// y = x / √(mean(x²) + eps) · scale, in float32 with torch's sum order for the mean
+// (HF's LlamaRMSNorm and the textbook's RMSNorm).
+Cube rms_norm(const Cube& x, const Vec& scale, float eps);
+// The same on each row of `rows`×`n` floats in place: the per-head QK-norm of Qwen3 and Gemma 3.
+void rms_norm_rows(float* data, std::size_t rows, std::size_t n, const Vec& scale, float eps);
 // The norm of this kind.
 Cube normalise(const Cube& x, const Norm& norm, NormKind kind, float eps);
 

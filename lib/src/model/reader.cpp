@@ -1,0 +1,89 @@
+#include "reader.hpp"
+
+#include <xtensor/xbuilder.hpp>
+
+#include "attnwalk/errors.hpp"
+
+namespace attnwalk::model_detail {
+
+std::string shape_text(const std::vector<std::size_t>& s) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + "]";
+}
+
+Reader::Reader(Files files, std::string prefix)
+    : files_(std::move(files)), prefix_(std::move(prefix)), used_(std::make_shared<std::set<std::string>>()) {}
+
+Reader Reader::with_prefix(std::string prefix) const {
+    Reader r = *this;
+    r.prefix_ = std::move(prefix);
+    return r;
+}
+
+const SafeTensors* Reader::file_of(const std::string& name) const {
+    for (const auto& f : files_)
+        if (f->find(prefix_ + name)) return f.get();
+    return nullptr;
+}
+
+const SafeTensors::Entry* Reader::find(const std::string& name) const {
+    const SafeTensors* f = file_of(name);
+    return f ? f->find(prefix_ + name) : nullptr;
+}
+
+void Reader::check(const std::string& name, const std::vector<std::size_t>& shape) const {
+    used_->insert(prefix_ + name);
+    const SafeTensors* f = file_of(name);
+    if (!f) throw InputError(files_.front()->file(), "$", "missing tensor \"" + prefix_ + name + "\"");
+    const SafeTensors::Entry& e = *f->find(prefix_ + name);
+    if (e.shape != shape)
+        throw InputError(f->file(), "$[\"" + prefix_ + name + "\"]", "expected shape " + shape_text(shape) + ", got " + shape_text(e.shape));
+}
+
+Vec Reader::vec(const std::string& name, std::size_t n) const {
+    check(name, {n});
+    Vec v = Vec::from_shape({n});
+    file_of(name)->read_into(prefix_ + name, v.data());
+    return v;
+}
+
+Mat Reader::mat(const std::string& name, std::size_t rows, std::size_t cols) const {
+    check(name, {rows, cols});
+    Mat m = Mat::from_shape({rows, cols});
+    file_of(name)->read_into(prefix_ + name, m.data());
+    return m;
+}
+
+Linear Reader::linear(const std::string& name, std::size_t d_in, std::size_t d_out, bool transposed) const {
+    check(name, transposed ? std::vector<std::size_t>{d_out, d_in} : std::vector<std::size_t>{d_in, d_out});
+    const SafeTensors* f = file_of(name);
+    const float* data = f->direct(prefix_ + name);
+    std::shared_ptr<const void> owner;
+    for (const auto& file : files_)
+        if (file.get() == f) owner = file;
+    if (!data) {
+        auto copy = std::make_shared<std::vector<float>>(d_out * d_in);
+        f->read_into(prefix_ + name, copy->data());
+        data = copy->data();
+        owner = copy;
+    }
+    return external_linear(data, d_in, d_out, transposed ? d_in : d_out, transposed, owner);
+}
+
+Vec Reader::bias(const std::string& name, std::size_t n) const { return biases_ ? vec(name, n) : Vec(xt::zeros<float>({n})); }
+
+Norm Reader::norm(const std::string& name, std::size_t C, NormKind kind) const {
+    if (kind == NormKind::rms_norm) return {vec(name + ".weight", C), {}};
+    return {vec(name + ".weight", C), bias(name + ".bias", C)};
+}
+
+std::vector<std::string> Reader::unused() const {
+    std::vector<std::string> out;
+    for (const auto& f : files_)
+        for (const auto& [name, entry] : f->entries())
+            if (!used_->count(name)) out.push_back(name);
+    return out;
+}
+
+}  // namespace attnwalk::model_detail

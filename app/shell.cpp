@@ -80,14 +80,19 @@ CLI::Validator non_empty() {
     return CLI::Validator([](std::string& text) { return text.empty() ? std::string("is empty") : std::string(); }, "", "non-empty");
 }
 
-void add_shell_options(CLI::App& sub, Shell& s, bool walk) {
-    CLI::Option* input = sub.add_option("-i,--input", s.input, "Input JSON file ({\"tokens\", \"embeddings\"}); - reads stdin. Default: the built-in sentence")
-                             ->check(non_empty());
-    sub.add_option("--text", s.sentence, "A sentence instead of -i: split at whitespace, each word looked up in --vocab")
-        ->check(non_empty())
-        ->excludes(input);
-    sub.add_option("--vocab", s.vocab, "JSON object {\"word\": [numbers], ...} for --text (data/vocab.json covers the docs' sentences)")
-        ->check(non_empty());
+void add_shell_options(CLI::App& sub, Shell& s, bool walk, InputKind kind) {
+    if (kind == InputKind::prompt) {
+        sub.add_option("--text", s.sentence, "The text, cut into tokens by the tokenizer (UTF-8)")->check(non_empty());
+    } else {
+        CLI::Option* input =
+            sub.add_option("-i,--input", s.input, "Input JSON file ({\"tokens\", \"embeddings\"}); - reads stdin. Default: the built-in sentence")
+                ->check(non_empty());
+        sub.add_option("--text", s.sentence, "A sentence instead of -i: split at whitespace, each word looked up in --vocab")
+            ->check(non_empty())
+            ->excludes(input);
+        sub.add_option("--vocab", s.vocab, "JSON object {\"word\": [numbers], ...} for --text (data/vocab.json covers the docs' sentences)")
+            ->check(non_empty());
+    }
     CLI::Option* json = sub.add_flag("--json", s.json, "Print the whole trace as one JSON document (see docs/json.md)");
     sub.add_option("--json-nonfinite", s.json_nonfinite,
                    "How --json writes inf and NaN: string (\"inf\"), null, or literal (Python's Infinity, NaN)")
@@ -113,7 +118,8 @@ void add_shell_options(CLI::App& sub, Shell& s, bool walk) {
                                        "e.g. --steps weights or --steps 'explain_*'")
         ->delimiter(',')
         ->excludes(compact);
-    sub.add_option("--batch", s.batch, "Stack the input N times along a batch axis (the textbook uses 2)")->check(whole_number(1));
+    if (kind == InputKind::embeddings)
+        sub.add_option("--batch", s.batch, "Stack the input N times along a batch axis (the textbook uses 2)")->check(whole_number(1));
     CLI::Option* svg = sub.add_option("--svg", s.svg, "Also write the heatmap of the final weights as an SVG file (for slides)")
                            ->check(non_empty());
     sub.add_option("--svg-step", s.svg_step, "The step --svg draws (a token×token id, e.g. scores_masked; default: the final weights)")

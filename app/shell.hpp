@@ -60,7 +60,10 @@ CLI::Validator number_check(const char* name, bool (*ok)(double), const std::str
 
 // -i, --text, --vocab, --json, --precision, --format, --color, --no-heatmap, --full,
 // --max-memory; for the walks also --batch, --svg, --summary, --timing.
-void add_shell_options(CLI::App& sub, Shell& shell, bool walk);
+// What a command reads: token embeddings (-i, or --text looked up in --vocab; --batch), or
+// a prompt for a real tokenizer (--text only: the model commands and tokenize).
+enum class InputKind { embeddings, prompt };
+void add_shell_options(CLI::App& sub, Shell& shell, bool walk, InputKind input = InputKind::embeddings);
 
 // The input's shape before --batch stacks it: B, T, d_in.
 struct InputShape {

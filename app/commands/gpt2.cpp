@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "attnwalk/io/bpe.hpp"
+#include "attnwalk/io/tokenizer.hpp"
 #include "attnwalk/errors.hpp"
 #include "attnwalk/model/model.hpp"
 #include "commands.hpp"
@@ -31,30 +32,38 @@ std::vector<std::size_t> parse_ids(const std::string& text) {
     return ids;
 }
 
-// The tokenizer's directory: --tokenizer, else data/gpt2 here, else the source tree's.
-std::shared_ptr<const Bpe> load_tokenizer(const std::optional<std::string>& given) {
-    if (given) return Bpe::load(*given);
+// A tokenizer from --tokenizer: a tokenizer.json file, a folder holding one, or a folder
+// with GPT-2's encoder.json and vocab.bpe. Without it, GPT-2's in data/gpt2 here, else the
+// source tree's.
+std::shared_ptr<const Tokenizer> load_tokenizer(const std::optional<std::string>& given) {
+    namespace fs = std::filesystem;
+    if (given) {
+        if (fs::is_directory(*given) && fs::exists(fs::path(*given) / "tokenizer.json"))
+            return load_tokenizer_json((fs::path(*given) / "tokenizer.json").string());
+        if (!fs::is_directory(*given) && fs::path(*given).extension() == ".json") return load_tokenizer_json(*given);
+        return Bpe::load(*given);
+    }
     for (const std::string& dir : {std::string("data/gpt2"), std::string(ATTNWALK_SOURCE_DIR) + "/data/gpt2"})
-        if (std::filesystem::exists(dir + "/encoder.json")) return Bpe::load(dir);
+        if (fs::exists(dir + "/encoder.json")) return Bpe::load(dir);
     throw UsageError("GPT-2's tokenizer files (encoder.json, vocab.bpe) are not in data/gpt2: give --tokenizer DIR (see docs/models.md)");
 }
 
 }  // namespace
 
 void add_tokenize(CLI::App& cli, Shell& shell) {
-    CLI::App* sub = cli.add_subcommand("tokenize", "GPT-2's byte-level BPE: a text cut into pieces and tokens, with their ids.");
+    CLI::App* sub = cli.add_subcommand("tokenize", "Byte-level BPE (GPT-2's, or a tokenizer.json): a text cut into pieces and tokens, with their ids.");
     sub->footer("Examples:\n"
                 "  attnwalk tokenize --text \"Hello world is\"      # 15496 995 318\n"
-                "  attnwalk tokenize --text \"It's 2026, isn't it?\" --json\n");
-    add_shell_options(*sub, shell, false);
+                "  attnwalk tokenize --text \"It's 2026, isn't it?\" --json\n"
+                "  attnwalk tokenize --tokenizer tests/data/models/tiny_llama --text \"Hello world\"   # its tokenizer.json\n");
+    add_shell_options(*sub, shell, false, InputKind::prompt);
     auto dir = std::make_shared<std::optional<std::string>>();
-    sub->add_option("--tokenizer", *dir, "Directory with encoder.json and vocab.bpe (default: data/gpt2)")->check(non_empty());
+    sub->add_option("--tokenizer", *dir, "A tokenizer.json, a folder with one, or a folder with encoder.json and vocab.bpe (default: data/gpt2)")
+        ->check(non_empty());
     sub->callback([&shell, dir] {
         shell.headline = {"token_ids"};
         shell.walk = [&shell, dir] {
             if (!shell.sentence) throw UsageError("tokenize needs --text \"...\"");
-            if (shell.vocab) throw UsageError("--vocab is the toy vocabulary of the other commands; tokenize uses GPT-2's (--tokenizer)");
-            if (!shell.input.empty()) throw UsageError("tokenize reads --text, not -i");
             return walk_tokenize(*load_tokenizer(*dir), *shell.sentence);
         };
     });
@@ -96,11 +105,6 @@ std::vector<std::string> model_headline(const ModelSpec& spec) {
                      : std::vector<std::string>{"weights", "top_k_ids", "top_k_probs", "generated_ids", "max_difference"};
 }
 
-void refuse_toy_inputs(const Shell& shell, const std::string& command) {
-    if (!shell.input.empty() || shell.batch || shell.vocab)
-        throw UsageError(command + " reads its prompt from --text or --ids (-i, --vocab and --batch are for the other commands)");
-}
-
 }  // namespace
 
 void add_model(CLI::App& cli, Shell& shell) {
@@ -112,19 +116,31 @@ void add_model(CLI::App& cli, Shell& shell) {
                 "  attnwalk model --model DIR --ids 1,2,3 --generate 4 --steps 'generated_ids,max_difference'\n"
                 "The family comes from config.json's model_type: gpt2, llama, qwen2, qwen3, gemma3_text.\n"
                 "See docs/models.md for where to get each family's folder.\n");
-    add_shell_options(*sub, shell, true);
+    add_shell_options(*sub, shell, true, InputKind::prompt);
     auto o = std::make_shared<ModelOptions>();
-    sub->add_option("--model", o->model, "Hugging Face model folder: config.json and model.safetensors (or its shards)")->required()->check(non_empty());
+    sub->add_option("--model", o->model, "Hugging Face model folder: config.json and model.safetensors (or its shards), tokenizer.json")
+        ->required()
+        ->check(non_empty());
+    sub->add_option("--tokenizer", o->tokenizer, "Another tokenizer: a tokenizer.json or a folder with one (default: the model folder's)")
+        ->check(non_empty());
     add_model_options(*sub, *o);
     sub->callback([&shell, o] {
         shell.headline = model_headline(o->spec);
         shell.walk = [&shell, o] {
-            refuse_toy_inputs(shell, "model");
-            if (shell.sentence) throw UsageError("model reads the prompt as --ids for now: reading tokenizer.json is not supported yet");
-            if (!o->ids) throw UsageError("model needs a prompt: --ids 1,2,3");
+            if (!o->ids && !shell.sentence) throw UsageError("model needs a prompt: --text \"...\" or --ids 1,2,3");
             const Model model = load_model(o->model);
-            const std::vector<std::size_t> ids = parse_ids(*o->ids);
-            Trace trace = walk_model(model, ids, token_labels(ids, nullptr), o->spec, shell.recording);
+            // the folder's tokenizer.json (or --tokenizer): needed for --text, else for labels
+            std::shared_ptr<const Tokenizer> tokenizer;
+            const std::string own = (std::filesystem::path(o->model) / "tokenizer.json").string();
+            if (o->tokenizer) tokenizer = load_tokenizer(o->tokenizer);
+            else if (std::filesystem::exists(own)) tokenizer = load_tokenizer_json(own);
+            else if (shell.sentence)
+                throw UsageError("the model folder has no tokenizer.json: give --tokenizer FILE, or the prompt as --ids");
+            const std::vector<std::size_t> ids = shell.sentence ? tokenizer->encode(*shell.sentence) : parse_ids(*o->ids);
+            if (ids.empty()) throw UsageError("--text has no tokens");
+            ModelSpec spec = o->spec;
+            spec.tokenizer = tokenizer.get();
+            Trace trace = walk_model(model, ids, token_labels(ids, tokenizer.get()), spec, shell.recording);
             trace.command = "model";
             return trace;
         };
@@ -141,7 +157,7 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
                 "  attnwalk gpt2 --model model.safetensors --text \"The cat sat\" --view --sort first_token --compact\n"
                 "  attnwalk gpt2 --model model.safetensors --text \"Hello, my name is\" --generate 5 --steps 'step*.weights,generated_ids,max_difference'\n"
                 "See docs/models.md for where to get GPT-2's weights.\n");
-    add_shell_options(*sub, shell, true);
+    add_shell_options(*sub, shell, true, InputKind::prompt);
     auto o = std::make_shared<ModelOptions>();
     sub->add_option("--model", o->model, "GPT-2 checkpoint in safetensors format (Hugging Face or nanoGPT names)")->required()->check(non_empty());
     sub->add_option("--tokenizer", o->tokenizer, "Directory with GPT-2's encoder.json and vocab.bpe (default: data/gpt2)")->check(non_empty());
@@ -150,7 +166,6 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
     sub->callback([&shell, o] {
         shell.headline = model_headline(o->spec);
         shell.walk = [&shell, o] {
-            refuse_toy_inputs(shell, "gpt2");
             if (!o->ids && !shell.sentence) throw UsageError("gpt2 needs a prompt: --text \"...\" or --ids 15496,995");
             Model model;
             try {
@@ -158,7 +173,7 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
             } catch (const UsageError& e) {
                 throw UsageError(std::string(e.what()) + (o->heads ? "" : " with --heads H"));
             }
-            std::shared_ptr<const Bpe> bpe;
+            std::shared_ptr<const Tokenizer> bpe;
             if (shell.sentence || o->tokenizer) bpe = load_tokenizer(o->tokenizer);
             const std::vector<std::size_t> ids = shell.sentence ? bpe->encode(*shell.sentence) : parse_ids(*o->ids);
             if (ids.empty()) throw UsageError("--text has no tokens");

@@ -342,19 +342,60 @@ std::vector<std::string> Bpe::bpe(const std::string& piece) const {
     return word;
 }
 
+namespace {
+const std::string end_of_text = "<|endoftext|>";  // GPT-2's one special token, matched before the rest (as Hugging Face does)
+
+// The text cut at <|endoftext|>: the pieces between, the token itself as its own piece.
+std::vector<std::string> split_special(const std::string& text) {
+    std::vector<std::string> out;
+    std::size_t at = 0;
+    for (std::size_t found = text.find(end_of_text); found != std::string::npos; found = text.find(end_of_text, at)) {
+        if (found > at) out.push_back(text.substr(at, found - at));
+        out.push_back(end_of_text);
+        at = found + end_of_text.size();
+    }
+    if (at < text.size()) out.push_back(text.substr(at));
+    return out;
+}
+}  // namespace
+
+std::vector<std::string> Bpe::pieces(const std::string& text) const {
+    std::vector<std::string> out;
+    for (const std::string& part : split_special(text)) {
+        if (part == end_of_text && encoder_.count(end_of_text)) {
+            out.push_back(part);
+            continue;
+        }
+        for (std::string& p : pretokenize(part)) out.push_back(std::move(p));
+    }
+    return out;
+}
+
 std::vector<std::size_t> Bpe::encode(const std::string& text) const {
     std::vector<std::size_t> ids;
     const auto& chars = byte_chars();
-    for (const std::string& piece : pretokenize(text)) {
-        std::string mapped;
-        for (unsigned char c : piece) mapped += chars[c];
-        for (const std::string& symbol : bpe(mapped)) {
-            const auto it = encoder_.find(symbol);
-            if (it == encoder_.end()) throw InputError("encoder.json", "$", "no id for the BPE symbol \"" + symbol + "\"");
-            ids.push_back(it->second);
+    const auto special = encoder_.find(end_of_text);
+    for (const std::string& part : split_special(text)) {
+        if (part == end_of_text && special != encoder_.end()) {
+            ids.push_back(special->second);
+            continue;
+        }
+        for (const std::string& piece : pretokenize(part)) {
+            std::string mapped;
+            for (unsigned char c : piece) mapped += chars[c];
+            for (const std::string& symbol : bpe(mapped)) {
+                const auto it = encoder_.find(symbol);
+                if (it == encoder_.end()) throw InputError("encoder.json", "$", "no id for the BPE symbol \"" + symbol + "\"");
+                ids.push_back(it->second);
+            }
         }
     }
     return ids;
+}
+
+std::string Bpe::describe() const {
+    return "Each piece's UTF-8 bytes are merged by rank (vocab.bpe) into tokens (encoder.json); ␣ is a space, which GPT-2's tokens carry in "
+           "front; <|endoftext|> is one token (50256), as in Hugging Face's tokenizer.";
 }
 
 std::string Bpe::decode(std::size_t id) const {

@@ -1,5 +1,5 @@
 // The tokenizer's lesson: GPT-2's byte-level BPE on a text, and the labels of token ids.
-#include "attnwalk/io/bpe.hpp"
+#include "attnwalk/io/tokenizer.hpp"
 #include "attnwalk/lessons/recorder.hpp"
 #include "steps.hpp"
 
@@ -36,13 +36,13 @@ std::string shown(const std::string& text) {
 
 }  // namespace
 
-std::vector<std::string> token_labels(const std::vector<std::size_t>& ids, const Bpe* bpe) {
+std::vector<std::string> token_labels(const std::vector<std::size_t>& ids, const Tokenizer* bpe) {
     std::vector<std::string> out;
     for (std::size_t id : ids) out.push_back(!bpe || id >= bpe->vocab_size() ? "#" + std::to_string(id) : shown(bpe->decode(id)));
     return out;
 }
 
-Trace walk_tokenize(const Bpe& bpe, const std::string& text) {
+Trace walk_tokenize(const Tokenizer& bpe, const std::string& text) {
     const std::vector<std::size_t> ids = bpe.encode(text);
     Trace trace;
     trace.command = "tokenize";
@@ -53,10 +53,8 @@ Trace walk_tokenize(const Bpe& bpe, const std::string& text) {
     Mat idv = Mat::from_shape({1, ids.size()});
     for (std::size_t t = 0; t < ids.size(); ++t) idv(0, t) = static_cast<float>(ids[t]);
     std::string pieces;
-    for (const std::string& p : Bpe::pretokenize(text)) pieces += (pieces.empty() ? "" : " | ") + shown(p);
-    rec.add("token_ids", "Token ids", "BPE(pretokenize(text))", idv, {Axis::token}).note =
-        "Pre-tokenised as: " + pieces + ". Each piece's UTF-8 bytes are merged by rank (vocab.bpe) into tokens (encoder.json); "
-        "␣ is a space, which GPT-2's tokens carry in front.";
+    for (const std::string& p : bpe.pieces(text)) pieces += (pieces.empty() ? "" : " | ") + shown(p);
+    rec.add("token_ids", "Token ids", "BPE(pretokenize(text))", idv, {Axis::token}).note = "Pre-tokenised as: " + pieces + ". " + bpe.describe();
     return check_finite(std::move(trace));
 }
 

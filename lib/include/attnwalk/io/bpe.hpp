@@ -13,17 +13,20 @@
 #include <utility>
 #include <vector>
 
+#include "attnwalk/io/tokenizer.hpp"
+
 namespace attnwalk {
 
-class Bpe {
+class Bpe : public Tokenizer {
 public:
     // Reads `dir`/encoder.json and `dir`/vocab.bpe. Throws InputError.
     static std::shared_ptr<const Bpe> load(const std::string& dir);
 
-    std::vector<std::size_t> encode(const std::string& text) const;
-    // The UTF-8 text of one token (a token may hold part of a character: the bytes as they are).
-    std::string decode(std::size_t id) const;
-    std::size_t vocab_size() const { return pieces_.size(); }
+    std::vector<std::size_t> encode(const std::string& text) const override;
+    std::string decode(std::size_t id) const override;
+    std::size_t vocab_size() const override { return pieces_.size(); }
+    std::vector<std::string> pieces(const std::string& text) const override;  // <|endoftext|> whole, the rest pretokenized
+    std::string describe() const override;
     // GPT-2's pre-tokenisation of `text` (for display and tests).
     static std::vector<std::string> pretokenize(const std::string& text);
 

@@ -150,7 +150,7 @@ Cost mha_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size
 
 // ---- a pretrained model -------------------------------------------------------------------
 
-class Bpe;
+class Tokenizer;
 
 struct ModelSpec {
     std::size_t layer = 0;            // the layer whose attention is shown in full
@@ -162,16 +162,16 @@ struct ModelSpec {
     bool view = false;                // every layer's and head's weights, and numbers per head
     std::string sort;                 // rank the heads by: entropy, max_weight, first_token, previous_token, diagonal
     std::size_t generate = 0;         // then this many tokens, greedily, each through a KV cache
-    const Bpe* tokenizer = nullptr;   // labels for the generated tokens (else #id)
+    const Tokenizer* tokenizer = nullptr;  // labels for the generated tokens (else #id)
 };
 // The per-head numbers the model view can rank by.
 const std::vector<std::string>& head_stat_names();
 // Labels for GPT-2 token ids: each token's text with a space shown as ␣ (GPT-2's tokens
 // carry their leading space), or "#id" without a tokenizer.
-std::vector<std::string> token_labels(const std::vector<std::size_t>& ids, const Bpe* bpe);
+std::vector<std::string> token_labels(const std::vector<std::size_t>& ids, const Tokenizer* tokenizer);
 
 // The tokenizer's work on `text`: the pre-tokenised pieces and the ids.
-Trace walk_tokenize(const Bpe& bpe, const std::string& text);
+Trace walk_tokenize(const Tokenizer& tokenizer, const std::string& text);
 
 // The model on token ids (`tokens`: their text, for labels): the embeddings, every layer
 // (the one shown in full with mha's ids), the next token's candidates, and generation.

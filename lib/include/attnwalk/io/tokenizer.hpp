@@ -1,0 +1,34 @@
+// A tokenizer: text to token ids and back. Two kinds read their own files: GPT-2's
+// encoder.json + vocab.bpe (io/bpe.hpp) and Hugging Face's tokenizer.json (this file's
+// load_tokenizer_json: byte-level BPE as Llama 3, SmolLM2 and Qwen ship it, and the
+// SentencePiece-style BPE with byte fallback of Gemma).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attnwalk {
+
+class Tokenizer {
+public:
+    virtual ~Tokenizer() = default;
+    // The ids of `text`, with the special tokens the tokenizer adds itself (a BOS, if its
+    // post-processor says so). Throws UsageError for text that is not UTF-8.
+    virtual std::vector<std::size_t> encode(const std::string& text) const = 0;
+    // The UTF-8 text of one token (a token may hold part of a character: the bytes as they are).
+    virtual std::string decode(std::size_t id) const = 0;
+    virtual std::size_t vocab_size() const = 0;
+    // The pieces the text is cut into before the merges (for display and tests).
+    virtual std::vector<std::string> pieces(const std::string& text) const = 0;
+    // What it is and what it does to a text, one sentence (the tokenize lesson's note).
+    virtual std::string describe() const = 0;
+};
+
+// A Hugging Face tokenizer.json of model type BPE with the normalizers, pre-tokenizers,
+// post-processors and decoders today's models use. An unsupported component is an
+// InputError naming it and its JSON path.
+std::shared_ptr<const Tokenizer> load_tokenizer_json(const std::string& path);
+
+}  // namespace attnwalk

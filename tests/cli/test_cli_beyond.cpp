@@ -210,7 +210,14 @@ TEST_SUITE("cli.beyond") {
             {"gpt2 --model " + hf + " --heads 4 --ids 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", 2, "17 tokens: the model's context is 16"},
             {"gpt2 --model " + hf + " --heads 4 --ids 1 --layer 2", 2, "layer 2 is out of range: the model has 2 layers"},
             {"gpt2 --model " + hf + " --heads 4 --ids 1,x", 2, "--ids: 'x' is not a token id"},
-            {"gpt2 --model " + hf + " --heads 4 --ids 1 -i data/your_journey.json", 2, "gpt2 reads its prompt from --text or --ids"},
+            {"gpt2 --model " + hf + " --heads 4 --ids 1 -i data/your_journey.json", 2, "not expected: data/your_journey.json -i"},
+            {"gpt2 --model " + hf + " --heads 4 --ids 1 --batch 2", 2, "not expected: 2 --batch"},
+            {"model --ids 1", 2, "--model is required"},
+            {"model --model " + test::source_path("tests/data/models/tiny_qwen2") + " --text hello", 2,
+             "the model folder has no tokenizer.json: give --tokenizer FILE, or the prompt as --ids"},
+            {"model --model " + test::source_path("tests/data/models/tiny_qwen2") + " --ids 40", 2, "token id 40 is out of range"},
+            {"model --model " + test::source_path("tests/data") + " --ids 1", 1, "no config.json in the folder"},
+            {"model --model " + test::source_path("tests/data/models/tiny_qwen2") + " --ids 1 --layer 2", 2, "layer 2 is out of range: the model has 2"},
             {"gpt2 --model " + test::source_path("data/your_journey.json") + " --ids 1", 1, "the header claims"},
             {"gpt2 --model /nonexistent.safetensors --ids 1", 1, "/nonexistent.safetensors: cannot open file"},
             {"gpt2 --model " + hf + " --heads 4", 2, "gpt2 needs a prompt: --text"},
@@ -265,5 +272,26 @@ TEST_SUITE("cli.beyond") {
         CHECK(doc.at("sections").at(7).at("id") == "kvcache");
         CHECK(doc.at("sections").at(12).at("id") == "sdpa");
         CHECK(run_json("walkthrough").at("sections").size() == 7);
+    }
+
+    TEST_CASE("cli.beyond.model_commands_read_a_prompt") {
+        // --help offers what the command reads: a prompt, not the toy commands' -i, --vocab, --batch
+        for (const char* command : {"gpt2", "model", "tokenize"}) {
+            CAPTURE(command);
+            const auto help = test::run(std::string(command) + " --help");
+            CHECK(help.exit_code == 0);
+            CHECK(help.out.find("--vocab") == std::string::npos);
+            CHECK(help.out.find("--batch") == std::string::npos);
+            CHECK(help.out.find("-i,") == std::string::npos);
+            CHECK(help.out.find("split at whitespace") == std::string::npos);
+        }
+        // <|endoftext|> is GPT-2's one special token, as Hugging Face's tokenizer reads it
+        const json ids = run_json("tokenize --text 'a<|endoftext|>b'").at("steps").at(0).at("data");
+        CHECK(ids == json::array({64.0, 50256.0, 65.0}));
+        // a model folder's tokenizer.json names the tokens of --text
+        const json model = run_json("model --model " + test::source_path("tests/data/models/tiny_gemma3") + " --text 'the cat' --steps token_ids");
+        CHECK(model.at("tokens") == json::array({"<bos>", "t", "he", "␣cat"}));
+        CHECK(model.at("command") == "model");
+        CHECK(model.at("params").at("config.model_type") == "gemma3_text");
     }
 }

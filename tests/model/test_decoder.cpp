@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/io/tokenizer.hpp"
 #include "attnwalk/lessons/lessons.hpp"
 #include "attnwalk/model/decoder.hpp"
 #include "golden.hpp"
@@ -85,7 +86,7 @@ TEST_SUITE("model") {
         std::size_t cases = 0;
         for (const auto& c : test::golden_cases("families.json")) {
             CAPTURE(c.at("name").get<std::string>());
-            std::string path;
+            std::string path, text;
             std::vector<std::size_t> ids;
             ModelSpec spec;
             const json& args = c.at("args");
@@ -94,9 +95,14 @@ TEST_SUITE("model") {
                 const auto next = [&] { return args.at(++i).get<std::string>(); };
                 if (a == "--model") path = test::source_path(next().substr(6));  // @SRC@/…
                 else if (a == "--ids") ids = ids_of(next());
+                else if (a == "--text") text = next();
                 else if (a == "--layer") spec.layer = std::stoul(next());
                 else if (a == "--generate") spec.generate = std::stoul(next());
                 else FAIL("the golden uses an option this test does not read: " << a);
+            }
+            if (!text.empty()) {  // through the folder's tokenizer.json
+                if (!ATTNWALK_TOKENIZER_JSON) continue;
+                ids = load_tokenizer_json(path + "/tokenizer.json")->encode(text);
             }
             const Trace trace = walk_model(load_model(path), ids, std::vector<std::string>(ids.size(), "#"), spec, {});
             test::check_golden_case(c, trace);

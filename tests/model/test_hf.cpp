@@ -1,0 +1,121 @@
+// Hugging Face folders (model/hf.cpp) and tokenizer.json (io/tokenizer_json.cpp): what a
+// folder must hold, and each fault as one message naming the file and the place.
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/io/tokenizer.hpp"
+#include "attnwalk/model/decoder.hpp"
+#include "test_util.hpp"
+
+using namespace attnwalk;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A copy of a test folder in a fresh temporary one, its config.json changed by `edit`.
+std::string folder_like(const std::string& name, const std::function<void(json&)>& edit) {
+    static int n = 0;
+    const fs::path dir = fs::temp_directory_path() / ("attnwalk_hf_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
+    fs::remove_all(dir);
+    fs::copy(test::source_path("tests/data/models/" + name), dir);
+    json config = json::parse(test::read_file((dir / "config.json").string()));
+    edit(config);
+    std::ofstream((dir / "config.json").string()) << config.dump();
+    return dir.string();
+}
+
+}  // namespace
+
+TEST_SUITE("model") {
+    TEST_CASE("model.a_folder_names_its_family_and_config") {
+        const Model m = load_model(test::source_path("tests/data/models/tiny_gemma3"));
+        const DecoderConfig& c = m->weights.config;
+        CHECK(c.family == "gemma3_text");
+        CHECK(c.norm == NormKind::rms_norm);
+        CHECK(c.mlp == MlpKind::geglu_tanh);
+        CHECK(c.positions == PositionKind::rope);
+        CHECK(c.head_size() == 8);
+        CHECK(c.key_heads() == 2);
+        REQUIRE(c.layer_attention.size() == 4);
+        CHECK(c.layer_attention[0].window == std::optional<std::size_t>(4));
+        CHECK(!c.layer_attention[2].window);  // the global layer
+        CHECK(c.layer_attention[0].rope->base == 10000.0);
+        CHECK(c.layer_attention[2].rope->base == 1000000.0);
+        CHECK(*c.attention_scale == 4.0f);  // √query_pre_attn_scalar, not √d_h
+        const ModelInfo& info = info_of(*m);
+        CHECK(std::any_of(info.config.begin(), info.config.end(), [](const auto& f) { return f.first == "sliding_window" && f.second == "4"; }));
+        const Model llama = load_model(test::source_path("tests/data/models/tiny_llama"));
+        CHECK(llama->files.size() == 2);  // the shards of model.safetensors.index.json
+        CHECK(!llama->weights.config.tied_head);
+        CHECK(llama->weights.config.layer_attention[0].rope->scaling.kind == RopeScaling::Kind::llama3);
+    }
+
+    TEST_CASE("model.a_gpt2_folder_is_the_gpt2_mapping") {
+        const fs::path dir = fs::temp_directory_path() / ("attnwalk_hf_gpt2_" + std::to_string(::getpid()));
+        fs::create_directories(dir);
+        fs::copy_file(test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors"), dir / "model.safetensors", fs::copy_options::overwrite_existing);
+        std::ofstream((dir / "config.json").string()) << R"({"model_type": "gpt2", "n_head": 4})";
+        const Model m = load_model(dir.string());
+        const Model direct = load_gpt2(test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors"), 4);
+        CHECK(m->weights.config.family == "gpt2");
+        CHECK(m->weights.config.heads == 4);
+        const Cube a = decoder_forward(m->weights, {1, 2, 3}, nullptr, nullptr), b = decoder_forward(direct->weights, {1, 2, 3}, nullptr, nullptr);
+        CHECK(std::equal(a.begin(), a.end(), b.begin()));
+    }
+
+    TEST_CASE("model.folder_faults_are_one_message") {
+        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_qwen3", [](json& c) { c["model_type"] = "mistral"; })),
+                             doctest::Contains("\"mistral\" is not supported. Supported: gpt2, llama"), InputError);
+        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_gemma3", [](json& c) {
+                                 c["num_hidden_layers"] = 5;
+                                 c["layer_types"].push_back("full_attention");
+                             })),
+                             doctest::Contains("missing tensor \"model.layers.4.input_layernorm.weight\""), InputError);
+        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_gemma3", [](json& c) { c["num_hidden_layers"] = 3; c["layer_types"].erase(3); })),
+                             doctest::Contains("holds layer 3"), InputError);
+        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_qwen3", [](json& c) { c["num_key_value_heads"] = 3; })),
+                             doctest::Contains("3 key/value heads do not divide 4 query heads"), InputError);
+        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_llama", [](json& c) { c["rope_scaling"]["rope_type"] = "yarn"; })),
+                             doctest::Contains("rope_type \"yarn\" is not supported"), InputError);
+        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_gemma3", [](json& c) { c["final_logit_softcapping"] = 30.0; })),
+                             doctest::Contains("soft-capping"), InputError);
+        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_qwen3", [](json& c) { c["hidden_size"] = 48; })),
+                             doctest::Contains("expected shape [300, 48], got [300, 32]"), InputError);
+        CHECK_THROWS_WITH_AS(load_model(test::source_path("tests/data")), doctest::Contains("no config.json"), InputError);
+        CHECK_THROWS_WITH_AS(load_model(test::source_path("tests/data/nan.json")), doctest::Contains("not a folder"), InputError);
+        // an index naming a shard outside the folder
+        const std::string dir = folder_like("tiny_llama", [](json&) {});
+        json index = json::parse(test::read_file(dir + "/model.safetensors.index.json"));
+        index["weight_map"]["model.norm.weight"] = "../model.safetensors";
+        std::ofstream(dir + "/model.safetensors.index.json") << index.dump();
+        CHECK_THROWS_WITH_AS(load_model(dir), doctest::Contains("expected the name of a shard file in the same folder"), InputError);
+    }
+
+    TEST_CASE("io.tokenizer_json_reads_the_test_folders_and_names_what_it_cannot" * doctest::skip(!ATTNWALK_TOKENIZER_JSON)) {
+        const auto llama = load_tokenizer_json(test::source_path("tests/data/models/tiny_llama/tokenizer.json"));
+        const std::vector<std::size_t> ids = llama->encode("the cat");
+        REQUIRE(ids.size() >= 2);
+        CHECK(ids.front() == 318);  // <|begin_of_text|> from the post-processor
+        std::string back;
+        for (std::size_t k = 1; k < ids.size(); ++k) back += llama->decode(ids[k]);
+        CHECK(back == "the cat");
+        const auto gemma = load_tokenizer_json(test::source_path("tests/data/models/tiny_gemma3/tokenizer.json"));
+        CHECK(gemma->encode("the") == std::vector<std::size_t>{2, 22, 27});
+        const std::vector<std::size_t> cat = gemma->encode("the cat");
+        std::string text;
+        for (std::size_t k = 1; k < cat.size(); ++k) text += gemma->decode(cat[k]);  // ▁ decodes as a space
+        CHECK(text == "the cat");
+        CHECK_THROWS_WITH_AS(load_tokenizer_json(test::temp_file(R"({"model": {"type": "WordPiece"}})")),
+                             doctest::Contains("model type \"WordPiece\" is not supported"), InputError);
+        CHECK_THROWS_WITH_AS(
+            load_tokenizer_json(test::temp_file(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "Whitespace"}})")),
+            doctest::Contains("pre-tokenizer \"Whitespace\" is not supported"), InputError);
+        CHECK_THROWS_WITH_AS(load_tokenizer_json(test::temp_file(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}})")),
+                             doctest::Contains("$.model.merges[0]"), InputError);
+        CHECK_THROWS_WITH_AS(llama->encode("bad \xff byte"), doctest::Contains("not UTF-8"), UsageError);
+    }
+}

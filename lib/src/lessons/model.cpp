@@ -216,26 +216,29 @@ private:
 // One generated token's pass: the shown layer's cache and its new row of attention.
 class StepTap : public DecoderTap {
 public:
-    StepTap(Recorder& rec, const ModelSpec& spec, std::size_t position, const std::string& token)
-        : rec_(rec), spec_(spec), position_(position), token_(token) {}
+    StepTap(Recorder& rec, const ModelSpec& spec, const DecoderConfig& config, std::size_t position, const std::string& token)
+        : rec_(rec), spec_(spec), formula_("α_t = softmax(q_t·K_cacheᵀ / " + words_of(config).scale + ")"), position_(position), token_(token) {}
 
     void attention(std::size_t l, const Forward& f) override {
         if (l != spec_.layer) return;
         const std::string N = "step" + std::to_string(position_) + ".", L = std::to_string(l);
-        rec_.add(N + "keys_cache", "Token " + std::to_string(position_) + " (\"" + token_ + "\"): layer " + L + "'s key cache, one row longer",
-                 "K_cache = concat(K_cache, k_t)", f.kh, head_tokens_features);
+        const std::string grown = f.window ? ", the last " + std::to_string(f.window) + " kept (sliding window)" : ", one row longer";
+        Step& cache = rec_.add(N + "keys_cache", "Token " + std::to_string(position_) + " (\"" + token_ + "\"): layer " + L + "'s key cache" + grown,
+                               "K_cache = concat(K_cache, k_t)", f.kh, head_tokens_features);
+        const std::size_t first = position_ + 1 - f.kh.shape(2);  // the oldest token kept (0 but on a sliding layer)
+        cache.first_row = first;
         const Cube rows = xt::view(f.weights, xt::all(), xt::all(), 0, xt::all());
-        if (spec_.head)
-            rec_.add_with_row_sums(N + "weights", "Its new row of attention in layer " + L + ", head " + std::to_string(*spec_.head),
-                                   "α_t = softmax(q_t·K_cacheᵀ / √d_h)", Mat(xt::view(rows, xt::all(), *spec_.head)), {Axis::token});
-        else
-            rec_.add_with_row_sums(N + "weights", "Its new row of attention in layer " + L, "α_t = softmax(q_t·K_cacheᵀ / √d_h)", rows,
-                                   {Axis::head, Axis::token});
+        Step& w = spec_.head ? rec_.add_with_row_sums(N + "weights", "Its new row of attention in layer " + L + ", head " + std::to_string(*spec_.head),
+                                                      formula_, Mat(xt::view(rows, xt::all(), *spec_.head)), {Axis::token})
+                             : rec_.add_with_row_sums(N + "weights", "Its new row of attention in layer " + L, formula_, rows,
+                                                      {Axis::head, Axis::token});
+        w.first_key = first;
     }
 
 private:
     Recorder& rec_;
     const ModelSpec& spec_;
+    std::string formula_;
     std::size_t position_;
     const std::string& token_;
 };
@@ -247,12 +250,23 @@ public:
     bool keeps_attention(std::size_t) const override { return true; }
 };
 
-void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const xt::xtensor<float, 5>& grid, std::size_t T) {
+void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const DecoderConfig& config, const xt::xtensor<float, 5>& grid,
+                 std::size_t T) {
     const auto& stat_names = head_stat_names();
     const std::size_t L = info.layers, H = info.heads;
     rec.mask_from_here(CellMask{});
-    rec.add("attention_grid", "Every head of every layer", "A[layer, head]", grid, {Axis::layer, Axis::head, Axis::token, Axis::token});
+    Step& g = rec.add("attention_grid", "Every head of every layer", "A[layer, head]", grid, {Axis::layer, Axis::head, Axis::token, Axis::token});
     rec.mask_from_here(std::nullopt);
+    std::string sliding, global;  // Gemma 3: local (sliding-window) and global layers
+    std::size_t window = 0;
+    for (std::size_t l = 0; l < L && l < config.layer_attention.size(); ++l) {
+        std::string& list = config.layer_attention[l].window ? sliding : global;
+        list += (list.empty() ? "" : ", ") + std::to_string(l);
+        window = config.layer_attention[l].window.value_or(window);
+    }
+    if (!sliding.empty())
+        g.note = "Sliding-window layers (each token sees the last " + std::to_string(window) + "): " + sliding + "; global layers: " +
+                 (global.empty() ? "none" : global) + ".";
     std::vector<Cube> stats(stat_names.size(), Cube::from_shape({1, L, H}));
     for (std::size_t l = 0; l < L; ++l)
         for (std::size_t h = 0; h < H; ++h) {
@@ -330,7 +344,7 @@ void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids,
         ids.push_back(next);
         generated.push_back(next);
         trace.tokens.push_back(token_labels({next}, spec.tokenizer).front());
-        StepTap tap(rec, spec, pos, trace.tokens[pos]);
+        StepTap tap(rec, spec, m.weights.config, pos, trace.tokens[pos]);
         const Cube xf = decoder_forward(m.weights, {next}, &cache, &tap);
         logits = decoder_logits(m.weights, xf, 0);
     }
@@ -408,7 +422,7 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     PromptTap tap(rec, spec, info, m.weights.config, T);
     DecoderCache cache = make_cache(m.weights.config);
     const Cube xf = decoder_forward(m.weights, ids, spec.generate ? &cache : nullptr, &tap);
-    if (spec.view) record_view(rec, spec, info, tap.grid, T);
+    if (spec.view) record_view(rec, spec, info, m.weights.config, tap.grid, T);
     const Words words = words_of(m.weights.config);
     rec.add("ln_f", "The final " + words.norm + " (" + words.final_norm + ")", words.final_norm + "(x)", xf, tokens_features);
     const Mat logits = decoder_logits(m.weights, xf, T - 1);  // the last position's

@@ -33,7 +33,16 @@ Cube block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t 
         return out;
     }
     Forward f = project_heads(a, &b.attn, spec);
-    if (kv) {  // the new keys and values join the cache; the queries attend to all of it
+    if (kv && la.window && f.kh.shape(2) > 1) {
+        // a sliding layer's cache keeps only the last W tokens: several new queries need
+        // more than that, so they attend to the cache and themselves, then the cache trims
+        KvCache all;
+        if (kv->length()) all.append(kv->keys(), kv->values());
+        all.append(f.kh, f.vh);
+        kv->append(f.kh, f.vh);
+        f.kh = all.keys();
+        f.vh = all.values();
+    } else if (kv) {  // the new keys and values join the cache; the queries attend to all of it
         kv->append(f.kh, f.vh);
         f.kh = kv->keys();
         f.vh = kv->values();
@@ -63,7 +72,10 @@ double DecoderCache::bytes(std::size_t bytes_per_value) const {
 
 DecoderCache make_cache(const DecoderConfig& config) {
     DecoderCache cache;
-    cache.layers.assign(config.layers, KvCache());
+    for (std::size_t l = 0; l < config.layers; ++l) {  // a sliding layer keeps its window, the others every token
+        const std::size_t window = l < config.layer_attention.size() ? config.layer_attention[l].window.value_or(0) : 0;
+        cache.layers.emplace_back(window);
+    }
     return cache;
 }
 

@@ -39,7 +39,8 @@ std::string value_text(const Value& v) {
     switch (v.type) {
         case Value::Type::null: return "null";
         case Value::Type::boolean: return v.boolean ? "true" : "false";
-        case Value::Type::number:  // the shortest text that reads back to the same number
+        case Value::Type::number:  // a whole number as one, else the shortest text that reads back to the same number
+            if (v.number == std::floor(v.number) && std::fabs(v.number) < 1e15) return std::to_string(static_cast<long long>(v.number));
             for (int precision = 1;; ++precision) {
                 std::ostringstream out;
                 out.precision(precision);

@@ -56,6 +56,11 @@ std::vector<double> head_stats(const float* a, std::size_t T) {
     return {entropy / n, max / n, first / n, T > 1 ? previous / (n - 1) : 0.0, diagonal / n};
 }
 
+// 1000000 rather than 1e+06.
+std::string whole_or_number(double v) {
+    return v == std::floor(v) && std::fabs(v) < 1e15 ? std::to_string(static_cast<long long>(v)) : format_number(v);
+}
+
 // The words of a family's names: GPT-2's (wte, ln_1, c_attn, c_proj) or the Hugging Face
 // names of Llama, Qwen and Gemma (embed_tokens, input_layernorm, q_proj, o_proj, ...).
 struct Words {
@@ -63,7 +68,7 @@ struct Words {
     std::string embed = "wte", norm = "LayerNorm", norm_1 = "ln_1", norm_2 = "ln_2", out = "c_proj", final_norm = "ln_f";
     std::string mlp_hidden_title = "The MLP's hidden layer (4C), after GELU", mlp_hidden = "GELU(ln_2(x)·W_fc + b_fc)";
     std::string mlp = "hidden·W_proj + b_proj";
-    std::string scale = "√d_h";  // what the scores are divided by
+    std::string scale;  // what the scores are divided by, when not √d_h
 };
 
 Words words_of(const DecoderConfig& c) {
@@ -146,10 +151,10 @@ public:
             const std::string H = std::to_string(f.heads), G = std::to_string(f.kv_heads), d = std::to_string(f.d_h);
             rec_.add("queries", "Layer " + std::to_string(l) + ": queries (q_proj: " + H + " heads of " + d + ")",
                      std::string("Q = norm_1(x)·W_qᵀ") + (bias ? " + b_q" : ""), f.q, tokens_features);
-            Step& k = rec_.add("keys", "Keys (k_proj: " + G + " key/value heads of " + d + ")", std::string("K = norm_1(x)·W_kᵀ") + (bias ? " + b_k" : ""),
+            Step& k = rec_.add("keys", "Keys (k_proj: " + G + " key/value head" + (f.kv_heads == 1 ? "" : "s") + " of " + d + ")", std::string("K = norm_1(x)·W_kᵀ") + (bias ? " + b_k" : ""),
                                f.k, tokens_features);
             if (f.kv_heads < f.heads)
-                k.note = "Grouped-query attention: " + G + " key/value heads for " + H + " query heads; query head h reads key/value head ⌊h / " +
+                k.note = "Grouped-query attention: " + G + " key/value head" + (f.kv_heads == 1 ? "" : "s") + " for " + H + " query heads; query head h reads key/value head ⌊h / " +
                          std::to_string(f.heads / f.kv_heads) + "⌋.";
             rec_.add("values", "Values (v_proj)", std::string("V = norm_1(x)·W_vᵀ") + (bias ? " + b_v" : ""), f.v, tokens_features);
             if (f.qk_normed) {
@@ -160,7 +165,7 @@ public:
             }
             if (f.rope) {
                 const LayerAttention& la = config_.layer_attention[l];
-                Step& a = rec_.add_plain("rope_angles", "RoPE: the angles, position × θ_i (base " + format_number(la.rope->base) + ")",
+                Step& a = rec_.add_plain("rope_angles", "RoPE: the angles, position × θ_i (base " + whole_or_number(la.rope->base) + ")",
                                    "φ_p,i = p·θ_(i mod d_h/2)", to_trace(f.rope->angles), tokens_features);
                 a.note = "Hugging Face's layout (rotate_half): feature i is rotated with feature i + " + std::to_string(f.d_h / 2) +
                          ", as the checkpoints store q_proj and k_proj.";
@@ -175,7 +180,7 @@ public:
         const std::string Hs = std::to_string(info_.heads), dh = std::to_string(f.d_h);
         const std::string kind = f.window ? "Sliding-window attention weights (W = " + std::to_string(f.window) + ")" : "Causal attention weights";
         const std::string group = f.kv_heads < f.heads ? "_⌊h/" + std::to_string(f.heads / f.kv_heads) + "⌋" : "_h";
-        const std::string formula = "A_h = softmax(masked ω_h / " + words_.scale + ")";
+        const std::string formula = "A_h = softmax(masked ω_h / " + (words_.scale.empty() ? "√" + dh : words_.scale) + ")";
         if (spec_.head) {  // one head: its T×T matrices
             const std::size_t h = *spec_.head;
             const std::string of = " of head " + std::to_string(h);
@@ -217,7 +222,7 @@ private:
 class StepTap : public DecoderTap {
 public:
     StepTap(Recorder& rec, const ModelSpec& spec, const DecoderConfig& config, std::size_t position, const std::string& token)
-        : rec_(rec), spec_(spec), formula_("α_t = softmax(q_t·K_cacheᵀ / " + words_of(config).scale + ")"), position_(position), token_(token) {}
+        : rec_(rec), spec_(spec), formula_("α_t = softmax(q_t·K_cacheᵀ / " + (words_of(config).scale.empty() ? "√d_h" : words_of(config).scale) + ")"), position_(position), token_(token) {}
 
     void attention(std::size_t l, const Forward& f) override {
         if (l != spec_.layer) return;

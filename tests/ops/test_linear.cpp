@@ -30,10 +30,33 @@ TEST_SUITE("linear") {
         const Linear tail = output_columns(l, 1, 2);  // outputs 1 and 2
         CHECK(tail.out() == 2);
         CHECK(tail.b(0) == 10.0f);
-        CHECK(*tail.out_row(0) == 2.0f);
+        float row[2];
+        tail.copy_out_row(0, row);
+        CHECK(row[0] == 2.0f);
+        CHECK(row[1] == 5.0f);
         const float x[] = {1.0f, 1.0f};
         const Mat y = project_row(l, x);  // W·x + b
         CHECK(y == Mat{{5.0f, 17.0f, 29.0f}});
+    }
+
+    TEST_CASE("linear.sixteen_bit_weights_are_widened_where_they_lie") {
+        // bfloat16 and half values exact in both: 1, -2, 0.5, 3, 0.25, -1 in nn.Linear's [3, 2]
+        const std::vector<std::uint16_t> bf = {0x3F80, 0xC000, 0x3F00, 0x4040, 0x3E80, 0xBF80};
+        const std::vector<std::uint16_t> half = {0x3C00, 0xC000, 0x3800, 0x4200, 0x3400, 0xBC00};
+        const std::vector<float> f32 = {1, -2, 0.5f, 3, 0.25f, -1};
+        const Cube x = {{{1.0f, 2.0f}, {-1.0f, 0.5f}}};
+        const Cube want = project(x, external_linear(f32.data(), 2, 3, 2, true, nullptr));
+        for (bool bf16 : {true, false}) {
+            Linear l = external_linear16(bf16 ? bf.data() : half.data(), bf16, 2, 3, 2, true, nullptr);
+            CHECK(project(x, l) == want);
+            CHECK(project_row(l, &x(0, 0, 0)) == Mat{{want(0, 0, 0), want(0, 0, 1), want(0, 0, 2)}});
+            CHECK(l.matrix() == external_linear(f32.data(), 2, 3, 2, true, nullptr).matrix());
+            const Linear last = output_columns(l, 2, 1);  // output 2 alone
+            CHECK(project(x, last)(0, 1, 0) == want(0, 1, 2));
+        }
+        // x·W layout, [2, 3]
+        const std::vector<std::uint16_t> bf_xw = {0x3F80, 0x3F00, 0x3E80, 0xC000, 0x4040, 0xBF80};
+        CHECK(project(x, external_linear16(bf_xw.data(), true, 2, 3, 3, false, nullptr)) == want);
     }
 
     TEST_CASE("linear.layer_norm_and_gelu") {

@@ -38,28 +38,6 @@ std::size_t whole(const json_input::Value& v, const std::string& file, const std
 
 }  // namespace
 
-float half_to_float(std::uint16_t h) {
-    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-    const std::uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
-    float out;
-    if (exp == 0) {  // zero or subnormal: mant · 2^−24
-        out = std::ldexp(static_cast<float>(mant), -24);
-        return sign ? -out : out;
-    }
-    std::uint32_t bits;
-    if (exp == 31) bits = sign | 0x7F800000u | (mant << 13);  // inf, NaN
-    else bits = sign | ((exp + 112) << 23) | (mant << 13);
-    std::memcpy(&out, &bits, sizeof out);
-    return out;
-}
-
-float bfloat16_to_float(std::uint16_t b) {
-    const std::uint32_t bits = static_cast<std::uint32_t>(b) << 16;
-    float out;
-    std::memcpy(&out, &bits, sizeof out);
-    return out;
-}
-
 SafeTensors::SafeTensors(const std::string& path) : file_(path) {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO with no writer must not block the open
     if (fd_ < 0) throw InputError(path, "", std::string("cannot open file: ") + std::strerror(errno));
@@ -165,6 +143,19 @@ Tensor SafeTensors::get(const std::string& name) const {
     t.data.resize(t.size());
     read_into(name, t.data.data());
     return t;
+}
+
+const std::uint16_t* SafeTensors::direct16(const std::string& name) const {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const Entry* e = find(name);
+    if (!e || (e->dtype != "BF16" && e->dtype != "F16")) return nullptr;
+    const unsigned char* p = map_ + data_start_ + e->begin;
+    if (reinterpret_cast<std::uintptr_t>(p) % alignof(std::uint16_t) != 0) return nullptr;
+    return reinterpret_cast<const std::uint16_t*>(p);
+#else
+    (void)name;
+    return nullptr;
+#endif
 }
 
 const float* SafeTensors::direct(const std::string& name) const {

@@ -87,7 +87,7 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
     check_prompt(c, ids, p0);
 
     Cube tok = Cube::from_shape({1, T, C});  // (1,T,C)
-    for (std::size_t i = 0; i < T; ++i) std::copy(w.embed.out_row(ids[i]), w.embed.out_row(ids[i]) + C, &tok(0, i, 0));
+    for (std::size_t i = 0; i < T; ++i) w.embed.copy_out_row(ids[i], &tok(0, i, 0));
     Cube x = tok;
     if (c.embed_scale) x = tok * *c.embed_scale;  // in float32, as the reference multiplies
     if (c.positions == PositionKind::learned) {

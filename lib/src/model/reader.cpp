@@ -58,17 +58,16 @@ Mat Reader::mat(const std::string& name, std::size_t rows, std::size_t cols) con
 Linear Reader::linear(const std::string& name, std::size_t d_in, std::size_t d_out, bool transposed) const {
     check(name, transposed ? std::vector<std::size_t>{d_out, d_in} : std::vector<std::size_t>{d_in, d_out});
     const SafeTensors* f = file_of(name);
-    const float* data = f->direct(prefix_ + name);
     std::shared_ptr<const void> owner;
     for (const auto& file : files_)
         if (file.get() == f) owner = file;
-    if (!data) {
-        auto copy = std::make_shared<std::vector<float>>(d_out * d_in);
-        f->read_into(prefix_ + name, copy->data());
-        data = copy->data();
-        owner = copy;
-    }
-    return external_linear(data, d_in, d_out, transposed ? d_in : d_out, transposed, owner);
+    const std::size_t ld = transposed ? d_in : d_out;
+    if (const float* data = f->direct(prefix_ + name)) return external_linear(data, d_in, d_out, ld, transposed, owner);
+    if (const std::uint16_t* data = f->direct16(prefix_ + name))  // BF16 or F16: widened block by block as it is used
+        return external_linear16(data, f->find(prefix_ + name)->dtype == "BF16", d_in, d_out, ld, transposed, owner);
+    auto copy = std::make_shared<std::vector<float>>(d_out * d_in);  // a big-endian host, or a misaligned tensor
+    f->read_into(prefix_ + name, copy->data());
+    return external_linear(copy->data(), d_in, d_out, ld, transposed, copy);
 }
 
 Vec Reader::bias(const std::string& name, std::size_t n) const { return biases_ ? vec(name, n) : Vec(xt::zeros<float>({n})); }

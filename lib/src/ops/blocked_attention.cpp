@@ -98,14 +98,7 @@ Cube fresh_cube(std::size_t b, std::size_t t, std::size_t d) {
 
 // Y = X·W + b over all B·T rows at once, into rows of stride ldy.
 void linear_into(const Cube& x, const Linear& layer, float* y, std::size_t ldy) {
-    const std::size_t rows = x.shape(0) * x.shape(1), d_in = x.shape(2), d_out = layer.out();
-    if (layer.ext)
-        sgemm(false, layer.ext_transposed, rows, d_out, d_in, 1.0f, x.data(), d_in, layer.ext, layer.ext_ld, 0.0f, y, ldy);
-    else
-        sgemm(false, false, rows, d_out, d_in, 1.0f, x.data(), d_in, layer.w.data(), d_out, 0.0f, y, ldy);
-    if (layer.b.size() != 0)
-        for (std::size_t r = 0; r < rows; ++r)
-            for (std::size_t c = 0; c < d_out; ++c) y[r * ldy + c] += layer.b(c);
+    project_into(x.data(), x.shape(0) * x.shape(1), layer, y, ldy);
 }
 
 struct Worker {

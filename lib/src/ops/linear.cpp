@@ -1,6 +1,9 @@
 #include "attnwalk/ops/linear.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include <xtensor/xview.hpp>
 
@@ -27,47 +30,126 @@ Linear external_linear(const float* data, std::size_t d_in, std::size_t d_out, s
     return l;
 }
 
+Linear external_linear16(const std::uint16_t* data, bool bf16, std::size_t d_in, std::size_t d_out, std::size_t ld, bool transposed,
+                         std::shared_ptr<const void> owner) {
+    Linear l = external_linear(nullptr, d_in, d_out, ld, transposed, std::move(owner));
+    l.ext16 = data;
+    l.ext16_bf16 = bf16;
+    return l;
+}
+
+namespace {
+
+// n 16-bit values to float32.
+void widen(const std::uint16_t* from, std::size_t n, bool bf16, float* to) {
+    if (bf16) {
+        for (std::size_t i = 0; i < n; ++i) {  // the high half of a float32: exact
+            const std::uint32_t bits = static_cast<std::uint32_t>(from[i]) << 16;
+            std::memcpy(to + i, &bits, sizeof(float));
+        }
+    } else {
+        for (std::size_t i = 0; i < n; ++i) to[i] = half_to_float(from[i]);
+    }
+}
+
+// The stored matrix's row r (d_in of nn.Linear's layout, d_out of x·W's) as float32.
+void stored_row(const Linear& l, std::size_t r, std::size_t n, float* dst) {
+    if (l.ext) std::copy(l.ext + r * l.ext_ld, l.ext + r * l.ext_ld + n, dst);
+    else widen(l.ext16 + r * l.ext_ld, n, l.ext16_bf16, dst);
+}
+
+// 16-bit weights are widened a block of outputs at a time (about 4 MB of float32), and
+// each block multiplied as it comes: never a float32 copy of the whole matrix.
+constexpr std::size_t block_floats = std::size_t{1} << 20;
+
+}  // namespace
+
+void Linear::copy_out_row(std::size_t j, float* dst) const {
+    if (!external() || !ext_transposed) throw std::logic_error("copy_out_row needs a layer in nn.Linear's layout");
+    stored_row(*this, j, ext_in, dst);
+}
+
 Mat Linear::matrix() const {
-    if (!ext) return w;
+    if (!external()) return w;
     Mat m = Mat::from_shape({ext_in, ext_out});
-    for (std::size_t r = 0; r < ext_in; ++r)
-        for (std::size_t c = 0; c < ext_out; ++c) m(r, c) = ext_transposed ? ext[c * ext_ld + r] : ext[r * ext_ld + c];
+    const std::size_t rows = ext_transposed ? ext_out : ext_in, n = ext_transposed ? ext_in : ext_out;
+    std::vector<float> row(n);
+    for (std::size_t r = 0; r < rows; ++r) {
+        stored_row(*this, r, n, row.data());
+        for (std::size_t c = 0; c < n; ++c) (ext_transposed ? m(c, r) : m(r, c)) = row[c];
+    }
     return m;
 }
 
-Cube project(const Cube& x, const Linear& layer) {
-    Cube out;
+void project_into(const float* x, std::size_t rows, const Linear& layer, float* y, std::size_t ldy) {
+    const std::size_t d_in = layer.in(), d_out = layer.out();
     if (layer.ext) {  // straight from where the floats lie
-        const std::size_t rows = x.shape(0) * x.shape(1);
-        out = Cube::from_shape({x.shape(0), x.shape(1), layer.ext_out});
-        sgemm(false, layer.ext_transposed, rows, layer.ext_out, layer.ext_in, 1.0f, x.data(), x.shape(2), layer.ext, layer.ext_ld, 0.0f,
-              out.data(), layer.ext_out);
+        sgemm(false, layer.ext_transposed, rows, d_out, d_in, 1.0f, x, d_in, layer.ext, layer.ext_ld, 0.0f, y, ldy);
+    } else if (layer.ext16) {  // a block of outputs at a time, widened
+        const std::size_t block = std::max<std::size_t>(1, std::min(d_out, block_floats / std::max<std::size_t>(d_in, 1)));
+        std::vector<float> w(block * d_in);
+        for (std::size_t j0 = 0; j0 < d_out; j0 += block) {
+            const std::size_t n = std::min(block, d_out - j0);
+            if (layer.ext_transposed) {  // rows j0… of [d_out, d_in]: n×d_in
+                for (std::size_t j = 0; j < n; ++j) stored_row(layer, j0 + j, d_in, w.data() + j * d_in);
+                sgemm(false, true, rows, n, d_in, 1.0f, x, d_in, w.data(), d_in, 0.0f, y + j0, ldy);
+            } else {  // columns j0… of [d_in, d_out]: d_in×n
+                for (std::size_t r = 0; r < d_in; ++r) widen(layer.ext16 + r * layer.ext_ld + j0, n, layer.ext16_bf16, w.data() + r * n);
+                sgemm(false, false, rows, n, d_in, 1.0f, x, d_in, w.data(), n, 0.0f, y + j0, ldy);
+            }
+        }
     } else {
-        out = matmul_each(x, layer.w);  // (B,T,d_out)
+        sgemm(false, false, rows, d_out, d_in, 1.0f, x, d_in, layer.w.data(), d_out, 0.0f, y, ldy);
     }
     if (layer.b.size() != 0) {  // + b on every row (a plain loop: xtensor's broadcast is far slower here)
-        const std::size_t n = layer.b.size(), rows = out.size() / n;
         const float* b = layer.b.data();
-        float* y = out.data();
-        for (std::size_t r = 0; r < rows; ++r, y += n)
-            for (std::size_t c = 0; c < n; ++c) y[c] += b[c];
+        for (std::size_t r = 0; r < rows; ++r)
+            for (std::size_t c = 0; c < d_out; ++c) y[r * ldy + c] += b[c];
     }
+}
+
+Cube project(const Cube& x, const Linear& layer) {
+    if (!layer.external()) {
+        Cube out = matmul_each(x, layer.w);  // (B,T,d_out)
+        if (layer.b.size() != 0) {
+            const std::size_t n = layer.b.size(), rows = out.size() / n;
+            const float* b = layer.b.data();
+            float* y = out.data();
+            for (std::size_t r = 0; r < rows; ++r, y += n)
+                for (std::size_t c = 0; c < n; ++c) y[c] += b[c];
+        }
+        return out;
+    }
+    Cube out = Cube::from_shape({x.shape(0), x.shape(1), layer.ext_out});
+    project_into(x.data(), x.shape(0) * x.shape(1), layer, out.data(), layer.ext_out);
     return out;
 }
 
 Linear output_columns(const Linear& layer, std::size_t first, std::size_t count) {
-    if (!layer.ext) throw std::logic_error("output_columns reads an external layer");
-    Linear part = external_linear(layer.ext_transposed ? layer.ext + first * layer.ext_ld : layer.ext + first, layer.ext_in, count,
-                                  layer.ext_ld, layer.ext_transposed, layer.owner);
+    if (!layer.external()) throw std::logic_error("output_columns reads an external layer");
+    const std::size_t offset = layer.ext_transposed ? first * layer.ext_ld : first;
+    Linear part = layer.ext ? external_linear(layer.ext + offset, layer.ext_in, count, layer.ext_ld, layer.ext_transposed, layer.owner)
+                            : external_linear16(layer.ext16 + offset, layer.ext16_bf16, layer.ext_in, count, layer.ext_ld, layer.ext_transposed,
+                                                layer.owner);
     if (layer.b.size() != 0) part.b = xt::view(layer.b, xt::range(first, first + count));
     return part;
 }
 
 Mat project_row(const Linear& layer, const float* x) {
-    if (!layer.ext || !layer.ext_transposed) throw std::logic_error("project_row needs a layer in nn.Linear's layout");
+    if (!layer.external() || !layer.ext_transposed) throw std::logic_error("project_row needs a layer in nn.Linear's layout");
     const std::size_t out = layer.ext_out, in = layer.ext_in;
     Mat y = Mat::from_shape({1, out});
-    sgemm(false, false, out, 1, in, 1.0f, layer.ext, layer.ext_ld, x, 1, 0.0f, y.data(), 1);  // W·x: d_out rows
+    if (layer.ext) {
+        sgemm(false, false, out, 1, in, 1.0f, layer.ext, layer.ext_ld, x, 1, 0.0f, y.data(), 1);  // W·x: d_out rows
+    } else {  // a block of rows at a time, widened
+        const std::size_t block = std::max<std::size_t>(1, std::min(out, block_floats / std::max<std::size_t>(in, 1)));
+        std::vector<float> w(block * in);
+        for (std::size_t j0 = 0; j0 < out; j0 += block) {
+            const std::size_t n = std::min(block, out - j0);
+            for (std::size_t j = 0; j < n; ++j) stored_row(layer, j0 + j, in, w.data() + j * in);
+            sgemm(false, false, n, 1, in, 1.0f, w.data(), in, x, 1, 0.0f, y.data() + j0, 1);
+        }
+    }
     if (layer.b.size() != 0) y += xt::view(layer.b, xt::newaxis(), xt::all());
     return y;
 }

@@ -1,10 +1,35 @@
 #include "attnwalk/ops/tensor.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include "attnwalk/ops/blas.hpp"
 
 namespace attnwalk {
+
+float half_to_float(std::uint16_t h) {
+    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+    const std::uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
+    float out;
+    if (exp == 0) {  // zero or subnormal: mant · 2^−24
+        out = std::ldexp(static_cast<float>(mant), -24);
+        return sign ? -out : out;
+    }
+    std::uint32_t bits;
+    if (exp == 31) bits = sign | 0x7F800000u | (mant << 13);  // inf, NaN
+    else bits = sign | ((exp + 112) << 23) | (mant << 13);
+    std::memcpy(&out, &bits, sizeof out);
+    return out;
+}
+
+float bfloat16_to_float(std::uint16_t b) {
+    const std::uint32_t bits = static_cast<std::uint32_t>(b) << 16;
+    float out;
+    std::memcpy(&out, &bits, sizeof out);
+    return out;
+}
+
 
 // (B,m,k)·(k,n): one product with B·m rows, since every batch element uses the same matrix.
 Cube matmul_each(const Cube& a, const Mat& b) {

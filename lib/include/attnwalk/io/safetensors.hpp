@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "attnwalk/ops/tensor.hpp"
 #include "attnwalk/trace.hpp"
 
 namespace attnwalk {
@@ -42,6 +43,8 @@ public:
     // The mapped floats themselves when the tensor is F32 on a little-endian machine and
     // 4-byte aligned in the file (no copy: valid while this object lives); else null.
     const float* direct(const std::string& name) const;
+    // The same for a BF16 or F16 tensor (2-byte aligned): its raw 16-bit values; else null.
+    const std::uint16_t* direct16(const std::string& name) const;
 
 private:
     std::string file_;
@@ -52,8 +55,5 @@ private:
     std::map<std::string, Entry> entries_;
 };
 
-// IEEE half and bfloat16 bit patterns to float32 (exact).
-float half_to_float(std::uint16_t bits);
-float bfloat16_to_float(std::uint16_t bits);
 
 }  // namespace attnwalk

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
@@ -23,6 +24,10 @@ using Vec = xt::xtensor<float, 1>;
 using Mat = xt::xtensor<float, 2>;
 using Cube = xt::xtensor<float, 3>;   // B×T×d, B×T×T, H×T×T ...
 using Hyper = xt::xtensor<float, 4>;  // B×H×T×T
+
+// IEEE half and bfloat16 bit patterns to float32 (exact).
+float half_to_float(std::uint16_t bits);
+float bfloat16_to_float(std::uint16_t bits);
 
 // Batched: (B,m,k)·(k,n) -> (B,m,n), every batch element times the same matrix.
 Cube matmul_each(const Cube& a, const Mat& b);

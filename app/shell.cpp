@@ -129,6 +129,16 @@ void add_shell_options(CLI::App& sub, Shell& s, bool walk, InputKind kind) {
     sub.add_flag("--timing", s.recording.timing, "After the trace, the wall time of each step");
 }
 
+void check_cost(const Shell& s, const Cost& need) {
+    const double budget = parse_bytes(s.max_memory);
+    if (need.bytes > budget)
+        throw UsageError("this walk would need about " + bytes_text(need.bytes) + " for its tensors, more than --max-memory " +
+                         bytes_text(budget) + " (raise --max-memory, or use a smaller input or options)");
+    if (need.work > s.max_work)
+        throw UsageError("this walk would take about " + format_number(need.work) + " multiply-adds, more than --max-work " +
+                         format_number(s.max_work) + " (raise --max-work, or use a smaller input or options)");
+}
+
 Embeddings prepare_input(const Shell& s, const std::function<Cost(const InputShape&)>& cost,
                          std::optional<std::size_t> context_length) {
     if (s.sentence && !s.input.empty()) throw UsageError("--text and -i/--input exclude each other");
@@ -148,13 +158,7 @@ Embeddings prepare_input(const Shell& s, const std::function<Cost(const InputSha
                              : s.sentence        ? embed_text(*s.sentence, load_vocab(*s.vocab), "--text")
                              : s.input.empty()   ? builtin_embeddings()
                                                  : load_embeddings(s.input);
-    const Cost need = cost({input.batch() * s.batch.value_or(1), input.tokens_count(), input.dim()});
-    if (need.bytes > budget)
-        throw UsageError("this walk would need about " + bytes_text(need.bytes) + " for its tensors, more than --max-memory " +
-                         bytes_text(budget) + " (raise --max-memory, or use a smaller input or options)");
-    if (need.work > s.max_work)
-        throw UsageError("this walk would take about " + format_number(need.work) + " multiply-adds, more than --max-work " +
-                         format_number(s.max_work) + " (raise --max-work, or use a smaller input or options)");
+    check_cost(s, cost({input.batch() * s.batch.value_or(1), input.tokens_count(), input.dim()}));
     if (context_length && input.tokens_count() > *context_length)
         throw UsageError("the input has " + std::to_string(input.tokens_count()) + " tokens, more than --context-length " +
                          std::to_string(*context_length));

@@ -65,6 +65,10 @@ CLI::Validator number_check(const char* name, bool (*ok)(double), const std::str
 enum class InputKind { embeddings, prompt };
 void add_shell_options(CLI::App& sub, Shell& shell, bool walk, InputKind input = InputKind::embeddings);
 
+// Refuses a walk whose estimate is over --max-memory or --max-work (UsageError naming the
+// estimate and the option to raise).
+void check_cost(const Shell& shell, const Cost& need);
+
 // The input's shape before --batch stacks it: B, T, d_in.
 struct InputShape {
     std::size_t batch, tokens, d_in;

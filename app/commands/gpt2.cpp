@@ -64,6 +64,7 @@ void add_tokenize(CLI::App& cli, Shell& shell) {
         shell.headline = {"token_ids"};
         shell.walk = [&shell, dir] {
             if (!shell.sentence) throw UsageError("tokenize needs --text \"...\"");
+            check_cost(shell, tokenize_cost(shell.sentence->size()));
             return walk_tokenize(*load_tokenizer(*dir), *shell.sentence);
         };
     });
@@ -136,8 +137,10 @@ void add_model(CLI::App& cli, Shell& shell) {
             else if (std::filesystem::exists(own)) tokenizer = load_tokenizer_json(own);
             else if (shell.sentence)
                 throw UsageError("the model folder has no tokenizer.json: give --tokenizer FILE, or the prompt as --ids");
+            if (shell.sentence) check_cost(shell, tokenize_cost(shell.sentence->size()));
             const std::vector<std::size_t> ids = shell.sentence ? tokenizer->encode(*shell.sentence) : parse_ids(*o->ids);
             if (ids.empty()) throw UsageError("--text has no tokens");
+            check_cost(shell, model_walk_cost(model, ids.size(), o->spec));
             ModelSpec spec = o->spec;
             spec.tokenizer = tokenizer.get();
             Trace trace = walk_model(model, ids, token_labels(ids, tokenizer.get()), spec, shell.recording);
@@ -175,8 +178,10 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
             }
             std::shared_ptr<const Tokenizer> bpe;
             if (shell.sentence || o->tokenizer) bpe = load_tokenizer(o->tokenizer);
+            if (shell.sentence) check_cost(shell, tokenize_cost(shell.sentence->size()));
             const std::vector<std::size_t> ids = shell.sentence ? bpe->encode(*shell.sentence) : parse_ids(*o->ids);
             if (ids.empty()) throw UsageError("--text has no tokens");
+            check_cost(shell, model_walk_cost(model, ids.size(), o->spec));
             if (!bpe && info_of(*model).vocab == 50257) {  // GPT-2's vocabulary: name the tokens when the files are at hand
                 try {
                     bpe = load_tokenizer(std::nullopt);

@@ -373,6 +373,39 @@ void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids,
 
 }  // namespace
 
+Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec) {
+    const LoadedModel& m = *model;
+    const DecoderConfig& c = m.weights.config;
+    const double L = static_cast<double>(c.layers), C = static_cast<double>(c.width), H = static_cast<double>(c.heads);
+    const double G = static_cast<double>(c.key_heads()), d = static_cast<double>(c.head_size()), V = static_cast<double>(c.vocab);
+    const double I = m.weights.blocks.empty() ? 4.0 * C : static_cast<double>(m.weights.blocks.front().up.out());
+    const double mlp = (gated(c.mlp) ? 3.0 : 2.0) * C * I;
+    const double per_token = L * (C * (H + 2.0 * G) * d + H * d * C + mlp);  // the layers' multiply-adds for one token
+    const auto attention = [&](double queries, double keys) { return L * H * queries * keys * (2.0 * d + 16.0); };
+    const double N = static_cast<double>(std::min<std::size_t>(spec.generate, c.context > T ? c.context - T : 0));
+    const double t = static_cast<double>(T), all = t + N;
+    Cost cost;
+    // the prompt, every generated token against the cache, then the whole sequence again
+    cost.work = per_token * t + attention(t, t) + V * C;
+    if (N > 0) cost.work += per_token * N + attention(N, all) + N * V * C + per_token * all + attention(all, all) + V * C;
+    // floats kept: a layer's working set (x, norms, q/k/v, the MLP's hidden), the layer shown
+    // in full (its T×T tensors four times in the forward, twice in the trace), the view
+    // (every layer's weights), summaries of the rest, the logits, the cache
+    const double layer_rows = t * (10.0 * C + 3.0 * (H + 2.0 * G) * d + 2.0 * I);
+    const double shown = (spec.all_layers ? L : 1.0) * layer_rows + 6.0 * H * t * t;
+    const double working = layer_rows + (spec.view ? 4.0 * H * t * t : 0.0);
+    const double view = spec.view ? 2.0 * L * H * t * t : 0.0;
+    const double cache = N > 0 ? 2.0 * 2.0 * L * G * d * all + 6.0 * H * all * all : 0.0;  // and the recomputation's T×T
+    const bool sixteen = !m.weights.blocks.empty() && m.weights.blocks.front().up.ext16;  // a block of 16-bit weights widened
+    cost.bytes = 4.0 * (shown + working + view + cache + 2.0 * V + (sixteen ? 1048576.0 : 0.0));
+    return cost;
+}
+
+Cost tokenize_cost(std::size_t n) {
+    const double b = static_cast<double>(n);
+    return {256.0 * b, 64.0 * b * (1.0 + std::log2(b + 1.0))};  // the pieces, symbols and heap; the merges
+}
+
 Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const std::vector<std::string>& tokens, const ModelSpec& spec,
                  const Recording& recording) {
     const LoadedModel& m = *model;

@@ -173,6 +173,14 @@ std::vector<std::string> token_labels(const std::vector<std::size_t>& ids, const
 // The tokenizer's work on `text`: the pre-tokenised pieces and the ids.
 Trace walk_tokenize(const Tokenizer& tokenizer, const std::string& text);
 
+// What walk_model will hold (the tensors it keeps and records) and compute (multiply-adds,
+// an exponential counted as 16) for a prompt of T tokens, from the sizes alone: the layers'
+// products, the attention of every layer, the layer(s) shown in full, the view, the
+// logits, and generation with the cache and the recomputation that checks it.
+Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec);
+// The same for the tokenizer on a text of n bytes (the merges take n log n).
+Cost tokenize_cost(std::size_t n);
+
 // The model on token ids (`tokens`: their text, for labels): the embeddings, every layer
 // (the one shown in full with mha's ids), the next token's candidates, and generation.
 // Throws UsageError for ids ≥ vocab, more tokens than the context, a layer out of range.

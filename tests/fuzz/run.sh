@@ -7,13 +7,15 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-600}
 cmake --preset fuzz >/dev/null
 cmake --build build-fuzz -j2
-for target in embeddings weights vocab cli options safetensors; do
+for target in embeddings weights vocab cli options safetensors tokenizer_json; do
   work=$(mktemp -d)
   cp tests/fuzz/corpus/$target/* "$work"/
+  max_len=4096
+  [ "$target" = tokenizer_json ] && max_len=8192  # the test folders' tokenizer.json files are up to 5 KB
   echo "== fuzz_$target for ${seconds}s"
   status=0
   build-fuzz/tests/fuzz/fuzz_$target "$work" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -max_len=4096 -print_final_stats=1 >"$work.log" 2>&1 || status=$?
+    -max_len=$max_len -print_final_stats=1 >"$work.log" 2>&1 || status=$?
   grep -E 'stat::number_of_executed_units|^Done|ERROR|SUMMARY' "$work.log" || true
   if [ "$status" -ne 0 ]; then
     tail -n 60 "$work.log"

@@ -7,6 +7,7 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/tokenizer.hpp"
+#include "attnwalk/lessons/lessons.hpp"
 #include "attnwalk/model/decoder.hpp"
 #include "test_util.hpp"
 
@@ -65,6 +66,27 @@ TEST_SUITE("model") {
         CHECK(m->weights.config.heads == 4);
         const Cube a = decoder_forward(m->weights, {1, 2, 3}, nullptr, nullptr), b = decoder_forward(direct->weights, {1, 2, 3}, nullptr, nullptr);
         CHECK(std::equal(a.begin(), a.end(), b.begin()));
+    }
+
+    TEST_CASE("model.generation_stops_at_generation_configs_eos") {
+        const std::string dir = folder_like("tiny_llama", [](json&) {});
+        ModelSpec spec;
+        spec.generate = 4;
+        const auto generated = [&] {
+            const Trace t = walk_model(load_model(dir), {1, 2, 3}, {"#1", "#2", "#3"}, spec, {});
+            for (const Step& s : t.steps)
+                if (s.id == "generated_ids") return s;
+            FAIL("no generated_ids");
+            return Step{};
+        };
+        const Step all = generated();
+        REQUIRE(all.tensor.data.size() == 4);
+        std::ofstream(dir + "/generation_config.json") << "{\"eos_token_id\": [999999, " << static_cast<int>(all.tensor.data[1]) << "]}";
+        CHECK_THROWS_WITH_AS(load_model(dir), doctest::Contains("$.eos_token_id"), InputError);  // 999999 is not a token
+        std::ofstream(dir + "/generation_config.json") << "{\"eos_token_id\": " << static_cast<int>(all.tensor.data[1]) << "}";
+        const Step stopped = generated();
+        CHECK(stopped.tensor.data.size() == 2);
+        CHECK(stopped.note.find("end-of-text token") != std::string::npos);
     }
 
     TEST_CASE("model.folder_faults_are_one_message") {

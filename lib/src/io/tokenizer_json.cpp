@@ -98,7 +98,7 @@ const std::unordered_map<std::string, char>& char_bytes() {
 // One compiled PCRE2 pattern.
 class Regex {
 public:
-    Regex(const std::string& pattern, const std::string& file, const std::string& path) {
+    Regex(const std::string& pattern, const std::string& file, const std::string& path) : file_(file), path_(path) {
         int code = 0;
         PCRE2_SIZE offset = 0;
         re_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.c_str()), pattern.size(), PCRE2_UTF | PCRE2_UCP, &code, &offset, nullptr);
@@ -123,7 +123,11 @@ public:
         while (at <= text.size()) {
             const int rc = pcre2_match(re_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), at, PCRE2_NO_UTF_CHECK, data_, nullptr);
             if (rc == PCRE2_ERROR_NOMATCH) break;
-            if (rc < 0) throw RuntimeError("the tokenizer's regex failed (PCRE2 error " + std::to_string(rc) + ")");
+            if (rc < 0) {  // e.g. the match limit of a pattern that backtracks without end
+                PCRE2_UCHAR message[256];
+                pcre2_get_error_message(rc, message, sizeof message);
+                throw InputError(file_, path_, std::string("the regex fails on this text: ") + reinterpret_cast<const char*>(message));
+            }
             const PCRE2_SIZE* v = pcre2_get_ovector_pointer(data_);
             if (v[1] > v[0]) {
                 out.emplace_back(v[0], v[1]);
@@ -137,6 +141,7 @@ public:
     }
 
 private:
+    std::string file_, path_;
     pcre2_code* re_ = nullptr;
     pcre2_match_data* data_ = nullptr;  // one tokenizer is used by one thread at a time
 };
@@ -195,8 +200,9 @@ public:
             }
             return out;
         }
-        if (byte_fallback_ && !added_ids_.count(id) && piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece[5] == '>')
-            return std::string(1, static_cast<char>(std::stoi(piece.substr(3, 2), nullptr, 16)));
+        if (byte_fallback_ && !added_ids_.count(id) && piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece[5] == '>' &&
+            std::isxdigit(static_cast<unsigned char>(piece[3])) && std::isxdigit(static_cast<unsigned char>(piece[4])))
+            return std::string(1, static_cast<char>(std::stoi(piece.substr(3, 2), nullptr, 16)));  // a byte of byte fallback
         std::string out = piece;
         for (const auto& [from, to] : decode_replace_) out = replace_all(out, from, to);
         return out;

@@ -343,9 +343,11 @@ void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids,
     const ModelInfo& info = m.info;
     const std::size_t prompt = ids.size();
     std::vector<std::size_t> generated;
-    for (std::size_t g = 0; g < spec.generate; ++g) {
+    bool ended = false;
+    for (std::size_t g = 0; g < spec.generate && !ended; ++g) {
         const std::size_t next = argmax(logits.data(), logits.size()), pos = ids.size();
         if (pos >= info.context) break;  // the context is full
+        ended = std::find(info.end_ids.begin(), info.end_ids.end(), next) != info.end_ids.end();  // generation_config.json's eos
         ids.push_back(next);
         generated.push_back(next);
         trace.tokens.push_back(token_labels({next}, spec.tokenizer).front());
@@ -357,7 +359,8 @@ void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids,
     for (std::size_t i = 0; i < generated.size(); ++i) gen(0, i) = static_cast<float>(generated[i]);
     Step& gs = rec.add("generated_ids", "The generated tokens (greedy: the most likely each time)", "argmax(logits)", gen, {Axis::token});
     gs.first_key = prompt;
-    if (generated.size() < spec.generate) gs.note = "The context of " + std::to_string(info.context) + " tokens is full.";
+    if (ended) gs.note = "Stopped at the end-of-text token " + std::to_string(generated.back()) + " (generation_config.json's eos_token_id).";
+    else if (generated.size() < spec.generate) gs.note = "The context of " + std::to_string(info.context) + " tokens is full.";
     trace.set_param("generated", static_cast<ull>(generated.size()));
     FullAttention full_attention;
     const Cube full_x = decoder_forward(m.weights, ids, nullptr, &full_attention);

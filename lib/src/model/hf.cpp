@@ -339,6 +339,23 @@ Model load_hf_decoder(const fs::path& dir, Config& cfg, const std::string& famil
     return m;
 }
 
+// generation_config.json's eos_token_id (a number or a list), when the folder has one.
+std::vector<std::size_t> end_ids(const fs::path& dir, std::size_t vocab) {
+    const fs::path file = dir / "generation_config.json";
+    if (!fs::exists(file)) return {};
+    const Value doc = json_input::parse_plain(read_text_file(file.string()), file.string());
+    const Value* eos = doc.is_object() ? doc.find("eos_token_id") : nullptr;
+    std::vector<std::size_t> ids;
+    if (!eos || eos->type == Value::Type::null) return ids;
+    const std::vector<Value> items = eos->type == Value::Type::array ? eos->array : std::vector<Value>{*eos};
+    for (const Value& v : items) {
+        if (v.type != Value::Type::number || v.number < 0 || v.number != std::floor(v.number) || v.number >= static_cast<double>(vocab))
+            throw InputError(file.string(), "$.eos_token_id", "expected token ids below the vocabulary's " + std::to_string(vocab));
+        ids.push_back(static_cast<std::size_t>(v.number));
+    }
+    return ids;
+}
+
 }  // namespace
 
 Model load_model(const std::string& path) {
@@ -361,9 +378,14 @@ Model load_model(const std::string& path) {
         Model m = load_gpt2(files.front()->file(), heads);
         auto copy = std::make_shared<LoadedModel>(*m);
         copy->info.config = cfg.used();
+        copy->info.end_ids = end_ids(dir, copy->info.vocab);
         return copy;
     }
-    if (family == "llama" || family == "qwen2" || family == "qwen3" || family == "gemma3_text") return load_hf_decoder(dir, cfg, family);
+    if (family == "llama" || family == "qwen2" || family == "qwen3" || family == "gemma3_text") {
+        Model m = load_hf_decoder(dir, cfg, family);
+        std::const_pointer_cast<LoadedModel>(m)->info.end_ids = end_ids(dir, m->info.vocab);
+        return m;
+    }
     if (family == "gemma3")
         throw InputError(config_file, "$.model_type",
                          "\"gemma3\" is Gemma 3's image-and-text model (4B and up); its text part is not supported yet. Supported: " + std::string(supported));

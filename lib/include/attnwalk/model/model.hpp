@@ -25,6 +25,7 @@ struct ModelInfo {
     bool biases = true;               // false: the file has none (nanoGPT's bias=False), read as zeros
     std::vector<std::string> unused;  // tensors of the file the model does not read
     std::vector<std::pair<std::string, std::string>> config;  // config.json's fields the model read, as written
+    std::vector<std::size_t> end_ids;  // generation_config.json's eos_token_id: generation stops there
 };
 
 struct LoadedModel;  // model/decoder.hpp: the info, the DecoderWeights, the mapped file

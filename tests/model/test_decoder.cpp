@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include <xtensor/xview.hpp>
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/tokenizer.hpp"
@@ -178,6 +179,15 @@ TEST_SUITE("model") {
         const Mat a = decoder_logits(m->weights, decoder_forward(m->weights, ids, nullptr, &full), ids.size() - 1);
         const Mat b = decoder_logits(m->weights, decoder_forward(m->weights, ids, nullptr, nullptr), ids.size() - 1);
         CHECK(max_diff(a, b) <= 1e-5f);
+        // today's families: GQA, QK-norm, RoPE, Gemma's windows (T = 10 > W = 4) and scale
+        for (const char* family : {"tiny_llama", "tiny_qwen3", "tiny_gemma3", "tiny_qwen2"}) {
+            CAPTURE(family);
+            const Model f = load_model(test::source_path(std::string("tests/data/models/") + family));
+            const std::vector<std::size_t> more = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0};
+            Listen keep(true);
+            const Cube x = decoder_forward(f->weights, more, nullptr, &keep), y = decoder_forward(f->weights, more, nullptr, nullptr);
+            CHECK(max_diff(Mat(xt::view(x, 0)), Mat(xt::view(y, 0))) <= 1e-5f);
+        }
     }
 
     TEST_CASE("model.prompts_are_checked") {

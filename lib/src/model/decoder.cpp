@@ -2,6 +2,7 @@
 #include "attnwalk/model/decoder.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <xtensor/xview.hpp>
 
@@ -23,14 +24,21 @@ Cube block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t 
     spec.window = la.window;
     spec.rope = la.rope;
     spec.scale = c.attention_scale;
-    // The blocked path computes plain causal attention of H heads: nothing of the above
-    const bool plain = !la.window && !la.rope && !c.attention_scale && !b.attn.q_norm && b.attn.key_heads() == b.attn.heads;
-    if (plain && !tap.keeps_attention(layer) && (!kv || kv->seen() == 0)) {  // no T×T tensor at all
-        const fast::BlockedResult r = fast::blocked_attention(a, b.attn, true);
-        Cube out = Cube::from_shape({a.shape(0), a.shape(1), r.output.size() / (a.shape(0) * a.shape(1))});
-        std::copy(r.output.begin(), r.output.end(), out.begin());
-        if (kv) kv->append(split_heads(project(a, b.attn.key), b.attn.key_heads()), split_heads(project(a, b.attn.value), b.attn.key_heads()));
-        return out;
+    if (!tap.keeps_attention(layer) && (!kv || kv->seen() == 0)) {  // no T×T tensor at all
+        const bool plain = !la.window && !la.rope && !c.attention_scale && !b.attn.q_norm && b.attn.key_heads() == b.attn.heads;
+        if (plain) {  // GPT-2: the fused blocked path, projections included
+            const fast::BlockedResult r = fast::blocked_attention(a, b.attn, true);
+            Cube out = Cube::from_shape({a.shape(0), a.shape(1), r.output.size() / (a.shape(0) * a.shape(1))});
+            std::copy(r.output.begin(), r.output.end(), out.begin());
+            if (kv) kv->append(split_heads(project(a, b.attn.key), b.attn.key_heads()), split_heads(project(a, b.attn.value), b.attn.key_heads()));
+            return out;
+        }
+        // today's models: the heads as the forward makes them (QK-norm, RoPE), then the blocked core
+        const Forward f = project_heads(a, &b.attn, spec);
+        const float scale = c.attention_scale.value_or(static_cast<float>(std::sqrt(static_cast<double>(f.d_h))));
+        const Cube context = fast::blocked_heads(f.qh, f.kh, f.vh, scale, true, la.window.value_or(0));
+        if (kv) kv->append(f.kh, f.vh);
+        return project(context, *b.attn.out_proj);
     }
     Forward f = project_heads(a, &b.attn, spec);
     if (kv && la.window && f.kh.shape(2) > 1) {

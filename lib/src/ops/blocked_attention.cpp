@@ -234,4 +234,46 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
     return result;
 }
 
+Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scale, bool causal, std::size_t window) {
+    const std::size_t B = qh.shape(0), H = qh.shape(1), T = qh.shape(2), d = qh.shape(3);
+    const std::size_t G = kh.shape(1), Tk = kh.shape(2), group = H / G, offset = Tk - T;
+    Cube z = fresh_cube(B, T, H * d);  // the heads' outputs, already concatenated
+    const std::size_t threads = std::min<std::size_t>(cores(), B * H);
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+        std::vector<float> block(block_rows * Tk);
+        for (std::size_t task; (task = next++) < B * H;) {
+            const std::size_t b = task / H, h = task % H, g = h / group;
+            const float* q = &qh(b, h, 0, 0);
+            const float* k = &kh(b, g, 0, 0);
+            const float* v = &vh(b, g, 0, 0);
+            float* out = z.data() + b * T * H * d + h * d;
+            for (std::size_t r0 = 0; r0 < T; r0 += block_rows) {
+                const std::size_t rows = std::min(block_rows, T - r0);
+                // the keys some row of the block sees: [first, last)
+                const std::size_t last = causal ? offset + r0 + rows : Tk;
+                const std::size_t first = window && offset + r0 + 1 > window ? offset + r0 + 1 - window : 0;
+                const std::size_t cols = last - first;
+                float* s = block.data();
+                sgemm(false, true, rows, cols, d, 1.0f, q + r0 * d, d, k + first * d, d, 0.0f, s, cols);
+                for (std::size_t i = 0; i < rows; ++i) {
+                    float* row = s + i * cols;
+                    const std::size_t pos = offset + r0 + i;  // this query's key position
+                    const std::size_t hi = causal ? pos + 1 : Tk;
+                    const std::size_t lo = window && pos + 1 > window ? pos + 1 - window : 0;
+                    std::fill(row, row + (lo - first), 0.0f);  // before the window
+                    softmax_row(row + (lo - first), hi - lo, scale);
+                    std::fill(row + (hi - first), row + cols, 0.0f);  // the future
+                }
+                sgemm(false, false, rows, d, cols, 1.0f, s, cols, v + first * d, d, 0.0f, out + r0 * H * d, H * d);
+            }
+        }
+    };
+    std::vector<std::thread> pool;
+    for (std::size_t i = 1; i < threads; ++i) pool.emplace_back([&] { run_as_worker(work); });
+    run_as_worker(work);
+    for (auto& th : pool) th.join();
+    return z;
+}
+
 }  // namespace attnwalk::fast

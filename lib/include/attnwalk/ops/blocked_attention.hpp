@@ -34,6 +34,13 @@ struct BlockedResult {
 // Fused weights with out_proj; x is (B,T,d_in).
 BlockedResult blocked_attention(const Cube& x, const AttentionWeights& weights, bool causal);
 
+// The same core for heads already made (project_heads: QK-norm and RoPE applied), as
+// today's models need it: queries (B,H,T,d_h) against keys and values (B,G,Tk,d_h), query
+// head h reading key/value head h / (H/G); query row r is key position Tk − T + r; causal,
+// and a window W (0: none) keeps only the last W keys of each row; the scores are divided
+// by `scale`. Returns the heads' outputs concatenated, (B,T,H·d_h), with no T×T tensor.
+Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scale, bool causal, std::size_t window);
+
 // The bytes it holds: no T×T tensor, a block of 128 rows per core.
 double blocked_bytes(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width);
 

@@ -50,6 +50,31 @@ void Summary::add(double value) {
     mean = checksum / static_cast<double>(count);
 }
 
+void Summary::add_all(const float* values, std::size_t n) {
+    // as add() one by one: min and max of the new values in float (exact), the sum in double in order
+    float lo = 0.0f, hi = 0.0f;
+    double sum = checksum;
+    std::size_t fresh = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const float v = values[i];
+        if (!(v - v == 0.0f)) {  // inf or NaN
+            ++non_finite;
+            continue;
+        }
+        if (fresh++ == 0) lo = hi = v;
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        sum += static_cast<double>(v);
+    }
+    if (fresh) {
+        min = count ? std::min(min, static_cast<double>(lo)) : lo;
+        max = count ? std::max(max, static_cast<double>(hi)) : hi;
+        count += fresh;
+    }
+    checksum = sum;
+    if (count) mean = checksum / static_cast<double>(count);
+}
+
 void Summary::add_row_sum(double sum) {
     row_sum_min = has_row_sums ? std::min(row_sum_min, sum) : sum;
     row_sum_max = has_row_sums ? std::max(row_sum_max, sum) : sum;
@@ -59,7 +84,7 @@ void Summary::add_row_sum(double sum) {
 void summarise(Trace& trace) {
     for (auto& step : trace.steps) {
         if (step.summarised) continue;
-        for (float v : step.tensor.data) step.summary.add(v);
+        step.summary.add_all(step.tensor.data.data(), step.tensor.data.size());
         for (float v : step.row_sum.data) step.summary.add_row_sum(v);
         if (&step != &trace.steps.back()) step.tensor.data = {};  // the final result keeps its numbers
         step.row_sum = Tensor{};

@@ -51,6 +51,7 @@ struct Summary {
     std::string scope;             // what was summarised, when not every entry (e.g. the causal triangle)
 
     void add(double value);        // one more value
+    void add_all(const float* values, std::size_t n);  // n more, in order (the same as add, one by one)
     void add_row_sum(double sum);  // one more row sum
 };
 

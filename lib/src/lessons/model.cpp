@@ -30,7 +30,7 @@ using ull = unsigned long long;
 template <class Tensor>
 Summary summary_of(const Tensor& t) {
     Summary s;
-    for (float v : t) s.add(v);
+    s.add_all(t.data(), t.size());
     return s;
 }
 

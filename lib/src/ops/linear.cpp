@@ -42,10 +42,17 @@ namespace {
 
 // n 16-bit values to float32.
 void widen(const std::uint16_t* from, std::size_t n, bool bf16, float* to) {
-    if (bf16) {
-        for (std::size_t i = 0; i < n; ++i) {  // the high half of a float32: exact
-            const std::uint32_t bits = static_cast<std::uint32_t>(from[i]) << 16;
-            std::memcpy(to + i, &bits, sizeof(float));
+    if (bf16) {  // the high half of a float32: exact; in runs the compiler vectorises
+        constexpr std::size_t run = 256;  // a fixed trip count: vectorised at -O2
+        std::uint32_t bits[run];
+        std::size_t i0 = 0;
+        for (; i0 + run <= n; i0 += run) {
+            for (std::size_t i = 0; i < run; ++i) bits[i] = static_cast<std::uint32_t>(from[i0 + i]) << 16;
+            std::memcpy(to + i0, bits, sizeof bits);
+        }
+        for (std::size_t i = i0; i < n; ++i) {
+            const std::uint32_t b = static_cast<std::uint32_t>(from[i]) << 16;
+            std::memcpy(to + i, &b, sizeof b);
         }
     } else {
         for (std::size_t i = 0; i < n; ++i) to[i] = half_to_float(from[i]);

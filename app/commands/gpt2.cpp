@@ -111,7 +111,8 @@ std::vector<std::string> model_headline(const ModelSpec& spec) {
 void add_model(CLI::App& cli, Shell& shell) {
     CLI::App* sub = cli.add_subcommand("model", "A Hugging Face model folder (Llama 3, SmolLM2, Qwen2/3, Gemma 3, GPT-2): every layer, one in full, the next token.");
     sub->footer("Examples:\n"
-                "  attnwalk model --model tests/data/models/tiny_llama --ids 1,2,3,4,5\n"
+                "  attnwalk model --model tests/data/models/tiny_llama --text \"the cat sat on the mat\"   # its tokenizer.json\n"
+                "  attnwalk model --model tests/data/models/tiny_gemma3 --text \"the cat sat on the mat\" --layer 1 --steps weights\n"
                 "  attnwalk model --model tests/data/models/tiny_qwen3 --ids 3,1,4,1,5 --layer 1 --steps 'queries_normed,rope_angles,weights'\n"
                 "  attnwalk model --model tests/data/models/tiny_gemma3 --ids 1,2,3,4,5,6,7,8 --view --compact\n"
                 "  attnwalk model --model DIR --ids 1,2,3 --generate 4 --steps 'generated_ids,max_difference'\n"

@@ -116,7 +116,7 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
             attn = normalise(attn, *b.attention_norm, c.norm, c.norm_eps);
             t.block(l, BlockPoint::attention_norm, attn);
         }
-        x = x + attn;
+        x += attn;
         t.block(l, BlockPoint::residual_1, x);
         const Cube m = normalise(x, b.norm_2, c.norm, c.norm_eps);  // (1,T,C)
         t.block(l, BlockPoint::norm_2, m);
@@ -128,7 +128,7 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
             mlp = normalise(mlp, *b.mlp_norm, c.norm, c.norm_eps);
             t.block(l, BlockPoint::mlp_norm, mlp);
         }
-        x = x + mlp;
+        x += mlp;
         t.block(l, BlockPoint::residual_2, x);
     }
     return normalise(x, w.final_norm, c.norm, c.norm_eps);

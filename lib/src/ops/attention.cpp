@@ -27,7 +27,7 @@ Linear AttentionWeights::head_columns(const Linear& layer, std::size_t h) const 
 
 Hyper split_heads(const Cube& x, std::size_t heads) {
     const std::size_t B = x.shape(0), T = x.shape(1), d_h = x.shape(2) / heads;
-    Hyper out({B, heads, T, d_h});
+    Hyper out = fresh<4>({B, heads, T, d_h});
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < heads; ++h)
             for (std::size_t t = 0; t < T; ++t)
@@ -37,7 +37,7 @@ Hyper split_heads(const Cube& x, std::size_t heads) {
 
 Cube merge_heads(const Hyper& x) {
     const std::size_t B = x.shape(0), H = x.shape(1), T = x.shape(2), d_h = x.shape(3);
-    Cube out({B, T, H * d_h});
+    Cube out = fresh<3>({B, T, H * d_h});
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h)
             for (std::size_t t = 0; t < T; ++t)
@@ -126,7 +126,7 @@ Rope rope_tables(std::size_t d, std::size_t T, std::size_t position0, const Rope
 
 Hyper apply_rope(const Hyper& x, const Rope& rope) {
     const std::size_t B = x.shape(0), H = x.shape(1), T = x.shape(2), d = x.shape(3), half = d / 2;
-    Hyper out = Hyper::from_shape(x.shape());
+    Hyper out = fresh<4>(x.shape());
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h)
             for (std::size_t t = 0; t < T; ++t)
@@ -203,7 +203,7 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     const std::size_t R = f.rows;
     f.scale = spec.scale.value_or(w ? static_cast<float>(std::sqrt(static_cast<double>(d_h))) : 1.0f);
     if (!(std::isfinite(f.scale) && f.scale > 0.0f)) throw UsageError("the scale must be a positive finite number");
-    f.scores = Hyper::from_shape({B, H, R, T});
+    f.scores = fresh<4>({B, H, R, T});
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h)
             sgemm(false, true, R, T, d_h, 1.0f, &f.qh(b, h, f.row0, 0), d_h, &f.kh(b, h / group, 0, 0), d_h, 0.0f,
@@ -216,16 +216,29 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
         const float neg_inf = -std::numeric_limits<float>::infinity();
         const std::size_t first = f.q_position0 + f.row0, window = f.window;
         const bool causal = spec.causal;
-        f.masked = map_rows(f.scores, first, [&](float v, std::size_t i, std::size_t j) {
-            return masked_out(i, j, causal, window) ? neg_inf : v;
-        });
+        f.masked = fresh<4>(f.scores.shape());
+        const float* in = f.scores.data();
+        float* out = f.masked.data();
+        for (std::size_t start = 0; start < f.scores.size(); start += R * T)
+            for (std::size_t r = 0; r < R; ++r)
+                for (std::size_t j = 0; j < T; ++j) {
+                    const std::size_t k = start + r * T + j;
+                    out[k] = masked_out(first + r, j, causal, window) ? neg_inf : in[k];
+                }
     }
     const Hyper& unscaled = masking ? f.masked : f.scores;
     if (spec.scale_factor) {  // SDPA: q·kᵀ * scale_factor + attn_bias
         f.scale = 1.0f / *spec.scale_factor;
         f.scaled = unscaled * *spec.scale_factor;
     } else {
-        f.scaled = f.scale == 1.0f ? unscaled : scale_scores(unscaled, f.scale);
+        if (f.scale == 1.0f) {
+            f.scaled = unscaled;
+        } else {  // a division, as PyTorch's `scores / d_k**0.5`
+            f.scaled = fresh<4>(unscaled.shape());
+            const float* in = unscaled.data();
+            float* out = f.scaled.data();
+            for (std::size_t k = 0; k < unscaled.size(); ++k) out[k] = in[k] / f.scale;
+        }
     }
     if (spec.bias) {
         if (spec.bias->shape(0) != R || spec.bias->shape(1) != T)
@@ -237,7 +250,8 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     if (spec.until == Stage::scores) return;
 
     // ---- softmax, row by row --------------------------------------------------------------
-    f.weights = f.scaled;
+    f.weights = fresh<4>(f.scaled.shape());
+    std::copy(f.scaled.begin(), f.scaled.end(), f.weights.begin());
     f.row_max = Cube::from_shape({B, H, R});
     f.row_sum = Cube::from_shape({B, H, R});
     for (std::size_t r = 0; r < B * H * R; ++r) {
@@ -273,7 +287,7 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
 
     // ---- each head's context, concatenated, projected ---------------------------------------
     const Hyper& a = f.final_weights();
-    f.head_outputs = Hyper::from_shape({B, H, R, d_h});
+    f.head_outputs = fresh<4>({B, H, R, d_h});
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h)
             sgemm(false, false, R, d_h, T, 1.0f, &a(b, h, 0, 0), T, &f.vh(b, h / group, 0, 0), d_h, 0.0f,

@@ -75,26 +75,7 @@ struct Stats {
     }
 };
 
-// Large buffers ask for transparent huge pages where the system has them: on a virtual
-// machine a 4 KiB page fault costs microseconds, and a T×d_out buffer at T = 2048 has
-// 1536 of them (measured here: a fresh 6 MiB output made a 12 ms product take 28 ms).
-void advise_huge_pages(void* p, std::size_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
-    const auto begin = (reinterpret_cast<std::uintptr_t>(p) + huge - 1) & ~(huge - 1);
-    const auto end = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(huge - 1);
-    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)bytes;
-#endif
-}
-
-Cube fresh_cube(std::size_t b, std::size_t t, std::size_t d) {
-    Cube c = Cube::from_shape({b, t, d});  // not yet touched
-    advise_huge_pages(c.data(), c.size() * sizeof(float));
-    return c;
-}
+Cube fresh_cube(std::size_t b, std::size_t t, std::size_t d) { return fresh<3>({b, t, d}); }
 
 // Y = X·W + b over all B·T rows at once, into rows of stride ldy.
 void linear_into(const Cube& x, const Linear& layer, float* y, std::size_t ldy) {

@@ -69,6 +69,19 @@ void stored_row(const Linear& l, std::size_t r, std::size_t n, float* dst) {
 // each block multiplied as it comes: never a float32 copy of the whole matrix.
 constexpr std::size_t block_floats = std::size_t{1} << 20;
 
+// The thread's buffer for one widened block, kept across calls (no allocation, no page
+// faults, no zeroing per product).
+float* widen_buffer(std::size_t floats) {
+    thread_local std::vector<float> buffer;
+    if (buffer.size() < floats) {
+        buffer = std::vector<float>();
+        buffer.reserve(floats);
+        advise_huge_pages(buffer.data(), floats * sizeof(float));
+        buffer.resize(floats);
+    }
+    return buffer.data();
+}
+
 }  // namespace
 
 void Linear::copy_out_row(std::size_t j, float* dst) const {
@@ -94,15 +107,15 @@ void project_into(const float* x, std::size_t rows, const Linear& layer, float* 
         sgemm(false, layer.ext_transposed, rows, d_out, d_in, 1.0f, x, d_in, layer.ext, layer.ext_ld, 0.0f, y, ldy);
     } else if (layer.ext16) {  // a block of outputs at a time, widened
         const std::size_t block = std::max<std::size_t>(1, std::min(d_out, block_floats / std::max<std::size_t>(d_in, 1)));
-        std::vector<float> w(block * d_in);
+        float* w = widen_buffer(block * d_in);
         for (std::size_t j0 = 0; j0 < d_out; j0 += block) {
             const std::size_t n = std::min(block, d_out - j0);
             if (layer.ext_transposed) {  // rows j0… of [d_out, d_in]: n×d_in
-                for (std::size_t j = 0; j < n; ++j) stored_row(layer, j0 + j, d_in, w.data() + j * d_in);
-                sgemm(false, true, rows, n, d_in, 1.0f, x, d_in, w.data(), d_in, 0.0f, y + j0, ldy);
+                for (std::size_t j = 0; j < n; ++j) stored_row(layer, j0 + j, d_in, w + j * d_in);
+                sgemm(false, true, rows, n, d_in, 1.0f, x, d_in, w, d_in, 0.0f, y + j0, ldy);
             } else {  // columns j0… of [d_in, d_out]: d_in×n
-                for (std::size_t r = 0; r < d_in; ++r) widen(layer.ext16 + r * layer.ext_ld + j0, n, layer.ext16_bf16, w.data() + r * n);
-                sgemm(false, false, rows, n, d_in, 1.0f, x, d_in, w.data(), n, 0.0f, y + j0, ldy);
+                for (std::size_t r = 0; r < d_in; ++r) widen(layer.ext16 + r * layer.ext_ld + j0, n, layer.ext16_bf16, w + r * n);
+                sgemm(false, false, rows, n, d_in, 1.0f, x, d_in, w, n, 0.0f, y + j0, ldy);
             }
         }
     } else {
@@ -127,7 +140,7 @@ Cube project(const Cube& x, const Linear& layer) {
         }
         return out;
     }
-    Cube out = Cube::from_shape({x.shape(0), x.shape(1), layer.ext_out});
+    Cube out = fresh<3>({x.shape(0), x.shape(1), layer.ext_out});
     project_into(x.data(), x.shape(0) * x.shape(1), layer, out.data(), layer.ext_out);
     return out;
 }
@@ -150,11 +163,11 @@ Mat project_row(const Linear& layer, const float* x) {
         sgemm(false, false, out, 1, in, 1.0f, layer.ext, layer.ext_ld, x, 1, 0.0f, y.data(), 1);  // W·x: d_out rows
     } else {  // a block of rows at a time, widened
         const std::size_t block = std::max<std::size_t>(1, std::min(out, block_floats / std::max<std::size_t>(in, 1)));
-        std::vector<float> w(block * in);
+        float* w = widen_buffer(block * in);
         for (std::size_t j0 = 0; j0 < out; j0 += block) {
             const std::size_t n = std::min(block, out - j0);
-            for (std::size_t j = 0; j < n; ++j) stored_row(layer, j0 + j, in, w.data() + j * in);
-            sgemm(false, false, n, 1, in, 1.0f, w.data(), in, x, 1, 0.0f, y.data() + j0, 1);
+            for (std::size_t j = 0; j < n; ++j) stored_row(layer, j0 + j, in, w + j * in);
+            sgemm(false, false, n, 1, in, 1.0f, w, in, x, 1, 0.0f, y.data() + j0, 1);
         }
     }
     if (layer.b.size() != 0) y += xt::view(layer.b, xt::newaxis(), xt::all());

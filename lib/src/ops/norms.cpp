@@ -1,5 +1,6 @@
 #include "attnwalk/ops/norms.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -12,7 +13,7 @@ namespace attnwalk {
 Cube layer_norm(const Cube& x, const Vec& scale, const Vec& shift, float eps) {
     const std::size_t C = x.shape(2), rows = x.size() / (C ? C : 1);
     if (C == 0) throw UsageError("layer norm over 0 features: the model's width is 0");
-    Cube y = Cube::from_shape(x.shape());
+    Cube y = fresh<3>(x.shape());
     for (std::size_t r = 0; r < rows; ++r) {
         const float* in = x.data() + r * C;
         float* out = y.data() + r * C;
@@ -41,7 +42,8 @@ void rms_norm_rows(float* data, std::size_t rows, std::size_t n, const Vec& scal
 }
 
 Cube rms_norm(const Cube& x, const Vec& scale, float eps) {
-    Cube y = x;
+    Cube y = fresh<3>(x.shape());
+    std::copy(x.begin(), x.end(), y.begin());
     rms_norm_rows(y.data(), y.size() / (x.shape(2) ? x.shape(2) : 1), x.shape(2), scale, eps);
     return y;
 }

@@ -10,6 +10,7 @@
 // through xtensor-blas for large ones.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -29,6 +30,18 @@ using Hyper = xt::xtensor<float, 4>;  // B×H×T×T
 float half_to_float(std::uint16_t bits);
 float bfloat16_to_float(std::uint16_t bits);
 
+// Large buffers ask for transparent huge pages where the system has them: on a virtual
+// machine a 4 KiB page fault costs microseconds, and a 16 MB score tensor has 4096 of them.
+// Call before the buffer is first touched.
+void advise_huge_pages(void* p, std::size_t bytes);
+// A tensor of this shape, not yet touched, its memory so advised.
+template <std::size_t N>
+xt::xtensor<float, N> fresh(const std::array<std::size_t, N>& shape) {
+    auto t = xt::xtensor<float, N>::from_shape(shape);
+    advise_huge_pages(t.data(), t.size() * sizeof(float));
+    return t;
+}
+
 // Batched: (B,m,k)·(k,n) -> (B,m,n), every batch element times the same matrix.
 Cube matmul_each(const Cube& a, const Mat& b);
 
@@ -37,6 +50,8 @@ template <std::size_t N>
 Tensor to_trace(const xt::xtensor<float, N>& t) {
     Tensor out;
     out.shape.assign(t.shape().begin(), t.shape().end());
+    out.data.reserve(t.size());
+    advise_huge_pages(out.data.data(), t.size() * sizeof(float));
     out.data.assign(t.begin(), t.end());
     return out;
 }

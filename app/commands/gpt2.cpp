@@ -106,6 +106,18 @@ std::vector<std::string> model_headline(const ModelSpec& spec) {
                      : std::vector<std::string>{"weights", "top_k_ids", "top_k_probs", "generated_ids", "max_difference"};
 }
 
+// The prompt's ids (--text through the tokenizer, or --ids), each estimate checked before
+// its work, then the model walk; `tokenizer` (may be null) also names the tokens.
+Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model, const Tokenizer* tokenizer) {
+    if (shell.sentence) check_cost(shell, tokenize_cost(shell.sentence->size()));
+    const std::vector<std::size_t> ids = shell.sentence ? tokenizer->encode(*shell.sentence) : parse_ids(*o.ids);
+    if (ids.empty()) throw UsageError("--text has no tokens");
+    check_cost(shell, model_walk_cost(model, ids.size(), o.spec));
+    ModelSpec spec = o.spec;
+    spec.tokenizer = tokenizer;
+    return walk_model(model, ids, token_labels(ids, tokenizer), spec, shell.recording);
+}
+
 }  // namespace
 
 void add_model(CLI::App& cli, Shell& shell) {
@@ -138,13 +150,7 @@ void add_model(CLI::App& cli, Shell& shell) {
             else if (std::filesystem::exists(own)) tokenizer = load_tokenizer_json(own);
             else if (shell.sentence)
                 throw UsageError("the model folder has no tokenizer.json: give --tokenizer FILE, or the prompt as --ids");
-            if (shell.sentence) check_cost(shell, tokenize_cost(shell.sentence->size()));
-            const std::vector<std::size_t> ids = shell.sentence ? tokenizer->encode(*shell.sentence) : parse_ids(*o->ids);
-            if (ids.empty()) throw UsageError("--text has no tokens");
-            check_cost(shell, model_walk_cost(model, ids.size(), o->spec));
-            ModelSpec spec = o->spec;
-            spec.tokenizer = tokenizer.get();
-            Trace trace = walk_model(model, ids, token_labels(ids, tokenizer.get()), spec, shell.recording);
+            Trace trace = walk_prompt(shell, *o, model, tokenizer.get());
             trace.command = "model";
             return trace;
         };
@@ -179,20 +185,13 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
             }
             std::shared_ptr<const Tokenizer> bpe;
             if (shell.sentence || o->tokenizer) bpe = load_tokenizer(o->tokenizer);
-            if (shell.sentence) check_cost(shell, tokenize_cost(shell.sentence->size()));
-            const std::vector<std::size_t> ids = shell.sentence ? bpe->encode(*shell.sentence) : parse_ids(*o->ids);
-            if (ids.empty()) throw UsageError("--text has no tokens");
-            check_cost(shell, model_walk_cost(model, ids.size(), o->spec));
             if (!bpe && info_of(*model).vocab == 50257) {  // GPT-2's vocabulary: name the tokens when the files are at hand
                 try {
                     bpe = load_tokenizer(std::nullopt);
                 } catch (const UsageError&) {
                 }
             }
-            const std::vector<std::string> tokens = token_labels(ids, bpe.get());
-            ModelSpec spec = o->spec;
-            spec.tokenizer = bpe.get();
-            return walk_model(model, ids, tokens, spec, shell.recording);
+            return walk_prompt(shell, *o, model, bpe.get());
         };
     });
 }

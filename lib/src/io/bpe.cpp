@@ -6,6 +6,7 @@
 #include "attnwalk/io/embeddings.hpp"
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/json_input.hpp"
+#include "byte_level.hpp"
 
 namespace attnwalk {
 
@@ -52,38 +53,7 @@ CodePoint next_code_point(const std::string& s, std::size_t i) {
     return {cp, n};
 }
 
-std::string utf8(std::uint32_t cp) {
-    std::string out;
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-    return out;
-}
-
-// GPT-2's bytes_to_unicode: every byte as a printable character (bytes that print as
-// themselves keep their code point; the others are moved to U+0100 and up).
-const std::vector<std::string>& byte_chars() {
-    static const std::vector<std::string> table = [] {
-        std::vector<std::uint32_t> cs(256, 0);
-        std::vector<bool> kept(256, false);
-        for (std::uint32_t b = '!'; b <= '~'; ++b) kept[b] = true;
-        for (std::uint32_t b = 0xA1; b <= 0xAC; ++b) kept[b] = true;
-        for (std::uint32_t b = 0xAE; b <= 0xFF; ++b) kept[b] = true;
-        std::uint32_t n = 0;
-        for (std::uint32_t b = 0; b < 256; ++b) cs[b] = kept[b] ? b : 256 + n++;
-        std::vector<std::string> out;
-        for (std::uint32_t c : cs) out.push_back(utf8(c));
-        return out;
-    }();
-    return table;
-}
+using byte_level::utf8;
 
 }  // namespace
 
@@ -245,14 +215,7 @@ private:
                     } else if (cp >= 0xD800 && cp < 0xE000) {
                         fail("a lone surrogate");
                     }
-                    if (cp < 0x10000) {
-                        out += utf8(cp);
-                    } else {
-                        out += static_cast<char>(0xF0 | (cp >> 18));
-                        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-                        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-                        out += static_cast<char>(0x80 | (cp & 0x3F));
-                    }
+                    out += utf8(cp);
                     break;
                 }
                 default: fail("a bad escape");
@@ -373,7 +336,6 @@ std::vector<std::string> Bpe::pieces(const std::string& text) const {
 
 std::vector<std::size_t> Bpe::encode(const std::string& text) const {
     std::vector<std::size_t> ids;
-    const auto& chars = byte_chars();
     const auto special = encoder_.find(end_of_text);
     for (const std::string& part : split_special(text)) {
         if (part == end_of_text && special != encoder_.end()) {
@@ -381,9 +343,7 @@ std::vector<std::size_t> Bpe::encode(const std::string& text) const {
             continue;
         }
         for (const std::string& piece : pretokenize(part)) {
-            std::string mapped;
-            for (unsigned char c : piece) mapped += chars[c];
-            for (const std::string& symbol : bpe(mapped)) {
+            for (const std::string& symbol : bpe(byte_level::encode(piece))) {
                 const auto it = encoder_.find(symbol);
                 if (it == encoder_.end()) throw InputError("encoder.json", "$", "no id for the BPE symbol \"" + symbol + "\"");
                 ids.push_back(it->second);
@@ -399,22 +359,7 @@ std::string Bpe::describe() const {
 }
 
 std::string Bpe::decode(std::size_t id) const {
-    if (id >= pieces_.size()) return "";
-    static const std::unordered_map<std::string, char> bytes = [] {
-        std::unordered_map<std::string, char> m;
-        const auto& chars = byte_chars();
-        for (std::size_t b = 0; b < 256; ++b) m.emplace(chars[b], static_cast<char>(b));
-        return m;
-    }();
-    std::string out;
-    const std::string& piece = pieces_[id];
-    for (std::size_t i = 0; i < piece.size();) {
-        const std::size_t n = next_code_point(piece, i).length;
-        const auto it = bytes.find(piece.substr(i, n));
-        out += it != bytes.end() ? std::string(1, it->second) : piece.substr(i, n);  // special tokens spell themselves
-        i += n;
-    }
-    return out;
+    return id < pieces_.size() ? byte_level::decode(pieces_[id]) : "";  // special tokens spell themselves
 }
 
 }  // namespace attnwalk

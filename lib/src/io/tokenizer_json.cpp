@@ -28,32 +28,13 @@
 #include "attnwalk/io/embeddings.hpp"
 #include "attnwalk/io/json_input.hpp"
 #include "attnwalk/io/tokenizer.hpp"
+#include "byte_level.hpp"
 
 namespace attnwalk {
 
 namespace {
 
 using json_input::Value;
-
-std::string utf8(std::uint32_t cp) {
-    std::string out;
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-    return out;
-}
 
 // The length of the UTF-8 character at `i` of valid text.
 std::size_t char_length(const std::string& s, std::size_t i) {
@@ -69,30 +50,6 @@ void check_utf8(const std::string& text) {
         if (n <= 0) throw UsageError("the text is not UTF-8 (byte " + std::to_string(i) + "): a tokenizer.json tokenizer reads Unicode text");
         i += static_cast<std::size_t>(n);
     }
-}
-
-// GPT-2's bytes_to_unicode, the ByteLevel map: printable bytes keep their code point, the
-// others move to U+0100 and up.
-const std::vector<std::string>& byte_chars() {
-    static const std::vector<std::string> table = [] {
-        std::vector<std::string> out(256);
-        std::uint32_t n = 0;
-        for (std::uint32_t b = 0; b < 256; ++b) {
-            const bool kept = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-            out[b] = utf8(kept ? b : 256 + n++);
-        }
-        return out;
-    }();
-    return table;
-}
-
-const std::unordered_map<std::string, char>& char_bytes() {
-    static const std::unordered_map<std::string, char> table = [] {
-        std::unordered_map<std::string, char> m;
-        for (std::size_t b = 0; b < 256; ++b) m.emplace(byte_chars()[b], static_cast<char>(b));
-        return m;
-    }();
-    return table;
 }
 
 // One compiled PCRE2 pattern.
@@ -190,16 +147,7 @@ public:
     std::string decode(std::size_t id) const override {
         if (id >= pieces_.size()) return "";
         const std::string& piece = pieces_[id];
-        if (byte_level_decoder_) {
-            std::string out;
-            for (std::size_t i = 0; i < piece.size();) {
-                const std::size_t n = char_length(piece, i);
-                const auto it = char_bytes().find(piece.substr(i, n));
-                out += it != char_bytes().end() ? std::string(1, it->second) : piece.substr(i, n);
-                i += n;
-            }
-            return out;
-        }
+        if (byte_level_decoder_) return byte_level::decode(piece);
         if (byte_fallback_ && !added_ids_.count(id) && piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece[5] == '>' &&
             std::isxdigit(static_cast<unsigned char>(piece[3])) && std::isxdigit(static_cast<unsigned char>(piece[4])))
             return std::string(1, static_cast<char>(std::stoi(piece.substr(3, 2), nullptr, 16)));  // a byte of byte fallback
@@ -218,19 +166,8 @@ public:
                 out.push_back(span.text);
                 continue;
             }
-            for (std::string piece : pretokenize(normalize(span.text))) {
-                if (byte_level_pre_) {  // shown as the bytes they stand for
-                    std::string raw;
-                    for (std::size_t i = 0; i < piece.size();) {
-                        const std::size_t n = char_length(piece, i);
-                        const auto it = char_bytes().find(piece.substr(i, n));
-                        raw += it != char_bytes().end() ? std::string(1, it->second) : piece.substr(i, n);
-                        i += n;
-                    }
-                    piece = raw;
-                }
-                out.push_back(piece);
-            }
+            for (const std::string& piece : pretokenize(normalize(span.text)))
+                out.push_back(byte_level_pre_ ? byte_level::decode(piece) : piece);  // shown as the bytes they stand for
         }
         return out;
     }
@@ -310,11 +247,7 @@ private:
                 if (p.kind == PreTokenizer::Kind::byte_level) {
                     std::string s = p.add_prefix_space && !piece.empty() && piece[0] != ' ' ? " " + piece : piece;
                     std::vector<std::string> parts = p.regex ? split(s, *p.regex, PreTokenizer::Behavior::isolated) : std::vector<std::string>{s};
-                    for (const std::string& part : parts) {
-                        std::string mapped;
-                        for (unsigned char c : part) mapped += byte_chars()[c];
-                        next.push_back(std::move(mapped));
-                    }
+                    for (const std::string& part : parts) next.push_back(byte_level::encode(part));
                 } else if (p.kind == PreTokenizer::Kind::digits) {
                     for (std::string& part : split_digits(piece, p.individual_digits)) next.push_back(std::move(part));
                 } else {

@@ -30,18 +30,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 spec = importlib.util.spec_from_file_location("make_goldens", os.path.join(ROOT, "tests", "make_goldens.py"))
 goldens = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(goldens)
+spec = importlib.util.spec_from_file_location("compare_gpt2", os.path.join(ROOT, "tests", "bench", "compare_gpt2.py"))
+compare_gpt2 = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(compare_gpt2)
+wall = compare_gpt2.wall  # the median wall time of a command
 
 QWEN3_06B = dict(family="qwen3", vocab=151936, C=1024, hidden=3072, H=16, G=8, d=128, ctx=40960, eps=1e-6, theta=1000000.0,
                  tied=True, sliding=[False] * 28)
-
-
-def wall(cmd, runs):
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main():

@@ -157,8 +157,8 @@ Files open_weights(const fs::path& dir, std::string& described) {
     return files;
 }
 
-// One more than the largest N of "model.layers.N."; every layer the config counts must be there.
-std::size_t check_layer_names(const Files& files, const std::string& prefix, std::size_t layers, const std::string& config) {
+// No layer beyond the config's count: the largest N of "model.layers.N." is below num_hidden_layers.
+void check_layer_names(const Files& files, const std::string& prefix, std::size_t layers, const std::string& config) {
     std::size_t found = 0;
     for (const auto& f : files)
         for (const auto& [name, e] : f->entries()) {
@@ -170,7 +170,6 @@ std::size_t check_layer_names(const Files& files, const std::string& prefix, std
     if (found > layers)
         throw InputError(files.front()->file(), "$", "holds layer " + std::to_string(found - 1) + " (\"" + prefix + std::to_string(found - 1) +
                                                          ".…\"), but " + config + " says num_hidden_layers = " + std::to_string(layers));
-    return found;
 }
 
 RopeParams rope_params(Config& cfg, double base, const Value* scaling) {
@@ -226,7 +225,7 @@ Model load_hf_decoder(const fs::path& dir, Config& cfg, const std::string& famil
     const std::size_t hidden = cfg.count("intermediate_size");
     c.context = info.context = cfg.count("max_position_embeddings");
     c.norm = NormKind::rms_norm;
-    c.norm_eps = static_cast<float>(cfg.number("rms_norm_eps", gemma ? 1e-6 : 1e-6));
+    c.norm_eps = static_cast<float>(cfg.number("rms_norm_eps", 1e-6));
     c.positions = PositionKind::rope;
     c.tied_head = cfg.flag("tie_word_embeddings", gemma);
     const std::string act = gemma ? (cfg.get("hidden_activation") ? cfg.text("hidden_activation") : cfg.text("hidden_act")) : cfg.text("hidden_act");
@@ -283,8 +282,7 @@ Model load_hf_decoder(const fs::path& dir, Config& cfg, const std::string& famil
     const SafeTensors::Entry* embed = r.find("embed_tokens.weight");
     if (!embed) throw InputError(files.front()->file(), "$", "missing tensor \"model.embed_tokens.weight\": not a " + family + " checkpoint");
     info.dtype = embed->dtype;
-    const std::size_t found = check_layer_names(files, "model.layers.", c.layers, cfg.file());
-    (void)found;  // fewer layers than the config says: the first missing tensor is named below
+    check_layer_names(files, "model.layers.", c.layers, cfg.file());  // fewer than it says: the first missing tensor is named below
 
     const std::size_t C = c.width, H = c.heads, G = c.kv_heads, d = c.head_dim;
     DecoderWeights& w = m->weights;

@@ -1,5 +1,7 @@
 // Matrix products: the plain loop for small ones, the OpenBLAS plugin for large ones.
+#include <algorithm>
 #include <random>
+#include <stdexcept>
 
 #include "attnwalk/ops/blas.hpp"
 #include "test_util.hpp"
@@ -45,6 +47,34 @@ TEST_SUITE("blas") {
         // the build puts the plugin where blas.cpp looks for it, and the product above loaded it
         const std::string expected = ATTNWALK_HAS_OPENBLAS ? "OpenBLAS" : "built-in loop";
         CHECK(attnwalk::blas_backend().find(expected) == 0);
+    }
+
+    TEST_CASE("blas.large_products_split_over_the_cores") {
+        check_product(300, 200, 300);  // by rows
+        check_product(3, 4000, 1500);  // a few rows through a wide layer: by columns
+    }
+
+    TEST_CASE("blas.on_every_core_runs_each_worker_once_and_rethrows") {
+        const std::size_t cores = attnwalk::cores();
+        std::vector<int> seen(cores, 0);
+        std::size_t told = 0;
+        attnwalk::on_every_core([&](std::size_t worker, std::size_t workers) {
+            seen.at(worker) += 1;  // each worker its own element
+            if (worker == 0) told = workers;
+        });
+        CHECK(told == cores);
+        CHECK(std::count(seen.begin(), seen.end(), 1) == static_cast<long>(cores));
+        std::size_t nested = 0;  // inside a worker, one worker: the calling thread
+        attnwalk::on_every_core([&](std::size_t worker, std::size_t) {
+            if (worker == 0) attnwalk::on_every_core([&](std::size_t, std::size_t workers) { nested = workers; });
+        });
+        CHECK(nested == 1);
+        CHECK_THROWS_WITH(attnwalk::on_every_core([&](std::size_t worker, std::size_t workers) {
+                              if (worker + 1 == workers) throw std::runtime_error("the last worker failed");
+                          }),
+                          "the last worker failed");
+        attnwalk::on_every_core([&](std::size_t worker, std::size_t) { seen.at(worker) += 1; });  // still serving
+        CHECK(std::count(seen.begin(), seen.end(), 2) == static_cast<long>(cores));
     }
 
     TEST_CASE("blas.alpha_and_beta") {

@@ -2,7 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <exception>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -14,9 +17,6 @@
 namespace attnwalk {
 
 namespace {
-
-// Products below this many multiply-adds stay in the plain loop.
-constexpr double blas_threshold = 64.0 * 64.0 * 64.0;
 
 using SgemmFn = void (*)(int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
 using ThreadsFn = void (*)(int);
@@ -104,7 +104,7 @@ void sgemm_loop(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::s
 }
 
 
-// Products above this many multiply-adds are split by rows over the cores.
+// Products above this many multiply-adds are split over the cores.
 constexpr double split_threshold = 256.0 * 256.0 * 256.0;
 thread_local bool in_worker = false;  // a thread of ours already: never split again
 
@@ -114,33 +114,36 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
            std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
     if (m == 0 || n == 0) return;
     const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-    const SgemmFn blas = work < blas_threshold ? nullptr : backend().get().sgemm();
+    const SgemmFn blas = work < blas_min_work ? nullptr : backend().get().sgemm();
     if (!blas) {
         sgemm_loop(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
-    auto run = [&](std::size_t r0, std::size_t rows) {
-        blas(trans_a, trans_b, static_cast<int>(rows), static_cast<int>(n), static_cast<int>(k), alpha,
-                       trans_a ? a + r0 : a + r0 * lda, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c + r0 * ldc,
-                       static_cast<int>(ldc));
-    };
-    // OpenBLAS runs single-threaded; large products are split by rows over our own
-    // threads instead. (OpenBLAS's own workers spin on sched_yield between products and
+    // OpenBLAS runs single-threaded; large products are split over our own workers
+    // instead, by rows of C or, where it has more columns (a few rows through a wide
+    // layer), by columns. (OpenBLAS's own workers spin on sched_yield between products and
     // took a core away from the attention's per-head threads: seen with perf here.)
-    const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-    if (in_worker || cores == 1 || work < split_threshold || m < 2 * cores) {
-        run(0, m);
+    const std::size_t workers = in_worker ? 1 : cores();
+    const bool by_rows = m >= n;
+    const std::size_t along = by_rows ? m : n;
+    if (workers == 1 || work < split_threshold || along < 2 * workers) {
+        blas(trans_a, trans_b, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
+             static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
         return;
     }
-    std::vector<std::thread> threads;
-    const std::size_t chunk = (m + cores - 1) / cores;
-    for (std::size_t r0 = chunk; r0 < m; r0 += chunk)
-        threads.emplace_back([&, r0] {
-            in_worker = true;
-            run(r0, std::min(chunk, m - r0));
-        });
-    run(0, std::min(chunk, m));
-    for (auto& t : threads) t.join();
+    constexpr std::size_t align = 16;  // whole cache lines of C per worker where it can
+    const std::size_t chunk = ((along + workers - 1) / workers + align - 1) / align * align;
+    on_every_core([&](std::size_t worker, std::size_t) {
+        const std::size_t first = worker * chunk;
+        if (first >= along) return;
+        const int count = static_cast<int>(std::min(chunk, along - first));
+        if (by_rows)
+            blas(trans_a, trans_b, count, static_cast<int>(n), static_cast<int>(k), alpha, trans_a ? a + first : a + first * lda,
+                 static_cast<int>(lda), b, static_cast<int>(ldb), beta, c + first * ldc, static_cast<int>(ldc));
+        else
+            blas(trans_a, trans_b, static_cast<int>(m), count, static_cast<int>(k), alpha, a, static_cast<int>(lda),
+                 trans_b ? b + first * ldb : b + first, static_cast<int>(ldb), beta, c + first, static_cast<int>(ldc));
+    });
 }
 
 void run_as_worker(const std::function<void()>& body) {
@@ -150,6 +153,86 @@ void run_as_worker(const std::function<void()>& body) {
     in_worker = before;
 }
 
+std::size_t cores() {
+    static const std::size_t n = std::max(1u, std::thread::hardware_concurrency());
+    return n;
+}
+
+namespace {
+
+// cores() − 1 threads kept for the whole process, waiting for the next body. Made on
+// first use and never destroyed: its threads end with the process.
+class Pool {
+public:
+    explicit Pool(std::size_t threads) {
+        size_ = threads;
+        for (std::size_t i = 1; i <= threads; ++i) std::thread([this, i] { serve(i); }).detach();
+    }
+
+    void run(const std::function<void(std::size_t, std::size_t)>& body) {
+        std::lock_guard<std::mutex> one_caller(caller_);
+        std::exception_ptr first;
+        {
+            std::lock_guard<std::mutex> lock(m_);
+            body_ = &body;
+            pending_ = size_;
+            error_ = nullptr;
+            ++generation_;
+        }
+        wake_.notify_all();
+        try {
+            run_as_worker([&] { body(0, size_ + 1); });
+        } catch (...) {
+            first = std::current_exception();
+        }
+        std::unique_lock<std::mutex> lock(m_);
+        done_.wait(lock, [&] { return pending_ == 0; });
+        body_ = nullptr;
+        if (!first) first = error_;
+        lock.unlock();
+        if (first) std::rethrow_exception(first);
+    }
+
+private:
+    void serve(std::size_t index) {
+        in_worker = true;
+        std::size_t seen = 0;
+        for (;;) {
+            std::unique_lock<std::mutex> lock(m_);
+            wake_.wait(lock, [&] { return generation_ != seen; });
+            seen = generation_;
+            const auto* body = body_;
+            lock.unlock();
+            std::exception_ptr error;
+            try {
+                (*body)(index, size_ + 1);
+            } catch (...) {
+                error = std::current_exception();
+            }
+            lock.lock();
+            if (error && !error_) error_ = error;
+            pending_ -= 1;
+            if (pending_ == 0) done_.notify_one();
+        }
+    }
+
+    std::mutex caller_, m_;
+    std::condition_variable wake_, done_;
+    const std::function<void(std::size_t, std::size_t)>* body_ = nullptr;
+    std::size_t size_ = 0, pending_ = 0, generation_ = 0;
+    std::exception_ptr error_;
+};
+
+}  // namespace
+
+void on_every_core(const std::function<void(std::size_t worker, std::size_t workers)>& body) {
+    if (in_worker || cores() == 1) {
+        body(0, 1);
+        return;
+    }
+    static Pool* pool = new Pool(cores() - 1);
+    pool->run(body);
+}
 
 std::string blas_backend() {
     Backend& b = backend();

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <thread>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -22,8 +21,6 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 constexpr std::size_t block_rows = 128;  // R: query rows per block (measured best of 64, 128, 256 at T = 2048)
-
-std::size_t cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 // Running statistics of one thread, merged into a Summary at the end.
 struct Stats {
@@ -159,10 +156,9 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
         }
     };
     auto t0 = Clock::now();
-    std::vector<std::thread> pool;  // each core runs its own (batch, head) pairs and products
-    for (std::size_t i = 1; i < threads; ++i) pool.emplace_back([&, i] { run_as_worker([&] { work(workers[i]); }); });
-    run_as_worker([&] { work(workers[0]); });
-    for (auto& th : pool) th.join();
+    on_every_core([&](std::size_t i, std::size_t) {  // each core takes (batch, head) pairs, products included
+        if (i < threads) work(workers[i]);
+    });
     const double attention = since(t0);
 
     Worker all;
@@ -250,10 +246,9 @@ Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scal
             }
         }
     };
-    std::vector<std::thread> pool;
-    for (std::size_t i = 1; i < threads; ++i) pool.emplace_back([&] { run_as_worker(work); });
-    run_as_worker(work);
-    for (auto& th : pool) th.join();
+    on_every_core([&](std::size_t i, std::size_t) {
+        if (i < threads) work();
+    });
     return z;
 }
 

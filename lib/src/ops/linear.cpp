@@ -65,9 +65,12 @@ void stored_row(const Linear& l, std::size_t r, std::size_t n, float* dst) {
     else widen(l.ext16 + r * l.ext_ld, n, l.ext16_bf16, dst);
 }
 
-// 16-bit weights are widened a block of outputs at a time (about 4 MB of float32), and
-// each block multiplied as it comes: never a float32 copy of the whole matrix.
-constexpr std::size_t block_floats = std::size_t{1} << 20;
+// 16-bit weights are widened a block of outputs at a time, and each block multiplied as
+// it comes: never a float32 copy of the whole matrix. A product with many rows reuses each
+// block (about 4 MB of float32); one row through a layer reads it once, so its block
+// stays in the core's cache (256 KB).
+constexpr std::size_t gemm_block_floats = std::size_t{1} << 20;
+constexpr std::size_t row_block_floats = std::size_t{1} << 16;
 
 // The thread's buffer for one widened block, kept across calls (no allocation, no page
 // faults, no zeroing per product).
@@ -105,19 +108,23 @@ void project_into(const float* x, std::size_t rows, const Linear& layer, float* 
     const std::size_t d_in = layer.in(), d_out = layer.out();
     if (layer.ext) {  // straight from where the floats lie
         sgemm(false, layer.ext_transposed, rows, d_out, d_in, 1.0f, x, d_in, layer.ext, layer.ext_ld, 0.0f, y, ldy);
-    } else if (layer.ext16) {  // a block of outputs at a time, widened
-        const std::size_t block = std::max<std::size_t>(1, std::min(d_out, block_floats / std::max<std::size_t>(d_in, 1)));
-        float* w = widen_buffer(block * d_in);
-        for (std::size_t j0 = 0; j0 < d_out; j0 += block) {
-            const std::size_t n = std::min(block, d_out - j0);
-            if (layer.ext_transposed) {  // rows j0… of [d_out, d_in]: n×d_in
-                for (std::size_t j = 0; j < n; ++j) stored_row(layer, j0 + j, d_in, w + j * d_in);
-                sgemm(false, true, rows, n, d_in, 1.0f, x, d_in, w, d_in, 0.0f, y + j0, ldy);
-            } else {  // columns j0… of [d_in, d_out]: d_in×n
-                for (std::size_t r = 0; r < d_in; ++r) widen(layer.ext16 + r * layer.ext_ld + j0, n, layer.ext16_bf16, w + r * n);
-                sgemm(false, false, rows, n, d_in, 1.0f, x, d_in, w, n, 0.0f, y + j0, ldy);
+    } else if (layer.ext16) {  // each core widens and multiplies its share of the outputs, a block at a time
+        on_every_core([&](std::size_t worker, std::size_t workers) {
+            const std::size_t share = (d_out + workers - 1) / workers, begin = worker * share, end = std::min(d_out, begin + share);
+            if (begin >= end) return;
+            const std::size_t block = std::max<std::size_t>(1, std::min(end - begin, gemm_block_floats / std::max<std::size_t>(d_in, 1)));
+            float* w = widen_buffer(block * d_in);
+            for (std::size_t j0 = begin; j0 < end; j0 += block) {
+                const std::size_t n = std::min(block, end - j0);
+                if (layer.ext_transposed) {  // rows j0… of [d_out, d_in]: n×d_in
+                    for (std::size_t j = 0; j < n; ++j) stored_row(layer, j0 + j, d_in, w + j * d_in);
+                    sgemm(false, true, rows, n, d_in, 1.0f, x, d_in, w, d_in, 0.0f, y + j0, ldy);
+                } else {  // columns j0… of [d_in, d_out]: d_in×n
+                    for (std::size_t r = 0; r < d_in; ++r) widen(layer.ext16 + r * layer.ext_ld + j0, n, layer.ext16_bf16, w + r * n);
+                    sgemm(false, false, rows, n, d_in, 1.0f, x, d_in, w, n, 0.0f, y + j0, ldy);
+                }
             }
-        }
+        });
     } else {
         sgemm(false, false, rows, d_out, d_in, 1.0f, x, d_in, layer.w.data(), d_out, 0.0f, y, ldy);
     }
@@ -161,14 +168,19 @@ Mat project_row(const Linear& layer, const float* x) {
     Mat y = Mat::from_shape({1, out});
     if (layer.ext) {
         sgemm(false, false, out, 1, in, 1.0f, layer.ext, layer.ext_ld, x, 1, 0.0f, y.data(), 1);  // W·x: d_out rows
-    } else {  // a block of rows at a time, widened
-        const std::size_t block = std::max<std::size_t>(1, std::min(out, block_floats / std::max<std::size_t>(in, 1)));
-        float* w = widen_buffer(block * in);
-        for (std::size_t j0 = 0; j0 < out; j0 += block) {
-            const std::size_t n = std::min(block, out - j0);
-            for (std::size_t j = 0; j < n; ++j) stored_row(layer, j0 + j, in, w + j * in);
-            sgemm(false, false, n, 1, in, 1.0f, w, in, x, 1, 0.0f, y.data() + j0, 1);
-        }
+    } else {  // each core widens its share of the rows, a block small enough to stay in its cache at a time
+        on_every_core([&](std::size_t worker, std::size_t workers) {
+            const std::size_t share = (out + workers - 1) / workers, begin = worker * share, end = std::min(out, begin + share);
+            if (begin >= end) return;
+            const std::size_t least = static_cast<std::size_t>(blas_min_work) / std::max<std::size_t>(in, 1) + 1;  // a product for BLAS
+            const std::size_t block = std::min(end - begin, std::max(least, row_block_floats / std::max<std::size_t>(in, 1)));
+            float* w = widen_buffer(block * in);
+            for (std::size_t j0 = begin; j0 < end; j0 += block) {
+                const std::size_t n = std::min(block, end - j0);
+                for (std::size_t j = 0; j < n; ++j) stored_row(layer, j0 + j, in, w + j * in);
+                sgemm(false, false, n, 1, in, 1.0f, w, in, x, 1, 0.0f, y.data() + j0, 1);
+            }
+        });
     }
     if (layer.b.size() != 0) y += xt::view(layer.b, xt::newaxis(), xt::all());
     return y;

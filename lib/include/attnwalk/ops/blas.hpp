@@ -12,7 +12,10 @@
 
 namespace attnwalk {
 
-// Large products use every core: their rows are split over threads.
+// Products with fewer multiply-adds than this run as the plain loop.
+constexpr double blas_min_work = 64.0 * 64.0 * 64.0;
+
+// Large products use every core: their rows (or columns) are split over threads.
 void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
            std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc);
 
@@ -23,5 +26,14 @@ std::string blas_backend();
 // Runs `body` on the calling thread as one of several workers: sgemm calls inside it
 // stay on this thread instead of splitting over the cores.
 void run_as_worker(const std::function<void()>& body);
+
+// The cores work is split over.
+std::size_t cores();
+
+// Runs body(worker, workers) once on each of `workers` threads (the caller's and a pool's
+// kept for the whole process, each with its own thread_local buffers), as workers, and
+// returns when all are done; the first exception thrown is rethrown here. Inside a worker
+// already, or with one core, body(0, 1) runs on the calling thread alone.
+void on_every_core(const std::function<void(std::size_t worker, std::size_t workers)>& body);
 
 }  // namespace attnwalk

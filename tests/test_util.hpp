@@ -7,6 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <system_error>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <fstream>
@@ -17,6 +20,25 @@
 #include <doctest/doctest.h>
 
 namespace test {
+
+// This test program's scratch directory (made on first use, under $TMPDIR or /tmp) and
+// everything in it, removed when the program ends: temporary inputs, outputs, FIFOs.
+inline const std::string& scratch() {
+    static const struct Scratch {
+        std::string path;
+        Scratch() {
+            const char* tmp = std::getenv("TMPDIR");
+            std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/attnwalk_test_XXXXXX";
+            if (!::mkdtemp(pattern.data())) throw std::runtime_error("cannot make a scratch directory from " + pattern);
+            path = pattern;
+        }
+        ~Scratch() {
+            std::error_code ignored;
+            std::filesystem::remove_all(path, ignored);
+        }
+    } dir;
+    return dir.path;
+}
 
 inline std::string source_path(const std::string& relative) {
     return std::string(ATTNWALK_SOURCE_DIR) + "/" + relative;
@@ -64,7 +86,7 @@ struct RunResult {
 // unless `stdin_text` is given.
 inline RunResult run_shell(const std::string& command, const std::string& stdin_text = "") {
     static int counter = 0;
-    const std::string base = "/tmp/attnwalk_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+    const std::string base = scratch() + "/run_" + std::to_string(counter++);
     std::string cmd = "{ " + command + " ; } >" + base + ".out 2>" + base + ".err";
     if (!stdin_text.empty()) {
         std::ofstream(base + ".in") << stdin_text;
@@ -99,7 +121,7 @@ inline RunResult run_tty(const std::string& args, const std::string& env = "") {
 // Writes text to a fresh temporary file and returns its path.
 inline std::string temp_file(const std::string& text, const std::string& suffix = ".json") {
     static int counter = 0;
-    const std::string path = "/tmp/attnwalk_input_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + suffix;
+    const std::string path = scratch() + "/input_" + std::to_string(counter++) + suffix;
     std::ofstream(path) << text;
     return path;
 }

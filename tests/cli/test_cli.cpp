@@ -189,12 +189,12 @@ TEST_SUITE("cli") {
     TEST_CASE("cli.pipes_and_full_disks") {
         // A reader that stops early: no error, exit 0. bash reports the writer's status.
         const std::string pipe = std::string("bash -c \"'") + ATTNWALK_BINARY +
-                                 "' mha --json --batch 300 2>/tmp/attnwalk_pipe_err | head -c 100 >/dev/null; exit \\${PIPESTATUS[0]}\"";
+                                 "' mha --json --batch 300 2>" + test::scratch() + "/pipe_err | head -c 100 >/dev/null; exit \\${PIPESTATUS[0]}\"";
         CHECK(WEXITSTATUS(std::system(pipe.c_str())) == 0);
-        CHECK(test::read_file("/tmp/attnwalk_pipe_err").empty());
-        const std::string full = std::string("'") + ATTNWALK_BINARY + "' mha >/dev/full 2>/tmp/attnwalk_full_err";
+        CHECK(test::read_file(test::scratch() + "/pipe_err").empty());
+        const std::string full = std::string("'") + ATTNWALK_BINARY + "' mha >/dev/full 2>" + test::scratch() + "/full_err";
         CHECK(WEXITSTATUS(std::system(full.c_str())) == 1);
-        CHECK(test::read_file("/tmp/attnwalk_full_err").find("cannot write the output: No space left on device") != std::string::npos);
+        CHECK(test::read_file(test::scratch() + "/full_err").find("cannot write the output: No space left on device") != std::string::npos);
     }
 
     TEST_CASE("cli.naive_softmax_overflow_is_the_lesson_not_an_error") {
@@ -369,7 +369,7 @@ TEST_SUITE("cli.walkthrough") {
 }
 
 TEST_SUITE("cli.svg") {
-    const std::string dir = "/tmp/attnwalk_svg_" + std::to_string(::getpid());
+    const std::string dir = test::scratch() + "/svg";
 
     bool well_formed_xml(const std::string& path) {
         return test::run_shell("python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' " + path).exit_code == 0;
@@ -407,7 +407,7 @@ TEST_SUITE("cli.svg") {
         const std::string input = dir + "/in.json";
         test::run_shell("cp " + test::source_path("data/your_journey.json") + " " + input);
         const std::string before = test::read_file(input);
-        const auto same = test::run("causal -i " + input + " --svg " + dir + "/../" + dir.substr(5) + "/in.json");
+        const auto same = test::run("causal -i " + input + " --svg " + dir + "/../svg/in.json");  // the input, named another way
         CHECK(same.exit_code == 2);
         CHECK(same.err.find("something other than an SVG picture") != std::string::npos);
         CHECK(test::read_file(input) == before);
@@ -529,7 +529,7 @@ TEST_SUITE("cli.summary") {
 TEST_SUITE("cli.json_writer") {
     TEST_CASE("cli.json_is_always_valid_and_floats_stay_floats") {
         // a file name that is not UTF-8 still gives a document that parses
-        const std::string bad_name = "/tmp/attnwalk_\xff\xfe_" + std::to_string(::getpid()) + ".json";
+        const std::string bad_name = test::scratch() + "/attnwalk_\xff\xfe.json";
         test::run_shell("cp " + test::source_path("data/your_journey.json") + " '" + bad_name + "'");
         const auto r = test::run("scores --json -i '" + bad_name + "'");
         REQUIRE(r.exit_code == 0);
@@ -572,14 +572,14 @@ TEST_SUITE("cli.robustness") {
             CHECK(r.err.find("'' is not a token id") != std::string::npos);
         }
         // a FIFO with no writer: one line at once, not a hang
-        const std::string fifo = "/tmp/attnwalk_model_fifo_" + std::to_string(::getpid());
+        const std::string fifo = test::scratch() + "/model_fifo";
         REQUIRE(test::run_shell("mkfifo " + fifo).exit_code == 0);
         const auto r = test::run_shell("timeout 10 " + test::binary() + " gpt2 --model " + fifo + " --heads 1 --ids 0");
         std::remove(fifo.c_str());
         CHECK(r.exit_code == 1);
         CHECK(r.err.find("not a regular file") != std::string::npos);
         // --svg without a token×token step says why in this run's terms
-        const auto svg = test::run("gpt2 --model '" + model + "' --heads 4 --ids 1,2 --steps top_k_ids --svg /tmp/attnwalk_never.svg");
+        const auto svg = test::run("gpt2 --model '" + model + "' --heads 4 --ids 1,2 --steps top_k_ids --svg " + test::scratch() + "/never.svg");
         CHECK(svg.exit_code == 2);
         CHECK(svg.err.find("the steps kept hold none: see --steps") != std::string::npos);
         // RoPE positions beyond 2^24 are refused, not reported as rounding
@@ -597,7 +597,7 @@ TEST_SUITE("cli.robustness") {
     }
 
     TEST_CASE("cli.robustness_summary_svg_is_refused_not_a_crash") {
-        const auto r = test::run("mha --summary --svg /tmp/attnwalk_never.svg");
+        const auto r = test::run("mha --summary --svg " + test::scratch() + "/never.svg");
         CHECK(r.exit_code == 2);
         CHECK(r.err.find("--summary keeps only its statistics") != std::string::npos);
     }
@@ -624,7 +624,7 @@ TEST_SUITE("cli.robustness") {
     }
 
     TEST_CASE("cli.robustness_svg_never_replaces_what_is_not_a_regular_file") {
-        const std::string fifo = "/tmp/attnwalk_fifo_" + std::to_string(::getpid());
+        const std::string fifo = test::scratch() + "/fifo";
         REQUIRE(test::run_shell("mkfifo " + fifo).exit_code == 0);
         auto r = test::run("scores --svg " + fifo);
         CHECK(r.exit_code == 2);
@@ -638,7 +638,7 @@ TEST_SUITE("cli.robustness") {
         REQUIRE(test::run_shell("chmod 640 '" + kept + "'").exit_code == 0);
         REQUIRE(test::run("scores --svg '" + kept + "'").exit_code == 0);
         CHECK(test::run_shell("stat -c %a '" + kept + "'").out == "640\n");
-        const std::string longest = "/tmp/" + std::string(251, 'n') + ".svg";  // NAME_MAX = 255
+        const std::string longest = test::scratch() + "/" + std::string(251, 'n') + ".svg";  // NAME_MAX = 255
         CHECK(test::run("scores --svg " + longest).exit_code == 0);
         std::remove(longest.c_str());
     }
@@ -907,7 +907,7 @@ TEST_SUITE("cli.classroom_pictures") {
     }
 
     TEST_CASE("cli.classroom_svg_for_slides") {
-        const std::string dir = "/tmp/attnwalk_slides_" + std::to_string(::getpid());
+        const std::string dir = test::scratch() + "/slides";
         REQUIRE(test::run_shell("mkdir -p " + dir).exit_code == 0);
         REQUIRE(test::run("mha --heads 12 --d-out 24 --seed 1 --svg " + dir + "/h.svg").exit_code == 0);
         const std::string svg = test::read_file(dir + "/h.svg");

@@ -33,7 +33,7 @@ TEST_SUITE("bpe") {
     }
 
     TEST_CASE("bpe.bad_files") {
-        const std::string dir = "/tmp/attnwalk_bpe_" + std::to_string(::getpid());
+        const std::string dir = test::scratch() + "/bpe";
         (void)std::system(("mkdir -p " + dir).c_str());
         std::ofstream(dir + "/encoder.json") << R"({"a": 0, "b": 0})";
         std::ofstream(dir + "/vocab.bpe") << "#version: 0.2\na b\n";

@@ -203,7 +203,7 @@ TEST_SUITE("safetensors") {
     }
 
     TEST_CASE("safetensors.a_fifo_is_refused_without_waiting_for_a_writer") {
-        const std::string fifo = "/tmp/attnwalk_st_fifo_" + std::to_string(::getpid());
+        const std::string fifo = test::scratch() + "/st_fifo";
         REQUIRE(test::run_shell("mkfifo " + fifo).exit_code == 0);
         CHECK_THROWS_WITH_AS(SafeTensors{fifo}, doctest::Contains("not a regular file"), InputError);
         std::remove(fifo.c_str());

@@ -20,7 +20,7 @@ namespace {
 // A copy of a test folder in a fresh temporary one, its config.json changed by `edit`.
 std::string folder_like(const std::string& name, const std::function<void(json&)>& edit) {
     static int n = 0;
-    const fs::path dir = fs::temp_directory_path() / ("attnwalk_hf_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
+    const fs::path dir = fs::path(test::scratch()) / ("folder_" + std::to_string(n++));
     fs::remove_all(dir);
     fs::copy(test::source_path("tests/data/models/" + name), dir);
     json config = json::parse(test::read_file((dir / "config.json").string()));
@@ -56,7 +56,7 @@ TEST_SUITE("model") {
     }
 
     TEST_CASE("model.a_gpt2_folder_is_the_gpt2_mapping") {
-        const fs::path dir = fs::temp_directory_path() / ("attnwalk_hf_gpt2_" + std::to_string(::getpid()));
+        const fs::path dir = fs::path(test::scratch()) / "gpt2";
         fs::create_directories(dir);
         fs::copy_file(test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors"), dir / "model.safetensors", fs::copy_options::overwrite_existing);
         std::ofstream((dir / "config.json").string()) << R"({"model_type": "gpt2", "n_head": 4})";

@@ -75,6 +75,7 @@ Trace printable(Trace trace) {
         step.note = printable(step.note);
         step.summary.scope = printable(step.summary.scope);
         for (Expansion& e : step.expansion) e.label = printable(e.label);
+        for (std::string& l : step.labels) l = printable(l);  // the candidates' tokens of top_k_ids
     }
     return trace;
 }

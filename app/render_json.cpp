@@ -123,7 +123,8 @@ private:
 // Nested arrays matching `shape`, from row-major data starting at `offset`.
 void nested(Writer& w, const Tensor& t, std::size_t axis, std::size_t offset) {
     if (axis == t.shape.size()) {
-        w.number(t.data[offset]);
+        if (t.is_integer()) w.integer(t.integers[offset]);  // ids and counts: exact, without ".0"
+        else w.number(t.data[offset]);
         return;
     }
     std::size_t stride = 1;

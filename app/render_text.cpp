@@ -24,6 +24,11 @@ std::string fmt(float v, int precision) {
     return buf;
 }
 
+// Element i of a tensor as text: a whole number as it is (an id, a count), else `precision` decimals.
+std::string cell(const Tensor& t, std::size_t i, int precision) {
+    return t.is_integer() ? std::to_string(t.integers[i]) : fmt(t.data[i], precision);
+}
+
 void print_note(const std::string& label, const std::string& note, const TextOptions& opt, std::ostream& out) {
     if (!note.empty()) out << wrap(note, opt.columns, "    " + label + ": ", "      ");
 }
@@ -113,7 +118,7 @@ void print_matrix(const Trace& trace, const Step& step, std::size_t offset, std:
     for (std::size_t r : shown(rows, opt)) {
         std::vector<std::string> row{r == gap ? "⋮" : rank >= 2 ? label_at(trace, step, rank - 2, r) : ""};
         for (std::size_t c : col_idx)
-            row.push_back(r == gap ? (c == gap ? "⋱" : "⋮") : c == gap ? "…" : fmt(step.tensor.data[offset + r * cols + c], opt.precision));
+            row.push_back(r == gap ? (c == gap ? "⋱" : "⋮") : c == gap ? "…" : cell(step.tensor, offset + r * cols + c, opt.precision));
         if (sums) {
             row.push_back("|");
             row.push_back(r == gap ? "⋮" : fmt(step.row_sum.data[sum_offset + r], opt.precision));
@@ -246,7 +251,7 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
         return;
     }
     if (shape.empty()) {
-        out << "    = " << fmt(step.tensor.data.at(0), opt.precision >= 4 ? std::max(opt.precision, 8) : opt.precision) << '\n';
+        out << "    = " << cell(step.tensor, 0, opt.precision >= 4 ? std::max(opt.precision, 8) : opt.precision) << '\n';
         return;
     }
     if (is_grid(step) && !opt.full) {  // every head of every layer: the grid (--full prints the numbers)
@@ -321,7 +326,7 @@ void print_group(const Trace& trace, const std::vector<const Step*>& group, cons
     for (const Step* s : group) t.header.push_back(s->id);
     for (std::size_t i : shown(n, opt)) {
         std::vector<std::string> row{i == gap ? "⋮" : label_at(trace, first, 0, i)};
-        for (const Step* s : group) row.push_back(i == gap ? "⋮" : fmt(s->tensor.data[i], opt.precision));
+        for (const Step* s : group) row.push_back(i == gap ? "⋮" : cell(s->tensor, i, opt.precision));
         t.rows.push_back(std::move(row));
     }
     if (std::any_of(group.begin(), group.end(), [](const Step* s) { return !s->row_sum.data.empty(); })) {

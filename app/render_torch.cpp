@@ -66,6 +66,7 @@ public:
     }
 
     std::size_t width() const { return width_; }
+    std::string at(const Tensor& t, std::size_t i) const { return format(t.data[i]); }
 
     std::string format(float value) const {
         const double d = value;
@@ -84,6 +85,17 @@ private:
     bool int_mode_ = true;
     bool sci_ = false;
     std::size_t width_ = 1;
+};
+
+// An integer tensor's elements (ids, counts): whole numbers right-aligned to one width.
+struct IntegerFormatter {
+    const Tensor& t;
+    std::size_t width_;
+    std::size_t width() const { return width_; }
+    std::string at(const Tensor& tensor, std::size_t i) const {
+        const std::string s = std::to_string(tensor.integers[i]);
+        return std::string(width_ > s.size() ? width_ - s.size() : 0, ' ') + s;
+    }
 };
 
 struct View {
@@ -118,14 +130,15 @@ struct View {
             if (i != std::string::npos) collect(axis + 1, offset + i * stride(axis), out);
     }
 
-    std::string str(std::size_t axis, std::size_t offset, std::size_t indent, const Formatter& f) const {
+    template <class F>
+    std::string str(std::size_t axis, std::size_t offset, std::size_t indent, const F& f) const {
         const std::size_t dim = t.shape.size() - axis;
-        if (dim == 0) return f.format(t.data[offset]);
+        if (dim == 0) return f.at(t, offset);
         if (dim == 1) {
             const std::size_t per_line = std::max<std::size_t>(
                 1, line_width > indent ? (line_width - indent) / (f.width() + 2) : 0);
             std::vector<std::string> items;
-            for (std::size_t i : shown(axis)) items.push_back(i == std::string::npos ? " ..." : f.format(t.data[offset + i]));
+            for (std::size_t i : shown(axis)) items.push_back(i == std::string::npos ? " ..." : f.at(t, offset + i));
             std::string s = "[";
             for (std::size_t k = 0; k < items.size(); ++k) {
                 if (k) s += k % per_line == 0 ? ",\n" + std::string(indent + 1, ' ') : ", ";
@@ -149,6 +162,12 @@ struct View {
 
 std::string torch_repr(const Tensor& tensor) {
     if (tensor.size() == 0 && !tensor.shape.empty()) return "tensor([])";
+    if (tensor.is_integer()) {  // an int64 tensor, as torch prints one: whole numbers, one width
+        std::size_t width = 1;
+        for (unsigned long long v : tensor.integers) width = std::max(width, std::to_string(v).size());
+        const View view{tensor, tensor.size() > threshold};
+        return "tensor(" + view.str(0, 0, 7, IntegerFormatter{tensor, width}) + ")";
+    }
     const View view{tensor, tensor.size() > threshold};
     std::vector<float> values;
     view.collect(0, 0, values);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <stdexcept>
 
 #include "attnwalk/errors.hpp"
 #include <numeric>
@@ -22,6 +23,16 @@ const char* axis_name(Axis axis) {
 
 std::size_t Tensor::size() const {
     return std::accumulate(shape.begin(), shape.end(), std::size_t{1}, std::multiplies<>());
+}
+
+Tensor integer_tensor(std::vector<unsigned long long> values, std::vector<std::size_t> shape) {
+    Tensor t;
+    t.shape = std::move(shape);
+    if (t.size() != values.size()) throw std::logic_error("integer_tensor: the shape does not hold the values");
+    t.data.reserve(values.size());
+    for (unsigned long long v : values) t.data.push_back(static_cast<float>(v));
+    t.integers = std::move(values);
+    return t;
 }
 
 bool Tensor::all_finite() const {
@@ -86,7 +97,10 @@ void summarise(Trace& trace) {
         if (step.summarised) continue;
         step.summary.add_all(step.tensor.data.data(), step.tensor.data.size());
         for (float v : step.row_sum.data) step.summary.add_row_sum(v);
-        if (&step != &trace.steps.back()) step.tensor.data = {};  // the final result keeps its numbers
+        if (&step != &trace.steps.back()) {  // the final result keeps its numbers
+            step.tensor.data = {};
+            step.tensor.integers = {};
+        }
         step.row_sum = Tensor{};
         step.expansion.clear();
         step.summarised = true;

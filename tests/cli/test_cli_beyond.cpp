@@ -28,6 +28,13 @@ TEST_SUITE("cli.beyond") {
         const json gqa = run_json("params --kv-heads 4");
         CHECK(param(gqa, "total") == 589824 + 2 * 768 * 256 + 590592);
         CHECK(step(gqa, "count_total").at("note").get<std::string>().find("With 12 key/value heads") != std::string::npos);
+        // counts are exact integers, beyond float32's 2^24 too, in the text and in the JSON
+        const json odd = run_json("params --d-in 4097 --d-out 4097 --heads 1");
+        CHECK(param(odd, "total") == 67145733);
+        CHECK(step(odd, "count_total").at("data").is_number_unsigned());
+        CHECK(step(odd, "count_total").at("data") == 67145733);
+        CHECK(step(odd, "cache_bytes").at("data") == 33562624);
+        CHECK(test::run("params --d-in 4097 --d-out 4097 --heads 1").out.find("= 67145733\n") != std::string::npos);
         const auto bad = test::run("params -i data/your_journey.json");
         CHECK(bad.exit_code == 2);
         CHECK(bad.err.find("params counts from the sizes given") != std::string::npos);
@@ -265,6 +272,11 @@ TEST_SUITE("cli.beyond") {
     TEST_CASE("cli.beyond.tokenize") {
         const json doc = run_json("tokenize --text 'Hello world is'");
         CHECK(flat(step(doc, "token_ids").at("data")) == std::vector<double>{15496, 995, 318});
+        CHECK(step(doc, "token_ids").at("data").at(0).is_number_unsigned());  // ids are integers, without ".0"
+        const auto text = test::run("tokenize --text 'Hello world is'");
+        CHECK(text.out.find("15496     995  318\n") != std::string::npos);
+        CHECK(text.out.find("15496.") == std::string::npos);
+        CHECK(test::run("tokenize --text 'Hello world is' --format torch").out.find("tensor([15496,   995,   318])") != std::string::npos);
         CHECK(doc.at("tokens") == json::array({"Hello", "␣world", "␣is"}));
         // from another directory, the source tree's data/gpt2 is found
         const auto r = test::run_shell("cd / && " + test::binary() + " tokenize --text 'Hello'");
@@ -299,5 +311,15 @@ TEST_SUITE("cli.beyond") {
         CHECK(model.at("tokens") == json::array({"<bos>", "t", "he", "␣cat"}));
         CHECK(model.at("command") == "model");
         CHECK(model.at("params").at("config.model_type") == "gemma3_text");
+        // the next-token candidates: ids as integers, their tokens (a newline, a control
+        // byte here) shown by stand-ins like every token the terminal gets
+        const std::string qwen3 = "model --model " + test::source_path("tests/data/models/tiny_qwen3") + " --text 'hello there' --steps top_k_ids";
+        const json top = run_json(qwen3);
+        CHECK(top.at("steps").at(0).at("data") == json::array({274, 10, 80, 2, 111}));
+        CHECK(top.at("steps").at(0).at("labels").at(1) == "\n");  // the JSON keeps the exact text
+        const auto shown = test::run(qwen3);
+        CHECK(shown.out.find("274  10  80  2  111\n") != std::string::npos);
+        CHECK(shown.out.find('\x02') == std::string::npos);
+        CHECK(shown.out.find("␊") != std::string::npos);
     }
 }

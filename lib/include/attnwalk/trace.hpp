@@ -22,9 +22,15 @@ const char* axis_name(Axis axis);
 struct Tensor {
     std::vector<std::size_t> shape;  // empty shape = scalar
     std::vector<float> data;         // row-major, product(shape) values
+    // A tensor of whole numbers (token ids, counts): the exact values, which renderers
+    // print as integers; `data` holds them as float32 for figures and summaries.
+    std::vector<unsigned long long> integers;
     std::size_t size() const;
     bool all_finite() const;  // no inf, no NaN
+    bool is_integer() const { return !integers.empty(); }
 };
+// Whole numbers as a tensor of this shape (empty: a scalar).
+Tensor integer_tensor(std::vector<unsigned long long> values, std::vector<std::size_t> shape);
 
 // One written-out sum: result = Σ coef_i · value_i. A dot product has scalar values
 // (each value holds one number); a weighted sum of vectors has vector values.

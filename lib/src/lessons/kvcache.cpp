@@ -88,7 +88,7 @@ Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCach
     trace.set_param("layers", static_cast<ull>(spec.layers));
     trace.set_param("cache_tokens", static_cast<ull>(tokens));
     trace.set_param("bytes_per_value", static_cast<ull>(spec.bytes_per_value));
-    Step& cb = rec.add_plain("cache_bytes", "The cache's size", "B·T·G·d_h·2·layers·bytes", scalar_trace(static_cast<float>(bytes)), {});
+    Step& cb = rec.add_plain("cache_bytes", "The cache's size", "B·T·G·d_h·2·layers·bytes", count_tensor(bytes), {});
     std::ostringstream note;
     note << "B " << B << " × T " << kept << (spec.window && kept < tokens ? " (the window)" : "") << " × G " << G << " × d_h " << d_h
          << " × 2 (keys and values) × " << spec.layers << (spec.layers == 1 ? " layer" : " layers") << " × " << spec.bytes_per_value

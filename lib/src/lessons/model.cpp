@@ -316,14 +316,15 @@ void record_candidates(Recorder& rec, const ModelSpec& spec, const Mat& logits, 
     const std::vector<double> p = token_probabilities(logits.data(), V, spec.temperature);
     const std::vector<std::size_t> order = top_k(p, spec.top_k);
     const std::size_t k = order.size();
-    Mat top_ids = Mat::from_shape({1, k}), top_logits = Mat::from_shape({1, k}), top_p = Mat::from_shape({1, k});
+    Mat top_logits = Mat::from_shape({1, k}), top_p = Mat::from_shape({1, k});
     for (std::size_t i = 0; i < k; ++i) {
-        top_ids(0, i) = static_cast<float>(order[i]);
         top_logits(0, i) = logits(0, order[i]);
         top_p(0, i) = static_cast<float>(p[order[i]]);
     }
     const std::vector<std::string> names = token_labels(order, spec.tokenizer);  // the candidates' text names the columns
-    rec.add("top_k_ids", "The " + std::to_string(k) + " most likely next tokens", "argsort(p)[:k]", top_ids, {Axis::feature}).labels = names;
+    rec.add_plain("top_k_ids", "The " + std::to_string(k) + " most likely next tokens", "argsort(p)[:k]",
+                  integer_tensor({order.begin(), order.end()}, {k}), {Axis::feature})
+        .labels = names;
     rec.add("top_k_logits", "Their logits", "logits[top_k_ids]", top_logits, {Axis::feature}).labels = names;
     Step& ps = rec.add("top_k_probs", "Their probabilities", "p = softmax(logits / " + format_number(spec.temperature) + ")", top_p,
                        {Axis::feature});
@@ -355,9 +356,8 @@ void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids,
         const Cube xf = decoder_forward(m.weights, {next}, &cache, &tap);
         logits = decoder_logits(m.weights, xf, 0);
     }
-    Mat gen = Mat::from_shape({1, generated.size()});
-    for (std::size_t i = 0; i < generated.size(); ++i) gen(0, i) = static_cast<float>(generated[i]);
-    Step& gs = rec.add("generated_ids", "The generated tokens (greedy: the most likely each time)", "argmax(logits)", gen, {Axis::token});
+    Step& gs = rec.add_plain("generated_ids", "The generated tokens (greedy: the most likely each time)", "argmax(logits)",
+                             integer_tensor({generated.begin(), generated.end()}, {generated.size()}), {Axis::token});
     gs.first_key = prompt;
     if (ended) gs.note = "Stopped at the end-of-text token " + std::to_string(generated.back()) + " (generation_config.json's eos_token_id).";
     else if (generated.size() < spec.generate) gs.note = "The context of " + std::to_string(info.context) + " tokens is full.";
@@ -368,7 +368,7 @@ void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids,
     float diff = 0.0f;
     for (std::size_t v = 0; v < full.size(); ++v) diff = std::max(diff, std::fabs(full(0, v) - logits(0, v)));
     rec.add_plain("max_difference", "The last logits with the cache against the whole sequence recomputed", "max |logits_cached − logits_full|",
-                  Tensor{{}, {diff}}, {})
+                  scalar_trace(diff), {})
         .note = "The cache holds " + std::to_string(ids.size()) + " tokens × " + std::to_string(info.layers) + " layers × 2 × " +
                 std::to_string(info.width) + " floats = " + format_number(cache.bytes(4)) + " bytes; " +
                 (diff == 0.0f ? "equal bit for bit." : "equal up to float32 rounding (the products are summed in another order).");
@@ -450,9 +450,7 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     trace.set_param("temperature", spec.temperature);
     Recorder rec(trace);
 
-    Mat idv = Mat::from_shape({1, T});
-    for (std::size_t t = 0; t < T; ++t) idv(0, t) = static_cast<float>(ids[t]);
-    Step& id_step = rec.add("token_ids", "Token ids", "ids", idv, {Axis::token});
+    Step& id_step = rec.add_plain("token_ids", "Token ids", "ids", integer_tensor({ids.begin(), ids.end()}, {T}), {Axis::token});
     if (!info.unused.empty()) {  // what the checkpoint holds that this model does not read
         std::string names;
         for (std::size_t i = 0; i < info.unused.size() && i < 8; ++i) names += (i ? ", " : "") + info.unused[i];

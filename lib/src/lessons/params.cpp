@@ -30,7 +30,7 @@ Trace walk_params(const ParamsSpec& spec) {
     const ull out = spec.out_proj ? d_out * d_out + d_out : 0;
     const ull total = query + key + value + out;
     const auto count = [&](const std::string& id, const std::string& title, const std::string& formula, ull n) {
-        rec.add_plain(id, title, formula, scalar_trace(static_cast<float>(n)), {}).note = grouped(n) + " parameters.";
+        rec.add_plain(id, title, formula, integer_tensor({n}, {}), {}).note = grouped(n) + " parameters.";
     };
     const std::string b = spec.qkv_bias ? " + d_out" : "";
     count("count_query", "W_query", "d_in·d_out" + b, query);
@@ -48,7 +48,7 @@ Trace walk_params(const ParamsSpec& spec) {
     }
     const double bytes = static_cast<double>(spec.context_length) * static_cast<double>(d_kv) * 2.0 * static_cast<double>(spec.layers) *
                          static_cast<double>(spec.bytes_per_value);
-    rec.add_plain("cache_bytes", "Its KV cache for a full context", "T·G·d_h·2·layers·bytes", scalar_trace(static_cast<float>(bytes)), {}).note =
+    rec.add_plain("cache_bytes", "Its KV cache for a full context", "T·G·d_h·2·layers·bytes", count_tensor(bytes), {}).note =
         std::to_string(spec.context_length) + " tokens × " + std::to_string(d_kv) + " × 2 × " + std::to_string(spec.layers) + " × " +
         std::to_string(spec.bytes_per_value) + " bytes = " + bytes_text(bytes) + " bytes per sequence.";
     return check_finite(std::move(trace));

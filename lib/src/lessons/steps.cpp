@@ -247,6 +247,12 @@ std::string grouped(ull n) {
 // A byte count in words: grouped digits, or scientific notation beyond what 64 bits hold.
 std::string bytes_text(double bytes) { return bytes < 1e18 ? grouped(static_cast<ull>(bytes)) : format_number(bytes); }
 
+Tensor count_tensor(double n) {
+    constexpr double exact = 9007199254740992.0;  // 2^53
+    if (n >= 0.0 && n < exact && n == std::floor(n)) return integer_tensor({static_cast<ull>(n)}, {});
+    return scalar_trace(static_cast<float>(n));
+}
+
 float max_abs_diff(const Cube& a, const Cube& b) {
     float worst = 0.0f;
     for (std::size_t i = 0; i < a.size(); ++i) {

@@ -65,6 +65,9 @@ void record_out_proj(Recorder& rec, const AttentionWeights& w);
 // 2360064 -> "2,360,064"; a byte count in words (scientific beyond 64 bits); "token" quoted.
 std::string grouped(ull n);
 std::string bytes_text(double bytes);
+// A count computed in double (a byte count): an integer tensor while double holds it
+// exactly (below 2^53), beyond that the float32 scalar.
+Tensor count_tensor(double n);
 std::string quoted(const std::string& token);
 float max_abs_diff(const Cube& a, const Cube& b);
 

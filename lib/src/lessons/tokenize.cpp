@@ -50,11 +50,9 @@ Trace walk_tokenize(const Tokenizer& bpe, const std::string& text) {
     trace.set_param("text", text);
     trace.set_param("num_tokens", static_cast<ull>(ids.size()));
     Recorder rec(trace);
-    Mat idv = Mat::from_shape({1, ids.size()});
-    for (std::size_t t = 0; t < ids.size(); ++t) idv(0, t) = static_cast<float>(ids[t]);
     std::string pieces;
     for (const std::string& p : bpe.pieces(text)) pieces += (pieces.empty() ? "" : " | ") + shown(p);
-    rec.add("token_ids", "Token ids", "BPE(pretokenize(text))", idv, {Axis::token}).note = "Pre-tokenised as: " + pieces + ". " + bpe.describe();
+    rec.add_plain("token_ids", "Token ids", "BPE(pretokenize(text))", integer_tensor({ids.begin(), ids.end()}, {ids.size()}), {Axis::token}).note = "Pre-tokenised as: " + pieces + ". " + bpe.describe();
     return check_finite(std::move(trace));
 }
 

@@ -2,6 +2,9 @@
 // Exit codes: 0 ok, 1 bad input or runtime error, 2 usage error.
 #include "cli.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -14,6 +17,7 @@
 #include <CLI/CLI.hpp>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/io/safetensors.hpp"
 #include "commands/commands.hpp"
 #include "commands/walkthrough.hpp"
 #include "output_file.hpp"
@@ -231,6 +235,46 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         err << "attnwalk: error: " << printable(e.what()) << '\n';
         return 1;
     }
+}
+
+namespace {
+
+void write_raw(const char* text) { (void)!::write(STDERR_FILENO, text, std::strlen(text)); }
+
+// Writes a file name to stderr from a signal handler: control bytes become '?'.
+void write_safely(const char* text) {
+    char buf[256];
+    std::size_t n = 0;
+    for (const char* c = text; *c; ++c) {
+        buf[n++] = static_cast<unsigned char>(*c) < 0x20 || *c == 0x7f ? '?' : *c;
+        if (n == sizeof buf) {
+            (void)!::write(STDERR_FILENO, buf, n);
+            n = 0;
+        }
+    }
+    (void)!::write(STDERR_FILENO, buf, n);
+}
+
+void on_sigbus(int, siginfo_t* info, void*) {
+    const char* file = mapped_file_at(info->si_addr);
+    write_raw("attnwalk: error: ");
+    if (file) {
+        write_safely(file);
+        write_raw(": the file shrank while it was being read (it is memory-mapped: it must not change while attnwalk runs)\n");
+    } else {
+        write_raw("a memory-mapped input shrank while it was being read (SIGBUS)\n");
+    }
+    ::_exit(1);
+}
+
+}  // namespace
+
+void report_shrunk_inputs() {
+    struct sigaction action {};
+    action.sa_sigaction = on_sigbus;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGBUS, &action, nullptr);
 }
 
 }  // namespace attnwalk::app

@@ -21,4 +21,8 @@ struct Terminal {
 // Returns the exit code: 0 ok, 1 bad input or runtime error, 2 usage error.
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err, const Terminal& terminal = {});
 
+// From now on a read of a memory-mapped input that shrank under the process (SIGBUS) is
+// one line on stderr naming the file, and exit code 1, instead of a crash.
+void report_shrunk_inputs();
+
 }  // namespace attnwalk::app

@@ -54,5 +54,6 @@ int main(int argc, char** argv) {
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif
+    attnwalk::app::report_shrunk_inputs();  // a checkpoint truncated while mapped: one line, not a crash
     return attnwalk::app::run_cli(argc, argv, std::cout, std::cerr, read_terminal());
 }

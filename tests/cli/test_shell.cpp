@@ -1,5 +1,11 @@
 // app/shell: naming tokens on the command line, the seeding policy.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "attnwalk/errors.hpp"
+#include "attnwalk/io/safetensors.hpp"
+#include "cli.hpp"
 #include "shell.hpp"
 #include "test_util.hpp"
 
@@ -30,5 +36,31 @@ TEST_SUITE("shell") {
         const DropoutDraw c = none.dropout(0.5, true);
         CHECK(c.gen->initial_seed() == app::default_dropout_seed);
         CHECK(none.dropout(0.5, false).gen == nullptr);  // eval: nothing is drawn
+    }
+}
+
+TEST_SUITE("shell.signals") {
+    TEST_CASE("shell.a_checkpoint_that_shrinks_while_mapped_is_one_line_not_a_crash") {
+        const std::string path = test::scratch() + "/shrinking.safetensors", err = test::scratch() + "/sigbus_err";
+        REQUIRE(test::run_shell("cp '" + test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors") + "' '" + path + "'").exit_code == 0);
+        const pid_t child = ::fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {  // the process that reads: its stderr into a file, then the fault
+            const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            ::dup2(fd, STDERR_FILENO);
+            app::report_shrunk_inputs();
+            const SafeTensors st(path);
+            const std::string name = st.entries().begin()->first;
+            std::vector<float> out(16384);
+            (void)::truncate(path.c_str(), 0);  // another program cuts the file while it is mapped
+            st.read_into(name, out.data());      // its pages are gone: SIGBUS
+            ::_exit(3);                          // not reached
+        }
+        int status = 0;
+        REQUIRE(::waitpid(child, &status, 0) == child);
+        REQUIRE(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 1);
+        CHECK(test::read_file(err) == "attnwalk: error: " + path +
+                                          ": the file shrank while it was being read (it is memory-mapped: it must not change while attnwalk runs)\n");
     }
 }

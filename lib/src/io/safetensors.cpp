@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -36,7 +37,48 @@ std::size_t whole(const json_input::Value& v, const std::string& file, const std
     return static_cast<std::size_t>(v.number);
 }
 
+// The mappings alive now, for mapped_file_at: a fixed table a signal handler can read
+// (a slot is claimed with a compare-and-swap, filled, then published by `begin`).
+struct Mapping {
+    std::atomic<const unsigned char*> begin{nullptr};
+    std::atomic<bool> claimed{false};
+    std::size_t size = 0;
+    char path[512] = {};
+};
+Mapping mappings[64];
+
+void note_mapping(const unsigned char* begin, std::size_t size, const std::string& path) {
+    for (Mapping& m : mappings) {
+        bool free = false;
+        if (!m.claimed.compare_exchange_strong(free, true)) continue;
+        m.size = size;
+        const std::size_t n = std::min(path.size(), sizeof m.path - 1);
+        std::memcpy(m.path, path.data(), n);
+        m.path[n] = '\0';
+        m.begin.store(begin);
+        return;
+    }  // more than 64 files mapped at once: this one's SIGBUS goes unnamed
+}
+
+void forget_mapping(const unsigned char* begin) {
+    for (Mapping& m : mappings)
+        if (m.begin.load() == begin) {
+            m.begin.store(nullptr);
+            m.claimed.store(false);
+            return;
+        }
+}
+
 }  // namespace
+
+const char* mapped_file_at(const void* address) noexcept {
+    const auto* a = static_cast<const unsigned char*>(address);
+    for (const Mapping& m : mappings) {
+        const unsigned char* begin = m.begin.load();
+        if (begin && a >= begin && a < begin + m.size) return m.path;
+    }
+    return nullptr;
+}
 
 SafeTensors::SafeTensors(const std::string& path) : file_(path) {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO with no writer must not block the open
@@ -52,6 +94,7 @@ SafeTensors::SafeTensors(const std::string& path) : file_(path) {
         void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
         if (m == MAP_FAILED) throw InputError(path, "", std::string("cannot map the file: ") + std::strerror(errno));
         map_ = static_cast<const unsigned char*>(m);
+        note_mapping(map_, size_, path);
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
 #endif
@@ -119,14 +162,20 @@ SafeTensors::SafeTensors(const std::string& path) : file_(path) {
                                  "overlaps the data of \"" + starts[i - 1].second + "\"");
         }
     } catch (...) {
-        if (map_) ::munmap(const_cast<unsigned char*>(map_), size_);
+        if (map_) {
+            forget_mapping(map_);
+            ::munmap(const_cast<unsigned char*>(map_), size_);
+        }
         ::close(fd_);
         throw;
     }
 }
 
 SafeTensors::~SafeTensors() {
-    if (map_) ::munmap(const_cast<unsigned char*>(map_), size_);
+    if (map_) {
+        forget_mapping(map_);
+        ::munmap(const_cast<unsigned char*>(map_), size_);
+    }
     if (fd_ >= 0) ::close(fd_);
 }
 

@@ -55,5 +55,10 @@ private:
     std::map<std::string, Entry> entries_;
 };
 
+// The file whose memory-mapped bytes lie at `address` (a SafeTensors alive now), or null.
+// For a SIGBUS handler: a mapped file that shrinks under the process faults on the next
+// read of its lost pages, and the handler names the file. Async-signal-safe: no lock, no
+// allocation.
+const char* mapped_file_at(const void* address) noexcept;
 
 }  // namespace attnwalk

@@ -1,6 +1,7 @@
 // GPT-2's tokenizer: known ids, the pre-tokenisation rule, and the byte-level round trip.
 // (tests/tokenizer_vs_npm.sh compares it with the npm package on a few hundred strings.)
 #include "attnwalk/io/bpe.hpp"
+#include "attnwalk/io/bpe_merge.hpp"
 #include "attnwalk/errors.hpp"
 #include "test_util.hpp"
 
@@ -30,6 +31,22 @@ TEST_SUITE("bpe") {
         CHECK(Bpe::pretokenize("end  ") == V{"end", "  "});             // at the end the run stays whole
         CHECK(Bpe::pretokenize("x123 4.5!?") == V{"x", "123", " 4", ".", "5", "!?"});
         CHECK(Bpe::pretokenize("naïve 東京") == V{"naïve", " 東京"});
+    }
+
+    TEST_CASE("bpe.merge_lowest_rank_first_leftmost_among_equals") {
+        using attnwalk::bpe_merge::key;
+        using attnwalk::bpe_merge::Rule;
+        enum : std::size_t { a, b, aa, aaa, ab };
+        const attnwalk::bpe_merge::Rules rules{{key(a, a), Rule{0, aa}}, {key(aa, a), Rule{1, aaa}}, {key(a, b), Rule{2, ab}}};
+        std::vector<std::size_t> word{a, a, a, a, a};  // GPT-2's bpe(): a a → aa everywhere, left to right, then aa a
+        attnwalk::bpe_merge::merge(word, rules);
+        CHECK(word == std::vector<std::size_t>{aa, aaa});
+        word = {a, a, a, b};  // aa first (rank 0), then aa·a (rank 1) before a·b (rank 2) could take the last a
+        attnwalk::bpe_merge::merge(word, rules);
+        CHECK(word == std::vector<std::size_t>{aaa, b});
+        word = {b, a, b};  // one merge
+        attnwalk::bpe_merge::merge(word, rules);
+        CHECK(word == std::vector<std::size_t>{b, ab});
     }
 
     TEST_CASE("bpe.bad_files") {

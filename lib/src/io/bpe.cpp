@@ -255,7 +255,12 @@ std::shared_ptr<const Bpe> Bpe::load(const std::string& dir) {
         b->pieces_[id] = piece;
     }
     const std::string merges = read_text_file(bpe_path);
-    b->ranks_.reserve(50000);
+    b->merges_.reserve(50000);
+    const auto symbol = [&](const std::string& text) {
+        const auto [it, added] = b->symbol_ids_.emplace(text, b->symbols_.size());
+        if (added) b->symbols_.push_back(text);
+        return it->second;
+    };
     std::size_t rank = 0, number = 0;
     for (std::size_t at = 0; at < merges.size();) {
         std::size_t end = merges.find('\n', at);
@@ -268,41 +273,28 @@ std::shared_ptr<const Bpe> Bpe::load(const std::string& dir) {
         const auto space = line.find(' ');
         if (space == std::string::npos || space == 0 || space + 1 >= line.size() || line.find(' ', space + 1) != std::string::npos)
             throw InputError(bpe_path, "line " + std::to_string(number), "expected two symbols separated by one space");
-        b->ranks_.emplace(std::move(line), rank++);
+        const std::string first = line.substr(0, space), second = line.substr(space + 1);
+        const std::size_t left = symbol(first), right = symbol(second), merged = symbol(first + second);
+        b->merges_.emplace(bpe_merge::key(left, right), bpe_merge::Rule{rank++, merged});  // the first rank of a pair wins
     }
     return b;
 }
 
 std::vector<std::string> Bpe::bpe(const std::string& piece) const {
-    std::vector<std::string> word;  // its characters (each a UTF-8 string)
+    std::vector<std::string> chars;  // its characters (each a UTF-8 string)
+    std::vector<std::size_t> word;   // as symbols; one no merge names gets a number of its own
     for (std::size_t i = 0; i < piece.size();) {
         const std::size_t n = next_code_point(piece, i).length;
-        word.push_back(piece.substr(i, n));
+        chars.push_back(piece.substr(i, n));
+        const auto it = symbol_ids_.find(chars.back());
+        word.push_back(it != symbol_ids_.end() ? it->second : symbols_.size() + chars.size() - 1);
         i += n;
     }
-    while (word.size() > 1) {
-        std::size_t best = static_cast<std::size_t>(-1), at = 0;
-        for (std::size_t k = 0; k + 1 < word.size(); ++k) {
-            const auto it = ranks_.find(word[k] + ' ' + word[k + 1]);
-            if (it != ranks_.end() && it->second < best) {
-                best = it->second;
-                at = k;
-            }
-        }
-        if (best == static_cast<std::size_t>(-1)) break;
-        const std::string first = word[at], second = word[at + 1];
-        std::vector<std::string> merged;  // every occurrence of the pair, left to right
-        for (std::size_t k = 0; k < word.size();) {
-            if (k + 1 < word.size() && word[k] == first && word[k + 1] == second) {
-                merged.push_back(first + second);
-                k += 2;
-            } else {
-                merged.push_back(word[k++]);
-            }
-        }
-        word = std::move(merged);
-    }
-    return word;
+    bpe_merge::merge(word, merges_);
+    std::vector<std::string> out;
+    out.reserve(word.size());
+    for (std::size_t s : word) out.push_back(s < symbols_.size() ? symbols_[s] : chars[s - symbols_.size()]);
+    return out;
 }
 
 namespace {

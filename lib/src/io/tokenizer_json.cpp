@@ -28,6 +28,7 @@
 #include "attnwalk/io/embeddings.hpp"
 #include "attnwalk/io/json_input.hpp"
 #include "attnwalk/io/tokenizer.hpp"
+#include "attnwalk/io/bpe_merge.hpp"
 #include "byte_level.hpp"
 
 namespace attnwalk {
@@ -318,76 +319,36 @@ private:
                 return;
             }
         }
-        struct Symbol {
-            std::size_t id;
-            long prev, next;
-            bool alive = true;
-        };
-        std::vector<Symbol> word;
+        std::vector<std::size_t> word;  // the piece's symbols, as token ids
         for (std::size_t i = 0; i < piece.size();) {
             const std::size_t n = char_length(piece, i);
             const std::string ch = piece.substr(i, n);
             i += n;
             const auto it = vocab_.find(ch);
             if (it != vocab_.end()) {
-                word.push_back({it->second, 0, 0});
+                word.push_back(it->second);
             } else if (byte_fallback_) {
                 for (unsigned char c : ch) {
                     static const char* hex = "0123456789ABCDEF";
                     const auto b = vocab_.find(std::string("<0x") + hex[c >> 4] + hex[c & 15] + ">");
                     if (b == vocab_.end()) throw InputError(file_, "$.model.vocab", "byte_fallback needs the tokens <0x00> … <0xFF>");
-                    word.push_back({b->second, 0, 0});
+                    word.push_back(b->second);
                 }
             } else if (unk_) {
-                if (!(fuse_unk_ && !word.empty() && word.back().id == *unk_)) word.push_back({*unk_, 0, 0});
+                if (!(fuse_unk_ && !word.empty() && word.back() == *unk_)) word.push_back(*unk_);
             } else {
                 throw UsageError("the tokenizer has no token for \"" + ch + "\" (no byte fallback, no unk_token)");
             }
         }
-        const long n = static_cast<long>(word.size());
-        for (long k = 0; k < n; ++k) {
-            word[static_cast<std::size_t>(k)].prev = k - 1;
-            word[static_cast<std::size_t>(k)].next = k + 1 < n ? k + 1 : -1;
-        }
-        struct Candidate {
-            std::size_t rank;
-            long at;  // the left symbol
-            std::size_t left, right, merged;
-            bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : at > o.at; }
-        };
-        std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
-        const auto consider = [&](long at) {
-            if (at < 0) return;
-            const Symbol& a = word[static_cast<std::size_t>(at)];
-            if (a.next < 0) return;
-            const Symbol& b = word[static_cast<std::size_t>(a.next)];
-            const auto it = merges_.find(pair_key(a.id, b.id));
-            if (it != merges_.end()) heap.push({it->second.first, at, a.id, b.id, it->second.second});
-        };
-        for (long k = 0; k + 1 < n; ++k) consider(k);
-        while (!heap.empty()) {
-            const Candidate c = heap.top();
-            heap.pop();
-            Symbol& a = word[static_cast<std::size_t>(c.at)];
-            if (!a.alive || a.id != c.left || a.next < 0) continue;
-            Symbol& b = word[static_cast<std::size_t>(a.next)];
-            if (b.id != c.right) continue;  // stale: one side was merged since
-            a.id = c.merged;
-            b.alive = false;
-            a.next = b.next;
-            if (b.next >= 0) word[static_cast<std::size_t>(b.next)].prev = c.at;
-            consider(a.prev);
-            consider(c.at);
-        }
-        for (long k = 0; k >= 0; k = word[static_cast<std::size_t>(k)].next) ids.push_back(word[static_cast<std::size_t>(k)].id);
+        bpe_merge::merge(word, merges_);
+        ids.insert(ids.end(), word.begin(), word.end());
     }
 
-    static std::uint64_t pair_key(std::size_t a, std::size_t b) { return (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint64_t>(b); }
 
     std::string file_, description_;
     std::unordered_map<std::string, std::size_t> vocab_;
     std::vector<std::string> pieces_;  // id -> token text
-    std::unordered_map<std::uint64_t, std::pair<std::size_t, std::size_t>> merges_;  // (left, right) -> (rank, merged id)
+    bpe_merge::Rules merges_;  // (left id, right id) -> (rank, merged id)
     std::vector<Added> added_;
     std::multimap<unsigned char, std::size_t> added_by_first_;
     std::unordered_map<std::size_t, bool> added_ids_;
@@ -499,7 +460,7 @@ JsonTokenizer::JsonTokenizer(const std::string& file, const Value& doc) : file_(
         const auto l = vocab_.find(left), r = vocab_.find(right), merged = vocab_.find(left + right);
         if (l == vocab_.end() || r == vocab_.end() || merged == vocab_.end())
             throw InputError(file, at, "\"" + (l == vocab_.end() ? left : r == vocab_.end() ? right : left + right) + "\" is not in the vocabulary");
-        merges_.emplace(pair_key(l->second, r->second), std::make_pair(rank, merged->second));  // the first rank of a pair wins
+        merges_.emplace(bpe_merge::key(l->second, r->second), bpe_merge::Rule{rank, merged->second});  // the first rank of a pair wins
     }
 
     // added tokens, matched in the raw text before anything else

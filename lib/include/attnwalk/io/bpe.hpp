@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "attnwalk/io/bpe_merge.hpp"
 #include "attnwalk/io/tokenizer.hpp"
 
 namespace attnwalk {
@@ -35,7 +36,10 @@ private:
 
     std::unordered_map<std::string, std::size_t> encoder_;  // byte-mapped text -> id
     std::vector<std::string> pieces_;                         // id -> byte-mapped text
-    std::unordered_map<std::string, std::size_t> ranks_;     // "first second" -> merge rank
+    // vocab.bpe's merges on symbols: every character and merge result a line names
+    std::unordered_map<std::string, std::size_t> symbol_ids_;  // text -> symbol
+    std::vector<std::string> symbols_;                          // symbol -> text
+    bpe_merge::Rules merges_;                                   // (first, second) -> rank, first+second
 };
 
 }  // namespace attnwalk

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "attnwalk/errors.hpp"
 #include "text.hpp"
 
 namespace attnwalk::app {
@@ -178,6 +179,16 @@ void print_heatmap(const HeatmapPanel& p, const TextOptions& opt, std::ostream& 
         while (!line.empty() && line.back() == ' ') line.pop_back();
         out << line << '\n';
     }
+}
+
+void check_svg_cells(double cells, const std::string& what, const std::string& instead) {
+    if (cells <= svg_max_cells) return;
+    char size[64];
+    std::snprintf(size, sizeof size, "%.0f", cells * 75.0 / 1e6);
+    char count[64];
+    std::snprintf(count, sizeof count, "%.0f", cells);
+    throw UsageError(std::string("--svg would draw ") + count + " cells (" + what + "), about " + size +
+                     " MB of SVG; one picture draws at most 1000000 (" + instead + ")");
 }
 
 std::string heatmap_svg(const std::vector<HeatmapPanel>& panels, const std::string& title, int precision) {

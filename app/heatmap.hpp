@@ -35,4 +35,11 @@ void print_heatmap(const HeatmapPanel& panel, const TextOptions& options, std::o
 // title wrapped to the drawing's width.
 std::string heatmap_svg(const std::vector<HeatmapPanel>& panels, const std::string& title, int precision);
 
+// One SVG draws at most this many cells (about 75 bytes each: 75 MB); more is no picture
+// anyone can read, and a 1000-token model view would be gigabytes.
+constexpr double svg_max_cells = 1e6;
+// Refuses (UsageError) a picture of `cells` cells over the limit; `what` says what they
+// are (e.g. "12 heads × 1000 × 1000 tokens"), `instead` how to draw fewer.
+void check_svg_cells(double cells, const std::string& what, const std::string& instead);
+
 }  // namespace attnwalk::app

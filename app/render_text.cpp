@@ -429,6 +429,12 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
     std::size_t panels = 1;
     for (std::size_t a = 0; a + 2 < rank; ++a)
         if (step.axes[a] != Axis::batch) panels *= step.tensor.shape[a];
+    std::string what;  // "12 layers × 12 heads × 40 × 40 tokens"
+    for (std::size_t a = 0; a + 2 < rank; ++a)
+        if (step.axes[a] != Axis::batch) what += std::to_string(step.tensor.shape[a]) + " " + axis_name(step.axes[a]) + "s × ";
+    check_svg_cells(static_cast<double>(panels) * static_cast<double>(inner),
+                    what + std::to_string(step.tensor.shape[rank - 2]) + " × " + std::to_string(step.tensor.shape[rank - 1]) + " tokens",
+                    "use fewer tokens or heads");
     std::vector<HeatmapPanel> list;
     const std::vector<float> mask = future_mask(step);
     for (std::size_t p = 0; p < panels; ++p) {

@@ -596,6 +596,22 @@ TEST_SUITE("cli.robustness") {
         }
     }
 
+    TEST_CASE("cli.robustness_svg_size_is_bounded") {
+        std::string text = R"({"tokens": [)";
+        std::string rows;
+        for (int t = 0; t < 600; ++t) {
+            text += std::string(t ? "," : "") + "\"t" + std::to_string(t) + "\"";
+            rows += std::string(t ? "," : "") + "[" + std::to_string(t % 7) + ", 1, " + std::to_string(t % 3) + "]";
+        }
+        const std::string input = test::temp_file(text + R"(], "embeddings": [)" + rows + "]}");
+        const std::string svg = test::scratch() + "/too_big.svg";
+        const auto r = test::run("mha -i '" + input + "' --heads 4 --d-out 8 --svg '" + svg + "'");
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.find("--svg would draw 1440000 cells (4 heads × 600 × 600 tokens), about 108 MB of SVG") != std::string::npos);
+        CHECK(test::run_shell("test -e '" + svg + "'").exit_code != 0);  // nothing written
+        CHECK(test::run("mha -i '" + input + "' --heads 2 --d-out 8 --svg '" + svg + "'").exit_code == 0);  // 720000 cells
+    }
+
     TEST_CASE("cli.robustness_summary_svg_is_refused_not_a_crash") {
         const auto r = test::run("mha --summary --svg " + test::scratch() + "/never.svg");
         CHECK(r.exit_code == 2);

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -75,12 +77,16 @@ std::string rerun_suffix(const Shell& s) {
     return "";
 }
 
-// One part of the walkthrough: its command line run on the input read once.
-Trace trace_of(const SectionPlan& plan, const Shell& outer, const Embeddings& input) {
+// One part of the walkthrough: its command line run on the input read once. The parts'
+// traces are all kept until the end, so each of the `parts` gets that share of the memory.
+Trace trace_of(const SectionPlan& plan, const Shell& outer, const Embeddings& input, std::size_t parts) {
     std::vector<std::string> words{"attnwalk"};
     std::istringstream in(plan.args);
     for (std::string w; in >> w;) words.push_back(w);
-    words.insert(words.end(), {"--max-memory", outer.max_memory, "--max-work", format_number(outer.max_work)});
+    const double share = std::floor(parse_bytes(outer.max_memory) / static_cast<double>(parts));
+    char bytes[32];
+    std::snprintf(bytes, sizeof bytes, "%.0f", share);
+    words.insert(words.end(), {"--max-memory", bytes, "--max-work", format_number(outer.max_work)});
     std::vector<const char*> argv;
     for (const auto& w : words) argv.push_back(w.c_str());
     CLI::App cli;
@@ -88,8 +94,14 @@ Trace trace_of(const SectionPlan& plan, const Shell& outer, const Embeddings& in
     make_cli(cli, shell);
     cli.parse(static_cast<int>(argv.size()), argv.data());
     shell.preloaded = &input;
-    // the part's own --compact or --steps, as when it is run alone
-    return outer.compact || shell.compact ? compact(shell.walk(), shell.headline) : select_steps(shell.walk(), shell.steps);
+    try {  // the part's own --compact or --steps, as when it is run alone
+        return outer.compact || shell.compact ? compact(shell.walk(), shell.headline) : select_steps(shell.walk(), shell.steps);
+    } catch (const UsageError& e) {
+        const std::string message = e.what();
+        if (message.find("--max-memory") == std::string::npos) throw;
+        throw UsageError("the walkthrough keeps its " + std::to_string(parts) + " parts at once, so each may use 1/" + std::to_string(parts) +
+                         " of --max-memory " + outer.max_memory + "; part '" + plan.id + "': " + message);
+    }
 }
 
 // Why two options do not go together, for CLI11's terse "--a excludes --b" and
@@ -149,11 +161,12 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
     if (s.walkthrough) {
         const Embeddings input = prepare_input(s, [](const InputShape&) { return Cost{}; });
         std::vector<Section> sections;
+        const std::size_t parts = walkthrough_plan().size() + (s.beyond ? beyond_plan().size() : 0);
         for (const SectionPlan& p : walkthrough_plan())
-            sections.push_back({p.id, p.title, p.explanation, p.formula, p.args, trace_of(p, s, input)});
+            sections.push_back({p.id, p.title, p.explanation, p.formula, p.args, trace_of(p, s, input, parts)});
         if (s.beyond)
             for (const SectionPlan& p : beyond_plan())
-                sections.push_back({p.id, p.title, p.explanation, p.formula, p.args, trace_of(p, s, input)});
+                sections.push_back({p.id, p.title, p.explanation, p.formula, p.args, trace_of(p, s, input, parts)});
         if (s.json) {
             render_json(sections, out, non_finite_of(s));
         } else {

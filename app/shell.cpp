@@ -13,8 +13,6 @@
 
 namespace attnwalk::app {
 
-namespace {
-
 // "4G", "512M", "100000": bytes with an optional K, M, G or T suffix (powers of 1024).
 double parse_bytes(const std::string& text) {
     std::size_t used = 0;
@@ -34,6 +32,8 @@ double parse_bytes(const std::string& text) {
         throw UsageError("--max-memory '" + text + "' is not a size: give bytes, or a number with K, M, G or T");
     return value * scale;
 }
+
+namespace {
 
 std::string bytes_text(double bytes) {
     const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -109,7 +109,7 @@ void add_shell_options(CLI::App& sub, Shell& s, bool walk, InputKind kind) {
     json->excludes(sub.add_flag("--full", s.text.full, "Print every row and column (tables with more than 16 are elided otherwise)"));
     CLI::Option* compact = sub.add_flag("--compact", s.compact, "Only the steps the command is about (its headline tensors)");
     json->excludes(compact);
-    sub.add_option("--max-memory", s.max_memory, "Refuse inputs whose tensors would need more (bytes, or with K/M/G/T)")->capture_default_str();
+    sub.add_option("--max-memory", s.max_memory, "Refuse inputs that would need more memory (bytes, or with K/M/G/T)")->capture_default_str();
     sub.add_option("--max-work", s.max_work, "Refuse inputs that would take more multiply-adds (an exp counts 16)")
         ->check(number_check("N", [](double v) { return v > 0.0 && std::isfinite(v); }, "must be a positive number"))
         ->capture_default_str();
@@ -132,7 +132,7 @@ void add_shell_options(CLI::App& sub, Shell& s, bool walk, InputKind kind) {
 void check_cost(const Shell& s, const Cost& need) {
     const double budget = parse_bytes(s.max_memory);
     if (need.bytes > budget)
-        throw UsageError("this walk would need about " + bytes_text(need.bytes) + " for its tensors, more than --max-memory " +
+        throw UsageError("this walk would need about " + bytes_text(need.bytes) + " of memory, more than --max-memory " +
                          bytes_text(budget) + " (raise --max-memory, or use a smaller input or options)");
     if (need.work > s.max_work)
         throw UsageError("this walk would take about " + format_number(need.work) + " multiply-adds, more than --max-work " +
@@ -314,11 +314,13 @@ Weights make_weights(const WeightsOptions& o, WeightsShape shape, Randomness& ra
 }
 
 OneHead prepare_one_head(const Shell& shell, const WeightsOptions& options, Randomness& random, bool one_row,
-                         std::optional<std::size_t> context_length) {
+                         std::optional<std::size_t> context_length, double square_tensors) {
     OneHead out;
     out.input = prepare_input(
         shell,
-        [&](const InputShape& s) { return walk_cost(s.batch, s.tokens, s.d_in, options.width(), 1, one_row ? 1 : s.tokens); },
+        [&](const InputShape& s) {
+            return walk_cost(s.batch, s.tokens, s.d_in, options.width(), 1, one_row ? 1 : s.tokens, square_tensors);
+        },
         context_length);
     out.weights = make_weights(options, {out.input.dim(), default_d_out, 1, HeadLayout::fused, false}, random);
     return out;

@@ -65,6 +65,9 @@ CLI::Validator number_check(const char* name, bool (*ok)(double), const std::str
 enum class InputKind { embeddings, prompt };
 void add_shell_options(CLI::App& sub, Shell& shell, bool walk, InputKind input = InputKind::embeddings);
 
+// "4G", "512M", "100000": --max-memory's bytes (K, M, G, T are powers of 1024).
+double parse_bytes(const std::string& text);
+
 // Refuses a walk whose estimate is over --max-memory or --max-work (UsageError naming the
 // estimate and the option to raise).
 void check_cost(const Shell& shell, const Cost& need);
@@ -147,13 +150,13 @@ private:
 Weights make_weights(const WeightsOptions& options, WeightsShape shape, Randomness& random);
 
 // The input and the one-head weights of scores, softmax, context, causal and dropout:
-// the input read and checked against the budget (one query row, or all), then the
-// weights of `options` for its d_in.
+// the input read and checked against the budget (one query row, or all; `square_tensors`
+// T×T tensors kept at once, see walk_cost), then the weights of `options` for its d_in.
 struct OneHead {
     Embeddings input;
     Weights weights;
 };
 OneHead prepare_one_head(const Shell& shell, const WeightsOptions& options, Randomness& random, bool one_row = false,
-                         std::optional<std::size_t> context_length = std::nullopt);
+                         std::optional<std::size_t> context_length = std::nullopt, double square_tensors = 16.0);
 
 }  // namespace attnwalk::app

@@ -51,12 +51,16 @@ struct Layer {
     }
 };
 
-Layer prepare_layer(const Shell& shell, const LayerOptions& o, bool out_proj, std::size_t d_out) {
+// `cost`: the walk's (default: walk_cost) from the input's shape, the width and the heads.
+using LayerCost = std::function<Cost(const InputShape&, std::size_t width, std::size_t heads)>;
+
+Layer prepare_layer(const Shell& shell, const LayerOptions& o, bool out_proj, std::size_t d_out, const LayerCost& cost = {}) {
     Layer layer;
     layer.default_seed = !o.weights.file && !o.weights.seed;
     Randomness random(layer.default_seed ? default_layer_seed : o.weights.seed, std::nullopt);
     layer.input = prepare_input(shell, [&](const InputShape& s) {
-        return walk_cost(s.batch, s.tokens, s.d_in, o.weights.d_out.value_or(d_out), o.heads, s.tokens);
+        const std::size_t width = o.weights.d_out.value_or(d_out);
+        return cost ? cost(s, width, o.heads) : walk_cost(s.batch, s.tokens, s.d_in, width, o.heads, s.tokens);
     });
     layer.weights = layer_weights(o, layer.input, random, out_proj, d_out);
     return layer;
@@ -101,7 +105,9 @@ void add_kvcache(CLI::App& cli, Shell& shell) {
     sub->callback([&shell, o] {
         shell.headline = {"step*.weights", "max_difference", "cache_bytes"};
         shell.walk = [&shell, o] {
-            const Layer layer = prepare_layer(shell, o->layer, true, default_d_out);
+            const Layer layer = prepare_layer(shell, o->layer, true, default_d_out, [](const InputShape& s, std::size_t width, std::size_t heads) {
+                return kvcache_cost(s.batch, s.tokens, s.d_in, width, heads);
+            });
             KvCacheSpec spec = o->spec;
             spec.context_tokens = o->context.value_or(0);
             spec.bytes_per_value = dtype_bytes(o->dtype);
@@ -164,7 +170,7 @@ void add_flash(CLI::App& cli, Shell& shell) {
             if (o->spec.window && !o->spec.causal)
                 throw UsageError("--window is a sliding window over the tokens before each query: add --causal");
             Randomness random(o->weights.seed, std::nullopt);
-            const OneHead h = prepare_one_head(shell, o->weights, random);
+            const OneHead h = prepare_one_head(shell, o->weights, random, false, std::nullopt, 28.0);  // every block's scores and running sums
             FlashSpec spec = o->spec;
             if (o->explain) spec.explain = parse_cell(*o->explain, h.input.tokens);
             return walk_flash(h.input, h.weights, spec, shell.recording);
@@ -213,7 +219,7 @@ void add_sdpa(CLI::App& cli, Shell& shell) {
         shell.headline = {"attn_bias", "weights", "output"};
         shell.walk = [&shell, o] {
             Randomness random(o->weights.seed, o->dropout_seed);
-            const OneHead h = prepare_one_head(shell, o->weights, random);
+            const OneHead h = prepare_one_head(shell, o->weights, random, false, std::nullopt, 24.0);  // the mask, the bias, both fills
             SdpaSpec spec;
             spec.dropout = random.dropout(o->dropout_p, true);
             spec.queries = o->queries;

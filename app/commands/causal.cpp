@@ -38,7 +38,8 @@ void add_causal(CLI::App& cli, Shell& shell) {
         shell.headline = {"scores_masked", "weights", "max_difference", "weights_dropped", "context"};  // --compact
         shell.walk = [&shell, o] {
             Randomness random(o->weights.seed, o->dropout.seed);
-            const OneHead h = prepare_one_head(shell, o->weights, random, o->query.has_value(), o->context_length);
+            const OneHead h = prepare_one_head(shell, o->weights, random, o->query.has_value(), o->context_length,
+                                                 24.0);  // both ways to mask: scores, mask, masked, weights, renormalised, …
             CausalSpec spec;
             spec.scale = o->scale;
             if (o->query) spec.query = resolve_token(*o->query, h.input.tokens, "--query");

@@ -44,7 +44,7 @@ void add_dropout(CLI::App& cli, Shell& shell) {
                 return walk_dropout_ones(*o->ones, random.dropout(d.p, !d.eval), shell.recording);
             }
             Randomness random(o->weights.seed, d.seed);
-            const OneHead h = prepare_one_head(shell, o->weights, random, false, o->context_length);
+            const OneHead h = prepare_one_head(shell, o->weights, random, false, o->context_length, 20.0);  // and the keep mask, the dropped weights
             DropoutSpec spec;
             spec.scale = o->scale;
             spec.causal = d.causal;

@@ -65,8 +65,9 @@ void add_tokenize(CLI::App& cli, Shell& shell) {
         shell.headline = {"token_ids"};
         shell.walk = [&shell, dir] {
             if (!shell.sentence) throw UsageError("tokenize needs --text \"...\"");
-            check_cost(shell, tokenize_cost(shell.sentence->size()));
-            return walk_tokenize(*load_tokenizer(*dir), *shell.sentence);
+            const auto tokenizer = load_tokenizer(*dir);
+            check_cost(shell, tokenize_cost(shell.sentence->size(), tokenizer.get()));
+            return walk_tokenize(*tokenizer, *shell.sentence);
         };
     });
 }
@@ -110,10 +111,12 @@ std::vector<std::string> model_headline(const ModelSpec& spec) {
 // The prompt's ids (--text through the tokenizer, or --ids), each estimate checked before
 // its work, then the model walk; `tokenizer` (may be null) also names the tokens.
 Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model, const Tokenizer* tokenizer) {
-    if (shell.sentence) check_cost(shell, tokenize_cost(shell.sentence->size()));
+    if (shell.sentence) check_cost(shell, tokenize_cost(shell.sentence->size(), tokenizer));
     const std::vector<std::size_t> ids = shell.sentence ? tokenizer->encode(*shell.sentence) : parse_ids(*o.ids);
     if (ids.empty()) throw UsageError("--text has no tokens");
-    check_cost(shell, model_walk_cost(model, ids.size(), o.spec));
+    Cost walk = model_walk_cost(model, ids.size(), o.spec);
+    if (tokenizer) walk.bytes += tokenizer->memory_bytes();  // held through the walk (it names the tokens)
+    check_cost(shell, walk);
     if (shell.svg) {  // the picture's size, before the walk: the shown layer's weights, or every layer's
         const ModelInfo& info = info_of(*model);
         const bool grid = shell.svg_step == "attention_grid";

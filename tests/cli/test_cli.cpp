@@ -1,5 +1,6 @@
 // The real binary: the textbook's printed numbers, the JSON contract, bad input.
 #include <optional>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -981,5 +982,99 @@ TEST_SUITE("cli.classroom_more") {
         CHECK(r.out.find("nn.Linear.weight, [out, in]") != std::string::npos);
         CHECK(r.out.find("tensor([[ 0.3161,  0.4568,  0.5118],\n        [-0.1683, -0.3379, -0.0918]])") != std::string::npos);
         CHECK(test::run("context --seed 123 --init rand --format torch --steps W_query").out.find("nn.Linear") == std::string::npos);
+    }
+}
+
+// The memory a command says it needs against what it uses: each command gets the budget it
+// asks for (its estimate, from its own refusal at a tiny --max-memory) and must stay within
+// it. Peaks are the child's maximum resident set (wait4), not timing: deterministic enough.
+// Under AddressSanitizer every allocation carries a shadow, so there the numbers mean nothing.
+namespace {
+
+// The peak resident set of one command line (the binary's arguments) in bytes, and its
+// exit code, measured by tests/cli/peak_rss.cpp (see there why not from this process).
+std::pair<double, int> peak_of(const std::string& args) {
+    const auto r = test::run_shell("'" ATTNWALK_PEAK_RSS "' " + test::binary() + " " + args);
+    REQUIRE(r.exit_code == 0);
+    std::istringstream in(r.out);
+    double kib = 0.0;
+    int code = -1;
+    in >> kib >> code;
+    return {kib * 1024.0, code};
+}
+
+// The budget a command accepts: its estimate, read from the refusal at a smaller one (a
+// walkthrough part asks for its share: times the parts).
+double accepted_budget(const std::string& args) {
+    double budget = 1024.0;
+    for (int round = 0; round < 20; ++round) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.0f", budget);
+        const auto r = test::run(args + " --max-memory " + text);
+        if (r.exit_code == 0) return budget;
+        const auto at = r.err.find("would need about ");
+        if (at == std::string::npos) {  // reading the input file comes first: twice its size
+            REQUIRE_MESSAGE(r.err.find("--max-memory") != std::string::npos, args << ": " << r.err);
+            budget *= 2.0;
+            continue;
+        }
+        std::istringstream in(r.err.substr(at + 17));
+        double value = 0.0;
+        std::string unit;
+        in >> value >> unit;
+        const double scale = unit == "KiB" ? 1024.0 : unit == "MiB" ? 1048576.0 : unit == "GiB" ? 1073741824.0 : 1.0;
+        const auto share = r.err.find("each may use 1/");
+        const double parts = share == std::string::npos ? 1.0 : std::stod(r.err.substr(share + 15));
+        budget = std::max(budget * 1.01, value * scale * parts * 1.01 + 1024.0);  // the estimate, rounded up
+    }
+    FAIL(args << ": no budget accepted");
+    return 0.0;
+}
+
+}  // namespace
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool sanitized = true;
+#else
+constexpr bool sanitized = false;
+#endif
+
+TEST_SUITE("cli.memory") {
+    TEST_CASE("cli.memory_estimates_cover_the_measured_peak" * doctest::skip(sanitized)) {
+        std::string text = R"({"tokens": [)", rows;
+        for (int t = 0; t < 600; ++t) {
+            text += std::string(t ? "," : "") + "\"t" + std::to_string(t) + "\"";
+            rows += std::string(t ? "," : "") + "[";
+            for (int c = 0; c < 16; ++c) rows += std::string(c ? "," : "") + std::to_string(((t * 7 + c * 3) % 11) / 10.0 - 0.5);
+            rows += "]";
+        }
+        const std::string in = "-i '" + test::temp_file(text + R"(], "embeddings": [)" + rows + "]}") + "' ";
+        const std::string tiny_qwen3 = test::source_path("tests/data/models/tiny_qwen3");
+        // the process alone: the binary and its libraries, OpenBLAS loaded (a product of 64³), no tensor to speak of
+        std::string small = R"({"tokens": [)", small_rows;
+        for (int t = 0; t < 64; ++t) {
+            small += std::string(t ? "," : "") + "\"s" + std::to_string(t) + "\"";
+            small_rows += std::string(t ? "," : "") + "[" + std::string(63 * 2, ' ');
+            for (int c = 0; c < 64; ++c) small_rows += std::string(c ? "," : "") + std::to_string((t + c) % 5);
+            small_rows += "]";
+        }
+        const std::string blas = "mha -i '" + test::temp_file(small + R"(], "embeddings": [)" + small_rows + "]}") + "' --heads 1 --d-out 64 --json";
+        REQUIRE(test::run(blas + " --timing").out.find("OpenBLAS") != std::string::npos);
+        const double baseline = std::max(peak_of("params").first, peak_of(blas).first);
+        for (const std::string& args :
+             {"scores " + in, "softmax " + in, "context " + in, "causal " + in, "dropout " + in + "--dropout 0.5", std::string("dropout --ones 600 --dropout 0.5"),
+              "mha " + in + "--heads 4 --d-out 64", "mha " + in + "--heads 4 --d-out 64 --variant wrapper --dropout 0.1",
+              "mha " + in + "--heads 4 --d-out 64 --summary", "kvcache " + in + "--heads 4 --d-out 64", "rope " + in + "--heads 4 --d-out 64",
+              "flash " + in + "--block 1", "flash " + in, "sdpa " + in + "--is-causal", "walkthrough " + in, "walkthrough --beyond " + in,
+              "model --model '" + tiny_qwen3 + "' --ids 1,2,3,4,5,6,7,8 --view --generate 4", std::string("tokenize --text 'Hello world is'")}) {
+            CAPTURE(args);
+            const double budget = accepted_budget(args + " --json");
+            char text_budget[32];
+            std::snprintf(text_budget, sizeof text_budget, "%.0f", budget);
+            const auto [peak, code] = peak_of(args + " --json --max-memory " + text_budget);
+            REQUIRE(code == 0);
+            INFO("estimate " << budget / 1e6 << " MB, peak " << peak / 1e6 << " MB, of which the process alone " << baseline / 1e6 << " MB");
+            CHECK(peak - baseline <= budget);
+        }
     }
 }

@@ -280,6 +280,15 @@ std::shared_ptr<const Bpe> Bpe::load(const std::string& dir) {
     return b;
 }
 
+double Bpe::memory_bytes() const {
+    const auto keyed = [](const auto& entry) { return string_bytes(entry.first); };
+    double bytes = hash_map_bytes(encoder_, keyed) + hash_map_bytes(symbol_ids_, keyed) +
+                   hash_map_bytes(merges_, [](const auto&) { return 0.0; });
+    for (const std::string& p : pieces_) bytes += string_bytes(p);
+    for (const std::string& p : symbols_) bytes += string_bytes(p);
+    return bytes;
+}
+
 std::vector<std::string> Bpe::bpe(const std::string& piece) const {
     std::vector<std::string> chars;  // its characters (each a UTF-8 string)
     std::vector<std::size_t> word;   // as symbols; one no merge names gets a number of its own

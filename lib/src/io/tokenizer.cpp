@@ -1,10 +1,12 @@
-// A build without PCRE2 and utf8proc (ATTNWALK_TOKENIZER_JSON=OFF, the aarch64 cross build)
+// What every tokenizer shares (its tables' bytes, for the estimates). A build without PCRE2 and utf8proc (ATTNWALK_TOKENIZER_JSON=OFF, the aarch64 cross build)
 // reads no tokenizer.json and says so; tokenizer_json.cpp is the reader.
 #include "attnwalk/io/tokenizer.hpp"
 
 #include "attnwalk/errors.hpp"
 
 namespace attnwalk {
+
+double string_bytes(const std::string& s) { return 32.0 + (s.size() > 15 ? static_cast<double>(s.size()) + 1.0 + 16.0 : 0.0); }
 
 #ifndef ATTNWALK_TOKENIZER_JSON
 std::shared_ptr<const Tokenizer> load_tokenizer_json(const std::string& path) {

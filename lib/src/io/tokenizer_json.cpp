@@ -345,6 +345,15 @@ private:
     }
 
 
+public:
+    double memory_bytes() const override {
+        double bytes = hash_map_bytes(vocab_, [](const auto& entry) { return string_bytes(entry.first); }) +
+                       hash_map_bytes(merges_, [](const auto&) { return 0.0; });
+        for (const std::string& p : pieces_) bytes += string_bytes(p);
+        return bytes;
+    }
+
+private:
     std::string file_, description_;
     std::unordered_map<std::string, std::size_t> vocab_;
     std::vector<std::string> pieces_;  // id -> token text

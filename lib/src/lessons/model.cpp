@@ -8,6 +8,7 @@
 #include <xtensor/xview.hpp>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/io/tokenizer.hpp"
 #include "attnwalk/lessons/recorder.hpp"
 #include "attnwalk/model/decoder.hpp"
 #include "attnwalk/ops/sampling.hpp"
@@ -404,9 +405,10 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec) {
     return cost;
 }
 
-Cost tokenize_cost(std::size_t n) {
+Cost tokenize_cost(std::size_t n, const Tokenizer* tokenizer) {
     const double b = static_cast<double>(n);
-    return {256.0 * b, 64.0 * b * (1.0 + std::log2(b + 1.0))};  // the pieces, symbols and heap; the merges
+    // the pieces, symbols and heap, and the tokenizer's tables; the merges
+    return {256.0 * b + (tokenizer ? tokenizer->memory_bytes() : 0.0), 64.0 * b * (1.0 + std::log2(b + 1.0))};
 }
 
 Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const std::vector<std::string>& tokens, const ModelSpec& spec,

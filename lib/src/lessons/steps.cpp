@@ -21,13 +21,27 @@ std::string format_number(double value) {
 }
 
 Cost walk_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
-               std::size_t rows) {
-    return forward_cost(batch, tokens, d_in, width, heads, rows);
+               std::size_t rows, double square_tensors) {
+    Cost c = forward_cost(batch, tokens, d_in, width, heads, rows);  // counts 16 such tensors
+    const double square = static_cast<double>(batch) * static_cast<double>(heads) * static_cast<double>(rows) * static_cast<double>(tokens);
+    if (square_tensors > 16.0) c.bytes += 4.0 * (square_tensors - 16.0) * square;
+    return c;
+}
+
+Cost kvcache_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads) {
+    Cost c = walk_cost(batch, tokens, d_in, width, heads, tokens);
+    const double B = static_cast<double>(batch), T = static_cast<double>(tokens), w = static_cast<double>(width),
+                 H = static_cast<double>(heads);
+    // every step's key and value caches (width·T² floats in all) and its scores, weights and
+    // row sums (3·H·T²/2), as the trace keeps them; half again for their copies on the way
+    c.bytes += 1.5 * 4.0 * B * (w * T * T + 1.5 * H * T * T);
+    c.work += B * T * T * w;  // each step's query against the cache, and its weights times the values
+    return c;
 }
 
 Cost dropout_ones_cost(std::size_t n) {
     const double N = static_cast<double>(n);
-    return {4.0 * 4.0 * N * N, 2.0 * N * N};  // ones, keep, weights and their copies in the trace; a draw per element
+    return {8.0 * 4.0 * N * N, 2.0 * N * N};  // ones, keep, weights and their copies in the trace; a draw per element
 }
 
 bool mha_blocked(HeadLayout layout, const MhaSpec& spec, const Recording& rec) {

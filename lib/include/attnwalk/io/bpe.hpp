@@ -28,6 +28,7 @@ public:
     std::size_t vocab_size() const override { return pieces_.size(); }
     std::vector<std::string> pieces(const std::string& text) const override;  // <|endoftext|> whole, the rest pretokenized
     std::string describe() const override;
+    double memory_bytes() const override;
     // GPT-2's pre-tokenisation of `text` (for display and tests).
     static std::vector<std::string> pretokenize(const std::string& text);
 

@@ -24,7 +24,20 @@ public:
     virtual std::vector<std::string> pieces(const std::string& text) const = 0;
     // What it is and what it does to a text, one sentence (the tokenize lesson's note).
     virtual std::string describe() const = 0;
+    // About how many bytes its tables hold (vocabulary, merges), for the memory estimates.
+    virtual double memory_bytes() const = 0;
 };
+
+// The bytes of a table's entries, as the estimates count them: a string takes its object
+// and, past the short-string buffer, its characters; a hash map's node adds a link, a
+// cached hash and the allocator's header, and each bucket a pointer.
+double string_bytes(const std::string& s);
+template <class Map, class KeyBytes>
+double hash_map_bytes(const Map& map, KeyBytes key_bytes) {
+    double bytes = 8.0 * static_cast<double>(map.bucket_count());
+    for (const auto& entry : map) bytes += key_bytes(entry) + sizeof entry + 32.0;
+    return bytes;
+}
 
 // A Hugging Face tokenizer.json of model type BPE with the normalizers, pre-tokenizers,
 // post-processors and decoders today's models use. An unsupported component is an

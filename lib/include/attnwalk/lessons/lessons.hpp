@@ -137,8 +137,13 @@ Trace walk_params(const ParamsSpec& spec);
 // What a walk will cost (Cost: ops/shapes.hpp), from the shapes alone.
 // `rows` query rows of a B×T×d_in input with `heads` heads of total width `width`
 // (d_in without weights).
+// `square_tensors`: how many heads×rows×T tensors the walk keeps at once, the forward's
+// and the trace's together (16 for most walks; causal's two masks and flash's blocks keep more).
 Cost walk_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
-               std::size_t rows);
+               std::size_t rows, double square_tensors = 16.0);
+// The cost of walk_kvcache: the whole-sequence walk, and every step's caches and new row
+// of attention, which its trace keeps (Σ_t 2·t·width floats: width·T² in all).
+Cost kvcache_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads);
 // The cost of walk_dropout_ones(n).
 Cost dropout_ones_cost(std::size_t n);
 // Whether walk_mha takes the blocked path: a summary of fused heads without a dropout
@@ -178,8 +183,9 @@ Trace walk_tokenize(const Tokenizer& tokenizer, const std::string& text);
 // products, the attention of every layer, the layer(s) shown in full, the view, the
 // logits, and generation with the cache and the recomputation that checks it.
 Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec);
-// The same for the tokenizer on a text of n bytes (the merges take n log n).
-Cost tokenize_cost(std::size_t n);
+// The same for the tokenizer on a text of n bytes (the merges take n log n), its tables
+// included.
+Cost tokenize_cost(std::size_t n, const Tokenizer* tokenizer);
 
 // The model on token ids (`tokens`: their text, for labels): the embeddings, every layer
 // (the one shown in full with mha's ids), the next token's candidates, and generation.

@@ -2,6 +2,7 @@
 // (one in full, the others as summaries) and the most likely next tokens.
 #include <memory>
 
+#include <cmath>
 #include <filesystem>
 
 #include "attnwalk/io/bpe.hpp"
@@ -97,7 +98,7 @@ void add_model_options(CLI::App& sub, ModelOptions& o) {
         ->check(whole_number(1));
     sub.add_option("--top-k", o.spec.top_k, "Next-token candidates shown")->check(whole_number(1))->capture_default_str();
     sub.add_option("--temperature", o.spec.temperature, "Divide the logits by T before the softmax")
-        ->check(number_check("T", [](double v) { return v > 0.0 && v < 1e30; }, "must be a positive number"))
+        ->check(number_check("T", [](double v) { return v > 0.0 && std::isfinite(v); }, "must be a positive number"))
         ->capture_default_str();
     sub.add_option("--top-p", o.spec.top_p, "Nucleus sampling: the smallest set of tokens with probability ≥ P")
         ->check(number_check("P", [](double v) { return v > 0.0 && v <= 1.0; }, "must be in (0, 1]"));

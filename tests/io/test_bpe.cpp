@@ -60,6 +60,9 @@ TEST_SUITE("bpe") {
         CHECK_THROWS_WITH_AS(Bpe::load(dir), doctest::Contains("line 2: expected two symbols"), InputError);
         std::ofstream(dir + "/encoder.json") << R"({"a": 0, "b": x})";
         CHECK_THROWS_WITH_AS(Bpe::load(dir), doctest::Contains("expected a token id"), InputError);
+        std::ofstream(dir + "/encoder.json") << R"({"a": 0, "b": 1})";
+        std::ofstream(dir + "/vocab.bpe") << "#version: 0.2\na b\n\xff \xfe\n";
+        CHECK_THROWS_WITH_AS(Bpe::load(dir), doctest::Contains("line 3: not UTF-8 text"), InputError);
         CHECK_THROWS_AS(Bpe::load("/nonexistent"), InputError);
     }
 }

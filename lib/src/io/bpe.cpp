@@ -241,7 +241,7 @@ private:
 std::shared_ptr<const Bpe> Bpe::load(const std::string& dir) {
     auto b = std::make_shared<Bpe>();
     const std::string enc_path = dir + "/encoder.json", bpe_path = dir + "/vocab.bpe";
-    const auto members = EncoderReader(read_text_file(enc_path), enc_path).members();
+    const auto members = EncoderReader(read_text_file(enc_path, true), enc_path).members();
     if (members.empty()) throw InputError(enc_path, "$", "no tokens");
     b->pieces_.resize(members.size());
     std::vector<bool> seen(members.size(), false);
@@ -254,7 +254,7 @@ std::shared_ptr<const Bpe> Bpe::load(const std::string& dir) {
         seen[id] = true;
         b->pieces_[id] = piece;
     }
-    const std::string merges = read_text_file(bpe_path);
+    const std::string merges = read_text_file(bpe_path, true);
     b->merges_.reserve(50000);
     const auto symbol = [&](const std::string& text) {
         const auto [it, added] = b->symbol_ids_.emplace(text, b->symbols_.size());
@@ -270,6 +270,7 @@ std::shared_ptr<const Bpe> Bpe::load(const std::string& dir) {
         ++number;
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if ((number == 1 && line.rfind("#version", 0) == 0) || line.empty()) continue;
+        if (!json_input::valid_utf8(line)) throw InputError(bpe_path, "line " + std::to_string(number), "not UTF-8 text");
         const auto space = line.find(' ');
         if (space == std::string::npos || space == 0 || space + 1 >= line.size() || line.find(' ', space + 1) != std::string::npos)
             throw InputError(bpe_path, "line " + std::to_string(number), "expected two symbols separated by one space");

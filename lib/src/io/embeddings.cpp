@@ -36,9 +36,10 @@ const char* const builtin_json_text = R"({
 
 std::string source_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 
-std::string read_text_file(const std::string& path) {
+std::string read_text_file(const std::string& path, bool regular_only) {
     const std::string name = source_name(path);
-    const int fd = path == "-" ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // a FIFO with no writer must not block the open when only a regular file will do
+    const int fd = path == "-" ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (regular_only ? O_NONBLOCK : 0));
     if (fd < 0) throw InputError(path, "", std::string("cannot open file: ") + std::strerror(errno));
     struct Closer {
         int fd;
@@ -49,6 +50,7 @@ std::string read_text_file(const std::string& path) {
     struct stat st {};
     if (::fstat(fd, &st) != 0) throw InputError(name, "", std::string("cannot read: ") + std::strerror(errno));
     if (S_ISDIR(st.st_mode)) throw InputError(name, "", "cannot read: it is a directory");
+    if (regular_only && !S_ISREG(st.st_mode)) throw InputError(name, "", "not a regular file");
     const std::string too_large = "larger than " + std::to_string(max_input_bytes >> 20) + " MiB: attnwalk reads input files up to that size";
     std::string text;
     if (S_ISREG(st.st_mode)) {  // the size is known: refuse before reading, read in one allocation

@@ -187,25 +187,7 @@ private:
         return code;
     }
     // The length of a valid UTF-8 sequence at p_, or 0.
-    std::size_t utf8_length() const {
-        const auto* s = reinterpret_cast<const unsigned char*>(p_);
-        const std::size_t left = static_cast<std::size_t>(end_ - p_);
-        const auto cont = [&](std::size_t i) { return i < left && (s[i] & 0xC0) == 0x80; };
-        if (s[0] >= 0xC2 && s[0] <= 0xDF) return cont(1) ? 2 : 0;
-        if (s[0] >= 0xE0 && s[0] <= 0xEF) {
-            if (!cont(1) || !cont(2)) return 0;
-            if (s[0] == 0xE0 && s[1] < 0xA0) return 0;  // overlong
-            if (s[0] == 0xED && s[1] >= 0xA0) return 0;  // surrogates
-            return 3;
-        }
-        if (s[0] >= 0xF0 && s[0] <= 0xF4) {
-            if (!cont(1) || !cont(2) || !cont(3)) return 0;
-            if (s[0] == 0xF0 && s[1] < 0x90) return 0;
-            if (s[0] == 0xF4 && s[1] >= 0x90) return 0;
-            return 4;
-        }
-        return 0;
-    }
+    std::size_t utf8_length() const { return utf8_sequence_length(p_, end_); }
     // A string; `out` null skips it.
     void string(std::string* out) {
         if (p_ == end_ || *p_ != '"') expected("a string");
@@ -454,6 +436,42 @@ Value parse(const std::string& text, const std::string& file, const std::vector<
 
 Value parse_plain(const std::string& text, const std::string& file) {
     return Parser(text, file, false).document(nullptr);
+}
+
+std::size_t utf8_sequence_length(const char* p, const char* end) {
+    const auto* s = reinterpret_cast<const unsigned char*>(p);
+    const std::size_t left = static_cast<std::size_t>(end - p);
+    const auto cont = [&](std::size_t i) { return i < left && (s[i] & 0xC0) == 0x80; };
+    if (left == 0) return 0;
+    if (s[0] >= 0xC2 && s[0] <= 0xDF) return cont(1) ? 2 : 0;
+    if (s[0] >= 0xE0 && s[0] <= 0xEF) {
+        if (!cont(1) || !cont(2)) return 0;
+        if (s[0] == 0xE0 && s[1] < 0xA0) return 0;  // overlong
+        if (s[0] == 0xED && s[1] >= 0xA0) return 0;  // surrogates
+        return 3;
+    }
+    if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+        if (!cont(1) || !cont(2) || !cont(3)) return 0;
+        if (s[0] == 0xF0 && s[1] < 0x90) return 0;  // overlong
+        if (s[0] == 0xF4 && s[1] >= 0x90) return 0;  // above U+10FFFF
+        return 4;
+    }
+    return 0;
+}
+
+bool valid_utf8(const std::string& text) {
+    const char* p = text.data();
+    const char* end = p + text.size();
+    while (p < end) {
+        if (static_cast<unsigned char>(*p) < 0x80) {
+            ++p;
+            continue;
+        }
+        const std::size_t n = utf8_sequence_length(p, end);
+        if (n == 0) return false;
+        p += n;
+    }
+    return true;
 }
 
 std::string type_name(const Value& value) {

@@ -614,7 +614,7 @@ JsonTokenizer::JsonTokenizer(const std::string& file, const Value& doc) : file_(
 }  // namespace
 
 std::shared_ptr<const Tokenizer> load_tokenizer_json(const std::string& path) {
-    return std::make_shared<const JsonTokenizer>(path, json_input::parse_plain(read_text_file(path), path));
+    return std::make_shared<const JsonTokenizer>(path, json_input::parse_plain(read_text_file(path, true), path));
 }
 
 }  // namespace attnwalk

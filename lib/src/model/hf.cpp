@@ -130,7 +130,7 @@ Files open_weights(const fs::path& dir, std::string& described) {
     if (!fs::exists(index))
         throw InputError(dir.string(), "", "no model.safetensors or model.safetensors.index.json in the folder (a Hugging Face model folder holds one)");
     const std::string file = index.string();
-    const Value doc = json_input::parse_plain(read_text_file(file), file);
+    const Value doc = json_input::parse_plain(read_text_file(file, true), file);
     const Value* map = doc.is_object() ? doc.find("weight_map") : nullptr;
     if (!map || !map->is_object()) throw InputError(file, "$.weight_map", "expected {\"tensor name\": \"shard file\", ...}");
     std::map<std::string, std::shared_ptr<const SafeTensors>> shards;
@@ -341,7 +341,7 @@ Model load_hf_decoder(const fs::path& dir, Config& cfg, const std::string& famil
 std::vector<std::size_t> end_ids(const fs::path& dir, std::size_t vocab) {
     const fs::path file = dir / "generation_config.json";
     if (!fs::exists(file)) return {};
-    const Value doc = json_input::parse_plain(read_text_file(file.string()), file.string());
+    const Value doc = json_input::parse_plain(read_text_file(file.string(), true), file.string());
     const Value* eos = doc.is_object() ? doc.find("eos_token_id") : nullptr;
     std::vector<std::size_t> ids;
     if (!eos || eos->type == Value::Type::null) return ids;
@@ -365,7 +365,7 @@ Model load_model(const std::string& path) {
     }
     const std::string config_file = (dir / "config.json").string();
     if (!fs::exists(dir / "config.json")) throw InputError(path, "", "no config.json in the folder: a Hugging Face model folder has one");
-    Config cfg(config_file, json_input::parse_plain(read_text_file(config_file), config_file));
+    Config cfg(config_file, json_input::parse_plain(read_text_file(config_file, true), config_file));
     const std::string family = cfg.text("model_type");
     cfg.get("architectures");
     if (family == "gpt2") {

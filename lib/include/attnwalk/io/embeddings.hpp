@@ -41,8 +41,10 @@ Embeddings stack_batch(const Embeddings& input, std::size_t n);
 
 // How a path is named in messages and params: "<stdin>" for "-", else the path.
 std::string source_name(const std::string& path);
-// Reads a whole file ("-" = stdin). Throws InputError naming the file.
-std::string read_text_file(const std::string& path);
+// Reads a whole file ("-" = stdin; a pipe, as `-i <(…)` gives, is read to its end).
+// `regular_only`: a file of a model folder or a tokenizer, which must be a regular file
+// (a FIFO is refused without waiting for a writer). Throws InputError naming the file.
+std::string read_text_file(const std::string& path, bool regular_only = false);
 
 // An attention mask (queries × keys) from its JSON text: [[1, 0, ...], ...], true/false
 // read as 1/0; `is_bool`: every value 0 or 1. `name` names it in errors (InputError).

@@ -43,6 +43,12 @@ Value parse_plain(const std::string& text, const std::string& file);
 // "null", "a boolean", "a number", "a string", "an array", "an object".
 std::string type_name(const Value& value);
 
+// The length of the valid UTF-8 sequence of 2 to 4 bytes at p (before end), as the
+// standard defines it (no overlong forms, no surrogates, nothing above U+10FFFF), or 0.
+std::size_t utf8_sequence_length(const char* p, const char* end);
+// Whether `text` is valid UTF-8 throughout.
+bool valid_utf8(const std::string& text);
+
 // The value as a tensor of any rank ≥ 1 (checked while parsing); any other value is an
 // InputError at `path` saying why it is not one.
 const Tensor& tensor_of(const Value& value, const std::string& file, const std::string& path);

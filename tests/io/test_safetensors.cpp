@@ -123,6 +123,7 @@ TEST_SUITE("safetensors") {
              "duplicate"},
             {file_of(R"({"a": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}})", f32({1, 2})), "expected a whole number"},
             {file_of(R"({"a": {"dtype": "F32", "shape": [2.5], "data_offsets": [0, 8]}})", f32({1, 2})), "expected a whole number"},
+            {file_of(R"({"a": {"dtype": "F32", "shape": [1e300], "data_offsets": [0, 8]}})", f32({1, 2})), "expected a whole number ≥ 0, got 1e+300"},
             {file_of(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0]}})", f32({1, 2})), "expected [begin, end]"},
             {file_of(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8], "extra": 1}})", f32({1, 2})), "extra"},
             {file_of(R"({"a": {"dtype": "I64", "shape": [1], "data_offsets": [0, 8]}})", f32({1, 2})), "dtype I64 cannot be read as float32"},

@@ -459,6 +459,17 @@ std::size_t utf8_sequence_length(const char* p, const char* end) {
     return 0;
 }
 
+std::string number_text(double value) {
+    if (!std::isfinite(value)) return value != value ? "nan" : value > 0 ? "inf" : "-inf";
+    if (value == std::floor(value) && std::fabs(value) < 1e15) return std::to_string(static_cast<long long>(value));
+    for (int precision = 1;; ++precision) {
+        std::ostringstream out;
+        out.precision(precision);
+        out << value;
+        if (precision >= 17 || std::stod(out.str()) == value) return out.str();
+    }
+}
+
 bool valid_utf8(const std::string& text) {
     const char* p = text.data();
     const char* end = p + text.size();

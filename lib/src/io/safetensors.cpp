@@ -32,7 +32,7 @@ std::size_t dtype_size(const std::string& dtype) {
 std::size_t whole(const json_input::Value& v, const std::string& file, const std::string& path) {
     if (v.type != json_input::Value::Type::number || !(v.number >= 0.0) || v.number != std::floor(v.number) || v.number > 9.0e15)
         throw InputError(file, path, "expected a whole number ≥ 0, got " + (v.type == json_input::Value::Type::number
-                                                                               ? std::to_string(v.number)
+                                                                               ? json_input::number_text(v.number)
                                                                                : json_input::type_name(v)));
     return static_cast<std::size_t>(v.number);
 }

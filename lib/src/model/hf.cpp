@@ -39,14 +39,7 @@ std::string value_text(const Value& v) {
     switch (v.type) {
         case Value::Type::null: return "null";
         case Value::Type::boolean: return v.boolean ? "true" : "false";
-        case Value::Type::number:  // a whole number as one, else the shortest text that reads back to the same number
-            if (v.number == std::floor(v.number) && std::fabs(v.number) < 1e15) return std::to_string(static_cast<long long>(v.number));
-            for (int precision = 1;; ++precision) {
-                std::ostringstream out;
-                out.precision(precision);
-                out << v.number;
-                if (precision >= 17 || std::stod(out.str()) == v.number) return out.str();
-            }
+        case Value::Type::number: return json_input::number_text(v.number);
         case Value::Type::string: return v.string;
         case Value::Type::array: {
             std::string out = "[";

@@ -46,6 +46,9 @@ std::string type_name(const Value& value);
 // The length of the valid UTF-8 sequence of 2 to 4 bytes at p (before end), as the
 // standard defines it (no overlong forms, no surrogates, nothing above U+10FFFF), or 0.
 std::size_t utf8_sequence_length(const char* p, const char* end);
+// A number as its shortest text: a whole number below 10^15 as digits, else the fewest
+// significant digits that read back to it ("1e+300", not 300 digits).
+std::string number_text(double value);
 // Whether `text` is valid UTF-8 throughout.
 bool valid_utf8(const std::string& text);
 

@@ -276,8 +276,8 @@ Randomness::Randomness(std::optional<std::uint64_t> seed, std::optional<std::uin
     if (seed) gen_.emplace(*seed);
 }
 
-DropoutDraw Randomness::dropout(double p, bool train) {
-    if (dropout_seed_ && (!train || p == 0.0))
+DropoutDraw Randomness::dropout(double p, bool train, bool shows_eval) {
+    if (dropout_seed_ && (train ? p == 0.0 : !shows_eval))  // no dropout step to say so: an error
         throw UsageError(std::string("--dropout-seed seeds the dropout draw, and there is none: ") +
                          (train ? "the rate is 0 (give --dropout P)" : "--eval draws nothing"));
     DropoutDraw d;
@@ -285,6 +285,8 @@ DropoutDraw Randomness::dropout(double p, bool train) {
     d.train = train;
     if (!train || p == 0.0) {  // nothing is drawn
         d.gen = weights_stream();
+        // eval shows the identity: the seed, a follow-up's leftover, is said to do nothing
+        if (dropout_seed_) d.note = "--dropout-seed " + std::to_string(*dropout_seed_) + " has nothing to seed: --eval draws nothing.";
         return d;
     }
     if (dropout_seed_ || !gen_) {

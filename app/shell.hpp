@@ -136,8 +136,10 @@ class Randomness {
 public:
     Randomness(std::optional<std::uint64_t> seed, std::optional<std::uint64_t> dropout_seed);
     Generator* weights_stream() { return gen_ ? &*gen_ : nullptr; }
-    // The draw of dropout rate p (train) or none (eval).
-    DropoutDraw dropout(double p, bool train);
+    // The draw of dropout rate p (train) or none (eval). A --dropout-seed with nothing to
+    // seed is an error, but in eval for a walk that shows eval's dropout (`shows_eval`: the
+    // dropout command), where it becomes the draw's note.
+    DropoutDraw dropout(double p, bool train, bool shows_eval = false);
 
 private:
     std::optional<Generator> gen_;

@@ -41,14 +41,14 @@ void add_dropout(CLI::App& cli, Shell& shell) {
             if (o->ones) {
                 prepare_input(shell, [&](const InputShape&) { return dropout_ones_cost(*o->ones); });  // checks the budget
                 Randomness random(o->weights.seed, d.seed);
-                return walk_dropout_ones(*o->ones, random.dropout(d.p, !d.eval), shell.recording);
+                return walk_dropout_ones(*o->ones, random.dropout(d.p, !d.eval, true), shell.recording);
             }
             Randomness random(o->weights.seed, d.seed);
             const OneHead h = prepare_one_head(shell, o->weights, random, false, o->context_length, 20.0);  // and the keep mask, the dropped weights
             DropoutSpec spec;
             spec.scale = o->scale;
             spec.causal = d.causal;
-            spec.draw = random.dropout(d.p, !d.eval);
+            spec.draw = random.dropout(d.p, !d.eval, true);
             return walk_dropout(h.input, h.weights, spec, shell.recording);
         };
     });

@@ -698,7 +698,7 @@ TEST_SUITE("cli.robustness") {
             {"scores --json --color always", "--json excludes --color"},
             {"dropout --dropout 0 --dropout-seed 1", "there is none"},
             {"mha --dropout-seed 1", "there is none"},
-            {"dropout --eval --dropout-seed 1", "there is none"},
+            {"causal --dropout 0.5 --eval --dropout-seed 1", "there is none"},
             {"walkthrough --step --json", "--json excludes --step"},
             {"dropout --explain 1,2", "--explain is an option of: scores, softmax, context, causal, mha"},
             {"mha --ones 3", "--ones is an option of: dropout"},
@@ -946,6 +946,15 @@ TEST_SUITE("cli.classroom_pictures") {
 }
 
 TEST_SUITE("cli.classroom_more") {
+    TEST_CASE("cli.classroom_follow_up_eval_runs") {
+        // teaching.md: "ask what --eval prints, then run it" on the line that had --dropout-seed
+        const auto r = test::run("dropout --ones 6 --dropout-seed 123 --compact --eval");
+        CHECK(r.exit_code == 0);
+        CHECK(r.out.find("--dropout-seed 123 has nothing to seed: --eval draws") != std::string::npos);
+        const json doc = run_json("dropout --dropout-seed 123 --eval");
+        CHECK(step(doc, "dropout_mask").at("note").get<std::string>().find("has nothing to seed") != std::string::npos);
+    }
+
     TEST_CASE("cli.classroom_causal_query_and_dropout") {
         const json full = run_json("causal --seed 789");
         const json one = run_json("causal --seed 789 --query journey");

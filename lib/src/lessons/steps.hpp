@@ -104,7 +104,7 @@ void record_dropout(Recorder& rec, const DropoutDraw& draw, const xt::xtensor<fl
                     const xt::xtensor<float, N>& keep, float scale, const xt::xtensor<float, N>& dropped) {
     if (!draw.train) {
         rec.add("dropout_mask", "Dropout mask in eval mode: everything is kept", "keep = 1", keep, tokens_tokens)
-            .note = "nn.Dropout is the identity at inference (model.eval()): no random draw, no scaling.";
+            .note = "nn.Dropout is the identity at inference (model.eval()): no random draw, no scaling." + (draw.note.empty() ? "" : " " + draw.note);
         rec.add_with_row_sums("weights_dropped", "Weights after dropout (eval): unchanged", "A", weights, tokens_tokens);
         return;
     }

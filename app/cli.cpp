@@ -15,6 +15,7 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -147,6 +148,69 @@ std::string hint(CLI::App& cli, int argc, const char* const* argv) {
     return out;
 }
 
+// Edits (insert, delete, replace, swap two neighbours) from a to b.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i)
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    return d[a.size()][b.size()];
+}
+
+// The closest of `names` to `typed` if it is near enough to be a typo (a third of its letters).
+std::string closest(const std::string& typed, const std::vector<std::string>& names) {
+    std::string best;
+    std::size_t best_distance = std::max<std::size_t>(1, typed.size() / 3) + 1;
+    for (const std::string& n : names) {
+        const std::size_t d = edit_distance(typed, n);
+        if (d < best_distance) {
+            best_distance = d;
+            best = n;
+        }
+    }
+    return best;
+}
+
+// What a person meant, for the two mistakes CLI11 words for a parser: an unknown command
+// ("A subcommand is required") and an unknown option ("The following arguments were not
+// expected"). Empty when it is neither.
+std::string typo_message(CLI::App& cli, int argc, const char* const* argv) {
+    CLI::App* chosen = nullptr;
+    for (CLI::App* sub : cli.get_subcommands({}))
+        if (sub->parsed()) chosen = sub;
+    if (!chosen) {
+        if (argc < 2 || argv[1][0] == '-') return "";
+        std::vector<std::string> commands;
+        for (CLI::App* sub : cli.get_subcommands({})) commands.push_back(sub->get_name());
+        const std::string typed = argv[1], guess = closest(typed, commands);
+        std::string all;
+        for (const std::string& c : commands) all += (all.empty() ? "" : ", ") + c;
+        return "unknown command '" + printable(typed) + "'" + (guess.empty() ? "; the commands are: " + all : "; did you mean '" + guess + "'?");
+    }
+    for (int i = 2; i < argc; ++i) {
+        std::string name = argv[i];
+        if (name.rfind("--", 0) != 0 || name.size() < 3) continue;
+        name = name.substr(0, name.find('='));
+        if (chosen->get_option_no_throw(name)) continue;
+        std::vector<std::string> own;
+        for (const CLI::Option* o : chosen->get_options())
+            for (const std::string& l : o->get_lnames()) own.push_back("--" + l);
+        const std::string guess = closest(name, own);
+        std::string owners;  // the commands that have it as it is typed
+        for (CLI::App* sub : cli.get_subcommands({}))
+            if (sub != chosen && sub->get_option_no_throw(name)) owners += (owners.empty() ? "" : ", ") + sub->get_name();
+        std::string message = "unknown option " + printable(name) + " for " + chosen->get_name();
+        if (!owners.empty()) message += " (it is an option of: " + owners + ")";
+        else if (!guess.empty()) message += "; did you mean " + guess + "?";
+        return message;
+    }
+    return "";
+}
+
 NonFinite non_finite_of(const Shell& s) {
     return s.json_nonfinite == "null" ? NonFinite::null : s.json_nonfinite == "literal" ? NonFinite::literal : NonFinite::string;
 }
@@ -232,8 +296,15 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
             }
             return code;
         }
-        err << "attnwalk: error: " << printable(e.what()) << why(e.what()) << hint(cli, argc, argv)
-            << "\nRun 'attnwalk --help' (or 'attnwalk COMMAND --help') for the options.\n";
+        const std::string what = e.what();
+        const bool unknown = what.find("A subcommand is required") != std::string::npos ||
+                             what.find("The following argument") != std::string::npos;
+        const std::string typo = unknown ? typo_message(cli, argc, argv) : "";
+        if (!typo.empty())
+            err << "attnwalk: error: " << typo;
+        else
+            err << "attnwalk: error: " << printable(what) << why(what) << hint(cli, argc, argv);
+        err << "\nRun 'attnwalk --help' (or 'attnwalk COMMAND --help') for the options.\n";
         return 2;
     }
     try {

@@ -700,8 +700,12 @@ TEST_SUITE("cli.robustness") {
             {"mha --dropout-seed 1", "there is none"},
             {"causal --dropout 0.5 --eval --dropout-seed 1", "there is none"},
             {"walkthrough --step --json", "--json excludes --step"},
-            {"dropout --explain 1,2", "--explain is an option of: scores, softmax, context, causal, mha"},
-            {"mha --ones 3", "--ones is an option of: dropout"},
+            {"dropout --explain 1,2", "unknown option --explain for dropout (it is an option of: scores, softmax, context, causal, mha"},
+            {"mha --ones 3", "unknown option --ones for mha (it is an option of: dropout)"},
+            {"softmx", "unknown command 'softmx'; did you mean 'softmax'?"},
+            {"xyzzy", "unknown command 'xyzzy'; the commands are: walkthrough, scores"},
+            {"softmax --quary journey", "unknown option --quary for softmax; did you mean --query?"},
+            {"mha --kv-head 2", "unknown option --kv-head for mha; did you mean --kv-heads?"},
         };
         for (const auto& [args, message] : bad) {
             const auto r = test::run(args);

@@ -218,7 +218,7 @@ TEST_SUITE("cli.beyond") {
             {"gpt2 --model " + hf + " --heads 4 --ids 1 --layer 2", 2, "layer 2 is out of range: the model has 2 layers"},
             {"gpt2 --model " + hf + " --heads 4 --ids 1,x", 2, "--ids: 'x' is not a token id"},
             {"gpt2 --model " + hf + " --heads 4 --ids 1 -i data/your_journey.json", 2, "not expected: data/your_journey.json -i"},
-            {"gpt2 --model " + hf + " --heads 4 --ids 1 --batch 2", 2, "not expected: 2 --batch"},
+            {"gpt2 --model " + hf + " --heads 4 --ids 1 --batch 2", 2, "unknown option --batch for gpt2 (it is an option of: "},
             {"model --ids 1", 2, "--model is required"},
             {"gpt2 --model " + hf + " --heads 4 --ids 1,2,3 --max-memory 1K", 2, "more than --max-memory 1 KiB"},
             {"gpt2 --model " + hf + " --heads 4 --ids 1,2,3 --max-work 1000", 2, "multiply-adds, more than --max-work 1000"},

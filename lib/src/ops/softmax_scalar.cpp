@@ -9,8 +9,12 @@ namespace attnwalk::fast {
 
 namespace {
 
-// Cephes' expf. Arguments below −87.3 give about 1e-38 instead of a denormal or 0.
+// Cephes' expf. Arguments below −87.3 give about 1e-38 instead of a denormal or 0; NaN
+// stays NaN and arguments above 88.38 give inf (the power of two is built from an
+// integer: NaN or a large one would be undefined behaviour).
 float exp_scalar(float v) {
+    if (std::isnan(v)) return v;
+    if (v > 88.3762626647949f) return INFINITY;
     v = std::max(v, -87.3f);
     const float fx = std::floor(v * 1.44269504088896341f + 0.5f);
     v = v - fx * 0.693359375f + fx * 2.12194440e-4f;
@@ -21,7 +25,7 @@ float exp_scalar(float v) {
     y = y * v + 1.6666665459e-1f;
     y = y * v + 5.0000001201e-1f;
     y = y * v * v + v + 1.0f;
-    const std::int32_t bits = (static_cast<std::int32_t>(fx) + 127) << 23;
+    const std::uint32_t bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(fx) + 127) << 23;
     float two_fx;
     std::memcpy(&two_fx, &bits, sizeof two_fx);
     return y * two_fx;

@@ -53,7 +53,7 @@ CodePoint next_code_point(const std::string& s, std::size_t i) {
     return {cp, n};
 }
 
-using byte_level::utf8;
+using json_input::utf8;
 
 }  // namespace
 

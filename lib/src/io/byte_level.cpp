@@ -1,7 +1,10 @@
 #include "byte_level.hpp"
 
+#include <cstdint>
 #include <unordered_map>
 #include <vector>
+
+#include "attnwalk/io/json_input.hpp"
 
 namespace attnwalk::byte_level {
 
@@ -13,7 +16,7 @@ const std::vector<std::string>& byte_chars() {
         std::uint32_t n = 0;
         for (std::uint32_t b = 0; b < 256; ++b) {
             const bool kept = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-            out[b] = utf8(kept ? b : 256 + n++);
+            out[b] = json_input::utf8(kept ? b : 256 + n++);
         }
         return out;
     }();
@@ -30,26 +33,6 @@ const std::unordered_map<std::string, char>& char_bytes() {
 }
 
 }  // namespace
-
-std::string utf8(std::uint32_t cp) {
-    std::string out;
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-    return out;
-}
 
 std::string encode(const std::string& bytes) {
     std::string out;

@@ -4,13 +4,10 @@
 // U+0100 and up), and back.
 #pragma once
 
-#include <cstdint>
 #include <string>
 
 namespace attnwalk::byte_level {
 
-// A code point as UTF-8.
-std::string utf8(std::uint32_t cp);
 // Each byte of `bytes` as its printable character.
 std::string encode(const std::string& bytes);
 // The bytes the characters of `text` (valid UTF-8) stand for; a character outside the map

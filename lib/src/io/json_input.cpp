@@ -156,23 +156,6 @@ private:
         p_ += n;
         return true;
     }
-    static void append_utf8(std::string& out, unsigned code) {
-        if (code < 0x80) {
-            out += static_cast<char>(code);
-        } else if (code < 0x800) {
-            out += static_cast<char>(0xC0 | (code >> 6));
-            out += static_cast<char>(0x80 | (code & 0x3F));
-        } else if (code < 0x10000) {
-            out += static_cast<char>(0xE0 | (code >> 12));
-            out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (code & 0x3F));
-        } else {
-            out += static_cast<char>(0xF0 | (code >> 18));
-            out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-            out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (code & 0x3F));
-        }
-    }
     unsigned hex4() {
         if (end_ - p_ < 4) syntax("a \\u escape needs 4 hex digits");
         unsigned code = 0;
@@ -225,7 +208,7 @@ private:
                         } else if (code >= 0xDC00 && code <= 0xDFFF) {
                             syntax("a lone low surrogate in a \\u escape");
                         }
-                        if (out) append_utf8(*out, code);
+                        if (out) *out += utf8(code);
                         break;
                     }
                     default: p_ -= 1; syntax("invalid escape \\" + std::string(1, e) + " in a string");
@@ -468,6 +451,26 @@ std::string number_text(double value) {
         out << value;
         if (precision >= 17 || std::stod(out.str()) == value) return out.str();
     }
+}
+
+std::string utf8(std::uint32_t cp) {
+    std::string out;
+    if (cp < 0x80) {
+        out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+        out += static_cast<char>(0xC0 | (cp >> 6));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        out += static_cast<char>(0xE0 | (cp >> 12));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+        out += static_cast<char>(0xF0 | (cp >> 18));
+        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+    return out;
 }
 
 bool valid_utf8(const std::string& text) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,8 @@ std::size_t utf8_sequence_length(const char* p, const char* end);
 // A number as its shortest text: a whole number below 10^15 as digits, else the fewest
 // significant digits that read back to it ("1e+300", not 300 digits).
 std::string number_text(double value);
+// A code point as UTF-8 (the JSON reader's \u escapes, the byte-level tokenizers' map).
+std::string utf8(std::uint32_t cp);
 // Whether `text` is valid UTF-8 throughout.
 bool valid_utf8(const std::string& text);
 

@@ -108,6 +108,15 @@ void sgemm_loop(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::s
 constexpr double split_threshold = 256.0 * 256.0 * 256.0;
 thread_local bool in_worker = false;  // a thread of ours already: never split again
 
+// The calling thread counts as a worker while this lives (an exception included).
+struct AsWorker {
+    bool before = in_worker;
+    AsWorker() { in_worker = true; }
+    ~AsWorker() { in_worker = before; }
+    AsWorker(const AsWorker&) = delete;
+    AsWorker& operator=(const AsWorker&) = delete;
+};
+
 }  // namespace
 
 void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
@@ -131,12 +140,10 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
              static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
         return;
     }
-    constexpr std::size_t align = 16;  // whole cache lines of C per worker where it can
-    const std::size_t chunk = ((along + workers - 1) / workers + align - 1) / align * align;
-    on_every_core([&](std::size_t worker, std::size_t) {
-        const std::size_t first = worker * chunk;
-        if (first >= along) return;
-        const int count = static_cast<int>(std::min(chunk, along - first));
+    on_every_core([&](std::size_t worker, std::size_t workers_here) {
+        const auto [first, end] = worker_share(along, worker, workers_here, 16);  // whole cache lines of C where it can
+        if (first >= end) return;
+        const int count = static_cast<int>(end - first);
         if (by_rows)
             blas(trans_a, trans_b, count, static_cast<int>(n), static_cast<int>(k), alpha, trans_a ? a + first : a + first * lda,
                  static_cast<int>(lda), b, static_cast<int>(ldb), beta, c + first * ldc, static_cast<int>(ldc));
@@ -146,11 +153,10 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
     });
 }
 
-void run_as_worker(const std::function<void()>& body) {
-    const bool before = in_worker;
-    in_worker = true;
-    body();
-    in_worker = before;
+WorkerShare worker_share(std::size_t n, std::size_t worker, std::size_t workers, std::size_t align) {
+    const std::size_t chunk = ((n + workers - 1) / workers + align - 1) / align * align;
+    const std::size_t begin = std::min(n, worker * chunk);
+    return {begin, std::min(n, begin + chunk)};
 }
 
 std::size_t cores() {
@@ -181,7 +187,8 @@ public:
         }
         wake_.notify_all();
         try {
-            run_as_worker([&] { body(0, size_ + 1); });
+            const AsWorker worker;
+            body(0, size_ + 1);
         } catch (...) {
             first = std::current_exception();
         }

@@ -110,7 +110,7 @@ void project_into(const float* x, std::size_t rows, const Linear& layer, float* 
         sgemm(false, layer.ext_transposed, rows, d_out, d_in, 1.0f, x, d_in, layer.ext, layer.ext_ld, 0.0f, y, ldy);
     } else if (layer.ext16) {  // each core widens and multiplies its share of the outputs, a block at a time
         on_every_core([&](std::size_t worker, std::size_t workers) {
-            const std::size_t share = (d_out + workers - 1) / workers, begin = worker * share, end = std::min(d_out, begin + share);
+            const auto [begin, end] = worker_share(d_out, worker, workers);
             if (begin >= end) return;
             const std::size_t block = std::max<std::size_t>(1, std::min(end - begin, gemm_block_floats / std::max<std::size_t>(d_in, 1)));
             float* w = widen_buffer(block * d_in);
@@ -170,7 +170,7 @@ Mat project_row(const Linear& layer, const float* x) {
         sgemm(false, false, out, 1, in, 1.0f, layer.ext, layer.ext_ld, x, 1, 0.0f, y.data(), 1);  // W·x: d_out rows
     } else {  // each core widens its share of the rows, a block small enough to stay in its cache at a time
         on_every_core([&](std::size_t worker, std::size_t workers) {
-            const std::size_t share = (out + workers - 1) / workers, begin = worker * share, end = std::min(out, begin + share);
+            const auto [begin, end] = worker_share(out, worker, workers);
             if (begin >= end) return;
             const std::size_t least = static_cast<std::size_t>(blas_min_work) / std::max<std::size_t>(in, 1) + 1;  // a product for BLAS
             const std::size_t block = std::min(end - begin, std::max(least, row_block_floats / std::max<std::size_t>(in, 1)));

@@ -23,10 +23,6 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
 // Never loads the plugin itself.
 std::string blas_backend();
 
-// Runs `body` on the calling thread as one of several workers: sgemm calls inside it
-// stay on this thread instead of splitting over the cores.
-void run_as_worker(const std::function<void()>& body);
-
 // The cores work is split over.
 std::size_t cores();
 
@@ -35,5 +31,11 @@ std::size_t cores();
 // returns when all are done; the first exception thrown is rethrown here. Inside a worker
 // already, or with one core, body(0, 1) runs on the calling thread alone.
 void on_every_core(const std::function<void(std::size_t worker, std::size_t workers)>& body);
+// Worker `worker`'s part [begin, end) of n items split over `workers`, in chunks that are
+// multiples of `align` (the last may be shorter, or empty).
+struct WorkerShare {
+    std::size_t begin, end;
+};
+WorkerShare worker_share(std::size_t n, std::size_t worker, std::size_t workers, std::size_t align = 1);
 
 }  // namespace attnwalk

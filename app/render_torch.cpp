@@ -89,7 +89,6 @@ private:
 
 // An integer tensor's elements (ids, counts): whole numbers right-aligned to one width.
 struct IntegerFormatter {
-    const Tensor& t;
     std::size_t width_;
     std::size_t width() const { return width_; }
     std::string at(const Tensor& tensor, std::size_t i) const {
@@ -166,7 +165,7 @@ std::string torch_repr(const Tensor& tensor) {
         std::size_t width = 1;
         for (unsigned long long v : tensor.integers) width = std::max(width, std::to_string(v).size());
         const View view{tensor, tensor.size() > threshold};
-        return "tensor(" + view.str(0, 0, 7, IntegerFormatter{tensor, width}) + ")";
+        return "tensor(" + view.str(0, 0, 7, IntegerFormatter{width}) + ")";
     }
     const View view{tensor, tensor.size() > threshold};
     std::vector<float> values;

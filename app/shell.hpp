@@ -159,6 +159,6 @@ struct OneHead {
     Weights weights;
 };
 OneHead prepare_one_head(const Shell& shell, const WeightsOptions& options, Randomness& random, bool one_row = false,
-                         std::optional<std::size_t> context_length = std::nullopt, double square_tensors = 16.0);
+                         std::optional<std::size_t> context_length = std::nullopt, double square_tensors = forward_square_tensors);
 
 }  // namespace attnwalk::app

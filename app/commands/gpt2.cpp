@@ -115,9 +115,9 @@ Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model,
     if (shell.sentence) check_cost(shell, tokenize_cost(shell.sentence->size(), tokenizer));
     const std::vector<std::size_t> ids = shell.sentence ? tokenizer->encode(*shell.sentence) : parse_ids(*o.ids);
     if (ids.empty()) throw UsageError("--text has no tokens");
-    Cost walk = model_walk_cost(model, ids.size(), o.spec);
-    if (tokenizer) walk.bytes += tokenizer->memory_bytes();  // held through the walk (it names the tokens)
-    check_cost(shell, walk);
+    ModelSpec spec = o.spec;
+    spec.tokenizer = tokenizer;
+    check_cost(shell, model_walk_cost(model, ids.size(), spec));
     if (shell.svg) {  // the picture's size, before the walk: the shown layer's weights, or every layer's
         const ModelInfo& info = info_of(*model);
         const bool grid = shell.svg_step == "attention_grid";
@@ -128,8 +128,6 @@ Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model,
                         grid ? "draw the shown layer's weights, without --svg-step attention_grid, or use fewer tokens"
                              : "draw one head with --head, or use fewer tokens");
     }
-    ModelSpec spec = o.spec;
-    spec.tokenizer = tokenizer;
     return walk_model(model, ids, token_labels(ids, tokenizer), spec, shell.recording);
 }
 

@@ -1,4 +1,5 @@
-// What every tokenizer shares (its tables' bytes, for the estimates). A build without PCRE2 and utf8proc (ATTNWALK_TOKENIZER_JSON=OFF, the aarch64 cross build)
+// What every tokenizer shares: how its tables' bytes are counted for the estimates. And a
+// build without PCRE2 and utf8proc (ATTNWALK_TOKENIZER_JSON=OFF, the aarch64 cross build)
 // reads no tokenizer.json and says so; tokenizer_json.cpp is the reader.
 #include "attnwalk/io/tokenizer.hpp"
 

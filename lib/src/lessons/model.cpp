@@ -402,6 +402,7 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec) {
     const double cache = N > 0 ? 2.0 * 2.0 * L * G * d * all + 6.0 * H * all * all : 0.0;  // and the recomputation's T×T
     const bool sixteen = !m.weights.blocks.empty() && m.weights.blocks.front().up.ext16;  // a block of 16-bit weights widened
     cost.bytes = 4.0 * (shown + working + view + cache + 2.0 * V + (sixteen ? 1048576.0 : 0.0));
+    if (spec.tokenizer) cost.bytes += spec.tokenizer->memory_bytes();  // held through the walk: it names the tokens
     return cost;
 }
 

@@ -22,9 +22,9 @@ std::string format_number(double value) {
 
 Cost walk_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
                std::size_t rows, double square_tensors) {
-    Cost c = forward_cost(batch, tokens, d_in, width, heads, rows);  // counts 16 such tensors
+    Cost c = forward_cost(batch, tokens, d_in, width, heads, rows);
     const double square = static_cast<double>(batch) * static_cast<double>(heads) * static_cast<double>(rows) * static_cast<double>(tokens);
-    if (square_tensors > 16.0) c.bytes += 4.0 * (square_tensors - 16.0) * square;
+    if (square_tensors > forward_square_tensors) c.bytes += 4.0 * (square_tensors - forward_square_tensors) * square;
     return c;
 }
 

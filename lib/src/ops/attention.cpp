@@ -52,7 +52,7 @@ Cost forward_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::
                  w = static_cast<double>(width), din = static_cast<double>(d_in);
     Cost c;
     // About 16 tensors of the largest shapes are kept (scores, weights, masks, ...).
-    c.bytes = 4.0 * (16.0 * B * H * R * T + 16.0 * B * T * d + 4.0 * d * d);
+    c.bytes = 4.0 * (forward_square_tensors * B * H * R * T + 16.0 * B * T * d + 4.0 * d * d);
     // Q, K, V; scores and context per head (together R·T·width per batch); the exps; out_proj.
     c.work = B * (3.0 * T * din * w + 2.0 * R * T * w + 16.0 * H * R * T + R * w * w);
     return c;

@@ -72,8 +72,6 @@ struct Stats {
     }
 };
 
-Cube fresh_cube(std::size_t b, std::size_t t, std::size_t d) { return fresh<3>({b, t, d}); }
-
 // Y = X·W + b over all B·T rows at once, into rows of stride ldy.
 void linear_into(const Cube& x, const Linear& layer, float* y, std::size_t ldy) {
     project_into(x.data(), x.shape(0) * x.shape(1), layer, y, ldy);
@@ -99,7 +97,7 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
 
     // ---- projections: Q, K and V side by side, row t is [q_t k_t v_t] ----------------------
     const std::size_t ld = 3 * d_out;
-    Cube qkv = fresh_cube(B, T, ld);
+    Cube qkv = fresh<3>({B, T, ld});
     const Linear* layers[] = {&w.query, &w.key, &w.value};
     double* times[] = {&result.seconds.query, &result.seconds.key, &result.seconds.value};
     for (std::size_t p = 0; p < 3; ++p) {
@@ -113,7 +111,7 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
 
     // ---- attention, (batch, head) pairs shared out over the cores ----------------------------
     const float scale = static_cast<float>(std::sqrt(static_cast<double>(d_h)));
-    Cube z = fresh_cube(B, T, d_out);  // the heads' outputs, already concatenated
+    Cube z = fresh<3>({B, T, d_out});  // the heads' outputs, already concatenated
     const std::size_t threads = std::min<std::size_t>(cores(), B * H);
     std::vector<Worker> workers(threads);
     std::atomic<std::size_t> next{0};
@@ -214,7 +212,7 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
 Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scale, bool causal, std::size_t window) {
     const std::size_t B = qh.shape(0), H = qh.shape(1), T = qh.shape(2), d = qh.shape(3);
     const std::size_t G = kh.shape(1), Tk = kh.shape(2), group = H / G, offset = Tk - T;
-    Cube z = fresh_cube(B, T, H * d);  // the heads' outputs, already concatenated
+    Cube z = fresh<3>({B, T, H * d});  // the heads' outputs, already concatenated
     const std::size_t threads = std::min<std::size_t>(cores(), B * H);
     std::atomic<std::size_t> next{0};
     auto work = [&] {

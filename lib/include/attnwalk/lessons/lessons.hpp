@@ -138,9 +138,10 @@ Trace walk_params(const ParamsSpec& spec);
 // `rows` query rows of a B×T×d_in input with `heads` heads of total width `width`
 // (d_in without weights).
 // `square_tensors`: how many heads×rows×T tensors the walk keeps at once, the forward's
-// and the trace's together (16 for most walks; causal's two masks and flash's blocks keep more).
+// and the trace's together (forward_square_tensors for most walks; causal's two masks and
+// flash's blocks keep more).
 Cost walk_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
-               std::size_t rows, double square_tensors = 16.0);
+               std::size_t rows, double square_tensors = forward_square_tensors);
 // The cost of walk_kvcache: the whole-sequence walk, and every step's caches and new row
 // of attention, which its trace keeps (Σ_t 2·t·width floats: width·T² in all).
 Cost kvcache_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads);
@@ -181,7 +182,8 @@ Trace walk_tokenize(const Tokenizer& tokenizer, const std::string& text);
 // What walk_model will hold (the tensors it keeps and records) and compute (multiply-adds,
 // an exponential counted as 16) for a prompt of T tokens, from the sizes alone: the layers'
 // products, the attention of every layer, the layer(s) shown in full, the view, the
-// logits, and generation with the cache and the recomputation that checks it.
+// logits, generation with the cache and the recomputation that checks it, and the tables
+// of spec.tokenizer.
 Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec);
 // The same for the tokenizer on a text of n bytes (the merges take n log n), its tables
 // included.

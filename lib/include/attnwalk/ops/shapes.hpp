@@ -29,4 +29,8 @@ struct Cost {
     double work = 0.0;   // multiply-adds, each exponential counted as 16
 };
 
+// How many heads×rows×T tensors forward_cost counts as held at once (scores, masks,
+// weights, their copies in a walk's trace); a walk that keeps more says how many.
+constexpr double forward_square_tensors = 16.0;
+
 }  // namespace attnwalk

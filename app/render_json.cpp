@@ -211,12 +211,18 @@ void param_json(Writer& w, const ParamValue& value) {
         if constexpr (std::is_same_v<V, bool>) w.boolean(v);
         else if constexpr (std::is_same_v<V, unsigned long long>) w.integer(v);
         else if constexpr (std::is_same_v<V, double>) w.number(static_cast<float>(v));
-        else w.string(v);
+        else if constexpr (std::is_same_v<V, std::string>) w.string(v);
+        else if (v.at.size() == 1) w.integer(v.at[0]);  // an Index: 0-based, one number or a cell's pair
+        else {
+            w.raw('[');
+            for (std::size_t k = 0; k < v.at.size(); ++k) (k ? w.raw(',') : w).integer(v.at[k]);
+            w.raw(']');
+        }
     }, value);
 }
 
 void trace_json(Writer& w, const Trace& trace) {
-    w.raw('{').key("command").string(trace.command);
+    w.raw('{').key("format_version").integer(json_format_version).raw(',').key("command").string(trace.command);
     w.raw(',').key("tokens").raw('[');
     for (std::size_t i = 0; i < trace.tokens.size(); ++i) (i ? w.raw(',') : w).string(trace.tokens[i]);
     w.raw(']').raw(',').key("batched").boolean(trace.batched);
@@ -248,7 +254,7 @@ void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite) {
 
 void render_json(const std::vector<Section>& sections, std::ostream& out, NonFinite non_finite) {
     Writer w(out, non_finite);
-    w.raw('{').key("command").string("walkthrough").raw(',').key("sections").raw('[');
+    w.raw('{').key("format_version").integer(json_format_version).raw(',').key("command").string("walkthrough").raw(',').key("sections").raw('[');
     for (std::size_t i = 0; i < sections.size(); ++i) {
         const Section& s = sections[i];
         (i ? w.raw(',') : w).raw('{').key("id").string(s.id);

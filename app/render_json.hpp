@@ -14,6 +14,10 @@ namespace attnwalk::app {
 // json.loads reads, so that torch.tensor(json.loads(...)) works).
 enum class NonFinite { string, null, literal };
 
+// The document's "format_version": raised when an id, key or meaning changes (docs/json.md,
+// "Changes"). 2: positions are *_index params (0-based), step ids count from 1.
+constexpr unsigned json_format_version = 2;
+
 void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite = NonFinite::string);
 
 void render_json(const std::vector<Section>& sections, std::ostream& out, NonFinite non_finite = NonFinite::string);

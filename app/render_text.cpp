@@ -36,10 +36,10 @@ void print_note(const std::string& label, const std::string& note, const TextOpt
 std::string label(const Trace& trace, Axis axis, std::size_t i) {
     switch (axis) {
         case Axis::token: return i < trace.tokens.size() ? trace.tokens[i] : std::to_string(i);
-        case Axis::batch: return "batch " + std::to_string(i);
-        case Axis::head: return "head " + std::to_string(i);
+        case Axis::batch: return "batch " + std::to_string(i + 1);
+        case Axis::head: return "head " + std::to_string(i + 1);  // heads and layers count from 1
         case Axis::feature: return "d" + std::to_string(i);
-        case Axis::layer: return "layer " + std::to_string(i);
+        case Axis::layer: return "layer " + std::to_string(i + 1);
     }
     return std::to_string(i);
 }
@@ -272,7 +272,7 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
             continue;
         }
         if (batched && s >= per_batch && same_as_first(s / per_batch)) {
-            if (s % per_batch == 0) out << "  batch " << s / per_batch << " equals batch 0\n";
+            if (s % per_batch == 0) out << "  " << label(trace, Axis::batch, s / per_batch) << " equals " << label(trace, Axis::batch, 0) << "\n";
             continue;
         }
         if (rank > 2) out << "  " << slice_name(trace, step, s) << ":\n";
@@ -386,13 +386,30 @@ void print_heading(const Step& step, std::size_t number, const TextOptions& opt,
 }
 
 
-std::string param_text(const ParamValue& v) {
-    return std::visit([](const auto& x) -> std::string {
+// One param of the header: "seed 123"; an index counts from 1 and says what PyTorch
+// calls it: query_index 1 -> query 2 "journey" (inputs[1]), layer_index 0 -> layer 1 (index 0).
+std::string param_text(const Trace& trace, const std::string& name, const ParamValue& v) {
+    if (const Index* index = std::get_if<Index>(&v)) {
+        const std::string suffix = "_index";
+        std::string out = name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0
+                              ? name.substr(0, name.size() - suffix.size())
+                              : name;
+        std::string counted, names, zero_based;
+        for (std::size_t k = 0; k < index->at.size(); ++k) {
+            const unsigned long long i = index->at[k];
+            counted += (k ? "," : " ") + std::to_string(i + 1);
+            if (index->names_tokens && i < trace.tokens.size()) names += (k ? "," : " ") + ("\"" + trace.tokens[i] + "\"");
+            zero_based += (k ? ", " : "") + std::to_string(i);
+        }
+        return out + counted + names + " (" + (index->tensor.empty() ? "index " + zero_based : index->tensor + "[" + zero_based + "]") + ")";
+    }
+    return name + " " + std::visit([](const auto& x) -> std::string {
         using V = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<V, bool>) return x ? "yes" : "no";
         else if constexpr (std::is_same_v<V, std::string>) return x;
         else if constexpr (std::is_same_v<V, double>) { char b[32]; std::snprintf(b, sizeof b, "%g", x); return b; }
-        else return std::to_string(x);
+        else if constexpr (std::is_same_v<V, unsigned long long>) return std::to_string(x);
+        else return std::string();
     }, v);
 }
 
@@ -416,7 +433,7 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
         throw UsageError(std::string("--svg draws a token×token step, and this run has none (") +
                          (trace.command == "kvcache" ? "kvcache attends with one new query per step; mha --svg draws the whole matrix"
                           : trace.command == "params" ? "params counts, it computes no attention"
-                          : std::any_of(trace.params.begin(), trace.params.end(), [](const auto& p) { return p.first == "query"; })
+                          : std::any_of(trace.params.begin(), trace.params.end(), [](const auto& p) { return p.first == "query_index"; })
                               ? "--query keeps one row only"
                               : "the steps kept hold none: see --steps") +
                          ")");
@@ -461,7 +478,7 @@ void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out, 
     if (trace.tokens.empty()) out << "attnwalk " << trace.command << "\n";  // no input (params)
     else out << wrap(tokens, opt.columns, "attnwalk " + trace.command + ": ", "  ");
     std::string params;
-    for (const auto& [name, value] : trace.params) params += (params.empty() ? "" : ", ") + name + " " + param_text(value);
+    for (const auto& [name, value] : trace.params) params += (params.empty() ? "" : ", ") + param_text(trace, name, value);
     out << wrap(params, opt.columns, "  ", "  ");
 
     // The items: one step, or consecutive 1-D steps of a group side by side.

@@ -166,6 +166,7 @@ Embeddings prepare_input(const Shell& s, const std::function<Cost(const InputSha
 }
 
 std::size_t resolve_token(const std::string& name, const std::vector<std::string>& tokens, const std::string& option) {
+    // A number is a position as the book counts, x_1 … x_T; the index returned is 0-based.
     const std::size_t T = tokens.size();
     const bool hashed = name.size() > 1 && name[0] == '#';
     const std::string digits = hashed ? name.substr(1) : name;
@@ -176,27 +177,30 @@ std::size_t resolve_token(const std::string& name, const std::vector<std::string
     if (numeric) {
         const std::size_t first = digits.find_first_not_of('0');
         const std::string plain = first == std::string::npos ? "0" : digits.substr(first);
-        const std::size_t index = plain.size() > 18 ? T : static_cast<std::size_t>(std::stoull(plain));
-        if (index >= T)
+        const std::size_t position = plain.size() > 18 ? T + 1 : static_cast<std::size_t>(std::stoull(plain));
+        if ((position == 0 || position > T) && named.size() == 1 && !hashed) return named[0];  // a token named "0"
+        if (position == 0 || position > T)
             throw UsageError(option + " " + name + " is out of range: the input has " + std::to_string(T) +
-                             " tokens, so the index must be 0.." + std::to_string(T - 1));
+                             " tokens, counted from 1, so the position must be 1.." + std::to_string(T));
+        const std::size_t index = position - 1;
         for (std::size_t i : named)  // digits that are also a token's text elsewhere (not with #N)
             if (i != index && !hashed)
-                throw UsageError(option + " '" + name + "' is ambiguous: index " + std::to_string(index) + " is \"" +
-                                 tokens[index] + "\", and token " + std::to_string(i) + " is \"" + name + "\" too: write #" +
-                                 std::to_string(index) + " or #" + std::to_string(i));
+                throw UsageError(option + " '" + name + "' is ambiguous: position " + std::to_string(position) + " is \"" +
+                                 tokens[index] + "\", and token " + std::to_string(i + 1) + " is \"" + name + "\" too: write #" +
+                                 std::to_string(position) + " or #" + std::to_string(i + 1));
         return index;
     }
     if (named.size() == 1) return named[0];
     if (named.size() > 1) {
         std::string where;
-        for (std::size_t i : named) where += (where.empty() ? "#" : " or #") + std::to_string(i);
+        for (std::size_t i : named) where += (where.empty() ? "#" : " or #") + std::to_string(i + 1);
         throw UsageError(option + " '" + name + "' is ambiguous: the input has it " + std::to_string(named.size()) +
-                         " times; give its index, " + where);
+                         " times; give its position, " + where);
     }
     std::string known;
     for (std::size_t i = 0; i < T; ++i) known += (i ? ", " : "") + tokens[i];
-    throw UsageError(option + " '" + name + "' is not a token of the input (tokens: " + known + "; or give a 0-based index)");
+    throw UsageError(option + " '" + name + "' is not a token of the input (tokens: " + known +
+                     "; or give a position, 1.." + std::to_string(T) + ")");
 }
 
 Cell parse_cell(const std::string& text, const std::vector<std::string>& tokens) {
@@ -214,10 +218,10 @@ Cell parse_cell(const std::string& text, const std::vector<std::string>& tokens)
     }
     if (readings.size() == 1) return readings[0];
     if (readings.size() > 1)
-        throw UsageError("--explain '" + text + "' can be read at more than one comma: give the cell as indices, e.g. #" +
-                         std::to_string(readings[0].i) + ",#" + std::to_string(readings[0].j));
+        throw UsageError("--explain '" + text + "' can be read at more than one comma: give the cell as positions, e.g. #" +
+                         std::to_string(readings[0].i + 1) + ",#" + std::to_string(readings[0].j + 1));
     if (!first_error.empty() && text.find(',') == text.rfind(',')) throw UsageError(first_error);
-    throw UsageError("--explain '" + text + "' is not a cell: give I,J (query row, key column), e.g. --explain 1,2 or --explain journey,starts");
+    throw UsageError("--explain '" + text + "' is not a cell: give I,J (query row, key column), e.g. --explain 2,3 or --explain journey,starts");
 }
 
 constexpr Init default_init = Init::linear;
@@ -252,8 +256,19 @@ void add_scale_option(CLI::App& sub, std::optional<double>& scale) {
 }
 
 CLI::Option* add_explain_option(CLI::App& sub, std::optional<std::string>& explain) {
-    return sub.add_option("--explain", explain, "Write out one cell I,J (query row, key column; indices or tokens): "
+    return sub.add_option("--explain", explain, "Write out one cell I,J (query row, key column; positions from 1, or tokens): "
                                          "the dot product term by term, the scaling, each exp, the sum, the division, the weighted sum");
+}
+
+CLI::Option* add_counted_option(CLI::App& sub, const std::string& name, std::size_t& index, const std::string& description) {
+    return sub.add_option_function<std::size_t>(name, [&index](const std::size_t& n) { index = n - 1; }, description)
+        ->check(whole_number(1))
+        ->default_str(std::to_string(index + 1));
+}
+
+CLI::Option* add_counted_option(CLI::App& sub, const std::string& name, std::optional<std::size_t>& index, const std::string& description) {
+    return sub.add_option_function<std::size_t>(name, [&index](const std::size_t& n) { index = n - 1; }, description)
+        ->check(whole_number(1));
 }
 
 void add_context_length_option(CLI::App& sub, std::optional<std::size_t>& context_length) {

@@ -83,7 +83,7 @@ struct InputShape {
 Embeddings prepare_input(const Shell& shell, const std::function<Cost(const InputShape&)>& cost,
                          std::optional<std::size_t> context_length = std::nullopt);
 
-// A token named on the command line: a 0-based index, or a token's text. `option` names
+// A token named on the command line: its position counted from 1, or its text. `option` names
 // the option in errors.
 std::size_t resolve_token(const std::string& name, const std::vector<std::string>& tokens, const std::string& option);
 // --explain I,J
@@ -109,6 +109,10 @@ void add_weights_options(CLI::App& sub, WeightsOptions& options, Shell& shell, b
 void add_scale_option(CLI::App& sub, std::optional<double>& scale);
 // --explain I,J
 CLI::Option* add_explain_option(CLI::App& sub, std::optional<std::string>& explain);
+// An option naming a head or a layer: typed counting from 1 (head 1 … H), stored as the
+// 0-based index the library takes.
+CLI::Option* add_counted_option(CLI::App& sub, const std::string& name, std::size_t& index, const std::string& description);
+CLI::Option* add_counted_option(CLI::App& sub, const std::string& name, std::optional<std::size_t>& index, const std::string& description);
 // --context-length N
 void add_context_length_option(CLI::App& sub, std::optional<std::size_t>& context_length);
 

@@ -304,9 +304,9 @@ class Round:
         self.add("options", "--text and --ids", ["model", "--model", qwen, "--text", "hi", "--ids", "1"], ERROR)
         for gen, expect in [("0", EITHER), ("1", RESULT), ("1000", RESULT), ("18446744073709551615", RESULT), ("18446744073709551616", ERROR), ("-1", ERROR)]:
             self.add("options", f"--generate {gen}", ["model", "--model", qwen, "--ids", "1,2", "--generate", gen], expect)
-        for layer, expect in [("0", RESULT), ("1", RESULT), ("2", ERROR), ("-1", ERROR), ("99999999999999999999", ERROR)]:
+        for layer, expect in [("0", ERROR), ("1", RESULT), ("2", RESULT), ("3", ERROR), ("-1", ERROR), ("99999999999999999999", ERROR)]:
             self.add("options", f"--layer {layer}", ["model", "--model", qwen, "--ids", "1,2", "--layer", layer], expect)
-        for head, expect in [("0", RESULT), ("3", RESULT), ("4", ERROR)]:
+        for head, expect in [("0", ERROR), ("1", RESULT), ("4", RESULT), ("5", ERROR)]:
             self.add("options", f"--head {head}", ["model", "--model", qwen, "--ids", "1,2", "--head", head], expect)
         for k, expect in [("1", RESULT), ("300", RESULT), ("100000", RESULT), ("0", ERROR)]:
             self.add("options", f"--top-k {k}", ["model", "--model", qwen, "--ids", "1,2", "--top-k", k], expect)
@@ -329,7 +329,7 @@ class Round:
         g = str(GPT2_FILE)
         for args, expect in [(["--heads", "4", "--ids", "1,2"], RESULT), (["--heads", "3", "--ids", "1,2"], ERROR), (["--heads", "0", "--ids", "1"], ERROR),
                              (["--ids", "1,2"], EITHER), (["--heads", "4", "--ids", "50"], ERROR), (["--heads", "4", "--ids", "1", "--generate", "100"], RESULT),
-                             (["--heads", "4", "--text", "hello"], EITHER), (["--heads", "4", "--ids", "1", "--layer", "2"], ERROR)]:
+                             (["--heads", "4", "--text", "hello"], EITHER), (["--heads", "4", "--ids", "1", "--layer", "3"], ERROR)]:
             self.add("options", "gpt2 " + " ".join(args), ["gpt2", "--model", g] + args, expect)
 
     # ---- files that are not what they claim, and inputs that must survive -----------------------

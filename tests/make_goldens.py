@@ -256,8 +256,8 @@ def mha_cases():
             exact = []
             for i, h in enumerate(m.heads):
                 for k_, v_ in h.proj.weights().items():
-                    exp[f"head{i}.{k_}"] = v_
-                    exact.append(f"head{i}.{k_}")
+                    exp[f"head{i + 1}.{k_}"] = v_
+                    exact.append(f"head{i + 1}.{k_}")
         if p > 0:  # replay: the same construction, then the forward's dropout draws alone
             torch.manual_seed(seed)
             cls(3, d_out, p, heads, qkv_bias, "linear")
@@ -403,12 +403,12 @@ def kvcache_cases():
         outs = []
         for t in range(x.shape[1]):
             q, k, v, w, y = m.step(x[:, t:t + 1])
-            exp[f"step{t}.query"] = q[0, :, 0]
-            exp[f"step{t}.key"] = k[0, :, 0]
-            exp[f"step{t}.keys_cache"] = m.cache_k[0]
-            exp[f"step{t}.values_cache"] = m.cache_v[0]
-            exp[f"step{t}.weights"] = w[0, :, 0]
-            exp[f"step{t}.output"] = y[0, 0]
+            exp[f"step{t + 1}.query"] = q[0, :, 0]
+            exp[f"step{t + 1}.key"] = k[0, :, 0]
+            exp[f"step{t + 1}.keys_cache"] = m.cache_k[0]
+            exp[f"step{t + 1}.values_cache"] = m.cache_v[0]
+            exp[f"step{t + 1}.weights"] = w[0, :, 0]
+            exp[f"step{t + 1}.output"] = y[0, 0]
             outs.append(y[0, 0])
         exp["output"] = torch.stack(outs)
         args = ["kvcache", "--d-out", str(d_out), "--heads", str(heads), "--seed", str(seed)]
@@ -490,8 +490,8 @@ def flash_cases():
             l = l * r + p.sum(dim=-1)
             o = o * r[:, None] + p @ v[j0:j1]
             m = m_new
-            exp.update({f"block{b}.scores": s, f"block{b}.max": m, f"block{b}.rescale": r, f"block{b}.sum": l,
-                        f"block{b}.accumulator": o})
+            exp.update({f"block{b + 1}.scores": s, f"block{b + 1}.max": m, f"block{b + 1}.rescale": r, f"block{b + 1}.sum": l,
+                        f"block{b + 1}.accumulator": o})
         exp["flash_output"] = o / l[:, None]
         exp["context"] = ref
         args = ["flash", "--block", str(block)] + (["--causal"] if causal else []) + (["--window", str(window)] if window else [])
@@ -730,13 +730,13 @@ def gpt2_cases():
             exp = {"embeddings": m.embeddings[0], "queries": b.att.q[0], "keys": b.att.k[0], "values": b.att.v[0],
                    "weights": b.att.w[0], "context": b.att.context[0], "output": b.attention[0], "ln_f": m.ln_f[0]}
             for key in ["ln_1", "attention", "residual_1", "ln_2", "mlp_hidden", "mlp", "residual_2"]:
-                exp[f"layer{layer}.{key}"] = getattr(b, key)[0]
+                exp[f"layer{layer + 1}.{key}"] = getattr(b, key)[0]
             probs = torch.softmax(logits, dim=-1)
             top = torch.argsort(probs, descending=True, stable=True)[:5]
             exp.update({"top_k_ids": top.float(), "top_k_logits": logits[top], "top_k_probs": probs[top]})
             args = ["gpt2", "--model", "@SRC@/tests/data/" + name + ".safetensors", "--heads", str(heads),
-                    "--ids", ",".join(str(i) for i in ids[0].tolist()), "--layer", str(layer)]
-            cases.append(case(f"{name}_T{T}_layer{layer}", args, None, exp, ["top_k_ids"]))
+                    "--ids", ",".join(str(i) for i in ids[0].tolist()), "--layer", str(layer + 1)]
+            cases.append(case(f"{name}_T{T}_layer{layer + 1}", args, None, exp, ["top_k_ids"]))
             if T < ctx:  # the book's generate_text_simple: greedy, the whole sequence again for every token
                 n = min(4, ctx - T)
                 seq = ids
@@ -1129,13 +1129,13 @@ def families_cases():
             if b.gemma:
                 keys += ["attention_norm", "mlp_norm"]
             for key in keys:
-                exp[f"layer{layer}.{key}"] = getattr(b, key)[0]
+                exp[f"layer{layer + 1}.{key}"] = getattr(b, key)[0]
             probs = torch.softmax(logits, dim=-1)
             top = torch.argsort(probs, descending=True, stable=True)[:5]
             exp.update({"top_k_ids": top.float(), "top_k_logits": logits[top], "top_k_probs": probs[top]})
             args = ["model", "--model", "@SRC@/tests/data/models/" + name, "--ids", ",".join(str(i) for i in ids[0].tolist()),
-                    "--layer", str(layer)]
-            cases.append(case(f"{name}_T{T}_layer{layer}", args, None, exp, ["top_k_ids"]))
+                    "--layer", str(layer + 1)]
+            cases.append(case(f"{name}_T{T}_layer{layer + 1}", args, None, exp, ["top_k_ids"]))
             if encode and T == 10 and layer == L - 1:  # a text through the folder's tokenizer.json
                 text = "the cat sat on the mat and the bird sang"
                 tids = torch.tensor([encode(text)])

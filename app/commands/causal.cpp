@@ -27,7 +27,7 @@ void add_causal(CLI::App& cli, Shell& shell) {
                                 "  attnwalk causal --query journey      # one row: what \"journey\" may see\n"
                                 "  attnwalk causal --seed 789 --dropout 0.5   # CausalAttention with dropout\n");
     auto o = std::make_shared<CausalOptions>();
-    sub->add_option("--query", o->query, "Show one query only: a 0-based index or a token's text")
+    sub->add_option("--query", o->query, "Show one query only: its position (from 1) or its text")
         ->check(non_empty())
         ->excludes(add_explain_option(*sub, o->explain));
     add_weights_options(*sub, o->weights, shell);

@@ -87,8 +87,8 @@ struct ModelOptions {
 void add_model_options(CLI::App& sub, ModelOptions& o) {
     CLI::Option* ids_option = sub.add_option("--ids", o.ids, "The prompt as token ids, separated by commas (or --text)");
     ids_option->excludes(sub.get_option("--text"));
-    sub.add_option("--layer", o.spec.layer, "The layer whose attention is shown in full (0-based)")->check(whole_number(0))->capture_default_str();
-    sub.add_option("--head", o.spec.head, "Only this head's matrices in the layer shown (0-based; default every head)")->check(whole_number(0));
+    add_counted_option(sub, "--layer", o.spec.layer, "The layer whose attention is shown in full, counted from 1");
+    add_counted_option(sub, "--head", o.spec.head, "Only this head's matrices in the layer shown, counted from 1 (default every head)");
     sub.add_flag("--all-layers", o.spec.all_layers, "Every layer's steps in full (default: summaries but for --layer)");
     CLI::Option* view = sub.add_flag("--view", o.spec.view, "The model view: every layer's heads as small heatmaps, and numbers per head");
     sub.add_option("--sort", o.spec.sort, "With --view, rank the heads by entropy, max_weight, first_token, previous_token or diagonal")

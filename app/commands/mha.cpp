@@ -28,16 +28,16 @@ void add_mha(CLI::App& cli, Shell& shell) {
                                 "  attnwalk mha --batch 2 --seed 123 --heads 2          # the textbook's MultiHeadAttention\n"
                                 "  attnwalk mha --variant wrapper --batch 2 --seed 123  # MultiHeadAttentionWrapper\n"
                                 "  attnwalk mha --query journey         # one row of every head\n"
-                                "  attnwalk mha --explain journey,Your --head 1   # one cell of head 1, every number\n"
+                                "  attnwalk mha --explain journey,Your --head 2   # one cell of head 2, every number\n"
                                 "  attnwalk mha --heads 4 --d-out 8 --kv-heads 2    # grouped-query attention (1: multi-query)\n"
                                 "  attnwalk mha --window 3          # sliding-window attention: each token sees 3 keys\n"
                                 "  attnwalk mha --variant combined-qkv --show-einsum  # one qkv Linear; einsum notation\n");
     auto o = std::make_shared<MhaOptions>();
     CLI::Option* explain = add_explain_option(*sub, o->explain);
-    sub->add_option("--query", o->query, "Show one query only, in every head: a 0-based index or a token's text")
+    sub->add_option("--query", o->query, "Show one query only, in every head: its position (from 1) or its text")
         ->check(non_empty())
         ->excludes(explain);
-    sub->add_option("--head", o->head, "The head --explain writes out (0-based, default 0)")->check(whole_number(0))->needs(explain);
+    add_counted_option(*sub, "--head", o->head, "The head --explain writes out, counted from 1")->needs(explain);
     add_weights_options(*sub, o->weights, shell, true);
     add_context_length_option(*sub, o->context_length);
     add_dropout_options(*sub, o->dropout);
@@ -92,8 +92,8 @@ void add_mha(CLI::App& cli, Shell& shell) {
             if (o->query) spec.query = resolve_token(*o->query, input.tokens, "--query");
             if (o->explain) spec.explain = parse_cell(*o->explain, input.tokens);
             if (o->head >= H)
-                throw UsageError("--head " + std::to_string(o->head) + " is out of range: there are " + std::to_string(H) +
-                                 " heads (--heads), so the head must be 0.." + std::to_string(H - 1));
+                throw UsageError("--head " + std::to_string(o->head + 1) + " is out of range: there are " + std::to_string(H) +
+                                 " heads (--heads), so the head must be 1.." + std::to_string(H));
             Trace trace = walk_mha(input, weights, spec, shell.recording);
             if (default_seed) trace.set_param("default_seed", true);
             return trace;

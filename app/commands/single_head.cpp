@@ -28,7 +28,7 @@ void add_single_head(CLI::App& cli, Shell& shell, const char* name, const char* 
                      SingleHeadWalk walk, std::vector<std::string> headline) {
     CLI::App* sub = add_command(cli, shell, name, description, examples);
     auto o = std::make_shared<SingleHeadOptions>();
-    CLI::Option* query = sub->add_option("--query", o->query, "Show one query only: a 0-based index or a token's text")
+    CLI::Option* query = sub->add_option("--query", o->query, "Show one query only: its position (from 1) or its text")
                                ->check(non_empty());
     query->excludes(add_explain_option(*sub, o->explain));  // --explain I,J already names the query I
     add_weights_options(*sub, o->weights, shell);

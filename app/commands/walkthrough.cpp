@@ -63,7 +63,7 @@ const std::vector<SectionPlan>& beyond_plan() {
         {"gqa", "Beyond the chapter: grouped-query attention",
          "Query heads can share keys and values: G key/value heads serve H query heads (G = 1 is multi-query "
          "attention). The layer has fewer parameters and, above all, a smaller KV cache.",
-         "ω_h = Q_h·K_gᵀ with g = h // (H/G)", "mha --heads 4 --d-out 8 --kv-heads 2 --steps keys,keys_split,weights"},
+         "ω_h = Q_h·K_gᵀ with g = ⌈h / (H/G)⌉, heads counted from 1", "mha --heads 4 --d-out 8 --kv-heads 2 --steps keys,keys_split,weights"},
         {"window", "Beyond the chapter: sliding-window attention",
          "Each token sees only itself and the W − 1 tokens before it: the causal mask becomes a band, and a cache "
          "needs to hold only W entries.",

@@ -32,7 +32,7 @@ TEST_SUITE("cli") {
         check4(step(q, "scores").at("data").get<std::vector<float>>(), {0.9544f, 1.4950f, 1.4754f, 0.8434f, 0.7070f, 1.0865f});
         check4(step(q, "weights").at("data").get<std::vector<float>>(), {0.1385f, 0.2379f, 0.2333f, 0.1240f, 0.1082f, 0.1581f});
         check4(step(q, "context").at("data").get<std::vector<float>>(), {0.4419f, 0.6515f, 0.5683f});
-        const json sm = run_json("softmax --query 1");
+        const json sm = run_json("softmax --query 2");  // x_2, "journey"
         check4(step(sm, "weights_sum").at("data").get<std::vector<float>>(), {0.1455f, 0.2278f, 0.2249f, 0.1285f, 0.1077f, 0.1656f});
         const json all = run_json("context");
         check4(row(step(all, "weights"), 0), {0.2098f, 0.2006f, 0.1981f, 0.1242f, 0.1220f, 0.1452f});
@@ -146,7 +146,8 @@ TEST_SUITE("cli") {
             {"scores", "{\"embeddings\": [[1, NaN]]}", 1, "not valid JSON"},
             {"scores", "{\"embeddings\": [[1], [2]], \"tokens\": [\"a\"]}", 1, "at $.tokens: expected 2 tokens"},
             {"scores", "{\"embeddings\": [[[1, 2], [3, 4]], [[1, 2]]]}", 1, "at $.embeddings[1]: ragged array: expected 2 values"},
-            {"scores --query 6", "", 2, "--query 6 is out of range"},
+            {"scores --query 7", "", 2, "--query 7 is out of range: the input has 6 tokens, counted from 1, so the position must be 1..6"},
+            {"scores --query 0", "", 2, "--query 0 is out of range"},
             {"scores --query nobody", "", 2, "--query 'nobody' is not a token"},
             {"context --seed 1 --weights x.json", "", 2, "--weights excludes --seed (weights come either from a file or from the seeded generator)"},
             {"context --init rand", "", 2, "--init requires --seed (--init, --d-out and --qkv-bias say how seeded weights are drawn)"},
@@ -290,12 +291,11 @@ TEST_SUITE("cli.teaching") {
 
 TEST_SUITE("cli.explain") {
     TEST_CASE("cli.explain_matches_the_matrices_bit_for_bit") {
-        for (const std::string args : {"softmax --explain journey,starts", "context --explain 1,2 --seed 123 --init rand",
-                                       "causal --explain 4,1 --seed 789", "context --explain 0,5 --batch 2 --seed 3 --qkv-bias"}) {
+        for (const std::string args : {"softmax --explain journey,starts", "context --explain 2,3 --seed 123 --init rand",
+                                       "causal --explain 5,2 --seed 789", "context --explain 1,6 --batch 2 --seed 3 --qkv-bias"}) {
             INFO(args);
             const json doc = run_json(args);
-            const std::size_t i = doc.at("params").at("explain").get<std::string>()[1] - '0';
-            const std::size_t j = doc.at("params").at("explain").get<std::string>()[3] - '0';
+            const std::size_t i = doc.at("params").at("explain_index").at(0), j = doc.at("params").at("explain_index").at(1);
             const bool batched = doc.at("batched");
             const json& w = step(doc, "weights").at("data");
             CHECK(step(doc, "explain_weight").at("data") == (batched ? w.at(0) : w).at(i).at(j));
@@ -322,11 +322,13 @@ TEST_SUITE("cli.explain") {
 
     TEST_CASE("cli.explain_errors") {
         CHECK(test::run("scores --explain 1").exit_code == 2);
-        CHECK(test::run("scores --explain 1,6").err.find("out of range") != std::string::npos);
+        CHECK(test::run("scores --explain 1,7").err.find("out of range") != std::string::npos);
+        CHECK(test::run("scores --explain 0,1").err.find("out of range") != std::string::npos);
         CHECK(test::run("scores --explain journey,trip").err.find("not a token") != std::string::npos);
         CHECK(test::run("scores --explain 1,2 --query 1").exit_code == 2);
         CHECK(test::run("dropout --explain 1,2").exit_code == 2);  // not offered there
-        CHECK(test::run("mha --explain 1,2 --head 2").exit_code == 2);  // 2 heads: 0 and 1
+        CHECK(test::run("mha --explain 1,2 --head 3").err.find("--head 3 is out of range: there are 2 heads (--heads), so the head must be 1..2") != std::string::npos);
+        CHECK(test::run("mha --explain 1,2 --head 0").exit_code == 2);  // heads count from 1
         CHECK(test::run("mha --head 1").exit_code == 2);              // --head needs --explain
     }
 }
@@ -351,7 +353,7 @@ TEST_SUITE("cli.walkthrough") {
         const auto r = test::run("walkthrough --no-heatmap");
         REQUIRE(r.exit_code == 0);
         for (const char* expected : {"0.9544", "0.2098", "0.4419", "0.2996  0.8053", "Part 7 of 7: Multi-head attention",
-                                     "Run this part alone: attnwalk causal --seed 789", "0  2.0000  2.0000  0.0000  2.0000  2.0000  0.0000"})
+                                     "Run this part alone: attnwalk causal --seed 789", "1  2.0000  2.0000  0.0000  2.0000  2.0000  0.0000"})
             CHECK_MESSAGE(r.out.find(expected) != std::string::npos, expected);
         const auto text = test::run("walkthrough --text 'cats climb trees' --vocab " + test::source_path("data/vocab.json"));
         REQUIRE(text.exit_code == 0);
@@ -622,7 +624,7 @@ TEST_SUITE("cli.robustness") {
     TEST_CASE("cli.robustness_control_and_bidi_characters_never_reach_the_terminal") {
         const std::string input = test::temp_file(
             R"({"tokens": ["a\u001b[31mX", "b\r\nY", "\u202eZ", "d\u009b2J\u007f"], "embeddings": [[1, 2], [3, 4], [5, 6], [7, 8]]})");
-        for (const char* args : {"scores --color never", "scores --format torch", "softmax --explain 0,1", "walkthrough --no-heatmap"}) {
+        for (const char* args : {"scores --color never", "scores --format torch", "softmax --explain 1,2", "walkthrough --no-heatmap"}) {
             const auto r = test::run(std::string(args) + " -i '" + input + "'");
             CAPTURE(args);
             REQUIRE(r.exit_code == 0);
@@ -778,15 +780,15 @@ TEST_SUITE("cli.robustness") {
     }
 
     TEST_CASE("cli.robustness_naming_tokens") {
-        const std::string file = test::temp_file(R"({"tokens": ["the", "0", "a,b", "the", "c"], "embeddings": [[1, 2], [3, 4], [5, 6], [7, 8], [9, 1]]})");
+        const std::string file = test::temp_file(R"({"tokens": ["the", "1", "a,b", "the", "c"], "embeddings": [[1, 2], [3, 4], [5, 6], [7, 8], [9, 1]]})");
         const auto param = [&](const std::string& args) { return run_json(args + " -i '" + file + "'").at("params"); };
-        CHECK(param("scores --query 0000000003").at("query") == 3);
-        CHECK(param("scores --query '#0'").at("query") == 0);
-        CHECK(param("scores --query a,b").at("query") == 2);
-        CHECK(param("scores --explain a,b,c").at("explain") == "[2,4]");
+        CHECK(param("scores --query 0000000004").at("query_index") == 3);  // typed from 1, written 0-based
+        CHECK(param("scores --query '#1'").at("query_index") == 0);
+        CHECK(param("scores --query a,b").at("query_index") == 2);
+        CHECK(param("scores --explain a,b,c").at("explain_index") == json{2, 4});
         const std::vector<std::pair<std::string, std::string>> bad = {
-            {"scores --query the", "'the' is ambiguous: the input has it 2 times; give its index, #0 or #3"},
-            {"scores --query 0", "'0' is ambiguous: index 0 is \"the\", and token 1 is \"0\" too"},
+            {"scores --query the", "'the' is ambiguous: the input has it 2 times; give its position, #1 or #4"},
+            {"scores --query 1", "'1' is ambiguous: position 1 is \"the\", and token 2 is \"1\" too: write #1 or #2"},
             {"scores --explain the,c", "'the' is ambiguous"},
         };
         for (const auto& [args, message] : bad) {
@@ -861,8 +863,8 @@ TEST_SUITE("cli.classroom") {
 
     TEST_CASE("cli.classroom_identical_batch_elements_once") {
         const auto r = test::run("mha --batch 2 --seed 123 --heads 2 --no-heatmap");
-        CHECK(r.out.find("batch 1 equals batch 0") != std::string::npos);
-        CHECK(r.out.find("batch 1, head 0:") == std::string::npos);
+        CHECK(r.out.find("batch 2 equals batch 1") != std::string::npos);  // batch elements count from 1 too
+        CHECK(r.out.find("batch 2, head 1:") == std::string::npos);
         CHECK(run_json("mha --batch 2 --seed 123 --heads 2").at("steps").back().at("shape") == json{2, 6, 2});  // the JSON has both
     }
 
@@ -922,8 +924,8 @@ TEST_SUITE("cli.classroom_pictures") {
         const auto at = r.out.find("heatmap:");
         REQUIRE(at != std::string::npos);
         CHECK(std::count(r.out.begin() + static_cast<std::ptrdiff_t>(at), r.out.end(), '\n') <= 20);
-        CHECK(r.out.find(" t0 ", at) != std::string::npos);
-        CHECK(r.out.find(" t12 ", at) != std::string::npos);
+        CHECK(r.out.find(" t1 ", at) != std::string::npos);  // tokens without names count from 1
+        CHECK(r.out.find(" t14 ", at) != std::string::npos);
         CHECK(test::run_tty("softmax", "TERM=dumb").out.find("\x1b[") == std::string::npos);
     }
 
@@ -978,9 +980,9 @@ TEST_SUITE("cli.classroom_more") {
         const json one = run_json("mha --batch 2 --seed 123 --heads 2 --query journey");
         CHECK(step(one, "weights").at("shape") == json{2, 2, 6});
         CHECK(step(one, "output").at("data").at(0) == step(full, "output").at("data").at(0).at(1));
-        const json e = run_json("mha --seed 123 --heads 2 --explain journey,Your --head 1");
+        const json e = run_json("mha --seed 123 --heads 2 --explain journey,Your --head 2");
         const json w = step(run_json("mha --seed 123 --heads 2"), "weights").at("data");
-        CHECK(step(e, "explain_weight").at("data") == w.at(1).at(1).at(0));  // head 1, row 2, column 1, bit for bit
+        CHECK(step(e, "explain_weight").at("data") == w.at(1).at(1).at(0));  // head 2, row 2, column 1 (weights[1, 1, 0]), bit for bit
         CHECK(step(e, "explain_context").at("data") == step(e, "head_outputs").at("data").at(1).at(1));
     }
 

@@ -79,9 +79,9 @@ TEST_SUITE("cli.beyond") {
             CHECK(flat(step(doc, "output").at("data")) == flat(step(doc, "output_full").at("data")));
         }
         const json w = run_json("kvcache --window 3");
-        CHECK(step(w, "step5.keys_cache").at("shape") == json::array({2, 3, 1}));
-        CHECK(step(w, "step5.keys_cache").at("first_row") == 3);
-        CHECK(step(w, "step5.weights").at("first_key") == 3);
+        CHECK(step(w, "step6.keys_cache").at("shape") == json::array({2, 3, 1}));
+        CHECK(step(w, "step6.keys_cache").at("first_row") == 3);
+        CHECK(step(w, "step6.weights").at("first_key") == 3);
         // 12 layers, 1024 tokens, GPT-2's 768 features: 2 × 1024 × 768 × 12 × 4 bytes
         const json big = run_json("kvcache --d-out 768 --heads 12 --layers 12 --context 1024");
         CHECK(scalar(big, "cache_bytes") == 2.0 * 1024 * 768 * 12 * 4);
@@ -107,9 +107,9 @@ TEST_SUITE("cli.beyond") {
                 if (s.at("id").get<std::string>().find(".scores") != std::string::npos)
                     CHECK(s.at("shape").back().get<std::size_t>() < 6 + (std::string(args).find("block 7") != std::string::npos));
         }
-        const json w = run_json("flash --block 4 --causal --window 2");  // row "step" sees no key of block 0
-        CHECK(flat(step(w, "block0.max").at("data"))[5] == -INFINITY);
-        CHECK(step(w, "block0.max").at("note").get<std::string>().find("exp(0) = 1") != std::string::npos);
+        const json w = run_json("flash --block 4 --causal --window 2");  // row "step" sees no key of block 1
+        CHECK(flat(step(w, "block1.max").at("data"))[5] == -INFINITY);
+        CHECK(step(w, "block1.max").at("note").get<std::string>().find("exp(0) = 1") != std::string::npos);
     }
 
     TEST_CASE("cli.beyond.sdpa_mask_conventions") {
@@ -171,34 +171,34 @@ TEST_SUITE("cli.beyond") {
 
     TEST_CASE("cli.beyond.explain_a_cell") {
         // RoPE: the score written out is the rotated queries' and keys' dot product, the matrix's entry
-        const json rope = run_json("rope --heads 2 --d-out 8 --explain 3,1 --head 1");
+        const json rope = run_json("rope --heads 2 --d-out 8 --explain 4,2 --head 2");  // row index 3, column 1, head index 1;
         const auto scores = flat(step(rope, "scores").at("data"));  // 2×6×6
         CHECK(scalar(rope, "explain_score") == scores[36 + 3 * 6 + 1]);
         const auto rotated = flat(step(rope, "queries_rotated").at("data"));  // 2×6×4: head 1, row 3
         CHECK(flat(step(rope, "explain_query_rotated").at("data")) == std::vector<double>(rotated.begin() + 24 + 12, rotated.begin() + 24 + 16));
         // kvcache: the cell's weight is the cached step's
-        const json kv = run_json("kvcache --explain 4,2 --head 1");
-        CHECK(scalar(kv, "explain_weight") == flat(step(kv, "step4.weights").at("data"))[5 + 2]);
+        const json kv = run_json("kvcache --explain 5,3 --head 2");
+        CHECK(scalar(kv, "explain_weight") == flat(step(kv, "step5.weights").at("data"))[5 + 2]);
         const json fl = run_json("flash --block 2 --explain journey,starts");
         const auto context = flat(step(fl, "context").at("data"));  // 6×3: row 1
         CHECK(flat(step(fl, "explain_context").at("data")) == std::vector<double>(context.begin() + 3, context.begin() + 6));
-        const auto bad = test::run("kvcache --explain 1,2 --head 2");
+        const auto bad = test::run("kvcache --explain 1,2 --head 3");
         CHECK(bad.exit_code == 2);
-        CHECK(bad.err.find("head 2 is out of range: there are 2 heads") != std::string::npos);
+        CHECK(bad.err.find("head 3 is out of range: there are 2 heads, counted from 1") != std::string::npos);
     }
 
     TEST_CASE("cli.beyond.gpt2_checkpoints") {
         const std::string hf = test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors");
-        const json doc = run_json("gpt2 --model " + hf + " --heads 4 --ids 1,2,3 --layer 1");
+        const json doc = run_json("gpt2 --model " + hf + " --heads 4 --ids 1,2,3 --layer 2");
         CHECK(param(doc, "naming") == "huggingface");
-        CHECK(step(doc, "layer0.ln_1").contains("summary"));  // the other layers are summaries
-        CHECK(!step(doc, "layer0.ln_1").contains("data"));
-        CHECK(step(doc, "layer1.ln_1").at("shape") == json::array({3, 16}));
+        CHECK(step(doc, "layer1.ln_1").contains("summary"));  // the other layers are summaries
+        CHECK(!step(doc, "layer1.ln_1").contains("data"));
+        CHECK(step(doc, "layer2.ln_1").at("shape") == json::array({3, 16}));
         CHECK(step(doc, "weights").at("shape") == json::array({4, 3, 3}));
         const auto p = flat(step(doc, "top_k_probs").at("data"));
         for (std::size_t i = 1; i < p.size(); ++i) CHECK(p[i] <= p[i - 1]);
         // --head: one head's matrix, the same numbers as in every head's
-        const json one = run_json("gpt2 --model " + hf + " --heads 4 --ids 1,2,3 --layer 1 --head 2");
+        const json one = run_json("gpt2 --model " + hf + " --heads 4 --ids 1,2,3 --layer 2 --head 3");
         const auto all = flat(step(doc, "weights").at("data"));
         CHECK(flat(step(one, "weights").at("data")) == std::vector<double>(all.begin() + 18, all.begin() + 27));
         // a higher temperature flattens the distribution
@@ -215,7 +215,8 @@ TEST_SUITE("cli.beyond") {
             {"gpt2 --model " + hf + " --heads 3 --ids 1", 2, "cannot be split into 3 heads"},
             {"gpt2 --model " + hf + " --heads 4 --ids 1,50", 2, "token id 50 is out of range: the vocabulary has 50"},
             {"gpt2 --model " + hf + " --heads 4 --ids 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", 2, "17 tokens: the model's context is 16"},
-            {"gpt2 --model " + hf + " --heads 4 --ids 1 --layer 2", 2, "layer 2 is out of range: the model has 2 layers"},
+            {"gpt2 --model " + hf + " --heads 4 --ids 1 --layer 3", 2, "layer 3 is out of range: the model has 2 layers, counted from 1"},
+            {"gpt2 --model " + hf + " --heads 4 --ids 1 --layer 0", 2, "--layer: must be at least 1"},
             {"gpt2 --model " + hf + " --heads 4 --ids 1,x", 2, "--ids: 'x' is not a token id"},
             {"gpt2 --model " + hf + " --heads 4 --ids 1 -i data/your_journey.json", 2, "not expected: data/your_journey.json -i"},
             {"gpt2 --model " + hf + " --heads 4 --ids 1 --batch 2", 2, "unknown option --batch for gpt2 (it is an option of: "},
@@ -230,7 +231,7 @@ TEST_SUITE("cli.beyond") {
              "the model folder has no tokenizer.json: give --tokenizer FILE, or the prompt as --ids"},
             {"model --model " + test::source_path("tests/data/models/tiny_qwen2") + " --ids 40", 2, "token id 40 is out of range"},
             {"model --model " + test::source_path("tests/data") + " --ids 1", 1, "no config.json in the folder"},
-            {"model --model " + test::source_path("tests/data/models/tiny_qwen2") + " --ids 1 --layer 2", 2, "layer 2 is out of range: the model has 2"},
+            {"model --model " + test::source_path("tests/data/models/tiny_qwen2") + " --ids 1 --layer 3", 2, "layer 3 is out of range: the model has 2"},
             {"gpt2 --model " + test::source_path("data/your_journey.json") + " --ids 1", 1, "the header claims"},
             {"gpt2 --model /nonexistent.safetensors --ids 1", 1, "/nonexistent.safetensors: cannot open file"},
             {"gpt2 --model " + hf + " --heads 4", 2, "gpt2 needs a prompt: --text"},
@@ -321,5 +322,77 @@ TEST_SUITE("cli.beyond") {
         CHECK(shown.out.find("274  10  80  2  111\n") != std::string::npos);
         CHECK(shown.out.find('\x02') == std::string::npos);
         CHECK(shown.out.find("␊") != std::string::npos);
+    }
+
+    // Issue 24: every option that takes a position, head or layer counts from 1; the header
+    // names the token and PyTorch's index; the JSON keeps the 0-based index, named *_index.
+    TEST_CASE("cli.counting_every_position_head_and_layer_option_counts_from_1") {
+        struct Row {
+            std::string args, header, key;
+            json index;
+        };
+        const std::string qwen = test::source_path("tests/data/models/tiny_qwen2");  // 2 layers, 4 heads
+        std::vector<Row> rows;
+        for (const char* command : {"scores", "softmax", "context", "causal", "mha"}) {
+            rows.push_back({std::string(command) + " --query 1", "query 1 \"Your\" (inputs[0])", "query_index", 0});
+            rows.push_back({std::string(command) + " --query 6", "query 6 \"step\" (inputs[5])", "query_index", 5});
+        }
+        for (const char* command : {"scores", "softmax", "context", "causal", "mha", "kvcache", "rope", "flash"})
+            rows.push_back({std::string(command) + " --explain 1,6", "explain 1,6 \"Your\",\"step\" (weights[0, 5])", "explain_index", {0, 5}});
+        for (const char* command : {"mha", "kvcache", "rope --heads 2 --d-out 8"})
+            rows.push_back({std::string(command) + " --explain 6,1 --head 2", "explain_head 2 (index 1)", "explain_head_index", 1});
+        rows.push_back({"model --model " + qwen + " --ids 1,2 --layer 1", "layer 1 (index 0)", "layer_index", 0});
+        rows.push_back({"model --model " + qwen + " --ids 1,2 --layer 2 --head 4", "head 4 (index 3)", "head_index", 3});
+        for (const Row& row : rows) {
+            CAPTURE(row.args);
+            const auto text = test::run(row.args + " --no-heatmap");
+            REQUIRE(text.exit_code == 0);
+            const std::string header = text.out.substr(0, text.out.find("\n\n"));
+            std::string joined;  // the header may wrap
+            for (char c : header) joined += c == '\n' ? ' ' : c;
+            for (std::size_t at; (at = joined.find("  ")) != std::string::npos;) joined.erase(at, 1);
+            CHECK(joined.find(row.header) != std::string::npos);
+            const json doc = run_json(row.args);
+            CHECK(doc.at("format_version") == 2);
+            CHECK(param(doc, row.key) == row.index);
+        }
+        // The ends of each range: 0 and one past the last are refused, saying the range.
+        const std::vector<std::pair<std::string, std::string>> refused = {
+            {"scores --query 0", "the position must be 1..6"},
+            {"scores --query 7", "the position must be 1..6"},
+            {"causal --explain 0,1", "the position must be 1..6"},
+            {"mha --explain 7,1", "the position must be 1..6"},
+            {"mha --explain 1,1 --head 0", "--head: must be at least 1"},
+            {"mha --explain 1,1 --head 3", "the head must be 1..2"},
+            {"kvcache --explain 1,1 --head 3", "head 3 is out of range: there are 2 heads, counted from 1"},
+            {"rope --explain 1,1 --head 0", "--head: must be at least 1"},
+            {"model --model " + qwen + " --ids 1 --layer 0", "--layer: must be at least 1"},
+            {"model --model " + qwen + " --ids 1 --layer 3", "layer 3 is out of range: the model has 2 layers, counted from 1"},
+            {"model --model " + qwen + " --ids 1 --head 5", "head 5 is out of range: the model has 4 heads, counted from 1"},
+        };
+        for (const auto& [args, message] : refused) {
+            CAPTURE(args);
+            const auto r = test::run(args);
+            CHECK(r.exit_code == 2);
+            CHECK(r.err.find(message) != std::string::npos);
+        }
+        // Numbered step ids and titles count the same way.
+        const json kv = run_json("kvcache");
+        CHECK(step(kv, "step1.query").at("title").get<std::string>().rfind("Step 1: \"Your\"", 0) == 0);
+        CHECK(step(kv, "step6.query").at("title").get<std::string>().rfind("Step 6: \"step\"", 0) == 0);
+        const json fl = run_json("flash --block 4");
+        CHECK(step(fl, "block1.scores").at("title").get<std::string>().rfind("Block 1: keys 1…4", 0) == 0);
+        CHECK(step(fl, "block2.scores").at("title").get<std::string>().rfind("Block 2: keys 5…6", 0) == 0);
+        const json wrapper = run_json("mha --variant wrapper --heads 2");
+        CHECK(step(wrapper, "head1.W_query").at("title").get<std::string>().find("of head 1") != std::string::npos);
+        CHECK(step(wrapper, "head2.W_query").at("title").get<std::string>().find("of head 2") != std::string::npos);
+        const json model = run_json("model --model " + qwen + " --ids 1,2 --layer 2");
+        CHECK(step(model, "queries").at("title").get<std::string>().rfind("Layer 2:", 0) == 0);
+        CHECK(step(model, "layer2.ln_1").contains("data"));
+        CHECK(step(model, "layer1.ln_1").contains("summary"));
+        for (const json& s : model.at("steps")) CHECK(s.at("id").get<std::string>().rfind("layer0.", 0) != 0);
+        const auto grid = test::run("mha --heads 2 --steps weights --no-heatmap");
+        CHECK(grid.out.find("head 1:") != std::string::npos);
+        CHECK(grid.out.find("head 0:") == std::string::npos);
     }
 }

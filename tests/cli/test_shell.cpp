@@ -12,15 +12,17 @@
 using namespace attnwalk;
 
 TEST_SUITE("shell") {
-    TEST_CASE("shell.parse_cell_takes_indices_or_tokens") {
+    TEST_CASE("shell.parse_cell_takes_positions_from_1_or_tokens") {
         const std::vector<std::string> tokens{"a", "b", "c"};
-        const Cell c = app::parse_cell("1,2", tokens);
+        const Cell c = app::parse_cell("2,3", tokens);  // positions count from 1; the cell is 0-based
         CHECK(c.i == 1);
         CHECK(c.j == 2);
         CHECK(app::parse_cell("c,a", tokens).i == 2);
+        CHECK(app::parse_cell("#1,#3", tokens).j == 2);
         CHECK_THROWS_AS(app::parse_cell("1", tokens), UsageError);
-        CHECK_THROWS_AS(app::parse_cell("1,2,0", tokens), UsageError);
-        CHECK_THROWS_AS(app::parse_cell("1,3", tokens), UsageError);
+        CHECK_THROWS_AS(app::parse_cell("1,2,1", tokens), UsageError);
+        CHECK_THROWS_WITH_AS(app::parse_cell("1,4", tokens), doctest::Contains("must be 1..3"), UsageError);
+        CHECK_THROWS_WITH_AS(app::parse_cell("0,1", tokens), doctest::Contains("must be 1..3"), UsageError);
     }
 
     TEST_CASE("shell.dropout_continues_the_seed_stream_unless_reseeded") {

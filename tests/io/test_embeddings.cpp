@@ -36,7 +36,7 @@ TEST_SUITE("embeddings") {
 
     TEST_CASE("embeddings.tokens_are_optional") {
         const auto e = parse_embeddings(R"({"embeddings": [[1, 2], [3, 4]]})", "x");
-        CHECK(e.tokens == std::vector<std::string>{"t0", "t1"});
+        CHECK(e.tokens == std::vector<std::string>{"t1", "t2"});
     }
 
     TEST_CASE("embeddings.batch_input") {

@@ -70,7 +70,7 @@ TEST_SUITE("model") {
                 if (a == "--model") path = test::source_path(next().substr(6));  // @SRC@/…
                 else if (a == "--heads") heads = std::stoul(next());
                 else if (a == "--ids") ids = ids_of(next());
-                else if (a == "--layer") spec.layer = std::stoul(next());
+                else if (a == "--layer") spec.layer = std::stoul(next()) - 1;  // the command line counts from 1
                 else if (a == "--generate") spec.generate = std::stoul(next());
                 else FAIL("the golden uses an option this test does not read: " << a);
             }
@@ -97,7 +97,7 @@ TEST_SUITE("model") {
                 if (a == "--model") path = test::source_path(next().substr(6));  // @SRC@/…
                 else if (a == "--ids") ids = ids_of(next());
                 else if (a == "--text") text = next();
-                else if (a == "--layer") spec.layer = std::stoul(next());
+                else if (a == "--layer") spec.layer = std::stoul(next()) - 1;  // the command line counts from 1
                 else if (a == "--generate") spec.generate = std::stoul(next());
                 else FAIL("the golden uses an option this test does not read: " << a);
             }

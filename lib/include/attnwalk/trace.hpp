@@ -96,7 +96,15 @@ struct Step {
     Summary summary;
 };
 
-using ParamValue = std::variant<bool, unsigned long long, double, std::string>;  // every count and seed is unsigned
+// A position, head or layer the options named, as PyTorch indexes it (from 0). Its param's
+// name ends in "_index"; the text view counts from 1, as the book's math does.
+struct Index {
+    std::vector<unsigned long long> at;  // one index, or a cell's row and column
+    bool names_tokens = false;           // positions in Trace::tokens: the text view names them
+    std::string tensor;                  // what PyTorch indexes with it ("inputs", "weights"), or empty
+};
+
+using ParamValue = std::variant<bool, unsigned long long, double, std::string, Index>;  // every count and seed is unsigned
 
 struct Trace {
     std::string command;

@@ -115,7 +115,7 @@ Embeddings parse_embeddings(const std::string& text, const std::string& source) 
             out.tokens.push_back(token.string);
         }
     } else {
-        for (std::size_t i = 0; i < T; ++i) out.tokens.push_back("t" + std::to_string(i));
+        for (std::size_t i = 0; i < T; ++i) out.tokens.push_back("t" + std::to_string(i + 1));  // positions count from 1
     }
     return out;
 }

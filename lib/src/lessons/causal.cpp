@@ -29,7 +29,7 @@ Trace walk_causal(const Embeddings& input, const Weights& weights, const CausalS
     rec.restart_clock();  // the forward's time goes to its steps (charge_forward_time)
     const Scale sc = scale_of(w, spec.scale, f.scale);
     trace.set_param("scale", static_cast<double>(f.scale));
-    if (spec.query) trace.set_param("query", static_cast<unsigned long long>(*spec.query));
+    if (spec.query) set_query_param(trace, *spec.query);
     if (spec.dropout.p > 0.0) record_draw_params(trace, spec.dropout);
     record_projections(rec, w, f);
 
@@ -104,7 +104,7 @@ Trace walk_causal(const Embeddings& input, const Weights& weights, const CausalS
     if (one) rec.add("context", context_title, context_formula, Mat(xt::view(f.context, xt::all(), 0, xt::all())), {Axis::feature});
     else rec.add("context", context_title, context_formula, f.context, tokens_features);
     if (spec.explain) {
-        trace.set_param("explain", "[" + std::to_string(spec.explain->i) + "," + std::to_string(spec.explain->j) + "]");
+        set_explain_params(trace, *spec.explain, std::nullopt);
         explain_cell(rec, *spec.explain, x, w, f, sc, ExplainDepth::context);
     }
     return finish(std::move(trace), recording, &f);

@@ -51,7 +51,7 @@ Trace walk_dropout_ones(std::size_t n, const DropoutDraw& draw, const Recording&
     if (n < 1) throw UsageError("the matrix of ones needs at least 1 row");
     Trace trace;
     trace.command = "dropout";
-    for (std::size_t i = 0; i < n; ++i) trace.tokens.push_back(std::to_string(i));
+    for (std::size_t i = 0; i < n; ++i) trace.tokens.push_back(std::to_string(i + 1));  // rows count from 1
     trace.set_param("num_tokens", static_cast<unsigned long long>(n));
     record_draw_params(trace, draw);
     Recorder rec(trace);

@@ -44,7 +44,7 @@ void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const Attentio
     const std::string I = std::to_string(i + 1), J = std::to_string(j + 1);
     const std::string qi = trace.tokens[i], kj = trace.tokens[j];
     const std::size_t h = head;
-    const std::string batch_note = std::string(f.heads > 1 ? " in head " + std::to_string(h) : "") + (trace.batched ? " (batch element 0)" : "");
+    const std::string batch_note = std::string(f.heads > 1 ? " in head " + std::to_string(h + 1) : "") + (trace.batched ? " (batch element 1)" : "");
 
     // The query and key vectors, from the embeddings through W_query and W_key.
     const std::size_t g = h / (f.heads / f.kv_heads);  // the key/value head of query head h
@@ -71,12 +71,16 @@ void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const Attentio
             for (std::size_t c = 0; c < half; ++c) out += (c ? ", " : "") + format_number(f.rope->angles(t, c));
             return out;
         };
-        Step& rq = rec.add_plain("explain_query_rotated", "The query of " + quoted(qi) + ", rotated by position " + std::to_string(i),
-                                 "q′_" + I + " = q_" + I + "·cos φ_" + std::to_string(i) + " + rotate_half(q_" + I + ")·sin φ_" + std::to_string(i),
+        // RoPE's angle is p·θ with the model's position id p, which counts from 0: the
+        // first token is not turned.
+        const std::string pi = std::to_string(i), pj = std::to_string(j);
+        Step& rq = rec.add_plain("explain_query_rotated", "The query of " + quoted(qi) + ", rotated by its position id p = " + pi,
+                                 "q′_" + I + " = q_" + I + "·cos φ(" + pi + ") + rotate_half(q_" + I + ")·sin φ(" + pi + ")",
                                  vector_tensor(q), {Axis::feature});
-        rq.note = "Pairs (c, c + " + std::to_string(half) + ") turn by the angles φ = " + angles(i) + " (radians).";
-        Step& rk = rec.add_plain("explain_key_rotated", "The key of " + quoted(kj) + ", rotated by position " + std::to_string(j),
-                                 "k′_" + J + " = k_" + J + "·cos φ_" + std::to_string(j) + " + rotate_half(k_" + J + ")·sin φ_" + std::to_string(j),
+        rq.note = "Pairs (c, c + " + std::to_string(half) + ") turn by the angles φ(p) = p·θ = " + angles(i) +
+                  " (radians); position ids count from 0, so token " + I + " has p = " + pi + ".";
+        Step& rk = rec.add_plain("explain_key_rotated", "The key of " + quoted(kj) + ", rotated by its position id p = " + pj,
+                                 "k′_" + J + " = k_" + J + "·cos φ(" + pj + ") + rotate_half(k_" + J + ")·sin φ(" + pj + ")",
                                  vector_tensor(k), {Axis::feature});
         rk.note = "Angles φ = " + angles(j) + ": the score below sees only their differences.";
     }

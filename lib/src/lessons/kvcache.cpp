@@ -49,8 +49,8 @@ Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCach
         s.kh = kc;
         s.vh = vc;
         attend(s, &w, causal);  // the one query is the last position: every cached key is in its past
-        const std::string N = "step" + std::to_string(t) + ".", tok = quoted(trace.tokens[t]);
-        rec.add(N + "query", "Step " + std::to_string(t) + ": " + tok + " arrives; its query in every head", "q_t = x_t·W_query", q,
+        const std::string N = "step" + std::to_string(t + 1) + ".", tok = quoted(trace.tokens[t]);
+        rec.add(N + "query", "Step " + std::to_string(t + 1) + ": " + tok + " arrives; its query in every head", "q_t = x_t·W_query", q,
                 {Axis::head, Axis::feature});
         rec.add(N + "key", "Its key, appended to the cache", "k_t = x_t·W_key", k, {Axis::head, Axis::feature});
         rec.add(N + "value", "Its value, appended to the cache", "v_t = x_t·W_value", v, {Axis::head, Axis::feature});

@@ -20,7 +20,7 @@ void record_mha_parameters(Recorder& rec, const AttentionWeights& w) {
     if (w.layout == HeadLayout::stacked) {
         for (std::size_t h = 0; h < w.heads; ++h)
             record_parameters(rec, w.head_columns(w.query, h), w.head_columns(w.key, h), w.head_columns(w.value, h),
-                              "head" + std::to_string(h) + ".", " of head " + std::to_string(h));
+                              "head" + std::to_string(h + 1) + ".", " of head " + std::to_string(h + 1));
         return;
     }
     if (w.combined) {
@@ -116,8 +116,8 @@ void record_qkv(Recorder& rec, const AttentionWeights& w, const Forward& f, cons
     const std::string& q_split_title = m.q_split_title;
     const std::string group_note =
         G == H ? ""
-               : "Grouped-query attention: " + Gs + " key/value heads for " + Hs + " query heads; query head h reads key/value head h // " +
-                     std::to_string(H / G) + " (" + grouping(H, G) + "). W_key and W_value are d_in×" + std::to_string(d_kv) +
+               : "Grouped-query attention: " + Gs + " key/value heads for " + Hs + " query heads; query head h reads key/value head ⌈h / " +
+                     std::to_string(H / G) + "⌉ (" + grouping(H, G) + "). W_key and W_value are d_in×" + std::to_string(d_kv) +
                      " instead of d_in×" + std::to_string(d_out) + ": " + std::to_string(2 * d_in * (d_out - d_kv)) +
                      " fewer weights, and a KV cache keeps 2·" + std::to_string(d_kv) + " floats per token instead of 2·" +
                      std::to_string(d_out) + ".";
@@ -166,8 +166,8 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     check_draw(spec.dropout);
     check_explain(spec.explain, 0, 1, input.tokens_count());
     if (spec.explain_head >= weights->heads)
-        throw UsageError("head " + std::to_string(spec.explain_head) + " is out of range: there are " +
-                         std::to_string(weights->heads) + " heads");
+        throw UsageError("head " + std::to_string(spec.explain_head + 1) + " is out of range: there are " +
+                         std::to_string(weights->heads) + " heads, counted from 1");
     const AttentionWeights& w = *weights;
     const bool stacked = w.layout == HeadLayout::stacked;
     const std::size_t H = w.heads, G = w.key_heads();
@@ -198,7 +198,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     if (spec.dropout.train) fs.dropout = {spec.dropout.p, spec.dropout.gen};
     const Forward f = attention_forward(x, &w, fs);
     rec.restart_clock();  // the forward's time goes to its steps (charge_forward_time)
-    if (spec.query) trace.set_param("query", static_cast<unsigned long long>(*spec.query));
+    if (spec.query) set_query_param(trace, *spec.query);
     const Einsum einsum{rec, spec.show_einsum};
     record_qkv(rec, w, f, words, einsum);
     const bool masking = spec.causal || spec.window;
@@ -226,7 +226,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
         if (one) rec.add(id, title + of, formula, Mat(xt::view(t, xt::all(), 0, xt::all())), {Axis::feature});
         else rec.add(id, title, formula, t, tokens_features);
     };
-    per_head("scores", "Scores of every head", G == H ? "ω_h = Q_h·K_hᵀ" : "ω_h = Q_h·K_gᵀ, g = h // " + std::to_string(H / G),
+    per_head("scores", "Scores of every head", G == H ? "ω_h = Q_h·K_hᵀ" : "ω_h = Q_h·K_gᵀ, g = ⌈h/" + std::to_string(H / G) + "⌉",
              f.scores, Axis::token, false);
     einsum(G == H ? "'bhid,bhjd->bhij' (Q, K)"
                   : "'bgrid,bgjd->bgrij' (Q.view(B, G, H/G, T, d_h), K): each key/value head serves H/G query heads");
@@ -248,7 +248,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
         per_head("dropout_mask", "Dropout mask of every head: 1 = kept", "keep ~ Bernoulli(1 − p)", f.keep, Axis::token, false);
         per_head("weights_dropped", "Weights after dropout", "A ⊙ keep / (1 − p)", f.weights_dropped, Axis::token, true);
     }
-    per_head("head_outputs", "Each head's context vectors", G == H ? "Z_h = A_h·V_h" : "Z_h = A_h·V_g, g = h // " + std::to_string(H / G),
+    per_head("head_outputs", "Each head's context vectors", G == H ? "Z_h = A_h·V_h" : "Z_h = A_h·V_g, g = ⌈h/" + std::to_string(H / G) + "⌉",
              f.head_outputs, Axis::feature, false);
     einsum(G == H ? "'bhij,bhjd->bhid' (A, V)" : "'bgrij,bgjd->bgrid' (A.view(B, G, H/G, T, T), V)");
     joined("context", "Heads concatenated along the features", context_formula, f.context);
@@ -256,8 +256,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     joined("output", output_title, output_formula, f.output);
     if (w.out_proj) einsum("'btd,de->bte' (Z, W_o) + b_o");
     if (spec.explain) {
-        trace.set_param("explain", "[" + std::to_string(spec.explain->i) + "," + std::to_string(spec.explain->j) + "]");
-        trace.set_param("explain_head", static_cast<unsigned long long>(spec.explain_head));
+        set_explain_params(trace, *spec.explain, spec.explain_head);
         Scale sc;
         sc.value = f.scale;
         sc.symbol = "√d_h";

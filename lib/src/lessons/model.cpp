@@ -144,19 +144,19 @@ public:
         if (spec_.view) xt::view(grid, 0, l) = xt::view(f.weights, 0);
         if (l != spec_.layer) return;
         if (words_.gpt2) {
-            rec_.add("queries", "Layer " + std::to_string(l) + ": queries (columns 0…C−1 of c_attn)", "Q = ln_1(x)·W_q + b_q", f.q, tokens_features);
+            rec_.add("queries", "Layer " + std::to_string(l + 1) + ": queries (columns 0…C−1 of c_attn)", "Q = ln_1(x)·W_q + b_q", f.q, tokens_features);
             rec_.add("keys", "Keys (columns C…2C−1 of c_attn)", "K = ln_1(x)·W_k + b_k", f.k, tokens_features);
             rec_.add("values", "Values (columns 2C…3C−1 of c_attn)", "V = ln_1(x)·W_v + b_v", f.v, tokens_features);
         } else {
             const bool bias = config_.family == "qwen2";
             const std::string H = std::to_string(f.heads), G = std::to_string(f.kv_heads), d = std::to_string(f.d_h);
-            rec_.add("queries", "Layer " + std::to_string(l) + ": queries (q_proj: " + H + " heads of " + d + ")",
+            rec_.add("queries", "Layer " + std::to_string(l + 1) + ": queries (q_proj: " + H + " heads of " + d + ")",
                      std::string("Q = norm_1(x)·W_qᵀ") + (bias ? " + b_q" : ""), f.q, tokens_features);
             Step& k = rec_.add("keys", "Keys (k_proj: " + G + " key/value head" + (f.kv_heads == 1 ? "" : "s") + " of " + d + ")", std::string("K = norm_1(x)·W_kᵀ") + (bias ? " + b_k" : ""),
                                f.k, tokens_features);
             if (f.kv_heads < f.heads)
-                k.note = "Grouped-query attention: " + G + " key/value head" + (f.kv_heads == 1 ? "" : "s") + " for " + H + " query heads; query head h reads key/value head ⌊h / " +
-                         std::to_string(f.heads / f.kv_heads) + "⌋.";
+                k.note = "Grouped-query attention: " + G + " key/value head" + (f.kv_heads == 1 ? "" : "s") + " for " + H + " query heads; query head h reads key/value head ⌈h / " +
+                         std::to_string(f.heads / f.kv_heads) + "⌉ (both counted from 1).";
             rec_.add("values", "Values (v_proj)", std::string("V = norm_1(x)·W_vᵀ") + (bias ? " + b_v" : ""), f.v, tokens_features);
             if (f.qk_normed) {
                 const Hyper& qn = f.rope ? f.qh_plain : f.qh;
@@ -180,12 +180,12 @@ public:
         }
         const std::string Hs = std::to_string(info_.heads), dh = std::to_string(f.d_h);
         const std::string kind = f.window ? "Sliding-window attention weights (W = " + std::to_string(f.window) + ")" : "Causal attention weights";
-        const std::string group = f.kv_heads < f.heads ? "_⌊h/" + std::to_string(f.heads / f.kv_heads) + "⌋" : "_h";
+        const std::string group = f.kv_heads < f.heads ? "_⌈h/" + std::to_string(f.heads / f.kv_heads) + "⌉" : "_h";
         const std::string formula = "A_h = softmax(masked ω_h / " + (words_.scale.empty() ? "√" + dh : words_.scale) + ")";
         if (spec_.head) {  // one head: its T×T matrices
             const std::size_t h = *spec_.head;
-            const std::string of = " of head " + std::to_string(h);
-            rec_.add("scores", "Scores" + of, "ω_" + std::to_string(h) + " = Q_h·K" + group + "ᵀ", Cube(xt::view(f.scores, xt::all(), h)),
+            const std::string of = " of head " + std::to_string(h + 1);
+            rec_.add("scores", "Scores" + of, "ω_" + std::to_string(h + 1) + " = Q_h·K" + group + "ᵀ", Cube(xt::view(f.scores, xt::all(), h)),
                      tokens_tokens);
             rec_.mask_from_here(CellMask{true, f.window});
             rec_.add_with_row_sums("weights", kind + of + " (one of " + Hs + " heads of " + dh + ")", formula,
@@ -204,8 +204,8 @@ public:
     }
 
     void block(std::size_t l, BlockPoint p, const Cube& t) override {
-        const PointText text = point_text(p, std::to_string(l), words_);
-        const std::string id = "layer" + std::to_string(l) + "." + text.id;
+        const PointText text = point_text(p, std::to_string(l + 1), words_);
+        const std::string id = "layer" + std::to_string(l + 1) + "." + text.id;
         if (l == spec_.layer || spec_.all_layers) rec_.add(id, text.title, text.formula, t, tokens_features);
         else rec_.add_summary(id, text.title, text.formula, {T_, t.shape(2)}, 1, tokens_features, summary_of(t), false);
     }
@@ -227,14 +227,14 @@ public:
 
     void attention(std::size_t l, const Forward& f) override {
         if (l != spec_.layer) return;
-        const std::string N = "step" + std::to_string(position_) + ".", L = std::to_string(l);
+        const std::string N = "step" + std::to_string(position_ + 1) + ".", L = std::to_string(l + 1);
         const std::string grown = f.window ? ", the last " + std::to_string(f.window) + " kept (sliding window)" : ", one row longer";
-        Step& cache = rec_.add(N + "keys_cache", "Token " + std::to_string(position_) + " (\"" + token_ + "\"): layer " + L + "'s key cache" + grown,
+        Step& cache = rec_.add(N + "keys_cache", "Token " + std::to_string(position_ + 1) + " (\"" + token_ + "\"): layer " + L + "'s key cache" + grown,
                                "K_cache = concat(K_cache, k_t)", f.kh, head_tokens_features);
         const std::size_t first = position_ + 1 - f.kh.shape(2);  // the oldest token kept (0 but on a sliding layer)
         cache.first_row = first;
         const Cube rows = xt::view(f.weights, xt::all(), xt::all(), 0, xt::all());
-        Step& w = spec_.head ? rec_.add_with_row_sums(N + "weights", "Its new row of attention in layer " + L + ", head " + std::to_string(*spec_.head),
+        Step& w = spec_.head ? rec_.add_with_row_sums(N + "weights", "Its new row of attention in layer " + L + ", head " + std::to_string(*spec_.head + 1),
                                                       formula_, Mat(xt::view(rows, xt::all(), *spec_.head)), {Axis::token})
                              : rec_.add_with_row_sums(N + "weights", "Its new row of attention in layer " + L, formula_, rows,
                                                       {Axis::head, Axis::token});
@@ -267,7 +267,7 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
     std::size_t window = 0;
     for (std::size_t l = 0; l < L && l < config.layer_attention.size(); ++l) {
         std::string& list = config.layer_attention[l].window ? sliding : global;
-        list += (list.empty() ? "" : ", ") + std::to_string(l);
+        list += (list.empty() ? "" : ", ") + std::to_string(l + 1);
         window = config.layer_attention[l].window.value_or(window);
     }
     if (!sliding.empty())
@@ -281,7 +281,7 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
         }
     const char* titles[] = {"Entropy of each head's rows (nats; low = focused)", "Largest weight of each row, averaged",
                             "Weight on the first token (the attention sink)", "Weight on the previous token", "Weight on the token itself"};
-    const char* formulas[] = {"mean_i −Σ_j a_ij·ln a_ij", "mean_i max_j a_ij", "mean_i a_i0", "mean_(i≥1) a_i,i−1", "mean_i a_ii"};
+    const char* formulas[] = {"mean_i −Σ_j a_ij·ln a_ij", "mean_i max_j a_ij", "mean_i a_i,1", "mean_(i≥2) a_i,i−1", "mean_i a_ii"};
     for (std::size_t k = 0; k < stat_names.size(); ++k)
         rec.add("head_" + stat_names[k], titles[k], formulas[k], stats[k], {Axis::layer, Axis::head});
     if (spec.sort.empty()) return;
@@ -294,8 +294,8 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
     });
     Mat table = Mat::from_shape({order.size(), 2 + stat_names.size()});
     for (std::size_t r = 0; r < order.size(); ++r) {
-        table(r, 0) = static_cast<float>(order[r].first);
-        table(r, 1) = static_cast<float>(order[r].second);
+        table(r, 0) = static_cast<float>(order[r].first + 1);  // layer and head as the text counts them, from 1
+        table(r, 1) = static_cast<float>(order[r].second + 1);
         for (std::size_t k = 0; k < stat_names.size(); ++k) table(r, 2 + k) = stats[k](0, order[r].first, order[r].second);
     }
     Step& st = rec.add_plain("heads_sorted", "The heads ranked by " + spec.sort + ", highest first", "sort by " + spec.sort, to_trace(table),
@@ -421,9 +421,11 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     if (spec.generate && T + 1 > info.context)
         throw UsageError("no room to generate: the prompt fills the model's context of " + std::to_string(info.context));
     if (spec.head && *spec.head >= info.heads)
-        throw UsageError("head " + std::to_string(*spec.head) + " is out of range: the model has " + std::to_string(info.heads) + " heads");
+        throw UsageError("head " + std::to_string(*spec.head + 1) + " is out of range: the model has " + std::to_string(info.heads) +
+                         " heads, counted from 1");
     if (spec.layer >= info.layers)
-        throw UsageError("layer " + std::to_string(spec.layer) + " is out of range: the model has " + std::to_string(info.layers) + " layers");
+        throw UsageError("layer " + std::to_string(spec.layer + 1) + " is out of range: the model has " + std::to_string(info.layers) +
+                         " layers, counted from 1");
     if (!(spec.temperature > 0.0 && std::isfinite(spec.temperature))) throw UsageError("the temperature must be a positive number");
     if (spec.top_p && !(*spec.top_p > 0.0 && *spec.top_p <= 1.0)) throw UsageError("top-p must be in (0, 1]");
     const auto& stat_names = head_stat_names();
@@ -447,8 +449,8 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     if (info.head_dim) trace.set_param("head_dim", static_cast<ull>(info.head_dim));
     for (const auto& [field, value] : info.config) trace.set_param("config." + field, value);  // config.json, as the model read it
     trace.set_param("num_tokens", static_cast<ull>(T));
-    trace.set_param("layer", static_cast<ull>(spec.layer));
-    if (spec.head) trace.set_param("head", static_cast<ull>(*spec.head));
+    trace.set_param("layer_index", Index{{spec.layer}, false, ""});
+    if (spec.head) trace.set_param("head_index", Index{{*spec.head}, false, ""});
     trace.set_param("causal", true);
     trace.set_param("temperature", spec.temperature);
     Recorder rec(trace);

@@ -25,7 +25,7 @@ Trace single_head(const std::string& command, Stage stage, bool compare, const E
     trace.set_param("scale", static_cast<double>(f.scale));
     record_projections(rec, w, f);
     if (spec.query) {
-        trace.set_param("query", static_cast<unsigned long long>(*spec.query));
+        set_query_param(trace, *spec.query);
         walk_one_query(rec, w, f, sc, stage, compare);
         return finish(std::move(trace), recording, &f);
     }
@@ -37,7 +37,7 @@ Trace single_head(const std::string& command, Stage stage, bool compare, const E
                     w ? "Z = A·V" : "Z = A·X", f.context, tokens_features);
     }
     if (spec.explain) {
-        trace.set_param("explain", "[" + std::to_string(spec.explain->i) + "," + std::to_string(spec.explain->j) + "]");
+        set_explain_params(trace, *spec.explain, std::nullopt);
         const ExplainDepth depth = stage == Stage::scores ? ExplainDepth::score
                                    : stage == Stage::weights ? ExplainDepth::weight
                                                              : ExplainDepth::context;

@@ -104,7 +104,7 @@ Trace finish(Trace trace, const Recording& recording, const Forward* f) {
     return trace;
 }
 
-std::string batch_prefix(const Trace& trace, std::size_t b) { return trace.batched ? "[" + std::to_string(b) + "] " : ""; }
+std::string batch_prefix(const Trace& trace, std::size_t b) { return trace.batched ? "batch " + std::to_string(b + 1) + ": " : ""; }
 
 // Head 0 of a (B,H,R,·) tensor: (B,R,·); and its row 0: (B,·).
 Cube head0(const Hyper& t) { return xt::view(t, xt::all(), 0); }
@@ -129,13 +129,13 @@ void record_parameters(Recorder& rec, const Linear& q, const Linear& k, const Li
     }
 }
 
-// "heads 0–1 → 0, heads 2–3 → 1": which query heads share each key/value head.
+// "heads 1–2 → 1, heads 3–4 → 2": which query heads share each key/value head, counted from 1.
 std::string grouping(std::size_t H, std::size_t G) {
     std::string out;
     const std::size_t n = H / G;
     for (std::size_t g = 0; g < G; ++g) {
-        out += (g ? ", " : "") + std::string(n > 1 ? "heads " : "head ") + std::to_string(g * n) +
-               (n > 1 ? "–" + std::to_string(g * n + n - 1) : "") + " → " + std::to_string(g);
+        out += (g ? ", " : "") + std::string(n > 1 ? "heads " : "head ") + std::to_string(g * n + 1) +
+               (n > 1 ? "–" + std::to_string(g * n + n) : "") + " → " + std::to_string(g + 1);
     }
     return out;
 }
@@ -288,18 +288,26 @@ std::string quoted(const std::string& token) { return "\"" + token + "\""; }
 
 void check_explain(const std::optional<Cell>& cell, std::size_t head, std::size_t heads, std::size_t T) {
     if (cell && (cell->i >= T || cell->j >= T))
-        throw UsageError("cell " + std::to_string(cell->i) + "," + std::to_string(cell->j) + " is out of range: there are " +
-                         std::to_string(T) + " tokens");
+        throw UsageError("cell " + std::to_string(cell->i + 1) + "," + std::to_string(cell->j + 1) + " is out of range: there are " +
+                         std::to_string(T) + " tokens, counted from 1");
     if (head >= heads)
-        throw UsageError("head " + std::to_string(head) + " is out of range: there are " + std::to_string(heads) + " heads");
+        throw UsageError("head " + std::to_string(head + 1) + " is out of range: " +
+                         (heads == 1 ? std::string("there is 1 head") : "there are " + std::to_string(heads) + " heads") +
+                         ", counted from 1");
+}
+
+void set_query_param(Trace& trace, std::size_t query) { trace.set_param("query_index", Index{{query}, true, "inputs"}); }
+
+void set_explain_params(Trace& trace, const Cell& cell, std::optional<std::size_t> head) {
+    trace.set_param("explain_index", Index{{cell.i, cell.j}, true, "weights"});
+    if (head) trace.set_param("explain_head_index", Index{{*head}, false, ""});
 }
 
 // Writes out one cell of `f` (batch element 0), its cell and head in the params.
 void explain(Recorder& rec, const Cell& cell, std::size_t head, const Cube& x, const AttentionWeights* w, const Forward& f,
              ExplainDepth depth) {
     Trace& trace = rec.trace();
-    trace.set_param("explain", "[" + std::to_string(cell.i) + "," + std::to_string(cell.j) + "]");
-    if (f.heads > 1) trace.set_param("explain_head", static_cast<ull>(head));
+    set_explain_params(trace, cell, f.heads > 1 ? std::optional<std::size_t>(head) : std::nullopt);
     Scale sc;
     sc.value = f.scale;
     sc.symbol = w ? "√d_h" : format_number(f.scale);

@@ -38,7 +38,7 @@ Mat row0(const Hyper& t);
 // W_query, W_key, W_value (and biases) as parameter steps; `prefix` before the ids.
 void record_parameters(Recorder& rec, const Linear& q, const Linear& k, const Linear& v, const std::string& prefix,
                        const std::string& title_suffix);
-// "heads 0–1 → 0, heads 2–3 → 1": which query heads share each key/value head.
+// "heads 1–2 → 1, heads 3–4 → 2": which query heads share each key/value head.
 std::string grouping(std::size_t H, std::size_t G);
 // 1 where query i may attend to key j (masked_out).
 Mat band_mask(std::size_t T, bool causal, std::size_t window);
@@ -55,6 +55,10 @@ void walk_one_query(Recorder& rec, const AttentionWeights* w, const Forward& f, 
 // The dropout rate and mode as params; a rate outside [0, 1) or a draw without a generator.
 void record_draw_params(Trace& trace, const DropoutDraw& draw);
 void check_draw(const DropoutDraw& draw);
+// The positions the options named, as params: query_index (a row of inputs), explain_index
+// (a cell of the weights) and explain_head_index, 0-based as PyTorch indexes.
+void set_query_param(Trace& trace, std::size_t query);
+void set_explain_params(Trace& trace, const Cell& cell, std::optional<std::size_t> head);
 // A cell inside the T×T matrix and a head < heads; UsageError otherwise.
 void check_explain(const std::optional<Cell>& cell, std::size_t head, std::size_t heads, std::size_t T);
 // Writes out one cell of `f` (batch element 0), its cell and head in the params.

@@ -23,6 +23,7 @@
 #include "attnwalk/io/safetensors.hpp"
 #include "commands/commands.hpp"
 #include "commands/walkthrough.hpp"
+#include "help.hpp"
 #include "output_file.hpp"
 #include "printable.hpp"
 #include "selection.hpp"
@@ -36,6 +37,7 @@ namespace {
 void make_cli(CLI::App& cli, Shell& shell) {
     cli.description("attnwalk — the attention mechanism of transformers, one printed step at a time.\n"
                     "Every command runs on the built-in sentence \"Your journey starts with one step\" unless given -i FILE.");
+    cli.name("attnwalk");
     cli.set_version_flag("--version", "attnwalk 0.1.0");
     cli.require_subcommand(1);
     cli.footer("Examples:\n"
@@ -282,6 +284,7 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err, const Terminal& terminal) {
     CLI::App cli;
+    cli.formatter(help_formatter(terminal.columns));  // the subcommands take it over
     Shell shell;
     make_cli(cli, shell);
     try {

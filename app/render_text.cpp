@@ -420,8 +420,14 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
     if (!step_id.empty()) {
         for (const Step& s : trace.steps)
             if (s.id == step_id) chosen = &s;
-        if (!chosen) throw UsageError("--svg-step " + step_id + ": this trace has no such step");
-        if (!is_token_matrix(*chosen)) throw UsageError("--svg-step " + step_id + ": not a token×token step, nothing to draw as a heatmap");
+        if (!chosen || !is_token_matrix(*chosen)) {  // name the steps it could draw, as --steps does
+            std::string drawable;
+            for (const Step& s : trace.steps)
+                if (is_token_matrix(s) && drawable.find(" " + s.id + ",") == std::string::npos) drawable += " " + s.id + ",";
+            if (!drawable.empty()) drawable.pop_back();
+            throw UsageError("--svg-step " + step_id + ": " + (chosen ? "not a token×token step, nothing to draw as a heatmap" : "this trace has no such step") +
+                             (drawable.empty() ? " (the steps kept hold none)" : " (the steps it can draw:" + drawable + ")"));
+        }
     } else {  // the final weights: after dropout if there was one
         for (const char* id : {"weights_dropped", "weights"})
             for (const Step& s : trace.steps)

@@ -1,4 +1,5 @@
 #include "shell.hpp"
+#include "help.hpp"
 
 #include <cctype>
 #include <charconv>
@@ -82,51 +83,59 @@ CLI::Validator non_empty() {
 
 void add_shell_options(CLI::App& sub, Shell& s, bool walk, InputKind kind) {
     if (kind == InputKind::prompt) {
-        sub.add_option("--text", s.sentence, "The text, cut into tokens by the tokenizer (UTF-8)")->check(non_empty());
+        sub.add_option("--text", s.sentence, "The text, cut into tokens by the tokenizer (UTF-8)")->check(non_empty())->group(input_group);
     } else {
         CLI::Option* input =
             sub.add_option("-i,--input", s.input, "Input JSON file ({\"tokens\", \"embeddings\"}); - reads stdin. Default: the built-in sentence")
-                ->check(non_empty());
+                ->check(non_empty())
+                ->group(input_group);
         sub.add_option("--text", s.sentence, "A sentence instead of -i: split at whitespace, each word looked up in --vocab")
             ->check(non_empty())
-            ->excludes(input);
+            ->excludes(input)
+            ->group(input_group);
         sub.add_option("--vocab", s.vocab, "JSON object {\"word\": [numbers], ...} for --text (data/vocab.json covers the docs' sentences)")
-            ->check(non_empty());
+            ->check(non_empty())
+            ->group(input_group);
     }
-    CLI::Option* json = sub.add_flag("--json", s.json, "Print the whole trace as one JSON document (see docs/json.md)");
+    CLI::Option* json = sub.add_flag("--json", s.json, "Print the whole trace as one JSON document (see docs/json.md)")->group(output_group);
     sub.add_option("--json-nonfinite", s.json_nonfinite,
                    "How --json writes inf and NaN: string (\"inf\"), null, or literal (Python's Infinity, NaN)")
         ->check(CLI::IsMember({"string", "null", "literal"}))
         ->needs(json)
-        ->capture_default_str();
+        ->capture_default_str()
+        ->group(output_group);
     // The text view's options mean nothing to the JSON.
-    json->excludes(sub.add_option("--precision", s.text.precision, "Decimals in text output")->check(CLI::Range(0, 12))->capture_default_str());
+    json->excludes(sub.add_option("--precision", s.text.precision, "Decimals in text output")->check(CLI::Range(0, 12))->capture_default_str()->group(output_group));
     json->excludes(sub.add_option("--format", s.format, "text: labelled tables; torch: tensors printed the way PyTorch prints them")
-                       ->check(CLI::IsMember({"text", "torch"}))->capture_default_str());
+                       ->check(CLI::IsMember({"text", "torch"}))->capture_default_str()->group(output_group));
     json->excludes(sub.add_option("--color", s.color, "Colour heatmaps: auto (a terminal, NO_COLOR unset), always, never")
-                       ->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str());
-    json->excludes(sub.add_flag("--no-heatmap", s.no_heatmap, "Numbers only: no heatmaps under the token×token steps"));
-    json->excludes(sub.add_flag("--full", s.text.full, "Print every row and column (tables with more than 16 are elided otherwise)"));
-    CLI::Option* compact = sub.add_flag("--compact", s.compact, "Only the steps the command is about (its headline tensors)");
+                       ->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str()->group(output_group));
+    json->excludes(sub.add_flag("--no-heatmap", s.no_heatmap, "Numbers only: no heatmaps under the token×token steps")->group(output_group));
+    json->excludes(sub.add_flag("--full", s.text.full, "Print every row and column (tables with more than 16 are elided otherwise)")->group(output_group));
+    CLI::Option* compact = sub.add_flag("--compact", s.compact, "Only the steps the command is about (its headline tensors)")->group(output_group);
     json->excludes(compact);
-    sub.add_option("--max-memory", s.max_memory, "Refuse inputs that would need more memory (bytes, or with K/M/G/T)")->capture_default_str();
+    sub.add_option("--max-memory", s.max_memory, "Refuse inputs that would need more memory (bytes, or with K/M/G/T)")->capture_default_str()->group(limits_group);
     sub.add_option("--max-work", s.max_work, "Refuse inputs that would take more multiply-adds (an exp counts 16)")
         ->check(number_check("N", [](double v) { return v > 0.0 && std::isfinite(v); }, "must be a positive number"))
-        ->capture_default_str();
+        ->capture_default_str()
+        ->group(limits_group);
     if (!walk) return;
     sub.add_option("--steps", s.steps, "Show only these steps: ids as in docs/json.md, globs (explain_*), ranges A..B, or last; "
                                        "e.g. --steps weights or --steps 'explain_*'")
         ->delimiter(',')
-        ->excludes(compact);
+        ->excludes(compact)
+        ->group(output_group);
     if (kind == InputKind::embeddings)
-        sub.add_option("--batch", s.batch, "Stack the input N times along a batch axis (the textbook uses 2)")->check(whole_number(1));
+        sub.add_option("--batch", s.batch, "Stack the input N times along a batch axis (the textbook uses 2)")->check(whole_number(1))->group(input_group);
     CLI::Option* svg = sub.add_option("--svg", s.svg, "Also write the heatmap of the final weights as an SVG file (for slides)")
-                           ->check(non_empty());
+                           ->check(non_empty())
+                           ->group(output_group);
     sub.add_option("--svg-step", s.svg_step, "The step --svg draws (a token×token id, e.g. scores_masked; default: the final weights)")
         ->check(non_empty())
-        ->needs(svg);
-    sub.add_flag("--summary", s.recording.summary, "Big inputs: per step only the shape, min/max/mean, row sums, a checksum and the time");
-    sub.add_flag("--timing", s.recording.timing, "After the trace, the wall time of each step");
+        ->needs(svg)
+        ->group(output_group);
+    sub.add_flag("--summary", s.recording.summary, "Big inputs: per step only the shape, min/max/mean, row sums, a checksum and the time")->group(output_group);
+    sub.add_flag("--timing", s.recording.timing, "After the trace, the wall time of each step")->group(output_group);
 }
 
 void check_cost(const Shell& s, const Cost& need) {

@@ -945,6 +945,9 @@ TEST_SUITE("cli.classroom_pictures") {
         REQUIRE(test::run("causal --seed 789 --svg " + dir + "/s.svg --svg-step scores_masked").exit_code == 0);
         CHECK(test::read_file(dir + "/s.svg").find("(scores_masked)") != std::string::npos);
         CHECK(test::run("causal --svg " + dir + "/x.svg --svg-step context").exit_code == 2);  // not token×token
+        const auto unknown = test::run("causal --svg " + dir + "/x.svg --svg-step wieghts");
+        CHECK(unknown.exit_code == 2);
+        CHECK(unknown.err.find("(the steps it can draw: scores, mask, weights_unmasked,") != std::string::npos);
         CHECK(test::run("dropout --ones 4 --svg " + dir + "/d.svg").exit_code == 0);
         CHECK(test::read_file(dir + "/d.svg").find("(weights_dropped)") != std::string::npos);
         test::run_shell("rm -rf " + dir);
@@ -1091,5 +1094,34 @@ TEST_SUITE("cli.memory") {
             INFO("estimate " << budget / 1e6 << " MB, peak " << peak / 1e6 << " MB, of which the process alone " << baseline / 1e6 << " MB");
             CHECK(peak - baseline <= budget);
         }
+    }
+}
+
+TEST_SUITE("cli.help") {
+    // Issue 24: every command's --help at 80 columns: no line wider (but for one word that
+    // cannot be broken), the command's own options before the shared groups.
+    TEST_CASE("cli.help_fits_80_columns_and_lists_a_commands_own_options_first") {
+        for (const std::string command : {"", "walkthrough", "scores", "softmax", "context", "causal", "dropout", "mha", "kvcache",
+                                          "rope", "flash", "sdpa", "params", "gpt2", "model", "tokenize"}) {
+            CAPTURE(command);
+            const auto r = test::run_shell("COLUMNS=80 " + test::binary() + " " + command + " --help");
+            REQUIRE(r.exit_code == 0);
+            std::istringstream lines(r.out);
+            for (std::string line; std::getline(lines, line);) {
+                const std::size_t chars = static_cast<std::size_t>(
+                    std::count_if(line.begin(), line.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+                const std::size_t text = line.find_first_not_of(' ');
+                const bool one_word = text == std::string::npos || line.find(' ', text) == std::string::npos;
+                CAPTURE(line);
+                CHECK((chars <= 80 || one_word));
+            }
+            CHECK(r.out.find("Excludes:") == std::string::npos);  // said in words: (not with …)
+        }
+        const std::string dropout = test::run_shell("COLUMNS=80 " + test::binary() + " dropout --help").out;
+        const std::size_t own = dropout.find("--dropout-seed"), input = dropout.find("\nInput:"), output = dropout.find("\nOutput:");
+        REQUIRE(own != std::string::npos);
+        CHECK(own < input);
+        CHECK(input < output);
+        CHECK(dropout.find("Usage: attnwalk dropout") != std::string::npos);
     }
 }

@@ -1,11 +1,14 @@
 # Two commands for a newcomer on Debian:
 #   make demo   install what is missing, configure, build, run the demo
 #   make test   the same setup, then the whole test suite through ctest
+# and `make install PREFIX=~/.local` (default /usr/local) to put attnwalk, its data, a man
+# page and bash completion under PREFIX.
 BUILD ?= build
+PREFIX ?= /usr/local
 PACKAGES = cmake g++ make libxtensor-dev xtl-dev libxsimd-dev libxtensor-blas-dev libopenblas-dev \
            nlohmann-json3-dev libcli11-dev doctest-dev libpcre2-dev libutf8proc-dev pkg-config python3 python3-jsonschema
 
-.PHONY: demo test deps build clean
+.PHONY: demo test deps build install clean
 
 demo: build
 	./$(BUILD)/app/attnwalk walkthrough
@@ -29,6 +32,9 @@ deps:
 	    exit 1; \
 	  fi; \
 	fi
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD)

@@ -1,4 +1,5 @@
 #include "shell.hpp"
+#include "data_files.hpp"
 #include "help.hpp"
 
 #include <cctype>
@@ -159,14 +160,15 @@ Embeddings prepare_input(const Shell& s, const std::function<Cost(const InputSha
     // Reading a file holds its text and then its numbers: refuse one whose text alone
     // would take half the budget, before reading it.
     std::error_code ec;
-    const auto text_bytes = !s.preloaded && !s.input.empty() && s.input != "-" ? std::filesystem::file_size(s.input, ec) : 0;
+    const std::string input_file = s.input.empty() || s.input == "-" ? s.input : user_path(s.input);
+    const auto text_bytes = !s.preloaded && !input_file.empty() && input_file != "-" ? std::filesystem::file_size(input_file, ec) : 0;
     if (!ec && 2.0 * static_cast<double>(text_bytes) > budget)
-        throw UsageError("reading " + s.input + " (" + bytes_text(static_cast<double>(text_bytes)) +
+        throw UsageError("reading " + input_file + " (" + bytes_text(static_cast<double>(text_bytes)) +
                          ") would take more than --max-memory " + bytes_text(budget) + " (raise --max-memory)");
     const Embeddings input = s.preloaded         ? *s.preloaded
-                             : s.sentence        ? embed_text(*s.sentence, load_vocab(*s.vocab), "--text")
+                             : s.sentence        ? embed_text(*s.sentence, load_vocab(user_path(*s.vocab)), "--text")
                              : s.input.empty()   ? builtin_embeddings()
-                                                 : load_embeddings(s.input);
+                                                 : load_embeddings(input_file);
     check_cost(s, cost({input.batch() * s.batch.value_or(1), input.tokens_count(), input.dim()}));
     if (context_length && input.tokens_count() > *context_length)
         throw UsageError("the input has " + std::to_string(input.tokens_count()) + " tokens, more than --context-length " +
@@ -332,7 +334,7 @@ Weights make_weights(const WeightsOptions& o, WeightsShape shape, Randomness& ra
     const Init init = o.init ? *init_from_name(*o.init) : default_init;
     if (o.qkv_bias && init != Init::linear)
         throw UsageError("--qkv-bias needs --init linear (torch.rand/randn matrices have no bias)");
-    if (o.file) return load_weights(*o.file, shape);
+    if (o.file) return load_weights(user_path(*o.file), shape);
     Generator* gen = random.weights_stream();
     if (!gen) return nullptr;
     shape.d_out = o.d_out.value_or(default_d_out);

@@ -10,6 +10,7 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/model/model.hpp"
 #include "commands.hpp"
+#include "data_files.hpp"
 #include "heatmap.hpp"
 
 namespace attnwalk::app {
@@ -45,9 +46,9 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const std::optional<std::string>
         if (!fs::is_directory(*given) && fs::path(*given).extension() == ".json") return load_tokenizer_json(*given);
         return Bpe::load(*given);
     }
-    for (const std::string& dir : {std::string("data/gpt2"), std::string(ATTNWALK_SOURCE_DIR) + "/data/gpt2"})
-        if (fs::exists(dir + "/encoder.json")) return Bpe::load(dir);
-    throw UsageError("GPT-2's tokenizer files (encoder.json, vocab.bpe) are not in data/gpt2: give --tokenizer DIR (see docs/models.md)");
+    if (const auto dir = shipped_file("gpt2/encoder.json")) return Bpe::load(fs::path(*dir).parent_path().string());
+    throw UsageError("GPT-2's tokenizer files (encoder.json, vocab.bpe) are not in data/gpt2 (looked in " + shipped_places() +
+                     "): give --tokenizer DIR (see docs/models.md)");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
+#include <filesystem>
 #include <string>
 #include <mutex>
 #include <thread>
@@ -23,14 +24,21 @@ using ThreadsFn = void (*)(int);
 using NameFn = const char* (*)();
 
 // The OpenBLAS plugin: loaded on the first large product, kept until the process ends.
-// Looks for it at $ATTNWALK_OPENBLAS_PLUGIN, then where the build put it, then where
-// CMake's install step puts it.
+// Looks for it at $ATTNWALK_OPENBLAS_PLUGIN, then beside an installed binary (wherever its
+// prefix was moved), then where the build put it, then where CMake's install step puts it.
 class Plugin {
 public:
     Plugin() {
         std::string tried;
         const char* env = std::getenv("ATTNWALK_OPENBLAS_PLUGIN");
-        for (const char* path : {env, ATTNWALK_OPENBLAS_BUILD_PATH, ATTNWALK_OPENBLAS_INSTALL_PATH}) {
+        std::string beside;  // PREFIX/bin/attnwalk -> PREFIX/<libdir>/attnwalk/<plugin>
+        if (const char* relative = ATTNWALK_OPENBLAS_INSTALL_RELATIVE) {
+            std::error_code ec;
+            const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+            const auto candidate = exe.parent_path().parent_path() / relative;
+            if (!ec && std::filesystem::exists(candidate, ec)) beside = candidate.string();
+        }
+        for (const char* path : {env, beside.c_str(), ATTNWALK_OPENBLAS_BUILD_PATH, ATTNWALK_OPENBLAS_INSTALL_PATH}) {
             if (!path || !*path) continue;
             void* handle = ::dlopen(path, RTLD_NOW | RTLD_LOCAL);
             if (!handle) {

@@ -1,0 +1,33 @@
+# bash completion for attnwalk: commands, each command's options (read from its --help),
+# the values of options that take a fixed set, --steps ids (from the command's own list),
+# and file names where a file is expected.
+_attnwalk() {
+    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+    local bin=${COMP_WORDS[0]} cmd=${COMP_WORDS[1]}
+    local commands="walkthrough scores softmax context causal dropout mha kvcache rope flash sdpa params gpt2 model tokenize"
+    if [[ $COMP_CWORD -eq 1 ]]; then
+        COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
+        return
+    fi
+    case $prev in
+        -i|--input|--vocab|--weights|--svg|--model|--tokenizer|--attn-mask)
+            COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --format) COMPREPLY=($(compgen -W "text torch" -- "$cur")); return ;;
+        --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
+        --init) COMPREPLY=($(compgen -W "rand randn linear" -- "$cur")); return ;;
+        --variant) COMPREPLY=($(compgen -W "fused wrapper combined-qkv" -- "$cur")); return ;;
+        --json-nonfinite) COMPREPLY=($(compgen -W "string null literal" -- "$cur")); return ;;
+        --sort) COMPREPLY=($(compgen -W "entropy max_weight first_token previous_token diagonal" -- "$cur")); return ;;
+        --steps|--svg-step)
+            # the command lists its step ids when asked for one it does not have
+            local ids
+            ids=$("$bin" "$cmd" --steps '?' 2>&1 | sed -n 's/.*(its steps: \(.*\)).*/\1/p' | tr -d ',')
+            COMPREPLY=($(compgen -W "$ids" -- "$cur")); return ;;
+    esac
+    if [[ $cur == -* ]]; then
+        local opts
+        opts=$(COLUMNS=200 "$bin" "$cmd" --help 2>/dev/null | grep -oE '^  (-[a-z],)?--[a-z-]+(,--[a-z-]+)?' | tr ',' '\n' | tr -d ' ')
+        COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+    fi
+}
+complete -o default -F _attnwalk attnwalk

@@ -212,7 +212,9 @@ std::string heatmap_svg(const std::vector<HeatmapPanel>& panels, const std::stri
     const bool numbers = cell >= 40.0;
     const double label_w = 8.0 * static_cast<double>(label_chars) + 30.0;  // row labels and the "query" axis title
     const double col_label_h = 10.0 + 7.0 * static_cast<double>(label_chars);
-    const double panel_w = label_w + cell * static_cast<double>(n) + 30.0;
+    std::size_t panel_title_chars = 0;  // a panel's title (8.5 px a character at 14 px bold) never runs into the next
+    for (const auto& p : panels) panel_title_chars = std::max(panel_title_chars, width(p.title));
+    const double panel_w = std::max(label_w + cell * static_cast<double>(n) + 30.0, label_w + 8.5 * static_cast<double>(panel_title_chars) + 16.0);
     const double panel_h = 24.0 + col_label_h + cell * static_cast<double>(n) + 34.0;  // panel title, key labels, cells, "key"
     const double bar_w = 110.0;
     const double width = 20.0 + panel_w * static_cast<double>(grid_cols) + bar_w;

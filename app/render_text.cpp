@@ -182,7 +182,39 @@ bool is_grid(const Step& step) {
     return a.size() == 4 && a[0] == Axis::layer && a[1] == Axis::head && a[2] == Axis::token && a[3] == Axis::token;
 }
 
-void print_grid(const Step& step, const TextOptions& opt, std::ostream& out) {
+// The model view's heads in the order --sort ranked them (the heads_sorted step: layer and
+// head counted from 1, then the statistics named by its labels), each with its ranking
+// value; in layer, head order without --sort.
+struct RankedHead {
+    std::size_t layer, head;  // 0-based
+    std::string value;        // "previous_token 0.4082", or empty
+};
+
+std::vector<RankedHead> grid_order(const Trace& trace, std::size_t L, std::size_t H, int precision) {
+    std::string key;
+    for (const auto& [name, value] : trace.params)
+        if (name == "sort" && std::get_if<std::string>(&value)) key = std::get<std::string>(value);
+    for (const Step& s : trace.steps) {
+        if (s.id != "heads_sorted" || key.empty() || s.tensor.shape.size() != 2 || s.tensor.data.size() != s.tensor.size()) continue;
+        const std::size_t rows = s.tensor.shape[0], cols = s.tensor.shape[1];
+        const auto column = std::find(s.labels.begin(), s.labels.end(), key);
+        if (rows != L * H || column == s.labels.end()) break;
+        const std::size_t k = static_cast<std::size_t>(column - s.labels.begin());
+        std::vector<RankedHead> order;
+        for (std::size_t r = 0; r < rows; ++r) {
+            const float* row = s.tensor.data.data() + r * cols;
+            order.push_back({static_cast<std::size_t>(row[0]) - 1, static_cast<std::size_t>(row[1]) - 1,
+                             key + " " + fmt(row[k], precision)});
+        }
+        return order;
+    }
+    std::vector<RankedHead> order;
+    for (std::size_t l = 0; l < L; ++l)
+        for (std::size_t h = 0; h < H; ++h) order.push_back({l, h, ""});
+    return order;
+}
+
+void print_grid(const Trace& trace, const Step& step, const TextOptions& opt, std::ostream& out) {
     static const char* const shades[] = {" ", "░", "▒", "▓", "█"};
     const auto& s = step.tensor.shape;
     const std::size_t L = s[0], H = s[1], T = s[2], side = std::min<std::size_t>(T, 12);
@@ -198,21 +230,21 @@ void print_grid(const Step& step, const TextOptions& opt, std::ostream& out) {
         return sum / static_cast<double>((r1 - r0) * (c1 - c0));
     };
     out << "    heatmaps: weight 0 ' ' ░▒▓█ 1 (each head's rows are queries, columns keys" << (side < T ? ", averaged in blocks" : "") << ")\n";
-    std::vector<std::pair<std::size_t, std::size_t>> heads;
-    for (std::size_t l = 0; l < L; ++l)
-        for (std::size_t h = 0; h < H; ++h) heads.emplace_back(l, h);
+    const std::vector<RankedHead> heads = grid_order(trace, L, H, opt.precision);  // layer and head named from 1
+    if (!heads.empty() && !heads[0].value.empty())
+        out << "    ranked by " << heads[0].value.substr(0, heads[0].value.find(' ')) << ", highest first\n";
     for (std::size_t first = 0; first < heads.size(); first += per_row) {
         const std::size_t n = std::min(per_row, heads.size() - first);
         std::string line = "    ";
         for (std::size_t k = 0; k < n; ++k) {
-            std::string name = "L" + std::to_string(heads[first + k].first) + "H" + std::to_string(heads[first + k].second);
+            std::string name = "L" + std::to_string(heads[first + k].layer + 1) + "H" + std::to_string(heads[first + k].head + 1);
             line += name + std::string(width > name.size() ? width - name.size() : 1, ' ');
         }
         out << line << '\n';
         for (std::size_t r = 0; r < side; ++r) {
             line = "    ";
             for (std::size_t k = 0; k < n; ++k) {
-                const auto [l, h] = heads[first + k];
+                const std::size_t l = heads[first + k].layer, h = heads[first + k].head;
                 for (std::size_t c = 0; c < side; ++c) {
                     const double v = cell(l, h, r, c);
                     line += shades[std::isfinite(v) ? static_cast<std::size_t>(std::lround(std::clamp(v, 0.0, 1.0) * 4.0)) : 0];
@@ -255,7 +287,7 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
         return;
     }
     if (is_grid(step) && !opt.full) {  // every head of every layer: the grid (--full prints the numbers)
-        print_grid(step, opt, out);
+        print_grid(trace, step, opt, out);
         return;
     }
     // Batch elements equal to batch element 0 (a stacked input) are named, not printed again.
@@ -428,8 +460,8 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
             throw UsageError("--svg-step " + step_id + ": " + (chosen ? "not a token×token step, nothing to draw as a heatmap" : "this trace has no such step") +
                              (drawable.empty() ? " (the steps kept hold none)" : " (the steps it can draw:" + drawable + ")"));
         }
-    } else {  // the final weights: after dropout if there was one
-        for (const char* id : {"weights_dropped", "weights"})
+    } else {  // the model view's grid of every head; else the final weights, after dropout if there was one
+        for (const char* id : {"attention_grid", "weights_dropped", "weights"})
             for (const Step& s : trace.steps)
                 if (!chosen && s.id == id && is_token_matrix(s)) chosen = &s;
         for (auto it = trace.steps.rbegin(); !chosen && it != trace.steps.rend(); ++it)
@@ -460,14 +492,19 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
                     "use fewer tokens or heads");
     std::vector<HeatmapPanel> list;
     const std::vector<float> mask = future_mask(step);
-    for (std::size_t p = 0; p < panels; ++p) {
-        std::string title;  // "head 1", "layer 0, head 1": the leading axes but the batch
+    // The model view's grid: every layer × head, in the order --sort ranked them.
+    const std::vector<RankedHead> ranked =
+        is_grid(step) ? grid_order(trace, step.tensor.shape[0], step.tensor.shape[1], opt.precision) : std::vector<RankedHead>{};
+    for (std::size_t q = 0; q < panels; ++q) {
+        const std::size_t p = ranked.empty() ? q : ranked[q].layer * step.tensor.shape[1] + ranked[q].head;
+        std::string title;  // "head 1", "layer 1, head 2": the leading axes but the batch, counted from 1
         for (std::size_t a = 0, rest = p, div = panels; a + 2 < rank; ++a) {
             if (step.axes[a] == Axis::batch) continue;
             div /= step.tensor.shape[a];
             title += (title.empty() ? "" : ", ") + label(trace, step.axes[a], rest / div);
             rest %= div;
         }
+        if (!ranked.empty() && !ranked[q].value.empty()) title += " · " + ranked[q].value;
         HeatmapPanel panel{panels > 1 ? title : "", step.tensor.data.data() + p * inner,
                            step.tensor.shape[rank - 2], step.tensor.shape[rank - 1], {}, {}, mask.empty() ? nullptr : mask.data()};
         for (std::size_t r = 0; r < panel.rows; ++r) panel.row_labels.push_back(label_at(trace, step, rank - 2, r));

@@ -121,12 +121,13 @@ Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model,
     check_cost(shell, model_walk_cost(model, ids.size(), spec));
     if (shell.svg) {  // the picture's size, before the walk: the shown layer's weights, or every layer's
         const ModelInfo& info = info_of(*model);
-        const bool grid = shell.svg_step == "attention_grid";
-        const std::size_t layers = grid ? info.layers : 1, heads = o.spec.head ? 1 : info.heads, T = ids.size();
+        // svg_of_weights draws the model view's grid unless --svg-step names another step
+        const bool grid = shell.svg_step == "attention_grid" || (shell.svg_step.empty() && o.spec.view);
+        const std::size_t layers = grid ? info.layers : 1, heads = o.spec.head && !grid ? 1 : info.heads, T = ids.size();
         check_svg_cells(static_cast<double>(layers) * static_cast<double>(heads) * static_cast<double>(T) * static_cast<double>(T),
                         (grid ? std::to_string(layers) + " layers × " : std::string()) + std::to_string(heads) + " head" + (heads == 1 ? "" : "s") +
                             " × " + std::to_string(T) + " × " + std::to_string(T) + " tokens",
-                        grid ? "draw the shown layer's weights, without --svg-step attention_grid, or use fewer tokens"
+                        grid ? "draw the shown layer's weights with --svg-step weights, or use fewer tokens"
                              : "draw one head with --head, or use fewer tokens");
     }
     return walk_model(model, ids, token_labels(ids, tokenizer), spec, shell.recording);

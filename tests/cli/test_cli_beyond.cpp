@@ -265,6 +265,24 @@ TEST_SUITE("cli.beyond") {
         const auto sorted = flat(step(doc, "heads_sorted").at("data"));  // 9×7, column 5 = previous_token
         for (std::size_t r = 1; r < 9; ++r) CHECK(sorted[r * 7 + 5] <= sorted[(r - 1) * 7 + 5]);
         CHECK(step(doc, "heads_sorted").at("labels").at(5) == "previous_token");
+        // --view --svg draws every layer × head, named from 1 and in the order --sort ranked them
+        const std::string svg = test::scratch() + "/view.svg";
+        REQUIRE(test::run("gpt2 --model " + nano + " --heads 3 --ids 1,2,3,4,5 --view --sort previous_token --compact --svg " + svg).exit_code == 0);
+        const std::string picture = test::read_file(svg);
+        std::vector<std::string> titles;
+        for (std::size_t at = 0; (at = picture.find("font-weight=\"bold\">layer ", at)) != std::string::npos; ++at)
+            titles.push_back(picture.substr(at + 19, picture.find('<', at) - at - 19));
+        REQUIRE(titles.size() == 9);
+        for (std::size_t r = 0; r < 9; ++r) {
+            CAPTURE(titles[r]);
+            const std::string named = "layer " + std::to_string(static_cast<int>(sorted[r * 7])) + ", head " + std::to_string(static_cast<int>(sorted[r * 7 + 1]));
+            CHECK(titles[r].rfind(named + " · previous_token ", 0) == 0);
+        }
+        CHECK(picture.find(">id1<") != std::string::npos);  // token ids are not "#1", which names a position
+        const auto text = test::run("gpt2 --model " + nano + " --heads 3 --ids 1,2,3,4,5 --view --sort previous_token --compact");
+        CHECK(text.out.find("ranked by previous_token, highest first") != std::string::npos);
+        CHECK(text.out.find("L" + std::to_string(static_cast<int>(sorted[0])) + "H" + std::to_string(static_cast<int>(sorted[1]))) <
+              text.out.find("L" + std::to_string(static_cast<int>(sorted[7])) + "H" + std::to_string(static_cast<int>(sorted[8]))));
         const auto bad = test::run("gpt2 --model " + nano + " --heads 3 --ids 1 --sort entropy");
         CHECK(bad.exit_code == 2);
         CHECK(bad.err.find("--sort requires --view") != std::string::npos);

@@ -179,7 +179,8 @@ public:
             }
         }
         const std::string Hs = std::to_string(info_.heads), dh = std::to_string(f.d_h);
-        const std::string kind = f.window ? "Sliding-window attention weights (W = " + std::to_string(f.window) + ")" : "Causal attention weights";
+        const std::string kind = "Layer " + std::to_string(l + 1) + ": " +
+                                 (f.window ? "sliding-window attention weights (W = " + std::to_string(f.window) + ")" : "causal attention weights");
         const std::string group = f.kv_heads < f.heads ? "_⌈h/" + std::to_string(f.heads / f.kv_heads) + "⌉" : "_h";
         const std::string formula = "A_h = softmax(masked ω_h / " + (words_.scale.empty() ? "√" + dh : words_.scale) + ")";
         if (spec_.head) {  // one head: its T×T matrices

@@ -38,7 +38,7 @@ std::string shown(const std::string& text) {
 
 std::vector<std::string> token_labels(const std::vector<std::size_t>& ids, const Tokenizer* bpe) {
     std::vector<std::string> out;
-    for (std::size_t id : ids) out.push_back(!bpe || id >= bpe->vocab_size() ? "#" + std::to_string(id) : shown(bpe->decode(id)));
+    for (std::size_t id : ids) out.push_back(!bpe || id >= bpe->vocab_size() ? "id" + std::to_string(id) : shown(bpe->decode(id)));  // "#N" is a position
     return out;
 }
 

@@ -224,6 +224,12 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
     s.text.lines = term.lines;
     const bool colour = s.color == "always" || (s.color == "auto" && term.stdout_is_tty && !term.no_color);
     s.text.palette = !colour ? Palette::none : term.truecolor ? Palette::truecolor : Palette::ansi256;
+    s.text.color_scale = s.color_scale == "range"       ? ColorScale::range
+                         : s.color_scale == "each"      ? ColorScale::each
+                         : s.color_scale == "unit"      ? ColorScale::unit
+                         : s.color_scale == "symmetric" ? ColorScale::symmetric
+                         : s.color_scale == "row"       ? ColorScale::row
+                                                        : ColorScale::automatic;
     if (s.walkthrough) {
         const Embeddings input = prepare_input(s, [](const InputShape&) { return Cost{}; });
         std::vector<Section> sections;

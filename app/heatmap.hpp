@@ -23,6 +23,7 @@ struct HeatmapPanel {
     std::size_t rows, cols;
     std::vector<std::string> row_labels, col_labels;
     const float* mask = nullptr;  // rows×cols, 0 = masked (the trace's causal mask), or none
+    bool weights = false;         // attention weights (rows sum to 1): the 0…1 scale suits them
 };
 
 // Draws the panel fitted to options.columns and options.lines; long axes are averaged in
@@ -33,7 +34,8 @@ void print_heatmap(const HeatmapPanel& panel, const TextOptions& options, std::o
 // A self-contained SVG document: the panels in a grid, each with its token labels and
 // query/key axes, masked cells hatched, one shared colour bar with min and max, and the
 // title wrapped to the drawing's width.
-std::string heatmap_svg(const std::vector<HeatmapPanel>& panels, const std::string& title, int precision);
+std::string heatmap_svg(const std::vector<HeatmapPanel>& panels, const std::string& title, int precision,
+                        ColorScale scale = ColorScale::automatic);
 
 // One SVG draws at most this many cells (about 75 bytes each: 75 MB); more is no picture
 // anyone can read, and a 1000-token model view would be gigabytes.

@@ -144,7 +144,7 @@ void print_heatmap_of(const Trace& trace, const Step& step, std::size_t offset, 
     const std::size_t rank = step.tensor.shape.size();
     const std::vector<float> mask = future_mask(step);
     HeatmapPanel panel{"", step.tensor.data.data() + offset, step.tensor.shape[rank - 2], step.tensor.shape[rank - 1], {}, {},
-                       mask.empty() ? nullptr : mask.data()};
+                       mask.empty() ? nullptr : mask.data(), !step.row_sum.data.empty()};
     for (std::size_t r = 0; r < panel.rows; ++r) panel.row_labels.push_back(label_at(trace, step, rank - 2, r));
     for (std::size_t c = 0; c < panel.cols; ++c) panel.col_labels.push_back(label_at(trace, step, rank - 1, c));
     print_heatmap(panel, opt, out);
@@ -506,13 +506,15 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
         }
         if (!ranked.empty() && !ranked[q].value.empty()) title += " · " + ranked[q].value;
         HeatmapPanel panel{panels > 1 ? title : "", step.tensor.data.data() + p * inner,
-                           step.tensor.shape[rank - 2], step.tensor.shape[rank - 1], {}, {}, mask.empty() ? nullptr : mask.data()};
+                           step.tensor.shape[rank - 2], step.tensor.shape[rank - 1], {}, {}, mask.empty() ? nullptr : mask.data(),
+                           !step.row_sum.data.empty() || is_grid(step)};
         for (std::size_t r = 0; r < panel.rows; ++r) panel.row_labels.push_back(label_at(trace, step, rank - 2, r));
         for (std::size_t c = 0; c < panel.cols; ++c) panel.col_labels.push_back(label_at(trace, step, rank - 1, c));
         list.push_back(std::move(panel));
     }
     const std::string batch = trace.batched ? ", batch element 0" : "";
-    return heatmap_svg(list, "attnwalk " + trace.command + ": " + step.title + " (" + step.id + batch + ")", opt.precision);
+    return heatmap_svg(list, "attnwalk " + trace.command + ": " + step.title + " (" + step.id + batch + ")", opt.precision,
+                       opt.color_scale);
 }
 
 void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out, const BeforeItem& before_item) {

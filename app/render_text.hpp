@@ -14,6 +14,10 @@
 namespace attnwalk::app {
 
 enum class Palette { none, ansi256, truecolor };  // none: Unicode shade blocks
+// How heatmap values map to colours (--color-scale), in the terminal and the SVG alike:
+// automatic picks per figure (weights on 0…1, or each row on its own scale when cells are
+// too many to print numbers in; values of both signs symmetric about 0; else min…max).
+enum class ColorScale { automatic, range, each, unit, symmetric, row };
 
 struct TextOptions {
     int precision = 4;
@@ -22,6 +26,7 @@ struct TextOptions {
     bool full = false;          // --full: no elision of long axes
     bool heatmap = true;        // draw token×token steps as heatmaps under their numbers
     Palette palette = Palette::none;
+    ColorScale color_scale = ColorScale::automatic;
     std::size_t columns = 80;   // terminal width the heatmaps fit into
     std::size_t lines = 0;      // terminal height the heatmaps fit into (0: unknown, 40 rows at most)
 };

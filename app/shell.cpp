@@ -111,6 +111,13 @@ void add_shell_options(CLI::App& sub, Shell& s, bool walk, InputKind kind) {
                        ->check(CLI::IsMember({"text", "torch"}))->capture_default_str()->group(output_group));
     json->excludes(sub.add_option("--color", s.color, "Colour heatmaps: auto (a terminal, NO_COLOR unset), always, never")
                        ->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str()->group(output_group));
+    sub.add_option("--color-scale", s.color_scale,
+                   "How heatmap colours map values: auto (weights on 0…1, or each row on its own scale past 16 tokens; values of "
+                   "both signs symmetric about 0; else min…max), range (min…max, shared by every head), each (each head its own "
+                   "min…max), unit (0…1), symmetric (−m…m), row (each row 0…its max)")
+        ->check(CLI::IsMember({"auto", "range", "each", "unit", "symmetric", "row"}))
+        ->capture_default_str()
+        ->group(output_group);
     json->excludes(sub.add_flag("--no-heatmap", s.no_heatmap, "Numbers only: no heatmaps under the token×token steps")->group(output_group));
     json->excludes(sub.add_flag("--full", s.text.full, "Print every row and column (tables with more than 16 are elided otherwise)")->group(output_group));
     CLI::Option* compact = sub.add_flag("--compact", s.compact, "Only the steps the command is about (its headline tensors)")->group(output_group);

@@ -33,6 +33,7 @@ struct Shell {
     TextOptions text;
     std::string format = "text";
     std::string color = "auto";
+    std::string color_scale = "auto";  // --color-scale: TextOptions::color_scale
     bool no_heatmap = false;
     std::optional<std::string> svg;
     std::string svg_step;            // --svg-step: the step drawn (default: the final weights)

@@ -921,12 +921,49 @@ TEST_SUITE("cli.classroom_pictures") {
         const std::string file = test::temp_file(rows + "]}");
         r = test::run_shell("LINES=24 COLUMNS=80 " + test::binary() + " causal -i '" + file + "' --steps weights");
         REQUIRE(r.exit_code == 0);
-        const auto at = r.out.find("heatmap:");
+        const auto at = r.out.find("heatmap (each row on 0 … its max): 0 ░▒▓█ row max");  // 60 tokens: each row on its own scale
         REQUIRE(at != std::string::npos);
         CHECK(std::count(r.out.begin() + static_cast<std::ptrdiff_t>(at), r.out.end(), '\n') <= 20);
         CHECK(r.out.find(" t1 ", at) != std::string::npos);  // tokens without names count from 1
         CHECK(r.out.find(" t14 ", at) != std::string::npos);
         CHECK(test::run_tty("softmax", "TERM=dumb").out.find("\x1b[") == std::string::npos);
+    }
+
+    // Issue 24: each figure's colour scale is chosen for it, can be asked for, and is named.
+    TEST_CASE("cli.classroom_colour_scales_are_chosen_per_figure_and_named") {
+        const std::vector<std::pair<std::string, std::string>> legends = {
+            {"softmax --steps weights", "heatmap (weights on 0…1): 0 ░▒▓█ 1"},
+            {"causal --seed 789 --steps scores", "heatmap (symmetric about 0): -0.4656 ░▒▓█ 0.4656"},
+            {"scores", "heatmap: min 0.2935 ░▒▓█ max 1.4950"},
+            {"softmax --steps weights --color-scale range", "heatmap: min 0.0988 ░▒▓█ max 0.2379"},
+            {"causal --seed 789 --steps weights --color-scale row", "heatmap (each row on 0 … its max): 0 ░▒▓█ row max"},
+        };
+        for (const auto& [args, legend] : legends) {
+            CAPTURE(args);
+            const auto r = test::run(args + " --color never");
+            REQUIRE(r.exit_code == 0);
+            CHECK(r.out.find(legend) != std::string::npos);
+        }
+        CHECK(test::run("scores --color-scale wide").exit_code == 2);
+        const std::string dir = test::scratch() + "/scales";
+        REQUIRE(test::run_shell("mkdir -p " + dir).exit_code == 0);
+        REQUIRE(test::run("softmax --svg " + dir + "/s.svg").exit_code == 0);
+        const std::string small = test::read_file(dir + "/s.svg");
+        CHECK(small.find("<title>journey → starts: 0.2333</title>") != std::string::npos);  // every cell's value on hover
+        CHECK(small.find("colour: weights on 0…1") != std::string::npos);
+        // 40 tokens × 12 heads: each row on its own scale, every token labelled or the skip said, under 500 KB
+        std::string rows = "{\"embeddings\": [";
+        for (int i = 0; i < 40; ++i) {
+            rows += std::string(i ? "," : "") + "[";
+            for (int j = 0; j < 48; ++j) rows += std::string(j ? "," : "") + std::to_string(((i * 7 + j * 13) % 11) / 10.0 - 0.5);
+            rows += "]";
+        }
+        const std::string input = test::temp_file(rows + "]}");
+        REQUIRE(test::run("mha -i '" + input + "' --heads 12 --d-out 48 --seed 1 --svg " + dir + "/big.svg").exit_code == 0);
+        const std::string big = test::read_file(dir + "/big.svg");
+        CHECK(big.size() < 500 * 1000);
+        CHECK(big.find("colour: each row on 0") != std::string::npos);  // wrapped above the bar
+        CHECK(big.find("(every 2nd token labelled)") != std::string::npos);
     }
 
     TEST_CASE("cli.classroom_svg_for_slides") {

@@ -81,13 +81,24 @@ struct Table {
     std::vector<std::string> header;            // first cell is the corner
     std::vector<std::vector<std::string>> rows;  // first cell is the row label
 
-    void print(std::ostream& out, const std::string& indent) const {
+    std::vector<std::size_t> widths() const {
         std::vector<std::size_t> w(header.size(), 0);
         auto fit = [&](const std::vector<std::string>& r) {
             for (std::size_t c = 0; c < r.size() && c < w.size(); ++c) w[c] = std::max(w[c], width(r[c]));
         };
         fit(header);
         for (const auto& r : rows) fit(r);
+        return w;
+    }
+    // The printed width with this indent (two spaces between columns).
+    std::size_t total(const std::string& indent) const {
+        std::size_t sum = width(indent);
+        for (std::size_t w : widths()) sum += w + 2;
+        return sum - 2;
+    }
+
+    void print(std::ostream& out, const std::string& indent) const {
+        const std::vector<std::size_t> w = widths();
         auto line = [&](const std::vector<std::string>& r) {
             std::string s = indent + pad_right(r[0], w[0]);
             for (std::size_t c = 1; c < r.size(); ++c) s += "  " + pad_left(r[c], w[c]);
@@ -107,9 +118,9 @@ void print_matrix(const Trace& trace, const Step& step, std::size_t offset, std:
     const std::size_t cols = shape[rank - 1];
     const std::size_t rows = rank >= 2 ? shape[rank - 2] : 1;
     const bool sums = !step.row_sum.data.empty();
-    const auto col_idx = shown(cols, opt);
-    Table t;
-    t.header.push_back("");
+    const auto table = [&](const std::vector<std::size_t>& col_idx) {
+        Table t;
+        t.header.push_back("");
     for (std::size_t c : col_idx) t.header.push_back(c == gap ? "…" : label_at(trace, step, rank - 1, c));
     if (sums) {
         t.header.push_back("|");
@@ -124,6 +135,19 @@ void print_matrix(const Trace& trace, const Step& step, std::size_t offset, std:
             row.push_back(r == gap ? "⋮" : fmt(step.row_sum.data[sum_offset + r], opt.precision));
         }
         t.rows.push_back(std::move(row));
+    }
+    return t;
+    };
+    // The columns PyTorch's print would show; then fewer around the gap until the table fits
+    // the terminal's width (not with --full).
+    Table t = table(shown(cols, opt));
+    for (std::size_t edge = std::min<std::size_t>(cols / 2, edge_items + 5); !opt.full && edge >= 1 && t.total("    ") > opt.columns; --edge) {
+        if (2 * edge + 1 > cols) continue;
+        std::vector<std::size_t> idx;
+        for (std::size_t c = 0; c < edge; ++c) idx.push_back(c);
+        idx.push_back(gap);
+        for (std::size_t c = cols - edge; c < cols; ++c) idx.push_back(c);
+        t = table(idx);
     }
     t.print(out, "    ");
 }
@@ -377,11 +401,19 @@ std::string sci(double v) {
 
 void print_summary(const Step& step, const TextOptions& opt, std::ostream& out) {
     const Summary& s = step.summary;
-    out << "    min " << fmt(static_cast<float>(s.min), opt.precision) << "  max " << fmt(static_cast<float>(s.max), opt.precision)
-        << "  mean " << fmt(static_cast<float>(s.mean), opt.precision) << "  checksum " << sci(s.checksum) << "  (" << s.count
-        << " values";
-    if (s.non_finite) out << ", " << s.non_finite << " not finite";
-    out << ")\n";
+    const std::vector<std::string> parts = {
+        "min " + fmt(static_cast<float>(s.min), opt.precision), "max " + fmt(static_cast<float>(s.max), opt.precision),
+        "mean " + fmt(static_cast<float>(s.mean), opt.precision), "checksum " + sci(s.checksum),
+        "(" + std::to_string(s.count) + " values" + (s.non_finite ? ", " + std::to_string(s.non_finite) + " not finite" : "") + ")"};
+    std::string line = "    ";  // the parts two spaces apart, a new line where the next would pass the edge
+    for (const std::string& part : parts) {
+        if (line.size() > 4 && width(line) + 2 + width(part) > opt.columns) {
+            out << line << '\n';
+            line = "    ";
+        }
+        line += (line.size() > 4 ? "  " : "") + part;
+    }
+    out << line << '\n';
     if (s.has_row_sums)
         out << "    row sums " << fmt(static_cast<float>(s.row_sum_min), opt.precision) << " … "
             << fmt(static_cast<float>(s.row_sum_max), opt.precision) << '\n';

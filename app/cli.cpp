@@ -254,14 +254,15 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
             const Pause pause = [&](const std::string& next) {
                 if (!keys.is_open() || !prompt.is_open()) return PauseAnswer::go_on;
                 out << std::flush;
-                prompt << "\n-- Enter: " << next << " · q then Enter: stop --" << std::flush;
+                prompt << "-- Enter: " << next << " · q then Enter: stop --" << std::flush;  // on the page's last line
                 std::string line;
                 if (!std::getline(keys, line) || line == "q") return PauseAnswer::stop;
                 out << "\x1b[2J\x1b[H";  // clear the screen, cursor home
                 return PauseAnswer::next_screen;
             };
             for (Section& section : sections) section.trace = printable(std::move(section.trace));
-            render_text(sections, s.text, printable(rerun_suffix(s)), pause, out);
+            if (keys.is_open() && prompt.is_open()) out << "\x1b[2J\x1b[H";  // the first page on a fresh screen too
+            render_text(sections, s.text, printable(rerun_suffix(s)), pause, out, keys.is_open() && prompt.is_open());
         }
     } else {
         Trace trace = s.compact ? compact(s.walk(), s.headline) : select_steps(s.walk(), s.steps);

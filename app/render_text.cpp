@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <variant>
 #include <vector>
@@ -549,14 +550,30 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
                        opt.color_scale);
 }
 
-void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out, const BeforeItem& before_item) {
+namespace {
+
+// A trace's text in pieces: its header, then each item (a step, or 1-D steps side by side)
+// with its heading alone, for the walkthrough's pages.
+struct RenderedItem {
+    std::vector<const Step*> steps;
+    std::string text, heading;
+};
+struct RenderedTrace {
+    std::string header, footer;
+    std::vector<RenderedItem> items;
+};
+
+RenderedTrace render_items(const Trace& trace, const TextOptions& opt) {
+    RenderedTrace r;
+    std::ostringstream header;
     std::string tokens;
     for (std::size_t i : shown(trace.tokens.size(), opt)) tokens += (tokens.empty() ? "" : " ") + (i == gap ? "…" : trace.tokens[i]);
-    if (trace.tokens.empty()) out << "attnwalk " << trace.command << "\n";  // no input (params)
-    else out << wrap(tokens, opt.columns, "attnwalk " + trace.command + ": ", "  ");
+    if (trace.tokens.empty()) header << "attnwalk " << trace.command << "\n";  // no input (params)
+    else header << wrap(tokens, opt.columns, "attnwalk " + trace.command + ": ", "  ");
     std::string params;
     for (const auto& [name, value] : trace.params) params += (params.empty() ? "" : ", ") + param_text(trace, name, value);
-    out << wrap(params, opt.columns, "  ", "  ");
+    header << wrap(params, opt.columns, "  ", "  ");
+    r.header = header.str();
 
     // The items: one step, or consecutive 1-D steps of a group side by side.
     std::vector<std::vector<const Step*>> items;
@@ -570,62 +587,143 @@ void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out, 
                 items.back().push_back(&trace.steps[++i]);
     }
     std::size_t number = 0;
-    for (std::size_t n = 0; n < items.size(); ++n) {
-        if (before_item && !before_item(n, items.size())) return;
-        const auto& group = items[n];
+    for (const auto& group : items) {
+        std::ostringstream out, heading;
         if (group.size() > 1) {
-            out << "\n[" << number + 1 << "-" << number + group.size() << "] Side by side\n";
-            for (const Step* s : group) out << wrap(s->title + ", " + s->formula, opt.columns, "    " + s->id + ": ", "      ");
+            heading << "\n[" << number + 1 << "-" << number + group.size() << "] Side by side\n";
+            for (const Step* s : group) heading << wrap(s->title + ", " + s->formula, opt.columns, "    " + s->id + ": ", "      ");
+            out << heading.str();
             number += group.size();
             print_group(trace, group, opt, out);
             for (const Step* s : group) print_note("note (" + s->id + ")", s->note, opt, out);
+            r.items.push_back({group, out.str(), heading.str()});
             continue;
         }
         const Step& step = *group.front();
-        print_heading(step, ++number, opt, out);
+        print_heading(step, ++number, opt, heading);
+        out << heading.str();
         if (step.summarised) {
             print_summary(step, opt, out);
+        } else {
+            std::size_t label_width = 0;
+            for (const auto& e : step.expansion) label_width = std::max(label_width, width(e.label));
+            for (std::size_t e : shown(step.expansion.size(), opt))
+                out << "    " << (e == gap ? "…" : expansion_line(step.expansion[e], label_width, "    ", opt)) << '\n';
+            print_tensor(trace, step, opt, out);
+            print_note("note", step.note, opt, out);
+        }
+        r.items.push_back({group, out.str(), heading.str()});
+    }
+    if (trace.timed) {
+        std::ostringstream footer;
+        print_timing(trace, opt, footer);
+        r.footer = footer.str();
+    }
+    return r;
+}
+
+// The rows `text` takes on a terminal `columns` wide (colour escapes take none).
+std::size_t rows_of(const std::string& text, std::size_t columns) {
+    std::size_t rows = 0, chars = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '\x1b') {  // ESC [ … m
+            while (i < text.size() && text[i] != 'm') ++i;
             continue;
         }
-        std::size_t label_width = 0;
-        for (const auto& e : step.expansion) label_width = std::max(label_width, width(e.label));
-        for (std::size_t e : shown(step.expansion.size(), opt))
-            out << "    " << (e == gap ? "…" : expansion_line(step.expansion[e], label_width, "    ", opt)) << '\n';
-        print_tensor(trace, step, opt, out);
-        print_note("note", step.note, opt, out);
+        if (c == '\n') {
+            rows += std::max<std::size_t>(1, (chars + columns - 1) / columns);
+            chars = 0;
+        } else if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) {
+            ++chars;
+        }
     }
-    if (trace.timed) print_timing(trace, opt, out);
+    return rows + (chars ? (chars + columns - 1) / columns : 0);
+}
+
+}  // namespace
+
+void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out, const BeforeItem& before_item) {
+    const RenderedTrace r = render_items(trace, opt);
+    out << r.header;
+    for (std::size_t n = 0; n < r.items.size(); ++n) {
+        if (before_item && !before_item(n, r.items.size())) return;
+        out << r.items[n].text;
+    }
+    out << r.footer;
 }
 
 void render_text(const std::vector<Section>& sections, const TextOptions& opt, const std::string& rerun_suffix,
-                 const Pause& pause, std::ostream& out) {
+                 const Pause& pause, std::ostream& out, bool paged) {
     const std::size_t w = std::min<std::size_t>(std::max<std::size_t>(opt.columns, 40), 100);
     const std::string rule(w, '=');
+    // Paged (--step on a terminal): every page starts with its part's header and paragraph
+    // and fits the terminal's height, less the prompt's line; a step too tall with them
+    // loses its heatmap on that page.
+    const std::size_t page = paged && opt.lines > 2 ? opt.lines - 1 : 0;
+    TextOptions bare = opt;
+    bare.heatmap = false;
+    std::vector<const Step*> shown_before;  // a step equal to one of an earlier part is named, not printed again
+    std::vector<std::size_t> shown_in;
     for (std::size_t n = 0; n < sections.size(); ++n) {
         const Section& s = sections[n];
-        const auto banner = [&] {
-            out << rule << "\n Part " << n + 1 << " of " << sections.size() << ": " << s.title << "\n" << rule << "\n\n"
-                << wrap(s.explanation, w, "", "") << "\n" << wrap(s.formula, w, "    ", "      ")
-                << "\nRun this part alone: attnwalk " << s.args << rerun_suffix << "\n\n";  // whole, to paste
-        };
-        // Before every step but the very first: the pause (--step); on a fresh screen the
-        // part's banner and paragraph come again, so that they stay in view.
+        const std::string head = "Part " + std::to_string(n + 1) + " of " + std::to_string(sections.size()) + ": " + s.title;
+        const std::string run = "Run this part alone: attnwalk " + s.args + rerun_suffix + "\n";  // whole, to paste
+        // a page: the part's header and paragraph, short; the whole output: a banner
+        const std::string again = "== " + head + " ==\n" + wrap(s.explanation, w, "", "") + wrap(s.formula, w, "    ", "      ");
+        const std::string banner = page ? again + run + "\n"
+                                        : rule + "\n " + head + "\n" + rule + "\n\n" + wrap(s.explanation, w, "", "") + "\n" +
+                                              wrap(s.formula, w, "    ", "      ") + "\n" + run + "\n";
         if (n > 0) {
-            const PauseAnswer answer = pause("Part " + std::to_string(n + 1) + ": " + s.title);
+            const PauseAnswer answer = pause(head.substr(0, head.find(" of ")) + ": " + s.title);
             if (answer == PauseAnswer::stop) return;
             if (answer == PauseAnswer::go_on) out << '\n';
         }
-        banner();
-        bool stopped = false;
-        render_text(s.trace, opt, out, [&](std::size_t item, std::size_t items) {
-            if (item == 0) return true;
-            const PauseAnswer answer = pause("Part " + std::to_string(n + 1) + ", step " + std::to_string(item + 1) + " of " +
-                                             std::to_string(items));
-            if (answer == PauseAnswer::stop) stopped = true;
-            if (answer == PauseAnswer::next_screen) banner();
-            return !stopped;
-        });
-        if (stopped) return;
+        const RenderedTrace full = render_items(s.trace, opt);
+        const RenderedTrace plain = page ? render_items(s.trace, bare) : RenderedTrace{};
+        out << banner << full.header;
+        std::size_t used = rows_of(banner + full.header, opt.columns);
+        for (std::size_t i = 0; i < full.items.size(); ++i) {
+            const RenderedItem& item = full.items[i];
+            bool fresh = false;  // a new page: the part's header and paragraph first
+            if (i == 0 && page && used + rows_of(i < plain.items.size() ? plain.items[i].text : item.text, opt.columns) > page) {
+                // the part's opening page has no room for its first step: that step opens the next page
+                const PauseAnswer answer = pause("Part " + std::to_string(n + 1) + ", step 1 of " + std::to_string(full.items.size()));
+                if (answer == PauseAnswer::stop) return;
+                fresh = answer == PauseAnswer::next_screen;
+            }
+            if (i > 0) {
+                const PauseAnswer answer = pause("Part " + std::to_string(n + 1) + ", step " + std::to_string(i + 1) + " of " +
+                                                 std::to_string(full.items.size()));
+                if (answer == PauseAnswer::stop) return;
+                fresh = answer == PauseAnswer::next_screen;
+            }
+            // the same step, with the same numbers, as in an earlier part
+            std::size_t earlier = 0;
+            if (item.steps.size() == 1)
+                for (std::size_t k = 0; k < shown_before.size() && !earlier; ++k) {
+                    const Step& a = *shown_before[k];
+                    const Step& b = *item.steps[0];
+                    if (a.id == b.id && a.tensor.shape == b.tensor.shape && a.tensor.data == b.tensor.data && a.tensor.integers == b.tensor.integers)
+                        earlier = shown_in[k] + 1;
+                }
+            std::string header = fresh ? again : "";
+            std::string text = earlier ? item.heading + "    the same numbers as in part " + std::to_string(earlier) + "\n" : item.text;
+            const std::size_t base = fresh ? rows_of(header, opt.columns) : used;
+            if (page && !earlier && base + rows_of(text, opt.columns) > page && i < plain.items.size()) {
+                if (plain.items[i].text != text)
+                    text = plain.items[i].text + "    (its heatmap left out to fit the screen; run the part alone to see it)\n";
+                if (fresh && base + rows_of(text, opt.columns) > page)  // still too tall: the header without its paragraph
+                    header = "== " + head + " == (its paragraph opens the part)\n";
+            }
+            out << header << text;
+            used = (fresh ? rows_of(header, opt.columns) : used) + rows_of(text, opt.columns);
+            for (const Step* st : item.steps) {
+                shown_before.push_back(st);
+                shown_in.push_back(n);
+            }
+        }
+        out << full.footer;
     }
 }
 

@@ -44,10 +44,12 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& options, const
 // reruns it. `rerun_suffix` is appended to each rerun command (the input options).
 // `pause` runs before every step but the first, with a few words on what comes next
 // (--step): it stops the output, lets it go on, or asks for a fresh screen, on which the
-// part's banner and paragraph are printed again before the step.
+// part's header and paragraph are printed again before the step. `paged`: each page fits
+// options.lines (a step too tall loses its heatmap there). A step with the same numbers as
+// one of an earlier part is named, not printed again.
 enum class PauseAnswer { go_on, next_screen, stop };
 using Pause = std::function<PauseAnswer(const std::string& next)>;
 void render_text(const std::vector<Section>& sections, const TextOptions& options, const std::string& rerun_suffix,
-                 const Pause& pause, std::ostream& out);
+                 const Pause& pause, std::ostream& out, bool paged = false);
 
 }  // namespace attnwalk::app

@@ -1217,6 +1217,40 @@ TEST_SUITE("cli.teaching") {
         CHECK(run > 25);
     }
 
+    // Issue 24: walkthrough --step on an 80×24 terminal: every page (split at the clear
+    // screen) starts with its part's header, fits 24 rows with its prompt, and a step equal
+    // to an earlier part's is named rather than printed again.
+    TEST_CASE("cli.teaching_walkthrough_step_pages_fit_80x24") {
+        const auto r = test::run_shell("env LINES=24 COLUMNS=80 script -qec \"stty -echo; " + test::binary() +
+                                       " walkthrough --step\" /dev/null", std::string(80, '\n'));
+        REQUIRE(r.exit_code == 0);
+        std::vector<std::string> pages;
+        for (std::size_t at = r.out.find("\x1b[2J\x1b[H"); at != std::string::npos;) {
+            const std::size_t next = r.out.find("\x1b[2J\x1b[H", at + 1);
+            pages.push_back(r.out.substr(at + 7, next == std::string::npos ? std::string::npos : next - at - 7));
+            at = next;
+        }
+        CHECK(pages.size() > 30);
+        for (const std::string& page : pages) {
+            std::size_t rows = 0, chars = 0;
+            for (std::size_t i = 0; i < page.size(); ++i) {
+                if (page[i] == '\x1b') {
+                    while (i < page.size() && page[i] != 'm') ++i;
+                } else if (page[i] == '\n') {
+                    rows += std::max<std::size_t>(1, (chars + 79) / 80);
+                    chars = 0;
+                } else if (page[i] != '\r' && (static_cast<unsigned char>(page[i]) & 0xC0) != 0x80) {
+                    ++chars;
+                }
+            }
+            rows += (chars + 79) / 80;
+            CAPTURE(page);
+            CHECK(page.rfind("== Part ", 0) == 0);
+            CHECK(rows <= 24);
+        }
+        CHECK(r.out.find("the same numbers as in part 1") != std::string::npos);  // softmax's scores are part 1's
+    }
+
     // Tables fit the terminal's width: fewer columns around a "…" rather than wrapped rows.
     TEST_CASE("cli.teaching_tables_fit_the_width") {
         const std::string model = test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors");

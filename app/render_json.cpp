@@ -161,7 +161,11 @@ void step_json(Writer& w, const Step& step, bool timed) {
     w.raw(',').key("shape").raw('[');
     for (std::size_t i = 0; i < step.tensor.shape.size(); ++i) (i ? w.raw(',') : w).integer(static_cast<unsigned long long>(step.tensor.shape[i]));
     w.raw(']').raw(',').key("axes").raw('[');
-    for (std::size_t i = 0; i < step.axes.size(); ++i) (i ? w.raw(',') : w).string(axis_name(step.axes[i]));
+    // A token×token matrix's last two axes are its queries (rows) and keys (columns).
+    const std::size_t rank = step.axes.size();
+    const bool attention = rank >= 2 && step.axes[rank - 2] == Axis::token && step.axes[rank - 1] == Axis::token;
+    for (std::size_t i = 0; i < rank; ++i)
+        (i ? w.raw(',') : w).string(attention && i + 2 == rank ? "query" : attention && i + 1 == rank ? "key" : axis_name(step.axes[i]));
     w.raw(']');
     if (step.summarised) {
         const Summary& s = step.summary;

@@ -38,6 +38,7 @@ TEST_SUITE("cli") {
         check4(row(step(all, "weights"), 0), {0.2098f, 0.2006f, 0.1981f, 0.1242f, 0.1220f, 0.1452f});
         check4(row(step(all, "context"), 4), {0.4671f, 0.5910f, 0.5266f});
         CHECK(step(run_json("scores"), "scores").at("shape") == json{6, 6});
+        CHECK(step(run_json("scores"), "scores").at("axes") == json{"query", "key"});  // rows are queries, columns keys
     }
 
     TEST_CASE("cli.textbook_seeded_projections") {

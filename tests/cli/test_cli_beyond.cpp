@@ -253,7 +253,7 @@ TEST_SUITE("cli.beyond") {
         const std::string nano = test::source_path("tests/data/tiny_gpt2_nano_f32.safetensors");
         const json doc = run_json("gpt2 --model " + nano + " --heads 3 --ids 1,2,3,4,5 --view --sort previous_token");
         const auto grid = flat(step(doc, "attention_grid").at("data"));  // 3×3×5×5
-        CHECK(step(doc, "attention_grid").at("axes") == json::array({"layer", "head", "token", "token"}));
+        CHECK(step(doc, "attention_grid").at("axes") == json::array({"layer", "head", "query", "key"}));
         const auto first = flat(step(doc, "head_first_token").at("data")), previous = flat(step(doc, "head_previous_token").at("data"));
         for (std::size_t lh = 0; lh < 9; ++lh) {
             double sink = 0, prev = 0;

@@ -1264,8 +1264,11 @@ TEST_SUITE("cli.teaching") {
             for (std::string line; std::getline(out, line);) {
                 const std::size_t chars = static_cast<std::size_t>(
                     std::count_if(line.begin(), line.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
+                const std::size_t text = line.find_first_not_of(' ');
+                const std::size_t space = text == std::string::npos ? text : line.find(' ', text);
+                const bool one_word = space == std::string::npos || line.find_first_not_of(' ', space) == std::string::npos;
                 CAPTURE(line);
-                CHECK(chars <= std::stoul(columns));
+                CHECK((chars <= std::stoul(columns) || one_word));  // a long path in the header cannot break
             }
             CHECK(r.out.find("  …  ") != std::string::npos);
         }

@@ -44,16 +44,13 @@ Range finite_range(const HeatmapPanel& p) {
 struct Scale {
     ColorScale kind = ColorScale::range;  // never automatic
     std::vector<Range> bounds;            // per panel (the same for every panel but with each)
+    std::vector<std::vector<float>> row_max;  // row: per panel, each row's largest finite, unmasked value
 
     // v of panel pi, in rows r0 … r0 + kr − 1 (a block of rows when cells are averaged)
     double at(std::size_t pi, const HeatmapPanel& p, std::size_t r0, std::size_t kr, float v) const {
         if (kind != ColorScale::row) return bounds[pi].at(v);
         float top = 0.0f;  // the rows' largest value: each row on 0 … its max
-        for (std::size_t r = r0; r < std::min(p.rows, r0 + kr); ++r)
-            for (std::size_t c = 0; c < p.cols; ++c) {
-                const float x = p.data[r * p.cols + c];
-                if (std::isfinite(x) && !masked_at(p, r * p.cols + c)) top = std::max(top, x);
-            }
+        for (std::size_t r = r0; r < std::min(p.rows, r0 + kr); ++r) top = std::max(top, row_max[pi][r]);
         return top > 0.0f ? std::clamp(static_cast<double>(v) / top, 0.0, 1.0) : 1.0;
     }
     // The legend's words for the scale, and its two ends.
@@ -94,6 +91,14 @@ Scale resolve_scale(const std::vector<const HeatmapPanel*>& panels, ColorScale a
             b = {-m, m};
         }
         s.bounds.push_back(b);
+        if (s.kind != ColorScale::row) continue;
+        std::vector<float> tops(p->rows, 0.0f);
+        for (std::size_t r = 0; r < p->rows; ++r)
+            for (std::size_t c = 0; c < p->cols; ++c) {
+                const float x = p->data[r * p->cols + c];
+                if (std::isfinite(x) && !masked_at(*p, r * p->cols + c)) tops[r] = std::max(tops[r], x);
+            }
+        s.row_max.push_back(std::move(tops));
     }
     return s;
 }

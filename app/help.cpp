@@ -34,10 +34,7 @@ public:
     }
 
     std::string make_subcommand(const CLI::App* sub) const override {
-        const std::string left = "  " + sub->get_display_name(true);
-        const std::string indent(get_column_width(), ' ');
-        if (width(left) + 2 <= get_column_width()) return wrap(sub->get_description(), columns_, pad_right(left, get_column_width()), indent);
-        return left + "\n" + wrap(sub->get_description(), columns_, indent, indent);
+        return entry("  " + sub->get_display_name(true), sub->get_description());
     }
 
     // The command's own options ("Options"), then the shared groups.
@@ -56,8 +53,7 @@ public:
         return out;
     }
 
-    // "  --seed N            Draw the weights … (needs …; not with …)", the description
-    // wrapped under its column; a long name puts the description on the next line.
+    // "  --seed N            Draw the weights … (needs …; not with …)".
     std::string make_option(const CLI::Option* opt, bool is_positional) const override {
         std::string left = "  " + make_option_name(opt, is_positional) + make_option_opts(opt);
         while (left.back() == ' ') left.pop_back();
@@ -68,9 +64,7 @@ public:
         if (!needs.empty() || !excludes.empty())
             desc += " (" + (needs.empty() ? "" : "needs " + needs) + (needs.empty() || excludes.empty() ? "" : "; ") +
                     (excludes.empty() ? "" : "not with " + excludes) + ")";
-        const std::string indent(get_column_width(), ' ');
-        if (width(left) + 2 <= get_column_width()) return wrap(desc, columns_, pad_right(left, get_column_width()), indent);
-        return left + "\n" + wrap(desc, columns_, indent, indent);
+        return entry(left, desc);
     }
 
     // The type and default only: needs and excludes are said in words in the description.
@@ -106,6 +100,14 @@ public:
     }
 
 private:
+    // "  name        description", the description wrapped under its column; a long name
+    // puts the description on the next line.
+    std::string entry(const std::string& left, const std::string& description) const {
+        const std::string indent(get_column_width(), ' ');
+        if (width(left) + 2 <= get_column_width()) return wrap(description, columns_, pad_right(left, get_column_width()), indent);
+        return left + "\n" + wrap(description, columns_, indent, indent);
+    }
+
     std::string continued(const std::string& command) const {
         const std::size_t indent = command.find_first_not_of(' ');
         if (indent == std::string::npos || command.compare(indent, 9, "attnwalk ") != 0)  // prose

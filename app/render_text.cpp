@@ -552,30 +552,19 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
 
 namespace {
 
-// A trace's text in pieces: its header, then each item (a step, or 1-D steps side by side)
-// with its heading alone, for the walkthrough's pages.
-struct RenderedItem {
-    std::vector<const Step*> steps;
-    std::string text, heading;
-};
-struct RenderedTrace {
-    std::string header, footer;
-    std::vector<RenderedItem> items;
-};
-
-RenderedTrace render_items(const Trace& trace, const TextOptions& opt) {
-    RenderedTrace r;
-    std::ostringstream header;
+// The text view's pieces, one at a time: its header, its items (a step, or consecutive 1-D
+// steps of a group side by side) and the timing footer.
+std::string header_text(const Trace& trace, const TextOptions& opt) {
     std::string tokens;
     for (std::size_t i : shown(trace.tokens.size(), opt)) tokens += (tokens.empty() ? "" : " ") + (i == gap ? "…" : trace.tokens[i]);
-    if (trace.tokens.empty()) header << "attnwalk " << trace.command << "\n";  // no input (params)
-    else header << wrap(tokens, opt.columns, "attnwalk " + trace.command + ": ", "  ");
     std::string params;
     for (const auto& [name, value] : trace.params) params += (params.empty() ? "" : ", ") + param_text(trace, name, value);
-    header << wrap(params, opt.columns, "  ", "  ");
-    r.header = header.str();
+    return (trace.tokens.empty() ? "attnwalk " + trace.command + "\n"  // no input (params)
+                                 : wrap(tokens, opt.columns, "attnwalk " + trace.command + ": ", "  ")) +
+           wrap(params, opt.columns, "  ", "  ");
+}
 
-    // The items: one step, or consecutive 1-D steps of a group side by side.
+std::vector<std::vector<const Step*>> items_of(const Trace& trace, const TextOptions& opt) {
     std::vector<std::vector<const Step*>> items;
     for (std::size_t i = 0; i < trace.steps.size(); ++i) {
         const Step& step = trace.steps[i];
@@ -586,22 +575,23 @@ RenderedTrace render_items(const Trace& trace, const TextOptions& opt) {
                    trace.steps[i + 1].tensor.shape == step.tensor.shape)
                 items.back().push_back(&trace.steps[++i]);
     }
-    std::size_t number = 0;
-    for (const auto& group : items) {
-        std::ostringstream out, heading;
-        if (group.size() > 1) {
-            heading << "\n[" << number + 1 << "-" << number + group.size() << "] Side by side\n";
-            for (const Step* s : group) heading << wrap(s->title + ", " + s->formula, opt.columns, "    " + s->id + ": ", "      ");
-            out << heading.str();
-            number += group.size();
-            print_group(trace, group, opt, out);
-            for (const Step* s : group) print_note("note (" + s->id + ")", s->note, opt, out);
-            r.items.push_back({group, out.str(), heading.str()});
-            continue;
-        }
+    return items;
+}
+
+// One item, its steps numbered after `number`; `heading` (if given) receives its heading alone.
+std::string item_text(const Trace& trace, const std::vector<const Step*>& group, std::size_t number, const TextOptions& opt,
+                      std::string* heading = nullptr) {
+    std::ostringstream out, head;
+    if (group.size() > 1) {
+        head << "\n[" << number + 1 << "-" << number + group.size() << "] Side by side\n";
+        for (const Step* s : group) head << wrap(s->title + ", " + s->formula, opt.columns, "    " + s->id + ": ", "      ");
+        out << head.str();
+        print_group(trace, group, opt, out);
+        for (const Step* s : group) print_note("note (" + s->id + ")", s->note, opt, out);
+    } else {
         const Step& step = *group.front();
-        print_heading(step, ++number, opt, heading);
-        out << heading.str();
+        print_heading(step, number + 1, opt, head);
+        out << head.str();
         if (step.summarised) {
             print_summary(step, opt, out);
         } else {
@@ -612,14 +602,9 @@ RenderedTrace render_items(const Trace& trace, const TextOptions& opt) {
             print_tensor(trace, step, opt, out);
             print_note("note", step.note, opt, out);
         }
-        r.items.push_back({group, out.str(), heading.str()});
     }
-    if (trace.timed) {
-        std::ostringstream footer;
-        print_timing(trace, opt, footer);
-        r.footer = footer.str();
-    }
-    return r;
+    if (heading) *heading = head.str();
+    return out.str();
 }
 
 // The rows `text` takes on a terminal `columns` wide (colour escapes take none).
@@ -644,13 +629,15 @@ std::size_t rows_of(const std::string& text, std::size_t columns) {
 }  // namespace
 
 void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out, const BeforeItem& before_item) {
-    const RenderedTrace r = render_items(trace, opt);
-    out << r.header;
-    for (std::size_t n = 0; n < r.items.size(); ++n) {
-        if (before_item && !before_item(n, r.items.size())) return;
-        out << r.items[n].text;
+    out << header_text(trace, opt);
+    const auto items = items_of(trace, opt);
+    std::size_t number = 0;  // steps before this item
+    for (std::size_t n = 0; n < items.size(); ++n) {
+        if (before_item && !before_item(n, items.size())) return;
+        out << item_text(trace, items[n], number, opt);  // one item at a time: a long trace is never all in memory
+        number += items[n].size();
     }
-    out << r.footer;
+    if (trace.timed) print_timing(trace, opt, out);
 }
 
 void render_text(const std::vector<Section>& sections, const TextOptions& opt, const std::string& rerun_suffix,
@@ -663,8 +650,7 @@ void render_text(const std::vector<Section>& sections, const TextOptions& opt, c
     const std::size_t page = paged && opt.lines > 2 ? opt.lines - 1 : 0;
     TextOptions bare = opt;
     bare.heatmap = false;
-    std::vector<const Step*> shown_before;  // a step equal to one of an earlier part is named, not printed again
-    std::vector<std::size_t> shown_in;
+    std::vector<std::pair<const Step*, std::size_t>> shown_before;  // steps of earlier parts, and their part
     for (std::size_t n = 0; n < sections.size(); ++n) {
         const Section& s = sections[n];
         const std::string head = "Part " + std::to_string(n + 1) + " of " + std::to_string(sections.size()) + ": " + s.title;
@@ -679,51 +665,51 @@ void render_text(const std::vector<Section>& sections, const TextOptions& opt, c
             if (answer == PauseAnswer::stop) return;
             if (answer == PauseAnswer::go_on) out << '\n';
         }
-        const RenderedTrace full = render_items(s.trace, opt);
-        const RenderedTrace plain = page ? render_items(s.trace, bare) : RenderedTrace{};
-        out << banner << full.header;
-        std::size_t used = rows_of(banner + full.header, opt.columns);
-        for (std::size_t i = 0; i < full.items.size(); ++i) {
-            const RenderedItem& item = full.items[i];
+        const std::string opening = banner + header_text(s.trace, opt);
+        out << opening;
+        std::size_t used = rows_of(opening, opt.columns), number = 0;
+        const auto items = items_of(s.trace, opt);
+        for (std::size_t i = 0; i < items.size(); number += items[i].size(), ++i) {
+            const auto& group = items[i];
+            std::string heading;
+            std::string text = item_text(s.trace, group, number, opt, &heading);
+            const auto without_heatmap = [&] { return item_text(s.trace, group, number, bare); };
             bool fresh = false;  // a new page: the part's header and paragraph first
-            if (i == 0 && page && used + rows_of(i < plain.items.size() ? plain.items[i].text : item.text, opt.columns) > page) {
+            if (i == 0 && page && used + rows_of(without_heatmap(), opt.columns) > page) {
                 // the part's opening page has no room for its first step: that step opens the next page
-                const PauseAnswer answer = pause("Part " + std::to_string(n + 1) + ", step 1 of " + std::to_string(full.items.size()));
+                const PauseAnswer answer = pause("Part " + std::to_string(n + 1) + ", step 1 of " + std::to_string(items.size()));
                 if (answer == PauseAnswer::stop) return;
                 fresh = answer == PauseAnswer::next_screen;
             }
             if (i > 0) {
                 const PauseAnswer answer = pause("Part " + std::to_string(n + 1) + ", step " + std::to_string(i + 1) + " of " +
-                                                 std::to_string(full.items.size()));
+                                                 std::to_string(items.size()));
                 if (answer == PauseAnswer::stop) return;
                 fresh = answer == PauseAnswer::next_screen;
             }
             // the same step, with the same numbers, as in an earlier part
             std::size_t earlier = 0;
-            if (item.steps.size() == 1)
-                for (std::size_t k = 0; k < shown_before.size() && !earlier; ++k) {
-                    const Step& a = *shown_before[k];
-                    const Step& b = *item.steps[0];
-                    if (a.id == b.id && a.tensor.shape == b.tensor.shape && a.tensor.data == b.tensor.data && a.tensor.integers == b.tensor.integers)
-                        earlier = shown_in[k] + 1;
+            if (group.size() == 1)
+                for (const auto& [a, part] : shown_before) {
+                    const Step& b = *group[0];
+                    if (!earlier && a->id == b.id && a->tensor.shape == b.tensor.shape && a->tensor.data == b.tensor.data &&
+                        a->tensor.integers == b.tensor.integers)
+                        earlier = part + 1;
                 }
             std::string header = fresh ? again : "";
-            std::string text = earlier ? item.heading + "    the same numbers as in part " + std::to_string(earlier) + "\n" : item.text;
+            if (earlier) text = heading + "    the same numbers as in part " + std::to_string(earlier) + "\n";
             const std::size_t base = fresh ? rows_of(header, opt.columns) : used;
-            if (page && !earlier && base + rows_of(text, opt.columns) > page && i < plain.items.size()) {
-                if (plain.items[i].text != text)
-                    text = plain.items[i].text + "    (its heatmap left out to fit the screen; run the part alone to see it)\n";
+            if (page && !earlier && base + rows_of(text, opt.columns) > page) {
+                const std::string bare_text = without_heatmap();
+                if (bare_text != text) text = bare_text + "    (its heatmap left out to fit the screen; run the part alone to see it)\n";
                 if (fresh && base + rows_of(text, opt.columns) > page)  // still too tall: the header without its paragraph
                     header = "== " + head + " == (its paragraph opens the part)\n";
             }
             out << header << text;
             used = (fresh ? rows_of(header, opt.columns) : used) + rows_of(text, opt.columns);
-            for (const Step* st : item.steps) {
-                shown_before.push_back(st);
-                shown_in.push_back(n);
-            }
+            for (const Step* st : group) shown_before.emplace_back(st, n);
         }
-        out << full.footer;
+        if (s.trace.timed) print_timing(s.trace, opt, out);
     }
 }
 

@@ -24,6 +24,34 @@ void check4(const std::vector<float>& actual, const std::vector<float>& expected
     for (std::size_t i = 0; i < actual.size(); ++i) CHECK(std::round(actual[i] * 1e4f) / 1e4f == doctest::Approx(expected[i]).epsilon(1e-6));
 }
 
+// The columns a line takes on a terminal: its code points, less colour escapes and \r.
+std::size_t columns_of(const std::string& line) {
+    std::size_t chars = 0;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        if (line[i] == '\x1b') {  // ESC [ … m
+            while (i < line.size() && line[i] != 'm') ++i;
+        } else if (line[i] != '\r' && (static_cast<unsigned char>(line[i]) & 0xC0) != 0x80) {
+            ++chars;
+        }
+    }
+    return chars;
+}
+
+// The rows `text` takes on a terminal `columns` wide, long lines wrapping.
+std::size_t terminal_rows(const std::string& text, std::size_t columns) {
+    std::size_t rows = 0, start = 0;
+    for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
+        rows += std::max<std::size_t>(1, (columns_of(text.substr(start, end - start)) + columns - 1) / columns);
+    return rows + (columns_of(text.substr(start)) + columns - 1) / columns;
+}
+
+// A line that is one word after its indent: it cannot wrap (a long path, a JSON mask).
+bool one_word(const std::string& line) {
+    const std::size_t text = line.find_first_not_of(' ');
+    const std::size_t space = text == std::string::npos ? text : line.find(' ', text);
+    return space == std::string::npos || line.find_first_not_of(' ', space) == std::string::npos;
+}
+
 }  // namespace
 
 TEST_SUITE("cli") {
@@ -810,9 +838,6 @@ TEST_SUITE("cli.classroom") {
             lines.push_back(text.substr(start, end - start));
         return lines;
     }
-    std::size_t columns_of(const std::string& line) {  // code points
-        return static_cast<std::size_t>(std::count_if(line.begin(), line.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-    }
 
     TEST_CASE("cli.classroom_compact_fits_a_projector") {
         for (const char* cmd : {"scores", "softmax", "context", "causal", "dropout", "mha"}) {
@@ -1146,12 +1171,8 @@ TEST_SUITE("cli.help") {
             REQUIRE(r.exit_code == 0);
             std::istringstream lines(r.out);
             for (std::string line; std::getline(lines, line);) {
-                const std::size_t chars = static_cast<std::size_t>(
-                    std::count_if(line.begin(), line.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-                const std::size_t text = line.find_first_not_of(' ');
-                const bool one_word = text == std::string::npos || line.find(' ', text) == std::string::npos;
                 CAPTURE(line);
-                CHECK((chars <= 80 || one_word));
+                CHECK((columns_of(line) <= 80 || one_word(line)));
             }
             CHECK(r.out.find("Excludes:") == std::string::npos);  // said in words: (not with …)
         }
@@ -1204,13 +1225,7 @@ TEST_SUITE("cli.teaching") {
             CAPTURE(c.args);
             const auto r = test::run_shell("cd '" + dir + "' && COLUMNS=80 LINES=24 " + test::binary() + " " + c.args);
             REQUIRE(r.exit_code == 0);
-            std::size_t rows = 0;
-            std::istringstream out(r.out);
-            for (std::string line; std::getline(out, line);) {
-                const std::size_t chars = static_cast<std::size_t>(
-                    std::count_if(line.begin(), line.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
-                rows += std::max<std::size_t>(1, (chars + 79) / 80);
-            }
+            const std::size_t rows = terminal_rows(r.out, 80);
             CAPTURE(rows);
             CHECK(rows <= c.rows);
             ++run;
@@ -1233,18 +1248,7 @@ TEST_SUITE("cli.teaching") {
         }
         CHECK(pages.size() > 30);
         for (const std::string& page : pages) {
-            std::size_t rows = 0, chars = 0;
-            for (std::size_t i = 0; i < page.size(); ++i) {
-                if (page[i] == '\x1b') {
-                    while (i < page.size() && page[i] != 'm') ++i;
-                } else if (page[i] == '\n') {
-                    rows += std::max<std::size_t>(1, (chars + 79) / 80);
-                    chars = 0;
-                } else if (page[i] != '\r' && (static_cast<unsigned char>(page[i]) & 0xC0) != 0x80) {
-                    ++chars;
-                }
-            }
-            rows += (chars + 79) / 80;
+            const std::size_t rows = terminal_rows(page, 80);
             CAPTURE(page);
             CHECK(page.rfind("== Part ", 0) == 0);
             CHECK(rows <= 24);
@@ -1262,13 +1266,8 @@ TEST_SUITE("cli.teaching") {
             REQUIRE(r.exit_code == 0);
             std::istringstream out(r.out);
             for (std::string line; std::getline(out, line);) {
-                const std::size_t chars = static_cast<std::size_t>(
-                    std::count_if(line.begin(), line.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
-                const std::size_t text = line.find_first_not_of(' ');
-                const std::size_t space = text == std::string::npos ? text : line.find(' ', text);
-                const bool one_word = space == std::string::npos || line.find_first_not_of(' ', space) == std::string::npos;
                 CAPTURE(line);
-                CHECK((chars <= std::stoul(columns) || one_word));  // a long path in the header cannot break
+                CHECK((columns_of(line) <= std::stoul(columns) || one_word(line)));  // a long path in the header cannot break
             }
             CHECK(r.out.find("  …  ") != std::string::npos);
         }

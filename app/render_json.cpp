@@ -123,7 +123,7 @@ private:
 // Nested arrays matching `shape`, from row-major data starting at `offset`.
 void nested(Writer& w, const Tensor& t, std::size_t axis, std::size_t offset) {
     if (axis == t.shape.size()) {
-        if (t.is_integer()) w.integer(t.integers[offset]);  // ids and counts: exact, without ".0"
+        if (t.is_integer_at(offset)) w.integer(t.integer_at(offset));  // ids, counts, layers: exact, without ".0"
         else w.number(t.data[offset]);
         return;
     }

@@ -20,14 +20,14 @@ namespace {
 std::string fmt(float v, int precision) {
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", precision, static_cast<double>(v));
+    char buf[64];  // fixed point, or beyond 1e10 (an overflow's aftermath) scientific, as PyTorch would
+    std::snprintf(buf, sizeof buf, std::fabs(v) < 1e10f ? "%.*f" : "%.*e", precision, static_cast<double>(v));
     return buf;
 }
 
 // Element i of a tensor as text: a whole number as it is (an id, a count), else `precision` decimals.
 std::string cell(const Tensor& t, std::size_t i, int precision) {
-    return t.is_integer() ? std::to_string(t.integers[i]) : fmt(t.data[i], precision);
+    return t.is_integer_at(i) ? std::to_string(t.integer_at(i)) : fmt(t.data[i], precision);
 }
 
 void print_note(const std::string& label, const std::string& note, const TextOptions& opt, std::ostream& out) {
@@ -41,6 +41,7 @@ std::string label(const Trace& trace, Axis axis, std::size_t i) {
         case Axis::head: return "head " + std::to_string(i + 1);  // heads and layers count from 1
         case Axis::feature: return "d" + std::to_string(i);
         case Axis::layer: return "layer " + std::to_string(i + 1);
+        case Axis::rank: return std::to_string(i + 1) + ".";
     }
     return std::to_string(i);
 }
@@ -545,7 +546,7 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
         for (std::size_t c = 0; c < panel.cols; ++c) panel.col_labels.push_back(label_at(trace, step, rank - 1, c));
         list.push_back(std::move(panel));
     }
-    const std::string batch = trace.batched ? ", batch element 0" : "";
+    const std::string batch = trace.batched ? ", batch 1" : "";  // batches count from 1, as the text names them
     return heatmap_svg(list, "attnwalk " + trace.command + ": " + step.title + " (" + step.id + batch + ")", opt.precision,
                        opt.color_scale);
 }

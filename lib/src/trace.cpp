@@ -17,6 +17,7 @@ const char* axis_name(Axis axis) {
         case Axis::token: return "token";
         case Axis::feature: return "feature";
         case Axis::layer: return "layer";
+        case Axis::rank: return "rank";
     }
     return "feature";
 }

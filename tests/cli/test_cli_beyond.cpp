@@ -1,6 +1,7 @@
 // The real binary beyond the chapter: the equalities each lesson prints, the numbers the
 // bonus material quotes, and one clear line for each kind of bad input.
 #include <cmath>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -265,6 +266,10 @@ TEST_SUITE("cli.beyond") {
         const auto sorted = flat(step(doc, "heads_sorted").at("data"));  // 9×7, column 5 = previous_token
         for (std::size_t r = 1; r < 9; ++r) CHECK(sorted[r * 7 + 5] <= sorted[(r - 1) * 7 + 5]);
         CHECK(step(doc, "heads_sorted").at("labels").at(5) == "previous_token");
+        const json& first_row = step(doc, "heads_sorted").at("data").at(0);  // layer and head are integers, the numbers floats
+        CHECK(first_row.at(0).is_number_unsigned());
+        CHECK(first_row.at(1).is_number_unsigned());
+        CHECK(first_row.at(5).is_number_float());
         // --view --svg draws every layer × head, named from 1 and in the order --sort ranked them
         const std::string svg = test::scratch() + "/view.svg";
         REQUIRE(test::run("gpt2 --model " + nano + " --heads 3 --ids 1,2,3,4,5 --view --sort previous_token --compact --svg " + svg).exit_code == 0);
@@ -281,6 +286,13 @@ TEST_SUITE("cli.beyond") {
         CHECK(picture.find(">id1<") != std::string::npos);  // token ids are not "#1", which names a position
         const auto text = test::run("gpt2 --model " + nano + " --heads 3 --ids 1,2,3,4,5 --view --sort previous_token --compact");
         CHECK(text.out.find("ranked by previous_token, highest first") != std::string::npos);
+        const auto table = test::run("gpt2 --model " + nano + " --heads 3 --ids 1,2,3,4,5 --view --sort previous_token --steps heads_sorted");
+        CAPTURE(table.out);
+        std::istringstream first_line(table.out.substr(table.out.find("\n    1. ") + 1));  // rank 1., layer, head, numbers
+        std::string rank, layer, head;
+        first_line >> rank >> layer >> head;
+        CHECK(layer == std::to_string(static_cast<int>(sorted[0])));  // "2", not "2.0000"
+        CHECK(head == std::to_string(static_cast<int>(sorted[1])));
         CHECK(text.out.find("L" + std::to_string(static_cast<int>(sorted[0])) + "H" + std::to_string(static_cast<int>(sorted[1]))) <
               text.out.find("L" + std::to_string(static_cast<int>(sorted[7])) + "H" + std::to_string(static_cast<int>(sorted[8]))));
         const auto bad = test::run("gpt2 --model " + nano + " --heads 3 --ids 1 --sort entropy");

@@ -16,7 +16,7 @@
 namespace attnwalk {
 
 // What an axis of a step's tensor indexes; renderers label rows and columns with it.
-enum class Axis { batch, head, token, feature, layer };
+enum class Axis { batch, head, token, feature, layer, rank };  // rank: a place in a ranking, from 1
 const char* axis_name(Axis axis);
 
 struct Tensor {
@@ -25,9 +25,19 @@ struct Tensor {
     // A tensor of whole numbers (token ids, counts): the exact values, which renderers
     // print as integers; `data` holds them as float32 for figures and summaries.
     std::vector<unsigned long long> integers;
+    // A table whose first n columns are whole numbers (a layer, a head) beside measured
+    // ones: those columns print as integers; `data` holds them.
+    std::size_t integer_columns = 0;
     std::size_t size() const;
     bool all_finite() const;  // no inf, no NaN
     bool is_integer() const { return !integers.empty(); }
+    // Whether element i (row-major) is a whole number, and its value when it is.
+    bool is_integer_at(std::size_t i) const {
+        return is_integer() || (integer_columns && !shape.empty() && i % shape.back() < integer_columns);
+    }
+    unsigned long long integer_at(std::size_t i) const {
+        return is_integer() ? integers[i] : static_cast<unsigned long long>(data[i]);
+    }
 };
 // Whole numbers as a tensor of this shape (empty: a scalar).
 Tensor integer_tensor(std::vector<unsigned long long> values, std::vector<std::size_t> shape);

@@ -44,7 +44,7 @@ void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const Attentio
     const std::string I = std::to_string(i + 1), J = std::to_string(j + 1);
     const std::string qi = trace.tokens[i], kj = trace.tokens[j];
     const std::size_t h = head;
-    const std::string batch_note = std::string(f.heads > 1 ? " in head " + std::to_string(h + 1) : "") + (trace.batched ? " (batch element 1)" : "");
+    const std::string batch_note = std::string(f.heads > 1 ? " in head " + std::to_string(h + 1) : "") + (trace.batched ? " (batch 1)" : "");
 
     // The query and key vectors, from the embeddings through W_query and W_key.
     const std::size_t g = h / (f.heads / f.kv_heads);  // the key/value head of query head h

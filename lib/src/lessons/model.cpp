@@ -300,7 +300,8 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
         for (std::size_t k = 0; k < stat_names.size(); ++k) table(r, 2 + k) = stats[k](0, order[r].first, order[r].second);
     }
     Step& st = rec.add_plain("heads_sorted", "The heads ranked by " + spec.sort + ", highest first", "sort by " + spec.sort, to_trace(table),
-                             {Axis::feature, Axis::feature});
+                             {Axis::rank, Axis::feature});
+    st.tensor.integer_columns = 2;
     st.labels = {"layer", "head"};
     st.labels.insert(st.labels.end(), stat_names.begin(), stat_names.end());
     rec.trace().set_param("sort", spec.sort);

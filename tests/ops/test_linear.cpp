@@ -1,10 +1,14 @@
 #include "test_util.hpp"
 
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "attnwalk/ops/activations.hpp"
 #include "attnwalk/ops/linear.hpp"
 #include "attnwalk/ops/norms.hpp"
+
+#include <xtensor/xview.hpp>
 
 using namespace attnwalk;
 
@@ -68,5 +72,35 @@ TEST_SUITE("linear") {
         CHECK(g(0, 0, 0) == 0.0f);
         CHECK(g(0, 0, 1) == doctest::Approx(0.841192).epsilon(1e-5));  // torch.nn.functional.gelu(1, approximate="tanh")
         CHECK(g(0, 0, 2) == doctest::Approx(-0.158808).epsilon(1e-4));
+    }
+
+    TEST_CASE("linear.gelu_and_silu_match_their_formulas_in_double_on_every_path") {
+        // past 2^15 values the kernel runs on every core, in AVX2 where the CPU has it, with
+        // scalar tails: every element must be the formula's value, whatever path it took
+        const std::size_t n = (std::size_t{1} << 16) + 5;
+        Cube x = Cube::from_shape({1, 1, n});
+        for (std::size_t i = 0; i < n; ++i) x(0, 0, i) = -20.0f + 40.0f * static_cast<float>(i) / static_cast<float>(n);
+        const Cube g = gelu_tanh(x), s = silu(x);
+        const Cube g_small = gelu_tanh(Cube(xt::view(x, xt::all(), xt::all(), xt::range(0, 1000))));  // one thread
+        for (std::size_t i = 0; i < n; ++i) {
+            const double v = x(0, 0, i);
+            const double gelu = 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+            const double swish = v / (1.0 + std::exp(-v));
+            INFO("x = " << v);
+            CHECK(std::fabs(g(0, 0, i) - gelu) <= 1e-6 * std::fabs(gelu) + 1e-8);  // the far tail: tiny numbers, a few ulp of the inner sum
+            CHECK(std::fabs(s(0, 0, i) - swish) <= 1e-6 * std::fabs(swish) + 1e-8);
+            if (i < 1000) CHECK(g_small(0, 0, i) == g(0, 0, i));
+        }
+        const float inf = std::numeric_limits<float>::infinity();
+        const Cube edge = gelu_tanh(Cube{{{inf, -inf, NAN, -100.0f, 1e13f, -1e13f, 0.0f, 88.0f, -88.0f}}});
+        CHECK(edge(0, 0, 0) == inf);
+        CHECK(std::isnan(edge(0, 0, 1)));  // -inf · (1 + tanh(-inf)) = -inf · 0, as PyTorch gives it
+        CHECK(std::isnan(edge(0, 0, 2)));
+        CHECK(edge(0, 0, 3) == 0.0f);
+        CHECK(edge(0, 0, 4) == 1e13f);
+        CHECK(edge(0, 0, 5) == 0.0f);
+        CHECK(edge(0, 0, 6) == 0.0f);
+        CHECK(edge(0, 0, 7) == 88.0f);
+        CHECK(edge(0, 0, 8) == 0.0f);
     }
 }

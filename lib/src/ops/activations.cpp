@@ -1,18 +1,35 @@
 #include "attnwalk/ops/activations.hpp"
 
-#include <cmath>
 #include <stdexcept>
+
+#include "attnwalk/ops/blas.hpp"
+#include "kernels.hpp"
 
 namespace attnwalk {
 
+namespace {
+
+// x ← x·σ(z) (· times), the vector kernel on every core for a large tensor.
+void x_sigmoid(Cube& x, const Cube* times, fast::Sigmoid kind) {
+    const std::size_t n = x.size();
+    float* v = x.data();
+    const float* t = times ? times->data() : nullptr;
+    if (n < (std::size_t{1} << 15)) return fast::x_sigmoid(v, t, n, kind);
+    on_every_core([&](std::size_t worker, std::size_t workers) {
+        const WorkerShare s = worker_share(n, worker, workers, 64);
+        if (s.end > s.begin) fast::x_sigmoid(v + s.begin, t ? t + s.begin : nullptr, s.end - s.begin, kind);
+    });
+}
+
+}  // namespace
+
 Cube gelu_tanh(Cube x) {
-    const float k = std::sqrt(2.0f / 3.14159265358979323846f);
-    for (float& v : x) v = 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
+    x_sigmoid(x, nullptr, fast::Sigmoid::gelu_tanh);
     return x;
 }
 
 Cube silu(Cube x) {
-    for (float& v : x) v = v / (1.0f + std::exp(-v));
+    x_sigmoid(x, nullptr, fast::Sigmoid::silu);
     return x;
 }
 
@@ -21,9 +38,9 @@ bool gated(MlpKind kind) { return kind != MlpKind::gelu_tanh; }
 Cube mlp_hidden(const Cube& x, MlpKind kind, const Linear& up, const Linear* gate) {
     if (!gated(kind)) return gelu_tanh(project(x, up));
     if (!gate) throw std::logic_error("a gated MLP without its gate");
-    Cube g = kind == MlpKind::swiglu ? silu(project(x, *gate)) : gelu_tanh(project(x, *gate));
+    Cube g = project(x, *gate);
     const Cube u = project(x, up);
-    for (std::size_t i = 0; i < g.size(); ++i) g.data()[i] *= u.data()[i];
+    x_sigmoid(g, &u, kind == MlpKind::swiglu ? fast::Sigmoid::silu : fast::Sigmoid::gelu_tanh);  // act(gate) ⊙ up
     return g;
 }
 

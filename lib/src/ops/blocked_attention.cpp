@@ -11,7 +11,7 @@
 #endif
 
 #include "attnwalk/ops/blas.hpp"
-#include "softmax_rows.hpp"
+#include "kernels.hpp"
 
 namespace attnwalk::fast {
 

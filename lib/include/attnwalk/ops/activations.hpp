@@ -6,7 +6,8 @@
 
 namespace attnwalk {
 
-// GELU, the tanh approximation GPT-2 uses: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+// GELU, the tanh approximation GPT-2 uses: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))),
+// computed as x·σ(2u), the same number without 1 + tanh's cancellation (ops/kernels.hpp).
 Cube gelu_tanh(Cube x);
 
 // SiLU (swish): x·σ(x) = x / (1 + e^(−x)).

@@ -4,7 +4,7 @@
 //   X (B,T,d_in) -> [Q K V] = X·[W_query W_key W_value] (+ b)   one buffer, rows of 3·d_out
 //   per (batch, head), in blocks of R query rows, on every core:
 //     S = Q_h[rows]·K_h[0:last row]ᵀ     only the keys a causal row can see
-//     P = softmax(S / √d_h) row by row   scale, max, exp, sum, × 1/sum fused (softmax_rows.hpp)
+//     P = softmax(S / √d_h) row by row   scale, max, exp, sum, × 1/sum fused (kernels.hpp)
 //     Z[rows, head columns] = P·V_h[0:last row]   written straight into the concatenation
 //   Y = Z·W_o + b_o
 //

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "softmax_rows.hpp"
+#include "kernels.hpp"
 
 namespace attnwalk::fast {
 
@@ -44,23 +44,32 @@ __attribute__((target("avx2"))) RowStats scale_avx2(float* row, std::size_t n, f
     return merge({hmin(lo), hmax(hi), hsum(sum)}, scale_scalar(row, n, scale, max, m));
 }
 
+// Cephes' expf on 8 lanes, the same steps as exp_scalar (kernels_scalar.cpp): arguments
+// below −87.3 give about 1e-38, above 88.38 inf.
+__attribute__((target("avx2"))) __m256 exp8(__m256 v) {
+    const __m256 lowest = _mm256_set1_ps(-87.3f), highest = _mm256_set1_ps(88.3762626647949f),
+                 log2e = _mm256_set1_ps(1.44269504088896341f), half = _mm256_set1_ps(0.5f), c1 = _mm256_set1_ps(0.693359375f),
+                 c2 = _mm256_set1_ps(-2.12194440e-4f), one = _mm256_set1_ps(1.0f);
+    const __m256 p[6] = {_mm256_set1_ps(1.9875691500e-4f), _mm256_set1_ps(1.3981999507e-3f), _mm256_set1_ps(8.3334519073e-3f),
+                         _mm256_set1_ps(4.1665795894e-2f), _mm256_set1_ps(1.6666665459e-1f), _mm256_set1_ps(5.0000001201e-1f)};
+    const __m256 overflow = _mm256_cmp_ps(v, highest, _CMP_GT_OQ);
+    v = _mm256_min_ps(_mm256_max_ps(v, lowest), highest);
+    const __m256 fx = _mm256_floor_ps(_mm256_add_ps(_mm256_mul_ps(v, log2e), half));
+    v = _mm256_sub_ps(_mm256_sub_ps(v, _mm256_mul_ps(fx, c1)), _mm256_mul_ps(fx, c2));
+    __m256 y = p[0];
+    for (int i = 1; i < 6; ++i) y = _mm256_add_ps(_mm256_mul_ps(y, v), p[i]);
+    y = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(y, v), v), v), one);
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127)), 23);
+    y = _mm256_mul_ps(y, _mm256_castsi256_ps(bits));
+    return _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), overflow);
+}
+
 __attribute__((target("avx2"))) float exp_avx2(float* row, std::size_t n, float max) {
     const std::size_t m = n / 8 * 8;
     __m256 sum = _mm256_setzero_ps();
-    const __m256 mx = _mm256_set1_ps(max), lowest = _mm256_set1_ps(-87.3f), log2e = _mm256_set1_ps(1.44269504088896341f),
-                 half = _mm256_set1_ps(0.5f), c1 = _mm256_set1_ps(0.693359375f), c2 = _mm256_set1_ps(-2.12194440e-4f),
-                 one = _mm256_set1_ps(1.0f);
-    const __m256 p[6] = {_mm256_set1_ps(1.9875691500e-4f), _mm256_set1_ps(1.3981999507e-3f), _mm256_set1_ps(8.3334519073e-3f),
-                         _mm256_set1_ps(4.1665795894e-2f), _mm256_set1_ps(1.6666665459e-1f), _mm256_set1_ps(5.0000001201e-1f)};
+    const __m256 mx = _mm256_set1_ps(max);
     for (std::size_t j = 0; j < m; j += 8) {
-        __m256 v = _mm256_max_ps(_mm256_sub_ps(_mm256_loadu_ps(row + j), mx), lowest);
-        const __m256 fx = _mm256_floor_ps(_mm256_add_ps(_mm256_mul_ps(v, log2e), half));
-        v = _mm256_sub_ps(_mm256_sub_ps(v, _mm256_mul_ps(fx, c1)), _mm256_mul_ps(fx, c2));
-        __m256 y = p[0];
-        for (int i = 1; i < 6; ++i) y = _mm256_add_ps(_mm256_mul_ps(y, v), p[i]);
-        y = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(y, v), v), v), one);
-        const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127)), 23);
-        y = _mm256_mul_ps(y, _mm256_castsi256_ps(bits));
+        const __m256 y = exp8(_mm256_sub_ps(_mm256_loadu_ps(row + j), mx));
         _mm256_storeu_ps(row + j, y);
         sum = _mm256_add_ps(sum, y);
     }
@@ -83,6 +92,22 @@ __attribute__((target("avx2"))) RowStats normalise_avx2(float* row, std::size_t 
 }
 
 }  // namespace
+
+__attribute__((target("avx2"))) void x_sigmoid_avx2(float* x, const float* times, std::size_t n, Sigmoid kind) {
+    const std::size_t m = n / 8 * 8;
+    const __m256 k = _mm256_set1_ps(gelu_k), c = _mm256_set1_ps(0.044715f), two = _mm256_set1_ps(2.0f), one = _mm256_set1_ps(1.0f),
+                 zero = _mm256_setzero_ps();
+    for (std::size_t i = 0; i < m; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 z = kind == Sigmoid::silu
+                             ? v
+                             : _mm256_mul_ps(two, _mm256_mul_ps(k, _mm256_add_ps(v, _mm256_mul_ps(c, _mm256_mul_ps(_mm256_mul_ps(v, v), v)))));
+        __m256 y = _mm256_div_ps(v, _mm256_add_ps(one, exp8(_mm256_sub_ps(zero, z))));
+        if (times) y = _mm256_mul_ps(y, _mm256_loadu_ps(times + i));
+        _mm256_storeu_ps(x + i, y);
+    }
+    x_sigmoid_scalar(x, times, n, kind, m);
+}
 
 std::pair<RowStats, RowStats> softmax_row_avx2(float* row, std::size_t n, float scale) {
     float max = -INFINITY;

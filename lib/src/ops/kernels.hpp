@@ -1,8 +1,12 @@
-// The blocked path's softmax of one row: scale, max, exp, sum, × 1/sum, with the
-// statistics a summary needs gathered on the way. One portable implementation
-// (softmax_scalar.cpp) and, on x86-64, an AVX2 one (softmax_avx2.cpp) chosen at run time
+// Vector kernels over one row of floats, each in one portable implementation
+// (kernels_scalar.cpp) and, on x86-64, an AVX2 one (kernels_avx2.cpp) chosen at run time
 // when the CPU has it. Both compute the same formulas with the same exp (Cephes' expf:
 // range reduction by ln 2, a degree-6 polynomial, within 2 ulp of libm).
+//
+// - the blocked path's softmax of one row: scale, max, exp, sum, × 1/sum, with the
+//   statistics a summary needs gathered on the way;
+// - the activations' x·σ(z): SiLU (z = x) and GELU's tanh form (z = 2u, since
+//   0.5·x·(1 + tanh u) = x·σ(2u)), optionally times a gate's other half.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +27,17 @@ std::pair<RowStats, RowStats> softmax_row_avx2(float* row, std::size_t n, float 
 
 // The best of the two for this CPU.
 std::pair<RowStats, RowStats> softmax_row(float* row, std::size_t n, float scale);
+
+// x[i] = x[i] / (1 + exp(−z_i)) · (times ? times[i] : 1), in place, where z = x (SiLU) or
+// z = 2·√(2/π)·(x + 0.044715·x³) (GELU, tanh form; the inner sum rounded as PyTorch's).
+enum class Sigmoid { silu, gelu_tanh };
+// √(2/π) as the book's GELU computes it in float32, sqrt(float32(2/π)) = 0.797884524.
+inline constexpr float gelu_k = 0x1.988452p-1f;
+void x_sigmoid_scalar(float* x, const float* times, std::size_t n, Sigmoid kind, std::size_t from);
+#if defined(ATTNWALK_HAVE_AVX2)
+void x_sigmoid_avx2(float* x, const float* times, std::size_t n, Sigmoid kind);
+#endif
+void x_sigmoid(float* x, const float* times, std::size_t n, Sigmoid kind);
 
 // Parts the AVX2 version finishes its tails with.
 RowStats scale_scalar(float* row, std::size_t n, float scale, float& max, std::size_t from);

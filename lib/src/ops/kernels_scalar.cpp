@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "softmax_rows.hpp"
+#include "kernels.hpp"
 
 namespace attnwalk::fast {
 
@@ -72,12 +72,37 @@ std::pair<RowStats, RowStats> softmax_row_scalar(float* row, std::size_t n, floa
     return {raw, normalise_scalar(row, n, inv, 0)};
 }
 
+namespace {
+#if defined(ATTNWALK_HAVE_AVX2)
+bool has_avx2() {
+    static const bool avx2 = __builtin_cpu_supports("avx2");
+    return avx2;
+}
+#endif
+}  // namespace
+
 std::pair<RowStats, RowStats> softmax_row(float* row, std::size_t n, float scale) {
 #if defined(ATTNWALK_HAVE_AVX2)
-    static const bool avx2 = __builtin_cpu_supports("avx2");
-    if (avx2) return softmax_row_avx2(row, n, scale);
+    if (has_avx2()) return softmax_row_avx2(row, n, scale);
 #endif
     return softmax_row_scalar(row, n, scale);
+}
+
+void x_sigmoid_scalar(float* x, const float* times, std::size_t n, Sigmoid kind, std::size_t from) {
+    const float k = gelu_k;
+    for (std::size_t i = from; i < n; ++i) {
+        const float v = x[i];
+        const float z = kind == Sigmoid::silu ? v : 2.0f * (k * (v + 0.044715f * (v * v * v)));
+        const float y = v / (1.0f + exp_scalar(-z));
+        x[i] = times ? y * times[i] : y;
+    }
+}
+
+void x_sigmoid(float* x, const float* times, std::size_t n, Sigmoid kind) {
+#if defined(ATTNWALK_HAVE_AVX2)
+    if (has_avx2()) return x_sigmoid_avx2(x, times, n, kind);
+#endif
+    x_sigmoid_scalar(x, times, n, kind, 0);
 }
 
 }  // namespace attnwalk::fast

@@ -24,6 +24,7 @@ Cube block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t 
     spec.window = la.window;
     spec.rope = la.rope;
     spec.scale = c.attention_scale;
+    spec.keep_masked_scaled = false;  // the tap reads the scores and the weights
     if (!tap.keeps_attention(layer) && (!kv || kv->seen() == 0)) {  // no T×T tensor at all
         const bool plain = !la.window && !la.rope && !c.attention_scale && !b.attn.q_norm && b.attn.key_heads() == b.attn.heads;
         if (plain) {  // GPT-2: the fused blocked path, projections included

@@ -211,55 +211,63 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     f.seconds.scores = since(clock);
     const bool masking = spec.causal || f.window > 0;
     if (spec.until == Stage::scores && !masking && f.scale == 1.0f && !spec.scale_factor && !spec.bias) return;
-    // masked_fill first, then divide by the scale, in the textbook's order
-    if (masking) {
-        const float neg_inf = -std::numeric_limits<float>::infinity();
-        const std::size_t first = f.q_position0 + f.row0, window = f.window;
-        const bool causal = spec.causal;
-        f.masked = fresh<4>(f.scores.shape());
-        const float* in = f.scores.data();
-        float* out = f.masked.data();
-        for (std::size_t start = 0; start < f.scores.size(); start += R * T)
-            for (std::size_t r = 0; r < R; ++r)
-                for (std::size_t j = 0; j < T; ++j) {
-                    const std::size_t k = start + r * T + j;
-                    out[k] = masked_out(first + r, j, causal, window) ? neg_inf : in[k];
-                }
-    }
-    const Hyper& unscaled = masking ? f.masked : f.scores;
-    if (spec.scale_factor) {  // SDPA: q·kᵀ * scale_factor + attn_bias
-        f.scale = 1.0f / *spec.scale_factor;
-        f.scaled = unscaled * *spec.scale_factor;
-    } else {
-        if (f.scale == 1.0f) {
-            f.scaled = unscaled;
-        } else {  // a division, as PyTorch's `scores / d_k**0.5`
-            f.scaled = fresh<4>(unscaled.shape());
-            const float* in = unscaled.data();
-            float* out = f.scaled.data();
-            for (std::size_t k = 0; k < unscaled.size(); ++k) out[k] = in[k] / f.scale;
-        }
-    }
-    if (spec.bias) {
-        if (spec.bias->shape(0) != R || spec.bias->shape(1) != T)
-            throw UsageError("the mask must be " + std::to_string(R) + "×" + std::to_string(T) + " (queries × keys), it is " +
-                             std::to_string(spec.bias->shape(0)) + "×" + std::to_string(spec.bias->shape(1)));
-        f.scaled += xt::view(*spec.bias, xt::newaxis(), xt::newaxis(), xt::all(), xt::all());
-    }
-    f.seconds.mask_scale = since(clock);
-    if (spec.until == Stage::scores) return;
+    if (spec.bias && (spec.bias->shape(0) != R || spec.bias->shape(1) != T))
+        throw UsageError("the mask must be " + std::to_string(R) + "×" + std::to_string(T) + " (queries × keys), it is " +
+                         std::to_string(spec.bias->shape(0)) + "×" + std::to_string(spec.bias->shape(1)));
+    if (spec.scale_factor) f.scale = 1.0f / *spec.scale_factor;
 
-    // ---- softmax, row by row --------------------------------------------------------------
-    f.weights = fresh<4>(f.scaled.shape());
-    std::copy(f.scaled.begin(), f.scaled.end(), f.weights.begin());
-    f.row_max = Cube::from_shape({B, H, R});
-    f.row_sum = Cube::from_shape({B, H, R});
-    for (std::size_t r = 0; r < B * H * R; ++r) {
-        const RowSoftmax s = softmax_row(f.weights.data() + r * T, T);
-        f.row_max.data()[r] = s.max;
-        f.row_sum.data()[r] = s.sum;
+    // ---- row by row, on every core: masked_fill first, then the scale, in the textbook's
+    // order (SDPA: × scale_factor, + attn_bias), then the softmax ---------------------------
+    const bool softmax = spec.until != Stage::scores;
+    const bool keep = spec.keep_masked_scaled || !softmax;  // else each row is masked and scaled in the weights
+    if (masking && keep) f.masked = fresh<4>(f.scores.shape());
+    if (keep) f.scaled = fresh<4>(f.scores.shape());
+    if (softmax) {
+        f.weights = fresh<4>(f.scores.shape());
+        f.row_max = Cube::from_shape({B, H, R});
+        f.row_sum = Cube::from_shape({B, H, R});
     }
-    f.seconds.softmax = since(clock);
+    const float neg_inf = -std::numeric_limits<float>::infinity();
+    const std::size_t first = f.q_position0 + f.row0, window = f.window, rows = B * H * R;
+    const bool causal = spec.causal;
+    double seconds_mask_scale = 0.0;  // the first worker's share, as the phases' times
+    on_every_core([&](std::size_t worker, std::size_t workers) {
+        auto clock_here = Clock::now();
+        const WorkerShare share = worker_share(rows, worker, workers);
+        for (std::size_t row = share.begin; row < share.end; ++row) {
+            const std::size_t r = row % R, k0 = row * T;
+            const float* in = f.scores.data() + k0;
+            float* out = (keep ? f.scaled.data() : f.weights.data()) + k0;
+            if (masking) {
+                float* m = keep ? f.masked.data() + k0 : out;
+                for (std::size_t j = 0; j < T; ++j) m[j] = masked_out(first + r, j, causal, window) ? neg_inf : in[j];
+                in = m;
+            }
+            if (spec.scale_factor) {
+                const float factor = *spec.scale_factor;
+                for (std::size_t j = 0; j < T; ++j) out[j] = in[j] * factor;
+            } else if (f.scale == 1.0f) {
+                if (in != out) std::copy(in, in + T, out);
+            } else {  // a division, as PyTorch's `scores / d_k**0.5`
+                const float scale = f.scale;
+                for (std::size_t j = 0; j < T; ++j) out[j] = in[j] / scale;
+            }
+            if (spec.bias)
+                for (std::size_t j = 0; j < T; ++j) out[j] += (*spec.bias)(r, j);
+        }
+        if (worker == 0) seconds_mask_scale = since(clock_here);
+        if (!softmax) return;
+        for (std::size_t row = share.begin; row < share.end; ++row) {
+            float* weights = f.weights.data() + row * T;
+            if (keep) std::copy(f.scaled.data() + row * T, f.scaled.data() + (row + 1) * T, weights);
+            const RowSoftmax s = softmax_row(weights, T);
+            f.row_max.data()[row] = s.max;
+            f.row_sum.data()[row] = s.sum;
+        }
+    });
+    f.seconds.mask_scale = seconds_mask_scale;
+    f.seconds.softmax = since(clock) - seconds_mask_scale;
+    if (!softmax) return;
 
     // ---- dropout on the weights, in forward order ------------------------------------------
     if (spec.dropout.p > 0.0) {

@@ -91,6 +91,10 @@ struct ForwardSpec {
     std::optional<std::size_t> query;   // only this query row (R = 1); every row otherwise (R = T)
     Stage until = Stage::output;
     Dropout dropout;
+    // The masked and the scaled scores kept as tensors (Forward::masked, scaled), which the
+    // lessons show; false: each row goes from the scores straight into the weights, the
+    // same numbers in two fewer T×T tensors (the decoder's tap reads scores and weights).
+    bool keep_masked_scaled = true;
 };
 
 // RoPE's tables for positions p0 .. p0+T−1 and a head size d (even): the half-split form
@@ -116,8 +120,8 @@ struct Forward {
     Hyper qh_plain, kh_plain;     // before RoPE (RoPE only)
     std::optional<Rope> rope;
     Hyper scores;                 // (B,H,R,T) ω
-    Hyper masked;                 // (B,H,R,T) ω with −∞ where masked (causal or window)
-    Hyper scaled;                 // (B,H,R,T) what the softmax reads
+    Hyper masked;                 // (B,H,R,T) ω with −∞ where masked (causal or window); kept as asked
+    Hyper scaled;                 // (B,H,R,T) what the softmax reads; kept as asked
     Hyper weights;                // (B,H,R,T) softmax
     Cube row_max, row_sum;        // (B,H,R) the softmax's max and sum of exponentials per row
     bool dropped = false;         // dropout was drawn

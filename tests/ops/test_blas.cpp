@@ -54,6 +54,11 @@ TEST_SUITE("blas") {
         check_product(3, 4000, 1500);  // a few rows through a wide layer: by columns
     }
 
+    TEST_CASE("blas.one_column_streams_the_matrix") {
+        check_product(5003, 1, 301);  // the head's logits of one position: the vector kernel where the CPU has AVX2 and FMA
+        check_product(40000, 1, 7);   // rows shorter than a vector: the tail alone
+    }
+
     TEST_CASE("blas.on_every_core_runs_each_worker_once_and_rethrows") {
         const std::size_t cores = attnwalk::cores();
         std::vector<int> seen(cores, 0);

@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "kernels.hpp"
+
 namespace attnwalk {
 
 namespace {
@@ -136,6 +138,18 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
         sgemm_loop(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
+    // A large matrix read once for one column (the head's logits of one position): a BLAS
+    // packs it first and runs at a third of the memory's speed here; the vector kernel
+    // streams it, every core its share of the rows (docs/performance.md, section 10).
+#if defined(ATTNWALK_HAVE_AVX2)
+    if (n == 1 && !trans_a && !trans_b && ldb == 1 && ldc == 1 && alpha == 1.0f && beta == 0.0f && fast::has_avx2_fma()) {
+        on_every_core([&](std::size_t worker, std::size_t workers) {
+            const WorkerShare s = worker_share(m, worker, workers, 16);
+            if (s.end > s.begin) fast::one_column_avx2(s.begin, s.end, k, a, lda, b, c);
+        });
+        return;
+    }
+#endif
     // OpenBLAS runs single-threaded; large products are split over our own workers
     // instead, by rows of C or, where it has more columns (a few rows through a wide
     // layer), by columns. (OpenBLAS's own workers spin on sched_yield between products and

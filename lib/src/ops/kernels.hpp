@@ -39,6 +39,15 @@ void x_sigmoid_avx2(float* x, const float* times, std::size_t n, Sigmoid kind);
 #endif
 void x_sigmoid(float* x, const float* times, std::size_t n, Sigmoid kind);
 
+// A product that reads a large matrix once for one column (the head's logits of the last
+// position), where a BLAS spends its time packing: y[i] = A[i, :]·x for rows [i0, i1) of
+// A[·×k, lda], 4 × 8 lanes summed at the end. AVX2 + FMA only (has_avx2_fma); the caller
+// splits the rows over the cores.
+bool has_avx2_fma();
+#if defined(ATTNWALK_HAVE_AVX2)
+void one_column_avx2(std::size_t i0, std::size_t i1, std::size_t k, const float* a, std::size_t lda, const float* x, float* y);
+#endif
+
 // Parts the AVX2 version finishes its tails with.
 RowStats scale_scalar(float* row, std::size_t n, float scale, float& max, std::size_t from);
 float exp_scalar_row(float* row, std::size_t n, float max, std::size_t from);

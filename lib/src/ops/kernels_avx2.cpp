@@ -109,6 +109,24 @@ __attribute__((target("avx2"))) void x_sigmoid_avx2(float* x, const float* times
     x_sigmoid_scalar(x, times, n, kind, m);
 }
 
+__attribute__((target("avx2,fma"))) void one_column_avx2(std::size_t i0, std::size_t i1, std::size_t k, const float* a, std::size_t lda,
+                                                          const float* x, float* y) {
+    const std::size_t k32 = k / 32 * 32;
+    for (std::size_t i = i0; i < i1; ++i) {
+        const float* row = a + i * lda;
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        for (std::size_t p = 0; p < k32; p += 32) {
+            s0 = _mm256_fmadd_ps(_mm256_loadu_ps(row + p), _mm256_loadu_ps(x + p), s0);
+            s1 = _mm256_fmadd_ps(_mm256_loadu_ps(row + p + 8), _mm256_loadu_ps(x + p + 8), s1);
+            s2 = _mm256_fmadd_ps(_mm256_loadu_ps(row + p + 16), _mm256_loadu_ps(x + p + 16), s2);
+            s3 = _mm256_fmadd_ps(_mm256_loadu_ps(row + p + 24), _mm256_loadu_ps(x + p + 24), s3);
+        }
+        float sum = hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+        for (std::size_t p = k32; p < k; ++p) sum = std::fma(row[p], x[p], sum);
+        y[i] = sum;
+    }
+}
+
 std::pair<RowStats, RowStats> softmax_row_avx2(float* row, std::size_t n, float scale) {
     float max = -INFINITY;
     const RowStats raw = scale_avx2(row, n, scale, max);

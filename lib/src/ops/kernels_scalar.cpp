@@ -81,6 +81,15 @@ bool has_avx2() {
 #endif
 }  // namespace
 
+bool has_avx2_fma() {
+#if defined(ATTNWALK_HAVE_AVX2)
+    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return yes;
+#else
+    return false;
+#endif
+}
+
 std::pair<RowStats, RowStats> softmax_row(float* row, std::size_t n, float scale) {
 #if defined(ATTNWALK_HAVE_AVX2)
     if (has_avx2()) return softmax_row_avx2(row, n, scale);

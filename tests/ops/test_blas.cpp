@@ -1,5 +1,6 @@
 // Matrix products: the plain loop for small ones, the OpenBLAS plugin for large ones.
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <stdexcept>
 
@@ -57,6 +58,29 @@ TEST_SUITE("blas") {
     TEST_CASE("blas.one_column_streams_the_matrix") {
         check_product(5003, 1, 301);  // the head's logits of one position: the vector kernel where the CPU has AVX2 and FMA
         check_product(40000, 1, 7);   // rows shorter than a vector: the tail alone
+    }
+
+    TEST_CASE("blas.a_few_rows_stream_the_matrix") {
+        check_product(5, 3001, 303);  // a generated token or a short prompt: the vector kernel, tails in both k and n
+        check_product(1, 2000, 400);
+        check_product(8, 100, 1000);
+        // each element accumulated over k in order with fused multiply-adds, as the plain
+        // loop does: the same bits, whichever path ran
+        const std::size_t m = 7, n = 1037, k = 2999;
+        std::mt19937 gen(3);
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        std::vector<float> a(m * k), b(k * n), c(m * n);
+        for (auto& v : a) v = u(gen);
+        for (auto& v : b) v = u(gen);
+        attnwalk::sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+        std::size_t same = 0;
+        for (std::size_t i = 0; i < m; ++i)
+            for (std::size_t j = 0; j < n; ++j) {
+                float sum = 0.0f;
+                for (std::size_t p = 0; p < k; ++p) sum = std::fma(a[i * k + p], b[p * n + j], sum);
+                same += sum == c[i * n + j];
+            }
+        CHECK(same == m * n);
     }
 
     TEST_CASE("blas.on_every_core_runs_each_worker_once_and_rethrows") {

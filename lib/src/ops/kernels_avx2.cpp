@@ -109,6 +109,46 @@ __attribute__((target("avx2"))) void x_sigmoid_avx2(float* x, const float* times
     x_sigmoid_scalar(x, times, n, kind, m);
 }
 
+__attribute__((target("avx2,fma"))) void few_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a,
+                                                        std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc) {
+    // B's rows pass once, in order, 4 at a time, each over the whole column range (long
+    // contiguous runs); every row of C takes its 4 multiply-adds per element from them while
+    // they sit in L1. Each element is accumulated over k in order with fused multiply-adds,
+    // as sgemm's plain loop does.
+    const std::size_t w = j1 - j0, w8 = w / 8 * 8;
+    for (std::size_t i = 0; i < m; ++i) std::fill(c + i * ldc + j0, c + i * ldc + j1, 0.0f);
+    std::size_t p = 0;
+    for (; p + 4 <= k; p += 4) {
+        const float *b0 = b + p * ldb + j0, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+        for (std::size_t i = 0; i < m; ++i) {
+            const float* ai = a + i * lda + p;
+            const __m256 x0 = _mm256_broadcast_ss(ai), x1 = _mm256_broadcast_ss(ai + 1), x2 = _mm256_broadcast_ss(ai + 2),
+                         x3 = _mm256_broadcast_ss(ai + 3);
+            float* ci = c + i * ldc + j0;
+            for (std::size_t v = 0; v < w8; v += 8) {
+                __m256 acc = _mm256_loadu_ps(ci + v);
+                acc = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b0 + v), acc);
+                acc = _mm256_fmadd_ps(x1, _mm256_loadu_ps(b1 + v), acc);
+                acc = _mm256_fmadd_ps(x2, _mm256_loadu_ps(b2 + v), acc);
+                acc = _mm256_fmadd_ps(x3, _mm256_loadu_ps(b3 + v), acc);
+                _mm256_storeu_ps(ci + v, acc);
+            }
+            for (std::size_t v = w8; v < w; ++v)
+                ci[v] = std::fma(ai[3], b3[v], std::fma(ai[2], b2[v], std::fma(ai[1], b1[v], std::fma(ai[0], b0[v], ci[v]))));
+        }
+    }
+    for (; p < k; ++p) {  // the last rows of B one at a time
+        const float* bp = b + p * ldb + j0;
+        for (std::size_t i = 0; i < m; ++i) {
+            const float aip = a[i * lda + p];
+            const __m256 x = _mm256_set1_ps(aip);
+            float* ci = c + i * ldc + j0;
+            for (std::size_t v = 0; v < w8; v += 8) _mm256_storeu_ps(ci + v, _mm256_fmadd_ps(x, _mm256_loadu_ps(bp + v), _mm256_loadu_ps(ci + v)));
+            for (std::size_t v = w8; v < w; ++v) ci[v] = std::fma(aip, bp[v], ci[v]);
+        }
+    }
+}
+
 __attribute__((target("avx2,fma"))) void one_column_avx2(std::size_t i0, std::size_t i1, std::size_t k, const float* a, std::size_t lda,
                                                           const float* x, float* y) {
     const std::size_t k32 = k / 32 * 32;

@@ -3,7 +3,9 @@
 // Small products (the textbook's 6×3 matrices) run as a plain loop. Large ones go to
 // OpenBLAS through xtensor-blas, in a plugin (lib/openblas/) loaded on the first large
 // product: a process that never needs BLAS never pays OpenBLAS's start-up (about 6 ms
-// here, more than the rest of a small run).
+// here, more than the rest of a small run). A large matrix read for one column or a few
+// rows (x·W layout) is streamed by vector kernels instead (ops/kernels.hpp), on CPUs with
+// AVX2 and FMA.
 #pragma once
 
 #include <cstddef>

@@ -27,6 +27,7 @@
 #include "output_file.hpp"
 #include "printable.hpp"
 #include "selection.hpp"
+#include "render_html.hpp"
 #include "render_json.hpp"
 #include "render_text.hpp"
 
@@ -270,6 +271,7 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
                 return st.kind == StepKind::parameter && !s.steps.empty();
             }))
             s.text.show_weights = true;  // a weight matrix asked for by --steps is shown
+        if (s.html) write_file_atomically(*s.html, html_of(trace, s.text.color_scale));  // the JSON's own text, inside the page
         if (s.json) {  // the exact text
             if (s.svg) write_file_atomically(*s.svg, svg_of_weights(printable(trace), s.text, s.svg_step));
             render_json(trace, out, non_finite_of(s));

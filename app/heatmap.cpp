@@ -54,16 +54,27 @@ struct Scale {
         return top > 0.0f ? std::clamp(static_cast<double>(v) / top, 0.0, 1.0) : 1.0;
     }
     // The legend's words for the scale, and its two ends.
-    std::string words() const {
-        switch (kind) {
-            case ColorScale::unit: return "weights on 0…1";
-            case ColorScale::symmetric: return "symmetric about 0";
-            case ColorScale::row: return "each row on 0 … its max";
-            case ColorScale::each: return "each head on its own min … max";
-            default: return "min … max";
-        }
-    }
+    std::string words() const { return scale_words(kind); }
 };
+
+}  // namespace
+
+ColorScale automatic_scale(bool weights, std::size_t longest, bool any_finite, float min, float max) {
+    if (weights) return longest <= 16 ? ColorScale::unit : ColorScale::row;  // past 16 tokens no cell carries its number, and 0…1 shows little
+    return any_finite && min < 0.0f && max > 0.0f ? ColorScale::symmetric : ColorScale::range;
+}
+
+std::string scale_words(ColorScale kind) {
+    switch (kind) {
+        case ColorScale::unit: return "weights on 0…1";
+        case ColorScale::symmetric: return "symmetric about 0";
+        case ColorScale::row: return "each row on 0 … its max";
+        case ColorScale::each: return "each head on its own min … max";
+        default: return "min … max";
+    }
+}
+
+namespace {
 
 Scale resolve_scale(const std::vector<const HeatmapPanel*>& panels, ColorScale asked) {
     Scale s;
@@ -77,11 +88,7 @@ Scale resolve_scale(const std::vector<const HeatmapPanel*>& panels, ColorScale a
         weights = weights && p->weights;
         longest = std::max({longest, p->rows, p->cols});
     }
-    s.kind = asked;
-    if (asked == ColorScale::automatic)  // past 16 tokens no cell carries its number, and 0…1 shows little
-        s.kind = weights ? (longest <= 16 ? ColorScale::unit : ColorScale::row)
-                 : all.any() && all.min < 0.0f && all.max > 0.0f ? ColorScale::symmetric
-                                                                 : ColorScale::range;
+    s.kind = asked == ColorScale::automatic ? automatic_scale(weights, longest, all.any(), all.min, all.max) : asked;
     for (const HeatmapPanel* p : panels) {
         Range b = all;
         if (s.kind == ColorScale::each) b = finite_range(*p);

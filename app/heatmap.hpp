@@ -26,6 +26,12 @@ struct HeatmapPanel {
     bool weights = false;         // attention weights (rows sum to 1): the 0…1 scale suits them
 };
 
+// The colour scale of a figure when none is asked for: attention weights on 0…1 up to 16
+// tokens and each row on 0…its max beyond; values of both signs symmetric about 0; else
+// min…max. And the legend's words for a scale (never automatic).
+ColorScale automatic_scale(bool weights, std::size_t longest, bool any_finite, float min, float max);
+std::string scale_words(ColorScale kind);
+
 // Draws the panel fitted to options.columns and options.lines; long axes are averaged in
 // blocks. Masked cells (−∞, or 0 where the panel's mask is 0) and NaN have glyphs of their
 // own, named in the legend.

@@ -18,15 +18,17 @@ namespace attnwalk::app {
 
 namespace {
 
-// Whether the regular file at `path` is empty or holds an SVG picture: its first 4 KB,
-// past blanks, begin with "<?xml" or "<svg" and name an <svg element.
-bool empty_or_svg(const std::string& path) {
+// Whether the regular file at `path` is empty, holds an SVG picture (its first 4 KB, past
+// blanks, begin with "<?xml" or "<svg" and name an <svg element) or a page --html wrote
+// (it begins with "<!doctype html>" and names attnwalk as its generator early on).
+bool empty_or_output(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::string head(4096, '\0');
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<std::size_t>(in.gcount()));
     const std::size_t start = head.find_first_not_of(" \t\r\n");
     if (start == std::string::npos) return head.empty() || !in.bad();  // empty, or only blanks
+    if (head.compare(start, 15, "<!doctype html>") == 0) return head.find(html_generator) != std::string::npos;
     return (head.compare(start, 5, "<?xml") == 0 || head.compare(start, 4, "<svg") == 0) && head.find("<svg") != std::string::npos;
 }
 
@@ -44,10 +46,11 @@ void write_file_atomically(const std::string& path, const std::string& content) 
     if (exists && !S_ISREG(target.st_mode))  // a device, a FIFO, a socket: never replaced by a rename
         throw UsageError("refusing to write " + path + ": it is not a regular file");
     // The one rule for every file a command reads (an input, a checkpoint, a tokenizer
-    // file, a mask, standard input's file): none is a picture, and only a picture (or an
-    // empty file) is ever replaced.
-    if (exists && !empty_or_svg(path))
-        throw UsageError("refusing to write " + path + ": it holds something other than an SVG picture (--svg replaces only pictures)");
+    // file, a mask, standard input's file): none is a picture or a page of ours, and only
+    // those (or an empty file) are ever replaced.
+    if (exists && !empty_or_output(path))
+        throw UsageError("refusing to write " + path +
+                         ": it holds something other than an SVG picture or a page attnwalk wrote (--svg and --html replace only those)");
 
     // The temporary file sits next to the target under a short name of its own, so that a
     // name of up to NAME_MAX bytes stays legal.

@@ -142,6 +142,11 @@ void add_shell_options(CLI::App& sub, Shell& s, bool walk, InputKind kind) {
         ->check(non_empty())
         ->needs(svg)
         ->group(output_group);
+    sub.add_option("--html", s.html,
+                   "Also write the whole trace as one self-contained HTML page: heatmaps with values on hover, a head view, "
+                   "the path of a clicked cell (no network needed)")
+        ->check(non_empty())
+        ->group(output_group);
     sub.add_flag("--summary", s.recording.summary, "Big inputs: per step only the shape, min/max/mean, row sums, a checksum and the time")->group(output_group);
     sub.add_flag("--timing", s.recording.timing, "After the trace, the wall time of each step")->group(output_group);
 }

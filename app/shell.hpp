@@ -37,6 +37,7 @@ struct Shell {
     bool no_heatmap = false;
     std::optional<std::string> svg;
     std::string svg_step;            // --svg-step: the step drawn (default: the final weights)
+    std::optional<std::string> html; // --html FILE: the whole trace as one self-contained page
     std::vector<std::string> steps;  // --steps: the steps shown (ids, globs, ranges, last)
     bool compact = false;            // --compact: the command's headline steps only
     Recording recording;

@@ -10,7 +10,7 @@ _attnwalk() {
         return
     fi
     case $prev in
-        -i|--input|--vocab|--weights|--svg|--model|--tokenizer|--attn-mask)
+        -i|--input|--vocab|--weights|--svg|--html|--model|--tokenizer|--attn-mask)
             COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --format) COMPREPLY=($(compgen -W "text torch" -- "$cur")); return ;;
         --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;

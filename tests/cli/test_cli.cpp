@@ -400,6 +400,48 @@ TEST_SUITE("cli.walkthrough") {
     }
 }
 
+TEST_SUITE("cli.html") {
+    const std::string dir = test::scratch() + "/html";
+
+    // The document inside the page's trace script: the --json document, '<' written \u003c.
+    json embedded_trace(const std::string& page) {
+        const std::string open = "<script type=\"application/json\" id=\"trace\">";
+        const std::size_t from = page.find(open);
+        REQUIRE(from != std::string::npos);
+        const std::size_t begin = from + open.size(), end = page.find("</script>", begin);
+        REQUIRE(end != std::string::npos);
+        return json::parse(page.substr(begin, end - begin));
+    }
+
+    TEST_CASE("cli.html_page_holds_the_json_needs_no_network_and_replaces_only_its_own") {
+        test::run_shell("rm -rf " + dir + " && mkdir -p " + dir);
+        const std::string tricky = dir + "/tricky.json";  // tokens that would end a script element or open a comment
+        test::run_shell("printf '%s' '{\"tokens\": [\"</script>\", \"<!--\", \"x\"], \"embeddings\": [[1,0,0],[0,1,0],[0,0,1]]}' > " + tricky);
+        for (const std::string& args : std::vector<std::string>{"mha --heads 2 --causal", "softmax -i " + tricky,
+                                       "gpt2 --model " + test::source_path("tests/data/tiny_gpt2_nano_f32.safetensors") + " --heads 3 --ids 1,2,3 --view"}) {
+            CAPTURE(args);
+            const std::string page_path = dir + "/page.html";
+            const auto r = test::run(args + " --html " + page_path);  // over the page of the previous round: its own
+            REQUIRE(r.exit_code == 0);
+            CHECK(r.out.find("attnwalk ") == 0);  // the text view as usual
+            const std::string page = test::read_file(page_path);
+            CHECK(page.rfind("<!doctype html>", 0) == 0);
+            CHECK(embedded_trace(page) == json::parse(test::run(args + " --json").out));
+            for (const char* outside : {"src=", "href=\"http", "<link", "@import", "url("}) CHECK(page.find(outside) == std::string::npos);
+            CHECK(page.find("\"</script>\"") == std::string::npos);  // a token cannot end the script element
+            CHECK(page.find("<!--") == std::string::npos);
+        }
+        const std::string input = dir + "/in.json";
+        test::run_shell("cp " + test::source_path("data/your_journey.json") + " " + input);
+        const std::string before = test::read_file(input);
+        const auto refused = test::run("causal -i " + input + " --html " + input);
+        CHECK(refused.exit_code == 2);
+        CHECK(refused.err.find("something other than an SVG picture or a page attnwalk wrote") != std::string::npos);
+        CHECK(test::read_file(input) == before);
+        CHECK(test::run("causal --help").out.find("--html") != std::string::npos);
+    }
+}
+
 TEST_SUITE("cli.svg") {
     const std::string dir = test::scratch() + "/svg";
 

@@ -23,6 +23,7 @@
 #include "attnwalk/io/safetensors.hpp"
 #include "commands/commands.hpp"
 #include "commands/walkthrough.hpp"
+#include "explore.hpp"
 #include "help.hpp"
 #include "output_file.hpp"
 #include "printable.hpp"
@@ -30,6 +31,7 @@
 #include "render_html.hpp"
 #include "render_json.hpp"
 #include "render_text.hpp"
+#include "text.hpp"
 
 namespace attnwalk::app {
 
@@ -49,6 +51,14 @@ void make_cli(CLI::App& cli, Shell& shell) {
                "Run 'attnwalk COMMAND --help' for a command's options and examples.\n"
                "Exit codes: 0 ok, 1 bad input or runtime error, 2 usage error.");
     add_walkthrough(cli, shell);
+    CLI::App* ex = cli.add_subcommand("explore", "Explore another command's trace full screen: move a cursor over its heatmaps, each cell explained");
+    ex->prefix_command();  // everything after it is the command explored
+    ex->footer("Keys: arrows move the cell, s/S the step, h/H the head, l/L the layer, ? lists them, q quits.\n"
+               "Examples:\n"
+               "  attnwalk explore mha --heads 2 --causal\n"
+               "  attnwalk explore causal --seed 789\n"
+               "  attnwalk explore gpt2 --model DIR --text \"Hello, world\" --view\n"
+               "Needs a terminal; for a page to open in a browser, add --html FILE to the command instead.");
     add_scores(cli, shell);
     add_softmax(cli, shell);
     add_context(cli, shell);
@@ -65,14 +75,6 @@ void make_cli(CLI::App& cli, Shell& shell) {
     add_tokenize(cli, shell);
 }
 
-// Shell-quoted when needed, so that a printed command can be pasted back.
-std::string shell_word(const std::string& word) {
-    if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,") == std::string::npos)
-        return word;
-    std::string quoted = "'";
-    for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return quoted + "'";
-}
 
 // The input options, for the "run this part alone" lines of the walkthrough.
 std::string rerun_suffix(const Shell& s) {
@@ -265,6 +267,10 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
             if (keys.is_open() && prompt.is_open()) out << "\x1b[2J\x1b[H";  // the first page on a fresh screen too
             render_text(sections, s.text, printable(rerun_suffix(s)), pause, out, keys.is_open() && prompt.is_open());
         }
+    } else if (!s.explore.empty()) {
+        if (s.json || s.svg || s.html || s.recording.summary)
+            throw UsageError("explore shows its own screen: give the command without --json, --svg, --html or --summary");
+        return explore(s.compact ? compact(s.walk(), s.headline) : select_steps(s.walk(), s.steps), s.explore);
     } else {
         Trace trace = s.compact ? compact(s.walk(), s.headline) : select_steps(s.walk(), s.steps);
         if (std::any_of(trace.steps.begin(), trace.steps.end(), [&](const Step& st) {
@@ -291,6 +297,8 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
 
 }  // namespace
 
+int run_guarded(Shell& shell, std::ostream& out, std::ostream& err, const Terminal& terminal);
+
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err, const Terminal& terminal) {
     CLI::App cli;
     cli.formatter(help_formatter(terminal.columns));  // the subcommands take it over
@@ -298,6 +306,22 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     make_cli(cli, shell);
     try {
         cli.parse(argc, argv);
+        if (const CLI::App* ex = cli.get_subcommand("explore"); ex->parsed()) {  // the command explored, parsed as itself
+            const std::vector<std::string> words = ex->remaining();
+            if (words.empty() || words[0] == "explore" || words[0] == "walkthrough" || words[0].rfind('-', 0) == 0) {
+                err << "attnwalk: error: explore needs a command to explore, e.g. attnwalk explore mha --heads 2 --causal\n";
+                return 2;
+            }
+            std::vector<const char*> inner{argv[0]};
+            for (const std::string& w : words) inner.push_back(w.c_str());
+            CLI::App again;
+            again.formatter(help_formatter(terminal.columns));
+            Shell explored;
+            make_cli(again, explored);
+            again.parse(static_cast<int>(inner.size()), inner.data());
+            explored.explore = words;
+            return run_guarded(explored, out, err, terminal);
+        }
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) {  // --help, --version: a write that fails is an error too
             const int code = cli.exit(e, out, err);
@@ -319,6 +343,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         err << "\nRun 'attnwalk --help' (or 'attnwalk COMMAND --help') for the options.\n";
         return 2;
     }
+    return run_guarded(shell, out, err, terminal);
+}
+
+// run, with the library's errors turned into one line and an exit code.
+int run_guarded(Shell& shell, std::ostream& out, std::ostream& err, const Terminal& terminal) {
     try {
         return run(shell, out, terminal);
     } catch (const UsageError& e) {

@@ -141,6 +141,15 @@ std::string repeat(const std::string& s, std::size_t n) {
     return out;
 }
 
+}  // namespace
+
+int xterm256(Rgb c) {
+    return 16 + 36 * static_cast<int>(std::lround(c.r / 51.0)) + 6 * static_cast<int>(std::lround(c.g / 51.0)) +
+           static_cast<int>(std::lround(c.b / 51.0));
+}
+
+namespace {
+
 // A cell of width w: a colour background, or a shade block when colour is off.
 std::string paint(double t, std::size_t w, Palette palette) {
     if (palette == Palette::none) return repeat(shades[static_cast<std::size_t>(std::lround(std::clamp(t, 0.0, 1.0) * 3.0))], w);
@@ -148,10 +157,8 @@ std::string paint(double t, std::size_t w, Palette palette) {
     char esc[48];
     if (palette == Palette::truecolor)
         std::snprintf(esc, sizeof esc, "\x1b[48;2;%d;%d;%dm", c.r, c.g, c.b);
-    else  // the nearest colour of the 6×6×6 cube of the 256-colour palette
-        std::snprintf(esc, sizeof esc, "\x1b[48;5;%dm",
-                      16 + 36 * static_cast<int>(std::lround(c.r / 51.0)) + 6 * static_cast<int>(std::lround(c.g / 51.0)) +
-                          static_cast<int>(std::lround(c.b / 51.0)));
+    else
+        std::snprintf(esc, sizeof esc, "\x1b[48;5;%dm", xterm256(c));
     return esc + std::string(w, ' ') + "\x1b[0m";
 }
 

@@ -15,6 +15,8 @@ struct Rgb {
 };
 // The colour scale, t in [0, 1]: dark violet (low) through teal to yellow (high), like viridis.
 Rgb heat_rgb(double t);
+// The nearest colour of the 256-colour palette's 6×6×6 cube.
+int xterm256(Rgb c);
 
 // One row-major matrix with its labels, as a renderer sees it.
 struct HeatmapPanel {

@@ -51,6 +51,9 @@ struct Shell {
     std::function<Trace()> walk;
     std::vector<std::string> headline;
     bool walkthrough = false;
+    // attnwalk explore COMMAND [OPTIONS]: the command line explored (the walk's trace goes
+    // to the explorer instead of a renderer); empty otherwise.
+    std::vector<std::string> explore;
 };
 
 // Checks of option values, in the type used: a whole number ≥ min (no sign, no

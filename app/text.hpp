@@ -28,6 +28,15 @@ inline std::string shorten(const std::string& s, std::size_t w) {
     return s;
 }
 
+// Shell-quoted when needed, so that a printed command can be pasted back.
+inline std::string shell_word(const std::string& word) {
+    if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,") == std::string::npos)
+        return word;
+    std::string quoted = "'";
+    for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
+}
+
 // `text` in lines no wider than `columns`, broken at spaces only (a word longer than a
 // line stays whole); the first line starts with `first`, the others with `rest`.
 inline std::string wrap(const std::string& text, std::size_t columns, const std::string& first, const std::string& rest) {

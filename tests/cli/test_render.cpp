@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "explore.hpp"
 #include "render_json.hpp"
 #include "render_text.hpp"
 #include "render_torch.hpp"
@@ -56,5 +57,69 @@ TEST_SUITE("render") {
         CHECK(data.at(1).at(0) == 10);
         CHECK(data.at(1).at(2).is_number_float());
         CHECK(doc.at("steps").at(0).at("axes").at(0) == "rank");
+    }
+
+    TEST_CASE("render.explore_keys_move_the_view_within_each_step") {
+        using attnwalk::app::ExploreKey;
+        using attnwalk::app::ExploreShape;
+        using attnwalk::app::ExploreView;
+        using attnwalk::app::press;
+        // step 0: 2 layers × 3 heads of 4×4; step 1: one 4×2 table (no heads)
+        const std::vector<ExploreShape> shapes{{6, 3, 4, 4}, {1, 1, 4, 2}};
+        ExploreView v;
+        v = press(v, ExploreKey::up, shapes);
+        CHECK(v.row == 0);  // stays inside
+        for (int k = 0; k < 9; ++k) v = press(v, ExploreKey::down, shapes);
+        CHECK(v.row == 3);
+        v = press(press(press(v, ExploreKey::right, shapes), ExploreKey::right, shapes), ExploreKey::right, shapes);
+        CHECK(v.col == 3);
+        v = press(v, ExploreKey::next_head, shapes);
+        CHECK(v.panel == 1);  // layer 1, head 2
+        v = press(press(v, ExploreKey::next_head, shapes), ExploreKey::next_head, shapes);
+        CHECK(v.panel == 0);  // heads wrap within the layer
+        v = press(v, ExploreKey::previous_head, shapes);
+        CHECK(v.panel == 2);
+        v = press(v, ExploreKey::next_layer, shapes);
+        CHECK(v.panel == 5);  // layer 2, head 3
+        v = press(v, ExploreKey::scroll_down, shapes);
+        CHECK(v.scroll == 1);
+        v = press(v, ExploreKey::next_step, shapes);  // the table: one panel, two columns
+        CHECK(v.step == 1);
+        CHECK(v.panel == 0);
+        CHECK(v.col == 1);
+        CHECK(v.row == 3);
+        CHECK(v.scroll == 0);  // another cell: the explanation from its start
+        v = press(v, ExploreKey::next_step, shapes);
+        CHECK(v.step == 0);  // steps wrap
+        v = press(v, ExploreKey::help, shapes);
+        CHECK(v.help);
+        CHECK_FALSE(press(v, ExploreKey::other, shapes).quit);
+        CHECK(press(v, ExploreKey::quit, shapes).quit);
+    }
+
+    TEST_CASE("render.explore_names_the_cell_and_its_path_through_the_steps") {
+        attnwalk::Trace trace;
+        trace.tokens = {"a", "b"};
+        for (const char* id : {"scores", "weights"}) {
+            attnwalk::Step s;
+            s.id = id;
+            s.tensor.shape = {2, 2, 2};
+            s.tensor.data = {1, 2, 3, 4, 5, 6, 7, 8};
+            s.axes = {attnwalk::Axis::head, attnwalk::Axis::token, attnwalk::Axis::token};
+            trace.steps.push_back(s);
+        }
+        const auto steps = attnwalk::app::explorable_steps(trace);
+        REQUIRE(steps.size() == 2);
+        attnwalk::app::ExploreView v;
+        v.step = 1;
+        v.panel = 1;
+        v.row = 1;
+        v.col = 0;
+        const auto lines = attnwalk::app::cell_path(trace, steps, v);
+        REQUIRE(lines.size() >= 6);
+        CHECK(lines[0] == "query 2 \"b\", key 1 \"a\"");  // counted from 1
+        CHECK(lines[1] == "head 2");
+        CHECK(lines[4] == "  scores  7.0000");
+        CHECK(lines[5] == "> weights  7.0000");
     }
 }

@@ -1,0 +1,40 @@
+#!/bin/bash
+# attnwalk explore driven through tmux at 80×24: the cell named and written out, keys that
+# switch head and page, q and Ctrl-C quit with exit 0 and the terminal restored; without a
+# terminal one line and exit 2. Skipped (exit 77) without tmux.
+# Usage: explore_in_tmux.sh ATTNWALK_BINARY WORK_DIR
+set -u
+binary=$1 work=$2
+command -v tmux >/dev/null || { echo "tmux is not installed: skipped"; exit 77; }
+export TMUX_TMPDIR=$(mktemp -d)  # a server of our own
+trap 'tmux kill-server 2>/dev/null; rm -rf "$TMUX_TMPDIR"' EXIT
+failures=0
+check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; failures=$((failures + 1)); fi; }
+screen() { tmux capture-pane -t x -p; }
+wait_for() { for _ in $(seq 50); do screen | grep -qF -- "$1" && return 0; sleep 0.1; done; return 1; }
+
+for quit in q C-c; do
+  rm -f "$work/explore.rc"
+  tmux new-session -d -s x -x 80 -y 24 "TERM=xterm-256color LANG=C.UTF-8 '$binary' explore mha --heads 2 --causal; echo \$? > '$work/explore.rc'; sleep 60"
+  check "the explorer opens on the weights" "wait_for 'attnwalk explore · weights'"
+  tmux send-keys -t x Down Down
+  check "the cell is named, counted from 1" "wait_for 'query 3 \"starts\", key 1 \"Your\"'"
+  check "its path through the steps" "wait_for '> weights  0.3140'"
+  check "and written out as --explain writes it" "wait_for '[1] The query of \"starts\" in head 1'"
+  tmux send-keys -t x h
+  check "h switches the head" "wait_for 'head 2'"
+  tmux send-keys -t x NPage
+  check "PgDn pages the explanation" "wait_for 'page 2/'"
+  tmux send-keys -t x '?'
+  check "? lists the keys" "wait_for 'next / previous layer'"
+  check "every line fits 80 columns" "screen | python3 -c 'import sys; sys.exit(any(len(l.rstrip(\"\\n\")) > 80 for l in sys.stdin))'"
+  tmux send-keys -t x "$quit"
+  for _ in $(seq 50); do [ -s "$work/explore.rc" ] && break; sleep 0.1; done
+  check "$quit quits with exit 0" "[ \"\$(cat '$work/explore.rc' 2>/dev/null)\" = 0 ]"
+  check "$quit restores the terminal (the explorer's screen is gone)" "! screen | grep -qF 'attnwalk explore ·'"
+  tmux kill-session -t x
+done
+
+out=$(TERM=dumb "$binary" explore mha --heads 2 2>&1 </dev/null); rc=$?
+check "no terminal: one line, exit 2" "[ $rc -eq 2 ] && [ \$(printf '%s\n' \"\$out\" | wc -l) -eq 1 ] && printf '%s' \"\$out\" | grep -qF 'explore needs a terminal'"
+exit $((failures > 0))

@@ -51,14 +51,6 @@ void make_cli(CLI::App& cli, Shell& shell) {
                "Run 'attnwalk COMMAND --help' for a command's options and examples.\n"
                "Exit codes: 0 ok, 1 bad input or runtime error, 2 usage error.");
     add_walkthrough(cli, shell);
-    CLI::App* ex = cli.add_subcommand("explore", "Explore another command's trace full screen: move a cursor over its heatmaps, each cell explained");
-    ex->prefix_command();  // everything after it is the command explored
-    ex->footer("Keys: arrows move the cell, s/S the step, h/H the head, l/L the layer, ? lists them, q quits.\n"
-               "Examples:\n"
-               "  attnwalk explore mha --heads 2 --causal\n"
-               "  attnwalk explore causal --seed 789\n"
-               "  attnwalk explore gpt2 --model DIR --text \"Hello, world\" --view\n"
-               "Needs a terminal; for a page to open in a browser, add --html FILE to the command instead.");
     add_scores(cli, shell);
     add_softmax(cli, shell);
     add_context(cli, shell);
@@ -73,6 +65,14 @@ void make_cli(CLI::App& cli, Shell& shell) {
     add_gpt2(cli, shell);
     add_model(cli, shell);
     add_tokenize(cli, shell);
+    CLI::App* ex = cli.add_subcommand("explore", "explore COMMAND [OPTIONS]: another command's trace full screen, a cursor over its heatmaps, each cell explained");
+    ex->prefix_command();  // everything after it is the command explored
+    ex->footer("Keys: arrows move the cell, s/S the step, h/H the head, l/L the layer, ? lists them, q quits.\n"
+               "Examples:\n"
+               "  attnwalk explore mha --heads 2 --causal\n"
+               "  attnwalk explore causal --seed 789\n"
+               "  attnwalk explore gpt2 --model DIR --text \"Hello, world\" --view\n"
+               "Needs a terminal; for a page to open in a browser, add --html FILE to the command instead.");
 }
 
 

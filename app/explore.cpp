@@ -1,7 +1,9 @@
 // attnwalk explore: see explore.hpp.
 #include "explore.hpp"
 
+#if defined(ATTNWALK_EXPLORE)
 #include <curses.h>
+#endif
 #include <unistd.h>
 
 #include <algorithm>
@@ -141,6 +143,11 @@ std::vector<std::string> cell_path(const Trace& trace, const std::vector<std::si
     return lines;
 }
 
+#if !defined(ATTNWALK_EXPLORE)
+int explore(const Trace&, const std::vector<std::string>&) {
+    throw UsageError("this attnwalk was built without ncurses (ATTNWALK_EXPLORE=OFF): no explore; add --html FILE to the command for a page");
+}
+#else
 namespace {
 
 volatile std::sig_atomic_t stop_requested = 0;
@@ -312,7 +319,7 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line) {
         const std::size_t pages = explanation.empty() ? 1 : (explanation.size() + page - 1) / page;
         v.scroll = std::min(v.scroll, pages - 1);
         int y = 1;
-        for (std::size_t k = v.scroll * page; k < explanation.size() && y < LINES - 1; ++k)
+        for (std::size_t k = v.scroll * page; k < explanation.size() && y < LINES - 2; ++k)  // the row above the keys: the page
             put(y++, panel_x, shorten(explanation[k], static_cast<std::size_t>(std::max(panel_w, 1))), panel_w);
         if (pages > 1)
             put(LINES - 2, panel_x, "page " + std::to_string(v.scroll + 1) + "/" + std::to_string(pages) + " (PgDn/PgUp, space/b)", panel_w);
@@ -334,5 +341,7 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line) {
     }
     return 0;
 }
+
+#endif
 
 }  // namespace attnwalk::app

@@ -4,7 +4,12 @@
 _attnwalk() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
     local bin=${COMP_WORDS[0]} cmd=${COMP_WORDS[1]}
-    local commands="walkthrough scores softmax context causal dropout mha kvcache rope flash sdpa params gpt2 model tokenize"
+    if [[ $cmd == explore ]]; then  # explore COMMAND [OPTIONS]: complete the command explored
+        COMP_WORDS=("$bin" "${COMP_WORDS[@]:2}")
+        COMP_CWORD=$((COMP_CWORD - 1))
+        if [[ $COMP_CWORD -ge 1 ]]; then _attnwalk; return; fi
+    fi
+    local commands="walkthrough scores softmax context causal dropout mha kvcache rope flash sdpa params gpt2 model tokenize explore"
     if [[ $COMP_CWORD -eq 1 ]]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return

@@ -318,7 +318,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
             again.formatter(help_formatter(terminal.columns));
             Shell explored;
             make_cli(again, explored);
-            again.parse(static_cast<int>(inner.size()), inner.data());
+            try {
+                again.parse(static_cast<int>(inner.size()), inner.data());
+            } catch (const CLI::ParseError&) {  // the command's own help, or its usage error, as without explore
+                return run_cli(static_cast<int>(inner.size()), inner.data(), out, err, terminal);
+            }
             explored.explore = words;
             return run_guarded(explored, out, err, terminal);
         }

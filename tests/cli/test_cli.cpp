@@ -442,6 +442,27 @@ TEST_SUITE("cli.html") {
     }
 }
 
+TEST_SUITE("cli.explore") {
+    TEST_CASE("cli.explore_says_what_it_needs_and_answers_typos_as_the_command_would") {
+        const struct {
+            std::string args, message;
+        } cases[] = {
+            {"explore mha --heads 2", "explore needs a terminal"},  // the tests run without one
+            {"explore", "explore needs a command to explore, e.g. attnwalk explore mha"},
+            {"explore walkthrough", "explore needs a command to explore"},
+            {"explore softmx", "unknown command 'softmx'; did you mean 'softmax'?"},
+            {"explore mha --quary journey", "unknown option --quary for mha; did you mean --query?"},
+        };
+        for (const auto& c : cases) {
+            CAPTURE(c.args);
+            const auto r = test::run(c.args);
+            CHECK(r.exit_code == 2);
+            CHECK(r.err.find(c.message) != std::string::npos);
+            CHECK(std::count(r.err.begin(), r.err.end(), '\n') <= 2);  // one line (and the pointer to --help)
+        }
+    }
+}
+
 TEST_SUITE("cli.svg") {
     const std::string dir = test::scratch() + "/svg";
 

@@ -65,22 +65,32 @@ TEST_SUITE("blas") {
         check_product(1, 2000, 400);
         check_product(8, 100, 1000);
         // each element accumulated over k in order with fused multiply-adds, as the plain
-        // loop does: the same bits, whichever path ran
-        const std::size_t m = 7, n = 1037, k = 2999;
-        std::mt19937 gen(3);
-        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-        std::vector<float> a(m * k), b(k * n), c(m * n);
-        for (auto& v : a) v = u(gen);
-        for (auto& v : b) v = u(gen);
-        attnwalk::sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
-        std::size_t same = 0;
-        for (std::size_t i = 0; i < m; ++i)
-            for (std::size_t j = 0; j < n; ++j) {
-                float sum = 0.0f;
-                for (std::size_t p = 0; p < k; ++p) sum = std::fma(a[i * k + p], b[p * n + j], sum);
-                same += sum == c[i * n + j];
-            }
-        CHECK(same == m * n);
+        // loop does: the same bits, whichever path ran. Shapes: odd and even row counts up to
+        // the kernel's 16, columns beyond its 48-wide tiles and 8-wide vectors, panels of 16
+        // rows of B and of 8 (a row stride that is a multiple of 4 KB), k not a multiple; each
+        // above blas_min_work, so the kernel runs where the CPU has AVX2 and FMA.
+        struct Shape {
+            std::size_t m, n, k;
+        };
+        for (const Shape s : {Shape{7, 1037, 2999}, Shape{16, 2048, 37}, Shape{13, 100, 333}, Shape{2, 57, 2400}, Shape{1, 3000, 769}}) {
+            CAPTURE(s.m);
+            CAPTURE(s.n);
+            CAPTURE(s.k);
+            std::mt19937 gen(3);
+            std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+            std::vector<float> a(s.m * s.k), b(s.k * s.n), c(s.m * s.n);
+            for (auto& v : a) v = u(gen);
+            for (auto& v : b) v = u(gen);
+            attnwalk::sgemm(false, false, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f, c.data(), s.n);
+            std::size_t same = 0;
+            for (std::size_t i = 0; i < s.m; ++i)
+                for (std::size_t j = 0; j < s.n; ++j) {
+                    float sum = 0.0f;
+                    for (std::size_t p = 0; p < s.k; ++p) sum = std::fma(a[i * s.k + p], b[p * s.n + j], sum);
+                    same += sum == c[i * s.n + j];
+                }
+            CHECK(same == s.m * s.n);
+        }
     }
 
     TEST_CASE("blas.on_every_core_runs_each_worker_once_and_rethrows") {

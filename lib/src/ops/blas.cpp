@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <cmath>
@@ -115,11 +116,13 @@ void sgemm_loop(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::s
 
 
 // Products of at most this many rows through a matrix in x·W layout read it with the vector
-// kernel (measured against OpenBLAS here: 1 row 3.6× faster, 2–6 rows 1.1–2.3×, 10 a wash).
-constexpr std::size_t few_rows = 8;
+// kernel (measured against OpenBLAS here, GPT-2's four shapes: 1–12 rows 1.1–1.8× faster,
+// 16 about even, 24 slower; docs/performance.md, section 10).
+constexpr std::size_t few_rows = 16;
 // Products above this many multiply-adds are split over the cores.
 constexpr double split_threshold = 256.0 * 256.0 * 256.0;
 thread_local bool in_worker = false;  // a thread of ours already: never split again
+std::atomic<bool> streamed{false};     // a large product ran on the vector kernels
 
 // The calling thread counts as a worker while this lives (an exception included).
 struct AsWorker {
@@ -136,17 +139,18 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
            std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
     if (m == 0 || n == 0) return;
     const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-    const SgemmFn blas = work < blas_min_work ? nullptr : backend().get().sgemm();
-    if (!blas) {
+    if (work < blas_min_work) {
         sgemm_loop(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
     // A large matrix read once for one column (the head's logits of one position) or for a
-    // few rows (a generated token through a layer): a BLAS packs it first and runs at a
-    // third of the memory's speed here; the vector kernels stream it, every core its share
-    // of the rows, or of the columns (docs/performance.md, section 10).
+    // few rows (a short prompt or a generated token through a layer): a BLAS packs it first
+    // and runs at a third of the memory's speed here; the vector kernels stream it, every
+    // core its share of the rows, or of the columns (docs/performance.md, section 10). A
+    // process whose products are all of this kind never loads OpenBLAS.
 #if defined(ATTNWALK_HAVE_AVX2)
     if (n == 1 && !trans_a && !trans_b && ldb == 1 && ldc == 1 && alpha == 1.0f && beta == 0.0f && fast::has_avx2_fma()) {
+        streamed = true;
         on_every_core([&](std::size_t worker, std::size_t workers) {
             const WorkerShare s = worker_share(m, worker, workers, 16);
             if (s.end > s.begin) fast::one_column_avx2(s.begin, s.end, k, a, lda, b, c);
@@ -154,6 +158,7 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
         return;
     }
     if (m <= few_rows && !trans_a && !trans_b && alpha == 1.0f && beta == 0.0f && fast::has_avx2_fma()) {
+        streamed = true;
         on_every_core([&](std::size_t worker, std::size_t workers) {
             const WorkerShare s = worker_share(n, worker, workers, 16);
             if (s.end > s.begin) fast::few_rows_avx2(m, s.begin, s.end, k, a, lda, b, ldb, c, ldc);
@@ -161,6 +166,11 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
         return;
     }
 #endif
+    const SgemmFn blas = backend().get().sgemm();
+    if (!blas) {
+        sgemm_loop(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
     // OpenBLAS runs single-threaded; large products are split over our own workers
     // instead, by rows of C or, where it has more columns (a few rows through a wide
     // layer), by columns. (OpenBLAS's own workers spin on sched_yield between products and
@@ -199,8 +209,33 @@ std::size_t cores() {
 
 namespace {
 
-// cores() − 1 threads kept for the whole process, waiting for the next body. Made on
-// first use and never destroyed: its threads end with the process.
+// Keeps a core busy for a moment without hogging the pipeline it shares.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
+// Spins until ready() or until `window` has passed; true if ready. A forward hands the
+// cores a product every few tens of microseconds, while waking a sleeping thread costs
+// ~40 µs on this VM (futex, then the hypervisor): threads that spin a little between two
+// products skip that (docs/performance.md, section 10).
+template <class Ready>
+bool spin_until(Ready ready, std::chrono::microseconds window) {
+    const auto until = std::chrono::steady_clock::now() + window;
+    for (unsigned i = 1;; ++i) {
+        if (ready()) return true;
+        cpu_relax();
+        if (i % 64 == 0 && std::chrono::steady_clock::now() >= until) return ready();
+    }
+}
+constexpr std::chrono::microseconds spin_window{200};
+
+// cores() − 1 threads kept for the whole process, waiting for the next body: spinning for
+// spin_window after their last one, then asleep. Made on first use and never destroyed:
+// its threads end with the process.
 class Pool {
 public:
     explicit Pool(std::size_t threads) {
@@ -214,9 +249,9 @@ public:
         {
             std::lock_guard<std::mutex> lock(m_);
             body_ = &body;
-            pending_ = size_;
             error_ = nullptr;
-            ++generation_;
+            pending_.store(size_, std::memory_order_relaxed);
+            generation_.fetch_add(1, std::memory_order_release);
         }
         wake_.notify_all();
         try {
@@ -225,8 +260,17 @@ public:
         } catch (...) {
             first = std::current_exception();
         }
+        const auto all_done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
         std::unique_lock<std::mutex> lock(m_);
-        done_.wait(lock, [&] { return pending_ == 0; });
+        if (!all_done()) {
+            lock.unlock();
+            if (!spin_until(all_done, spin_window)) {
+                lock.lock();
+                done_.wait(lock, all_done);
+            } else {
+                lock.lock();
+            }
+        }
         body_ = nullptr;
         if (!first) first = error_;
         lock.unlock();
@@ -238,9 +282,15 @@ private:
         in_worker = true;
         std::size_t seen = 0;
         for (;;) {
-            std::unique_lock<std::mutex> lock(m_);
-            wake_.wait(lock, [&] { return generation_ != seen; });
-            seen = generation_;
+            const auto fresh = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+            std::unique_lock<std::mutex> lock(m_, std::defer_lock);
+            if (!spin_until(fresh, spin_window)) {
+                lock.lock();
+                wake_.wait(lock, fresh);
+            } else {
+                lock.lock();
+            }
+            seen = generation_.load(std::memory_order_relaxed);
             const auto* body = body_;
             lock.unlock();
             std::exception_ptr error;
@@ -251,15 +301,15 @@ private:
             }
             lock.lock();
             if (error && !error_) error_ = error;
-            pending_ -= 1;
-            if (pending_ == 0) done_.notify_one();
+            if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.notify_one();
         }
     }
 
     std::mutex caller_, m_;
     std::condition_variable wake_, done_;
     const std::function<void(std::size_t, std::size_t)>* body_ = nullptr;
-    std::size_t size_ = 0, pending_ = 0, generation_ = 0;
+    std::atomic<std::size_t> pending_{0}, generation_{0};
+    std::size_t size_ = 0;
     std::exception_ptr error_;
 };
 
@@ -276,7 +326,10 @@ void on_every_core(const std::function<void(std::size_t worker, std::size_t work
 
 std::string blas_backend() {
     Backend& b = backend();
-    return b.loaded ? b.plugin->description() : "built-in loop (no product was large enough to load OpenBLAS)";
+    if (b.loaded) return b.plugin->description();
+    return streamed ? "AVX2 + FMA vector kernels (each large product had one column or at most " + std::to_string(few_rows) +
+                          " rows; OpenBLAS not loaded)"
+                    : "built-in loop (no product was large enough to load OpenBLAS)";
 }
 
 

@@ -46,8 +46,9 @@ void x_sigmoid(float* x, const float* times, std::size_t n, Sigmoid kind);
 bool has_avx2_fma();
 #if defined(ATTNWALK_HAVE_AVX2)
 void one_column_avx2(std::size_t i0, std::size_t i1, std::size_t k, const float* a, std::size_t lda, const float* x, float* y);
-// A few rows through a large matrix (a short prompt through a layer, x·W layout):
-// C[m×n, ldc] = A[m×k, lda]·B[k×n, ldb] for columns [j0, j1) of C, B read once in order;
+// A few rows (at most 16 where sgemm calls it) through a large matrix (a short prompt or a
+// generated token through a layer, x·W layout):
+// C[m×n, ldc] = A[m×k, lda]·B[k×n, ldb] for columns [j0, j1) of C, B read once, in tiles;
 // each element accumulated over k in order with fused multiply-adds, as sgemm's plain loop.
 void few_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a, std::size_t lda, const float* b,
                    std::size_t ldb, float* c, std::size_t ldc);

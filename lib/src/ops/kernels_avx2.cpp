@@ -109,43 +109,68 @@ __attribute__((target("avx2"))) void x_sigmoid_avx2(float* x, const float* times
     x_sigmoid_scalar(x, times, n, kind, m);
 }
 
-__attribute__((target("avx2,fma"))) void few_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a,
-                                                        std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc) {
-    // B's rows pass once, in order, 4 at a time, each over the whole column range (long
-    // contiguous runs); every row of C takes its 4 multiply-adds per element from them while
-    // they sit in L1. Each element is accumulated over k in order with fused multiply-adds,
-    // as sgemm's plain loop does.
-    const std::size_t w = j1 - j0, w8 = w / 8 * 8;
-    for (std::size_t i = 0; i < m; ++i) std::fill(c + i * ldc + j0, c + i * ldc + j1, 0.0f);
-    std::size_t p = 0;
-    for (; p + 4 <= k; p += 4) {
-        const float *b0 = b + p * ldb + j0, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
-        for (std::size_t i = 0; i < m; ++i) {
-            const float* ai = a + i * lda + p;
-            const __m256 x0 = _mm256_broadcast_ss(ai), x1 = _mm256_broadcast_ss(ai + 1), x2 = _mm256_broadcast_ss(ai + 2),
-                         x3 = _mm256_broadcast_ss(ai + 3);
-            float* ci = c + i * ldc + j0;
-            for (std::size_t v = 0; v < w8; v += 8) {
-                __m256 acc = _mm256_loadu_ps(ci + v);
-                acc = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b0 + v), acc);
-                acc = _mm256_fmadd_ps(x1, _mm256_loadu_ps(b1 + v), acc);
-                acc = _mm256_fmadd_ps(x2, _mm256_loadu_ps(b2 + v), acc);
-                acc = _mm256_fmadd_ps(x3, _mm256_loadu_ps(b3 + v), acc);
-                _mm256_storeu_ps(ci + v, acc);
-            }
-            for (std::size_t v = w8; v < w; ++v)
-                ci[v] = std::fma(ai[3], b3[v], std::fma(ai[2], b2[v], std::fma(ai[1], b1[v], std::fma(ai[0], b0[v], ci[v]))));
+namespace {
+
+// Rows [p0, p1) of B's columns [0, 8·NR) into MR rows of C held in registers: each element
+// continues its sum over k in order with fused multiply-adds (from 0 when `first`). With
+// `ahead`, the same rows of the columns that far to the right are prefetched on the way.
+template <int MR, int NR>
+__attribute__((target("avx2,fma"), always_inline)) inline void tile(const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                                                                    float* c, std::size_t ldc, std::size_t p0, std::size_t p1,
+                                                                    bool first, std::size_t ahead) {
+    __m256 acc[MR][NR];
+    for (int r = 0; r < MR; ++r)
+        for (int q = 0; q < NR; ++q) acc[r][q] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc + 8 * q);
+    for (std::size_t p = p0; p < p1; ++p) {
+        const float* bp = b + p * ldb;
+        if (ahead)
+            for (int line = 0; line < NR * 8; line += 16) _mm_prefetch(reinterpret_cast<const char*>(bp + ahead + line), _MM_HINT_T0);
+        __m256 x[MR];
+        for (int r = 0; r < MR; ++r) x[r] = _mm256_broadcast_ss(a + r * lda + p);
+        for (int q = 0; q < NR; ++q) {
+            const __m256 bv = _mm256_loadu_ps(bp + 8 * q);
+            for (int r = 0; r < MR; ++r) acc[r][q] = _mm256_fmadd_ps(x[r], bv, acc[r][q]);
         }
     }
-    for (; p < k; ++p) {  // the last rows of B one at a time
-        const float* bp = b + p * ldb + j0;
-        for (std::size_t i = 0; i < m; ++i) {
-            const float aip = a[i * lda + p];
-            const __m256 x = _mm256_set1_ps(aip);
-            float* ci = c + i * ldc + j0;
-            for (std::size_t v = 0; v < w8; v += 8) _mm256_storeu_ps(ci + v, _mm256_fmadd_ps(x, _mm256_loadu_ps(bp + v), _mm256_loadu_ps(ci + v)));
-            for (std::size_t v = w8; v < w; ++v) ci[v] = std::fma(aip, bp[v], ci[v]);
-        }
+    for (int r = 0; r < MR; ++r)
+        for (int q = 0; q < NR; ++q) _mm256_storeu_ps(c + r * ldc + 8 * q, acc[r][q]);
+}
+
+// Every row of C over B's rows [p0, p1) and the columns [0, 8·NR) at b and c.
+template <int NR>
+__attribute__((target("avx2,fma"))) void tile_rows(std::size_t m, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                                                   float* c, std::size_t ldc, std::size_t p0, std::size_t p1, bool first,
+                                                   std::size_t ahead) {
+    std::size_t i = 0;
+    for (; i + 2 <= m; i += 2, ahead = 0)  // B's tile comes from memory for the first pair only
+        tile<2, NR>(a + i * lda, lda, b, ldb, c + i * ldc, ldc, p0, p1, first, ahead);
+    if (i < m) tile<1, NR>(a + i * lda, lda, b, ldb, c + i * ldc, ldc, p0, p1, first, ahead);
+}
+
+}  // namespace
+
+__attribute__((target("avx2,fma"))) void few_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a,
+                                                        std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc) {
+    // B is read once, in tiles of `panel` rows × 48 columns, left to right along a panel of
+    // rows, each tile prefetched two tiles ahead (its rows lie ldb apart: the hardware's
+    // prefetchers do not follow) and kept in L1 while every pair of rows of C takes its
+    // products from it in 12 registers. A panel is 16 rows, or 8 where ldb is a multiple of
+    // 4 KB (its rows would then share one L1 set, which holds 8). Each element is summed
+    // over k in order with fused multiply-adds, as sgemm's plain loop does: the same bits.
+    constexpr std::size_t width = 48;
+    const std::size_t panel = ldb % 1024 == 0 ? 8 : 16;
+    for (std::size_t p0 = 0; p0 < k; p0 += panel) {
+        const std::size_t p1 = std::min(k, p0 + panel);
+        const bool first = p0 == 0;
+        std::size_t j = j0;
+        for (; j + width <= j1; j += width) tile_rows<6>(m, a, lda, b + j, ldb, c + j, ldc, p0, p1, first, 2 * width);
+        for (; j + 8 <= j1; j += 8) tile_rows<1>(m, a, lda, b + j, ldb, c + j, ldc, p0, p1, first, 0);
+        for (; j < j1; ++j)
+            for (std::size_t i = 0; i < m; ++i) {
+                float sum = first ? 0.0f : c[i * ldc + j];
+                for (std::size_t p = p0; p < p1; ++p) sum = std::fma(a[i * lda + p], b[p * ldb + j], sum);
+                c[i * ldc + j] = sum;
+            }
     }
 }
 

@@ -1,10 +1,12 @@
 #!/bin/bash
 # attnwalk explore driven through tmux at 80×24: the cell named and written out, keys that
-# switch head and page, q and Ctrl-C quit with exit 0 and the terminal restored; without a
-# terminal one line and exit 2. Skipped (exit 77) without tmux.
+# switch head and page, a resized terminal laid out again, q and Ctrl-C quit with exit 0 and
+# the terminal restored; without a terminal one line and exit 2. The screen two steps down
+# is kept as WORK_DIR/explore/mha.ansi (capture-pane -e) and, where chromium is installed,
+# drawn as WORK_DIR/explore/mha.png (README's picture). Skipped (exit 77) without tmux.
 # Usage: explore_in_tmux.sh ATTNWALK_BINARY WORK_DIR
 set -u
-binary=$1 work=$2
+binary=$1 work=$2 here=$(cd "$(dirname "$0")" && pwd)
 command -v tmux >/dev/null || { echo "tmux is not installed: skipped"; exit 77; }
 export TMUX_TMPDIR=$(mktemp -d)  # a server of our own
 trap 'tmux kill-server 2>/dev/null; rm -rf "$TMUX_TMPDIR"' EXIT
@@ -12,6 +14,18 @@ failures=0
 check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; failures=$((failures + 1)); fi; }
 screen() { tmux capture-pane -t x -p; }
 wait_for() { for _ in $(seq 50); do screen | grep -qF -- "$1" && return 0; sleep 0.1; done; return 1; }
+# line N of the screen starts with TEXT (waits for a redraw)
+line_starts() { for _ in $(seq 50); do screen | sed -n "$1p" | grep -q "^$2" && return 0; sleep 0.1; done; return 1; }
+picture() {  # the screen with its colours, and drawn by chromium where it is installed
+  mkdir -p "$work/explore"
+  tmux capture-pane -t x -e -p > "$work/explore/mha.ansi"
+  local browser; browser=$(command -v chromium || command -v chromium-browser || true)
+  [ -n "$browser" ] && command -v python3 >/dev/null || return 0
+  python3 "$here/ansi_to_html.py" "$work/explore/mha.ansi" 24 > "$work/explore/mha.html" &&
+    timeout 60 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=700,450 \
+      --screenshot="$work/explore/mha.png" "file://$work/explore/mha.html" >/dev/null 2>&1
+  check "the screen drawn as a picture" "[ -s '$work/explore/mha.png' ]"
+}
 
 for quit in q C-c; do
   rm -f "$work/explore.rc"
@@ -21,6 +35,7 @@ for quit in q C-c; do
   check "the cell is named, counted from 1" "wait_for 'query 3 \"starts\", key 1 \"Your\"'"
   check "its path through the steps" "wait_for '> weights  0.3140'"
   check "and written out as --explain writes it" "wait_for '[1] The query of \"starts\" in head 1'"
+  [ "$quit" = q ] && picture
   tmux send-keys -t x h
   check "h switches the head" "wait_for 'head 2'"
   tmux send-keys -t x NPage
@@ -28,6 +43,15 @@ for quit in q C-c; do
   tmux send-keys -t x '?'
   check "? lists the keys" "wait_for 'next / previous layer'"
   check "every line fits 80 columns" "screen | python3 -c 'import sys; sys.exit(any(len(l.rstrip(\"\\n\")) > 80 for l in sys.stdin))'"
+  if [ "$quit" = q ]; then  # resized: laid out again for the new size, the keys on its last line
+    tmux send-keys -t x '?'  # the key list off again
+    tmux resize-window -t x -x 64 -y 20
+    check "a smaller terminal (64×20): the title on line 1, the keys on line 20" "line_starts 1 'attnwalk explore' && line_starts 20 'arrows cell'"
+    tmux resize-window -t x -x 100 -y 30
+    check "a larger one (100×30): the keys whole on line 30" "line_starts 30 'arrows cell.*q quit'"
+    check "and the panel's lines use the width (some longer than 80)" "screen | awk 'length > 80 { found = 1 } END { exit !found }'"
+    tmux resize-window -t x -x 80 -y 24
+  fi
   tmux send-keys -t x "$quit"
   for _ in $(seq 50); do [ -s "$work/explore.rc" ] && break; sleep 0.1; done
   check "$quit quits with exit 0" "[ \"\$(cat '$work/explore.rc' 2>/dev/null)\" = 0 ]"

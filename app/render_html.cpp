@@ -1,5 +1,6 @@
 // --html FILE: see render_html.hpp. The page is this file's template with the --json
-// document inside; every number it shows is read from that document.
+// document inside, its large tensors packed (render_json.hpp); every number it shows is
+// read from that document.
 #include "render_html.hpp"
 
 #include <algorithm>
@@ -61,7 +62,10 @@ const tokenAxis = a => a === "token" || a === "query" || a === "key";
 const isSquare = s => rank(s) >= 2 && tokenAxis(s.axes[rank(s) - 1]) && tokenAxis(s.axes[rank(s) - 2]);
 const isGrid = s => s.id === "attention_grid";
 const cache = new Map();
-const values = s => { if (!cache.has(s)) cache.set(s, flat(s.data)); return cache.get(s); };
+// A large tensor comes packed (render_json.hpp): its float32 bits in base64, little-endian.
+const unpack = b64 => { const bin = atob(b64), bytes = new Uint8Array(bin.length); for (let i = 0; i < bin.length; ++i) bytes[i] = bin.charCodeAt(i);
+  const dv = new DataView(bytes.buffer), out = new Array(bytes.length >> 2); for (let i = 0; i < out.length; ++i) out[i] = dv.getFloat32(4 * i, true); return out; };
+const values = s => { if (!cache.has(s)) cache.set(s, s.data && typeof s.data.f32 === "string" ? unpack(s.data.f32) : flat(s.data)); return cache.get(s); };
 const steps = T.steps || [];
 const state = { step: 0, panel: 0, cell: null, heads: null };
 
@@ -310,7 +314,7 @@ std::string script_safe(const std::string& json) {
 
 std::string html_of(const Trace& trace, ColorScale scale) {
     std::ostringstream json;
-    render_json(trace, json);
+    render_json(trace, json, NonFinite::string, /*packed=*/true);
     return page_doctype + std::string(html_generator) + page_head + script_safe(json.str()) +
            "</script>\n<script type=\"application/json\" id=\"figures\">" + script_safe(figures_json(trace, scale)) + page_tail;
 }

@@ -4,6 +4,7 @@
 #include <type_traits>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "render_json.hpp"
@@ -15,7 +16,10 @@ namespace {
 
 class Writer {
 public:
-    Writer(std::ostream& out, NonFinite non_finite) : out_(out), non_finite_(non_finite) { buf_.reserve(chunk + 256); }
+    Writer(std::ostream& out, NonFinite non_finite, bool pack = false) : packed(pack), out_(out), non_finite_(non_finite) {
+        buf_.reserve(chunk + 256);
+    }
+    const bool packed;  // large float tensors as {"f32": base64}: see render_json.hpp
     ~Writer() { flush(); }
     Writer(const Writer&) = delete;
     Writer& operator=(const Writer&) = delete;
@@ -96,6 +100,34 @@ public:
         return spill();
     }
     Writer& boolean(bool v) { return raw(v ? "true" : "false"); }
+    // The values' float32 bits, 4 little-endian bytes each, in base64 (RFC 4648, padded),
+    // as a JSON string.
+    Writer& base64_f32(const std::vector<float>& values) {
+        static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        buf_ += '"';
+        std::uint32_t group = 0;
+        int held = 0;  // bytes in group
+        const auto put = [&](std::uint8_t byte) {
+            group = group << 8 | byte;
+            if (++held < 3) return;
+            for (int shift = 18; shift >= 0; shift -= 6) buf_ += alphabet[group >> shift & 63];
+            group = 0;
+            held = 0;
+            if (buf_.size() >= chunk) flush();
+        };
+        for (float v : values) {
+            std::uint32_t bits;
+            std::memcpy(&bits, &v, sizeof bits);
+            for (int b = 0; b < 4; ++b) put(static_cast<std::uint8_t>(bits >> (8 * b)));
+        }
+        if (held) {
+            group <<= 8 * (3 - held);
+            for (int k = 0; k <= held; ++k) buf_ += alphabet[group >> (18 - 6 * k) & 63];
+            for (int k = held; k < 3; ++k) buf_ += '=';
+        }
+        buf_ += '"';
+        return spill();
+    }
     Writer& key(const char* k) {
         string(k);
         return raw(':');
@@ -146,6 +178,9 @@ void numbers(Writer& w, const std::vector<float>& values) {
     w.raw(']');
 }
 
+// Tensors from this many values on are packed where the writer packs.
+constexpr std::size_t packed_from = 64;
+
 void step_json(Writer& w, const Step& step, bool timed) {
     w.raw('{').key("id").string(step.id);
     w.raw(',').key("title").string(step.title);
@@ -181,7 +216,11 @@ void step_json(Writer& w, const Step& step, bool timed) {
     }
     if (!step.tensor.data.empty()) {
         w.raw(',').key("data");
-        nested(w, step.tensor, 0, 0);
+        if (w.packed && step.tensor.data.size() >= packed_from && !step.tensor.is_integer() &&
+            step.tensor.integer_columns == 0)
+            w.raw('{').key("f32").base64_f32(step.tensor.data).raw('}');
+        else
+            nested(w, step.tensor, 0, 0);
     }
     if (!step.row_sum.data.empty()) {
         w.raw(',').key("row_sum");
@@ -250,8 +289,8 @@ void trace_json(Writer& w, const Trace& trace) {
 
 }  // namespace
 
-void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite) {
-    Writer w(out, non_finite);
+void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite, bool packed) {
+    Writer w(out, non_finite, packed);
     trace_json(w, trace);
     w.raw('\n');
 }

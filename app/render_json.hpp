@@ -18,7 +18,11 @@ enum class NonFinite { string, null, literal };
 // "Changes"). 2: positions are *_index params (0-based), step ids count from 1.
 constexpr unsigned json_format_version = 2;
 
-void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite = NonFinite::string);
+// `packed` (the --html page's form, not --json's): each step's data of 64 values or more,
+// unless whole numbers, as {"f32": "<base64>"}, the float32 bits of its values in row-major
+// order, 4 little-endian bytes each: 5⅓ characters a number where the text takes about 10,
+// every bit kept (inf and NaN included).
+void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite = NonFinite::string, bool packed = false);
 
 void render_json(const std::vector<Section>& sections, std::ostream& out, NonFinite non_finite = NonFinite::string);
 

@@ -93,7 +93,9 @@ function panelNames(s) {
 function scaleOf(si, s, v, panel) {
   const info = F.scales[si] || { kind: "range", words: "min … max" }, r = rank(s), R = s.shape[r - 2], C = s.shape[r - 1];
   const ends = (from, to) => { let lo = Infinity, hi = -Infinity; for (let k = from; k < to; ++k) if (Number.isFinite(v[k])) { lo = Math.min(lo, v[k]); hi = Math.max(hi, v[k]); } return Number.isFinite(lo) ? [lo, hi] : [0, 1]; };
-  let [lo, hi] = ends(0, v.length);
+  // The whole step's range once per step (a model's grid asks for it from every panel).
+  if (!ranges.has(s)) ranges.set(s, ends(0, v.length));
+  let [lo, hi] = ranges.get(s);
   if (info.kind === "each") [lo, hi] = ends(panel * R * C, (panel + 1) * R * C);
   if (info.kind === "unit" || info.kind === "row") { lo = 0; hi = 1; }
   if (info.kind === "symmetric") { const m = Math.max(Math.abs(lo), Math.abs(hi)); lo = -m; hi = m; }
@@ -101,10 +103,13 @@ function scaleOf(si, s, v, panel) {
   if (info.kind === "row") { sc.row = []; for (let i = 0; i < R; ++i) { const [, top] = ends((panel * R + i) * C, (panel * R + i + 1) * C); sc.row.push(top > 0 ? top : 1); } }
   return sc;
 }
+const ranges = new Map();
+// A value's colour as red, green, blue: grey for −∞ and NaN.
+const rgb = F.palette.map(c => [1, 3, 5].map(k => parseInt(c.slice(k, k + 2), 16))), grey = [200, 200, 200];
 function colour(x, sc, i) {
-  if (!Number.isFinite(x)) return "#c8c8c8";
+  if (!Number.isFinite(x)) return grey;
   const t = sc.row ? x / sc.row[i] : (x - sc.lo) / (sc.hi - sc.lo);
-  return F.palette[Math.round(Math.max(0, Math.min(1, t)) * (F.palette.length - 1))];
+  return rgb[Math.round(Math.max(0, Math.min(1, t)) * (rgb.length - 1))];
 }
 const tip = document.getElementById("tip");
 // One heatmap: rows × cols of panel p, on a canvas; hover shows the value, a click explains it.
@@ -119,7 +124,11 @@ function heatmap(si, p, size, onclick) {
     for (let i = 0; i < R; ++i) g.fillText(String(label(s, r - 2, i)).slice(0, 9), 2, pad + i * cell + cell * 0.7);
     for (let j = 0; j < C; ++j) { g.save(); g.translate(pad + j * cell + cell * 0.7, pad - 4); g.rotate(-Math.PI / 2); g.fillText(String(label(s, r - 1, j)).slice(0, 9), 0, 0); g.restore(); }
   }
-  for (let i = 0; i < R; ++i) for (let j = 0; j < C; ++j) { g.fillStyle = colour(v[base + i * C + j], sc, i); g.fillRect(pad + j * cell, pad + i * cell, cell, cell); }
+  // One pixel a cell, drawn enlarged without smoothing: a model's grid has 12 × 12 × 40 × 40 cells.
+  const img = new ImageData(C, R), d = img.data;
+  for (let i = 0, o = 0; i < R; ++i) for (let j = 0; j < C; ++j, o += 4) { const c = colour(v[base + i * C + j], sc, i); d[o] = c[0]; d[o + 1] = c[1]; d[o + 2] = c[2]; d[o + 3] = 255; }
+  const px = document.createElement("canvas"); px.width = C; px.height = R; px.getContext("2d").putImageData(img, 0, 0);
+  g.imageSmoothingEnabled = false; g.drawImage(px, pad, pad, C * cell, R * cell);
   if (state.cell && state.cell.p === p && state.cell.i < R && state.cell.j < C && !size) { g.strokeStyle = "#000"; g.lineWidth = 2; g.strokeRect(pad + state.cell.j * cell + 1, pad + state.cell.i * cell + 1, cell - 2, cell - 2); }
   const at = e => { const b = cv.getBoundingClientRect(), j = Math.floor((e.clientX - b.left - pad) / cell), i = Math.floor((e.clientY - b.top - pad) / cell); return i >= 0 && j >= 0 && i < R && j < C ? { i, j } : null; };
   cv.addEventListener("mousemove", e => { const c = at(e); if (!c) { tip.style.display = "none"; return; }

@@ -135,6 +135,7 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
     w.final_norm = r.norm("ln_f", C, NormKind::layer_norm);
     if (!c.tied_head) w.head = r.with_prefix("").linear("lm_head.weight", C, info.vocab, true);  // [vocab, C]
     info.unused = r.unused();
+    r.touch_in_background();
     return m;
 }
 

@@ -324,6 +324,7 @@ Model load_hf_decoder(const fs::path& dir, Config& cfg, const std::string& famil
     w.final_norm = norm("norm", C);
     if (!c.tied_head) w.head = r.with_prefix("").linear("lm_head.weight", C, c.vocab, true);
     info.unused = r.unused();
+    r.touch_in_background();
     info.kv_heads = G;
     info.head_dim = d;
     info.config = cfg.used();

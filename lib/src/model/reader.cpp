@@ -77,6 +77,10 @@ Norm Reader::norm(const std::string& name, std::size_t C, NormKind kind) const {
     return {vec(name + ".weight", C), bias(name + ".bias", C)};
 }
 
+void Reader::touch_in_background() const {
+    for (const auto& f : files_) f->touch_in_background();
+}
+
 std::vector<std::string> Reader::unused() const {
     std::vector<std::string> out;
     for (const auto& f : files_)

@@ -101,6 +101,26 @@ TEST_SUITE("safetensors") {
         CHECK(std::signbit(half_to_float(0x8000)));
     }
 
+    TEST_CASE("safetensors.touching_the_pages_in_the_background_changes_nothing_and_stops_with_the_file") {
+        std::vector<float> big(300000);  // 1.2 MB: some 290 pages
+        for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i % 1000) * 0.5f;
+        const std::string path = file_of(R"({"w": {"dtype": "F32", "shape": [300000], "data_offsets": [0, 1200000]}})", f32(big));
+        {
+            const SafeTensors st(path);
+            st.touch_in_background();  // nothing handed out yet: nothing to do
+            const float* w = st.direct("w");
+            REQUIRE(w != nullptr);
+            st.touch_in_background();
+            st.touch_in_background();  // once
+            CHECK(std::equal(big.begin(), big.end(), w));
+        }
+        for (int i = 0; i < 20; ++i) {  // gone at once: the thread is stopped and joined
+            const SafeTensors st(path);
+            (void)st.direct("w");
+            st.touch_in_background();
+        }
+    }
+
     TEST_CASE("safetensors.malformed_files_are_one_input_error") {
         const std::string ok = R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})";
         struct Bad {

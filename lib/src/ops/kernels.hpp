@@ -54,6 +54,16 @@ void few_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k,
                    std::size_t ldb, float* c, std::size_t ldc);
 #endif
 
+// exp(row[j] − max) in place for j < n, returning their sum: the softmax's middle step.
+// The AVX-512 version (kernels_avx512.cpp; has_avx512) takes 16 lanes at a time and gives
+// the AVX2 version's bits, row and sum alike (a test checks), so a result does not depend
+// on which of the two the CPU has.
+#if defined(ATTNWALK_HAVE_AVX2)
+float exp_row_avx2(float* row, std::size_t n, float max);
+float exp_row_avx512(float* row, std::size_t n, float max);
+#endif
+bool has_avx512();
+
 // Parts the AVX2 version finishes its tails with.
 RowStats scale_scalar(float* row, std::size_t n, float scale, float& max, std::size_t from);
 float exp_scalar_row(float* row, std::size_t n, float max, std::size_t from);

@@ -64,7 +64,9 @@ __attribute__((target("avx2"))) __m256 exp8(__m256 v) {
     return _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), overflow);
 }
 
-__attribute__((target("avx2"))) float exp_avx2(float* row, std::size_t n, float max) {
+}  // namespace
+
+__attribute__((target("avx2"))) float exp_row_avx2(float* row, std::size_t n, float max) {
     const std::size_t m = n / 8 * 8;
     __m256 sum = _mm256_setzero_ps();
     const __m256 mx = _mm256_set1_ps(max);
@@ -75,6 +77,8 @@ __attribute__((target("avx2"))) float exp_avx2(float* row, std::size_t n, float 
     }
     return hsum(sum) + exp_scalar_row(row, n, max, m);
 }
+
+namespace {
 
 __attribute__((target("avx2"))) RowStats normalise_avx2(float* row, std::size_t n, float inv) {
     const std::size_t m = n / 8 * 8;
@@ -195,7 +199,7 @@ __attribute__((target("avx2,fma"))) void one_column_avx2(std::size_t i0, std::si
 std::pair<RowStats, RowStats> softmax_row_avx2(float* row, std::size_t n, float scale) {
     float max = -INFINITY;
     const RowStats raw = scale_avx2(row, n, scale, max);
-    const float inv = 1.0f / exp_avx2(row, n, max);
+    const float inv = 1.0f / (has_avx512() ? exp_row_avx512(row, n, max) : exp_row_avx2(row, n, max));
     return {raw, normalise_avx2(row, n, inv)};
 }
 

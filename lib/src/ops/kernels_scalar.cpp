@@ -90,6 +90,15 @@ bool has_avx2_fma() {
 #endif
 }
 
+bool has_avx512() {
+#if defined(ATTNWALK_HAVE_AVX2)
+    static const bool yes = __builtin_cpu_supports("avx512f");
+    return yes;
+#else
+    return false;
+#endif
+}
+
 std::pair<RowStats, RowStats> softmax_row(float* row, std::size_t n, float scale) {
 #if defined(ATTNWALK_HAVE_AVX2)
     if (has_avx2()) return softmax_row_avx2(row, n, scale);

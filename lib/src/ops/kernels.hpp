@@ -14,6 +14,16 @@
 
 namespace attnwalk::fast {
 
+// Cephes' expf, the constants every version uses (exp_scalar, exp8, exp16): arguments are
+// clamped to [exp_lowest, exp_highest] (above it: inf), reduced by ln 2 in two parts, and
+// exp of the remainder is a degree-6 polynomial.
+namespace cephes {
+inline constexpr float exp_lowest = -87.3f, exp_highest = 88.3762626647949f, log2e = 1.44269504088896341f;
+inline constexpr float ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;  // ln 2 = ln2_hi + ln2_lo
+inline constexpr float exp_poly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                      4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+}  // namespace cephes
+
 struct RowStats {
     float min, max, sum;
 };

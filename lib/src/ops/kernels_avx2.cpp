@@ -47,14 +47,14 @@ __attribute__((target("avx2"))) RowStats scale_avx2(float* row, std::size_t n, f
 // Cephes' expf on 8 lanes, the same steps as exp_scalar (kernels_scalar.cpp): arguments
 // below −87.3 give about 1e-38, above 88.38 inf.
 __attribute__((target("avx2"))) __m256 exp8(__m256 v) {
-    const __m256 lowest = _mm256_set1_ps(-87.3f), highest = _mm256_set1_ps(88.3762626647949f),
-                 log2e = _mm256_set1_ps(1.44269504088896341f), half = _mm256_set1_ps(0.5f), c1 = _mm256_set1_ps(0.693359375f),
-                 c2 = _mm256_set1_ps(-2.12194440e-4f), one = _mm256_set1_ps(1.0f);
-    const __m256 p[6] = {_mm256_set1_ps(1.9875691500e-4f), _mm256_set1_ps(1.3981999507e-3f), _mm256_set1_ps(8.3334519073e-3f),
-                         _mm256_set1_ps(4.1665795894e-2f), _mm256_set1_ps(1.6666665459e-1f), _mm256_set1_ps(5.0000001201e-1f)};
+    using namespace cephes;
+    const __m256 lowest = _mm256_set1_ps(exp_lowest), highest = _mm256_set1_ps(exp_highest), log2 = _mm256_set1_ps(log2e),
+                 half = _mm256_set1_ps(0.5f), c1 = _mm256_set1_ps(ln2_hi), c2 = _mm256_set1_ps(ln2_lo), one = _mm256_set1_ps(1.0f);
+    __m256 p[6];
+    for (int i = 0; i < 6; ++i) p[i] = _mm256_set1_ps(exp_poly[i]);
     const __m256 overflow = _mm256_cmp_ps(v, highest, _CMP_GT_OQ);
     v = _mm256_min_ps(_mm256_max_ps(v, lowest), highest);
-    const __m256 fx = _mm256_floor_ps(_mm256_add_ps(_mm256_mul_ps(v, log2e), half));
+    const __m256 fx = _mm256_floor_ps(_mm256_add_ps(_mm256_mul_ps(v, log2), half));
     v = _mm256_sub_ps(_mm256_sub_ps(v, _mm256_mul_ps(fx, c1)), _mm256_mul_ps(fx, c2));
     __m256 y = p[0];
     for (int i = 1; i < 6; ++i) y = _mm256_add_ps(_mm256_mul_ps(y, v), p[i]);

@@ -19,14 +19,14 @@ namespace {
 // exp8 of kernels_avx2.cpp on 16 lanes, step for step (the same roundings in the same order,
 // the same operand order for min and max, so NaN and ±inf lanes end the same).
 inline __attribute__((target("avx512f"), always_inline)) __m512 exp16(__m512 v) {
-    const __m512 lowest = _mm512_set1_ps(-87.3f), highest = _mm512_set1_ps(88.3762626647949f),
-                 log2e = _mm512_set1_ps(1.44269504088896341f), half = _mm512_set1_ps(0.5f), c1 = _mm512_set1_ps(0.693359375f),
-                 c2 = _mm512_set1_ps(-2.12194440e-4f), one = _mm512_set1_ps(1.0f);
-    const __m512 p[6] = {_mm512_set1_ps(1.9875691500e-4f), _mm512_set1_ps(1.3981999507e-3f), _mm512_set1_ps(8.3334519073e-3f),
-                         _mm512_set1_ps(4.1665795894e-2f), _mm512_set1_ps(1.6666665459e-1f), _mm512_set1_ps(5.0000001201e-1f)};
+    using namespace cephes;
+    const __m512 lowest = _mm512_set1_ps(exp_lowest), highest = _mm512_set1_ps(exp_highest), log2 = _mm512_set1_ps(log2e),
+                 half = _mm512_set1_ps(0.5f), c1 = _mm512_set1_ps(ln2_hi), c2 = _mm512_set1_ps(ln2_lo), one = _mm512_set1_ps(1.0f);
+    __m512 p[6];
+    for (int i = 0; i < 6; ++i) p[i] = _mm512_set1_ps(exp_poly[i]);
     const __mmask16 overflow = _mm512_cmp_ps_mask(v, highest, _CMP_GT_OQ);
     v = _mm512_min_ps(_mm512_max_ps(v, lowest), highest);
-    const __m512 fx = _mm512_floor_ps(_mm512_add_ps(_mm512_mul_ps(v, log2e), half));
+    const __m512 fx = _mm512_floor_ps(_mm512_add_ps(_mm512_mul_ps(v, log2), half));
     v = _mm512_sub_ps(_mm512_sub_ps(v, _mm512_mul_ps(fx, c1)), _mm512_mul_ps(fx, c2));
     __m512 y = p[0];
     for (int i = 1; i < 6; ++i) y = _mm512_add_ps(_mm512_mul_ps(y, v), p[i]);

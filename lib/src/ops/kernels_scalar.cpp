@@ -13,17 +13,14 @@ namespace {
 // stays NaN and arguments above 88.38 give inf (the power of two is built from an
 // integer: NaN or a large one would be undefined behaviour).
 float exp_scalar(float v) {
+    using namespace cephes;
     if (std::isnan(v)) return v;
-    if (v > 88.3762626647949f) return INFINITY;
-    v = std::max(v, -87.3f);
-    const float fx = std::floor(v * 1.44269504088896341f + 0.5f);
-    v = v - fx * 0.693359375f + fx * 2.12194440e-4f;
-    float y = 1.9875691500e-4f;
-    y = y * v + 1.3981999507e-3f;
-    y = y * v + 8.3334519073e-3f;
-    y = y * v + 4.1665795894e-2f;
-    y = y * v + 1.6666665459e-1f;
-    y = y * v + 5.0000001201e-1f;
+    if (v > exp_highest) return INFINITY;
+    v = std::max(v, exp_lowest);
+    const float fx = std::floor(v * log2e + 0.5f);
+    v = v - fx * ln2_hi - fx * ln2_lo;
+    float y = exp_poly[0];
+    for (int i = 1; i < 6; ++i) y = y * v + exp_poly[i];
     y = y * v * v + v + 1.0f;
     const std::uint32_t bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(fx) + 127) << 23;
     float two_fx;

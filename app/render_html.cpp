@@ -61,7 +61,7 @@ const rank = s => (s.shape || []).length;
 const tokenAxis = a => a === "token" || a === "query" || a === "key";
 const isSquare = s => rank(s) >= 2 && tokenAxis(s.axes[rank(s) - 1]) && tokenAxis(s.axes[rank(s) - 2]);
 const isGrid = s => s.id === "attention_grid";
-const cache = new Map();
+const cache = new Map(), ranges = new Map();  // a step's values, and their range
 // A large tensor comes packed (render_json.hpp): its float32 bits in base64, little-endian.
 const unpack = b64 => { const bin = atob(b64), bytes = new Uint8Array(bin.length); for (let i = 0; i < bin.length; ++i) bytes[i] = bin.charCodeAt(i);
   const dv = new DataView(bytes.buffer), out = new Array(bytes.length >> 2); for (let i = 0; i < out.length; ++i) out[i] = dv.getFloat32(4 * i, true); return out; };
@@ -103,7 +103,6 @@ function scaleOf(si, s, v, panel) {
   if (info.kind === "row") { sc.row = []; for (let i = 0; i < R; ++i) { const [, top] = ends((panel * R + i) * C, (panel * R + i + 1) * C); sc.row.push(top > 0 ? top : 1); } }
   return sc;
 }
-const ranges = new Map();
 // A value's colour as red, green, blue: grey for −∞ and NaN.
 const rgb = F.palette.map(c => [1, 3, 5].map(k => parseInt(c.slice(k, k + 2), 16))), grey = [200, 200, 200];
 function colour(x, sc, i) {

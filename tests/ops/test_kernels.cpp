@@ -1,6 +1,8 @@
 // The vector kernels behind the library's public functions (lib/src/ops/kernels.hpp):
 // where two instruction sets compute the same step, the same bits.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -40,5 +42,60 @@ TEST_SUITE("kernels") {
         }
         CHECK(rows == 68);
     }
+
+    TEST_CASE("kernels.row_stats_avx2_gives_the_scalar_bits") {
+        if (!has_avx2_fma()) {
+            MESSAGE("this CPU has no AVX2: skipped");
+            return;
+        }
+        std::mt19937 gen(11);
+        std::normal_distribution<float> normal(0.0f, 3.0f);
+        for (std::size_t n : {1, 5, 8, 9, 16, 63, 64, 65, 768, 1001}) {
+            std::vector<float> v(n);
+            for (float& x : v) x = normal(gen);
+            const RowStats a = row_stats_scalar(v.data(), n), b = row_stats_avx2(v.data(), n);
+            CHECK(std::memcmp(&a, &b, sizeof a) == 0);
+            CHECK(a.min == *std::min_element(v.begin(), v.end()));
+            CHECK(a.max == *std::max_element(v.begin(), v.end()));
+            double exact = 0.0;
+            for (float x : v) exact += x;
+            CHECK(a.sum == doctest::Approx(exact).epsilon(1e-5).scale(1.0));
+        }
+    }
 #endif
+
+    TEST_CASE("kernels.a_power_of_two_scale_divides_as_it_multiplies") {
+        CHECK(is_power_of_two(8.0f));
+        CHECK(is_power_of_two(1.0f));
+        CHECK(is_power_of_two(0.5f));
+        CHECK(is_power_of_two(-4.0f));
+        CHECK_FALSE(is_power_of_two(std::sqrt(96.0f)));
+        CHECK_FALSE(is_power_of_two(3.0f));
+        CHECK_FALSE(is_power_of_two(0.0f));
+        CHECK_FALSE(is_power_of_two(INFINITY));
+        CHECK_FALSE(is_power_of_two(NAN));
+        CHECK_FALSE(is_power_of_two(1e-40f));  // a denormal: its inverse overflows
+        // x / 8 and x · 0.125 agree on every float of these ranges, denormal results included.
+        std::mt19937 gen(5);
+        std::uniform_int_distribution<std::uint32_t> bits;
+        std::size_t differ = 0;
+        for (int i = 0; i < 1000000; ++i) {
+            const std::uint32_t b = bits(gen);
+            float x;
+            std::memcpy(&x, &b, sizeof x);
+            if (std::isnan(x)) continue;
+            for (float s : {8.0f, 0.25f, 0x1p100f}) {
+                const float d = x / s, m = x * (1.0f / s);
+                differ += std::memcmp(&d, &m, sizeof d) != 0;
+            }
+        }
+        CHECK(differ == 0);
+        // The softmax's raw scores scaled both ways: the same weights.
+        std::vector<float> row = {3.0f, -1.5f, 0.25f, 7.0f, 1e-39f, -2.0f, 5.5f, 0.0f, 1.0f, 2.0f};
+        std::vector<float> by_scale = row, divided = row;
+        softmax_row(by_scale.data(), row.size(), 8.0f);
+        for (float& x : divided) x = x / 8.0f;
+        softmax_row(divided.data(), row.size(), 1.0f);
+        CHECK(std::memcmp(by_scale.data(), divided.data(), 4 * row.size()) == 0);
+    }
 }

@@ -28,18 +28,7 @@ struct Stats {
     std::size_t count = 0;
     double row_min = INFINITY, row_max = -INFINITY;
 
-    void add_row(const float* v, std::size_t n) {
-        float lo = v[0], hi = v[0], s = 0.0f;
-        for (std::size_t j = 0; j < n; ++j) {
-            lo = std::min(lo, v[j]);
-            hi = std::max(hi, v[j]);
-            s += v[j];
-        }
-        min = std::min(min, static_cast<double>(lo));
-        max = std::max(max, static_cast<double>(hi));
-        sum += s;
-        count += n;
-    }
+    void add_row(const float* v, std::size_t n) { add(row_stats(v, n), n); }
     void add(const RowStats& r, std::size_t n) {
         min = std::min(min, static_cast<double>(r.min));
         max = std::max(max, static_cast<double>(r.max));

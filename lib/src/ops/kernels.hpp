@@ -74,6 +74,21 @@ float exp_row_avx512(float* row, std::size_t n, float max);
 #endif
 bool has_avx512();
 
+// Minimum, maximum and sum of one row (a summary's statistics of queries, keys, values and
+// outputs). The sum runs in 8 lanes, lane q adding elements q, q + 8, … in order, then
+// ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), then the tail past the last whole
+// group of 8 in order: the scalar and AVX2 versions give the same bits (a test checks).
+// n ≥ 1.
+RowStats row_stats_scalar(const float* v, std::size_t n);
+#if defined(ATTNWALK_HAVE_AVX2)
+RowStats row_stats_avx2(const float* v, std::size_t n);
+#endif
+RowStats row_stats(const float* v, std::size_t n);
+
+// x / scale is x · (1 / scale), bit for bit, when scale is a power of two (d_k = 64: scale 8):
+// both are the same real number rounded once. The softmax then multiplies.
+bool is_power_of_two(float scale);
+
 // Parts the AVX2 version finishes its tails with.
 RowStats scale_scalar(float* row, std::size_t n, float scale, float& max, std::size_t from);
 float exp_scalar_row(float* row, std::size_t n, float max, std::size_t from);

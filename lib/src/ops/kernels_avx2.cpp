@@ -26,17 +26,19 @@ __attribute__((target("avx2"))) float hmax(__m256 v) {
     return *std::max_element(l, l + 8);
 }
 
+// With `multiply`, row · (1 / scale): the same bits where scale is a power of two.
+template <bool multiply>
 __attribute__((target("avx2"))) RowStats scale_avx2(float* row, std::size_t n, float scale, float& max) {
     const std::size_t m = n / 8 * 8;
     if (m == 0) return scale_scalar(row, n, scale, max, 0);
     __m256 lo = _mm256_set1_ps(INFINITY), hi = _mm256_set1_ps(-INFINITY), sum = _mm256_setzero_ps(), top = hi;
-    const __m256 s = _mm256_set1_ps(scale);
+    const __m256 s = _mm256_set1_ps(multiply ? 1.0f / scale : scale);
     for (std::size_t j = 0; j < m; j += 8) {
         const __m256 x = _mm256_loadu_ps(row + j);
         lo = _mm256_min_ps(lo, x);
         hi = _mm256_max_ps(hi, x);
         sum = _mm256_add_ps(sum, x);
-        const __m256 y = _mm256_div_ps(x, s);
+        const __m256 y = multiply ? _mm256_mul_ps(x, s) : _mm256_div_ps(x, s);
         _mm256_storeu_ps(row + j, y);
         top = _mm256_max_ps(top, y);
     }
@@ -196,9 +198,28 @@ __attribute__((target("avx2,fma"))) void one_column_avx2(std::size_t i0, std::si
     }
 }
 
+__attribute__((target("avx2"))) RowStats row_stats_avx2(const float* v, std::size_t n) {
+    const std::size_t m = n / 8 * 8;
+    if (m == 0) return row_stats_scalar(v, n);
+    __m256 lo = _mm256_set1_ps(INFINITY), hi = _mm256_set1_ps(-INFINITY), sum = _mm256_setzero_ps();
+    for (std::size_t j = 0; j < m; j += 8) {
+        const __m256 x = _mm256_loadu_ps(v + j);
+        lo = _mm256_min_ps(lo, x);
+        hi = _mm256_max_ps(hi, x);
+        sum = _mm256_add_ps(sum, x);
+    }
+    RowStats r{hmin(lo), hmax(hi), hsum(sum)};
+    for (std::size_t j = m; j < n; ++j) {
+        r.min = std::min(r.min, v[j]);
+        r.max = std::max(r.max, v[j]);
+        r.sum += v[j];
+    }
+    return r;
+}
+
 std::pair<RowStats, RowStats> softmax_row_avx2(float* row, std::size_t n, float scale) {
     float max = -INFINITY;
-    const RowStats raw = scale_avx2(row, n, scale, max);
+    const RowStats raw = is_power_of_two(scale) ? scale_avx2<true>(row, n, scale, max) : scale_avx2<false>(row, n, scale, max);
     const float inv = 1.0f / (has_avx512() ? exp_row_avx512(row, n, max) : exp_row_avx2(row, n, max));
     return {raw, normalise_avx2(row, n, inv)};
 }

@@ -9,6 +9,13 @@ namespace attnwalk::fast {
 
 namespace {
 
+#if defined(ATTNWALK_HAVE_AVX2)
+bool has_avx2() {
+    static const bool avx2 = __builtin_cpu_supports("avx2");
+    return avx2;
+}
+#endif
+
 // Cephes' expf. Arguments below −87.3 give about 1e-38 instead of a denormal or 0; NaN
 // stays NaN and arguments above 88.38 give inf (the power of two is built from an
 // integer: NaN or a large one would be undefined behaviour).
@@ -30,17 +37,58 @@ float exp_scalar(float v) {
 
 }  // namespace
 
+bool is_power_of_two(float scale) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &scale, sizeof bits);
+    const std::uint32_t exponent = (bits >> 23) & 0xFF;
+    return (bits & 0x7FFFFFu) == 0 && exponent != 0 && exponent != 0xFF;  // ±2^e, a normal float (1/scale exact then)
+}
+
 // scale: statistics of the raw scores, row /= scale, max of the result.
 RowStats scale_scalar(float* row, std::size_t n, float scale, float& max, std::size_t from) {
     RowStats r{INFINITY, -INFINITY, 0.0f};
+    const bool multiply = is_power_of_two(scale);
+    const float inverse = 1.0f / scale;
     for (std::size_t j = from; j < n; ++j) {
         r.min = std::min(r.min, row[j]);
         r.max = std::max(r.max, row[j]);
         r.sum += row[j];
-        row[j] = row[j] / scale;
+        row[j] = multiply ? row[j] * inverse : row[j] / scale;
         max = std::max(max, row[j]);
     }
     return r;
+}
+
+RowStats row_stats_scalar(const float* v, std::size_t n) {
+    const std::size_t m = n / 8 * 8;
+    RowStats r{v[0], v[0], 0.0f};
+    if (m) {
+        float lo[8], hi[8], l[8];
+        for (int q = 0; q < 8; ++q) lo[q] = INFINITY, hi[q] = -INFINITY, l[q] = 0.0f;
+        for (std::size_t j = 0; j < m; j += 8)
+            for (int q = 0; q < 8; ++q) {  // as _mm256_min_ps(lo, x) and _mm256_max_ps(hi, x)
+                const float x = v[j + q];
+                lo[q] = lo[q] < x ? lo[q] : x;
+                hi[q] = hi[q] > x ? hi[q] : x;
+                l[q] += x;
+            }
+        r.min = *std::min_element(lo, lo + 8);
+        r.max = *std::max_element(hi, hi + 8);
+        r.sum = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+    }
+    for (std::size_t j = m; j < n; ++j) {
+        r.min = std::min(r.min, v[j]);
+        r.max = std::max(r.max, v[j]);
+        r.sum += v[j];
+    }
+    return r;
+}
+
+RowStats row_stats(const float* v, std::size_t n) {
+#if defined(ATTNWALK_HAVE_AVX2)
+    if (has_avx2()) return row_stats_avx2(v, n);
+#endif
+    return row_stats_scalar(v, n);
 }
 
 // row = exp(row − max); returns the sum.
@@ -68,15 +116,6 @@ std::pair<RowStats, RowStats> softmax_row_scalar(float* row, std::size_t n, floa
     const float inv = 1.0f / exp_scalar_row(row, n, max, 0);
     return {raw, normalise_scalar(row, n, inv, 0)};
 }
-
-namespace {
-#if defined(ATTNWALK_HAVE_AVX2)
-bool has_avx2() {
-    static const bool avx2 = __builtin_cpu_supports("avx2");
-    return avx2;
-}
-#endif
-}  // namespace
 
 bool has_avx2_fma() {
 #if defined(ATTNWALK_HAVE_AVX2)

@@ -202,26 +202,31 @@ TEST_SUITE("walk") {
     TEST_CASE("walk.params_matches_pytorch") { check_file("params.json"); }
 
     TEST_CASE("walk.blocked_mha_summary_matches_the_full_forward") {
-        // 150 tokens, 4 heads: the blocked path (a summary) against the full forward.
-        Embeddings input;
-        input.source = "test";
-        input.x.shape = {1, 150, 8};
-        Generator data(9);
-        input.x.data = data.randn(150 * 8);
-        for (std::size_t t = 0; t < 150; ++t) input.tokens.push_back("t" + std::to_string(t));
-        for (const bool causal : {true, false}) {
-            CAPTURE(causal);
-            Generator a(1), b(1);
-            const WeightsShape shape{8, 8, 4, HeadLayout::fused, true};
-            MhaSpec spec;
-            spec.causal = causal;
-            const Trace blocked = walk_mha(input, draw_weights(a, shape, Init::linear, true), spec, {true, false});
-            const Trace full = walk_mha(input, draw_weights(b, shape, Init::linear, true), spec, {});
-            const Step& y = blocked.steps.back();
-            REQUIRE(y.id == "output");
-            CHECK_CLOSE_ALL(y.tensor.data, full.steps.back().tensor.data, 1e-5);
-            for (const Step& s : blocked.steps)
-                if (s.id == "scores" || s.id == "weights") CHECK(s.tensor.data.empty());  // never held
+        // 150 tokens: the blocked path (a summary) against the full forward, with heads of 2
+        // (sgemm's products) and of 48 and 64 (the AVX-512 kernels where the CPU has them).
+        for (const std::size_t d : {8, 96, 128}) {
+            const std::size_t heads = d == 8 ? 4 : 2;
+            CAPTURE(d);
+            Embeddings input;
+            input.source = "test";
+            input.x.shape = {1, 150, d};
+            Generator data(9);
+            input.x.data = data.randn(150 * d);
+            for (std::size_t t = 0; t < 150; ++t) input.tokens.push_back("t" + std::to_string(t));
+            for (const bool causal : {true, false}) {
+                CAPTURE(causal);
+                Generator a(1), b(1);
+                const WeightsShape shape{d, d, heads, HeadLayout::fused, true};
+                MhaSpec spec;
+                spec.causal = causal;
+                const Trace blocked = walk_mha(input, draw_weights(a, shape, Init::linear, true), spec, {true, false});
+                const Trace full = walk_mha(input, draw_weights(b, shape, Init::linear, true), spec, {});
+                const Step& y = blocked.steps.back();
+                REQUIRE(y.id == "output");
+                CHECK_CLOSE_ALL(y.tensor.data, full.steps.back().tensor.data, 1e-5);
+                for (const Step& s : blocked.steps)
+                    if (s.id == "scores" || s.id == "weights") CHECK(s.tensor.data.empty());  // never held
+            }
         }
     }
 }

@@ -62,6 +62,54 @@ TEST_SUITE("kernels") {
             CHECK(a.sum == doctest::Approx(exact).epsilon(1e-5).scale(1.0));
         }
     }
+
+    TEST_CASE("kernels.attention_products_sum_in_order") {
+        // Against the plain loop: each element a chain of fused multiply-adds over p (or j) in
+        // order, so the same bits; rows and widths that leave every kind of remainder.
+        if (!has_avx512()) {
+            MESSAGE("this CPU has no AVX-512F: skipped");
+            return;
+        }
+        std::mt19937 gen(3);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        for (std::size_t d : {16, 48, 64, 80, 128}) {
+            for (std::size_t rows : {1, 5, 12, 13, 30}) {
+                for (std::size_t n : {1, 31, 32, 33, 200, 700}) {
+                    CAPTURE(d);
+                    CAPTURE(rows);
+                    CAPTURE(n);
+                    const std::size_t ld = 3 * d + 5, panels = (n + key_panel - 1) / key_panel, lds = panels * key_panel;
+                    std::vector<float> q(rows * ld), k(n * ld), v(n * d);
+                    for (float& x : q) x = normal(gen);
+                    for (float& x : k) x = normal(gen);
+                    for (float& x : v) x = normal(gen);
+                    std::vector<float> packed(lds * d), s(rows * lds, NAN);
+                    pack_keys(k.data(), ld, n, d, packed.data());
+                    scores_avx512(rows, d, q.data(), ld, packed.data(), panels, s.data(), lds);
+                    std::size_t wrong = 0;
+                    for (std::size_t i = 0; i < rows; ++i)
+                        for (std::size_t j = 0; j < lds; ++j) {
+                            float want = 0.0f;
+                            if (j < n)
+                                for (std::size_t p = 0; p < d; ++p) want = std::fma(q[i * ld + p], k[j * ld + p], want);
+                            wrong += std::memcmp(&want, &s[i * lds + j], sizeof want) != 0;
+                        }
+                    CHECK(wrong == 0);
+                    const std::size_t ldo = d + 3;
+                    std::vector<float> out(rows * ldo, NAN);
+                    weighted_values_avx512(rows, n, d, s.data(), lds, v.data(), d, out.data(), ldo);
+                    wrong = 0;
+                    for (std::size_t i = 0; i < rows; ++i)
+                        for (std::size_t c = 0; c < d; ++c) {
+                            float want = 0.0f;
+                            for (std::size_t j = 0; j < n; ++j) want = std::fma(s[i * lds + j], v[j * d + c], want);
+                            wrong += std::memcmp(&want, &out[i * ldo + c], sizeof want) != 0;
+                        }
+                    CHECK(wrong == 0);
+                }
+            }
+        }
+    }
 #endif
 
     TEST_CASE("kernels.a_power_of_two_scale_divides_as_it_multiplies") {

@@ -66,8 +66,32 @@ void linear_into(const Cube& x, const Linear& layer, float* y, std::size_t ldy) 
     project_into(x.data(), x.shape(0) * x.shape(1), layer, y, ldy);
 }
 
+std::size_t round_up(std::size_t n, std::size_t m) { return (n + m - 1) / m * m; }
+
+// The two products of a head through the AVX-512 kernels (kernels.hpp) rather than sgemm:
+// on a CPU with AVX-512F, for head widths of whole registers.
+bool products_avx512(std::size_t d_h) {
+#if defined(ATTNWALK_HAVE_AVX2)
+    return has_avx512() && d_h % 16 == 0;
+#else
+    (void)d_h;
+    return false;
+#endif
+}
+
+// Keys [0, n) of a head (rows of stride ld) as panels of 32 keys, and its values [0, n)
+// as n contiguous rows of d_h.
+void pack_head(const float* k, const float* v, std::size_t ld, std::size_t n, std::size_t d_h, std::vector<float>& keys,
+               std::vector<float>& values) {
+    keys.resize(round_up(n, key_panel) * d_h);
+    values.resize(n * d_h);
+    pack_keys(k, ld, n, d_h, keys.data());
+    for (std::size_t j = 0; j < n; ++j) std::copy(v + j * ld, v + j * ld + d_h, values.data() + j * d_h);
+}
+
 struct Worker {
     std::vector<float> block;  // R × T scores, then weights
+    std::vector<float> packed_keys, packed_values;  // one head's K and V for the AVX-512 products
     Stats queries, keys, values, scores, weights, outputs;
     double gemm_scores = 0.0, softmax = 0.0, gemm_values = 0.0;  // thread seconds per phase
 };
@@ -118,24 +142,36 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
             }
     });
     std::atomic<std::size_t> next{0};
+    const bool vector = products_avx512(d_h);
     auto work = [&](Worker& wk) {
-        wk.block.resize(block_rows * T);
+        wk.block.resize(block_rows * round_up(T, key_panel));
         for (std::size_t task; (task = next++) < B * H;) {
             const std::size_t b = task / H, h = task % H;
             const float* qh = q + b * T * ld + h * d_h;  // rows of stride ld = 3·d_out
             const float* kh = k + b * T * ld + h * d_h;
             const float* vh = v + b * T * ld + h * d_h;
             float* zh = z.data() + b * T * d_out + h * d_h;
+            if (vector) {
+                auto t = Clock::now();
+                pack_head(kh, vh, ld, T, d_h, wk.packed_keys, wk.packed_values);
+                wk.gemm_scores += since(t);
+            }
             for (std::size_t r0 = 0; r0 < T; r0 += block_rows) {
                 const std::size_t rows = std::min(block_rows, T - r0);
                 const std::size_t cols = causal ? r0 + rows : T;  // keys any row of the block can see
+                const std::size_t lds = vector ? round_up(cols, key_panel) : cols;
                 float* s = wk.block.data();
                 auto t = Clock::now();
-                sgemm(false, true, rows, cols, d_h, 1.0f, qh + r0 * ld, ld, kh, ld, 0.0f, s, cols);
+#if defined(ATTNWALK_HAVE_AVX2)
+                if (vector)
+                    scores_avx512(rows, d_h, qh + r0 * ld, ld, wk.packed_keys.data(), lds / key_panel, s, lds);
+                else
+#endif
+                    sgemm(false, true, rows, cols, d_h, 1.0f, qh + r0 * ld, ld, kh, ld, 0.0f, s, lds);
                 wk.gemm_scores += since(t);
                 t = Clock::now();
                 for (std::size_t i = 0; i < rows; ++i) {
-                    float* row = s + i * cols;
+                    float* row = s + i * lds;
                     const std::size_t n = causal ? r0 + i + 1 : T;  // masked: j > i
                     const auto [raw, weights] = softmax_row(row, n, scale);
                     wk.scores.add(raw, n);
@@ -145,7 +181,12 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
                 }
                 wk.softmax += since(t);
                 t = Clock::now();
-                sgemm(false, false, rows, d_h, cols, 1.0f, s, cols, vh, ld, 0.0f, zh + r0 * d_out, d_out);
+#if defined(ATTNWALK_HAVE_AVX2)
+                if (vector)
+                    weighted_values_avx512(rows, cols, d_h, s, lds, wk.packed_values.data(), d_h, zh + r0 * d_out, d_out);
+                else
+#endif
+                    sgemm(false, false, rows, d_h, cols, 1.0f, s, lds, vh, ld, 0.0f, zh + r0 * d_out, d_out);
                 for (std::size_t i = 0; i < rows; ++i) wk.outputs.add_row(zh + (r0 + i) * d_out, d_h);
                 wk.gemm_values += since(t);
             }
@@ -213,24 +254,36 @@ Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scal
     Cube z = fresh<3>({B, T, H * d});  // the heads' outputs, already concatenated
     const std::size_t threads = std::min<std::size_t>(cores(), B * H);
     std::atomic<std::size_t> next{0};
+    const bool vector = products_avx512(d) && T >= key_panel;  // a few rows (decoding): packing would cost what the products do
     auto work = [&] {
-        std::vector<float> block(block_rows * Tk);
+        std::vector<float> block(block_rows * round_up(Tk, key_panel)), keys;
         for (std::size_t task; (task = next++) < B * H;) {
             const std::size_t b = task / H, h = task % H, g = h / group;
             const float* q = &qh(b, h, 0, 0);
             const float* k = &kh(b, g, 0, 0);
             const float* v = &vh(b, g, 0, 0);
             float* out = z.data() + b * T * H * d + h * d;
+            if (vector) {
+                keys.resize(round_up(Tk, key_panel) * d);
+                pack_keys(k, d, Tk, d, keys.data());
+            }
             for (std::size_t r0 = 0; r0 < T; r0 += block_rows) {
                 const std::size_t rows = std::min(block_rows, T - r0);
-                // the keys some row of the block sees: [first, last)
+                // the keys some row of the block sees: [first, last), first on a panel's
+                // start for the kernels
                 const std::size_t last = causal ? offset + r0 + rows : Tk;
-                const std::size_t first = window && offset + r0 + 1 > window ? offset + r0 + 1 - window : 0;
-                const std::size_t cols = last - first;
+                std::size_t first = window && offset + r0 + 1 > window ? offset + r0 + 1 - window : 0;
+                if (vector) first = first / key_panel * key_panel;
+                const std::size_t cols = last - first, lds = vector ? round_up(cols, key_panel) : cols;
                 float* s = block.data();
-                sgemm(false, true, rows, cols, d, 1.0f, q + r0 * d, d, k + first * d, d, 0.0f, s, cols);
+#if defined(ATTNWALK_HAVE_AVX2)
+                if (vector)
+                    scores_avx512(rows, d, q + r0 * d, d, keys.data() + first * d, lds / key_panel, s, lds);
+                else
+#endif
+                    sgemm(false, true, rows, cols, d, 1.0f, q + r0 * d, d, k + first * d, d, 0.0f, s, lds);
                 for (std::size_t i = 0; i < rows; ++i) {
-                    float* row = s + i * cols;
+                    float* row = s + i * lds;
                     const std::size_t pos = offset + r0 + i;  // this query's key position
                     const std::size_t hi = causal ? pos + 1 : Tk;
                     const std::size_t lo = window && pos + 1 > window ? pos + 1 - window : 0;
@@ -238,7 +291,12 @@ Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scal
                     softmax_row(row + (lo - first), hi - lo, scale);
                     std::fill(row + (hi - first), row + cols, 0.0f);  // the future
                 }
-                sgemm(false, false, rows, d, cols, 1.0f, s, cols, v + first * d, d, 0.0f, out + r0 * H * d, H * d);
+#if defined(ATTNWALK_HAVE_AVX2)
+                if (vector)
+                    weighted_values_avx512(rows, cols, d, s, lds, v + first * d, d, out + r0 * H * d, H * d);
+                else
+#endif
+                    sgemm(false, false, rows, d, cols, 1.0f, s, lds, v + first * d, d, 0.0f, out + r0 * H * d, H * d);
             }
         }
     };

@@ -74,6 +74,24 @@ float exp_row_avx512(float* row, std::size_t n, float max);
 #endif
 bool has_avx512();
 
+// Attention's two products for one head on AVX-512F (has_avx512; kernels_avx512.cpp), where
+// a BLAS would pack both operands of every block and zero its output first:
+// - pack_keys: keys [0, n) of K[n × d, ldk] as panels of 32 keys, panel c holding
+//   out[c·d·32 + p·32 + j] = K[32c + j, p] (zeros past n);
+// - scores_avx512: S[rows × 32·panels, lds] = Q[rows × d, ldq]·Kᵀ for the first `panels`
+//   panels (columns past n are 0);
+// - weighted_values_avx512: O[rows × d, ldo] = P[rows × n, ldp]·V[n × d, ldv]; d a multiple
+//   of 16.
+// Every element is summed over its products in order with fused multiply-adds.
+inline constexpr std::size_t key_panel = 32;
+void pack_keys(const float* k, std::size_t ldk, std::size_t n, std::size_t d, float* out);
+#if defined(ATTNWALK_HAVE_AVX2)
+void scores_avx512(std::size_t rows, std::size_t d, const float* q, std::size_t ldq, const float* keys, std::size_t panels, float* s,
+                   std::size_t lds);
+void weighted_values_avx512(std::size_t rows, std::size_t n, std::size_t d, const float* p, std::size_t ldp, const float* v,
+                            std::size_t ldv, float* out, std::size_t ldo);
+#endif
+
 // Minimum, maximum and sum of one row (a summary's statistics of queries, keys, values and
 // outputs). The sum runs in 8 lanes, lane q adding elements q, q + 8, … in order, then
 // ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), then the tail past the last whole

@@ -8,6 +8,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels.hpp"
@@ -58,6 +59,120 @@ __attribute__((target("avx512f"))) float exp_row_avx512(float* row, std::size_t 
     float l[8];
     _mm256_storeu_ps(l, sum);
     return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7])) + exp_scalar_row(row, n, max, m);
+}
+
+}  // namespace attnwalk::fast
+
+// ---- attention's two products ------------------------------------------------------------
+
+namespace attnwalk::fast {
+
+namespace {
+
+// MR rows of S by one panel of 32 keys, in 2·MR registers: each element summed over p in
+// order with fused multiply-adds.
+template <int MR>
+__attribute__((target("avx512f"))) void scores_tile(std::size_t d, const float* q, std::size_t ldq,
+                                                                         const float* panel, float* s, std::size_t lds) {
+    __m512 acc[MR][2];
+    for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (std::size_t p = 0; p < d; ++p) {
+        const __m512 b0 = _mm512_loadu_ps(panel + p * key_panel), b1 = _mm512_loadu_ps(panel + p * key_panel + 16);
+        for (int r = 0; r < MR; ++r) {
+            const __m512 a = _mm512_set1_ps(q[r * ldq + p]);
+            acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+        }
+    }
+    for (int r = 0; r < MR; ++r) {
+        _mm512_storeu_ps(s + r * lds, acc[r][0]);
+        _mm512_storeu_ps(s + r * lds + 16, acc[r][1]);
+    }
+}
+
+// MR rows of P·V and NR·16 of its columns in MR·NR registers, over keys [j0, j1): each
+// element's sum continues in order from what `out` holds (from 0 when j0 = 0).
+template <int MR, int NR>
+__attribute__((target("avx512f"))) void values_tile(std::size_t j0, std::size_t j1, const float* p, std::size_t ldp, const float* v,
+                                                    std::size_t ldv, float* out, std::size_t ldo) {
+    __m512 acc[MR][NR];
+    for (int r = 0; r < MR; ++r)
+        for (int c = 0; c < NR; ++c) acc[r][c] = j0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(out + r * ldo + 16 * c);
+    for (std::size_t j = j0; j < j1; ++j) {
+        __m512 b[NR];
+        for (int c = 0; c < NR; ++c) b[c] = _mm512_loadu_ps(v + j * ldv + 16 * c);
+        for (int r = 0; r < MR; ++r) {
+            const __m512 a = _mm512_set1_ps(p[r * ldp + j]);
+            for (int c = 0; c < NR; ++c) acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
+        }
+    }
+    for (int r = 0; r < MR; ++r)
+        for (int c = 0; c < NR; ++c) _mm512_storeu_ps(out + r * ldo + 16 * c, acc[r][c]);
+}
+
+template <int NR>
+void values_rows(std::size_t rows, std::size_t j0, std::size_t j1, const float* p, std::size_t ldp, const float* v, std::size_t ldv,
+                 float* out, std::size_t ldo) {
+    constexpr int MR = 6;
+    std::size_t i = 0;
+    for (; i + MR <= rows; i += MR) values_tile<MR, NR>(j0, j1, p + i * ldp, ldp, v, ldv, out + i * ldo, ldo);
+    switch (rows - i) {
+        case 5: values_tile<5, NR>(j0, j1, p + i * ldp, ldp, v, ldv, out + i * ldo, ldo); break;
+        case 4: values_tile<4, NR>(j0, j1, p + i * ldp, ldp, v, ldv, out + i * ldo, ldo); break;
+        case 3: values_tile<3, NR>(j0, j1, p + i * ldp, ldp, v, ldv, out + i * ldo, ldo); break;
+        case 2: values_tile<2, NR>(j0, j1, p + i * ldp, ldp, v, ldv, out + i * ldo, ldo); break;
+        case 1: values_tile<1, NR>(j0, j1, p + i * ldp, ldp, v, ldv, out + i * ldo, ldo); break;
+        default: break;
+    }
+}
+
+}  // namespace
+
+void scores_avx512(std::size_t rows, std::size_t d, const float* q, std::size_t ldq, const float* keys, std::size_t panels, float* s,
+                   std::size_t lds) {
+    constexpr std::size_t MR = 12;
+    for (std::size_t c = 0; c < panels; ++c) {  // a panel (d × 32 floats) stays in L1 while every row takes it
+        const float* panel = keys + c * d * key_panel;
+        float* sc = s + c * key_panel;
+        std::size_t i = 0;
+        for (; i + MR <= rows; i += MR) scores_tile<MR>(d, q + i * ldq, ldq, panel, sc + i * lds, lds);
+        const float* qi = q + i * ldq;
+        float* si = sc + i * lds;
+        switch (rows - i) {
+            case 11: scores_tile<11>(d, qi, ldq, panel, si, lds); break;
+            case 10: scores_tile<10>(d, qi, ldq, panel, si, lds); break;
+            case 9: scores_tile<9>(d, qi, ldq, panel, si, lds); break;
+            case 8: scores_tile<8>(d, qi, ldq, panel, si, lds); break;
+            case 7: scores_tile<7>(d, qi, ldq, panel, si, lds); break;
+            case 6: scores_tile<6>(d, qi, ldq, panel, si, lds); break;
+            case 5: scores_tile<5>(d, qi, ldq, panel, si, lds); break;
+            case 4: scores_tile<4>(d, qi, ldq, panel, si, lds); break;
+            case 3: scores_tile<3>(d, qi, ldq, panel, si, lds); break;
+            case 2: scores_tile<2>(d, qi, ldq, panel, si, lds); break;
+            case 1: scores_tile<1>(d, qi, ldq, panel, si, lds); break;
+            default: break;
+        }
+    }
+}
+
+void weighted_values_avx512(std::size_t rows, std::size_t n, std::size_t d, const float* p, std::size_t ldp, const float* v,
+                            std::size_t ldv, float* out, std::size_t ldo) {
+    // Keys in chunks whose rows of V (chunk × d floats) stay in L1 while every tile of rows
+    // takes them; each element's sum goes on in order across the chunks.
+    const std::size_t chunk = std::max<std::size_t>(16, 8192 / d);
+    for (std::size_t j0 = 0; j0 < n; j0 += chunk) {
+        const std::size_t j1 = std::min(n, j0 + chunk);
+        for (std::size_t c0 = 0; c0 < d; c0 += 64) {
+            const float* vc = v + c0;
+            float* oc = out + c0;
+            switch (std::min<std::size_t>(64, d - c0) / 16) {
+                case 4: values_rows<4>(rows, j0, j1, p, ldp, vc, ldv, oc, ldo); break;
+                case 3: values_rows<3>(rows, j0, j1, p, ldp, vc, ldv, oc, ldo); break;
+                case 2: values_rows<2>(rows, j0, j1, p, ldp, vc, ldv, oc, ldo); break;
+                default: values_rows<1>(rows, j0, j1, p, ldp, vc, ldv, oc, ldo); break;
+            }
+        }
+    }
 }
 
 }  // namespace attnwalk::fast

@@ -84,6 +84,12 @@ RowStats row_stats_scalar(const float* v, std::size_t n) {
     return r;
 }
 
+void pack_keys(const float* k, std::size_t ldk, std::size_t n, std::size_t d, float* out) {
+    for (std::size_t c0 = 0; c0 < n; c0 += key_panel, out += d * key_panel)
+        for (std::size_t p = 0; p < d; ++p)
+            for (std::size_t c = 0; c < key_panel; ++c) out[p * key_panel + c] = c0 + c < n ? k[(c0 + c) * ldk + p] : 0.0f;
+}
+
 RowStats row_stats(const float* v, std::size_t n) {
 #if defined(ATTNWALK_HAVE_AVX2)
     if (has_avx2()) return row_stats_avx2(v, n);

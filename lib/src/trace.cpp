@@ -93,19 +93,43 @@ void Summary::add_row_sum(double sum) {
     has_row_sums = true;
 }
 
-void summarise(Trace& trace) {
-    for (auto& step : trace.steps) {
-        if (step.summarised) continue;
-        step.summary.add_all(step.tensor.data.data(), step.tensor.data.size());
-        for (float v : step.row_sum.data) step.summary.add_row_sum(v);
-        if (&step != &trace.steps.back()) {  // the final result keeps its numbers
-            step.tensor.data = {};
-            step.tensor.integers = {};
-        }
-        step.row_sum = Tensor{};
-        step.expansion.clear();
-        step.summarised = true;
+namespace {
+
+void summarise_step(Trace& trace, Step& step) {
+    if (step.summarised) return;
+    step.summary.add_all(step.tensor.data.data(), step.tensor.data.size());
+    for (float v : step.row_sum.data) step.summary.add_row_sum(v);
+    if (&step != &trace.steps.back()) {  // the final result keeps its numbers
+        step.tensor.data = {};
+        step.tensor.integers = {};
     }
+    step.row_sum = Tensor{};
+    step.expansion.clear();
+    step.summarised = true;
+}
+
+}  // namespace
+
+void summarise(Trace& trace) {
+    for (auto& step : trace.steps) summarise_step(trace, step);
+}
+
+std::vector<std::size_t> share_steps(const Trace& trace, std::size_t parts) {
+    std::vector<std::size_t> order(trace.steps.size()), owner(trace.steps.size(), 0);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    const auto size = [&](std::size_t i) { return trace.steps[i].tensor.data.size(); };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return size(a) > size(b); });
+    std::vector<std::size_t> load(std::max<std::size_t>(parts, 1), 0);
+    for (std::size_t i : order) {
+        owner[i] = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+        load[owner[i]] += size(i) + 1;
+    }
+    return owner;
+}
+
+void summarise(Trace& trace, const std::vector<std::size_t>& owner, std::size_t worker, std::size_t workers) {
+    for (std::size_t i = 0; i < trace.steps.size(); ++i)
+        if (owner.at(i) % workers == worker) summarise_step(trace, trace.steps[i]);
 }
 
 Trace check_finite(Trace trace) {

@@ -85,13 +85,15 @@ TEST_SUITE("kernels") {
                     for (float& x : v) x = normal(gen);
                     std::vector<float> packed(lds * d), s(rows * lds, NAN);
                     pack_keys(k.data(), ld, n, d, packed.data());
-                    scores_avx512(rows, d, q.data(), ld, packed.data(), panels, s.data(), lds);
+                    scores_avx512(rows, d, q.data(), ld, packed.data(), n, s.data(), lds);
                     std::size_t wrong = 0;
                     for (std::size_t i = 0; i < rows; ++i)
                         for (std::size_t j = 0; j < lds; ++j) {
-                            float want = 0.0f;
-                            if (j < n)
+                            float want = NAN;  // past n: not written
+                            if (j < n) {
+                                want = 0.0f;
                                 for (std::size_t p = 0; p < d; ++p) want = std::fma(q[i * ld + p], k[j * ld + p], want);
+                            }
                             wrong += std::memcmp(&want, &s[i * lds + j], sizeof want) != 0;
                         }
                     CHECK(wrong == 0);

@@ -136,5 +136,11 @@ Trace check_finite(Trace trace);
 // A summary: replaces every step's data (and row sums) by its Summary. Shapes stay; the
 // last step (the command's result) keeps its data as well.
 void summarise(Trace& trace);
+// The same shared out: share_steps gives each step an owner among `parts` (the largest step
+// first, each to the least loaded part); summarise(trace, owner, worker, workers) does the
+// steps whose owner % workers is `worker`. Called by every worker at once, they summarise
+// the whole trace between them, each step as summarise alone would.
+std::vector<std::size_t> share_steps(const Trace& trace, std::size_t parts);
+void summarise(Trace& trace, const std::vector<std::size_t>& owner, std::size_t worker, std::size_t workers);
 
 }  // namespace attnwalk

@@ -98,7 +98,10 @@ void charge_forward_time(Trace& trace, const Forward& f) {
 Trace finish(Trace trace, const Recording& recording, const Forward* f) {
     if (f) charge_forward_time(trace, *f);
     trace = check_finite(std::move(trace));
-    if (recording.summary) summarise(trace);
+    if (recording.summary) {  // the steps shared out over the cores: T×T tensors take a while
+        const std::vector<std::size_t> owner = share_steps(trace, cores());
+        on_every_core([&](std::size_t worker, std::size_t workers) { summarise(trace, owner, worker, workers); });
+    }
     trace.timed = recording.summary || recording.timing;
     if (trace.timed) trace.backend = blas_backend();
     return trace;

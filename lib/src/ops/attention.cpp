@@ -1,6 +1,7 @@
 #include "attnwalk/ops/attention.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -14,6 +15,7 @@
 #include "attnwalk/ops/mask.hpp"
 #include "attnwalk/ops/scores.hpp"
 #include "attnwalk/ops/softmax.hpp"
+#include "kernels.hpp"
 
 namespace attnwalk {
 
@@ -204,10 +206,26 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     f.scale = spec.scale.value_or(w ? static_cast<float>(std::sqrt(static_cast<double>(d_h))) : 1.0f);
     if (!(std::isfinite(f.scale) && f.scale > 0.0f)) throw UsageError("the scale must be a positive finite number");
     f.scores = fresh<4>({B, H, R, T});
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t h = 0; h < H; ++h)
-            sgemm(false, true, R, T, d_h, 1.0f, &f.qh(b, h, f.row0, 0), d_h, &f.kh(b, h / group, 0, 0), d_h, 0.0f,
-                  &f.scores(b, h, 0, 0), T);
+    const bool kernels = fast::use_attention_kernels(d_h, R);
+    if (kernels) {
+#if defined(ATTNWALK_HAVE_AVX2)
+        std::atomic<std::size_t> next{0};  // the heads shared out over the cores
+        on_every_core([&](std::size_t, std::size_t) {
+            std::vector<float> keys;
+            for (std::size_t task; (task = next++) < B * H;) {
+                const std::size_t b = task / H, h = task % H;
+                keys.resize((T + fast::key_panel - 1) / fast::key_panel * fast::key_panel * d_h);
+                fast::pack_keys(&f.kh(b, h / group, 0, 0), d_h, T, d_h, keys.data());
+                fast::scores_avx512(R, d_h, &f.qh(b, h, f.row0, 0), d_h, keys.data(), T, &f.scores(b, h, 0, 0), T);
+            }
+        });
+#endif
+    } else {
+        for (std::size_t b = 0; b < B; ++b)
+            for (std::size_t h = 0; h < H; ++h)
+                sgemm(false, true, R, T, d_h, 1.0f, &f.qh(b, h, f.row0, 0), d_h, &f.kh(b, h / group, 0, 0), d_h, 0.0f,
+                      &f.scores(b, h, 0, 0), T);
+    }
     f.seconds.scores = since(clock);
     const bool masking = spec.causal || f.window > 0;
     if (spec.until == Stage::scores && !masking && f.scale == 1.0f && !spec.scale_factor && !spec.bias) return;
@@ -296,10 +314,29 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     // ---- each head's context, concatenated, projected ---------------------------------------
     const Hyper& a = f.final_weights();
     f.head_outputs = fresh<4>({B, H, R, d_h});
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t h = 0; h < H; ++h)
-            sgemm(false, false, R, d_h, T, 1.0f, &a(b, h, 0, 0), T, &f.vh(b, h / group, 0, 0), d_h, 0.0f,
-                  &f.head_outputs(b, h, 0, 0), d_h);
+    if (kernels) {
+#if defined(ATTNWALK_HAVE_AVX2)
+        // Causal (and no added mask): a block of rows sees keys up to its last row only, the
+        // weights past them are exact zeros, so their products are skipped.
+        constexpr std::size_t block = 128;
+        const bool triangle = spec.causal && !spec.bias;
+        std::atomic<std::size_t> next{0};
+        const std::size_t blocks = (R + block - 1) / block;
+        on_every_core([&](std::size_t, std::size_t) {
+            for (std::size_t task; (task = next++) < B * H * blocks;) {
+                const std::size_t bh = task / blocks, b = bh / H, h = bh % H, r0 = task % blocks * block, n = std::min(block, R - r0);
+                const std::size_t cols = triangle ? std::min(T, first + r0 + n) : T;
+                fast::weighted_values_avx512(n, cols, d_h, &a(b, h, r0, 0), T, &f.vh(b, h / group, 0, 0), d_h,
+                                             &f.head_outputs(b, h, r0, 0), d_h);
+            }
+        });
+#endif
+    } else {
+        for (std::size_t b = 0; b < B; ++b)
+            for (std::size_t h = 0; h < H; ++h)
+                sgemm(false, false, R, d_h, T, 1.0f, &a(b, h, 0, 0), T, &f.vh(b, h / group, 0, 0), d_h, 0.0f,
+                      &f.head_outputs(b, h, 0, 0), d_h);
+    }
     f.context = merge_heads(f.head_outputs);
     f.seconds.context = since(clock);
     f.output = w && w->out_proj ? project(f.context, *w->out_proj) : f.context;

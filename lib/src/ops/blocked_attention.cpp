@@ -68,17 +68,6 @@ void linear_into(const Cube& x, const Linear& layer, float* y, std::size_t ldy) 
 
 std::size_t round_up(std::size_t n, std::size_t m) { return (n + m - 1) / m * m; }
 
-// The two products of a head through the AVX-512 kernels (kernels.hpp) rather than sgemm:
-// on a CPU with AVX-512F, for head widths of whole registers.
-bool products_avx512(std::size_t d_h) {
-#if defined(ATTNWALK_HAVE_AVX2)
-    return has_avx512() && d_h % 16 == 0;
-#else
-    (void)d_h;
-    return false;
-#endif
-}
-
 // Keys [0, n) of a head (rows of stride ld) as panels of 32 keys, and its values [0, n)
 // as n contiguous rows of d_h.
 void pack_head(const float* k, const float* v, std::size_t ld, std::size_t n, std::size_t d_h, std::vector<float>& keys,
@@ -142,7 +131,7 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
             }
     });
     std::atomic<std::size_t> next{0};
-    const bool vector = products_avx512(d_h);
+    const bool vector = use_attention_kernels(d_h, T);
     auto work = [&](Worker& wk) {
         wk.block.resize(block_rows * round_up(T, key_panel));
         for (std::size_t task; (task = next++) < B * H;) {
@@ -164,7 +153,7 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
                 auto t = Clock::now();
 #if defined(ATTNWALK_HAVE_AVX2)
                 if (vector)
-                    scores_avx512(rows, d_h, qh + r0 * ld, ld, wk.packed_keys.data(), lds / key_panel, s, lds);
+                    scores_avx512(rows, d_h, qh + r0 * ld, ld, wk.packed_keys.data(), cols, s, lds);
                 else
 #endif
                     sgemm(false, true, rows, cols, d_h, 1.0f, qh + r0 * ld, ld, kh, ld, 0.0f, s, lds);
@@ -254,7 +243,7 @@ Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scal
     Cube z = fresh<3>({B, T, H * d});  // the heads' outputs, already concatenated
     const std::size_t threads = std::min<std::size_t>(cores(), B * H);
     std::atomic<std::size_t> next{0};
-    const bool vector = products_avx512(d) && T >= key_panel;  // a few rows (decoding): packing would cost what the products do
+    const bool vector = use_attention_kernels(d, T);
     auto work = [&] {
         std::vector<float> block(block_rows * round_up(Tk, key_panel)), keys;
         for (std::size_t task; (task = next++) < B * H;) {
@@ -278,7 +267,7 @@ Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scal
                 float* s = block.data();
 #if defined(ATTNWALK_HAVE_AVX2)
                 if (vector)
-                    scores_avx512(rows, d, q + r0 * d, d, keys.data() + first * d, lds / key_panel, s, lds);
+                    scores_avx512(rows, d, q + r0 * d, d, keys.data() + first * d, cols, s, lds);
                 else
 #endif
                     sgemm(false, true, rows, cols, d, 1.0f, q + r0 * d, d, k + first * d, d, 0.0f, s, lds);

@@ -78,15 +78,19 @@ bool has_avx512();
 // a BLAS would pack both operands of every block and zero its output first:
 // - pack_keys: keys [0, n) of K[n × d, ldk] as panels of 32 keys, panel c holding
 //   out[c·d·32 + p·32 + j] = K[32c + j, p] (zeros past n);
-// - scores_avx512: S[rows × 32·panels, lds] = Q[rows × d, ldq]·Kᵀ for the first `panels`
-//   panels (columns past n are 0);
+// - scores_avx512: S[rows × cols, lds] = Q[rows × d, ldq]·Kᵀ for keys [0, cols) of the
+//   packed ones;
 // - weighted_values_avx512: O[rows × d, ldo] = P[rows × n, ldp]·V[n × d, ldv]; d a multiple
 //   of 16.
 // Every element is summed over its products in order with fused multiply-adds.
+// use_attention_kernels: whether these kernels take a head's products on this CPU, for
+// heads of d values (whole registers) and `rows` query rows (at least a panel's worth:
+// for fewer, packing would cost what the products do).
 inline constexpr std::size_t key_panel = 32;
+bool use_attention_kernels(std::size_t d, std::size_t rows);
 void pack_keys(const float* k, std::size_t ldk, std::size_t n, std::size_t d, float* out);
 #if defined(ATTNWALK_HAVE_AVX2)
-void scores_avx512(std::size_t rows, std::size_t d, const float* q, std::size_t ldq, const float* keys, std::size_t panels, float* s,
+void scores_avx512(std::size_t rows, std::size_t d, const float* q, std::size_t ldq, const float* keys, std::size_t cols, float* s,
                    std::size_t lds);
 void weighted_values_avx512(std::size_t rows, std::size_t n, std::size_t d, const float* p, std::size_t ldp, const float* v,
                             std::size_t ldv, float* out, std::size_t ldo);

@@ -70,10 +70,10 @@ namespace attnwalk::fast {
 namespace {
 
 // MR rows of S by one panel of 32 keys, in 2·MR registers: each element summed over p in
-// order with fused multiply-adds.
+// order with fused multiply-adds; the columns of m0 and m1 stored.
 template <int MR>
-__attribute__((target("avx512f"))) void scores_tile(std::size_t d, const float* q, std::size_t ldq,
-                                                                         const float* panel, float* s, std::size_t lds) {
+__attribute__((target("avx512f"))) void scores_tile(std::size_t d, const float* q, std::size_t ldq, const float* panel, float* s,
+                                                    std::size_t lds, __mmask16 m0, __mmask16 m1) {
     __m512 acc[MR][2];
     for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (std::size_t p = 0; p < d; ++p) {
@@ -85,8 +85,8 @@ __attribute__((target("avx512f"))) void scores_tile(std::size_t d, const float* 
         }
     }
     for (int r = 0; r < MR; ++r) {
-        _mm512_storeu_ps(s + r * lds, acc[r][0]);
-        _mm512_storeu_ps(s + r * lds + 16, acc[r][1]);
+        _mm512_mask_storeu_ps(s + r * lds, m0, acc[r][0]);
+        _mm512_mask_storeu_ps(s + r * lds + 16, m1, acc[r][1]);
     }
 }
 
@@ -128,28 +128,31 @@ void values_rows(std::size_t rows, std::size_t j0, std::size_t j1, const float* 
 
 }  // namespace
 
-void scores_avx512(std::size_t rows, std::size_t d, const float* q, std::size_t ldq, const float* keys, std::size_t panels, float* s,
+void scores_avx512(std::size_t rows, std::size_t d, const float* q, std::size_t ldq, const float* keys, std::size_t cols, float* s,
                    std::size_t lds) {
     constexpr std::size_t MR = 12;
-    for (std::size_t c = 0; c < panels; ++c) {  // a panel (d × 32 floats) stays in L1 while every row takes it
-        const float* panel = keys + c * d * key_panel;
-        float* sc = s + c * key_panel;
+    for (std::size_t c0 = 0; c0 < cols; c0 += key_panel) {  // a panel (d × 32 floats) stays in L1 while every row takes it
+        const float* panel = keys + c0 * d;
+        const std::size_t left = std::min(key_panel, cols - c0);
+        const auto m0 = static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1),
+                   m1 = static_cast<__mmask16>(left >= 32 ? 0xFFFF : left > 16 ? (1u << (left - 16)) - 1 : 0);
+        float* sc = s + c0;
         std::size_t i = 0;
-        for (; i + MR <= rows; i += MR) scores_tile<MR>(d, q + i * ldq, ldq, panel, sc + i * lds, lds);
+        for (; i + MR <= rows; i += MR) scores_tile<MR>(d, q + i * ldq, ldq, panel, sc + i * lds, lds, m0, m1);
         const float* qi = q + i * ldq;
         float* si = sc + i * lds;
         switch (rows - i) {
-            case 11: scores_tile<11>(d, qi, ldq, panel, si, lds); break;
-            case 10: scores_tile<10>(d, qi, ldq, panel, si, lds); break;
-            case 9: scores_tile<9>(d, qi, ldq, panel, si, lds); break;
-            case 8: scores_tile<8>(d, qi, ldq, panel, si, lds); break;
-            case 7: scores_tile<7>(d, qi, ldq, panel, si, lds); break;
-            case 6: scores_tile<6>(d, qi, ldq, panel, si, lds); break;
-            case 5: scores_tile<5>(d, qi, ldq, panel, si, lds); break;
-            case 4: scores_tile<4>(d, qi, ldq, panel, si, lds); break;
-            case 3: scores_tile<3>(d, qi, ldq, panel, si, lds); break;
-            case 2: scores_tile<2>(d, qi, ldq, panel, si, lds); break;
-            case 1: scores_tile<1>(d, qi, ldq, panel, si, lds); break;
+            case 11: scores_tile<11>(d, qi, ldq, panel, si, lds, m0, m1); break;
+            case 10: scores_tile<10>(d, qi, ldq, panel, si, lds, m0, m1); break;
+            case 9: scores_tile<9>(d, qi, ldq, panel, si, lds, m0, m1); break;
+            case 8: scores_tile<8>(d, qi, ldq, panel, si, lds, m0, m1); break;
+            case 7: scores_tile<7>(d, qi, ldq, panel, si, lds, m0, m1); break;
+            case 6: scores_tile<6>(d, qi, ldq, panel, si, lds, m0, m1); break;
+            case 5: scores_tile<5>(d, qi, ldq, panel, si, lds, m0, m1); break;
+            case 4: scores_tile<4>(d, qi, ldq, panel, si, lds, m0, m1); break;
+            case 3: scores_tile<3>(d, qi, ldq, panel, si, lds, m0, m1); break;
+            case 2: scores_tile<2>(d, qi, ldq, panel, si, lds, m0, m1); break;
+            case 1: scores_tile<1>(d, qi, ldq, panel, si, lds, m0, m1); break;
             default: break;
         }
     }

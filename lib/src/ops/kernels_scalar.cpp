@@ -90,6 +90,8 @@ void pack_keys(const float* k, std::size_t ldk, std::size_t n, std::size_t d, fl
             for (std::size_t c = 0; c < key_panel; ++c) out[p * key_panel + c] = c0 + c < n ? k[(c0 + c) * ldk + p] : 0.0f;
 }
 
+bool use_attention_kernels(std::size_t d, std::size_t rows) { return has_avx512() && d % 16 == 0 && rows >= key_panel; }
+
 RowStats row_stats(const float* v, std::size_t n) {
 #if defined(ATTNWALK_HAVE_AVX2)
     if (has_avx2()) return row_stats_avx2(v, n);

@@ -116,8 +116,8 @@ PointText point_text(BlockPoint p, const std::string& L, const Words& w) {
 // attention with mha's ids, and for the view every layer's weights.
 class PromptTap : public DecoderTap {
 public:
-    PromptTap(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const DecoderConfig& config, std::size_t T)
-        : rec_(rec), spec_(spec), info_(info), config_(config), words_(words_of(config)), T_(T) {
+    PromptTap(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const DecoderConfig& config, std::size_t T, bool summary)
+        : rec_(rec), spec_(spec), info_(info), config_(config), words_(words_of(config)), T_(T), summary_(summary) {
         if (spec.view) grid = xt::xtensor<float, 5>::from_shape({1, info.layers, info.heads, T, T});
     }
     xt::xtensor<float, 5> grid;  // (1,L,H,T,T): every layer's weights, for the view
@@ -194,9 +194,16 @@ public:
             rec_.mask_from_here(std::nullopt);
             rec_.add("head_outputs", "Its context vectors", "Z_h = A_h·V" + group, Cube(xt::view(f.head_outputs, xt::all(), h)), tokens_features);
         } else {
-            rec_.add("scores", "Scores of every head", "ω_h = Q_h·K" + group + "ᵀ", f.scores, head_tokens_tokens);
-            rec_.mask_from_here(CellMask{true, f.window});
-            rec_.add_with_row_sums("weights", kind + " of every head (" + Hs + " heads of " + dh + ")", formula, f.weights, head_tokens_tokens);
+            const std::string weights_title = kind + " of every head (" + Hs + " heads of " + dh + ")";
+            if (summary_) {  // H·T² numbers each: summed where they are
+                rec_.add_summarised("scores", "Scores of every head", "ω_h = Q_h·K" + group + "ᵀ", f.scores, head_tokens_tokens);
+                rec_.mask_from_here(CellMask{true, f.window});
+                rec_.add_summarised("weights", weights_title, formula, f.weights, head_tokens_tokens, true);
+            } else {
+                rec_.add("scores", "Scores of every head", "ω_h = Q_h·K" + group + "ᵀ", f.scores, head_tokens_tokens);
+                rec_.mask_from_here(CellMask{true, f.window});
+                rec_.add_with_row_sums("weights", weights_title, formula, f.weights, head_tokens_tokens);
+            }
             rec_.mask_from_here(std::nullopt);
             rec_.add("head_outputs", "Each head's context vectors", "Z_h = A_h·V" + group, f.head_outputs, head_tokens_features);
         }
@@ -218,6 +225,7 @@ private:
     const DecoderConfig& config_;
     Words words_;
     std::size_t T_;
+    bool summary_;  // a summary: the shown layer's T×T steps kept as their statistics only
 };
 
 // One generated token's pass: the shown layer's cache and its new row of attention.
@@ -465,7 +473,7 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
         id_step.note = "The checkpoint also holds " + std::to_string(info.unused.size()) + " tensor" +
                        (info.unused.size() == 1 ? "" : "s") + " this model does not use: " + names + ".";
     }
-    PromptTap tap(rec, spec, info, m.weights.config, T);
+    PromptTap tap(rec, spec, info, m.weights.config, T, recording.summary);
     DecoderCache cache = make_cache(m.weights.config);
     const Cube xf = decoder_forward(m.weights, ids, spec.generate ? &cache : nullptr, &tap);
     if (spec.view) record_view(rec, spec, info, m.weights.config, tap.grid, T);

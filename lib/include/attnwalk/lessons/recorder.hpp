@@ -35,6 +35,24 @@ public:
         step.row_sum = per_batch(to_trace(row_sums(t)));
         return step;
     }
+    // The step add (with `row_sums`: add_with_row_sums) then summarise would make, without
+    // copying the tensor: for a summary, where a T×T tensor of every head would otherwise
+    // be copied into the trace only to be summed.
+    template <std::size_t N>
+    Step& add_summarised(std::string id, std::string title, std::string formula, const xt::xtensor<float, N>& t,
+                         std::vector<Axis> axes, bool with_row_sums = false) {
+        Summary summary;
+        summary.add_all(t.data(), t.size());
+        if (with_row_sums)
+            for (float v : row_sums(t)) summary.add_row_sum(v);
+        Tensor shape_only;
+        shape_only.shape.assign(t.shape().begin(), t.shape().end());
+        Step& step = push(std::move(id), std::move(title), std::move(formula), per_batch(std::move(shape_only)), with_batch(std::move(axes)));
+        step.summary = summary;
+        step.summarised = true;
+        return step;
+    }
+
     // A tensor without a batch axis (a mask, a weight matrix, a scalar).
     Step& add_plain(std::string id, std::string title, std::string formula, Tensor t, std::vector<Axis> axes) {
         return push(std::move(id), std::move(title), std::move(formula), std::move(t), std::move(axes));

@@ -74,7 +74,7 @@ TEST_SUITE("kernels") {
         std::normal_distribution<float> normal(0.0f, 1.0f);
         for (std::size_t d : {16, 48, 64, 80, 128}) {
             for (std::size_t rows : {1, 5, 12, 13, 30}) {
-                for (std::size_t n : {1, 31, 32, 33, 200, 700}) {
+                for (std::size_t n : {0, 1, 31, 32, 33, 200, 700}) {
                     CAPTURE(d);
                     CAPTURE(rows);
                     CAPTURE(n);

@@ -61,11 +61,7 @@ __attribute__((target("avx512f"))) float exp_row_avx512(float* row, std::size_t 
     return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7])) + exp_scalar_row(row, n, max, m);
 }
 
-}  // namespace attnwalk::fast
-
 // ---- attention's two products ------------------------------------------------------------
-
-namespace attnwalk::fast {
 
 namespace {
 
@@ -160,8 +156,12 @@ void scores_avx512(std::size_t rows, std::size_t d, const float* q, std::size_t 
 
 void weighted_values_avx512(std::size_t rows, std::size_t n, std::size_t d, const float* p, std::size_t ldp, const float* v,
                             std::size_t ldv, float* out, std::size_t ldo) {
-    // Keys in chunks whose rows of V (chunk × d floats) stay in L1 while every tile of rows
-    // takes them; each element's sum goes on in order across the chunks.
+    // Keys in chunks whose rows of V (chunk × d floats, 32 KB) stay in L1 while every tile
+    // of rows takes them; each element's sum goes on in order across the chunks.
+    if (n == 0) {  // no keys: sums of nothing
+        for (std::size_t i = 0; i < rows; ++i) std::fill(out + i * ldo, out + i * ldo + d, 0.0f);
+        return;
+    }
     const std::size_t chunk = std::max<std::size_t>(16, 8192 / d);
     for (std::size_t j0 = 0; j0 < n; j0 += chunk) {
         const std::size_t j1 = std::min(n, j0 + chunk);

@@ -12,13 +12,20 @@
 
 using namespace attnwalk::fast;
 
+namespace {
+
+// Whether the CPU has the instructions a test needs; says so when it skips.
+bool cpu_has(bool has, const char* what) {
+    if (!has) MESSAGE("this CPU has no " << what << ": skipped");
+    return has;
+}
+
+}  // namespace
+
 TEST_SUITE("kernels") {
 #if defined(ATTNWALK_HAVE_AVX2)
     TEST_CASE("kernels.exp_row_avx512_gives_the_avx2_bits") {
-        if (!has_avx512()) {
-            MESSAGE("this CPU has no AVX-512F: skipped");
-            return;
-        }
+        if (!cpu_has(has_avx512(), "AVX-512F")) return;
         std::mt19937 gen(7);
         std::normal_distribution<float> normal(0.0f, 6.0f);
         std::size_t rows = 0;
@@ -44,10 +51,7 @@ TEST_SUITE("kernels") {
     }
 
     TEST_CASE("kernels.row_stats_avx2_gives_the_scalar_bits") {
-        if (!has_avx2_fma()) {
-            MESSAGE("this CPU has no AVX2: skipped");
-            return;
-        }
+        if (!cpu_has(has_avx2_fma(), "AVX2")) return;
         std::mt19937 gen(11);
         std::normal_distribution<float> normal(0.0f, 3.0f);
         for (std::size_t n : {1, 5, 8, 9, 16, 63, 64, 65, 768, 1001}) {
@@ -66,10 +70,7 @@ TEST_SUITE("kernels") {
     TEST_CASE("kernels.attention_products_sum_in_order") {
         // Against the plain loop: each element a chain of fused multiply-adds over p (or j) in
         // order, so the same bits; rows and widths that leave every kind of remainder.
-        if (!has_avx512()) {
-            MESSAGE("this CPU has no AVX-512F: skipped");
-            return;
-        }
+        if (!cpu_has(has_avx512(), "AVX-512F")) return;
         std::mt19937 gen(3);
         std::normal_distribution<float> normal(0.0f, 1.0f);
         for (std::size_t d : {16, 48, 64, 80, 128}) {
@@ -83,8 +84,8 @@ TEST_SUITE("kernels") {
                     for (float& x : q) x = normal(gen);
                     for (float& x : k) x = normal(gen);
                     for (float& x : v) x = normal(gen);
-                    std::vector<float> packed(lds * d), s(rows * lds, NAN);
-                    pack_keys(k.data(), ld, n, d, packed.data());
+                    std::vector<float> packed, s(rows * lds, NAN);
+                    pack_keys(k.data(), ld, n, d, packed);
                     scores_avx512(rows, d, q.data(), ld, packed.data(), n, s.data(), lds);
                     std::size_t wrong = 0;
                     for (std::size_t i = 0; i < rows; ++i)

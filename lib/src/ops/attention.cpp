@@ -207,24 +207,22 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     if (!(std::isfinite(f.scale) && f.scale > 0.0f)) throw UsageError("the scale must be a positive finite number");
     f.scores = fresh<4>({B, H, R, T});
     const bool kernels = fast::use_attention_kernels(d_h, R);
-    if (kernels) {
-#if defined(ATTNWALK_HAVE_AVX2)
-        std::atomic<std::size_t> next{0};  // the heads shared out over the cores
+    if (kernels) {  // the heads shared out over the cores, each head's keys packed once
+        std::atomic<std::size_t> next{0};
         on_every_core([&](std::size_t, std::size_t) {
             std::vector<float> keys;
             for (std::size_t task; (task = next++) < B * H;) {
                 const std::size_t b = task / H, h = task % H;
-                keys.resize((T + fast::key_panel - 1) / fast::key_panel * fast::key_panel * d_h);
-                fast::pack_keys(&f.kh(b, h / group, 0, 0), d_h, T, d_h, keys.data());
-                fast::scores_avx512(R, d_h, &f.qh(b, h, f.row0, 0), d_h, keys.data(), T, &f.scores(b, h, 0, 0), T);
+                const float* k = &f.kh(b, h / group, 0, 0);
+                fast::pack_keys(k, d_h, T, d_h, keys);
+                fast::head_scores(true, R, T, d_h, &f.qh(b, h, f.row0, 0), d_h, k, d_h, keys.data(), &f.scores(b, h, 0, 0), T);
             }
         });
-#endif
-    } else {
+    } else {  // head by head, each product split over the cores
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t h = 0; h < H; ++h)
-                sgemm(false, true, R, T, d_h, 1.0f, &f.qh(b, h, f.row0, 0), d_h, &f.kh(b, h / group, 0, 0), d_h, 0.0f,
-                      &f.scores(b, h, 0, 0), T);
+                fast::head_scores(false, R, T, d_h, &f.qh(b, h, f.row0, 0), d_h, &f.kh(b, h / group, 0, 0), d_h, nullptr,
+                                  &f.scores(b, h, 0, 0), T);
     }
     f.seconds.scores = since(clock);
     const bool masking = spec.causal || f.window > 0;
@@ -315,7 +313,6 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     const Hyper& a = f.final_weights();
     f.head_outputs = fresh<4>({B, H, R, d_h});
     if (kernels) {
-#if defined(ATTNWALK_HAVE_AVX2)
         // Causal (and no added mask): a block of rows sees keys up to its last row only, the
         // weights past them are exact zeros, so their products are skipped.
         constexpr std::size_t block = 128;
@@ -326,16 +323,14 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
             for (std::size_t task; (task = next++) < B * H * blocks;) {
                 const std::size_t bh = task / blocks, b = bh / H, h = bh % H, r0 = task % blocks * block, n = std::min(block, R - r0);
                 const std::size_t cols = triangle ? std::min(T, first + r0 + n) : T;
-                fast::weighted_values_avx512(n, cols, d_h, &a(b, h, r0, 0), T, &f.vh(b, h / group, 0, 0), d_h,
-                                             &f.head_outputs(b, h, r0, 0), d_h);
+                fast::head_values(true, n, cols, d_h, &a(b, h, r0, 0), T, &f.vh(b, h / group, 0, 0), d_h, &f.head_outputs(b, h, r0, 0),
+                                  d_h);
             }
         });
-#endif
     } else {
         for (std::size_t b = 0; b < B; ++b)
             for (std::size_t h = 0; h < H; ++h)
-                sgemm(false, false, R, d_h, T, 1.0f, &a(b, h, 0, 0), T, &f.vh(b, h / group, 0, 0), d_h, 0.0f,
-                      &f.head_outputs(b, h, 0, 0), d_h);
+                fast::head_values(false, R, T, d_h, &a(b, h, 0, 0), T, &f.vh(b, h / group, 0, 0), d_h, &f.head_outputs(b, h, 0, 0), d_h);
     }
     f.context = merge_heads(f.head_outputs);
     f.seconds.context = since(clock);

@@ -196,6 +196,29 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
     });
 }
 
+namespace fast {
+
+void head_scores(bool kernels, std::size_t rows, std::size_t cols, std::size_t d, const float* q, std::size_t ldq, const float* k,
+                 std::size_t ldk, const float* packed, float* s, std::size_t lds) {
+#if defined(ATTNWALK_HAVE_AVX2)
+    if (kernels) return scores_avx512(rows, d, q, ldq, packed, cols, s, lds);
+#endif
+    (void)kernels;
+    (void)packed;
+    sgemm(false, true, rows, cols, d, 1.0f, q, ldq, k, ldk, 0.0f, s, lds);
+}
+
+void head_values(bool kernels, std::size_t rows, std::size_t cols, std::size_t d, const float* p, std::size_t ldp, const float* v,
+                 std::size_t ldv, float* out, std::size_t ldo) {
+#if defined(ATTNWALK_HAVE_AVX2)
+    if (kernels) return weighted_values_avx512(rows, cols, d, p, ldp, v, ldv, out, ldo);
+#endif
+    (void)kernels;
+    sgemm(false, false, rows, d, cols, 1.0f, p, ldp, v, ldv, 0.0f, out, ldo);
+}
+
+}  // namespace fast
+
 WorkerShare worker_share(std::size_t n, std::size_t worker, std::size_t workers, std::size_t align) {
     const std::size_t chunk = ((n + workers - 1) / workers + align - 1) / align * align;
     const std::size_t begin = std::min(n, worker * chunk);

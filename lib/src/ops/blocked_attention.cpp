@@ -72,9 +72,8 @@ std::size_t round_up(std::size_t n, std::size_t m) { return (n + m - 1) / m * m;
 // as n contiguous rows of d_h.
 void pack_head(const float* k, const float* v, std::size_t ld, std::size_t n, std::size_t d_h, std::vector<float>& keys,
                std::vector<float>& values) {
-    keys.resize(round_up(n, key_panel) * d_h);
+    pack_keys(k, ld, n, d_h, keys);
     values.resize(n * d_h);
-    pack_keys(k, ld, n, d_h, keys.data());
     for (std::size_t j = 0; j < n; ++j) std::copy(v + j * ld, v + j * ld + d_h, values.data() + j * d_h);
 }
 
@@ -151,12 +150,7 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
                 const std::size_t lds = vector ? round_up(cols, key_panel) : cols;
                 float* s = wk.block.data();
                 auto t = Clock::now();
-#if defined(ATTNWALK_HAVE_AVX2)
-                if (vector)
-                    scores_avx512(rows, d_h, qh + r0 * ld, ld, wk.packed_keys.data(), cols, s, lds);
-                else
-#endif
-                    sgemm(false, true, rows, cols, d_h, 1.0f, qh + r0 * ld, ld, kh, ld, 0.0f, s, lds);
+                head_scores(vector, rows, cols, d_h, qh + r0 * ld, ld, kh, ld, wk.packed_keys.data(), s, lds);
                 wk.gemm_scores += since(t);
                 t = Clock::now();
                 for (std::size_t i = 0; i < rows; ++i) {
@@ -170,12 +164,10 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
                 }
                 wk.softmax += since(t);
                 t = Clock::now();
-#if defined(ATTNWALK_HAVE_AVX2)
-                if (vector)
-                    weighted_values_avx512(rows, cols, d_h, s, lds, wk.packed_values.data(), d_h, zh + r0 * d_out, d_out);
+                if (vector)  // the head's values packed too: rows of d_h
+                    head_values(true, rows, cols, d_h, s, lds, wk.packed_values.data(), d_h, zh + r0 * d_out, d_out);
                 else
-#endif
-                    sgemm(false, false, rows, d_h, cols, 1.0f, s, lds, vh, ld, 0.0f, zh + r0 * d_out, d_out);
+                    head_values(false, rows, cols, d_h, s, lds, vh, ld, zh + r0 * d_out, d_out);
                 for (std::size_t i = 0; i < rows; ++i) wk.outputs.add_row(zh + (r0 + i) * d_out, d_h);
                 wk.gemm_values += since(t);
             }
@@ -252,10 +244,7 @@ Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scal
             const float* k = &kh(b, g, 0, 0);
             const float* v = &vh(b, g, 0, 0);
             float* out = z.data() + b * T * H * d + h * d;
-            if (vector) {
-                keys.resize(round_up(Tk, key_panel) * d);
-                pack_keys(k, d, Tk, d, keys.data());
-            }
+            if (vector) pack_keys(k, d, Tk, d, keys);
             for (std::size_t r0 = 0; r0 < T; r0 += block_rows) {
                 const std::size_t rows = std::min(block_rows, T - r0);
                 // the keys some row of the block sees: [first, last), first on a panel's
@@ -265,12 +254,7 @@ Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scal
                 if (vector) first = first / key_panel * key_panel;
                 const std::size_t cols = last - first, lds = vector ? round_up(cols, key_panel) : cols;
                 float* s = block.data();
-#if defined(ATTNWALK_HAVE_AVX2)
-                if (vector)
-                    scores_avx512(rows, d, q + r0 * d, d, keys.data() + first * d, cols, s, lds);
-                else
-#endif
-                    sgemm(false, true, rows, cols, d, 1.0f, q + r0 * d, d, k + first * d, d, 0.0f, s, lds);
+                head_scores(vector, rows, cols, d, q + r0 * d, d, k + first * d, d, keys.data() + first * d, s, lds);
                 for (std::size_t i = 0; i < rows; ++i) {
                     float* row = s + i * lds;
                     const std::size_t pos = offset + r0 + i;  // this query's key position
@@ -280,12 +264,7 @@ Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scal
                     softmax_row(row + (lo - first), hi - lo, scale);
                     std::fill(row + (hi - first), row + cols, 0.0f);  // the future
                 }
-#if defined(ATTNWALK_HAVE_AVX2)
-                if (vector)
-                    weighted_values_avx512(rows, cols, d, s, lds, v + first * d, d, out + r0 * H * d, H * d);
-                else
-#endif
-                    sgemm(false, false, rows, d, cols, 1.0f, s, lds, v + first * d, d, 0.0f, out + r0 * H * d, H * d);
+                head_values(vector, rows, cols, d, s, lds, v + first * d, d, out + r0 * H * d, H * d);
             }
         }
     };

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <utility>
+#include <vector>
 
 namespace attnwalk::fast {
 
@@ -76,8 +77,8 @@ bool has_avx512();
 
 // Attention's two products for one head on AVX-512F (has_avx512; kernels_avx512.cpp), where
 // a BLAS would pack both operands of every block and zero its output first:
-// - pack_keys: keys [0, n) of K[n × d, ldk] as panels of 32 keys, panel c holding
-//   out[c·d·32 + p·32 + j] = K[32c + j, p] (zeros past n);
+// - pack_keys: keys [0, n) of K[n × d, ldk] as panels of 32 keys into `out` (resized),
+//   panel c holding out[c·d·32 + p·32 + j] = K[32c + j, p] (zeros past n);
 // - scores_avx512: S[rows × cols, lds] = Q[rows × d, ldq]·Kᵀ for keys [0, cols) of the
 //   packed ones;
 // - weighted_values_avx512: O[rows × d, ldo] = P[rows × n, ldp]·V[n × d, ldv]; d a multiple
@@ -88,13 +89,21 @@ bool has_avx512();
 // for fewer, packing would cost what the products do).
 inline constexpr std::size_t key_panel = 32;
 bool use_attention_kernels(std::size_t d, std::size_t rows);
-void pack_keys(const float* k, std::size_t ldk, std::size_t n, std::size_t d, float* out);
+void pack_keys(const float* k, std::size_t ldk, std::size_t n, std::size_t d, std::vector<float>& out);
 #if defined(ATTNWALK_HAVE_AVX2)
 void scores_avx512(std::size_t rows, std::size_t d, const float* q, std::size_t ldq, const float* keys, std::size_t cols, float* s,
                    std::size_t lds);
 void weighted_values_avx512(std::size_t rows, std::size_t n, std::size_t d, const float* p, std::size_t ldp, const float* v,
                             std::size_t ldv, float* out, std::size_t ldo);
 #endif
+// A head's two products where attention computes them: with `kernels` (use_attention_kernels
+// said yes) on the kernels above, reading the keys from `packed` (pack_keys of K) and V as
+// given; else through sgemm on K[cols × d, ldk] and V[cols × d, ldv] (blas.cpp).
+// S[rows × cols, lds] = Q[rows × d, ldq]·Kᵀ, and O[rows × d, ldo] = P[rows × cols, ldp]·V.
+void head_scores(bool kernels, std::size_t rows, std::size_t cols, std::size_t d, const float* q, std::size_t ldq, const float* k,
+                 std::size_t ldk, const float* packed, float* s, std::size_t lds);
+void head_values(bool kernels, std::size_t rows, std::size_t cols, std::size_t d, const float* p, std::size_t ldp, const float* v,
+                 std::size_t ldv, float* out, std::size_t ldo);
 
 // Minimum, maximum and sum of one row (a summary's statistics of queries, keys, values and
 // outputs). The sum runs in 8 lanes, lane q adding elements q, q + 8, … in order, then

@@ -84,10 +84,12 @@ RowStats row_stats_scalar(const float* v, std::size_t n) {
     return r;
 }
 
-void pack_keys(const float* k, std::size_t ldk, std::size_t n, std::size_t d, float* out) {
-    for (std::size_t c0 = 0; c0 < n; c0 += key_panel, out += d * key_panel)
+void pack_keys(const float* k, std::size_t ldk, std::size_t n, std::size_t d, std::vector<float>& out) {
+    out.resize((n + key_panel - 1) / key_panel * key_panel * d);
+    float* panel = out.data();
+    for (std::size_t c0 = 0; c0 < n; c0 += key_panel, panel += d * key_panel)
         for (std::size_t p = 0; p < d; ++p)
-            for (std::size_t c = 0; c < key_panel; ++c) out[p * key_panel + c] = c0 + c < n ? k[(c0 + c) * ldk + p] : 0.0f;
+            for (std::size_t c = 0; c < key_panel; ++c) panel[p * key_panel + c] = c0 + c < n ? k[(c0 + c) * ldk + p] : 0.0f;
 }
 
 bool use_attention_kernels(std::size_t d, std::size_t rows) { return has_avx512() && d % 16 == 0 && rows >= key_panel; }

@@ -45,12 +45,8 @@ public:
         summary.add_all(t.data(), t.size());
         if (with_row_sums)
             for (float v : row_sums(t)) summary.add_row_sum(v);
-        Tensor shape_only;
-        shape_only.shape.assign(t.shape().begin(), t.shape().end());
-        Step& step = push(std::move(id), std::move(title), std::move(formula), per_batch(std::move(shape_only)), with_batch(std::move(axes)));
-        step.summary = summary;
-        step.summarised = true;
-        return step;
+        return add_summary(std::move(id), std::move(title), std::move(formula), {t.shape().begin() + 1, t.shape().end()}, t.shape(0),
+                           std::move(axes), summary);
     }
 
     // A tensor without a batch axis (a mask, a weight matrix, a scalar).

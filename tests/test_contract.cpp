@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attnwalk/lessons/catalogue.hpp"
+#include "attnwalk/model/family.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;
@@ -53,6 +54,34 @@ TEST_SUITE("contract") {
                                                  narrating, true, files);
         CHECK(files > 30);
         CHECK_MESSAGE(found.empty(), "ops/ and model/ compute; recording steps is the lessons' work:\n" << found);
+    }
+
+    TEST_CASE("contract.no_family_name_outside_the_family_files") {
+        // A family is data (model/family.hpp): nothing but its own file says its name, so
+        // nothing else can branch on it. The one exception is the gpt2 command, named after
+        // the family it reads a bare checkpoint of.
+        std::string names;
+        for (const attnwalk::FamilySpec* f : attnwalk::families()) {
+            names += (names.empty() ? "" : "|") + f->model_type;
+            for (const auto& [refused, why] : f->refused_types) names += "|" + refused;
+        }
+        const std::regex literal("\"(" + names + ")\"");
+        const std::regex command_name(R"(add_subcommand\("gpt2"|trace\.command = "gpt2";)");
+        std::string found;
+        for (const std::string& dir : {"lib", "app"})
+            for (const auto& entry : fs::recursive_directory_iterator(test::source_path(dir))) {
+                if (!entry.is_regular_file() || entry.path().parent_path().filename() == "families") continue;
+                std::ifstream in(entry.path());
+                std::size_t n = 0;
+                for (std::string line; std::getline(in, line);) {
+                    ++n;
+                    const std::string code = line.substr(0, line.find("//"));
+                    if (std::regex_search(code, literal) && !std::regex_search(code, command_name))
+                        found += entry.path().string() + ":" + std::to_string(n) + ": " + line + "\n";
+                }
+            }
+        CHECK(attnwalk::families().size() >= 8);
+        CHECK_MESSAGE(found.empty(), "a family's name outside lib/src/model/families/ (read the spec's fields instead):\n" << found);
     }
 
     TEST_CASE("contract.catalogue_is_what_docs_json_md_documents") {

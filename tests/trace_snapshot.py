@@ -124,7 +124,9 @@ def compare(before_path, after_path):
             bs = {s.get("id"): s for s in bd.get("steps", [])}
             as_ = {s.get("id"): s for s in ad.get("steps", [])}
             where = [i for i in bs if bs[i] != as_.get(i)] + [i for i in as_ if i not in bs]
-            print(f"json differs: {args}: steps {where[:8]}" + ("" if where else " (outside the steps)"))
+            fields = sorted({k for i in where for k in set(bs.get(i, {})) | set(as_.get(i, {}))
+                             if bs.get(i, {}).get(k) != as_.get(i, {}).get(k)})
+            print(f"json differs: {args}: steps {where[:8]}" + (f" in {fields}" if where else " (outside the steps)"))
             differ += 1
     n_json = sum("json" in e for e in before.values())
     print(f"{len(before)} command lines (text) and {n_json} JSON documents compared; {differ} differ")

@@ -8,6 +8,7 @@
 #include "attnwalk/io/bpe.hpp"
 #include "attnwalk/io/tokenizer.hpp"
 #include "attnwalk/errors.hpp"
+#include "attnwalk/model/family.hpp"
 #include "attnwalk/model/model.hpp"
 #include "commands.hpp"
 #include "data_files.hpp"
@@ -136,15 +137,15 @@ Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model,
 }  // namespace
 
 void add_model(CLI::App& cli, Shell& shell) {
-    CLI::App* sub = cli.add_subcommand("model", "A Hugging Face model folder (Llama 3, SmolLM2, Qwen2/3, Gemma 3, GPT-2): every layer, one in full, the next token.");
+    CLI::App* sub = cli.add_subcommand("model", "A Hugging Face model folder (Llama 3, Qwen, Gemma 3, OLMo, SmolLM, GPT-2): every layer, one in full, the next token.");
     sub->footer("Examples:\n"
                 "  attnwalk model --model tests/data/models/tiny_llama --text \"the cat sat on the mat\"   # its tokenizer.json\n"
                 "  attnwalk model --model tests/data/models/tiny_gemma3 --text \"the cat sat on the mat\" --layer 2 --steps weights\n"
                 "  attnwalk model --model tests/data/models/tiny_qwen3 --ids 3,1,4,1,5 --layer 2 --steps 'queries_normed,rope_angles,weights'\n"
                 "  attnwalk model --model tests/data/models/tiny_gemma3 --ids 1,2,3,4,5,6,7,8 --view --compact\n"
                 "  attnwalk model --model DIR --ids 1,2,3 --generate 4 --steps 'generated_ids,max_difference'\n"
-                "The family comes from config.json's model_type: gpt2, llama, qwen2, qwen3, gemma3_text.\n"
-                "See docs/models.md for where to get each family's folder.\n");
+                "The family comes from config.json's model_type: " + supported_families() + ".\n"
+                "See docs/families.md for where to get each family's folder.\n");
     add_shell_options(*sub, shell, true, InputKind::prompt);
     auto o = std::make_shared<ModelOptions>();
     sub->add_option("--model", o->model, "Hugging Face model folder: config.json and model.safetensors (or its shards), tokenizer.json")
@@ -206,7 +207,9 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
                 } catch (const UsageError&) {
                 }
             }
-            return walk_prompt(shell, *o, model, bpe.get());
+            Trace trace = walk_prompt(shell, *o, model, bpe.get());
+            trace.command = "gpt2";
+            return trace;
         };
     });
 }

@@ -35,7 +35,7 @@ TEST_SUITE("model") {
     TEST_CASE("model.a_folder_names_its_family_and_config") {
         const Model m = load_model(test::source_path("tests/data/models/tiny_gemma3"));
         const DecoderConfig& c = m->weights.config;
-        CHECK(c.family == "gemma3_text");
+        CHECK(c.family->model_type == "gemma3_text");
         CHECK(c.norm == NormKind::rms_norm);
         CHECK(c.mlp == MlpKind::geglu_tanh);
         CHECK(c.positions == PositionKind::rope);
@@ -55,6 +55,58 @@ TEST_SUITE("model") {
         CHECK(llama->weights.config.layer_attention[0].rope->scaling.kind == RopeScaling::Kind::llama3);
     }
 
+    TEST_CASE("model.a_family_is_read_from_its_spec") {
+        // OLMo 2: post-norm, QK-norm over the whole projections
+        const Model olmo2 = load_model(test::source_path("tests/data/models/tiny_olmo2"));
+        const BlockWeights& b = olmo2->weights.blocks.front();
+        CHECK(olmo2->weights.config.family->placement == NormPlacement::post);
+        CHECK((!b.norm_1 && !b.norm_2 && b.attention_norm && b.mlp_norm));
+        CHECK(b.attn.qk_norm_whole);
+        CHECK(b.attn.q_norm->size() == 4 * 8);
+        CHECK(b.attn.k_norm->size() == 2 * 8);
+        // OLMo 3: three sliding layers and a full one; YaRN on the full layer only
+        const Model olmo3 = load_model(test::source_path("tests/data/models/tiny_olmo3"));
+        const auto& la = olmo3->weights.config.layer_attention;
+        REQUIRE(la.size() == 4);
+        CHECK(la[0].window == std::optional<std::size_t>(3));
+        CHECK(!la[3].window);
+        CHECK(la[0].rope->scaling.kind == RopeScaling::Kind::none);
+        CHECK(la[3].rope->scaling.kind == RopeScaling::Kind::yarn);
+        CHECK(la[3].rope->scaling.original_context == 16.0);
+        CHECK(olmo3->files.size() == 2);
+        // SmolLM3: no_rope_layers [1, 1, 1, 0]
+        const Model smol = load_model(test::source_path("tests/data/models/tiny_smollm3"));
+        const auto& sl = smol->weights.config.layer_attention;
+        CHECK((sl[0].rope && sl[2].rope && !sl[3].rope));
+        CHECK(smol->weights.config.tied_head);
+        // every family the registry lists is found by its model_type
+        for (const FamilySpec* f : families()) CHECK(find_family(f->model_type) == f);
+        CHECK(find_family("mistral") == nullptr);
+    }
+
+    TEST_CASE("model.yarn_and_partial_rotary_turn_as_hugging_face_does") {
+        // yarn: the frequencies between the ramp's ends are blended, cos and sin scaled
+        RopeParams p;
+        p.base = 500000.0;
+        p.scaling.kind = RopeScaling::Kind::yarn;
+        p.scaling.factor = 8.0;
+        p.scaling.original_context = 16.0;
+        const Rope yarn = rope_tables(8, 3, 0, p);
+        CHECK(yarn.attention_scaling == doctest::Approx(0.1 * std::log(8.0) + 1.0));
+        CHECK(yarn.cos(0, 0) == static_cast<float>(0.1 * std::log(8.0) + 1.0));  // cos 0 × the factor
+        // partial rotary: the features past rotary_dim pass unchanged
+        RopeParams half;
+        half.rotary_dim = 4;
+        const Rope r = rope_tables(8, 2, 0, half);
+        CHECK(r.dims() == 4);
+        Hyper x = Hyper::from_shape({1, 1, 2, 8});
+        for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(i + 1);
+        const Hyper y = apply_rope(x, r);
+        for (std::size_t c = 4; c < 8; ++c) CHECK(y(0, 0, 1, c) == x(0, 0, 1, c));
+        CHECK(y(0, 0, 1, 0) != x(0, 0, 1, 0));
+        CHECK_THROWS_AS(rope_tables(8, 2, 0, RopeParams{10000.0, {}, 9}), UsageError);
+    }
+
     TEST_CASE("model.a_gpt2_folder_is_the_gpt2_mapping") {
         const fs::path dir = fs::path(test::scratch()) / "gpt2";
         fs::create_directories(dir);
@@ -62,7 +114,7 @@ TEST_SUITE("model") {
         std::ofstream((dir / "config.json").string()) << R"({"model_type": "gpt2", "n_head": 4})";
         const Model m = load_model(dir.string());
         const Model direct = load_gpt2(test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors"), 4);
-        CHECK(m->weights.config.family == "gpt2");
+        CHECK(m->weights.config.family->model_type == "gpt2");
         CHECK(m->weights.config.heads == 4);
         const Cube a = decoder_forward(m->weights, {1, 2, 3}, nullptr, nullptr), b = decoder_forward(direct->weights, {1, 2, 3}, nullptr, nullptr);
         CHECK(std::equal(a.begin(), a.end(), b.begin()));
@@ -101,8 +153,8 @@ TEST_SUITE("model") {
                              doctest::Contains("holds layer 3"), InputError);
         CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_qwen3", [](json& c) { c["num_key_value_heads"] = 3; })),
                              doctest::Contains("3 key/value heads do not divide 4 query heads"), InputError);
-        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_llama", [](json& c) { c["rope_scaling"]["rope_type"] = "yarn"; })),
-                             doctest::Contains("rope_type \"yarn\" is not supported"), InputError);
+        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_llama", [](json& c) { c["rope_scaling"]["rope_type"] = "longrope"; })),
+                             doctest::Contains("rope_type \"longrope\" is not supported"), InputError);
         CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_gemma3", [](json& c) { c["final_logit_softcapping"] = 30.0; })),
                              doctest::Contains("soft-capping"), InputError);
         CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_qwen3", [](json& c) { c["hidden_size"] = 48; })),

@@ -62,31 +62,67 @@ std::string whole_or_number(double v) {
     return v == std::floor(v) && std::fabs(v) < 1e15 ? std::to_string(static_cast<long long>(v)) : format_number(v);
 }
 
-// The words of a family's names: GPT-2's (wte, ln_1, c_attn, c_proj) or the Hugging Face
-// names of Llama, Qwen and Gemma (embed_tokens, input_layernorm, q_proj, o_proj, ...).
+// A tensor's short name: "self_attn.o_proj" -> "o_proj", "wte.weight" -> "wte".
+std::string short_name(std::string name) {
+    if (name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0) name.resize(name.size() - 7);
+    const std::size_t dot = name.rfind('.');
+    return dot == std::string::npos ? name : name.substr(dot + 1);
+}
+// A weight's symbol in formulas: "c_fc" -> "W_fc", "gate_proj" -> "W_gate".
+std::string weight_symbol(const std::string& name) {
+    std::string s = short_name(name);
+    if (s.rfind("c_", 0) == 0) s = s.substr(2);
+    if (s.size() > 5 && s.compare(s.size() - 5, 5, "_proj") == 0) s.resize(s.size() - 5);
+    return "W_" + s;
+}
+
+// The words of a family's parts, from its spec (model/family.hpp): its tensors' names
+// (wte, ln_1, c_attn, c_proj; embed_tokens, input_layernorm, q_proj, o_proj), its norm,
+// where the norms sit, its activation, and how its math is written.
 struct Words {
-    bool gpt2 = true;
-    std::string embed = "wte", norm = "LayerNorm", norm_1 = "ln_1", norm_2 = "ln_2", out = "c_proj", final_norm = "ln_f";
-    std::string mlp_hidden_title = "The MLP's hidden layer (4C), after GELU", mlp_hidden = "GELU(ln_2(x)·W_fc + b_fc)";
-    std::string mlp = "hidden·W_proj + b_proj";
+    const FamilySpec* family = nullptr;
+    bool fused = false;  // one fused Q | K | V tensor (c_attn)
+    bool pre = true, post = false;  // norms before the sublayers, after them
+    std::string embed, norm, norm_1, norm_2, post_attention, post_mlp, out, final_norm, fused_qkv;
+    std::string n1, n2;  // the norms in formulas
+    std::string t;       // "ᵀ" for Linear's [out, in] weights, "" for x·W
+    std::string mlp_hidden_title, mlp_hidden, mlp;
     std::string scale;  // what the scores are divided by, when not √d_h
 };
 
-Words words_of(const DecoderConfig& c) {
+Words words_of(const DecoderConfig& c, const DecoderWeights* weights = nullptr) {
+    const FamilySpec& f = *c.family;
+    const TensorNames& n = f.names;
     Words w;
-    if (c.family == "gpt2") return w;
-    w.gpt2 = false;
-    w.embed = "embed_tokens";
-    w.norm = "RMSNorm";
-    w.norm_1 = "input_layernorm";
-    w.norm_2 = c.mlp == MlpKind::geglu_tanh ? "pre_feedforward_layernorm" : "post_attention_layernorm";
-    w.out = "o_proj";
-    w.final_norm = "norm";
-    const std::string act = c.mlp == MlpKind::swiglu ? "SiLU" : "GELU_tanh";
-    w.mlp_hidden_title = "The MLP's hidden layer: " + act + "(gate_proj) ⊙ up_proj";
-    w.mlp_hidden = act + "(m·W_gateᵀ) ⊙ (m·W_upᵀ)";
-    w.mlp = "hidden·W_downᵀ";
-    if (c.attention_scale) w.scale = format_number(*c.attention_scale) + " (√query_pre_attn_scalar)";
+    w.family = &f;
+    w.fused = !n.fused_qkv.empty();
+    w.pre = f.placement != NormPlacement::post;
+    w.post = f.placement != NormPlacement::pre;
+    w.embed = short_name(n.embed);
+    w.norm = f.norm_words();
+    w.norm_1 = n.pre_attention_norm;
+    w.norm_2 = n.pre_mlp_norm;
+    w.post_attention = n.post_attention_norm;
+    w.post_mlp = n.post_mlp_norm;
+    w.out = short_name(n.out);
+    w.final_norm = n.final_norm;
+    w.fused_qkv = short_name(n.fused_qkv);
+    w.n1 = f.norm_1_symbol;
+    w.n2 = f.norm_2_symbol;
+    w.t = f.math_xw ? "" : "ᵀ";
+    const bool bias = weights && !weights->blocks.empty() && weights->blocks.front().up.b.size() != 0;
+    const std::string act = c.mlp == MlpKind::swiglu ? "SiLU" : c.mlp == MlpKind::geglu_tanh ? "GELU_tanh" : "GELU";
+    const std::string in = w.pre ? "m" : "x";  // what the MLP reads: the normed stream, or the stream itself
+    if (gated(c.mlp)) {
+        w.mlp_hidden_title = "The MLP's hidden layer: " + act + "(" + short_name(n.gate) + ") ⊙ " + short_name(n.up);
+        w.mlp_hidden = act + "(" + in + "·" + weight_symbol(n.gate) + w.t + ") ⊙ (" + in + "·" + weight_symbol(n.up) + w.t + ")";
+    } else {
+        const std::size_t hidden = weights && !weights->blocks.empty() ? weights->blocks.front().up.out() : 4 * c.width;
+        w.mlp_hidden_title = "The MLP's hidden layer (" + (hidden == 4 * c.width ? std::string("4C") : std::to_string(hidden)) + "), after " + act;
+        w.mlp_hidden = act + "(" + (w.pre ? w.n2 + "(x)" : "x") + "·" + weight_symbol(n.up) + w.t + " + b_" + weight_symbol(n.up).substr(2) + ")";
+    }
+    w.mlp = "hidden·" + weight_symbol(n.down) + w.t + (bias ? " + b_" + weight_symbol(n.down).substr(2) : "");
+    if (c.attention_scale) w.scale = format_number(*c.attention_scale) + " (√" + f.fields.scale + ")";
     return w;
 }
 
@@ -95,18 +131,19 @@ struct PointText {
     std::string id, title, formula;
 };
 PointText point_text(BlockPoint p, const std::string& L, const Words& w) {
-    const std::string n1 = w.gpt2 ? "ln_1" : "norm_1", n2 = w.gpt2 ? "ln_2" : "norm_2";
+    const std::string attn = "attn(" + (w.pre ? w.n1 + "(x)" : std::string("x")) + ")", mlp = "mlp(" + (w.pre ? w.n2 + "(x)" : std::string("x")) + ")";
     switch (p) {
-        case BlockPoint::norm_1: return {"ln_1", "Layer " + L + ": " + w.norm + " before attention (" + w.norm_1 + ")", n1 + "(x)"};
-        case BlockPoint::attention: return {"attention", "Layer " + L + ": the attention's output", "attn(" + n1 + "(x))"};
+        case BlockPoint::norm_1: return {"ln_1", "Layer " + L + ": " + w.norm + " before attention (" + w.norm_1 + ")", w.n1 + "(x)"};
+        case BlockPoint::attention: return {"attention", "Layer " + L + ": the attention's output", attn};
         case BlockPoint::attention_norm:
-            return {"attention_norm", "RMSNorm of the attention's output (post_attention_layernorm)", "norm(attn(" + n1 + "(x)))"};
-        case BlockPoint::residual_1: return {"residual_1", "Residual: added to the layer's input", "x + attn(" + n1 + "(x))"};
-        case BlockPoint::norm_2: return {"ln_2", w.norm + " before the MLP (" + w.norm_2 + ")", n2 + "(x)"};
+            return {"attention_norm", w.norm + " of the attention's output (" + w.post_attention + ")", "norm(" + attn + ")"};
+        case BlockPoint::residual_1:
+            return {"residual_1", "Residual: added to the layer's input", "x + " + (w.post ? "norm(" + attn + ")" : attn)};
+        case BlockPoint::norm_2: return {"ln_2", w.norm + " before the MLP (" + w.norm_2 + ")", w.n2 + "(x)"};
         case BlockPoint::mlp_hidden: return {"mlp_hidden", w.mlp_hidden_title, w.mlp_hidden};
         case BlockPoint::mlp: return {"mlp", "The MLP's output", w.mlp};
-        case BlockPoint::mlp_norm: return {"mlp_norm", "RMSNorm of the MLP's output (post_feedforward_layernorm)", "norm(mlp(" + n2 + "(x)))"};
-        case BlockPoint::residual_2: return {"residual_2", "Layer " + L + "'s output", "x + mlp(" + n2 + "(x))"};
+        case BlockPoint::mlp_norm: return {"mlp_norm", w.norm + " of the MLP's output (" + w.post_mlp + ")", "norm(" + mlp + ")"};
+        case BlockPoint::residual_2: return {"residual_2", "Layer " + L + "'s output", "x + " + (w.post ? "norm(" + mlp + ")" : mlp)};
     }
     return {};
 }
@@ -116,8 +153,9 @@ PointText point_text(BlockPoint p, const std::string& L, const Words& w) {
 // attention with mha's ids, and for the view every layer's weights.
 class PromptTap : public DecoderTap {
 public:
-    PromptTap(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const DecoderConfig& config, std::size_t T, bool summary)
-        : rec_(rec), spec_(spec), info_(info), config_(config), words_(words_of(config)), T_(T), summary_(summary) {
+    PromptTap(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const DecoderWeights& weights, std::size_t T, bool summary)
+        : rec_(rec), spec_(spec), info_(info), weights_(weights), config_(weights.config), words_(words_of(weights.config, &weights)), T_(T),
+          summary_(summary) {
         if (spec.view) grid = xt::xtensor<float, 5>::from_shape({1, info.layers, info.heads, T, T});
     }
     xt::xtensor<float, 5> grid;  // (1,L,H,T,T): every layer's weights, for the view
@@ -143,37 +181,64 @@ public:
     void attention(std::size_t l, const Forward& f) override {
         if (spec_.view) xt::view(grid, 0, l) = xt::view(f.weights, 0);
         if (l != spec_.layer) return;
-        if (words_.gpt2) {
-            rec_.add("queries", "Layer " + std::to_string(l + 1) + ": queries (columns 0…C−1 of c_attn)", "Q = ln_1(x)·W_q + b_q", f.q, tokens_features);
-            rec_.add("keys", "Keys (columns C…2C−1 of c_attn)", "K = ln_1(x)·W_k + b_k", f.k, tokens_features);
-            rec_.add("values", "Values (columns 2C…3C−1 of c_attn)", "V = ln_1(x)·W_v + b_v", f.v, tokens_features);
+        const BlockWeights& bw = weights_.blocks[l];
+        const std::string in = words_.pre ? words_.n1 + "(x)" : "x", t = words_.t;
+        const auto bias = [&](const Linear& lin, const char* name) { return lin.b.size() != 0 ? std::string(" + b_") + name : std::string(); };
+        const std::string qf = "Q = " + in + "·W_q" + t + bias(bw.attn.query, "q"), kf = "K = " + in + "·W_k" + t + bias(bw.attn.key, "k"),
+                          vf = "V = " + in + "·W_v" + t + bias(bw.attn.value, "v");
+        const LayerAttention& la = config_.layer_attention[l];
+        if (words_.fused) {
+            rec_.add("queries", "Layer " + std::to_string(l + 1) + ": queries (columns 0…C−1 of " + words_.fused_qkv + ")", qf, f.q, tokens_features);
+            rec_.add("keys", "Keys (columns C…2C−1 of " + words_.fused_qkv + ")", kf, f.k, tokens_features);
+            rec_.add("values", "Values (columns 2C…3C−1 of " + words_.fused_qkv + ")", vf, f.v, tokens_features);
         } else {
-            const bool bias = config_.family == "qwen2";
+            const TensorNames& n = config_.family->names;
             const std::string H = std::to_string(f.heads), G = std::to_string(f.kv_heads), d = std::to_string(f.d_h);
-            rec_.add("queries", "Layer " + std::to_string(l + 1) + ": queries (q_proj: " + H + " heads of " + d + ")",
-                     std::string("Q = norm_1(x)·W_qᵀ") + (bias ? " + b_q" : ""), f.q, tokens_features);
-            Step& k = rec_.add("keys", "Keys (k_proj: " + G + " key/value head" + (f.kv_heads == 1 ? "" : "s") + " of " + d + ")", std::string("K = norm_1(x)·W_kᵀ") + (bias ? " + b_k" : ""),
+            Step& q = rec_.add("queries", "Layer " + std::to_string(l + 1) + ": queries (" + short_name(n.query) + ": " + H + " heads of " + d + ")", qf, f.q,
+                               tokens_features);
+            if (config_.positions == PositionKind::rope && !la.rope)
+                q.note = "This layer applies no RoPE (" + config_.family->fields.no_rope_layers +
+                         "): its queries and keys are not rotated, so its scores see no positions; the causal mask alone orders the tokens.";
+            Step& k = rec_.add("keys", "Keys (" + short_name(n.key) + ": " + G + " key/value head" + (f.kv_heads == 1 ? "" : "s") + " of " + d + ")", kf,
                                f.k, tokens_features);
             if (f.kv_heads < f.heads)
                 k.note = "Grouped-query attention: " + G + " key/value head" + (f.kv_heads == 1 ? "" : "s") + " for " + H + " query heads; query head h reads key/value head ⌈h / " +
                          std::to_string(f.heads / f.kv_heads) + "⌉ (both counted from 1).";
-            rec_.add("values", "Values (v_proj)", std::string("V = norm_1(x)·W_vᵀ") + (bias ? " + b_v" : ""), f.v, tokens_features);
+            rec_.add("values", "Values (" + short_name(n.value) + ")", vf, f.v, tokens_features);
             if (f.qk_normed) {
                 const Hyper& qn = f.rope ? f.qh_plain : f.qh;
                 const Hyper& kn = f.rope ? f.kh_plain : f.kh;
-                rec_.add("queries_normed", "QK-norm: RMSNorm of each head's queries (q_norm)", "q_norm(Q_h)", qn, head_tokens_features);
-                rec_.add("keys_normed", "And of each key head's keys (k_norm)", "k_norm(K_g)", kn, head_tokens_features);
+                if (bw.attn.qk_norm_whole) {
+                    rec_.add("queries_normed", "QK-norm: " + words_.norm + " over all the queries at once (" + short_name(n.q_norm) + ", H·d_h = " +
+                                                   std::to_string(f.heads * f.d_h) + " features), then split into heads",
+                             "q_norm(Q) split into heads", qn, head_tokens_features);
+                    rec_.add("keys_normed", "And over all the keys (" + short_name(n.k_norm) + ", G·d_h = " + std::to_string(f.kv_heads * f.d_h) + ")",
+                             "k_norm(K) split into heads", kn, head_tokens_features);
+                } else {
+                    rec_.add("queries_normed", "QK-norm: " + words_.norm + " of each head's queries (" + short_name(n.q_norm) + ")", "q_norm(Q_h)", qn,
+                             head_tokens_features);
+                    rec_.add("keys_normed", "And of each key head's keys (" + short_name(n.k_norm) + ")", "k_norm(K_g)", kn, head_tokens_features);
+                }
             }
             if (f.rope) {
-                const LayerAttention& la = config_.layer_attention[l];
+                const std::size_t rotated = f.rope->dims();
                 Step& a = rec_.add_plain("rope_angles", "RoPE: the angles, position × θ_i (base " + whole_or_number(la.rope->base) + ")",
-                                   "φ_p,i = p·θ_(i mod d_h/2)", to_trace(f.rope->angles), tokens_features);
-                a.note = "Hugging Face's layout (rotate_half): feature i is rotated with feature i + " + std::to_string(f.d_h / 2) +
-                         ", as the checkpoints store q_proj and k_proj.";
-                if (la.rope->scaling.kind == RopeScaling::Kind::llama3)
-                    a.note += " The frequencies are rescaled as Llama 3.1 does (rope_scaling llama3, factor " + format_number(la.rope->scaling.factor) + ").";
-                else if (la.rope->scaling.kind == RopeScaling::Kind::linear)
-                    a.note += " The frequencies are divided by " + format_number(la.rope->scaling.factor) + " (rope_scaling linear).";
+                                   "φ_p,i = p·θ_(i mod " + std::string(rotated == f.d_h ? "d_h" : "r") + "/2)", to_trace(f.rope->angles), tokens_features);
+                a.note = "Hugging Face's layout (rotate_half): feature i is rotated with feature i + " + std::to_string(rotated / 2) +
+                         ", as the checkpoints store " + short_name(n.query) + " and " + short_name(n.key) + ".";
+                if (rotated < f.d_h)
+                    a.note += " Partial rotary: only the first r = " + std::to_string(rotated) + " of the " + std::to_string(f.d_h) +
+                              " features of a head turn; the others pass unchanged.";
+                const RopeScaling& sc = la.rope->scaling;
+                if (sc.kind == RopeScaling::Kind::llama3)
+                    a.note += " The frequencies are rescaled as Llama 3.1 does (rope_scaling llama3, factor " + format_number(sc.factor) + ").";
+                else if (sc.kind == RopeScaling::Kind::linear)
+                    a.note += " The frequencies are divided by " + format_number(sc.factor) + " (rope_scaling linear).";
+                else if (sc.kind == RopeScaling::Kind::yarn)
+                    a.note += " YaRN (rope_scaling yarn, factor " + format_number(sc.factor) + "): the low frequencies are divided by the factor, the high ones kept, "
+                              "blended in between; cos and sin are multiplied by the attention factor " + format_number(f.rope->attention_scaling) + ".";
+                if (la.window && config_.layer_attention.size() > l && std::any_of(config_.layer_attention.begin(), config_.layer_attention.end(), [](const LayerAttention& o) { return !o.window; }))
+                    a.note += " A sliding-window layer: its RoPE is " + std::string(sc.kind == RopeScaling::Kind::none ? "not rescaled" : "rescaled too") + ".";
                 rec_.add("queries_rotated", "The queries after RoPE", "Q_h·cos + rotate_half(Q_h)·sin", f.qh, head_tokens_features);
                 rec_.add("keys_rotated", "The keys after RoPE", "K_g·cos + rotate_half(K_g)·sin", f.kh, head_tokens_features);
             }
@@ -208,7 +273,7 @@ public:
             rec_.add("head_outputs", "Each head's context vectors", "Z_h = A_h·V" + group, f.head_outputs, head_tokens_features);
         }
         rec_.add("context", "Heads concatenated", "Z", f.context, tokens_features);
-        rec_.add("output", "The attention's output: " + words_.out, words_.gpt2 ? "Z·W_o + b_o" : "Z·W_oᵀ", f.output, tokens_features);
+        rec_.add("output", "The attention's output: " + words_.out, "Z·W_o" + words_.t + bias(bw.attn.out_proj.value(), "o"), f.output, tokens_features);
     }
 
     void block(std::size_t l, BlockPoint p, const Cube& t) override {
@@ -222,6 +287,7 @@ private:
     Recorder& rec_;
     const ModelSpec& spec_;
     const ModelInfo& info_;
+    const DecoderWeights& weights_;
     const DecoderConfig& config_;
     Words words_;
     std::size_t T_;
@@ -320,7 +386,7 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
 void record_candidates(Recorder& rec, const ModelSpec& spec, const Mat& logits, const DecoderConfig& config) {
     const std::size_t V = logits.shape(1);
     const Words words = words_of(config);
-    const std::string head = config.tied_head ? words.embed : "lm_head";  // the token embeddings, or the file's own head
+    const std::string head = config.tied_head ? words.embed : short_name(config.family->names.head);  // the token embeddings, or the file's own head
     const Summary ls = summary_of(logits);
     rec.add_summary("logits", "The logits of the next token (last position × " + head + "ᵀ)", "logits = " + words.final_norm + "(x)_T·" + head + "ᵀ", {V}, 1,
                     {Axis::feature}, ls, false);
@@ -443,7 +509,7 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
         throw UsageError("heads are ranked by entropy, max_weight, first_token, previous_token or diagonal, not \"" + spec.sort + "\"");
 
     Trace trace;
-    trace.command = info.family;
+    trace.command = "model";  // the gpt2 command names itself
     trace.tokens = tokens;
     trace.set_param("model", info.file);
     trace.set_param("naming", info.naming);
@@ -473,11 +539,11 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
         id_step.note = "The checkpoint also holds " + std::to_string(info.unused.size()) + " tensor" +
                        (info.unused.size() == 1 ? "" : "s") + " this model does not use: " + names + ".";
     }
-    PromptTap tap(rec, spec, info, m.weights.config, T, recording.summary);
+    PromptTap tap(rec, spec, info, m.weights, T, recording.summary);
     DecoderCache cache = make_cache(m.weights.config);
     const Cube xf = decoder_forward(m.weights, ids, spec.generate ? &cache : nullptr, &tap);
     if (spec.view) record_view(rec, spec, info, m.weights.config, tap.grid, T);
-    const Words words = words_of(m.weights.config);
+    const Words words = words_of(m.weights.config, &m.weights);
     rec.add("ln_f", "The final " + words.norm + " (" + words.final_norm + ")", words.final_norm + "(x)", xf, tokens_features);
     const Mat logits = decoder_logits(m.weights, xf, T - 1);  // the last position's
     record_candidates(rec, spec, logits, m.weights.config);

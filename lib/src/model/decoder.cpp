@@ -11,10 +11,13 @@
 
 namespace attnwalk {
 
+const ModelInfo& info_of(const LoadedModel& model) { return model.info; }
+
 namespace {
 
 // The attention of one block on a = norm_1(x) (1,T,C): the blocked path when the tap
-// keeps nothing of it and no cache came before; else the one forward, on the cache.
+// keeps nothing of it and no cache came before; else the one forward, on the cache. Each
+// path hands the tap its Forward (the blocked ones without T×T tensors).
 Cube block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t layer, const Cube& a, std::size_t position0, KvCache* kv,
                      DecoderTap& tap) {
     ForwardSpec spec;
@@ -29,17 +32,24 @@ Cube block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t 
         const bool plain = !la.window && !la.rope && !c.attention_scale && !b.attn.q_norm && b.attn.key_heads() == b.attn.heads;
         if (plain) {  // GPT-2: the fused blocked path, projections included
             const fast::BlockedResult r = fast::blocked_attention(a, b.attn, true);
-            Cube out = Cube::from_shape({a.shape(0), a.shape(1), r.output.size() / (a.shape(0) * a.shape(1))});
-            std::copy(r.output.begin(), r.output.end(), out.begin());
+            Forward f;
+            f.causal = true;
+            f.output = Cube::from_shape({a.shape(0), a.shape(1), r.output.size() / (a.shape(0) * a.shape(1))});
+            std::copy(r.output.begin(), r.output.end(), f.output.begin());
             if (kv) kv->append(split_heads(project(a, b.attn.key), b.attn.key_heads()), split_heads(project(a, b.attn.value), b.attn.key_heads()));
-            return out;
+            tap.attention(layer, f);
+            return std::move(f.output);
         }
         // today's models: the heads as the forward makes them (QK-norm, RoPE), then the blocked core
-        const Forward f = project_heads(a, &b.attn, spec);
-        const float scale = c.attention_scale.value_or(static_cast<float>(std::sqrt(static_cast<double>(f.d_h))));
-        const Cube context = fast::blocked_heads(f.qh, f.kh, f.vh, scale, true, la.window.value_or(0));
+        Forward f = project_heads(a, &b.attn, spec);
+        f.causal = true;
+        f.window = la.window.value_or(0);
+        f.scale = c.attention_scale.value_or(static_cast<float>(std::sqrt(static_cast<double>(f.d_h))));
+        f.context = fast::blocked_heads(f.qh, f.kh, f.vh, f.scale, true, f.window);
         if (kv) kv->append(f.kh, f.vh);
-        return project(context, *b.attn.out_proj);
+        f.output = project(f.context, *b.attn.out_proj);
+        tap.attention(layer, f);
+        return std::move(f.output);
     }
     Forward f = project_heads(a, &b.attn, spec);
     if (kv && la.window && f.kh.shape(2) > 1) {
@@ -109,8 +119,11 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
     }
     for (std::size_t l = 0; l < c.layers; ++l) {
         const BlockWeights& b = w.blocks[l];
-        const Cube a = normalise(x, b.norm_1, c.norm, c.norm_eps);  // (1,T,C)
-        t.block(l, BlockPoint::norm_1, a);
+        Cube a = x;  // post-norm: the attention reads the residual stream itself
+        if (b.norm_1) {
+            a = normalise(x, *b.norm_1, c.norm, c.norm_eps);  // (1,T,C)
+            t.block(l, BlockPoint::norm_1, a);
+        }
         Cube attn = block_attention(c, b, l, a, p0, cache ? &cache->layers[l] : nullptr, t);  // (1,T,C)
         t.block(l, BlockPoint::attention, attn);
         if (b.attention_norm) {
@@ -119,8 +132,11 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
         }
         x += attn;
         t.block(l, BlockPoint::residual_1, x);
-        const Cube m = normalise(x, b.norm_2, c.norm, c.norm_eps);  // (1,T,C)
-        t.block(l, BlockPoint::norm_2, m);
+        Cube m = x;
+        if (b.norm_2) {
+            m = normalise(x, *b.norm_2, c.norm, c.norm_eps);  // (1,T,C)
+            t.block(l, BlockPoint::norm_2, m);
+        }
         const Cube hidden = mlp_hidden(m, c.mlp, b.up, gated(c.mlp) ? &b.gate : nullptr);  // (1,T,hidden)
         t.block(l, BlockPoint::mlp_hidden, hidden);
         Cube mlp = project(hidden, b.down);  // (1,T,C)

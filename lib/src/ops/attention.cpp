@@ -71,10 +71,46 @@ double since(Clock::time_point& t) {
 }  // namespace
 
 
-Rope rope_tables(std::size_t d, std::size_t T, std::size_t position0, const RopeParams& spec) {
+namespace {
+
+// YaRN's inverse frequencies and attention factor, as Hugging Face's _compute_yarn_parameters
+// computes them: the ramp's ends in double, everything of a dimension in float32.
+void yarn_frequencies(Rope& r, std::size_t d, double base, const RopeScaling& sc) {
+    const double pi = 3.14159265358979323846;
+    const auto correction_dim = [&](double rotations) {  // the dimension that turns `rotations` times over the original context
+        return (static_cast<double>(d) * std::log(sc.original_context / (rotations * 2.0 * pi))) / (2.0 * std::log(base));
+    };
+    double low = correction_dim(sc.beta_fast), high = correction_dim(sc.beta_slow);
+    if (sc.truncate) {
+        low = std::floor(low);
+        high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, static_cast<double>(d - 1));
+    if (low == high) high += 0.001;  // no singularity
+    const float factor = static_cast<float>(sc.factor), span = static_cast<float>(high - low), start = static_cast<float>(low);
+    for (std::size_t i = 0; i < d / 2; ++i) {
+        const float power = static_cast<float>(std::pow(base, static_cast<double>(static_cast<float>(2 * i) / static_cast<float>(d))));
+        const float extrapolation = 1.0f / power, interpolation = 1.0f / (factor * power);
+        const float ramp = std::clamp((static_cast<float>(i) - start) / span, 0.0f, 1.0f);
+        const float keep = 1.0f - ramp;  // the share of the unscaled frequency
+        r.inv_freq(i) = interpolation * (1.0f - keep) + extrapolation * keep;
+    }
+    const auto mscale = [](double scale, double m) { return scale <= 1.0 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; };
+    r.attention_scaling = static_cast<float>(sc.attention_factor.value_or(mscale(sc.factor, 1.0)));
+}
+
+}  // namespace
+
+Rope rope_tables(std::size_t head_dim, std::size_t T, std::size_t position0, const RopeParams& spec) {
     const double base = spec.base;
     const RopeScaling& sc = spec.scaling;
-    if (d % 2 != 0) throw UsageError("RoPE rotates pairs of features: the head size d_h = " + std::to_string(d) + " must be even");
+    const std::size_t d = spec.rotary_dim ? spec.rotary_dim : head_dim;
+    if (d > head_dim)
+        throw UsageError("RoPE turns " + std::to_string(d) + " features of a head of only " + std::to_string(head_dim));
+    if (d % 2 != 0 || d == 0)
+        throw UsageError("RoPE rotates pairs of features: the " + std::string(spec.rotary_dim ? "rotary dimension" : "head size d_h") + " = " +
+                         std::to_string(d) + " must be even");
     if (!(std::isfinite(base) && base > 1.0)) throw UsageError("the RoPE base must be a finite number above 1");
     if (sc.kind != RopeScaling::Kind::none && !(std::isfinite(sc.factor) && sc.factor > 0.0))
         throw UsageError("the RoPE scaling factor must be a positive number");
@@ -82,6 +118,11 @@ Rope rope_tables(std::size_t d, std::size_t T, std::size_t position0, const Rope
         !(sc.high_freq_factor > sc.low_freq_factor && sc.low_freq_factor > 0.0 && std::isfinite(sc.high_freq_factor) &&
           sc.original_context > 0.0 && std::isfinite(sc.original_context)))
         throw UsageError("llama3 RoPE scaling needs 0 < low_freq_factor < high_freq_factor and a positive original context");
+    if (sc.kind == RopeScaling::Kind::yarn &&
+        !(sc.original_context > 0.0 && std::isfinite(sc.original_context) && sc.beta_fast > 0.0 && sc.beta_slow > 0.0 &&
+          std::isfinite(sc.beta_fast) && std::isfinite(sc.beta_slow) &&
+          (!sc.attention_factor || (*sc.attention_factor > 0.0 && std::isfinite(*sc.attention_factor)))))
+        throw UsageError("yarn RoPE scaling needs a positive original context, beta_fast and beta_slow, and a positive attention factor");
     // position · θ is computed in float32, as the reference code does: a position above 2^24
     // is no longer exact, and the angles (and the shift check) would drift
     constexpr std::size_t exact = std::size_t{1} << 24;
@@ -113,29 +154,37 @@ Rope rope_tables(std::size_t d, std::size_t T, std::size_t position0, const Rope
             }                                                        // high frequencies: kept
         }
     }
+    if (sc.kind == RopeScaling::Kind::yarn) yarn_frequencies(r, d, base, sc);
     r.angles = Mat::from_shape({T, d});
     r.cos = Mat::from_shape({T, d});
     r.sin = Mat::from_shape({T, d});
+    const float scaling = r.attention_scaling;
     for (std::size_t t = 0; t < T; ++t)
         for (std::size_t c = 0; c < d; ++c) {
             const float a = static_cast<float>(position0 + t) * r.inv_freq(c % half);
             r.angles(t, c) = a;
             r.cos(t, c) = static_cast<float>(std::cos(static_cast<double>(a)));
             r.sin(t, c) = static_cast<float>(std::sin(static_cast<double>(a)));
+            if (scaling != 1.0f) {
+                r.cos(t, c) *= scaling;
+                r.sin(t, c) *= scaling;
+            }
         }
     return r;
 }
 
 Hyper apply_rope(const Hyper& x, const Rope& rope) {
-    const std::size_t B = x.shape(0), H = x.shape(1), T = x.shape(2), d = x.shape(3), half = d / 2;
+    const std::size_t B = x.shape(0), H = x.shape(1), T = x.shape(2), D = x.shape(3), d = rope.dims(), half = d / 2;
     Hyper out = fresh<4>(x.shape());
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h)
-            for (std::size_t t = 0; t < T; ++t)
+            for (std::size_t t = 0; t < T; ++t) {
                 for (std::size_t c = 0; c < d; ++c) {
                     const float rotated = c < half ? -x(b, h, t, c + half) : x(b, h, t, c - half);
                     out(b, h, t, c) = x(b, h, t, c) * rope.cos(t, c) + rotated * rope.sin(t, c);
                 }
+                for (std::size_t c = d; c < D; ++c) out(b, h, t, c) = x(b, h, t, c);  // partial rotary: the rest passes
+            }
     return out;
 }
 
@@ -166,10 +215,22 @@ Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpe
     }
     f.d_h = f.q.shape(2) / f.heads;
     f.seconds.project = since(clock);
-    f.qh = split_heads(f.q, f.heads);
-    f.kh = split_heads(f.k, f.kv_heads);
+    const bool whole = w && w->qk_norm_whole && (w->q_norm || w->k_norm);
+    Cube q_normed, k_normed;  // QK-norm over the whole projections (OLMo): Q and K normalised, then split
+    if (whole) {
+        if (!w->q_norm || !w->k_norm || w->q_norm->size() != f.q.shape(2) || w->k_norm->size() != f.k.shape(2))
+            throw UsageError("QK-norm over the whole projections needs scales of H·d_h = " + std::to_string(f.q.shape(2)) +
+                             " (queries) and G·d_h = " + std::to_string(f.k.shape(2)) + " (keys)");
+        q_normed = f.q;
+        k_normed = f.k;
+        rms_norm_rows(q_normed.data(), q_normed.size() / q_normed.shape(2), q_normed.shape(2), *w->q_norm, w->qk_norm_eps);
+        rms_norm_rows(k_normed.data(), k_normed.size() / k_normed.shape(2), k_normed.shape(2), *w->k_norm, w->qk_norm_eps);
+        f.qk_normed = true;
+    }
+    f.qh = split_heads(whole ? q_normed : f.q, f.heads);
+    f.kh = split_heads(whole ? k_normed : f.k, f.kv_heads);
     f.vh = split_heads(f.v, f.kv_heads);
-    if (w && (w->q_norm || w->k_norm)) {  // QK-norm: each head's rows, before RoPE
+    if (w && !whole && (w->q_norm || w->k_norm)) {  // QK-norm: each head's rows, before RoPE
         if (!w->q_norm || !w->k_norm || w->q_norm->size() != f.d_h || w->k_norm->size() != f.d_h)
             throw UsageError("QK-norm needs a scale of d_h = " + std::to_string(f.d_h) + " for both the queries and the keys");
         rms_norm_rows(f.qh.data(), f.qh.size() / f.d_h, f.d_h, *w->q_norm, w->qk_norm_eps);

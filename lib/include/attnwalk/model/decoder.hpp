@@ -1,14 +1,14 @@
 // One decoder-only transformer, configured by each model family: the block is written
-// once, in decoder.cpp, and every family (GPT-2, Llama, Qwen, Gemma 3) is a DecoderConfig
-// and a mapping from its checkpoint's names into DecoderWeights. The forward writes no
-// text: it hands each intermediate to a tap (an observer), which a lesson turns into steps.
+// once, in decoder.cpp, and every family is a spec (model/family.hpp) that the loader
+// turns into a DecoderConfig and DecoderWeights. The forward writes no text: it hands
+// each intermediate to a tap (an observer), which a lesson turns into steps.
 //
 //   ids (T) -> x = embed[ids] (× embed_scale) (+ positions[p0 : p0+T], learned)   (1,T,C)
-//   per block:  a = norm_1(x); y = attention(a)   (the one forward, ops/attention.hpp: GQA,
-//                                                 QK-norm, RoPE and a window as configured)
-//               x = x + attention_norm(y)         (Gemma's norm after the attention; else y)
-//               m = norm_2(x); z = down(act(up(m))), gated: down(act(gate(m)) ⊙ up(m))
-//               x = x + mlp_norm(z)               (Gemma's norm after the MLP; else z)
+//   per block:  a = norm_1(x) (or x: post-norm); y = attention(a)   (the one forward,
+//                                  ops/attention.hpp: GQA, QK-norm, RoPE, a window)
+//               x = x + attention_norm(y)         (a norm after the attention; else y)
+//               m = norm_2(x) (or x); z = down(act(up(m))), gated: down(act(gate(m)) ⊙ up(m))
+//               x = x + mlp_norm(z)               (a norm after the MLP; else z)
 //   final norm (1,T,C); logits of the last position = head·x_T           (1,V)
 #pragma once
 
@@ -23,26 +23,27 @@
 #include "attnwalk/ops/kv_cache.hpp"
 #include "attnwalk/ops/linear.hpp"
 #include "attnwalk/ops/norms.hpp"
+#include "attnwalk/model/family.hpp"
 #include "attnwalk/model/model.hpp"
 
 namespace attnwalk {
 
 // What a family chooses (NormKind: ops/norms.hpp, MlpKind: ops/activations.hpp); a new
-// family adds a value and its branch only where it computes something new
+// kind adds a value and its branch only where it computes something new
 // (docs/architecture.md: how to add a family).
 enum class PositionKind {
     learned,  // a table of position embeddings added to the tokens (GPT-2)
     rope      // none added: each layer rotates its queries and keys (LayerAttention::rope)
 };
 
-// What may differ from layer to layer (Gemma 3's sliding and global layers).
+// What may differ from layer to layer (sliding and full layers, layers without RoPE).
 struct LayerAttention {
     std::optional<std::size_t> window;  // a sliding-window layer: each token sees itself and the W − 1 before it
-    std::optional<RopeParams> rope;     // PositionKind::rope: this layer's base and scaling
+    std::optional<RopeParams> rope;     // this layer's base and scaling; none: no RoPE here (learned positions, or a NoPE layer)
 };
 
 struct DecoderConfig {
-    std::string family;  // "gpt2", "llama", "qwen2", "qwen3", "gemma3_text"
+    const FamilySpec* family = nullptr;  // what the model is: its names, its norms' words (model/family.hpp)
     std::size_t vocab = 0, context = 0, width = 0, layers = 0;  // width = C
     std::size_t heads = 0, kv_heads = 0;                        // H; G (0 = H)
     std::size_t head_dim = 0;                                   // d_h (0 = C/H)
@@ -60,8 +61,8 @@ struct DecoderConfig {
 };
 
 struct BlockWeights {
-    Norm norm_1, norm_2;                          // before the attention, before the MLP
-    std::optional<Norm> attention_norm, mlp_norm; // after the attention, after the MLP (Gemma)
+    std::optional<Norm> norm_1, norm_2;           // before the attention, before the MLP (none: post-norm)
+    std::optional<Norm> attention_norm, mlp_norm; // after the attention, after the MLP (post-norm, Gemma)
     AttentionWeights attn;                        // the heads, out_proj (o_proj)
     Linear up, down;                              // C -> hidden, hidden -> C
     Linear gate;                                  // C -> hidden, gated MLPs only

@@ -14,7 +14,6 @@ namespace attnwalk {
 
 // What the checkpoint says of itself, printed in the trace's header.
 struct ModelInfo {
-    std::string family;  // "gpt2", "llama", "qwen2", "qwen3", "gemma3_text"
     std::string file;    // the weights: a file, or an index and its shards
     std::size_t vocab = 0, context = 0, width = 0, layers = 0, heads = 0;  // width = C
     std::size_t kv_heads = 0, head_dim = 0;  // G and d_h when config.json gives them (0: H and C/H)
@@ -38,8 +37,8 @@ const ModelInfo& info_of(const LoadedModel& model);
 // (every GPT-2 size) unless given. Throws InputError (the file) or UsageError (the heads).
 Model load_gpt2(const std::string& path, std::optional<std::size_t> heads = std::nullopt);
 
-// A Hugging Face model folder: config.json (its model_type picks the family: gpt2, llama,
-// qwen2, qwen3, gemma3_text), model.safetensors or the shards of
+// A Hugging Face model folder: config.json (its model_type picks the family, one of
+// model/family.hpp's families()), model.safetensors or the shards of
 // model.safetensors.index.json. Throws InputError naming the file and the field or tensor.
 Model load_model(const std::string& dir);
 

@@ -5,8 +5,9 @@
 //
 //   X (B,T,d_in) -> Q, K, V = X·W (+ b)                  (B,T,H·d_h), K and V (B,T,G·d_h)
 //   split into heads                                    (B,H,T,d_h), K and V (B,G,T,d_h)
-//   QK-norm (optional): RMSNorm on each head's Q and K rows (Qwen3, Gemma 3)
-//   RoPE (optional): each head's Q and K rotated by position
+//   QK-norm (optional): RMSNorm on each head's Q and K rows, or on the whole projections
+//   before the split into heads (OLMo 2 and 3)
+//   RoPE (optional): each head's Q and K rotated by position (its first rotary_dim features)
 //   ω = Q_h·K_gᵀ, g = h / (H/G), for query rows r0..r0+R  (B,H,R,T)
 //   causal: ω_ij = −∞ for j > i (window W: also j ≤ i − W); then ω / scale   what the softmax reads
 //   A = softmax(·) row by row (max and sum kept)         (B,H,R,T)
@@ -35,7 +36,8 @@ struct AttentionWeights {
     std::optional<Linear> out_proj;   // H·d_h × H·d_h
     std::size_t heads = 1;
     std::size_t kv_heads = 0;         // G, the key/value heads; 0 = one per query head
-    std::optional<Vec> q_norm, k_norm;  // QK-norm: RMSNorm scales (d_h) on each head's rows before RoPE
+    std::optional<Vec> q_norm, k_norm;  // QK-norm: RMSNorm scales on each head's rows before RoPE (d_h),
+    bool qk_norm_whole = false;         // or on the whole projections before the split (H·d_h and G·d_h)
     float qk_norm_eps = 1e-6f;
     bool combined = false;            // drawn as one Linear(d_in, 3·d_out) (MHACombinedQKV)
     HeadLayout layout = HeadLayout::fused;
@@ -63,19 +65,26 @@ struct Dropout {
     Generator* gen = nullptr;     // needed when p > 0
 };
 
-// RoPE's frequencies θ_i = base^(−2i/d_h), rescaled as a model's config may say: `linear`
+// RoPE's frequencies θ_i = base^(−2i/d), rescaled as a model's config may say: `linear`
 // divides them all by the factor; `llama3` (Llama 3.1/3.2) divides the low frequencies
 // (wavelength above original_context / low_freq_factor) by the factor, keeps the high
-// ones (below original_context / high_freq_factor) and blends in between.
+// ones (below original_context / high_freq_factor) and blends in between; `yarn` blends
+// θ_i and θ_i / factor along a ramp of the dimensions between those that turn beta_fast
+// and beta_slow times over original_context, and multiplies cos and sin by
+// attention_factor (default 0.1·ln(factor) + 1), as Hugging Face's YaRN does.
 struct RopeScaling {
-    enum class Kind { none, linear, llama3 };
+    enum class Kind { none, linear, llama3, yarn };
     Kind kind = Kind::none;
     double factor = 1.0;
-    double low_freq_factor = 1.0, high_freq_factor = 4.0, original_context = 8192.0;  // llama3
+    double low_freq_factor = 1.0, high_freq_factor = 4.0, original_context = 8192.0;  // llama3 (original_context: yarn too)
+    double beta_fast = 32.0, beta_slow = 1.0;                                          // yarn
+    std::optional<double> attention_factor;                                            // yarn
+    bool truncate = true;                                                               // yarn: the ramp's ends rounded out
 };
 struct RopeParams {
     double base = 10000.0;
     RopeScaling scaling;
+    std::size_t rotary_dim = 0;  // partial rotary: only the first rotary_dim features of a head turn (0: all d_h)
 };
 
 struct ForwardSpec {
@@ -97,15 +106,20 @@ struct ForwardSpec {
     bool keep_masked_scaled = true;
 };
 
-// RoPE's tables for positions p0 .. p0+T−1 and a head size d (even): the half-split form
-// of the Llama reference code and of Hugging Face's checkpoints (x_i pairs with x_{i+d/2}).
+// RoPE's tables for positions p0 .. p0+T−1 over the d rotated features (even; d_h, or
+// rotary_dim of a partial rotary): the half-split form of the Llama reference code and of
+// Hugging Face's checkpoints (x_i pairs with x_{i+d/2}).
 struct Rope {
-    Vec inv_freq;      // (d/2)  base^(−2i/d)
+    Vec inv_freq;      // (d/2)  base^(−2i/d), rescaled
     Mat angles;        // (T,d)  position · inv_freq, the d/2 angles repeated twice
-    Mat cos, sin;      // (T,d)
+    Mat cos, sin;      // (T,d)  × attention_scaling
+    float attention_scaling = 1.0f;  // YaRN's attention factor (1 otherwise)
+    std::size_t dims() const { return inv_freq.size() * 2; }
 };
+// `d` is the head size d_h; spec.rotary_dim (when set) the features that turn.
 Rope rope_tables(std::size_t d, std::size_t T, std::size_t position0, const RopeParams& spec);
-// x·cos + rotate_half(x)·sin over the last axis of (B,H,T,d), rotate_half(x) = (−x₂, x₁).
+// x·cos + rotate_half(x)·sin over the first rope.dims() features of the last axis of
+// (B,H,T,d_h), rotate_half(x) = (−x₂, x₁); the other features pass unchanged.
 Hyper apply_rope(const Hyper& x, const Rope& rope);
 
 struct Forward {

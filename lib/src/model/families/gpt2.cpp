@@ -1,5 +1,8 @@
-// GPT-2's checkpoint names and layouts mapped into the decoder's weights: a
-// configuration of the one decoder (model/decoder.hpp), nothing of its forward.
+// GPT-2: LayerNorm before each sublayer, a GELU MLP of 4C, learned position embeddings,
+// biases everywhere (but nanoGPT's bias=False), the head tied to the token embeddings.
+// Its checkpoints need their own reading: one fused c_attn, Conv1D's x·W layout (or
+// nanoGPT's nn.Linear one and names), sizes read off the tensors, a bare file without
+// config.json (the gpt2 command).
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -11,15 +14,15 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/safetensors.hpp"
 #include "attnwalk/model/decoder.hpp"
-#include "reader.hpp"
+#include "../config.hpp"
 
 namespace attnwalk {
-
-const ModelInfo& info_of(const LoadedModel& model) { return model.info; }
 
 namespace {
 
 using model_detail::Reader;
+
+Model read_gpt2_folder(const std::string& dir, model_detail::ConfigFile& config);
 
 // The layers: one more than the largest N of any "h.N." name, so that a missing layer is
 // a missing tensor, never a shorter model.
@@ -36,6 +39,38 @@ std::size_t count_layers(const SafeTensors& st, const std::string& prefix) {
 }
 
 }  // namespace
+
+const FamilySpec& gpt2_family() {
+    static const FamilySpec f = [] {
+        FamilySpec f;
+        f.model_type = "gpt2";
+        f.models = "GPT-2";
+        f.norm = NormKind::layer_norm;
+        f.mlp = MlpKind::gelu_tanh;
+        f.positions = PositionKind::learned;
+        f.fields.tied_default = true;
+        f.names.prefix = "";
+        f.names.embed = "wte.weight";
+        f.names.positions = "wpe.weight";
+        f.names.layer = "h.{L}.";
+        f.names.pre_attention_norm = "ln_1";
+        f.names.pre_mlp_norm = "ln_2";
+        f.names.fused_qkv = "attn.c_attn";
+        f.names.query = f.names.key = f.names.value = "";
+        f.names.out = "attn.c_proj";
+        f.names.q_norm = f.names.k_norm = "";
+        f.names.gate = "";
+        f.names.up = "mlp.c_fc";
+        f.names.down = "mlp.c_proj";
+        f.names.final_norm = "ln_f";
+        f.math_xw = true;
+        f.norm_1_symbol = "ln_1";
+        f.norm_2_symbol = "ln_2";
+        f.read_folder = read_gpt2_folder;
+        return f;
+    }();
+    return f;
+}
 
 void check_weights_finite(const LoadedModel& model) {
     for (const auto& st : model.files)
@@ -60,7 +95,6 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
     auto m = std::make_shared<LoadedModel>();
     m->files = {map};
     ModelInfo& info = m->info;
-    info.family = "gpt2";
     info.file = path;
     info.naming = nano ? "nanogpt" : "huggingface";
     const SafeTensors::Entry& wte = *st.find(prefix + "wte.weight");
@@ -93,7 +127,7 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
     info.layout = linear ? "nn.Linear [out, in]" : "x·W (Conv1D)";
 
     DecoderConfig& c = m->weights.config;
-    c.family = "gpt2";
+    c.family = &gpt2_family();
     c.vocab = info.vocab;
     c.context = info.context;
     c.width = C;
@@ -138,5 +172,21 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
     r.touch_in_background();
     return m;
 }
+
+namespace {
+
+// A Hugging Face GPT-2 folder: config.json's n_head, one model.safetensors.
+Model read_gpt2_folder(const std::string& dir, model_detail::ConfigFile& config) {
+    const std::size_t heads = config.count("n_head");
+    std::string described;
+    const model_detail::Files files = model_detail::open_weights(dir, described);
+    if (files.size() != 1) throw InputError(described, "", "a sharded GPT-2 checkpoint is not supported: one model.safetensors");
+    Model m = load_gpt2(files.front()->file(), heads);
+    auto copy = std::make_shared<LoadedModel>(*m);
+    copy->info.config = config.used();
+    return copy;
+}
+
+}  // namespace
 
 }  // namespace attnwalk

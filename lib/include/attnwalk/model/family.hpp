@@ -1,0 +1,128 @@
+// A model family as data: what its blocks are made of, where its checkpoints keep each
+// tensor, and which config.json fields say its sizes. One loader (model/loader.cpp) and
+// one decoder (model/decoder.hpp) read a spec; the lessons name a family's parts from
+// it ("RMSNorm with (1 + w)", "no RoPE in this layer"). Each family is one file of
+// lib/src/model/families/ and one line of its registry (families.cpp); nothing else
+// compares a family's name (tests/test_contract.cpp holds that).
+//
+// In the manner of gemma.cpp's ModelConfig/LayerConfig: plain fields, no behaviour.
+// Light: no xtensor here.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attnwalk/model/model.hpp"
+
+namespace attnwalk {
+
+namespace model_detail {
+class ConfigFile;  // config.json, each field read noted (lib/src/model/config.hpp)
+}
+
+enum class NormKind;     // ops/norms.hpp
+enum class MlpKind;      // ops/activations.hpp
+enum class PositionKind; // model/decoder.hpp
+
+// Where a block normalises (the residual stream x, a sublayer f: attention or MLP):
+enum class NormPlacement {
+    pre,   // x + f(norm(x))          GPT-2, Llama, Qwen, SmolLM
+    post,  // x + norm(f(x))          OLMo 2 and 3
+    both   // x + norm(f(norm(x)))    Gemma 2 and 3
+};
+
+// QK-norm: an RMSNorm on the queries and keys before RoPE.
+enum class QkNormSpan {
+    none,
+    per_head,  // over each head's d_h features (Qwen3, Gemma 3)
+    whole      // over the whole projection, H·d_h and G·d_h, before the split (OLMo 2 and 3)
+};
+
+// How a layer's type (sliding-window or full attention) is known when config.json has no
+// `layer_types` list.
+enum class WindowPattern {
+    none,          // every layer full
+    every_nth_full // every pattern-th layer full, the others sliding (Gemma 3: 6, OLMo 3: 4)
+};
+
+// The names a checkpoint gives each tensor. `{L}` stands for the layer's index; an empty
+// name: the family has no such tensor. Norms are named without ".weight".
+struct TensorNames {
+    std::string prefix = "model.";                   // before every name but the head's
+    std::string embed = "embed_tokens.weight";
+    std::string positions;                           // learned position embeddings (GPT-2's wpe)
+    std::string layer = "layers.{L}.";               // before each name of a layer
+    std::string pre_attention_norm = "input_layernorm";
+    std::string post_attention_norm;                 // after the attention (placement post or both)
+    std::string pre_mlp_norm = "post_attention_layernorm";
+    std::string post_mlp_norm;                       // after the MLP (placement post or both)
+    std::string query = "self_attn.q_proj", key = "self_attn.k_proj", value = "self_attn.v_proj", out = "self_attn.o_proj";
+    std::string fused_qkv;                           // one tensor for Q | K | V (GPT-2's c_attn): the three above unused
+    std::string q_norm = "self_attn.q_norm", k_norm = "self_attn.k_norm";
+    std::string gate = "mlp.gate_proj", up = "mlp.up_proj", down = "mlp.down_proj";
+    std::string final_norm = "norm";
+    std::string head = "lm_head.weight";             // an untied head, without the prefix
+};
+
+// config.json's field names for what differs between families, and their defaults.
+struct ConfigFields {
+    std::vector<std::string> activation = {"hidden_act"};  // the first present names the MLP's activation
+    std::vector<std::string> activations = {"silu"};       // the values accepted for it
+    std::string norm_eps = "rms_norm_eps";
+    double norm_eps_default = 1e-6;
+    double rope_theta_default = 10000.0;                    // rope_theta when config.json has none
+    std::string sliding_rope_base;                          // a sliding layer's own base (Gemma 3: rope_local_base_freq)
+    double sliding_rope_base_default = 10000.0;
+    std::string no_rope_layers;                             // a list, 0 where a layer applies no RoPE (SmolLM3)
+    std::string scale;                                      // the scores are divided by √(this field) (Gemma: query_pre_attn_scalar)
+    bool tied_default = false;                              // tie_word_embeddings when absent
+    std::vector<std::string> refused_true;                  // flags this family's support needs false (Qwen's use_sliding_window)
+};
+
+struct FamilySpec {
+    std::string model_type;  // config.json's model_type
+    std::string models;      // the models it covers, for messages and docs: "Llama 3, SmolLM2"
+
+    // the block
+    NormKind norm;
+    bool norm_adds_one = false;        // Gemma: the checkpoint stores w, the norm multiplies by (1 + w)
+    NormPlacement placement = NormPlacement::pre;
+    MlpKind mlp;
+    QkNormSpan qk_norm = QkNormSpan::none;
+    PositionKind positions;
+    bool embed_scale_sqrt_width = false;  // Gemma: the embeddings × √C
+    bool qkv_bias = false;                // biases on q, k and v always (Qwen2); else config's attention_bias puts one on all four
+    WindowPattern window_pattern = WindowPattern::none;
+    std::size_t window_pattern_default = 0;  // with every_nth_full, when config.json gives no sliding_window_pattern
+    bool sliding_layers_scaled = false;      // rope_scaling applies to sliding layers too (false: to the full ones only)
+
+    TensorNames names;
+    ConfigFields fields;
+
+    // model_types close to this one that the loader refuses, and why (Gemma 3's
+    // image-and-text "gemma3").
+    std::vector<std::pair<std::string, std::string>> refused_types;
+    // A family whose checkpoints need more than the names above reads its folder itself
+    // (GPT-2: one fused c_attn, Conv1D's x·W layout or nanoGPT's names, sizes read off
+    // the tensors). Null: the one loader reads it from the spec.
+    Model (*read_folder)(const std::string& dir, model_detail::ConfigFile& config) = nullptr;
+
+    // How the lessons write the family's math: GPT-2's code and papers multiply x·W
+    // (Conv1D); Hugging Face's Linear layers x·Wᵀ. The norms as formulas name them.
+    bool math_xw = false;
+    std::string norm_1_symbol = "norm_1", norm_2_symbol = "norm_2";
+
+    // The lesson's words for the norm: "LayerNorm", "RMSNorm", "RMSNorm with (1 + w)".
+    std::string norm_words() const;
+};
+
+// Every family, in the order docs/families.md lists them.
+const std::vector<const FamilySpec*>& families();
+// The family whose model_type is `model_type`, or null.
+const FamilySpec* find_family(const std::string& model_type);
+// "gpt2, llama (Llama 3, SmolLM2), …": the model_types the loader reads, for messages.
+std::string supported_families();
+
+}  // namespace attnwalk

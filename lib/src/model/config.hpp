@@ -1,0 +1,46 @@
+// config.json read for a model, each field noted as it is read (the trace's header lists
+// them), and the files beside it: the weights (one file or the shards an index names)
+// and generation_config.json's end ids. Internal to lib/src/model/.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attnwalk/io/json_input.hpp"
+#include "reader.hpp"
+
+namespace attnwalk::model_detail {
+
+// The JSON text of a value, for the header and messages.
+std::string value_text(const json_input::Value& v);
+
+class ConfigFile {
+public:
+    ConfigFile(std::string file, json_input::Value doc);
+    const std::string& file() const { return file_; }
+    // The field, or null when absent or null; noted as read.
+    const json_input::Value* get(const std::string& key);
+    std::string text(const std::string& key);
+    double number(const std::string& key, std::optional<double> fallback = std::nullopt);
+    double number_of(const json_input::Value& v, const std::string& path) const;
+    // A whole number from `least` to 10^9.
+    std::size_t count(const std::string& key, std::optional<std::size_t> fallback = std::nullopt, std::size_t least = 1);
+    bool flag(const std::string& key, bool fallback);
+    const std::vector<std::pair<std::string, std::string>>& used() const { return used_; }
+
+private:
+    std::string file_;
+    json_input::Value doc_;
+    std::vector<std::pair<std::string, std::string>> used_;
+};
+
+// model.safetensors, or the shards model.safetensors.index.json names (each of its tensors
+// checked to be in the shard it names); `described` says which.
+Files open_weights(const std::filesystem::path& dir, std::string& described);
+// generation_config.json's eos_token_id (a number or a list), when the folder has one.
+std::vector<std::size_t> end_ids(const std::filesystem::path& dir, std::size_t vocab);
+
+}  // namespace attnwalk::model_detail

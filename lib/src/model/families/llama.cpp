@@ -1,0 +1,21 @@
+// Llama 3 (and SmolLM2, which is a Llama): RMSNorm before each sublayer, SwiGLU, RoPE
+// (rope_theta, rope_scaling llama3 or linear), grouped-query attention.
+#include "attnwalk/model/decoder.hpp"
+
+namespace attnwalk {
+
+const FamilySpec& llama_family() {
+    static const FamilySpec f = [] {
+        FamilySpec f;
+        f.model_type = "llama";
+        f.models = "Llama 3, SmolLM2";
+        f.norm = NormKind::rms_norm;
+        f.mlp = MlpKind::swiglu;
+        f.positions = PositionKind::rope;
+        f.fields.norm_eps_default = 1e-6;
+        return f;
+    }();
+    return f;
+}
+
+}  // namespace attnwalk

@@ -1,0 +1,28 @@
+// OLMo 2: post-norm (the norm is applied to the attention's and the MLP's outputs before
+// each residual add, none before them), an RMSNorm over the whole query and key
+// projections before RoPE, SwiGLU.
+#include "attnwalk/model/decoder.hpp"
+
+namespace attnwalk {
+
+const FamilySpec& olmo2_family() {
+    static const FamilySpec f = [] {
+        FamilySpec f;
+        f.model_type = "olmo2";
+        f.models = "OLMo 2";
+        f.norm = NormKind::rms_norm;
+        f.placement = NormPlacement::post;
+        f.mlp = MlpKind::swiglu;
+        f.positions = PositionKind::rope;
+        f.qk_norm = QkNormSpan::whole;
+        f.names.pre_attention_norm = "";
+        f.names.post_attention_norm = "post_attention_layernorm";
+        f.names.pre_mlp_norm = "";
+        f.names.post_mlp_norm = "post_feedforward_layernorm";
+        f.fields.norm_eps_default = 1e-5;
+        return f;
+    }();
+    return f;
+}
+
+}  // namespace attnwalk

@@ -1,0 +1,21 @@
+// Qwen2 and Qwen2.5: a Llama with biases on the queries, keys and values.
+#include "attnwalk/model/decoder.hpp"
+
+namespace attnwalk {
+
+const FamilySpec& qwen2_family() {
+    static const FamilySpec f = [] {
+        FamilySpec f;
+        f.model_type = "qwen2";
+        f.models = "Qwen2, Qwen2.5";
+        f.norm = NormKind::rms_norm;
+        f.mlp = MlpKind::swiglu;
+        f.positions = PositionKind::rope;
+        f.qkv_bias = true;
+        f.fields.refused_true = {"use_sliding_window"};  // Qwen's window rule (max_window_layers) is not read
+        return f;
+    }();
+    return f;
+}
+
+}  // namespace attnwalk

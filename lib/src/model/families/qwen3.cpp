@@ -1,0 +1,22 @@
+// Qwen3 (dense): a Llama with QK-norm, an RMSNorm on each head's queries and keys before
+// RoPE, and its own head_dim.
+#include "attnwalk/model/decoder.hpp"
+
+namespace attnwalk {
+
+const FamilySpec& qwen3_family() {
+    static const FamilySpec f = [] {
+        FamilySpec f;
+        f.model_type = "qwen3";
+        f.models = "Qwen3";
+        f.norm = NormKind::rms_norm;
+        f.mlp = MlpKind::swiglu;
+        f.positions = PositionKind::rope;
+        f.qk_norm = QkNormSpan::per_head;
+        f.fields.refused_true = {"use_sliding_window"};
+        return f;
+    }();
+    return f;
+}
+
+}  // namespace attnwalk

@@ -1,0 +1,24 @@
+// SmolLM3: a Llama whose no_rope_layers list leaves some layers without RoPE (0: no
+// rotation there; every fourth layer in the released 3B).
+#include "attnwalk/model/decoder.hpp"
+
+namespace attnwalk {
+
+const FamilySpec& smollm3_family() {
+    static const FamilySpec f = [] {
+        FamilySpec f;
+        f.model_type = "smollm3";
+        f.models = "SmolLM3";
+        f.norm = NormKind::rms_norm;
+        f.mlp = MlpKind::swiglu;
+        f.positions = PositionKind::rope;
+        f.fields.no_rope_layers = "no_rope_layers";
+        f.fields.tied_default = true;
+        f.fields.rope_theta_default = 2000000.0;
+        f.fields.refused_true = {"use_sliding_window"};
+        return f;
+    }();
+    return f;
+}
+
+}  // namespace attnwalk

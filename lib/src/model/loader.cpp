@@ -1,0 +1,434 @@
+// The one loader: a Hugging Face model folder read through its family's spec
+// (model/family.hpp). config.json says the family (model_type) and the sizes; the
+// weights are model.safetensors or the shards model.safetensors.index.json names; each
+// tensor is found by the spec's names and read where it lies (F32) or widened as used
+// (BF16, F16). No family is named here: everything that differs is in the spec.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/io/embeddings.hpp"
+#include "attnwalk/io/json_input.hpp"
+#include "attnwalk/io/safetensors.hpp"
+#include "attnwalk/model/decoder.hpp"
+#include "config.hpp"
+
+namespace attnwalk {
+
+namespace model_detail {
+
+using json_input::Value;
+namespace fs = std::filesystem;
+
+std::string value_text(const Value& v) {
+    switch (v.type) {
+        case Value::Type::null: return "null";
+        case Value::Type::boolean: return v.boolean ? "true" : "false";
+        case Value::Type::number: return json_input::number_text(v.number);
+        case Value::Type::string: return v.string;
+        case Value::Type::array: {
+            std::string out = "[";
+            for (std::size_t i = 0; i < v.array.size(); ++i) out += (i ? ", " : "") + value_text(v.array[i]);
+            return out + "]";
+        }
+        case Value::Type::object: {
+            std::string out = "{";
+            for (std::size_t i = 0; i < v.object.size(); ++i)
+                out += (i ? ", " : "") + v.object[i].first + ": " + value_text(v.object[i].second);
+            return out + "}";
+        }
+        case Value::Type::tensor: return "[…]";
+    }
+    return "";
+}
+
+ConfigFile::ConfigFile(std::string file, Value doc) : file_(std::move(file)), doc_(std::move(doc)) {
+    if (!doc_.is_object()) throw InputError(file_, "$", "expected a JSON object, got " + json_input::type_name(doc_));
+}
+
+const Value* ConfigFile::get(const std::string& key) {
+    const Value* v = doc_.find(key);
+    if (v && v->type != Value::Type::null && std::none_of(used_.begin(), used_.end(), [&](const auto& u) { return u.first == key; }))
+        used_.emplace_back(key, value_text(*v));
+    return v && v->type != Value::Type::null ? v : nullptr;
+}
+
+std::string ConfigFile::text(const std::string& key) {
+    const Value* v = get(key);
+    if (!v) throw InputError(file_, "$", "missing \"" + key + "\"");
+    if (v->type != Value::Type::string) throw InputError(file_, "$." + key, "expected a string, got " + json_input::type_name(*v));
+    return v->string;
+}
+
+double ConfigFile::number(const std::string& key, std::optional<double> fallback) {
+    const Value* v = get(key);
+    if (!v) {
+        if (fallback) return *fallback;
+        throw InputError(file_, "$", "missing \"" + key + "\"");
+    }
+    return number_of(*v, "$." + key);
+}
+
+double ConfigFile::number_of(const Value& v, const std::string& path) const {
+    if (v.type != Value::Type::number || !std::isfinite(v.number)) throw InputError(file_, path, "expected a number, got " + json_input::type_name(v));
+    return v.number;
+}
+
+std::size_t ConfigFile::count(const std::string& key, std::optional<std::size_t> fallback, std::size_t least) {
+    const Value* v = get(key);
+    if (!v) {
+        if (fallback) return *fallback;
+        throw InputError(file_, "$", "missing \"" + key + "\"");
+    }
+    if (v->type != Value::Type::number || v->number != std::floor(v->number) || v->number < static_cast<double>(least) || v->number > 1e9)
+        throw InputError(file_, "$." + key, "expected a whole number from " + std::to_string(least) + " to 10^9, got " + value_text(*v));
+    return static_cast<std::size_t>(v->number);
+}
+
+bool ConfigFile::flag(const std::string& key, bool fallback) {
+    const Value* v = get(key);
+    if (!v) return fallback;
+    if (v->type != Value::Type::boolean) throw InputError(file_, "$." + key, "expected true or false, got " + value_text(*v));
+    return v->boolean;
+}
+
+Files open_weights(const fs::path& dir, std::string& described) {
+    const fs::path single = dir / "model.safetensors", index = dir / "model.safetensors.index.json";
+    if (fs::exists(single)) {
+        described = single.string();
+        return {std::make_shared<const SafeTensors>(single.string())};
+    }
+    if (!fs::exists(index))
+        throw InputError(dir.string(), "", "no model.safetensors or model.safetensors.index.json in the folder (a Hugging Face model folder holds one)");
+    const std::string file = index.string();
+    const Value doc = json_input::parse_plain(read_text_file(file, true), file);
+    const Value* map = doc.is_object() ? doc.find("weight_map") : nullptr;
+    if (!map || !map->is_object()) throw InputError(file, "$.weight_map", "expected {\"tensor name\": \"shard file\", ...}");
+    std::map<std::string, std::shared_ptr<const SafeTensors>> shards;
+    for (const auto& [name, shard] : map->object) {
+        const std::string at = json_input::member_path("$.weight_map", name);
+        if (shard.type != Value::Type::string || shard.string.empty() || shard.string.find('/') != std::string::npos || shard.string == ".." ||
+            shard.string == ".")
+            throw InputError(file, at, "expected the name of a shard file in the same folder");
+        auto& st = shards[shard.string];
+        if (!st) st = std::make_shared<const SafeTensors>((dir / shard.string).string());
+        if (!st->find(name)) throw InputError(st->file(), "$", "missing tensor \"" + name + "\", which " + file + " places in this shard");
+    }
+    if (shards.empty()) throw InputError(file, "$.weight_map", "names no tensor");
+    Files files;
+    std::map<std::string, std::string> seen;
+    for (const auto& [shard, st] : shards) {
+        for (const auto& [name, e] : st->entries()) {
+            auto [it, fresh] = seen.emplace(name, shard);
+            if (!fresh) throw InputError(st->file(), json_input::member_path("$", name), "also in " + it->second + ": a tensor lies in one shard");
+        }
+        files.push_back(st);
+    }
+    described = file + " (" + std::to_string(files.size()) + " shards)";
+    return files;
+}
+
+std::vector<std::size_t> end_ids(const fs::path& dir, std::size_t vocab) {
+    const fs::path file = dir / "generation_config.json";
+    if (!fs::exists(file)) return {};
+    const Value doc = json_input::parse_plain(read_text_file(file.string(), true), file.string());
+    const Value* eos = doc.is_object() ? doc.find("eos_token_id") : nullptr;
+    std::vector<std::size_t> ids;
+    if (!eos || eos->type == Value::Type::null) return ids;
+    const std::vector<Value> items = eos->type == Value::Type::array ? eos->array : std::vector<Value>{*eos};
+    for (const Value& v : items) {
+        if (v.type != Value::Type::number || v.number < 0 || v.number != std::floor(v.number) || v.number >= static_cast<double>(vocab))
+            throw InputError(file.string(), "$.eos_token_id", "expected token ids below the vocabulary's " + std::to_string(vocab));
+        ids.push_back(static_cast<std::size_t>(v.number));
+    }
+    return ids;
+}
+
+}  // namespace model_detail
+
+namespace {
+
+using json_input::Value;
+using model_detail::ConfigFile;
+using model_detail::Files;
+using model_detail::Reader;
+namespace fs = std::filesystem;
+
+// No layer beyond the config's count: the largest N of "<prefix>N." is below num_hidden_layers.
+void check_layer_names(const Files& files, const std::string& prefix, std::size_t layers, const std::string& config) {
+    std::size_t found = 0;
+    for (const auto& f : files)
+        for (const auto& [name, e] : f->entries()) {
+            if (name.compare(0, prefix.size(), prefix) != 0) continue;
+            const std::string n = name.substr(prefix.size(), name.find('.', prefix.size()) - prefix.size());
+            if (n.empty() || n.size() > 6 || n.find_first_not_of("0123456789") != std::string::npos) continue;
+            found = std::max(found, static_cast<std::size_t>(std::stoul(n)) + 1);
+        }
+    if (found > layers)
+        throw InputError(files.front()->file(), "$", "holds layer " + std::to_string(found - 1) + " (\"" + prefix + std::to_string(found - 1) +
+                                                         ".…\"), but " + config + " says num_hidden_layers = " + std::to_string(layers));
+}
+
+// A rope_scaling object (or a rope_parameters one) read into RoPE's scaling.
+RopeScaling rope_scaling(ConfigFile& cfg, const Value* scaling, const std::string& path, std::size_t context) {
+    RopeScaling s;
+    if (!scaling) return s;
+    if (!scaling->is_object()) throw InputError(cfg.file(), path, "expected an object or null");
+    const Value* type = scaling->find("rope_type");
+    if (!type) type = scaling->find("type");
+    const std::string kind = type && type->type == Value::Type::string ? type->string : "";
+    auto num = [&](const char* key, std::optional<double> fallback) {
+        const Value* v = scaling->find(key);
+        if (!v || v->type == Value::Type::null) {
+            if (fallback) return *fallback;
+            throw InputError(cfg.file(), path, std::string("missing \"") + key + "\" for rope_type " + kind);
+        }
+        return cfg.number_of(*v, path + "." + key);
+    };
+    if (kind == "default" || kind.empty()) return s;
+    if (kind == "linear") {
+        s.kind = RopeScaling::Kind::linear;
+        s.factor = num("factor", std::nullopt);
+    } else if (kind == "llama3") {
+        s.kind = RopeScaling::Kind::llama3;
+        s.factor = num("factor", std::nullopt);
+        s.low_freq_factor = num("low_freq_factor", std::nullopt);
+        s.high_freq_factor = num("high_freq_factor", std::nullopt);
+        s.original_context = num("original_max_position_embeddings", std::nullopt);
+    } else if (kind == "yarn") {
+        s.kind = RopeScaling::Kind::yarn;
+        s.original_context = num("original_max_position_embeddings", static_cast<double>(context));
+        s.factor = num("factor", context / s.original_context);
+        s.beta_fast = num("beta_fast", 32.0);
+        s.beta_slow = num("beta_slow", 1.0);
+        if (const Value* a = scaling->find("attention_factor"); a && a->type != Value::Type::null) s.attention_factor = cfg.number_of(*a, path + ".attention_factor");
+        const Value* m = scaling->find("mscale");
+        const Value* all = scaling->find("mscale_all_dim");
+        if (!s.attention_factor && m && all && m->type != Value::Type::null && all->type != Value::Type::null) {
+            const auto mscale = [&](double scale, double k) { return scale <= 1.0 ? 1.0 : 0.1 * k * std::log(scale) + 1.0; };
+            const double mv = cfg.number_of(*m, path + ".mscale"), av = cfg.number_of(*all, path + ".mscale_all_dim");
+            if (mv != 0.0 && av != 0.0) s.attention_factor = mscale(s.factor, mv) / mscale(s.factor, av);
+        }
+        if (const Value* t = scaling->find("truncate"); t && t->type == Value::Type::boolean) s.truncate = t->boolean;
+    } else {
+        throw InputError(cfg.file(), path, "rope_type \"" + kind + "\" is not supported (default, linear, llama3 and yarn are)");
+    }
+    return s;
+}
+
+std::string layer_name(const std::string& pattern, std::size_t layer) {
+    std::string out = pattern;
+    const std::size_t at = out.find("{L}");
+    if (at != std::string::npos) out.replace(at, 3, std::to_string(layer));
+    return out;
+}
+
+// Which layers are sliding-window ones: config.json's layer_types, or the family's pattern.
+std::vector<bool> sliding_layers(ConfigFile& cfg, const FamilySpec& f, std::size_t layers) {
+    std::vector<bool> sliding(layers, false);
+    if (const Value* types = cfg.get("layer_types")) {
+        if (types->type != Value::Type::array || types->array.size() != layers)
+            throw InputError(cfg.file(), "$.layer_types", "expected one entry per layer (" + std::to_string(layers) + ")");
+        for (std::size_t l = 0; l < layers; ++l) {
+            const Value& t = types->array[l];
+            if (t.type != Value::Type::string || (t.string != "sliding_attention" && t.string != "full_attention"))
+                throw InputError(cfg.file(), "$.layer_types[" + std::to_string(l) + "]", "expected \"sliding_attention\" or \"full_attention\"");
+            sliding[l] = t.string == "sliding_attention";
+        }
+    } else if (f.window_pattern == WindowPattern::every_nth_full) {  // every pattern-th layer full
+        const std::size_t pattern = cfg.count("sliding_window_pattern", f.window_pattern_default);
+        for (std::size_t l = 0; l < layers; ++l) sliding[l] = (l + 1) % pattern != 0;
+    }
+    return sliding;
+}
+
+// Each layer's window and RoPE, as the spec and config.json say.
+void layer_attention(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c) {
+    const std::size_t L = c.layers;
+    const std::vector<bool> sliding = sliding_layers(cfg, f, L);
+    std::optional<std::size_t> window;
+    if (std::find(sliding.begin(), sliding.end(), true) != sliding.end()) window = cfg.count("sliding_window");
+    // rope_theta and rope_scaling, or transformers 5's rope_parameters (one, or one per layer type)
+    const Value* parameters = cfg.get("rope_parameters");
+    if (parameters && !parameters->is_object()) throw InputError(cfg.file(), "$.rope_parameters", "expected an object or null");
+    const auto rope_of = [&](bool slide) -> RopeParams {
+        const std::string type = slide ? "sliding_attention" : "full_attention";
+        const Value* own = parameters ? parameters->find(type) : nullptr;
+        const Value* p = own ? own : parameters && !parameters->find("full_attention") ? parameters : nullptr;
+        const std::string path = own ? "$.rope_parameters." + type : "$.rope_parameters";
+        RopeParams r;
+        const Value* theta = p ? p->find("rope_theta") : nullptr;
+        if (slide && !f.fields.sliding_rope_base.empty() && !own) r.base = cfg.number(f.fields.sliding_rope_base, f.fields.sliding_rope_base_default);
+        else if (theta && theta->type != Value::Type::null) r.base = cfg.number_of(*theta, path + ".rope_theta");
+        else r.base = cfg.number("rope_theta", f.fields.rope_theta_default);
+        if (!slide || f.sliding_layers_scaled || own) r.scaling = p ? rope_scaling(cfg, p, path, c.context) : rope_scaling(cfg, cfg.get("rope_scaling"), "$.rope_scaling", c.context);
+        const double partial = cfg.number("partial_rotary_factor", 1.0);
+        if (!(partial > 0.0 && partial <= 1.0)) throw InputError(cfg.file(), "$.partial_rotary_factor", "expected a number in (0, 1], got " + json_input::number_text(partial));
+        if (partial < 1.0) r.rotary_dim = static_cast<std::size_t>(static_cast<double>(c.head_size()) * partial);
+        return r;
+    };
+    std::vector<bool> rotates(L, true);
+    if (!f.fields.no_rope_layers.empty())
+        if (const Value* list = cfg.get(f.fields.no_rope_layers)) {
+            const std::string at = "$." + f.fields.no_rope_layers;
+            if (list->type != Value::Type::array || list->array.size() != L)
+                throw InputError(cfg.file(), at, "expected one entry per layer (" + std::to_string(L) + "): 1 where it applies RoPE, 0 where not");
+            for (std::size_t l = 0; l < L; ++l) {
+                const Value& v = list->array[l];
+                if (v.type != Value::Type::number || (v.number != 0.0 && v.number != 1.0))
+                    throw InputError(cfg.file(), at + "[" + std::to_string(l) + "]", "expected 1 (RoPE) or 0 (no RoPE), got " + model_detail::value_text(v));
+                rotates[l] = v.number == 1.0;
+            }
+        }
+    const RopeParams full = rope_of(false);
+    std::optional<RopeParams> local;
+    if (window) local = rope_of(true);
+    c.layer_attention.assign(L, LayerAttention{});
+    for (std::size_t l = 0; l < L; ++l) {
+        LayerAttention& la = c.layer_attention[l];
+        if (sliding[l]) la.window = window;
+        if (rotates[l]) la.rope = sliding[l] ? *local : full;
+    }
+}
+
+Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f) {
+    auto m = std::make_shared<LoadedModel>();
+    ModelInfo& info = m->info;
+    DecoderConfig& c = m->weights.config;
+    c.family = &f;
+    c.vocab = info.vocab = cfg.count("vocab_size");
+    c.width = info.width = cfg.count("hidden_size");
+    c.layers = info.layers = cfg.count("num_hidden_layers");
+    c.heads = info.heads = cfg.count("num_attention_heads");
+    c.kv_heads = cfg.count("num_key_value_heads", c.heads);
+    if (c.heads % c.kv_heads != 0)
+        throw InputError(cfg.file(), "$.num_key_value_heads",
+                         std::to_string(c.kv_heads) + " key/value heads do not divide " + std::to_string(c.heads) + " query heads");
+    const bool explicit_head_dim = cfg.get("head_dim") != nullptr;
+    if (!explicit_head_dim && c.width % c.heads != 0)
+        throw InputError(cfg.file(), "$", "hidden_size " + std::to_string(c.width) + " is not a multiple of num_attention_heads: give head_dim");
+    c.head_dim = cfg.count("head_dim", c.width / c.heads);
+    const std::size_t hidden = cfg.count("intermediate_size");
+    c.context = info.context = cfg.count("max_position_embeddings");
+    c.norm = f.norm;
+    c.norm_eps = static_cast<float>(cfg.number(f.fields.norm_eps, f.fields.norm_eps_default));
+    c.positions = f.positions;
+    c.mlp = f.mlp;
+    c.tied_head = cfg.flag("tie_word_embeddings", f.fields.tied_default);
+    const auto act_field = std::find_if(f.fields.activation.begin(), f.fields.activation.end(), [&](const std::string& k) { return cfg.get(k); });
+    const std::string field = act_field == f.fields.activation.end() ? f.fields.activation.front() : *act_field;
+    const std::string act = cfg.text(field);
+    if (std::find(f.fields.activations.begin(), f.fields.activations.end(), act) == f.fields.activations.end())
+        throw InputError(cfg.file(), "$." + field, f.model_type + "'s MLP is " + f.fields.activations.front() + "; \"" + act + "\" is not supported");
+    const bool attention_bias = cfg.flag("attention_bias", false);
+    if (cfg.flag("mlp_bias", false)) throw InputError(cfg.file(), "$.mlp_bias", "MLP biases are not supported");
+    for (const char* capped : {"final_logit_softcapping", "attn_logit_softcapping"})
+        if (cfg.get(capped)) throw InputError(cfg.file(), std::string("$.") + capped, "soft-capping (Gemma 2) is not supported: expected null");
+    for (const std::string& refused : f.fields.refused_true)
+        if (cfg.flag(refused, false))
+            throw InputError(cfg.file(), "$." + refused, f.model_type + " with " + refused + " true is not supported: expected false");
+    layer_attention(cfg, f, c);
+    if (f.embed_scale_sqrt_width) c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.width)));
+    if (!f.fields.scale.empty())
+        c.attention_scale = static_cast<float>(std::sqrt(cfg.number(f.fields.scale, static_cast<double>(c.head_dim))));
+
+    std::string described;
+    const Files files = model_detail::open_weights(dir, described);
+    m->files = files;
+    info.file = described;
+    info.naming = "huggingface";
+    info.layout = "nn.Linear [out, in]";
+    info.heads_inferred = false;
+    const TensorNames& n = f.names;
+    const Reader r(files, n.prefix);
+    const SafeTensors::Entry* embed = r.find(n.embed);
+    if (!embed) throw InputError(files.front()->file(), "$", "missing tensor \"" + n.prefix + n.embed + "\": not a " + f.model_type + " checkpoint");
+    info.dtype = embed->dtype;
+    check_layer_names(files, n.prefix + n.layer.substr(0, n.layer.find("{L}")), c.layers, cfg.file());  // fewer: the first missing tensor is named below
+
+    const std::size_t C = c.width, H = c.heads, G = c.kv_heads, d = c.head_dim;
+    DecoderWeights& w = m->weights;
+    w.embed = r.linear(n.embed, C, c.vocab, true);  // [vocab, C]
+    // a norm stored around 0 and multiplied by (1 + w) is read as 1 + w, in float32
+    auto norm = [&](const std::string& name, std::size_t size) {
+        Norm nm = r.norm(name, size, f.norm);
+        if (f.norm_adds_one)
+            for (float& v : nm.scale) v = 1.0f + v;
+        return nm;
+    };
+    const bool pre = f.placement != NormPlacement::post, post = f.placement != NormPlacement::pre;
+    for (std::size_t l = 0; l < c.layers; ++l) {
+        const std::string p = layer_name(n.layer, l);
+        BlockWeights b;
+        if (pre) b.norm_1 = norm(p + n.pre_attention_norm, C);
+        if (post) b.attention_norm = norm(p + n.post_attention_norm, C);
+        if (pre) b.norm_2 = norm(p + n.pre_mlp_norm, C);
+        if (post) b.mlp_norm = norm(p + n.post_mlp_norm, C);
+        AttentionWeights& a = b.attn;
+        a.query = r.linear(p + n.query + ".weight", C, H * d, true);
+        a.key = r.linear(p + n.key + ".weight", C, G * d, true);
+        a.value = r.linear(p + n.value + ".weight", C, G * d, true);
+        a.out_proj = r.linear(p + n.out + ".weight", H * d, C, true);
+        if (f.qkv_bias || attention_bias) {
+            a.query.b = r.vec(p + n.query + ".bias", H * d);
+            a.key.b = r.vec(p + n.key + ".bias", G * d);
+            a.value.b = r.vec(p + n.value + ".bias", G * d);
+            if (attention_bias) a.out_proj->b = r.vec(p + n.out + ".bias", C);
+        }
+        a.heads = H;
+        a.kv_heads = G;
+        if (f.qk_norm != QkNormSpan::none) {
+            const bool whole = f.qk_norm == QkNormSpan::whole;
+            a.q_norm = norm(p + n.q_norm, whole ? H * d : d).scale;
+            a.k_norm = norm(p + n.k_norm, whole ? G * d : d).scale;
+            a.qk_norm_whole = whole;
+            a.qk_norm_eps = c.norm_eps;
+        }
+        b.gate = r.linear(p + n.gate + ".weight", C, hidden, true);
+        b.up = r.linear(p + n.up + ".weight", C, hidden, true);
+        b.down = r.linear(p + n.down + ".weight", hidden, C, true);
+        w.blocks.push_back(std::move(b));
+    }
+    w.final_norm = norm(n.final_norm, C);
+    if (!c.tied_head) w.head = r.with_prefix("").linear(n.head, C, c.vocab, true);
+    info.unused = r.unused();
+    r.touch_in_background();
+    info.kv_heads = G;
+    info.head_dim = d;
+    info.config = cfg.used();
+    return m;
+}
+
+}  // namespace
+
+Model load_model(const std::string& path) {
+    const fs::path dir(path);
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+        if (fs::exists(dir, ec)) throw InputError(path, "", "not a folder: a model is read from a Hugging Face model folder (config.json and the weights)");
+        throw InputError(path, "", "no such folder");
+    }
+    const std::string config_file = (dir / "config.json").string();
+    if (!fs::exists(dir / "config.json")) throw InputError(path, "", "no config.json in the folder: a Hugging Face model folder has one");
+    ConfigFile cfg(config_file, json_input::parse_plain(read_text_file(config_file, true), config_file));
+    const std::string type = cfg.text("model_type");
+    cfg.get("architectures");
+    const FamilySpec* family = find_family(type);
+    if (!family) {
+        for (const FamilySpec* f : families())
+            for (const auto& [refused, why] : f->refused_types)
+                if (refused == type)
+                    throw InputError(config_file, "$.model_type", "\"" + type + "\" is " + why + ". Supported: " + supported_families());
+        throw InputError(config_file, "$.model_type", "\"" + type + "\" is not supported. Supported: " + supported_families());
+    }
+    Model m = family->read_folder ? family->read_folder(path, cfg) : load_with_spec(dir, cfg, *family);
+    auto loaded = std::const_pointer_cast<LoadedModel>(m);
+    loaded->info.end_ids = model_detail::end_ids(dir, loaded->info.vocab);
+    return m;
+}
+
+}  // namespace attnwalk

@@ -221,6 +221,8 @@ NonFinite non_finite_of(const Shell& s) {
 }
 
 int run(Shell& s, std::ostream& out, const Terminal& term) {
+    // the explorer and the page write cells out after the walk: the walk keeps its attention
+    s.recording.explainable = !s.explore.empty() || s.html.has_value();
     s.text.torch = s.format == "torch";
     s.text.heatmap = !s.no_heatmap;
     s.text.columns = term.columns;

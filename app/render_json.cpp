@@ -187,6 +187,7 @@ void step_json(Writer& w, const Step& step, bool timed) {
     w.raw(',').key("formula").string(step.formula);
     w.raw(',').key("kind").string(step.kind == StepKind::parameter ? "parameter" : "result");
     if (step.first_row) w.raw(',').key("first_row").integer(static_cast<unsigned long long>(step.first_row));
+    if (step.query) w.raw(',').key("query").integer(static_cast<unsigned long long>(*step.query));
     if (step.first_key) w.raw(',').key("first_key").integer(static_cast<unsigned long long>(step.first_key));
     if (!step.labels.empty()) {
         w.raw(',').key("labels").raw('[');
@@ -241,6 +242,7 @@ void step_json(Writer& w, const Step& step, bool timed) {
             }
             w.raw(']').raw(',').key("result");
             numbers(w, ex.result);
+            if (ex.omitted) w.raw(',').key("omitted").integer(ex.omitted).raw(',').key("omitted_after").integer(ex.omitted_after);
             w.raw('}');
         }
         w.raw(']');

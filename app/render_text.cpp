@@ -357,6 +357,9 @@ std::string expansion_line(const Expansion& e, std::size_t label_width, const st
     std::string s = pad_right(e.label, label_width) + " = ";
     bool first = true;
     for (std::size_t i : shown(e.terms.size(), opt)) {
+        if (e.omitted && i == e.omitted_after && i != gap) {  // the terms the library left out of a long sum
+            s += (scalar ? " + " : cont + "+ ") + std::string("… (") + std::to_string(e.omitted) + " more terms)";
+        }
         if (!first) s += scalar ? " + " : cont + "+ ";
         if (i == gap) {
             s += "…";

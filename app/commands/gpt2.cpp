@@ -81,7 +81,7 @@ namespace {
 // candidates and generation.
 struct ModelOptions {
     std::string model;
-    std::optional<std::string> ids, tokenizer;
+    std::optional<std::string> ids, tokenizer, explain;
     std::optional<std::size_t> heads;
     ModelSpec spec;  // the options' defaults are the library's
 };
@@ -90,7 +90,8 @@ void add_model_options(CLI::App& sub, ModelOptions& o) {
     CLI::Option* ids_option = sub.add_option("--ids", o.ids, "The prompt as token ids, separated by commas (or --text)");
     ids_option->excludes(sub.get_option("--text"));
     add_counted_option(sub, "--layer", o.spec.layer, "The layer whose attention is shown in full, counted from 1");
-    add_counted_option(sub, "--head", o.spec.head, "Only this head's matrices in the layer shown, counted from 1 (default every head)");
+    add_counted_option(sub, "--head", o.spec.head, "Only this head's matrices in the layer shown, counted from 1 (default every head); the head --explain writes out");
+    add_explain_option(sub, o.explain);
     sub.add_flag("--all-layers", o.spec.all_layers, "Every layer's steps in full (default: summaries but for --layer)");
     CLI::Option* view = sub.add_flag("--view", o.spec.view, "The model view: every layer's heads as small heatmaps, and numbers per head");
     sub.add_option("--sort", o.spec.sort, "With --view, rank the heads by entropy, max_weight, first_token, previous_token or diagonal")
@@ -119,7 +120,9 @@ Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model,
     if (ids.empty()) throw UsageError("--text has no tokens");
     ModelSpec spec = o.spec;
     spec.tokenizer = tokenizer;
-    check_cost(shell, model_walk_cost(model, ids.size(), spec));
+    const std::vector<std::string> tokens = token_labels(ids, tokenizer);
+    if (o.explain) spec.explain = parse_cell(*o.explain, tokens);
+    check_cost(shell, model_walk_cost(model, ids.size(), spec, shell.recording.explainable));
     if (shell.svg) {  // the picture's size, before the walk: the shown layer's weights, or every layer's
         const ModelInfo& info = info_of(*model);
         // svg_of_weights draws the model view's grid unless --svg-step names another step
@@ -131,7 +134,7 @@ Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model,
                         grid ? "draw the shown layer's weights with --svg-step weights, or use fewer tokens"
                              : "draw one head with --head, or use fewer tokens");
     }
-    return walk_model(model, ids, token_labels(ids, tokenizer), spec, shell.recording);
+    return walk_model(model, ids, tokens, spec, shell.recording);
 }
 
 }  // namespace
@@ -143,6 +146,7 @@ void add_model(CLI::App& cli, Shell& shell) {
                 "  attnwalk model --model tests/data/models/tiny_gemma3 --text \"the cat sat on the mat\" --layer 2 --steps weights\n"
                 "  attnwalk model --model tests/data/models/tiny_qwen3 --ids 3,1,4,1,5 --layer 2 --steps 'queries_normed,rope_angles,weights'\n"
                 "  attnwalk model --model tests/data/models/tiny_gemma3 --ids 1,2,3,4,5,6,7,8 --view --compact\n"
+                "  attnwalk model --model tests/data/models/tiny_olmo3 --text \"the cat sat on the mat\" --layer 1 --head 2 --explain 6,4\n"
                 "  attnwalk model --model DIR --ids 1,2,3 --generate 4 --steps 'generated_ids,max_difference'\n"
                 "The family comes from config.json's model_type: " + supported_families() + ".\n"
                 "See docs/families.md for where to get each family's folder.\n");

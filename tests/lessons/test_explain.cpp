@@ -25,3 +25,77 @@ TEST_SUITE("explain") {
         CHECK(find("explain_context").expansion.at(0).terms.size() == 3);
     }
 }
+
+#include <filesystem>
+
+#include "attnwalk/model/decoder.hpp"
+
+namespace {
+
+const Step* step_of(const Trace& t, const std::string& id) {
+    for (const Step& s : t.steps)
+        if (s.id == id) return &s;
+    return nullptr;
+}
+
+// Entries [at, at + n) of a step's data.
+std::vector<float> part(const Step& s, std::size_t at, std::size_t n) {
+    REQUIRE(at + n <= s.tensor.data.size());
+    return std::vector<float>(s.tensor.data.begin() + static_cast<std::ptrdiff_t>(at), s.tensor.data.begin() + static_cast<std::ptrdiff_t>(at + n));
+}
+
+}  // namespace
+
+TEST_SUITE("explain") {
+    TEST_CASE("explain.a_models_cell_is_its_matrices_bit_for_bit") {
+        // Every family's test folder, every layer, cells inside and outside the causal mask
+        // and the window: each written-out number is the full matrices' entry.
+        std::vector<std::string> folders;
+        for (const auto& e : std::filesystem::directory_iterator(test::source_path("tests/data/models"))) folders.push_back(e.path().string());
+        std::sort(folders.begin(), folders.end());
+        REQUIRE(folders.size() >= 8);
+        const std::vector<std::size_t> ids = {3, 1, 4, 1, 5, 9, 2, 6};
+        const std::size_t T = ids.size();
+        std::size_t cells = 0, windowed = 0;
+        folders.push_back(test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors"));  // GPT-2: LayerNorm, learned positions
+        for (const std::string& folder : folders) {
+            CAPTURE(folder);
+            const Model m = std::filesystem::is_directory(folder) ? load_model(folder) : load_gpt2(folder, 4);
+            const DecoderConfig& c = m->weights.config;
+            for (std::size_t layer = 0; layer < c.layers; ++layer)
+                for (const auto& [i, j] : std::vector<std::pair<std::size_t, std::size_t>>{{7, 6}, {7, 0}, {2, 5}, {4, 4}}) {
+                    ModelSpec spec;
+                    spec.layer = layer;
+                    spec.head = (i + layer) % c.heads;
+                    spec.explain = Cell{i, j};
+                    const Trace t = walk_model(m, ids, std::vector<std::string>(T, "#"), spec, {});
+                    const std::size_t h = *spec.head, d = c.head_size(), g = h / (c.heads / c.key_heads());
+                    const Step* score = step_of(t, "explain_score");
+                    REQUIRE(score);
+                    CHECK(score->tensor.data[0] == step_of(t, "scores")->tensor.data[i * T + j]);
+                    CHECK(step_of(t, "explain_query")->tensor.data == part(*step_of(t, "queries"), i * c.heads * d + h * d, d));
+                    CHECK(step_of(t, "explain_key")->tensor.data == part(*step_of(t, "keys"), j * c.key_heads() * d + g * d, d));
+                    if (const Step* n = step_of(t, "explain_query_normed"))
+                        CHECK(n->tensor.data == part(*step_of(t, "queries_normed"), (h * T + i) * d, d));
+                    if (const Step* r = step_of(t, "explain_query_rotated")) {
+                        CHECK(r->tensor.data == part(*step_of(t, "queries_rotated"), (h * T + i) * d, d));
+                        CHECK(step_of(t, "explain_key_rotated")->tensor.data == part(*step_of(t, "keys_rotated"), (g * T + j) * d, d));
+                    } else {
+                        CHECK((c.positions != PositionKind::rope || !c.layer_attention[layer].rope));
+                    }
+                    const Step* input = step_of(t, "explain_input_query");
+                    const Step* ln1 = step_of(t, "layer" + std::to_string(layer + 1) + ".ln_1");
+                    if (ln1) CHECK(input->tensor.data == part(*ln1, i * c.width, c.width));
+                    CHECK(step_of(t, "explain_weight")->tensor.data[0] == step_of(t, "weights")->tensor.data[i * T + j]);
+                    CHECK(step_of(t, "explain_context")->tensor.data == part(*step_of(t, "head_outputs"), i * d, d));
+                    const bool masked = j > i || (c.layer_attention[layer].window && j + *c.layer_attention[layer].window <= i);
+                    CHECK(step_of(t, "explain_mask")->tensor.integers.at(0) == (masked ? 0u : 1u));
+                    if (masked) CHECK(step_of(t, "explain_weight")->tensor.data[0] == 0.0f);
+                    windowed += masked && j <= i;
+                    ++cells;
+                }
+        }
+        CHECK(cells >= 90);
+        CHECK(windowed > 0);  // some cell was inside the causal triangle but outside a window
+    }
+}

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -53,6 +54,9 @@ struct Expansion {
     std::string label;  // e.g. "journey·Your"
     std::vector<Term> terms;
     std::vector<float> result;
+    // A long sum shown in part (a model's 2048 terms): `omitted` terms are left out after
+    // the first `omitted_after` of `terms`; renderers write "…" there.
+    std::size_t omitted = 0, omitted_after = 0;
 };
 
 // A summary: what a step's tensor looked like, without the tensor (big inputs).
@@ -101,6 +105,7 @@ struct Step {
     bool may_be_non_finite = false;     // inf/NaN here is the lesson (−∞ masking, naive softmax overflow)
     double seconds = 0.0;               // wall time spent computing and recording this step
     std::optional<CellMask> mask;       // a token×token step after the mask
+    std::optional<std::size_t> query;   // a step of one query's row (kvcache's stepN.*): that query's position
     bool summarised = false;            // a summary: `summary` holds the statistics; tensor.data is empty
                                         // except for the final step
     Summary summary;
@@ -116,6 +121,8 @@ struct Index {
 
 using ParamValue = std::variant<bool, unsigned long long, double, std::string, Index>;  // every count and seed is unsigned
 
+class Explainer;  // lessons/explainer.hpp: writes out any cell of the trace's attention
+
 struct Trace {
     std::string command;
     std::vector<std::string> tokens;
@@ -124,6 +131,9 @@ struct Trace {
     std::vector<Step> steps;
     bool timed = false;  // timed or summarised: step times are part of the output
     std::string backend;  // how large matrix products ran (for a timed trace)
+    // The walk's attention kept for writing out any cell after the walk (the explorer, the
+    // page); null unless the recording asked for it. Copies of the trace share it.
+    std::shared_ptr<const Explainer> explainer;
 
     void set_param(const std::string& name, ParamValue value);
 };

@@ -107,7 +107,7 @@ Trace walk_causal(const Embeddings& input, const Weights& weights, const CausalS
         set_explain_params(trace, *spec.explain, std::nullopt);
         explain_cell(rec, *spec.explain, x, w, f, sc, ExplainDepth::context);
     }
-    return finish(std::move(trace), recording, &f);
+    return explainable(finish(std::move(trace), recording, &f), recording, f, x, weights, sc, ExplainDepth::context);
 }
 
 }  // namespace attnwalk

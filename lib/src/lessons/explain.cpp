@@ -1,7 +1,13 @@
+// The explanation engine (lessons/explain.hpp) and the cell a step's entry shows
+// (lessons/explainer.hpp).
 #include "attnwalk/lessons/explain.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 
+#include "attnwalk/errors.hpp"
 #include "attnwalk/lessons/lessons.hpp"
 
 namespace attnwalk {
@@ -11,6 +17,10 @@ namespace {
 // Batch element 0, head h, row i of a (B,H,R,·) tensor.
 std::vector<float> row_of(const Hyper& t, std::size_t h, std::size_t i) {
     return std::vector<float>(&t(0, h, i, 0), &t(0, h, i, 0) + t.shape(3));
+}
+// Columns [c0, c0 + n) of row i of a (B,T,·) tensor.
+std::vector<float> slice_of(const Cube& t, std::size_t i, std::size_t c0, std::size_t n) {
+    return std::vector<float>(&t(0, i, c0), &t(0, i, c0) + n);
 }
 
 Tensor vector_tensor(std::vector<float> values) {
@@ -22,50 +32,151 @@ Tensor vector_tensor(std::vector<float> values) {
 
 std::string quoted(const std::string& token) { return "\"" + token + "\""; }
 
-// v_i = x_i·W (+ b): the projection of one token, row by row of W.
-Expansion projection_expansion(const std::string& label, const std::vector<float>& x, const Linear& lin,
-                               std::vector<float> result) {
+// A number for a note, as the lessons write numbers.
+std::string num(double v) { return format_number(v); }
+
+// Past this many terms a sum is shown by its first two and its last: a model's 2048.
+constexpr std::size_t long_sum = 12;
+
+void elide(Expansion& e) {
+    const std::size_t n = e.terms.size();
+    if (n <= long_sum) return;
+    e.omitted = n - 3;
+    e.omitted_after = 2;
+    e.terms.erase(e.terms.begin() + 2, e.terms.end() - 1);
+}
+
+// v = x·W (+ b), row by row of W: the projection of one token into one head's columns.
+Expansion projection_expansion(const std::string& label, const std::vector<float>& x, const Linear& lin, std::vector<float> result) {
     Expansion e;
     e.label = label;
-    for (std::size_t c = 0; c < x.size(); ++c)
-        e.terms.push_back({x[c], std::vector<float>(&lin.w(c, 0), &lin.w(c, 0) + lin.w.shape(1))});
+    const Mat w = lin.matrix();  // d_in × d_out
+    for (std::size_t c = 0; c < x.size(); ++c) e.terms.push_back({x[c], std::vector<float>(&w(c, 0), &w(c, 0) + w.shape(1))});
     if (lin.b.size() != 0) e.terms.push_back({1.0f, std::vector<float>(lin.b.begin(), lin.b.end())});
     e.result = std::move(result);
+    elide(e);
     return e;
+}
+
+// √(mean(x²)) of n floats, in double: for a note.
+double rms_of(const float* x, std::size_t n) {
+    double s = 0.0;
+    for (std::size_t c = 0; c < n; ++c) s += static_cast<double>(x[c]) * x[c];
+    return n ? std::sqrt(s / static_cast<double>(n)) : 0.0;
+}
+
+// The row of a model layer entering its attention, written out through its norm.
+void explain_input(Recorder& rec, const std::string& id, const LayerSource& L, const Cube& normed, std::size_t t, const std::string& token,
+                   const std::string& role) {
+    const std::size_t C = L.stream.shape(2);
+    const std::string T = std::to_string(t + 1), layer = std::to_string(L.layer + 1);
+    if (!L.norm) {  // post-norm: the attention reads the stream itself
+        Step& s = rec.add_plain(id, "The " + role + " row " + quoted(token) + " entering layer " + layer + ": the residual stream itself",
+                                "x_" + T, vector_tensor(slice_of(L.stream, t, 0, C)), {Axis::feature});
+        s.note = "This family normalises after each sublayer (post-norm), so the attention projects the residual stream as it is.";
+        return;
+    }
+    const float* x = &L.stream(0, t, 0);
+    const std::string w = L.norm_adds_one ? "(1 + w)" : "w";
+    Step& s = rec.add_plain(id, "The " + role + " row " + quoted(token) + " entering layer " + layer + ", through " + L.norm_words + " (" + L.norm_name + ")",
+                            L.norm_kind == NormKind::rms_norm ? "n_" + T + " = x_" + T + " / √(mean_c x_" + T + "c² + ε) ⊙ " + w
+                                                              : "n_" + T + " = (x_" + T + " − μ) / √(σ² + ε) ⊙ w + b",
+                            vector_tensor(slice_of(normed, t, 0, C)), {Axis::feature});
+    const float scale0 = L.norm->scale(0);
+    if (L.norm_kind == NormKind::rms_norm) {
+        const double rms = std::sqrt(rms_of(x, C) * rms_of(x, C) + static_cast<double>(L.eps));
+        s.note = "Over its C = " + std::to_string(C) + " features: √(mean(x²) + ε) = √(" + num(rms_of(x, C) * rms_of(x, C)) + " + " + num(L.eps) + ") = " +
+                 num(rms) + ". Feature 1: " + num(x[0]) + " / " + num(rms) + " × " +
+                 (L.norm_adds_one ? "(1 + " + num(scale0 - 1.0f) + ")" : num(scale0)) + " = " + num(normed(0, t, 0)) + ".";
+    } else {
+        double mean = 0.0, var = 0.0;
+        for (std::size_t c = 0; c < C; ++c) mean += x[c];
+        mean /= static_cast<double>(C);
+        for (std::size_t c = 0; c < C; ++c) var += (x[c] - mean) * (x[c] - mean);
+        var /= static_cast<double>(C);
+        s.note = "Over its C = " + std::to_string(C) + " features: μ = " + num(mean) + ", σ² = " + num(var) + ". Feature 1: (" + num(x[0]) + " − " +
+                 num(mean) + ") / √(" + num(var) + " + " + num(L.eps) + ") × " + num(scale0) + " + " + num(L.norm->shift(0)) + " = " +
+                 num(normed(0, t, 0)) + ".";
+    }
 }
 
 }  // namespace
 
-void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const AttentionWeights* weights, const Forward& f,
-                  const Scale& sc, ExplainDepth depth, std::size_t head) {
+void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
     const Trace& trace = rec.trace();
-    const std::size_t i = cell.i, j = cell.j, T = f.kh.shape(2);
+    const Forward& f = *v.f;
+    const std::size_t i = cell.query, j = cell.key, h = cell.head, T = f.kh.shape(2);
+    if (h >= f.heads || j >= T || i < f.row0 || i - f.row0 >= f.rows)
+        throw UsageError("cell " + std::to_string(i + 1) + "," + std::to_string(j + 1) + " of head " + std::to_string(h + 1) +
+                         " is not in this attention");
+    const std::size_t r = i - f.row0;  // the row of the forward's (B,H,R,T) tensors
+    const LayerSource* L = v.layer;
     // Math names tokens from 1, as the textbook does: x_2 is "journey", the second token.
     const std::string I = std::to_string(i + 1), J = std::to_string(j + 1);
-    const std::string qi = trace.tokens[i], kj = trace.tokens[j];
-    const std::size_t h = head;
-    const std::string batch_note = std::string(f.heads > 1 ? " in head " + std::to_string(h + 1) : "") + (trace.batched ? " (batch 1)" : "");
+    const std::string qi = trace.tokens.at(i), kj = trace.tokens.at(j);
+    const std::string where = (L ? " in layer " + std::to_string(L->layer + 1) + ", head " + std::to_string(h + 1)
+                                 : f.heads > 1 ? " in head " + std::to_string(h + 1) : std::string()) +
+                              (trace.batched ? " (batch 1)" : "");
+    const std::size_t group = f.heads / f.kv_heads, g = h / group;  // the key/value head of query head h
+    const std::size_t d = f.d_h;
 
-    // The query and key vectors, from the embeddings through W_query and W_key.
-    const std::size_t g = h / (f.heads / f.kv_heads);  // the key/value head of query head h
-    const std::vector<float> q = row_of(f.qh, h, i), k = row_of(f.kh, g, j);
-    // With RoPE the projections give q and k before their rotation.
-    const std::vector<float> q0 = f.rope ? row_of(f.qh_plain, h, i) : q, k0 = f.rope ? row_of(f.kh_plain, g, j) : k;
-    if (weights) {
-        const std::vector<float> xi(&x(0, i, 0), &x(0, i, 0) + x.shape(2)), xj(&x(0, j, 0), &x(0, j, 0) + x.shape(2));
-        const Linear wq = f.heads > 1 ? weights->head_columns(weights->query, h) : weights->query;
-        const Linear wk = f.kv_heads > 1 ? weights->head_columns(weights->key, g) : weights->key;
-        Step& sq = rec.add_plain("explain_query", "The query of " + quoted(qi) + batch_note + ": its embedding times W_query",
-                                 "q_" + I + " = Σ_c x_" + I + "c·W_query[c,:]" + (weights->query.b.size() ? " + b_query" : ""),
-                                 vector_tensor(q0), {Axis::feature});
-        sq.expansion.push_back(projection_expansion("q(" + qi + ")", xi, wq, q0));
-        Step& sk = rec.add_plain("explain_key", "The key of " + quoted(kj) + batch_note + ": its embedding times W_key",
-                                 "k_" + J + " = Σ_c x_" + J + "c·W_key[c,:]" + (weights->key.b.size() ? " + b_key" : ""),
-                                 vector_tensor(k0), {Axis::feature});
-        sk.expansion.push_back(projection_expansion("k(" + kj + ")", xj, wk, k0));
+    // ---- a model: the rows entering the layer ------------------------------------------
+    if (L && v.x) {
+        explain_input(rec, "explain_input_query", *L, *v.x, i, qi, "query's");
+        if (j != i) explain_input(rec, "explain_input_key", *L, *v.x, j, kj, "key's");
     }
-    if (f.rope) {  // each turned by its position's angles
-        const std::size_t d = q.size(), half = d / 2;
+
+    // ---- the query and key vectors ----------------------------------------------------------
+    const std::vector<float> q = row_of(f.qh, h, i), k = row_of(f.kh, g, j);
+    const bool rope = f.rope.has_value();
+    // before QK-norm and RoPE: the projections themselves
+    const std::vector<float> q_proj = v.weights ? slice_of(f.q, i, h * d, d) : q, k_proj = v.weights ? slice_of(f.k, j, g * d, d) : k;
+    if (v.weights) {
+        const std::vector<float> xi(&(*v.x)(0, i, 0), &(*v.x)(0, i, 0) + v.x->shape(2)), xj(&(*v.x)(0, j, 0), &(*v.x)(0, j, 0) + v.x->shape(2));
+        const Linear wq = f.heads > 1 ? v.weights->head_columns(v.weights->query, h) : v.weights->query;
+        const Linear wk = f.kv_heads > 1 ? v.weights->head_columns(v.weights->key, g) : v.weights->key;
+        const std::string by = L ? " its normalised row times the " + L->q_name + " columns of head " + std::to_string(h + 1)
+                                 : " its embedding times W_query";
+        const std::string n = L && L->norm ? "n" : "x";
+        Step& sq = rec.add_plain("explain_query", "The query of " + quoted(qi) + where + ":" + by,
+                                 "q_" + I + " = Σ_c " + n + "_" + I + "c·W_query[c,:]" + (v.weights->query.b.size() ? " + b_query" : ""), vector_tensor(q_proj),
+                                 {Axis::feature});
+        sq.expansion.push_back(projection_expansion("q(" + qi + ")", xi, wq, q_proj));
+        Step& sk = rec.add_plain("explain_key", "The key of " + quoted(kj) + where + ":" +
+                                                    (L ? " its normalised row times the " + L->k_name + " columns of key/value head " + std::to_string(g + 1)
+                                                       : std::string(" its embedding times W_key")),
+                                 "k_" + J + " = Σ_c " + n + "_" + J + "c·W_key[c,:]" + (v.weights->key.b.size() ? " + b_key" : ""), vector_tensor(k_proj),
+                                 {Axis::feature});
+        sk.expansion.push_back(projection_expansion("k(" + kj + ")", xj, wk, k_proj));
+        if (L && group > 1)
+            sk.note = "Grouped-query attention: query head " + std::to_string(h + 1) + " reads key/value head " + std::to_string(g + 1) + " (⌈" +
+                      std::to_string(h + 1) + " / " + std::to_string(group) + "⌉), shared with " + std::to_string(group - 1) + " other query head" +
+                      (group == 2 ? "" : "s") + ".";
+    }
+
+    // ---- QK-norm -----------------------------------------------------------------------------
+    if (f.qk_normed && v.weights) {
+        const bool whole = v.weights->qk_norm_whole;
+        const std::vector<float> qn = row_of(rope ? f.qh_plain : f.qh, h, i), kn = row_of(rope ? f.kh_plain : f.kh, g, j);
+        const auto note = [&](const Cube& raw, std::size_t t, std::size_t c0, const std::string& what) {
+            const std::size_t n = whole ? raw.shape(2) : d;
+            const double ms = rms_of(&raw(0, t, whole ? 0 : c0), n);
+            return "RMSNorm over " + (whole ? "all " + std::to_string(n) + " " + what + " features of the token (every head at once)"
+                                             : "this head's " + std::to_string(n) + " features") +
+                   ": √(mean(" + what.substr(0, 1) + "²) + ε) = " + num(std::sqrt(ms * ms + static_cast<double>(v.weights->qk_norm_eps))) +
+                   "; then × the norm's scale, feature by feature.";
+        };
+        Step& a = rec.add_plain("explain_query_normed", "QK-norm: the query of " + quoted(qi) + " normalised", "q̂_" + I + " = q_norm(q_" + I + ")",
+                                vector_tensor(qn), {Axis::feature});
+        a.note = note(f.q, i, h * d, "query");
+        Step& b = rec.add_plain("explain_key_normed", "QK-norm: the key of " + quoted(kj) + " normalised", "k̂_" + J + " = k_norm(k_" + J + ")",
+                                vector_tensor(kn), {Axis::feature});
+        b.note = note(f.k, j, g * d, "key");
+    }
+
+    // ---- RoPE --------------------------------------------------------------------------------
+    if (rope) {  // each turned by its position's angles
+        const std::size_t dims = f.rope->dims(), half = dims / 2;
         const auto angles = [&](std::size_t t) {
             std::string out;
             for (std::size_t c = 0; c < half; ++c) out += (c ? ", " : "") + format_number(f.rope->angles(t, c));
@@ -73,82 +184,234 @@ void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const Attentio
         };
         // RoPE's angle is p·θ with the model's position id p, which counts from 0: the
         // first token is not turned.
-        const std::string pi = std::to_string(i), pj = std::to_string(j);
+        const std::size_t pq = f.q_position0 + i, pk = j;
+        const std::string pi = std::to_string(pq), pj = std::to_string(pk);
+        const std::string qs = f.qk_normed ? "q̂" : "q", ks = f.qk_normed ? "k̂" : "k";
         Step& rq = rec.add_plain("explain_query_rotated", "The query of " + quoted(qi) + ", rotated by its position id p = " + pi,
-                                 "q′_" + I + " = q_" + I + "·cos φ(" + pi + ") + rotate_half(q_" + I + ")·sin φ(" + pi + ")",
+                                 "q′_" + I + " = " + qs + "_" + I + "·cos φ(" + pi + ") + rotate_half(" + qs + "_" + I + ")·sin φ(" + pi + ")",
                                  vector_tensor(q), {Axis::feature});
+        std::string freqs;
+        for (std::size_t c = 0; c < half; ++c) freqs += (c ? ", " : "") + format_number(f.rope->inv_freq(c));
         rq.note = "Pairs (c, c + " + std::to_string(half) + ") turn by the angles φ(p) = p·θ = " + angles(i) +
-                  " (radians); position ids count from 0, so token " + I + " has p = " + pi + ".";
+                  " (radians; θ = " + freqs + "); position ids count from 0, so token " + I + " has p = " + pi + ".";
+        if (dims < d) rq.note += " Partial rotary: only the first " + std::to_string(dims) + " of " + std::to_string(d) + " features turn.";
+        if (f.rope->attention_scaling != 1.0f)
+            rq.note += " cos and sin are multiplied by YaRN's attention factor " + format_number(f.rope->attention_scaling) + ".";
+        if (L && !L->rope_words.empty()) rq.note += " " + L->rope_words;
         Step& rk = rec.add_plain("explain_key_rotated", "The key of " + quoted(kj) + ", rotated by its position id p = " + pj,
-                                 "k′_" + J + " = k_" + J + "·cos φ(" + pj + ") + rotate_half(k_" + J + ")·sin φ(" + pj + ")",
+                                 "k′_" + J + " = " + ks + "_" + J + "·cos φ(" + pj + ") + rotate_half(" + ks + "_" + J + ")·sin φ(" + pj + ")",
                                  vector_tensor(k), {Axis::feature});
         rk.note = "Angles φ = " + angles(j) + ": the score below sees only their differences.";
     }
 
-    // The score: one dot product, term by term.
-    const float score = f.scores(0, h, i, j);
+    // ---- the score: one dot product, term by term ---------------------------------------------
+    const float score = f.scores(0, h, r, j);
     Expansion dot;
     dot.label = qi + "·" + kj;
     for (std::size_t c = 0; c < q.size(); ++c) dot.terms.push_back({q[c], {k[c]}});
     dot.result = {score};
-    const std::string qs = (weights ? "q" : "x") + std::string(f.rope ? "′_" : "_") + I,
-                      ks = (weights ? "k" : "x") + std::string(f.rope ? "′_" : "_") + J;
-    Step& s = rec.add_plain("explain_score", "The score of " + quoted(qi) + " against " + quoted(kj) + batch_note,
+    const std::string qs = (v.weights ? "q" : "x") + std::string(rope ? "′_" : "_") + I, ks = (v.weights ? "k" : "x") + std::string(rope ? "′_" : "_") + J;
+    Step& s = rec.add_plain("explain_score", "The score of " + quoted(qi) + " against " + quoted(kj) + where,
                             "ω_" + I + "," + J + " = " + qs + "·" + ks + " = Σ_c " + qs + "c·" + ks + "c", scalar_trace(score), {});
     s.expansion.push_back(std::move(dot));
-    if (depth == ExplainDepth::score) return;
+    if (L && !L->layer_has_rope)
+        s.note = "This layer applies no RoPE: q and k are not rotated, so the score sees what the tokens are, not where they stand; "
+                 "the causal mask alone orders them.";
+    if (v.depth == ExplainDepth::score) return;
+
+    // ---- the mask's verdict ----------------------------------------------------------------------
+    const std::size_t position = f.q_position0 + i;  // the query's place among the keys
+    const bool masked = masked_out(position, j, f.causal, f.window);
+    if (L || f.window) {  // the chapter's causal mask is its own lesson (causal); a model's layer or a window says its verdict
+        std::string rule = f.causal ? "j ≤ i" : "";
+        if (f.window) rule += std::string(rule.empty() ? "" : " and ") + "i − j < " + std::to_string(f.window);
+        Step& m = rec.add_plain("explain_mask", std::string(masked ? "Masked: " : "Visible: ") + quoted(kj) + " (key " + J + ") for the query " + quoted(qi) +
+                                                    " (" + I + ")",
+                                "visible when " + rule, integer_tensor({masked ? 0ull : 1ull}, {}), {});
+        if (f.causal && j > position) m.note = "Key " + J + " comes after query " + I + ": the causal mask hides the future (score −∞, weight 0).";
+        else if (masked) m.note = "Key " + J + " is " + std::to_string(position - j) + " tokens back, outside the window of " + std::to_string(f.window) +
+                                  " (itself and the " + std::to_string(f.window - 1) + " before it): score −∞, weight 0.";
+        else m.note = "Key " + J + " is " + (position == j ? "the query itself" : std::to_string(position - j) + " token" + (position - j == 1 ? "" : "s") + " back") +
+                      (f.window ? ", inside the window of " + std::to_string(f.window) : "") + ".";
+    }
 
     // What the softmax reads: s = ω / scale, or ω itself.
-    const std::string v = f.scale != 1.0f ? "s" : "ω";
+    const std::string sv = f.scale != 1.0f ? "s" : "ω";
     if (f.scale != 1.0f)
-        rec.add_plain("explain_scaled", "The score divided by " + sc.words, "s_" + I + "," + J + " = ω_" + I + "," + J + " / " + sc.symbol,
+        rec.add_plain("explain_scaled", "The score divided by " + v.scale.words, "s_" + I + "," + J + " = ω_" + I + "," + J + " / " + v.scale.symbol,
                       scalar_trace(score / f.scale), {});
 
-    // The softmax of row i: the forward's max and sum, each exponential shown.
-    const std::vector<float> row = row_of(f.scaled, h, i);
-    const float max = f.row_max(0, h, i), sum = f.row_sum(0, h, i);
+    // ---- the softmax of row i: the forward's max and sum, each exponential shown --------------
+    std::vector<float> row;
+    if (f.scaled.size()) {
+        row = row_of(f.scaled, h, r);
+    } else {  // the decoder keeps no scaled scores: the same mask and division, again
+        row = row_of(f.scores, h, r);
+        for (std::size_t c = 0; c < T; ++c) row[c] = masked_out(position, c, f.causal, f.window) ? -std::numeric_limits<float>::infinity() : row[c] / f.scale;
+    }
+    const float max = f.row_max(0, h, r), sum = f.row_sum(0, h, r);
     std::vector<float> exps(T);
     for (std::size_t c = 0; c < T; ++c) exps[c] = std::exp(row[c] - max);
     const float inv = 1.0f / sum;
-    const float weight = f.weights(0, h, i, j);
+    const float weight = f.weights(0, h, r, j);
+    const bool masking = f.causal || f.window;
 
+    const bool causal_only = f.causal && !f.window;
     rec.add_plain("explain_max", "The row maximum, subtracted only for numerical stability",
-                  "max_j " + v + "_" + I + ",j" + (f.causal ? " (over j ≤ " + I + ")" : ""), scalar_trace(max), {});
-    Step& r = rec.add_plain("explain_row", "Row " + quoted(qi) + " as the softmax reads it" + (f.causal ? " (future masked)" : ""),
-                            v + "_" + I + ",j" + (f.scale != 1.0f ? " = ω_" + I + ",j / " + sc.symbol : "") +
-                                (f.causal ? ", −∞ for j > " + I : ""),
-                            vector_tensor(row), {Axis::token});
-    r.group = "explain_softmax";
-    r.may_be_non_finite = f.causal;
-    Step& e = rec.add_plain("explain_exp", "Each exponential, after subtracting the row maximum",
-                            "exp(" + v + "_" + I + ",j − max)", vector_tensor(exps), {Axis::token});
+                  "max_j " + sv + "_" + I + ",j" + (causal_only ? " (over j ≤ " + I + ")" : masking ? " (over the visible keys)" : ""), scalar_trace(max), {});
+    Step& rs = rec.add_plain("explain_row", "Row " + quoted(qi) + " as the softmax reads it" + (causal_only ? " (future masked)" : masking ? " (masked keys −∞)" : ""),
+                             sv + "_" + I + ",j" + (f.scale != 1.0f ? " = ω_" + I + ",j / " + v.scale.symbol : "") + (f.causal ? ", −∞ for j > " + I : "") +
+                                 (f.window ? std::string(f.causal ? " or" : ", −∞ for") + " j ≤ " + I + " − " + std::to_string(f.window) : ""),
+                             vector_tensor(row), {Axis::token});
+    rs.group = "explain_softmax";
+    rs.may_be_non_finite = masking;
+    Step& e = rec.add_plain("explain_exp", "Each exponential, after subtracting the row maximum", "exp(" + sv + "_" + I + ",j − max)", vector_tensor(exps),
+                            {Axis::token});
     e.group = "explain_softmax";
-    if (f.causal && i + 1 < T) e.note = "exp(−∞) = 0: the future tokens add nothing to the sum.";
-    Step& sm = rec.add_plain("explain_sum", "The sum of the exponentials", "Σ = Σ_j exp(" + v + "_" + I + ",j − max)", scalar_trace(sum), {});
+    if (causal_only && position + 1 < T) e.note = "exp(−∞) = 0: the future tokens add nothing to the sum.";
+    else if (masking && std::any_of(row.begin(), row.end(), [](float x) { return std::isinf(x); }))
+        e.note = "exp(−∞) = 0: the masked keys add nothing to the sum.";
+    Step& sm = rec.add_plain("explain_sum", "The sum of the exponentials", "Σ = Σ_j exp(" + sv + "_" + I + ",j − max)", scalar_trace(sum), {});
     sm.note = "Added left to right in float32, as the softmax does.";
     Expansion div;
     div.label = "α(" + qi + "→" + kj + ")";
     div.terms.push_back({exps[j], {inv}, "1/Σ"});
     div.result = {exps[j] * inv};
     Step& w = rec.add_plain("explain_weight", "The weight of " + quoted(kj) + " for " + quoted(qi) + ": its exponential over the sum",
-                            "α_" + I + "," + J + " = exp(" + v + "_" + I + "," + J + " − max) · (1/Σ)", scalar_trace(exps[j] * inv), {});
+                            "α_" + I + "," + J + " = exp(" + sv + "_" + I + "," + J + " − max) · (1/Σ)", scalar_trace(exps[j] * inv), {});
     w.expansion.push_back(std::move(div));
     w.note = exps[j] * inv == weight
                  ? "Equal, bit for bit, to the weights matrix at row " + I + ", column " + J + ". Like PyTorch, the softmax multiplies by the reciprocal of the sum."
                  : "Differs from the weights matrix at row " + I + ", column " + J + ".";
-    if (f.causal && j > i) w.note += " Column " + J + " is in the future of row " + I + ": masked, so its weight is 0.";
-    if (depth == ExplainDepth::weight) return;
+    if (f.causal && j > position) w.note += " Column " + J + " is in the future of row " + I + ": masked, so its weight is 0.";
+    else if (masked) w.note += " Key " + J + " is outside row " + I + "'s window: masked, so its weight is 0.";
+    if (v.depth == ExplainDepth::weight) return;
 
-    // The context vector of token i: every value weighted by row i of the weights.
+    // ---- the context vector of token i: every value weighted by row i of the weights -----------
     Expansion z;
     z.label = "z(" + qi + ")";
-    // the weights the values are mixed with: after dropout when there was one
-    const Hyper& a = f.final_weights();
-    for (std::size_t c = 0; c < T; ++c) z.terms.push_back({a(0, h, i, c), row_of(f.vh, g, c)});
-    z.result = row_of(f.head_outputs, h, i);
-    Step& ctx = rec.add_plain("explain_context", "The context vector of " + quoted(qi) + ": row " + I + " of the weights times the " + (weights ? "values" : "embeddings"),
-                              "z_" + I + " = Σ_j α_" + I + ",j·" + (weights ? "v_j" : "x_j"), vector_tensor(z.result), {Axis::feature});
+    const Hyper& a = f.final_weights();  // after dropout when there was one
+    for (std::size_t c = 0; c < T; ++c) z.terms.push_back({a(0, h, r, c), row_of(f.vh, g, c)});
+    z.result = row_of(f.head_outputs, h, r);
+    elide(z);
+    const std::string values = v.weights ? "values" : "embeddings";
+    Step& ctx = rec.add_plain("explain_context", "The context vector of " + quoted(qi) + (L ? where : "") + ": row " + I + " of the weights times the " + values,
+                              "z_" + I + " = Σ_j α_" + I + ",j·" + (v.weights ? "v_j" : "x_j"), vector_tensor(z.result), {Axis::feature});
     ctx.expansion.push_back(std::move(z));
+    if (L || T > long_sum) {  // α_ij·v_j's share of the context
+        const std::vector<float> vj = row_of(f.vh, g, j);
+        std::vector<float> part(vj.size());
+        for (std::size_t c = 0; c < vj.size(); ++c) part[c] = a(0, h, r, j) * vj[c];
+        double mine = 0.0, all = 0.0;
+        for (std::size_t c = 0; c < T; ++c) {
+            double n = 0.0;
+            for (std::size_t e2 = 0; e2 < vj.size(); ++e2) {
+                const double x = static_cast<double>(a(0, h, r, c)) * f.vh(0, g, c, e2);
+                n += x * x;
+            }
+            all += std::sqrt(n);
+            if (c == j) mine = std::sqrt(n);
+        }
+        Step& sh = rec.add_plain("explain_share", "What " + quoted(kj) + " adds to the context of " + quoted(qi) + ": α·v", "α_" + I + "," + J + "·v_" + J,
+                                 vector_tensor(part), {Axis::feature});
+        char percent[32];
+        std::snprintf(percent, sizeof percent, "%.1f", all > 0.0 ? 100.0 * mine / all : 0.0);
+        sh.note = std::string("Its length is ") + percent + " % of the lengths of all " + std::to_string(T) + " terms α_" + I + ",j·v_j added together.";
+    }
+}
+
+void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const AttentionWeights* weights, const Forward& f, const Scale& scale,
+                  ExplainDepth depth, std::size_t head) {
+    ExplainView v;
+    v.f = &f;
+    v.x = &x;
+    v.weights = weights;
+    v.scale = scale;
+    v.depth = depth;
+    explain_cell(rec, CellRef{0, head, cell.i, cell.j}, v);
+}
+
+namespace {
+
+class KeptAttentions : public Explainer {
+public:
+    explicit KeptAttentions(std::vector<KeptAttention> kept) : kept_(std::move(kept)) {}
+
+    std::vector<Step> explain(const CellRef& cell, const std::vector<std::string>& tokens) const override {
+        for (const KeptAttention& k : kept_) {
+            const std::size_t layer = k.layer ? k.layer->layer : 0;
+            if (layer != cell.layer || cell.head >= k.f.heads || cell.key >= k.f.kh.shape(2) || cell.query < k.f.row0 ||
+                cell.query - k.f.row0 >= k.f.rows)
+                continue;
+            Trace scratch;
+            scratch.tokens = tokens;
+            scratch.batched = k.batched;
+            Recorder rec(scratch);
+            ExplainView v;
+            v.f = &k.f;
+            v.x = &k.x;
+            v.weights = k.weights.get();
+            v.scale = k.scale;
+            v.depth = k.depth;
+            v.layer = k.layer ? &*k.layer : nullptr;
+            explain_cell(rec, cell, v);
+            return std::move(scratch.steps);
+        }
+        return {};
+    }
+
+    std::vector<std::pair<std::size_t, std::size_t>> covered() const override {
+        std::vector<std::pair<std::size_t, std::size_t>> out;
+        for (const KeptAttention& k : kept_)
+            for (std::size_t h = 0; h < k.f.heads; ++h) out.emplace_back(k.layer ? k.layer->layer : 0, h);
+        return out;
+    }
+
+private:
+    std::vector<KeptAttention> kept_;
+};
+
+// The index of param `name` (an Index), or none.
+std::optional<std::size_t> index_param(const Trace& trace, const std::string& name) {
+    for (const auto& [n, v] : trace.params)
+        if (n == name)
+            if (const Index* at = std::get_if<Index>(&v); at && !at->at.empty()) return static_cast<std::size_t>(at->at[0]);
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::shared_ptr<const Explainer> keep_for_explaining(std::vector<KeptAttention> kept) {
+    return std::make_shared<const KeptAttentions>(std::move(kept));
+}
+
+std::optional<CellRef> cell_of(const Trace& trace, const Step& step, std::size_t panel, std::size_t row, std::size_t col) {
+    const std::size_t r = step.axes.size();
+    if (step.kind != StepKind::result || r < 2 || r != step.tensor.shape.size() || step.axes[r - 1] != Axis::token) return std::nullopt;
+    CellRef c;
+    c.layer = index_param(trace, "layer_index").value_or(0);
+    const bool square = step.axes[r - 2] == Axis::token;
+    if (!square && !(step.query && step.axes[r - 2] == Axis::head)) return std::nullopt;
+    // the panel's index along each axis before the last two, the last varying fastest
+    for (std::size_t a = r - 2; a-- > 0;) {
+        const std::size_t n = step.tensor.shape[a], at = panel % n;
+        panel /= n;
+        if (step.axes[a] == Axis::head) c.head = at;
+        else if (step.axes[a] == Axis::layer) c.layer = at;
+        else if (step.axes[a] == Axis::batch && at != 0) return std::nullopt;  // batch 1 only
+    }
+    if (square) {
+        c.query = step.first_row + row;
+    } else {  // one query's row per head (kvcache's stepN.*)
+        c.head = row;
+        c.query = *step.query;
+    }
+    c.key = step.first_key + col;
+    return c;
+}
+
+std::vector<Step> explain(const Trace& trace, const CellRef& cell) {
+    return trace.explainer ? trace.explainer->explain(cell, trace.tokens) : std::vector<Step>{};
 }
 
 }  // namespace attnwalk

@@ -61,12 +61,14 @@ Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCach
             kcs.note = "The window keeps the last W = " + std::to_string(*spec.window) + " keys: " + quoted(trace.tokens[first - 1]) +
                        " has left the cache.";
         rec.add(N + "values_cache", "The value cache", "V_cache = concat(V_cache, v_t)", vc, head_tokens_features).first_row = first;
-        rec.add(N + "scores", "The new query against every cached key", "ω_t = q_t·K_cacheᵀ",
-                Cube(xt::view(s.scores, xt::all(), xt::all(), 0, xt::all())), {Axis::head, Axis::token})
-            .first_key = first;
+        Step& ss = rec.add(N + "scores", "The new query against every cached key", "ω_t = q_t·K_cacheᵀ",
+                           Cube(xt::view(s.scores, xt::all(), xt::all(), 0, xt::all())), {Axis::head, Axis::token});
+        ss.first_key = first;
+        ss.query = t;
         Step& ws = rec.add_with_row_sums(N + "weights", "The new row of attention weights", "α_t = softmax(ω_t / √d_h)",
                                          Cube(xt::view(s.weights, xt::all(), xt::all(), 0, xt::all())), {Axis::head, Axis::token});
         ws.first_key = first;
+        ws.query = t;
         ws.note = "No mask is needed: the cache holds only tokens up to " + tok + ".";
         const Mat out = xt::view(s.output, xt::all(), 0, xt::all());
         rec.add(N + "output", "The output of " + tok, w.out_proj ? "y_t = concat_h(α_t,h·V_cache,h)·W_o + b_o" : "y_t = concat_h(α_t,h·V_cache,h)",
@@ -99,7 +101,7 @@ Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCach
         explain(rec, *spec.explain, spec.explain_head, x, &w, full, ExplainDepth::context);
         trace.steps.back().note += " (Read from the whole-sequence pass, which the cached steps equal: see max_difference.)";
     }
-    return finish(std::move(trace), recording);
+    return explainable(finish(std::move(trace), recording), recording, full, x, weights, head_scale(&w, full), ExplainDepth::context);
 }
 
 }  // namespace attnwalk

@@ -263,7 +263,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
         sc.words = "√d_h = √" + std::to_string(d_h);
         explain_cell(rec, *spec.explain, x, &w, f, sc, ExplainDepth::context, spec.explain_head);
     }
-    return finish(std::move(trace), recording, &f);
+    return explainable(finish(std::move(trace), recording, &f), recording, f, x, weights, head_scale(&w, f), ExplainDepth::context);
 }
 
 }  // namespace attnwalk

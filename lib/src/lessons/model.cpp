@@ -9,6 +9,7 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/tokenizer.hpp"
+#include "attnwalk/lessons/explain.hpp"
 #include "attnwalk/lessons/recorder.hpp"
 #include "attnwalk/model/decoder.hpp"
 #include "attnwalk/ops/sampling.hpp"
@@ -153,16 +154,18 @@ PointText point_text(BlockPoint p, const std::string& L, const Words& w) {
 // attention with mha's ids, and for the view every layer's weights.
 class PromptTap : public DecoderTap {
 public:
-    PromptTap(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const DecoderWeights& weights, std::size_t T, bool summary)
-        : rec_(rec), spec_(spec), info_(info), weights_(weights), config_(weights.config), words_(words_of(weights.config, &weights)), T_(T),
-          summary_(summary) {
+    PromptTap(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const Model& model, std::size_t T, bool summary, bool explainable)
+        : rec_(rec), spec_(spec), info_(info), model_(model), weights_(model->weights), config_(weights_.config),
+          words_(words_of(config_, &weights_)), T_(T), summary_(summary), explainable_(explainable) {
         if (spec.view) grid = xt::xtensor<float, 5>::from_shape({1, info.layers, info.heads, T, T});
     }
     xt::xtensor<float, 5> grid;  // (1,L,H,T,T): every layer's weights, for the view
+    std::vector<KeptAttention> kept;  // the attentions kept for writing cells out: the shown layer's, and with the view every layer's
 
     bool keeps_attention(std::size_t layer) const override { return layer == spec_.layer || spec_.view; }
 
     void embeddings(const Cube& tokens, const Cube* positions, const Cube& x) override {
+        stream_ = x;  // the rows entering layer 1
         const std::string& E = words_.embed;
         rec_.add("token_embeddings", "Token embeddings: rows of " + E, E + "[ids]", tokens, tokens_features);
         if (positions) {
@@ -180,6 +183,7 @@ public:
 
     void attention(std::size_t l, const Forward& f) override {
         if (spec_.view) xt::view(grid, 0, l) = xt::view(f.weights, 0);
+        if (f.scores.size() && (l == spec_.layer ? explainable_ || spec_.explain : explainable_ && spec_.view)) keep(l, f);
         if (l != spec_.layer) return;
         const BlockWeights& bw = weights_.blocks[l];
         const std::string in = words_.pre ? words_.n1 + "(x)" : "x", t = words_.t;
@@ -277,6 +281,8 @@ public:
     }
 
     void block(std::size_t l, BlockPoint p, const Cube& t) override {
+        if (p == BlockPoint::norm_1) normed_ = t;
+        if (p == BlockPoint::residual_2) stream_ = t, normed_ = Cube();  // the rows entering the next layer
         const PointText text = point_text(p, std::to_string(l + 1), words_);
         const std::string id = "layer" + std::to_string(l + 1) + "." + text.id;
         if (l == spec_.layer || spec_.all_layers) rec_.add(id, text.title, text.formula, t, tokens_features);
@@ -284,14 +290,47 @@ public:
     }
 
 private:
+    // Layer l's attention as the explanation engine reads it: what entered the layer, its
+    // norm, the weights (kept alive by the model), the forward.
+    void keep(std::size_t l, const Forward& f) {
+        const FamilySpec& fam = *config_.family;
+        const BlockWeights& b = weights_.blocks[l];
+        const LayerAttention& la = config_.layer_attention[l];
+        KeptAttention k;
+        k.f = f;
+        k.x = b.norm_1 ? normed_ : stream_;
+        k.weights = std::shared_ptr<const AttentionWeights>(model_, &b.attn);
+        k.scale.value = f.scale;
+        k.scale.symbol = words_.scale.empty() ? "√d_h" : words_.scale;
+        k.scale.words = words_.scale.empty() ? "√d_h = √" + std::to_string(f.d_h) : words_.scale;
+        LayerSource L;
+        L.layer = l;
+        L.stream = stream_;
+        L.norm = b.norm_1;
+        L.norm_kind = config_.norm;
+        L.eps = config_.norm_eps;
+        L.norm_words = fam.norm_words();
+        L.norm_name = fam.names.pre_attention_norm;
+        L.norm_adds_one = fam.norm_adds_one;
+        L.layer_has_rope = config_.positions != PositionKind::rope || la.rope.has_value();
+        if (la.rope && la.window) L.rope_words = "A sliding-window layer (W = " + std::to_string(*la.window) + "): RoPE base " + whole_or_number(la.rope->base) + ".";
+        L.q_name = words_.fused ? words_.fused_qkv : short_name(fam.names.query);
+        L.k_name = words_.fused ? words_.fused_qkv : short_name(fam.names.key);
+        k.layer = std::move(L);
+        kept.push_back(std::move(k));
+    }
+
     Recorder& rec_;
     const ModelSpec& spec_;
     const ModelInfo& info_;
+    const Model& model_;
     const DecoderWeights& weights_;
     const DecoderConfig& config_;
     Words words_;
     std::size_t T_;
     bool summary_;  // a summary: the shown layer's T×T steps kept as their statistics only
+    bool explainable_;
+    Cube stream_, normed_;  // the rows entering the current layer, and after its norm
 };
 
 // One generated token's pass: the shown layer's cache and its new row of attention.
@@ -314,6 +353,7 @@ public:
                              : rec_.add_with_row_sums(N + "weights", "Its new row of attention in layer " + L, formula_, rows,
                                                       {Axis::head, Axis::token});
         w.first_key = first;
+        w.query = position_;
     }
 
 private:
@@ -453,7 +493,7 @@ void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids,
 
 }  // namespace
 
-Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec) {
+Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, bool explainable) {
     const LoadedModel& m = *model;
     const DecoderConfig& c = m.weights.config;
     const double L = static_cast<double>(c.layers), C = static_cast<double>(c.width), H = static_cast<double>(c.heads);
@@ -477,7 +517,11 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec) {
     const double view = spec.view ? 2.0 * L * H * t * t : 0.0;
     const double cache = N > 0 ? 2.0 * 2.0 * L * G * d * all + 6.0 * H * all * all : 0.0;  // and the recomputation's T×T
     const bool sixteen = !m.weights.blocks.empty() && m.weights.blocks.front().up.ext16;  // a block of 16-bit weights widened
-    cost.bytes = 4.0 * (shown + working + view + cache + 2.0 * V + (sixteen ? 1048576.0 : 0.0));
+    // a layer kept to be explained: its forward (the rows, Q, K, V and their heads, the T×T
+    // tensors) and the rows entering it
+    const double kept_layer = t * (2.0 * C + 3.0 * (H + 2.0 * G) * d) + 4.0 * H * t * t;
+    const double kept = spec.explain || explainable ? (explainable && spec.view ? L : 1.0) * kept_layer : 0.0;
+    cost.bytes = 4.0 * (shown + working + view + cache + kept + 2.0 * V + (sixteen ? 1048576.0 : 0.0));
     if (spec.tokenizer) cost.bytes += spec.tokenizer->memory_bytes();  // held through the walk: it names the tokens
     return cost;
 }
@@ -505,6 +549,9 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     if (!(spec.temperature > 0.0 && std::isfinite(spec.temperature))) throw UsageError("the temperature must be a positive number");
     if (spec.top_p && !(*spec.top_p > 0.0 && *spec.top_p <= 1.0)) throw UsageError("top-p must be in (0, 1]");
     const auto& stat_names = head_stat_names();
+    if (spec.explain && (spec.explain->i >= T || spec.explain->j >= T))
+        throw UsageError("cell " + std::to_string(spec.explain->i + 1) + "," + std::to_string(spec.explain->j + 1) + " is out of range: the prompt has " +
+                         std::to_string(T) + " tokens, counted from 1");
     if (!spec.sort.empty() && std::find(stat_names.begin(), stat_names.end(), spec.sort) == stat_names.end())
         throw UsageError("heads are ranked by entropy, max_weight, first_token, previous_token or diagonal, not \"" + spec.sort + "\"");
 
@@ -539,7 +586,7 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
         id_step.note = "The checkpoint also holds " + std::to_string(info.unused.size()) + " tensor" +
                        (info.unused.size() == 1 ? "" : "s") + " this model does not use: " + names + ".";
     }
-    PromptTap tap(rec, spec, info, m.weights, T, recording.summary);
+    PromptTap tap(rec, spec, info, model, T, recording.summary, recording.explainable && !recording.summary);
     DecoderCache cache = make_cache(m.weights.config);
     const Cube xf = decoder_forward(m.weights, ids, spec.generate ? &cache : nullptr, &tap);
     if (spec.view) record_view(rec, spec, info, m.weights.config, tap.grid, T);
@@ -548,6 +595,20 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     const Mat logits = decoder_logits(m.weights, xf, T - 1);  // the last position's
     record_candidates(rec, spec, logits, m.weights.config);
     if (spec.generate) generate(rec, m, ids, std::move(cache), logits, spec);
+    if (spec.explain) {  // one cell of the layer shown, written out
+        const std::size_t head = spec.head.value_or(0);
+        trace.set_param("explain_index", Index{{spec.explain->i, spec.explain->j}, true, "weights"});
+        trace.set_param("explain_head_index", Index{{head}, false, ""});
+        const auto shown = std::find_if(tap.kept.begin(), tap.kept.end(), [&](const KeptAttention& k) { return k.layer->layer == spec.layer; });
+        ExplainView v;
+        v.f = &shown->f;
+        v.x = &shown->x;
+        v.weights = shown->weights.get();
+        v.scale = shown->scale;
+        v.layer = &*shown->layer;
+        explain_cell(rec, CellRef{spec.layer, head, spec.explain->i, spec.explain->j}, v);
+    }
+    if (recording.explainable && !recording.summary) trace.explainer = keep_for_explaining(std::move(tap.kept));
     try {
         return finish(std::move(trace), recording);
     } catch (const RuntimeError&) {  // non-finite: a weight of the file, rather than an overflow?

@@ -58,7 +58,7 @@ Trace walk_rope(const Embeddings& input, const Weights& weights, const RopeSpec&
     rec.add_plain("max_difference", "Shifted against unshifted scores", "max |ω(p + k) − ω(p)|", scalar_trace(diff), {}).note =
         "Zero in exact arithmetic; what remains is float32 rounding of cos, sin and the products.";
     if (spec.explain) explain(rec, *spec.explain, spec.explain_head, x, &w, f, ExplainDepth::weight);
-    return finish(std::move(trace), recording);
+    return explainable(finish(std::move(trace), recording), recording, f, x, weights, head_scale(&w, f), ExplainDepth::weight);
 }
 
 }  // namespace attnwalk

@@ -38,12 +38,11 @@ Trace single_head(const std::string& command, Stage stage, bool compare, const E
     }
     if (spec.explain) {
         set_explain_params(trace, *spec.explain, std::nullopt);
-        const ExplainDepth depth = stage == Stage::scores ? ExplainDepth::score
-                                   : stage == Stage::weights ? ExplainDepth::weight
-                                                             : ExplainDepth::context;
-        explain_cell(rec, *spec.explain, x, w, f, sc, depth);
+        explain_cell(rec, *spec.explain, x, w, f, sc,
+                     stage == Stage::scores ? ExplainDepth::score : stage == Stage::weights ? ExplainDepth::weight : ExplainDepth::context);
     }
-    return finish(std::move(trace), recording, &f);
+    const ExplainDepth depth = stage == Stage::scores ? ExplainDepth::score : stage == Stage::weights ? ExplainDepth::weight : ExplainDepth::context;
+    return explainable(finish(std::move(trace), recording, &f), recording, f, x, weights, sc, depth);
 }
 
 }  // namespace

@@ -306,16 +306,37 @@ void set_explain_params(Trace& trace, const Cell& cell, std::optional<std::size_
     if (head) trace.set_param("explain_head_index", Index{{*head}, false, ""});
 }
 
+Trace explainable(Trace trace, const Recording& recording, const Forward& f, const Cube& x, std::shared_ptr<const AttentionWeights> weights,
+                  const Scale& scale, ExplainDepth depth) {
+    if (!recording.explainable || recording.summary || f.scores.size() == 0) return trace;
+    KeptAttention k;
+    k.f = f;
+    k.x = x;
+    k.weights = std::move(weights);
+    k.scale = scale;
+    k.depth = depth;
+    k.batched = trace.batched;
+    std::vector<KeptAttention> kept;
+    kept.push_back(std::move(k));
+    trace.explainer = keep_for_explaining(std::move(kept));
+    return trace;
+}
+
+// The scale as the lessons with weights write it: √d_h.
+Scale head_scale(const AttentionWeights* w, const Forward& f) {
+    Scale sc;
+    sc.value = f.scale;
+    sc.symbol = w ? "√d_h" : format_number(f.scale);
+    sc.words = w ? "√d_h = √" + std::to_string(f.d_h) : format_number(f.scale);
+    return sc;
+}
+
 // Writes out one cell of `f` (batch element 0), its cell and head in the params.
 void explain(Recorder& rec, const Cell& cell, std::size_t head, const Cube& x, const AttentionWeights* w, const Forward& f,
              ExplainDepth depth) {
     Trace& trace = rec.trace();
     set_explain_params(trace, cell, f.heads > 1 ? std::optional<std::size_t>(head) : std::nullopt);
-    Scale sc;
-    sc.value = f.scale;
-    sc.symbol = w ? "√d_h" : format_number(f.scale);
-    sc.words = w ? "√d_h = √" + std::to_string(f.d_h) : format_number(f.scale);
-    explain_cell(rec, cell, x, w, f, sc, depth, head);
+    explain_cell(rec, cell, x, w, f, head_scale(w, f), depth, head);
 }
 
 }  // namespace steps

@@ -31,6 +31,10 @@ Trace start_trace(const std::string& command, const Embeddings& input, const Att
 void charge_forward_time(Trace& trace, const Forward& f);
 // Checks that nothing overflowed (check_finite), then keeps the trace as asked.
 Trace finish(Trace trace, const Recording& recording, const Forward* f = nullptr);
+// The trace, with the forward kept for writing out any of its cells after the walk when
+// the recording asks (trace.explainer): every head of batch element 0, down to `depth`.
+Trace explainable(Trace trace, const Recording& recording, const Forward& f, const Cube& x, std::shared_ptr<const AttentionWeights> weights,
+                  const Scale& scale, ExplainDepth depth);
 std::string batch_prefix(const Trace& trace, std::size_t b);
 // Head 0 of a (B,H,R,·) tensor: (B,R,·); and its row 0: (B,·).
 Cube head0(const Hyper& t);
@@ -61,6 +65,8 @@ void set_query_param(Trace& trace, std::size_t query);
 void set_explain_params(Trace& trace, const Cell& cell, std::optional<std::size_t> head);
 // A cell inside the T×T matrix and a head < heads; UsageError otherwise.
 void check_explain(const std::optional<Cell>& cell, std::size_t head, std::size_t heads, std::size_t T);
+// √d_h (with weights) or the number, as the lessons beyond the chapter write the scale.
+Scale head_scale(const AttentionWeights* w, const Forward& f);
 // Writes out one cell of `f` (batch element 0), its cell and head in the params.
 void explain(Recorder& rec, const Cell& cell, std::size_t head, const Cube& x, const AttentionWeights* w, const Forward& f,
              ExplainDepth depth);

@@ -22,8 +22,9 @@ namespace attnwalk {
 
 // How the trace keeps its steps.
 struct Recording {
-    bool summary = false;  // statistics per step instead of tensors (big inputs)
-    bool timing = false;   // step times are part of the output
+    bool summary = false;      // statistics per step instead of tensors (big inputs)
+    bool timing = false;       // step times are part of the output
+    bool explainable = false;  // keep the attention so that any cell can be written out after the walk (trace.explainer)
 };
 
 // One cell of the attention matrix: query row i, key column j (0-based).
@@ -168,6 +169,7 @@ struct ModelSpec {
     bool view = false;                // every layer's and head's weights, and numbers per head
     std::string sort;                 // rank the heads by: entropy, max_weight, first_token, previous_token, diagonal
     std::size_t generate = 0;         // then this many tokens, greedily, each through a KV cache
+    std::optional<Cell> explain;      // one cell of the layer shown written out (of `head`, else head 0)
     const Tokenizer* tokenizer = nullptr;  // labels for the generated tokens (else #id)
 };
 // The per-head numbers the model view can rank by.
@@ -184,7 +186,9 @@ Trace walk_tokenize(const Tokenizer& tokenizer, const std::string& text);
 // products, the attention of every layer, the layer(s) shown in full, the view, the
 // logits, generation with the cache and the recomputation that checks it, and the tables
 // of spec.tokenizer.
-Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec);
+// `explainable`: the recording keeps the shown layer's (with the view every layer's)
+// attention for writing cells out after the walk.
+Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, bool explainable = false);
 // The same for the tokenizer on a text of n bytes (the merges take n log n), its tables
 // included.
 Cost tokenize_cost(std::size_t n, const Tokenizer* tokenizer);

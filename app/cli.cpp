@@ -23,15 +23,15 @@
 #include "attnwalk/io/safetensors.hpp"
 #include "commands/commands.hpp"
 #include "commands/walkthrough.hpp"
-#include "explore.hpp"
+#include "render/explore.hpp"
 #include "help.hpp"
 #include "output_file.hpp"
-#include "printable.hpp"
+#include "render/printable.hpp"
 #include "selection.hpp"
-#include "render_html.hpp"
-#include "render_json.hpp"
-#include "render_text.hpp"
-#include "text.hpp"
+#include "render/render_html.hpp"
+#include "render/render_json.hpp"
+#include "render/render_text.hpp"
+#include "render/text.hpp"
 
 namespace attnwalk::app {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "text.hpp"
+#include "render/text.hpp"
 
 namespace attnwalk::app {
 

@@ -14,7 +14,7 @@
 
 #include "attnwalk/io/embeddings.hpp"
 #include "attnwalk/lessons/lessons.hpp"
-#include "render_text.hpp"
+#include "render/render_text.hpp"
 
 namespace attnwalk::app {
 

@@ -12,7 +12,7 @@
 #include "attnwalk/model/model.hpp"
 #include "commands.hpp"
 #include "data_files.hpp"
-#include "heatmap.hpp"
+#include "render/heatmap.hpp"
 
 namespace attnwalk::app {
 

@@ -14,7 +14,7 @@
 #include "attnwalk/io/embeddings.hpp"
 #include "attnwalk/ops/rng.hpp"
 #include "attnwalk/lessons/lessons.hpp"
-#include "render_json.hpp"
+#include "render/render_json.hpp"
 
 namespace {
 

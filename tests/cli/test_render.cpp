@@ -4,10 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "explore.hpp"
-#include "render_json.hpp"
-#include "render_text.hpp"
-#include "render_torch.hpp"
+#include "render/explore.hpp"
+#include "render/render_json.hpp"
+#include "render/render_text.hpp"
+#include "render/render_torch.hpp"
 #include "test_util.hpp"
 
 namespace {

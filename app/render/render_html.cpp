@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "heatmap.hpp"
-#include "output_file.hpp"
+#include "../output_file.hpp"
 #include "render_json.hpp"
 
 namespace attnwalk::app {

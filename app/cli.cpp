@@ -272,7 +272,8 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
     } else if (!s.explore.empty()) {
         if (s.json || s.svg || s.html || s.recording.summary)
             throw UsageError("explore shows its own screen: give the command without --json, --svg, --html or --summary");
-        return explore(s.compact ? compact(s.walk(), s.headline) : select_steps(s.walk(), s.steps), s.explore);
+        // every character as the text view shows it: control and bidi characters as stand-ins
+        return explore(printable(s.compact ? compact(s.walk(), s.headline) : select_steps(s.walk(), s.steps)), s.explore);
     } else {
         Trace trace = s.compact ? compact(s.walk(), s.headline) : select_steps(s.walk(), s.steps);
         if (std::any_of(trace.steps.begin(), trace.steps.end(), [&](const Step& st) {

@@ -59,6 +59,27 @@ for quit in q C-c; do
   tmux kill-session -t x
 done
 
+# Home and End move the cursor (tmux sends escape sequences xterm's terminfo does not name):
+# they must not read as a lone Esc, which quits
+tmux new-session -d -s x -x 80 -y 24 "TERM=xterm-256color LANG=C.UTF-8 '$binary' explore softmax; sleep 60"
+check "softmax opens" "wait_for 'attnwalk explore · weights'"
+check "the written-out sum is wrapped, not cut: its last factor is on screen" "wait_for '0.8900·0.8900'"
+tmux send-keys -t x End
+check "End goes to the last key" "wait_for 'key 6 \"step\"'"
+tmux send-keys -t x Home
+check "Home goes to the first key" "wait_for 'key 1 \"Your\"'"
+check "Home and End did not quit" "screen | grep -qF 'attnwalk explore ·'"
+check "the key bar offers only what works here (no layers, no heads)" "screen | tail -n 1 | grep -qv 'l/L layer' && screen | tail -n 1 | grep -qv 'h/H head'"
+tmux kill-session -t x
+
+# a model: the layer and its kind in the title, the cell written out by the engine
+tmux new-session -d -s x -x 120 -y 40 "TERM=xterm-256color LANG=C.UTF-8 '$binary' explore model --model '$here/data/models/tiny_gemma3' --text 'the cat sat on the mat and the dog' --layer 1; sleep 60"
+check "a model's title names the layer and its kind" "wait_for 'layer 1 (sliding window, W = 4), head 1'"
+tmux send-keys -t x Down Down Down Down Down
+check "its cell written out: the row through the layer's norm" "wait_for 'entering layer 1, through RMSNorm'"
+check "every line fits 120 columns" "screen | python3 -c 'import sys; sys.exit(any(len(l.rstrip(\"\\n\")) > 120 for l in sys.stdin))'"
+tmux kill-session -t x
+
 out=$(TERM=dumb "$binary" explore mha --heads 2 2>&1 </dev/null); rc=$?
 check "no terminal: one line, exit 2" "[ $rc -eq 2 ] && [ \$(printf '%s\n' \"\$out\" | wc -l) -eq 1 ] && printf '%s' \"\$out\" | grep -qF 'explore needs a terminal'"
 exit $((failures > 0))

@@ -84,6 +84,15 @@ TEST_SUITE("contract") {
         CHECK_MESSAGE(found.empty(), "a family's name outside lib/src/model/families/ (read the spec's fields instead):\n" << found);
     }
 
+    TEST_CASE("contract.no_child_processes") {
+        // The explorer and the page explain a cell through the library, in the process:
+        // nothing in lib/ or app/ starts a shell or another program.
+        const std::regex spawn(R"(\b(popen|system|execv|execl|fork|posix_spawn)\s*\()");
+        std::size_t files = 0;
+        const std::string found = lines_matching({"lib", "app"}, spawn, true, files);
+        CHECK_MESSAGE(found.empty(), "lib/ and app/ start no other process:\n" << found);
+    }
+
     TEST_CASE("contract.catalogue_is_what_docs_json_md_documents") {
         // Every `id` in the first column of the tables under "## Step ids by command".
         std::ifstream in(test::source_path("docs/json.md"));

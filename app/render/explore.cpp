@@ -8,24 +8,25 @@
 
 #include <algorithm>
 #include <clocale>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/lessons/explainer.hpp"
 #include "heatmap.hpp"
+#include "render_text.hpp"
 #include "text.hpp"
 
 namespace attnwalk::app {
 
 std::vector<std::size_t> explorable_steps(const Trace& trace) {
     std::vector<std::size_t> out;
-    for (std::size_t i = 0; i < trace.steps.size(); ++i) {
-        const Step& s = trace.steps[i];
-        if (s.kind == StepKind::result && s.tensor.shape.size() >= 2 && !s.tensor.data.empty()) out.push_back(i);
-    }
+    for (std::size_t i = 0; i < trace.steps.size(); ++i)
+        if (drawable(trace.steps[i])) out.push_back(i);
     return out;
 }
 
@@ -51,6 +52,8 @@ ExploreView press(ExploreView v, ExploreKey key, const std::vector<ExploreShape>
         case ExploreKey::down: v.row = std::min(v.row + 1, s.rows - 1); break;
         case ExploreKey::left: v.col = v.col ? v.col - 1 : 0; break;
         case ExploreKey::right: v.col = std::min(v.col + 1, s.cols - 1); break;
+        case ExploreKey::home: v.col = 0; break;
+        case ExploreKey::end: v.col = s.cols - 1; break;
         case ExploreKey::next_head: v.panel = layer * heads + (head + 1) % heads; break;
         case ExploreKey::previous_head: v.panel = layer * heads + (head + heads - 1) % heads; break;
         case ExploreKey::next_layer: v.panel = ((layer + 1) % layers) * heads + head; break;
@@ -74,6 +77,30 @@ ExploreView press(ExploreView v, ExploreKey key, const std::vector<ExploreShape>
     return v;
 }
 
+std::vector<std::string> wrap_line(const std::string& line, std::size_t width) {
+    width = std::max<std::size_t>(width, 12);
+    if (app::width(line) <= width) return {line};
+    const std::size_t lead = line.find_first_not_of(' ') == std::string::npos ? 0 : line.find_first_not_of(' ');
+    const std::string indent(std::min<std::size_t>(lead + 2, width / 2), ' ');
+    std::vector<std::string> out;
+    std::string rest = line;
+    bool first = true;
+    while (app::width(rest) > width) {
+        // the last space that keeps the piece within the width, past the indent
+        std::string piece = shorten(rest, width);
+        std::size_t cut = piece.rfind(' ');
+        const std::size_t floor = first ? lead : indent.size();
+        if (cut == std::string::npos || cut <= floor) cut = piece.size();  // no space: cut the word
+        out.push_back(rest.substr(0, cut));
+        std::size_t next = cut;
+        while (next < rest.size() && rest[next] == ' ') ++next;
+        rest = indent + rest.substr(next);
+        first = false;
+    }
+    out.push_back(rest);
+    return out;
+}
+
 namespace {
 
 std::string number(float v) {
@@ -84,63 +111,83 @@ std::string number(float v) {
     return buf;
 }
 
-// The label of entry i along axis a (the last two: rows and columns), counted from 1 where
-// a person reads a position.
-std::string axis_label(const Trace& trace, const Step& s, std::size_t a, std::size_t i) {
-    const std::size_t r = s.axes.size();
-    if (a + 1 == r && i < s.labels.size()) return s.labels[i];
-    const Axis axis = s.axes[a];
-    if (axis == Axis::token) {
-        const std::size_t t = i + (a + 1 == r ? s.first_key : a + 2 == r ? s.first_row : 0);
-        return t < trace.tokens.size() ? trace.tokens[t] : "t" + std::to_string(t + 1);
-    }
-    if (axis == Axis::feature) return "d" + std::to_string(i);
-    return std::to_string(i + 1);
-}
+std::string quoted(const std::string& t) { return "\"" + t + "\""; }
 
-// "layer 2, head 3" for a panel.
-std::string panel_name(const Step& s, std::size_t panel) {
-    const std::size_t r = s.tensor.shape.size();
-    std::string name;
-    for (std::size_t a = r - 2; a-- > 0;) {
-        const std::size_t n = s.tensor.shape[a];
-        name = std::string(axis_name(s.axes[a])) + " " + std::to_string(panel % n + 1) + (name.empty() ? "" : ", " + name);
-        panel /= n;
+// The explanation engine's steps as the text view prints them, at `width` columns.
+std::vector<std::string> written_out(const Trace& trace, const std::vector<Step>& steps, std::size_t width) {
+    if (steps.empty()) return {};
+    Trace t;
+    t.command = trace.command;
+    t.tokens = trace.tokens;
+    t.batched = trace.batched;
+    t.steps = steps;
+    TextOptions opt;
+    opt.columns = width;
+    opt.heatmap = false;
+    std::ostringstream out;
+    render_text(t, opt, out);
+    std::vector<std::string> lines;
+    std::istringstream in(out.str());
+    bool started = false;  // the header (the trace's tokens) is left out: the explanation starts at its first step
+    for (std::string line; std::getline(in, line);) {
+        started = started || line.rfind("[", 0) == 0;
+        if (!started) continue;
+        for (std::string& piece : wrap_line(line, width)) lines.push_back(std::move(piece));
     }
-    return name;
-}
-
-float at(const Step& s, std::size_t panel, std::size_t row, std::size_t col) {
-    const ExploreShape e = explore_shape(s);
-    return s.tensor.data[(panel * e.rows + row) * e.cols + col];
+    return lines;
 }
 
 }  // namespace
 
-std::vector<std::string> cell_path(const Trace& trace, const std::vector<std::size_t>& steps, const ExploreView& v) {
-    const Step& s = trace.steps[steps[v.step]];
-    const ExploreShape e = explore_shape(s);
-    const std::size_t r = s.axes.size();
+std::vector<std::string> panel_lines(const Trace& trace, const Figure& f, const ExploreView& v, std::size_t width) {
     std::vector<std::string> lines;
-    const bool tokens = s.axes[r - 2] == Axis::token;
-    const auto quoted = [](const std::string& t) { return "\"" + t + "\""; };
-    lines.push_back((tokens ? "query " + std::to_string(s.first_row + v.row + 1) + " " : "row ") + quoted(axis_label(trace, s, r - 2, v.row)) + ", " +
-                    (s.axes[r - 1] == Axis::token ? "key " + std::to_string(s.first_key + v.col + 1) + " " : "column ") +
-                    quoted(axis_label(trace, s, r - 1, v.col)));
-    if (e.panels > 1) lines.push_back(panel_name(s, v.panel));
+    const auto add = [&](const std::string& line) {
+        for (std::string& piece : wrap_line(line, width)) lines.push_back(std::move(piece));
+    };
+    const Step& s = *f.step;
+    const std::size_t rank = s.axes.size();
+    const std::size_t row_n = v.row + (s.axes[rank - 2] == Axis::token ? s.first_row : 0) + 1;
+    const std::size_t col_n = v.col + (s.axes[rank - 1] == Axis::token ? s.first_key : 0) + 1;
+    const bool numbered = s.axes[rank - 2] == Axis::token;  // tokens are named by position and text; heads, ranks by their label
+    add(f.row_axis + " " + (numbered ? std::to_string(row_n) + " " + quoted(f.row_labels[v.row]) : f.row_labels[v.row]) + ", " + f.col_axis + " " +
+        (s.axes[rank - 1] == Axis::token ? std::to_string(col_n) + " " + quoted(f.col_labels[v.col]) : f.col_labels[v.col]));
+    if (f.panels > 1 && !f.panel_names[v.panel].empty()) add(f.panel_names[v.panel]);
+    const std::optional<CellRef> cell = f.cell(trace, v.panel, v.row, v.col);
     lines.push_back("");
-    lines.push_back("this cell in each step:");
-    for (std::size_t i : steps) {
-        const Step& t = trace.steps[i];
-        const ExploreShape f = explore_shape(t);
-        if (f.rows != e.rows || f.cols != e.cols || t.axes.back() != s.axes.back()) continue;
-        const std::size_t p = f.panels == e.panels ? v.panel : f.panels == 1 ? 0 : e.panels;
-        if (p == e.panels) continue;
-        lines.push_back(std::string(&t == &s ? "> " : "  ") + t.id + "  " + number(at(t, p, v.row, v.col)));
+    if (cell) {
+        add("this cell in each step:");
+        for (const PathEntry& e : cell_path(trace, *cell)) {
+            const Step& t = trace.steps[e.step];
+            std::string where;
+            if (e.step != f.index && (e.row != v.row || e.col != v.col)) where = " (at " + std::to_string(e.row + 1) + "," + std::to_string(e.col + 1) + ")";
+            add(std::string(e.step == f.index ? "> " : "  ") + t.id + where + "  " + number(e.value));
+        }
+    } else {
+        add("value " + number(f.value(v.panel, v.row, v.col)));
     }
-    if (!s.row_sum.data.empty() && s.row_sum.data.size() == e.panels * e.rows)
-        lines.push_back("row sum " + number(s.row_sum.data[v.panel * e.rows + v.row]));
+    const ExploreShape e = explore_shape(s);
+    if (!s.row_sum.data.empty() && s.row_sum.data.size() == e.panels * e.rows) add("row sum " + number(s.row_sum.data[v.panel * e.rows + v.row]));
+    if (cell) {
+        const std::vector<std::string> more = written_out(trace, explain(trace, *cell), width);
+        if (!more.empty()) {
+            lines.push_back("");
+            lines.insert(lines.end(), more.begin(), more.end());
+        } else if (trace.explainer) {
+            lines.push_back("");
+            add("(this cell is not among those the run kept to write out: the layer shown, --layer, holds them)");
+        }
+    }
     return lines;
+}
+
+std::string key_bar(const ExploreShape& s, std::size_t steps, bool more_pages) {
+    const std::size_t heads = std::max<std::size_t>(1, s.heads), layers = std::max<std::size_t>(1, s.panels / heads);
+    std::string bar = "arrows cell";
+    if (steps > 1) bar += " · s/S step";
+    if (heads > 1) bar += " · h/H head";
+    if (layers > 1) bar += " · l/L layer";
+    if (more_pages) bar += " · PgDn more";
+    return bar + " · ? keys · q quit";
 }
 
 #if !defined(ATTNWALK_EXPLORE)
@@ -151,15 +198,19 @@ int explore(const Trace&, const std::vector<std::string>&) {
 namespace {
 
 volatile std::sig_atomic_t stop_requested = 0;
-extern "C" void request_stop(int) { stop_requested = 1; }
+extern "C" void request_stop(int signal) { stop_requested = signal; }
 
 // The terminal in curses mode while this lives: restored however the explorer ends.
 struct Screen {
-    Screen() {
+    explicit Screen(const char* term) {
         std::signal(SIGTERM, request_stop);
         std::signal(SIGHUP, request_stop);
         std::setlocale(LC_ALL, "");  // UTF-8 tokens and symbols, through ncursesw
-        initscr();
+        screen = newterm(term, stdout, stdin);  // null, not an exit, for a terminal terminfo does not know
+        if (!screen)
+            throw UsageError(std::string("explore: the terminal type TERM=") + term + " is not known to this system's terminfo; "
+                             "try TERM=xterm-256color, or add --html FILE to the command for a page");
+        set_term(screen);
         raw();  // Ctrl-C arrives as a key, and quits like q
         noecho();
         keypad(stdscr, TRUE);
@@ -170,17 +221,26 @@ struct Screen {
             use_default_colors();
         }
     }
-    ~Screen() { endwin(); }
+    ~Screen() {
+        endwin();
+        if (screen) delscreen(screen);
+    }
     Screen(const Screen&) = delete;
     Screen& operator=(const Screen&) = delete;
+    SCREEN* screen = nullptr;
 };
 
-ExploreKey key_of(int c) {
+// A key, with the escape sequences terminfo does not name read whole: Home and End as
+// tmux sends them under TERM=xterm-256color (ESC [ 1 ~, ESC [ 4 ~, ESC [ H, ESC O F, …)
+// must not read as a lone Esc, which quits.
+ExploreKey read_key(int c) {
     switch (c) {
         case KEY_UP: case 'k': return ExploreKey::up;
         case KEY_DOWN: case 'j': return ExploreKey::down;
         case KEY_LEFT: return ExploreKey::left;
         case KEY_RIGHT: return ExploreKey::right;
+        case KEY_HOME: return ExploreKey::home;
+        case KEY_END: return ExploreKey::end;
         case 's': case '\t': return ExploreKey::next_step;
         case 'S': case KEY_BTAB: return ExploreKey::previous_step;
         case 'h': return ExploreKey::next_head;
@@ -190,55 +250,69 @@ ExploreKey key_of(int c) {
         case KEY_NPAGE: case ' ': return ExploreKey::scroll_down;
         case KEY_PPAGE: case 'b': return ExploreKey::scroll_up;
         case '?': return ExploreKey::help;
-        case 'q': case 'Q': case 3: case 27: return ExploreKey::quit;  // q, Ctrl-C, Esc
+        case 'q': case 'Q': case 3: return ExploreKey::quit;  // q, Ctrl-C
+        case 27: {  // Esc alone quits; Esc and more is a key's sequence
+            timeout(30);
+            std::string seq;
+            for (int n; seq.size() < 8 && (n = getch()) != ERR;) seq += static_cast<char>(n);
+            timeout(200);
+            if (seq.empty()) return ExploreKey::quit;
+            if (seq == "[1~" || seq == "[7~" || seq == "[H" || seq == "OH") return ExploreKey::home;
+            if (seq == "[4~" || seq == "[8~" || seq == "[F" || seq == "OF") return ExploreKey::end;
+            if (seq == "[A" || seq == "OA") return ExploreKey::up;
+            if (seq == "[B" || seq == "OB") return ExploreKey::down;
+            if (seq == "[C" || seq == "OC") return ExploreKey::right;
+            if (seq == "[D" || seq == "OD") return ExploreKey::left;
+            if (seq == "[5~") return ExploreKey::scroll_up;
+            if (seq == "[6~") return ExploreKey::scroll_down;
+            return ExploreKey::other;
+        }
         default: return ExploreKey::other;
     }
 }
 
-// The written-out cell, as `COMMAND … --explain I,J` prints it, or nothing where the command
-// has no --explain. Run as a child of the same binary, its text view at the panel's width.
-std::vector<std::string> written_out(const std::vector<std::string>& command_line, const Trace& trace, const Step& s,
-                                     const ExploreView& v, std::size_t width) {
-    const std::size_t r = s.axes.size();
-    if (r < 2 || s.axes[r - 1] != Axis::token || s.axes[r - 2] != Axis::token || trace.batched) return {};
-    const ExploreShape e = explore_shape(s);
-    if (e.panels != e.heads) return {};  // layers: a model, which has no --explain
-    char self[4096];  // this binary (in the child shell, /proc/self/exe would be the shell)
-    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) return {};
-    std::string cmd = "COLUMNS=" + std::to_string(std::max<std::size_t>(width, 20)) + " " + shell_word(std::string(self, static_cast<std::size_t>(n)));
-    for (const std::string& word : command_line) cmd += " " + shell_word(word);
-    cmd += " --explain " + std::to_string(s.first_row + v.row + 1) + "," + std::to_string(s.first_key + v.col + 1);
-    if (e.heads > 1) cmd += " --head " + std::to_string(v.panel + 1);
-    cmd += " --steps 'explain_*' --no-heatmap --color never 2>/dev/null";
-    std::vector<std::string> lines;
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    if (!pipe) return {};
-    std::string line;
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, pipe)) {
-        line += buf;
-        if (!line.empty() && line.back() == '\n') {
-            line.pop_back();
-            lines.push_back(line);
-            line.clear();
-        }
-    }
-    if (::pclose(pipe) != 0) return {};
-    // drop the header (the command's parameters): the explanation starts at its first step
-    const auto first = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("[", 0) == 0; });
-    return std::vector<std::string>(first, lines.end());
-}
-
 void put(int y, int x, const std::string& text, int width) {
     if (y < 0 || y >= LINES || x >= COLS || width <= 0) return;
-    mvaddnstr(y, x, text.c_str(), static_cast<int>(std::min<std::size_t>(text.size(), static_cast<std::size_t>(width) * 4)));
-    (void)width;
+    const std::string shown = shorten(text, static_cast<std::size_t>(std::min(width, COLS - x)));
+    mvaddstr(y, x, shown.c_str());
 }
 
-const char* const key_help[] = {"arrows (or j/k)  move the cell", "s / S (Tab)      next / previous step", "h / H            next / previous head",
-                                "l / L            next / previous layer", "PgDn / PgUp      the explanation's pages", "?                this list",
-                                "q, Esc, Ctrl-C   quit"};
+const char* const key_help[] = {"arrows (or j/k)  move the cell",     "Home / End       first / last column",
+                                "s / S (Tab)      next / previous step", "h / H            next / previous head",
+                                "l / L            next / previous layer", "PgDn / PgUp      the explanation's pages",
+                                "?                this list",             "q, Esc, Ctrl-C   quit"};
+
+// A value that fits `w` characters: as many decimals as fit, "…" when none does.
+std::string fit(float v, std::size_t w) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    for (int d = 3; d >= 0; --d) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.*f", d, static_cast<double>(v));
+        std::string s = buf;
+        if (d > 0 && s.rfind("0.", 0) == 0 && w < 5) s = s.substr(1);  // ".21" where "0.21" does not fit
+        if (d > 0 && s.rfind("-0.", 0) == 0 && w < 6) s = "-" + s.substr(2);
+        if (s.size() <= w) return s;
+    }
+    return "…";
+}
+
+// Colour pairs: 32 levels of each scale, with dark or light text on them.
+constexpr int levels = 32;
+int pair_of(double t, bool diverging) {
+    const int level = static_cast<int>(std::lround(std::clamp(t, 0.0, 1.0) * (levels - 1)));
+    return 1 + (diverging ? levels : 0) + level;
+}
+void init_pairs() {
+    for (int k = 0; k < levels; ++k) {
+        const double t = k / static_cast<double>(levels - 1);
+        for (int d = 0; d < 2; ++d) {
+            const Rgb c = d ? diverging_rgb(t) : heat_rgb(t);
+            const bool light = 0.299 * c.r + 0.587 * c.g + 0.114 * c.b > 140.0;
+            init_pair(static_cast<short>(1 + d * levels + k), light ? COLOR_BLACK : COLOR_WHITE, static_cast<short>(xterm256(c)));
+        }
+    }
+}
 
 }  // namespace
 
@@ -248,98 +322,151 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line) {
         throw UsageError("explore needs a terminal (standard input and output a terminal, TERM set and not dumb); "
                          "for a page instead, add --html FILE to the command");
     const std::vector<std::size_t> steps = explorable_steps(trace);
-    if (steps.empty()) throw UsageError("explore: this command's trace has no matrix to explore (try it without --summary)");
+    if (steps.empty()) throw UsageError("explore: " + trace.command + " has no table of two or more axes to explore (nothing to draw as a heatmap); "
+                                        "its steps are printed by the command itself");
     std::vector<ExploreShape> shapes;
-    for (std::size_t i : steps) shapes.push_back(explore_shape(trace.steps[i]));
+    std::vector<Figure> figures;
+    for (std::size_t i : steps) {
+        shapes.push_back(explore_shape(trace.steps[i]));
+        figures.push_back(figure_of(trace, i, ColorScale::automatic, PanelScale::apart));
+    }
     ExploreView v;
     for (std::size_t k = 0; k < steps.size(); ++k)  // start at the final weights, as --svg does
         if (trace.steps[steps[k]].id == "weights" || trace.steps[steps[k]].id == "attention_grid") v.step = k;
-    Screen screen;
-    const bool colour = has_colors() && COLORS >= 256;
-    if (colour)
-        for (int k = 0; k < 32; ++k) init_pair(static_cast<short>(k + 1), -1, static_cast<short>(xterm256(heat_rgb(k / 31.0))));
+    Screen screen(term);
+    const bool colour = has_colors() && COLORS >= 256 && COLOR_PAIRS > 2 * levels;
+    if (colour) init_pairs();
     std::string cache_key;
     std::vector<std::string> explanation;
+    (void)command_line;
     while (!v.quit && !stop_requested) {
         erase();
-        const Step& s = trace.steps[steps[v.step]];
-        const ExploreShape e = shapes[v.step];
-        const std::size_t r = s.axes.size();
+        const Figure& f = figures[v.step];
+        const ExploreShape& e = shapes[v.step];
         const int panel_x = std::max(34, COLS / 2), panel_w = COLS - panel_x - 1;
-        // the status line
-        std::string status = "attnwalk explore · " + s.id + " (" + std::to_string(v.step + 1) + "/" + std::to_string(steps.size()) + ")";
-        if (e.panels > 1) status += " · " + panel_name(s, v.panel);
-        attron(A_BOLD);
-        put(0, 0, shorten(status, static_cast<std::size_t>(COLS)), COLS);
-        attroff(A_BOLD);
-        // the heatmap: a viewport around the cursor, 2 columns a cell, labels of 8
-        const int top = 2, rows_fit = std::max(1, LINES - top - 2), cols_fit = std::max(1, (panel_x - 10) / 2);
-        const std::size_t r0 = v.row >= static_cast<std::size_t>(rows_fit) ? v.row - rows_fit + 1 : 0;
-        const std::size_t c0 = v.col >= static_cast<std::size_t>(cols_fit) ? v.col - cols_fit + 1 : 0;
-        float lo = INFINITY, hi = -INFINITY;
-        for (std::size_t i = 0; i < e.rows * e.cols; ++i) {
-            const float x = s.tensor.data[v.panel * e.rows * e.cols + i];
-            if (std::isfinite(x)) lo = std::min(lo, x), hi = std::max(hi, x);
+        // the title: the step, its layer (and the layer's kind) and head
+        std::string title = "attnwalk explore · " + f.step->id + " (" + std::to_string(v.step + 1) + "/" + std::to_string(steps.size()) + ")";
+        const bool model_layer = std::any_of(trace.params.begin(), trace.params.end(), [](const auto& p) { return p.first == "layer_index"; });
+        if (f.panels > 1 || model_layer) {
+            std::string where = f.panel_names[v.panel];
+            if (model_layer && where.find("layer") == std::string::npos)
+                where = "layer " + std::to_string(f.panel_layer[v.panel] + 1) + (where.empty() ? "" : ", " + where);
+            if (!f.panel_marks[v.panel].empty()) {
+                const std::size_t comma = where.find(',');
+                where = comma == std::string::npos ? where + " (" + f.panel_marks[v.panel] + ")"
+                                                   : where.substr(0, comma) + " (" + f.panel_marks[v.panel] + ")" + where.substr(comma);
+            }
+            if (!where.empty()) title += " · " + where;
         }
-        const bool weights = !s.row_sum.data.empty() || s.id == "attention_grid";
-        const ColorScale kind = automatic_scale(weights, std::max(e.rows, e.cols), std::isfinite(lo), lo, hi);
-        for (std::size_t i = r0; i < std::min(e.rows, r0 + rows_fit); ++i) {
-            const int y = top + static_cast<int>(i - r0);
-            put(y, 0, shorten(axis_label(trace, s, r - 2, i), 8), 8);
-            float rmax = 0.0f;
-            for (std::size_t j = 0; j < e.cols; ++j) rmax = std::max(rmax, std::isfinite(at(s, v.panel, i, j)) ? at(s, v.panel, i, j) : 0.0f);
-            for (std::size_t j = c0; j < std::min(e.cols, c0 + cols_fit); ++j) {
-                const float x = at(s, v.panel, i, j);
-                double t = 0.0;
-                if (kind == ColorScale::unit) t = x;
-                else if (kind == ColorScale::row) t = rmax > 0 ? x / rmax : 0.0;
-                else if (kind == ColorScale::symmetric) { const float m = std::max(std::fabs(lo), std::fabs(hi)); t = m > 0 ? (x + m) / (2 * m) : 0.5; }
-                else t = hi > lo ? (x - lo) / (hi - lo) : 0.5;
-                t = std::clamp(t, 0.0, 1.0);
-                const bool here = i == v.row && j == v.col;
-                const std::string cell = !std::isfinite(x) ? "··" : here ? "[]" : colour ? "  " : std::string(1, " .:+#"[std::lround(t * 4)]) + " ";
-                int attr = here ? A_REVERSE | A_BOLD : 0;
-                if (colour && std::isfinite(x) && !here) attr |= COLOR_PAIR(1 + static_cast<int>(std::lround(t * 31)));
+        attron(A_BOLD);
+        put(0, 0, title, COLS);
+        attroff(A_BOLD);
+
+        // the heatmap: values in the cells where they fit, key labels above, a viewport
+        // around the cursor, the scroll's place said when it does not all fit
+        std::size_t label_w = 3;
+        for (const auto& l : f.row_labels) label_w = std::max(label_w, std::min<std::size_t>(width(l), 8));
+        const int left = static_cast<int>(label_w) + 1, room = std::max(4, panel_x - left - 1);
+        int cw = 2;  // a cell's width with its gap: wide enough for its value where that fits
+        for (int w : {6, 5, 4, 3})
+            if (cw == 2 && f.cols * static_cast<std::size_t>(w) <= static_cast<std::size_t>(room)) cw = w;
+        const int top = 3, bottom = LINES - 4;  // rows 1-2: axes and key labels; below: the colour bar, the scroll, the keys
+        const std::size_t rows_fit = static_cast<std::size_t>(std::max(1, bottom - top)), cols_fit = static_cast<std::size_t>(std::max(1, room / cw));
+        const std::size_t r0 = v.row >= rows_fit ? v.row - rows_fit + 1 : 0;
+        const std::size_t c0 = v.col >= cols_fit ? v.col - cols_fit + 1 : 0;
+        const std::size_t r1 = std::min(f.rows, r0 + rows_fit), c1 = std::min(f.cols, c0 + cols_fit);
+        put(1, 0, f.row_axis + " ↓ · " + f.col_axis + " → · " + scale_words(f.scale(v.panel)), panel_x - 1);
+        const std::size_t every = cw >= 5 ? 1 : cw == 4 ? 2 : 4;  // key labels: every column when cells are wide, else every 2nd or 4th
+        for (std::size_t c = c0; c < c1; c += every)
+            put(2, left + static_cast<int>(c - c0) * cw, shorten(f.col_labels[c], every * static_cast<std::size_t>(cw) - 1), static_cast<int>(every) * cw - 1);
+        for (std::size_t r = r0; r < r1; ++r) {
+            const int y = top + static_cast<int>(r - r0);
+            if (r == v.row) attron(A_BOLD);
+            put(y, 0, pad_right(shorten(f.row_labels[r], label_w), label_w), static_cast<int>(label_w));
+            if (r == v.row) attroff(A_BOLD);
+            for (std::size_t c = c0; c < c1; ++c) {
+                const float x = f.value(v.panel, r, c);
+                const bool here = r == v.row && c == v.col;
+                const int at = left + static_cast<int>(c - c0) * cw;
+                std::string text;
+                int attr = 0;
+                if (f.hidden(v.panel, r, c)) {  // masked: a pattern of its own, never weight 0's colour
+                    text = std::string(static_cast<std::size_t>(cw - 1), ' ');
+                    for (int k = 0; k < cw - 1; k += 2) text[static_cast<std::size_t>(k)] = '/';
+                    attr = A_DIM;
+                } else {
+                    const double t = f.at(v.panel, r, 1, x);
+                    text = cw >= 4 ? pad_left(fit(x, static_cast<std::size_t>(cw - 1)), static_cast<std::size_t>(cw - 1))
+                                   : std::string(static_cast<std::size_t>(cw - 1), ' ');
+                    if (!colour && cw < 4) text = std::string(1, " .:+#"[std::lround(std::clamp(t, 0.0, 1.0) * 4)]) + std::string(static_cast<std::size_t>(cw - 2), ' ');
+                    if (colour && std::isfinite(x)) attr = COLOR_PAIR(pair_of(t, f.diverging(v.panel)));
+                }
+                if (here) attr = A_REVERSE | A_BOLD;
                 attron(attr);
-                put(y, 9 + 2 * static_cast<int>(j - c0), cell, 2);
+                put(y, at, text, cw - 1);
                 attroff(attr);
             }
         }
-        put(1, 9, shorten("keys →  (" + scale_words(kind) + ")", static_cast<std::size_t>(panel_x - 9)), panel_x - 9);
-        // the panel: the cell's path, then the written-out cell
-        const std::string key = std::to_string(v.step) + "/" + std::to_string(v.panel) + "/" + std::to_string(v.row) + "/" + std::to_string(v.col) + "/" + std::to_string(panel_w);
+        // the colour bar and the scroll's place
+        {
+            const ColorScale kind = f.scale(v.panel);
+            const bool unit = kind == ColorScale::unit || kind == ColorScale::row;
+            const std::string lo = kind == ColorScale::row ? "0" : unit ? "0" : fit(f.lo[v.panel], 6);
+            const std::string hi = kind == ColorScale::row ? "row max" : unit ? "1" : fit(f.hi[v.panel], 6);
+            int x = 0;
+            put(bottom, x, lo + " ", panel_x);
+            x += static_cast<int>(width(lo)) + 1;
+            for (int k = 0; k < 10; ++k) {
+                const double t = k / 9.0;
+                if (colour) attron(COLOR_PAIR(pair_of(t, f.diverging(v.panel))));
+                put(bottom, x + k, colour ? " " : std::string(1, " .:+#"[std::lround(t * 4)]), 1);
+                if (colour) attroff(COLOR_PAIR(pair_of(t, f.diverging(v.panel))));
+            }
+            x += 11;
+            put(bottom, x, hi + (f.masked.empty() ? "" : "   / / masked"), panel_x - x - 1);
+            if (r0 > 0 || r1 < f.rows || c0 > 0 || c1 < f.cols)
+                put(bottom + 1, 0,
+                    "rows " + std::to_string(r0 + 1) + "–" + std::to_string(r1) + " of " + std::to_string(f.rows) + ", " + f.col_axis + "s " +
+                        std::to_string(c0 + 1) + "–" + std::to_string(c1) + " of " + std::to_string(f.cols) + " (arrows scroll)",
+                    panel_x - 1);
+        }
+        // the panel: the cell named, its path, the cell written out
+        const std::string key = std::to_string(v.step) + "/" + std::to_string(v.panel) + "/" + std::to_string(v.row) + "/" + std::to_string(v.col) + "/" +
+                                std::to_string(panel_w);
         if (key != cache_key) {
-            explanation = cell_path(trace, steps, v);
-            const std::vector<std::string> more = written_out(command_line, trace, s, v, static_cast<std::size_t>(std::max(panel_w, 20)));
-            if (!more.empty()) explanation.push_back("");
-            explanation.insert(explanation.end(), more.begin(), more.end());
+            explanation = panel_lines(trace, f, v, static_cast<std::size_t>(std::max(panel_w, 12)));
             cache_key = key;
         }
         const std::size_t page = static_cast<std::size_t>(std::max(1, LINES - 3));
         const std::size_t pages = explanation.empty() ? 1 : (explanation.size() + page - 1) / page;
         v.scroll = std::min(v.scroll, pages - 1);
         int y = 1;
-        for (std::size_t k = v.scroll * page; k < explanation.size() && y < LINES - 2; ++k)  // the row above the keys: the page
-            put(y++, panel_x, shorten(explanation[k], static_cast<std::size_t>(std::max(panel_w, 1))), panel_w);
-        if (pages > 1)
-            put(LINES - 2, panel_x, "page " + std::to_string(v.scroll + 1) + "/" + std::to_string(pages) + " (PgDn/PgUp, space/b)", panel_w);
+        for (std::size_t k = v.scroll * page; k < explanation.size() && y < LINES - 2; ++k) put(y++, panel_x, explanation[k], panel_w);
+        if (pages > 1) put(LINES - 2, panel_x, "page " + std::to_string(v.scroll + 1) + "/" + std::to_string(pages) + " (PgDn/PgUp, space/b)", panel_w);
         attron(A_DIM);
-        put(LINES - 1, 0, shorten("arrows cell · s/S step · h/H head · l/L layer · PgDn more · ? keys · q quit", static_cast<std::size_t>(COLS)), COLS);
+        put(LINES - 1, 0, key_bar(e, steps.size(), pages > 1), COLS);
         attroff(A_DIM);
-        if (v.help) {
-            const int w = 44, h = static_cast<int>(std::size(key_help)) + 2, x0 = std::max(0, (COLS - w) / 2), y0 = std::max(0, (LINES - h) / 2);
-            for (int k = 0; k < h; ++k) put(y0 + k, x0, std::string(static_cast<std::size_t>(std::min(w, COLS)), ' '), w);
+        if (v.help) {  // a box with a border over a cleared background
+            const int w = 46, h = static_cast<int>(std::size(key_help)) + 4;
+            const int x0 = std::max(0, (COLS - w) / 2), y0 = std::max(0, (LINES - h) / 2);
+            std::string rule;
+            for (int k = 0; k < w - 2; ++k) rule += "─";
+            for (int k = 0; k < h; ++k) {
+                const bool edge = k == 0 || k == h - 1;
+                const std::string line = edge ? (k == 0 ? "┌" : "└") + rule + (k == 0 ? "┐" : "┘") : "│" + std::string(static_cast<std::size_t>(w - 2), ' ') + "│";
+                put(y0 + k, x0, line, w);
+            }
             attron(A_BOLD);
-            put(y0, x0 + 1, "keys", w);
+            put(y0, x0 + 2, " keys ", w - 4);
             attroff(A_BOLD);
-            for (std::size_t k = 0; k < std::size(key_help); ++k) put(y0 + 1 + static_cast<int>(k), x0 + 1, key_help[k], w - 2);
+            for (std::size_t k = 0; k < std::size(key_help); ++k) put(y0 + 2 + static_cast<int>(k), x0 + 2, key_help[k], w - 4);
         }
         refresh();
         const int c = getch();
         if (c == ERR || c == KEY_RESIZE) continue;  // a stop request is seen above; a resize redraws
-        v = press(v, key_of(c), shapes);
+        v = press(v, read_key(c), shapes);
     }
-    return 0;
+    return stop_requested ? 128 + stop_requested : 0;
 }
 
 #endif

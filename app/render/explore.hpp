@@ -1,10 +1,12 @@
-// attnwalk explore COMMAND [OPTIONS]: a full-screen view of one head's heatmap of one step
-// of COMMAND's trace, with a cursor. Arrows move the cell; a panel shows the cell's path
-// through the steps and, where COMMAND has --explain, the cell written out as --explain
-// writes it. Keys switch the step, the head and the layer; ? lists them; q quits.
+// attnwalk explore COMMAND [OPTIONS]: a full-screen view of one panel (a head, a layer's
+// head) of one step of COMMAND's trace, with a cursor. Arrows move the cell; a panel
+// beside it names the cell, lists it in every step that holds the same attention cell,
+// and writes it out with the library's explanation engine (lessons/explainer.hpp), in
+// the process. Keys switch the step, the head and the layer; ? lists them; q quits.
 //
-// The view is a plain value (ExploreView) that `press` moves, which the tests drive
-// without a screen; the screen (ncurses) only draws it.
+// What is drawn comes from the step's Figure (figure.hpp): labels, panel names, the
+// layer's kind, the mask, the colour scale. The view is a plain value (ExploreView) that
+// `press` moves, which the tests drive without a screen; the screen (ncurses) only draws.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "attnwalk/trace.hpp"
+#include "figure.hpp"
 
 namespace attnwalk::app {
 
@@ -25,7 +28,7 @@ struct ExploreShape {
 };
 ExploreShape explore_shape(const Step& step);
 
-enum class ExploreKey { up, down, left, right, next_step, previous_step, next_head, previous_head, next_layer, previous_layer,
+enum class ExploreKey { up, down, left, right, home, end, next_step, previous_step, next_head, previous_head, next_layer, previous_layer,
                         scroll_down, scroll_up, help, quit, other };
 
 struct ExploreView {
@@ -38,15 +41,25 @@ struct ExploreView {
 };
 
 // The view after a key. Moves stay inside the step; a new step keeps the head, layer and
-// cell where they still exist.
+// cell where they still exist. Home and End go to the row's first and last column.
 ExploreView press(ExploreView view, ExploreKey key, const std::vector<ExploreShape>& shapes);
 
-// The lines of the panel beside the heatmap: the cell named, its value in every step of the
-// same shape, its row. (The written-out explanation is added by the screen.)
-std::vector<std::string> cell_path(const Trace& trace, const std::vector<std::size_t>& steps, const ExploreView& view);
+// The lines of the panel beside the heatmap, each at most `width` columns: the cell named
+// (its axes' names, counted from 1), its panel, the cell in every step that holds the same
+// attention cell (at that step's own coordinates), its row's sum, then the cell written
+// out by the explanation engine.
+std::vector<std::string> panel_lines(const Trace& trace, const Figure& figure, const ExploreView& view, std::size_t width);
 
-// Runs the explorer on `trace`; `command_line` is COMMAND [OPTIONS] as given (rerun with
-// --explain for the written-out cell). Throws UsageError without a terminal.
+// A line of text wrapped to `width` columns: at spaces where it can, the continuation
+// lines indented two more than the line itself.
+std::vector<std::string> wrap_line(const std::string& line, std::size_t width);
+
+// The keys of the status line that do something on this step: "arrows cell · s/S step ·
+// h/H head · l/L layer · PgDn more · ? keys · q quit", without those that do nothing here.
+std::string key_bar(const ExploreShape& shape, std::size_t steps, bool more_pages);
+
+// Runs the explorer on `trace` (COMMAND [OPTIONS] names it in the title). Throws
+// UsageError without a terminal. Returns the exit code: 0, or 128 + N after signal N.
 int explore(const Trace& trace, const std::vector<std::string>& command_line);
 
 }  // namespace attnwalk::app

@@ -21,42 +21,6 @@ std::string fixed(double v, int precision) {
     return buf;
 }
 
-struct Range {
-    float min = INFINITY, max = -INFINITY;
-    bool any() const { return min <= max; }
-    // Position of v on the scale, 0 at min and 1 at max (1 when every value is the same).
-    double at(float v) const { return max > min ? (static_cast<double>(v) - min) / (static_cast<double>(max) - min) : 1.0; }
-};
-
-bool masked_at(const HeatmapPanel& p, std::size_t n) { return p.mask && p.mask[n] == 0.0f; }
-
-Range finite_range(const HeatmapPanel& p) {
-    Range r;
-    for (std::size_t n = 0; n < p.rows * p.cols; ++n)
-        if (std::isfinite(p.data[n]) && !masked_at(p, n)) {
-            r.min = std::min(r.min, p.data[n]);
-            r.max = std::max(r.max, p.data[n]);
-        }
-    return r;
-}
-
-// --color-scale resolved for a figure: where a value sits on the colour bar, 0…1.
-struct Scale {
-    ColorScale kind = ColorScale::range;  // never automatic
-    std::vector<Range> bounds;            // per panel (the same for every panel but with each)
-    std::vector<std::vector<float>> row_max;  // row: per panel, each row's largest finite, unmasked value
-
-    // v of panel pi, in rows r0 … r0 + kr − 1 (a block of rows when cells are averaged)
-    double at(std::size_t pi, const HeatmapPanel& p, std::size_t r0, std::size_t kr, float v) const {
-        if (kind != ColorScale::row) return bounds[pi].at(v);
-        float top = 0.0f;  // the rows' largest value: each row on 0 … its max
-        for (std::size_t r = r0; r < std::min(p.rows, r0 + kr); ++r) top = std::max(top, row_max[pi][r]);
-        return top > 0.0f ? std::clamp(static_cast<double>(v) / top, 0.0, 1.0) : 1.0;
-    }
-    // The legend's words for the scale, and its two ends.
-    std::string words() const { return scale_words(kind); }
-};
-
 }  // namespace
 
 ColorScale automatic_scale(bool weights, std::size_t longest, bool any_finite, float min, float max) {
@@ -76,63 +40,6 @@ std::string scale_words(ColorScale kind) {
 
 namespace {
 
-Scale resolve_scale(const std::vector<const HeatmapPanel*>& panels, ColorScale asked) {
-    Scale s;
-    Range all;
-    bool weights = true;
-    std::size_t longest = 0;
-    for (const HeatmapPanel* p : panels) {
-        const Range r = finite_range(*p);
-        all.min = std::min(all.min, r.min);
-        all.max = std::max(all.max, r.max);
-        weights = weights && p->weights;
-        longest = std::max({longest, p->rows, p->cols});
-    }
-    s.kind = asked == ColorScale::automatic ? automatic_scale(weights, longest, all.any(), all.min, all.max) : asked;
-    for (const HeatmapPanel* p : panels) {
-        Range b = all;
-        if (s.kind == ColorScale::each) b = finite_range(*p);
-        if (s.kind == ColorScale::unit || s.kind == ColorScale::row) b = {0.0f, 1.0f};
-        if (s.kind == ColorScale::symmetric) {
-            const float m = std::max(std::fabs(all.min), std::fabs(all.max));
-            b = {-m, m};
-        }
-        s.bounds.push_back(b);
-        if (s.kind != ColorScale::row) continue;
-        std::vector<float> tops(p->rows, 0.0f);
-        for (std::size_t r = 0; r < p->rows; ++r)
-            for (std::size_t c = 0; c < p->cols; ++c) {
-                const float x = p->data[r * p->cols + c];
-                if (std::isfinite(x) && !masked_at(*p, r * p->cols + c)) tops[r] = std::max(tops[r], x);
-            }
-        s.row_max.push_back(std::move(tops));
-    }
-    return s;
-}
-
-// One drawn cell: the mean of a kr×kc block of finite values; masked when the block holds
-// only masked values (−∞, or 0 under the causal mask), invalid when it holds NaN.
-struct Cell {
-    enum { value, masked, invalid } kind;
-    float mean;
-};
-
-Cell block(const HeatmapPanel& p, std::size_t r0, std::size_t c0, std::size_t kr, std::size_t kc) {
-    double sum = 0.0;
-    std::size_t n = 0;
-    for (std::size_t r = r0; r < std::min(p.rows, r0 + kr); ++r)
-        for (std::size_t c = c0; c < std::min(p.cols, c0 + kc); ++c) {
-            const float v = p.data[r * p.cols + c];
-            if (std::isnan(v)) return {Cell::invalid, 0.0f};
-            if (std::isfinite(v) && !masked_at(p, r * p.cols + c)) {
-                sum += v;
-                ++n;
-            }
-        }
-    if (n == 0) return {Cell::masked, 0.0f};
-    return {Cell::value, static_cast<float>(sum / static_cast<double>(n))};
-}
-
 const std::array<const char*, 4> shades = {"░", "▒", "▓", "█"};
 
 std::string repeat(const std::string& s, std::size_t n) {
@@ -143,17 +50,12 @@ std::string repeat(const std::string& s, std::size_t n) {
 
 }  // namespace
 
-int xterm256(Rgb c) {
-    return 16 + 36 * static_cast<int>(std::lround(c.r / 51.0)) + 6 * static_cast<int>(std::lround(c.g / 51.0)) +
-           static_cast<int>(std::lround(c.b / 51.0));
-}
-
 namespace {
 
 // A cell of width w: a colour background, or a shade block when colour is off.
-std::string paint(double t, std::size_t w, Palette palette) {
+std::string paint(double t, std::size_t w, Palette palette, bool diverging) {
     if (palette == Palette::none) return repeat(shades[static_cast<std::size_t>(std::lround(std::clamp(t, 0.0, 1.0) * 3.0))], w);
-    const Rgb c = heat_rgb(t);
+    const Rgb c = diverging ? diverging_rgb(t) : heat_rgb(t);
     char esc[48];
     if (palette == Palette::truecolor)
         std::snprintf(esc, sizeof esc, "\x1b[48;2;%d;%d;%dm", c.r, c.g, c.b);
@@ -193,50 +95,38 @@ std::string hex(Rgb c) {
 
 }  // namespace
 
-Rgb heat_rgb(double t) {
-    // viridis at five points, linearly interpolated between them
-    static const std::array<Rgb, 5> stops = {{{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}}};
-    t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0) * 4.0;
-    const std::size_t i = std::min<std::size_t>(static_cast<std::size_t>(t), 3);
-    const double f = t - static_cast<double>(i);
-    auto mix = [f](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
-    return {mix(stops[i].r, stops[i + 1].r), mix(stops[i].g, stops[i + 1].g), mix(stops[i].b, stops[i + 1].b)};
-}
-
-void print_heatmap(const HeatmapPanel& p, const TextOptions& opt, std::ostream& out) {
-    const Range range = finite_range(p);
-    if (!range.any() || p.rows == 0 || p.cols == 0) return;
-    const Scale scale = resolve_scale({&p}, opt.color_scale);
+void print_heatmap(const Figure& f, std::size_t pi, const TextOptions& opt, std::ostream& out) {
+    if (!f.any_shown(pi) || f.rows == 0 || f.cols == 0) return;
+    const ColorScale kind = f.scale(pi);
     std::size_t label_w = 1;
-    for (const auto& l : p.row_labels) label_w = std::max(label_w, std::min<std::size_t>(width(l), 10));
+    for (const auto& l : f.row_labels) label_w = std::max(label_w, std::min<std::size_t>(width(l), 10));
     const std::string indent = "    ";
     const std::size_t room = opt.columns > indent.size() + label_w + 2 ? opt.columns - indent.size() - label_w - 1 : 1;
     // Cell width 5 leaves room for column labels; narrower cells, then blocks of values
     // averaged into one cell, when the terminal is too narrow or too short.
     std::size_t cw = 1, kc = 1;
-    if (p.cols * 5 <= room) cw = 5;
-    else if (p.cols * 2 <= room) cw = 2;
-    else if (p.cols > room) kc = (p.cols + room - 1) / room;
+    if (f.cols * 5 <= room) cw = 5;
+    else if (f.cols * 2 <= room) cw = 2;
+    else if (f.cols > room) kc = (f.cols + room - 1) / room;
     const std::size_t max_rows = opt.lines >= 16 ? opt.lines - 8 : 40;  // the heatmap and its legend stay on one screen
-    const std::size_t kr = std::max(kc, (p.rows + max_rows - 1) / max_rows);
+    const std::size_t kr = std::max(kc, (f.rows + max_rows - 1) / max_rows);
 
     bool any_masked = false, any_nan = false;
-    for (std::size_t n = 0; n < p.rows * p.cols; ++n) {
-        any_nan = any_nan || std::isnan(p.data[n]);
-        any_masked = any_masked || masked_at(p, n) || (std::isinf(p.data[n]) && p.data[n] < 0);
-    }
+    for (std::size_t r = 0; r < f.rows; ++r)
+        for (std::size_t c = 0; c < f.cols; ++c) {
+            any_nan = any_nan || std::isnan(f.value(pi, r, c));
+            any_masked = any_masked || f.hidden(pi, r, c);
+        }
     std::string legend;
     const int steps = opt.palette == Palette::none ? 3 : 4;
-    for (int i = 0; i <= steps; ++i) legend += paint(i / static_cast<double>(steps), opt.palette == Palette::none ? 1 : 2, opt.palette);
-    const Range& ends = scale.bounds[0];
-    const bool plain = scale.kind == ColorScale::range || scale.kind == ColorScale::each;  // "min 0.29 ░▒▓█ max 1.49"
-    out << indent << "heatmap" << (p.title.empty() ? "" : " of " + p.title) << (plain ? "" : " (" + scale.words() + ")") << ": "
-        << (plain ? "min " : "") << (scale.kind == ColorScale::unit || scale.kind == ColorScale::row ? "0" : fixed(ends.min, opt.precision))
-        << " " << legend << " "
-        << (plain ? "max " + fixed(ends.max, opt.precision)
-                  : scale.kind == ColorScale::unit ? std::string("1")
-                  : scale.kind == ColorScale::row  ? std::string("row max")
-                                                   : fixed(ends.max, opt.precision))
+    for (int i = 0; i <= steps; ++i) legend += paint(i / static_cast<double>(steps), opt.palette == Palette::none ? 1 : 2, opt.palette, f.diverging(pi));
+    const bool plain = kind == ColorScale::range || kind == ColorScale::each;  // "min 0.29 ░▒▓█ max 1.49"
+    out << indent << "heatmap" << (plain ? "" : " (" + scale_words(kind) + ")") << ": " << (plain ? "min " : "")
+        << (kind == ColorScale::unit || kind == ColorScale::row ? "0" : fixed(f.lo[pi], opt.precision)) << " " << legend << " "
+        << (plain ? "max " + fixed(f.hi[pi], opt.precision)
+                  : kind == ColorScale::unit ? std::string("1")
+                  : kind == ColorScale::row  ? std::string("row max")
+                                             : fixed(f.hi[pi], opt.precision))
         << (any_masked ? ", · masked" : "") << (any_nan ? ", ? NaN" : "") << '\n';
     if (kr > 1 || kc > 1)
         out << indent << "(each cell: the mean of a " << kr << "×" << kc << " block, to fit " << opt.columns << " columns"
@@ -245,22 +135,22 @@ void print_heatmap(const HeatmapPanel& p, const TextOptions& opt, std::ostream& 
     // Column labels: under every cell when cells are 5 wide; otherwise the label of a cell
     // every so often, at its place, as far as they fit without touching.
     std::string labels = margin;
-    const std::size_t cells = (p.cols + kc - 1) / kc;
+    const std::size_t cells = (f.cols + kc - 1) / kc;
     for (std::size_t cell = 0; cell < cells; ++cell) {
         const std::size_t at = margin.size() + cell * cw;
-        const std::string l = cw == 5 ? shorten(p.col_labels[cell * kc], 4) : p.col_labels[cell * kc];
+        const std::string l = cw == 5 ? shorten(f.col_labels[cell * kc], 4) : f.col_labels[cell * kc];
         if (width(labels) > at || at + width(l) > opt.columns) continue;
         if (cw != 5 && width(labels) + 1 > at && cell != 0) continue;
         labels += std::string(at - width(labels), ' ') + l;
     }
     out << labels << '\n';
-    for (std::size_t r = 0; r < p.rows; r += kr) {
-        std::string line = indent + pad_right(shorten(p.row_labels[r], label_w), label_w) + " ";
-        for (std::size_t c = 0; c < p.cols; c += kc) {
-            const Cell cell = block(p, r, c, kr, kc);
-            if (cell.kind == Cell::masked) line += centred("·", cw);
-            else if (cell.kind == Cell::invalid) line += centred("?", cw);
-            else line += paint(scale.at(0, p, r, kr, cell.mean), cw, opt.palette);
+    for (std::size_t r = 0; r < f.rows; r += kr) {
+        std::string line = indent + pad_right(shorten(f.row_labels[r], label_w), label_w) + " ";
+        for (std::size_t c = 0; c < f.cols; c += kc) {
+            const Block cell = average(f, pi, r, c, kr, kc);
+            if (cell.kind == Block::masked) line += centred("·", cw);
+            else if (cell.kind == Block::invalid) line += centred("?", cw);
+            else line += paint(f.at(pi, r, kr, cell.mean), cw, opt.palette, f.diverging(pi));
         }
         while (!line.empty() && line.back() == ' ') line.pop_back();
         out << line << '\n';
@@ -277,33 +167,31 @@ void check_svg_cells(double cells, const std::string& what, const std::string& i
                      " MB of SVG; one picture draws at most 1000000 (" + instead + ")");
 }
 
-std::string heatmap_svg(const std::vector<HeatmapPanel>& panels, const std::string& title, int precision, ColorScale asked) {
-    std::vector<const HeatmapPanel*> all;
-    for (const auto& p : panels) all.push_back(&p);
-    const Scale scale = resolve_scale(all, asked);
+std::string heatmap_svg(const Figure& f, const std::vector<std::size_t>& order, const std::vector<std::string>& titles, const std::string& title,
+                        int precision) {
+    const ColorScale kind = f.scale(0);  // drawn together: one scale
+    const std::size_t count = order.size();
     // Every drawn cell carries its value as a <title> (shown on hover) while the file stays
     // small; beyond that, cells of one colour are one path (a 40-token, 12-head picture:
     // under 200 KB instead of 1.4 MB) and the numbers are in --json.
     std::size_t drawn = 0;
-    for (const auto& p : panels)
-        for (std::size_t n = 0; n < p.rows * p.cols; ++n) drawn += !masked_at(p, n) && !(std::isinf(p.data[n]) && p.data[n] < 0);
+    for (std::size_t p : order)
+        for (std::size_t r = 0; r < f.rows; ++r)
+            for (std::size_t c = 0; c < f.cols; ++c) drawn += !f.hidden(p, r, c);
     const bool hover = drawn <= 5000;
-    std::size_t n = 1, label_chars = 1;
-    for (const auto& p : panels) {
-        n = std::max({n, p.rows, p.cols});
-        for (const auto& l : p.row_labels) label_chars = std::max(label_chars, std::min<std::size_t>(width(l), 16));
-    }
+    std::size_t n = std::max<std::size_t>({1, f.rows, f.cols}), label_chars = 1;
+    for (const auto& l : f.row_labels) label_chars = std::max(label_chars, std::min<std::size_t>(width(l), 16));
     // Panels in a grid of at most 4 columns (12 heads: 4×3), cells smaller as panels multiply.
-    const std::size_t grid_cols = std::min<std::size_t>(panels.size(), 4);
-    const std::size_t grid_rows = (panels.size() + grid_cols - 1) / grid_cols;
-    const double area = panels.size() > 1 ? 420.0 : 704.0;  // the side of one panel's cells, at most
+    const std::size_t grid_cols = std::min<std::size_t>(count, 4);
+    const std::size_t grid_rows = (count + grid_cols - 1) / grid_cols;
+    const double area = count > 1 ? 420.0 : 704.0;  // the side of one panel's cells, at most
     const double cell = static_cast<double>(n) * 44.0 <= area ? 44.0 : std::max(1.0, area / static_cast<double>(n));
     const std::size_t label_every = cell >= 14.0 ? 1 : static_cast<std::size_t>(std::ceil(14.0 / cell));
     const bool numbers = cell >= 40.0;
     const double label_w = 8.0 * static_cast<double>(label_chars) + 30.0;  // row labels and the "query" axis title
     const double col_label_h = 10.0 + 7.0 * static_cast<double>(label_chars);
     std::size_t panel_title_chars = 0;  // a panel's title (8.5 px a character at 14 px bold) never runs into the next
-    for (const auto& p : panels) panel_title_chars = std::max(panel_title_chars, width(p.title));
+    for (const std::string& t : titles) panel_title_chars = std::max(panel_title_chars, width(t));
     const double panel_w = std::max(label_w + cell * static_cast<double>(n) + 30.0, label_w + 8.5 * static_cast<double>(panel_title_chars) + 16.0);
     const double panel_h = 24.0 + col_label_h + cell * static_cast<double>(n) + 34.0;  // panel title, key labels, cells, "key"
     const double bar_w = 150.0;
@@ -333,60 +221,61 @@ std::string heatmap_svg(const std::vector<HeatmapPanel>& panels, const std::stri
         svg << "<text x=\"20\" y=\"" << 30.0 + 24.0 * static_cast<double>(l) << "\" font-size=\"18\" font-weight=\"bold\">"
             << xml_escape(title_lines[l]) << "</text>\n";
     bool any_masked = false, any_nan = false;
-    for (std::size_t pi = 0; pi < panels.size(); ++pi) {
-        const HeatmapPanel& p = panels[pi];
+    for (std::size_t pi = 0; pi < count; ++pi) {
+        const std::size_t p = order[pi];
+        const std::string& panel_title = titles[pi];
         const double px = 20.0 + panel_w * static_cast<double>(pi % grid_cols);
         const double py = top + panel_h * static_cast<double>(pi / grid_cols);
         const double x0 = px + label_w, y0 = py + 24.0 + col_label_h;
-        if (!p.title.empty())
-            svg << "<text x=\"" << x0 << "\" y=\"" << py + 16.0 << "\" font-size=\"14\" font-weight=\"bold\">" << xml_escape(p.title)
+        if (!panel_title.empty())
+            svg << "<text x=\"" << x0 << "\" y=\"" << py + 16.0 << "\" font-size=\"14\" font-weight=\"bold\">" << xml_escape(panel_title)
                 << "</text>\n";
-        for (std::size_t c = 0; c < p.cols; c += label_every) {
+        for (std::size_t c = 0; c < f.cols; c += label_every) {
             const double x = x0 + cell * (static_cast<double>(c) + 0.5), y = y0 - 6.0;
             svg << "<text x=\"" << x << "\" y=\"" << y << "\" font-size=\"12\" transform=\"rotate(-60 " << x << ' ' << y
-                << ")\">" << xml_escape(shorten(p.col_labels[c], 16)) << "</text>\n";
+                << ")\">" << xml_escape(shorten(f.col_labels[c], 16)) << "</text>\n";
         }
         // the axes: rows are queries, columns are keys
-        const double side = cell * static_cast<double>(p.rows);
+        const double side = cell * static_cast<double>(f.rows);
         svg << "<text x=\"" << px + 10.0 << "\" y=\"" << y0 + side / 2.0 << "\" font-size=\"12\" fill=\"#555\" text-anchor=\"middle\" "
             << "transform=\"rotate(-90 " << px + 10.0 << ' ' << y0 + side / 2.0 << ")\">query →</text>\n"
-            << "<text x=\"" << x0 + cell * static_cast<double>(p.cols) / 2.0 << "\" y=\"" << y0 + side + 20.0
+            << "<text x=\"" << x0 + cell * static_cast<double>(f.cols) / 2.0 << "\" y=\"" << y0 + side + 20.0
             << "\" font-size=\"12\" fill=\"#555\" text-anchor=\"middle\">key →"
             << (label_every > 1 ? " (every " + std::to_string(label_every) + (label_every == 2 ? "nd" : label_every == 3 ? "rd" : "th") + " token labelled)" : "")
             << "</text>\n";
         bool panel_masked = false;
-        for (std::size_t k = 0; k < p.rows * p.cols; ++k) panel_masked = panel_masked || masked_at(p, k) || (std::isinf(p.data[k]) && p.data[k] < 0);
+        for (std::size_t r = 0; r < f.rows; ++r)
+            for (std::size_t c = 0; c < f.cols; ++c) panel_masked = panel_masked || f.hidden(p, r, c);
         if (panel_masked)  // the masked cells are the pattern behind the drawn ones
-            svg << "<rect x=\"" << x0 << "\" y=\"" << y0 << "\" width=\"" << cell * static_cast<double>(p.cols) << "\" height=\"" << side
+            svg << "<rect x=\"" << x0 << "\" y=\"" << y0 << "\" width=\"" << cell * static_cast<double>(f.cols) << "\" height=\"" << side
                 << "\" fill=\"url(#masked)\"/>\n";
         any_masked = any_masked || panel_masked;
         std::map<std::string, std::string> paths;  // without hover: fill -> the unit squares of that colour
-        for (std::size_t r = 0; r < p.rows; ++r) {
+        for (std::size_t r = 0; r < f.rows; ++r) {
             const double y = y0 + cell * static_cast<double>(r);
             if (r % label_every == 0)
                 svg << "<text x=\"" << x0 - 6.0 << "\" y=\"" << y + cell / 2.0 + 4.0
-                    << "\" font-size=\"12\" text-anchor=\"end\">" << xml_escape(shorten(p.row_labels[r], 16)) << "</text>\n";
-            for (std::size_t c = 0; c < p.cols; ++c) {
-                const float v = p.data[r * p.cols + c];
+                    << "\" font-size=\"12\" text-anchor=\"end\">" << xml_escape(shorten(f.row_labels[r], 16)) << "</text>\n";
+            for (std::size_t c = 0; c < f.cols; ++c) {
+                const float v = f.value(p, r, c);
                 const double x = x0 + cell * static_cast<double>(c);
-                const bool masked = masked_at(p, r * p.cols + c) || (std::isinf(v) && v < 0);
-                if (masked) continue;
-                const double t = scale.at(pi, p, r, 1, v);
+                if (f.hidden(p, r, c)) continue;
+                const double t = f.at(p, r, 1, v);
                 any_nan = any_nan || std::isnan(v);
                 const std::string value = std::isnan(v) ? "nan" : std::isinf(v) ? "∞" : fixed(v, std::min(precision, 4));
                 if (!hover) {
                     const double level = std::round(t * 63.0) / 63.0;  // 64 shades: one path each
-                    const std::string fill = std::isnan(v) ? "#d62728" : std::isfinite(v) ? hex(heat_rgb(level)) : "#e6e6e6";
+                    const std::string fill = std::isnan(v) ? "#d62728" : std::isfinite(v) ? hex(f.colour(p, level)) : "#e6e6e6";
                     paths[fill] += "M" + std::to_string(c) + " " + std::to_string(r) + "h1v1h-1z";
                     continue;
                 }
-                const std::string fill = std::isnan(v) ? "#d62728" : std::isfinite(v) ? hex(heat_rgb(t)) : "#e6e6e6";
+                const std::string fill = std::isnan(v) ? "#d62728" : std::isfinite(v) ? hex(f.colour(p, t)) : "#e6e6e6";
                 svg << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << cell << "\" height=\"" << cell << "\" fill=\"" << fill
-                    << "\"><title>" << xml_escape(p.row_labels[r] + " → " + p.col_labels[c] + ": " + value) << "</title></rect>\n";
+                    << "\"><title>" << xml_escape(f.row_labels[r] + " → " + f.col_labels[c] + ": " + value) << "</title></rect>\n";
                 if (numbers)
                     svg << "<text x=\"" << x + cell / 2.0 << "\" y=\"" << y + cell / 2.0 + 4.0
                         << "\" font-size=\"10\" text-anchor=\"middle\" pointer-events=\"none\" fill=\""
-                        << (t < 0.6 || std::isnan(v) ? "white" : "black") << "\">"
+                        << (f.diverging(p) ? (t < 0.2 || t > 0.8 ? "white" : "black") : t < 0.6 || std::isnan(v) ? "white" : "black") << "\">"
                         << (std::isnan(v) ? "nan" : std::isinf(v) ? "∞" : fixed(v, std::min(precision, 3))) << "</text>\n";
             }
         }
@@ -397,21 +286,22 @@ std::string heatmap_svg(const std::vector<HeatmapPanel>& panels, const std::stri
         }
     }
     // the colour bar, next to the first row of panels: max at the top, min at the bottom
-    const bool ends_as_words = scale.kind == ColorScale::each || scale.kind == ColorScale::row;
-    const std::string top_text = scale.kind == ColorScale::each ? "its max" : scale.kind == ColorScale::row ? "row max"
-                                 : scale.kind == ColorScale::unit ? "1" : fixed(scale.bounds[0].max, precision);
-    const std::string bottom_text = ends_as_words && scale.kind == ColorScale::each ? "its min"
-                                    : scale.kind == ColorScale::unit || scale.kind == ColorScale::row ? "0"
-                                                                                                  : fixed(scale.bounds[0].min, precision);
+    const bool ends_as_words = kind == ColorScale::each || kind == ColorScale::row;
+    const std::size_t first = order.empty() ? 0 : order.front();
+    const std::string top_text = kind == ColorScale::each ? "its max" : kind == ColorScale::row ? "row max"
+                                 : kind == ColorScale::unit ? "1" : fixed(f.hi[first], precision);
+    const std::string bottom_text = ends_as_words && kind == ColorScale::each ? "its min"
+                                    : kind == ColorScale::unit || kind == ColorScale::row ? "0"
+                                                                                          : fixed(f.lo[first], precision);
     const double bx = width - bar_w + 10.0, by = top + 24.0 + col_label_h, bh = cell * static_cast<double>(n);
     svg << "<defs><linearGradient id=\"scale\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">";
-    for (int i = 0; i <= 10; ++i) svg << "<stop offset=\"" << i / 10.0 << "\" stop-color=\"" << hex(heat_rgb(i / 10.0)) << "\"/>";
+    for (int i = 0; i <= 10; ++i) svg << "<stop offset=\"" << i / 10.0 << "\" stop-color=\"" << hex(f.colour(first, i / 10.0)) << "\"/>";
     svg << "</linearGradient></defs>\n"
         << "<rect x=\"" << bx << "\" y=\"" << by << "\" width=\"16\" height=\"" << bh << "\" fill=\"url(#scale)\"/>\n"
         << "<text x=\"" << bx + 20.0 << "\" y=\"" << by + 10.0 << "\" font-size=\"12\">" << top_text << "</text>\n"
         << "<text x=\"" << bx + 20.0 << "\" y=\"" << by + bh << "\" font-size=\"12\">" << bottom_text << "</text>\n";
     {  // the scale in words, above the bar
-        const std::string words = wrap("colour: " + scale.words(), 22, "", "");
+        const std::string words = wrap("colour: " + scale_words(kind), 22, "", "");
         double wy = by - 10.0 - 14.0 * static_cast<double>(std::count(words.begin(), words.end(), '\n') - 1);
         for (std::size_t start = 0, end; (end = words.find('\n', start)) != std::string::npos; start = end + 1, wy += 14.0)
             svg << "<text x=\"" << bx << "\" y=\"" << wy << "\" font-size=\"11\" fill=\"#555\">" << xml_escape(words.substr(start, end - start))

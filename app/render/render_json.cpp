@@ -271,6 +271,11 @@ void trace_json(Writer& w, const Trace& trace) {
     w.raw(',').key("tokens").raw('[');
     for (std::size_t i = 0; i < trace.tokens.size(); ++i) (i ? w.raw(',') : w).string(trace.tokens[i]);
     w.raw(']').raw(',').key("batched").boolean(trace.batched);
+    if (!trace.layer_kinds.empty()) {  // a model whose layers differ: each one's kind
+        w.raw(',').key("layer_kinds").raw('[');
+        for (std::size_t i = 0; i < trace.layer_kinds.size(); ++i) (i ? w.raw(',') : w).string(trace.layer_kinds[i]);
+        w.raw(']');
+    }
     w.raw(',').key("params").raw('{');
     for (std::size_t i = 0; i < trace.params.size(); ++i) {
         (i ? w.raw(',') : w).string(trace.params[i].first).raw(':');

@@ -2,12 +2,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "attnwalk/errors.hpp"
+#include "figure.hpp"
 #include "heatmap.hpp"
 #include "render_text.hpp"
 #include "render_torch.hpp"
@@ -34,26 +36,7 @@ void print_note(const std::string& label, const std::string& note, const TextOpt
     if (!note.empty()) out << wrap(note, opt.columns, "    " + label + ": ", "      ");
 }
 
-std::string label(const Trace& trace, Axis axis, std::size_t i) {
-    switch (axis) {
-        case Axis::token: return i < trace.tokens.size() ? trace.tokens[i] : std::to_string(i);
-        case Axis::batch: return "batch " + std::to_string(i + 1);
-        case Axis::head: return "head " + std::to_string(i + 1);  // heads and layers count from 1
-        case Axis::feature: return "d" + std::to_string(i);
-        case Axis::layer: return "layer " + std::to_string(i + 1);
-        case Axis::rank: return std::to_string(i + 1) + ".";
-    }
-    return std::to_string(i);
-}
-
-// The label of index i along axis a of a step: token axes that start later (a cache, a
-// block of keys, the last queries) are shifted by the step's first_row / first_key.
-std::string label_at(const Trace& trace, const Step& step, std::size_t a, std::size_t i) {
-    const std::size_t rank = step.axes.size();
-    if (a + 1 == rank && i < step.labels.size()) return step.labels[i];
-    if (step.axes[a] == Axis::token) i += a + 1 == rank ? step.first_key : a + 2 == rank ? step.first_row : 0;
-    return label(trace, step.axes[a], i);
-}
+std::string label(const Trace& trace, Axis axis, std::size_t i) { return axis_label(trace, axis, i); }
 
 // Long axes are elided like PyTorch's print: the first and last three entries around a
 // gap (npos), unless --full.
@@ -152,28 +135,6 @@ void print_matrix(const Trace& trace, const Step& step, std::size_t offset, std:
         t = table(idx);
     }
     t.print(out, "    ");
-}
-
-// The mask of the heatmap cells: 1 = visible, 0 = masked, as the step says (nothing is
-// recomputed: the rule is the step's CellMask, at its first row and key).
-std::vector<float> future_mask(const Step& step) {
-    const std::size_t rank = step.tensor.shape.size();
-    if (!step.mask || rank < 2) return {};
-    const std::size_t rows = step.tensor.shape[rank - 2], cols = step.tensor.shape[rank - 1];
-    std::vector<float> m(rows * cols);
-    for (std::size_t i = 0; i < rows; ++i)
-        for (std::size_t j = 0; j < cols; ++j) m[i * cols + j] = step.mask->masks(i + step.first_row, j + step.first_key) ? 0.0f : 1.0f;
-    return m;
-}
-
-void print_heatmap_of(const Trace& trace, const Step& step, std::size_t offset, const TextOptions& opt, std::ostream& out) {
-    const std::size_t rank = step.tensor.shape.size();
-    const std::vector<float> mask = future_mask(step);
-    HeatmapPanel panel{"", step.tensor.data.data() + offset, step.tensor.shape[rank - 2], step.tensor.shape[rank - 1], {}, {},
-                       mask.empty() ? nullptr : mask.data(), !step.row_sum.data.empty()};
-    for (std::size_t r = 0; r < panel.rows; ++r) panel.row_labels.push_back(label_at(trace, step, rank - 2, r));
-    for (std::size_t c = 0; c < panel.cols; ++c) panel.col_labels.push_back(label_at(trace, step, rank - 1, c));
-    print_heatmap(panel, opt, out);
 }
 
 // The name of 2-D slice s of a tensor by its leading indices: "batch 0, head 1".
@@ -302,9 +263,11 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
         }
         out << torch_repr(step.tensor) << '\n';
         if (!step.row_sum.data.empty()) out << "row sums: " << torch_repr(step.row_sum) << '\n';
-        for (std::size_t s = 0; heat && s < slices; ++s) {
+        if (!heat) return;
+        const Figure figure = figure_of(trace, step, opt.color_scale, PanelScale::apart);
+        for (std::size_t s = 0; s < slices; ++s) {
             if (rank > 2) out << "  " << slice_name(trace, step, s) << ":\n";
-            print_heatmap_of(trace, step, s * inner, opt, out);
+            print_heatmap(figure, s, opt, out);
         }
         return;
     }
@@ -324,6 +287,8 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
         return std::equal(step.tensor.data.begin() + static_cast<std::ptrdiff_t>(b * n),
                           step.tensor.data.begin() + static_cast<std::ptrdiff_t>((b + 1) * n), step.tensor.data.begin());
     };
+    std::optional<Figure> figure;
+    if (heat) figure = figure_of(trace, step, opt.color_scale, PanelScale::apart);
     for (std::size_t s : shown(slices, opt)) {
         if (s == gap) {
             out << "  …\n";
@@ -335,7 +300,7 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
         }
         if (rank > 2) out << "  " << slice_name(trace, step, s) << ":\n";
         print_matrix(trace, step, s * inner, s * inner_rows, opt, out);
-        if (heat) print_heatmap_of(trace, step, s * inner, opt, out);
+        if (heat) print_heatmap(*figure, s, opt, out);
     }
 }
 
@@ -527,31 +492,20 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
     check_svg_cells(static_cast<double>(panels) * static_cast<double>(inner),
                     what + std::to_string(step.tensor.shape[rank - 2]) + " × " + std::to_string(step.tensor.shape[rank - 1]) + " tokens",
                     "use fewer tokens or heads");
-    std::vector<HeatmapPanel> list;
-    const std::vector<float> mask = future_mask(step);
+    const Figure figure = figure_of(trace, step, opt.color_scale, PanelScale::together);
     // The model view's grid: every layer × head, in the order --sort ranked them.
     const std::vector<RankedHead> ranked =
         is_grid(step) ? grid_order(trace, step.tensor.shape[0], step.tensor.shape[1], opt.precision) : std::vector<RankedHead>{};
-    for (std::size_t q = 0; q < panels; ++q) {
-        const std::size_t p = ranked.empty() ? q : ranked[q].layer * step.tensor.shape[1] + ranked[q].head;
-        std::string title;  // "head 1", "layer 1, head 2": the leading axes but the batch, counted from 1
-        for (std::size_t a = 0, rest = p, div = panels; a + 2 < rank; ++a) {
-            if (step.axes[a] == Axis::batch) continue;
-            div /= step.tensor.shape[a];
-            title += (title.empty() ? "" : ", ") + label(trace, step.axes[a], rest / div);
-            rest %= div;
-        }
+    std::vector<std::size_t> order = figure.first_batch();
+    std::vector<std::string> titles;
+    for (std::size_t q = 0; q < order.size(); ++q) {
+        if (!ranked.empty()) order[q] = ranked[q].layer * step.tensor.shape[1] + ranked[q].head;
+        std::string title = order.size() > 1 ? figure.panel_names[order[q]] : "";
         if (!ranked.empty() && !ranked[q].value.empty()) title += " · " + ranked[q].value;
-        HeatmapPanel panel{panels > 1 ? title : "", step.tensor.data.data() + p * inner,
-                           step.tensor.shape[rank - 2], step.tensor.shape[rank - 1], {}, {}, mask.empty() ? nullptr : mask.data(),
-                           !step.row_sum.data.empty() || is_grid(step)};
-        for (std::size_t r = 0; r < panel.rows; ++r) panel.row_labels.push_back(label_at(trace, step, rank - 2, r));
-        for (std::size_t c = 0; c < panel.cols; ++c) panel.col_labels.push_back(label_at(trace, step, rank - 1, c));
-        list.push_back(std::move(panel));
+        titles.push_back(title);
     }
     const std::string batch = trace.batched ? ", batch 1" : "";  // batches count from 1, as the text names them
-    return heatmap_svg(list, "attnwalk " + trace.command + ": " + step.title + " (" + step.id + batch + ")", opt.precision,
-                       opt.color_scale);
+    return heatmap_svg(figure, order, titles, "attnwalk " + trace.command + ": " + step.title + " (" + step.id + batch + ")", opt.precision);
 }
 
 namespace {

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "render/explore.hpp"
+#include "render/figure.hpp"
+#include "render/text.hpp"
 #include "render/render_json.hpp"
 #include "render/render_text.hpp"
 #include "render/render_torch.hpp"
@@ -99,7 +101,7 @@ TEST_SUITE("render") {
 
     TEST_CASE("render.explore_names_the_cell_and_its_path_through_the_steps") {
         attnwalk::Trace trace;
-        trace.tokens = {"a", "b"};
+        trace.tokens = {"a", "b", "c"};
         for (const char* id : {"scores", "weights"}) {
             attnwalk::Step s;
             s.id = id;
@@ -108,18 +110,38 @@ TEST_SUITE("render") {
             s.axes = {attnwalk::Axis::head, attnwalk::Axis::token, attnwalk::Axis::token};
             trace.steps.push_back(s);
         }
+        attnwalk::Step block;  // a block of keys from token 2 on: the same cell at its own column
+        block.id = "block2.scores";
+        block.tensor.shape = {2, 1};
+        block.tensor.data = {9, 10};
+        block.axes = {attnwalk::Axis::token, attnwalk::Axis::token};
+        block.first_key = 1;
+        trace.steps.push_back(block);
         const auto steps = attnwalk::app::explorable_steps(trace);
-        REQUIRE(steps.size() == 2);
+        REQUIRE(steps.size() == 3);
         attnwalk::app::ExploreView v;
         v.step = 1;
         v.panel = 1;
         v.row = 1;
         v.col = 0;
-        const auto lines = attnwalk::app::cell_path(trace, steps, v);
+        const attnwalk::app::Figure f = attnwalk::app::figure_of(trace, steps[1], attnwalk::app::ColorScale::automatic);
+        const auto lines = attnwalk::app::panel_lines(trace, f, v, 40);
         REQUIRE(lines.size() >= 6);
         CHECK(lines[0] == "query 2 \"b\", key 1 \"a\"");  // counted from 1
         CHECK(lines[1] == "head 2");
         CHECK(lines[4] == "  scores  7.0000");
         CHECK(lines[5] == "> weights  7.0000");
+        CHECK(lines.size() == 6);  // block2.scores holds keys 2 on: not this cell (key 1), and head 2 is not in it
+        v.col = 1;  // key 2 of head 1: block2.scores holds it, at its own column 1
+        v.panel = 0;
+        const auto second = attnwalk::app::panel_lines(trace, f, v, 40);
+        CHECK(std::find(second.begin(), second.end(), "  block2.scores (at 2,1)  10.0000") != second.end());
+        // long lines wrap at spaces, continuation lines indented
+        const auto wrapped = attnwalk::app::wrap_line("    journey·Your = 0.5500·0.4300 + 0.8700·0.1500 + 0.6600·0.8900 = 0.9544", 30);
+        REQUIRE(wrapped.size() >= 3);
+        for (const auto& l : wrapped) CHECK(attnwalk::app::width(l) <= 30);
+        CHECK(wrapped[1].rfind("      ", 0) == 0);
+        CHECK(attnwalk::app::key_bar({1, 1, 6, 6}, 5, false) == "arrows cell · s/S step · ? keys · q quit");
+        CHECK(attnwalk::app::key_bar({24, 2, 6, 6}, 5, true) == "arrows cell · s/S step · h/H head · l/L layer · PgDn more · ? keys · q quit");
     }
 }

@@ -131,6 +131,9 @@ struct Trace {
     std::vector<Step> steps;
     bool timed = false;  // timed or summarised: step times are part of the output
     std::string backend;  // how large matrix products ran (for a timed trace)
+    // A model's layers, one each, as renderers mark them: "sliding window, W = 4",
+    // "no RoPE", … (all empty where every layer is alike).
+    std::vector<std::string> layer_kinds;
     // The walk's attention kept for writing out any cell after the walk (the explorer, the
     // page); null unless the recording asked for it. Copies of the trace share it.
     std::shared_ptr<const Explainer> explainer;

@@ -576,6 +576,18 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     if (spec.head) trace.set_param("head_index", Index{{*spec.head}, false, ""});
     trace.set_param("causal", true);
     trace.set_param("temperature", spec.temperature);
+    {  // each layer's kind, where the layers differ (sliding and full, with and without RoPE)
+        const auto& layers = m.weights.config.layer_attention;
+        const bool windows = std::any_of(layers.begin(), layers.end(), [](const LayerAttention& la) { return la.window.has_value(); });
+        const bool nope = m.weights.config.positions == PositionKind::rope &&
+                          std::any_of(layers.begin(), layers.end(), [](const LayerAttention& la) { return !la.rope; });
+        for (const LayerAttention& la : layers) {
+            std::string kind = !windows ? "" : la.window ? "sliding window, W = " + std::to_string(*la.window) : "full attention";
+            if (nope && !la.rope) kind += (kind.empty() ? "" : ", ") + std::string("no RoPE");
+            trace.layer_kinds.push_back(kind);
+        }
+        if (!windows && !nope) trace.layer_kinds.clear();
+    }
     Recorder rec(trace);
 
     Step& id_step = rec.add_plain("token_ids", "Token ids", "ids", integer_tensor({ids.begin(), ids.end()}, {T}), {Axis::token});

@@ -19,7 +19,7 @@ fi
 out=$work/html
 mkdir -p "$out"
 cd "$here/.." || exit 1
-"$binary" mha --heads 2 --causal --html "$out/mha.html" >/dev/null || exit 1
+"$binary" mha --heads 2 --causal --seed 123 --html "$out/mha.html" >/dev/null || exit 1
 "$binary" gpt2 --model tests/data/tiny_gpt2_nano_f32.safetensors --heads 3 --ids 1,2,3,4,5,6,7,8 --view --html "$out/view.html" >/dev/null || exit 1
 "$binary" softmax --html "$out/softmax.html" >/dev/null || exit 1
 NODE_PATH=$work/npm-browser/node_modules node "$here/html_in_browser.js" "$browser" "$out"

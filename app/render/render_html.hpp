@@ -1,12 +1,19 @@
 // --html FILE: the trace as one self-contained page (no network: inline style, inline
 // script, the trace itself as the JSON --json prints). The page lists the steps; shows a
-// step as heatmaps (one per head, values on hover; the layers × heads grid of a model
-// view, a click opens a head); a head view in bertviz's manner (tokens in two columns,
-// lines as strong as the weights, hover a token to light its lines, heads by colour); and
-// the path of a clicked cell: its value in every token×token step, its row, the query and
-// key it came from. The script reads the numbers; it computes none.
+// step as heatmaps (one per head: labels, axis names, values in the cells that are big
+// enough, hatched masked cells, a colour bar; the layers × heads grid of a model view with
+// each layer's kind, a click opens a head); a head view in bertviz's manner (one colour a
+// head); and, for a clicked attention cell, the cell written out by the library's
+// explanation engine and its value in every step that holds it.
+//
+// Everything the page shows is computed here, in C++: each step's Figure (figure.hpp:
+// labels, panel names, the mask, the colour scale and its ends) and the engine's written-out
+// cells, as many as fit a budget (every cell of a chapter-sized trace; for a model the
+// heads in order until the budget is spent, which the page says). The script draws and
+// handles input; it computes nothing.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "attnwalk/trace.hpp"
@@ -15,6 +22,7 @@
 namespace attnwalk::app {
 
 // The page; `scale` is --color-scale (automatic: as the SVG and the terminal choose).
-std::string html_of(const Trace& trace, ColorScale scale = ColorScale::automatic);
+// `explain_budget`: at most this many bytes of written-out cells.
+std::string html_of(const Trace& trace, ColorScale scale = ColorScale::automatic, std::size_t explain_budget = 8u << 20);
 
 }  // namespace attnwalk::app

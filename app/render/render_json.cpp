@@ -302,6 +302,16 @@ void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite, bo
     w.raw('\n');
 }
 
+void render_steps_json(const std::vector<Step>& steps, std::ostream& out, bool packed) {
+    Writer w(out, NonFinite::string, packed);
+    w.raw('[');
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        if (i) w.raw(',');
+        step_json(w, steps[i], false);
+    }
+    w.raw(']');
+}
+
 void render_json(const std::vector<Section>& sections, std::ostream& out, NonFinite non_finite) {
     Writer w(out, non_finite);
     w.raw('{').key("format_version").integer(json_format_version).raw(',').key("command").string("walkthrough").raw(',').key("sections").raw('[');

@@ -26,4 +26,7 @@ void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite = N
 
 void render_json(const std::vector<Section>& sections, std::ostream& out, NonFinite non_finite = NonFinite::string);
 
+// Steps alone, as a JSON array of the same step objects (the page's written-out cells).
+void render_steps_json(const std::vector<Step>& steps, std::ostream& out, bool packed = false);
+
 }  // namespace attnwalk::app

@@ -48,7 +48,12 @@ TEST_SUITE("contract") {
 
     TEST_CASE("contract.ops_and_model_compute_and_write_no_text") {
         // ops/ and model/ hand numbers on; only lessons/ records, titles and names steps.
-        const std::regex narrating(R"(lessons/|Recorder|\bStep\b|set_param|\.title\b|\.note\b)");
+        // Nor does ops/ know what a trace is: no trace header, no Summary (with its prose scope).
+        const std::regex narrating(R"(lessons/|Recorder|\bStep\b|set_param|\.title\b|\.note\b|\.scope\b|\bSummary\b)");
+        const std::regex trace_header(R"(#include "attnwalk/trace(_tensors)?\.hpp")");
+        std::size_t ops_files = 0;
+        const std::string includes = lines_matching({"lib/src/ops", "lib/include/attnwalk/ops"}, trace_header, true, ops_files);
+        CHECK_MESSAGE(includes.empty(), "ops/ computes on tensors; traces are the lessons' business:\n" << includes);
         std::size_t files = 0;
         const std::string found = lines_matching({"lib/src/ops", "lib/src/model", "lib/include/attnwalk/ops", "lib/include/attnwalk/model"},
                                                  narrating, true, files);

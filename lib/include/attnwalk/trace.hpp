@@ -14,6 +14,9 @@
 #include <variant>
 #include <vector>
 
+#include "attnwalk/mask_rule.hpp"
+#include "attnwalk/stats.hpp"
+
 namespace attnwalk {
 
 // What an axis of a step's tensor indexes; renderers label rows and columns with it.
@@ -60,19 +63,10 @@ struct Expansion {
 };
 
 // A summary: what a step's tensor looked like, without the tensor (big inputs).
-struct Summary {
-    double min = 0.0, max = 0.0;   // over the finite values
-    double mean = 0.0;             // over the finite values
-    double checksum = 0.0;         // the sum of the finite values, in double
-    std::size_t count = 0;         // finite values summarised
-    std::size_t non_finite = 0;    // inf, −∞ (masks) and NaN, not summarised
-    bool has_row_sums = false;     // a weights step: the range of its row sums
-    double row_sum_min = 0.0, row_sum_max = 0.0;
-    std::string scope;             // what was summarised, when not every entry (e.g. the causal triangle)
-
-    void add(double value);        // one more value
-    void add_all(const float* values, std::size_t n);  // n more, in order (the same as add, one by one)
-    void add_row_sum(double sum);  // one more row sum
+struct Summary : Stats {
+    Summary() = default;
+    Summary(const Stats& stats) : Stats(stats) {}  // NOLINT: the statistics, as computed
+    std::string scope;  // what was summarised, when not every entry (e.g. the causal triangle)
 };
 
 // Which cells of a token×token step are masked, whatever their value: key j after query
@@ -80,7 +74,7 @@ struct Summary {
 struct CellMask {
     bool causal = true;
     std::size_t window = 0;  // 0: no window
-    bool masks(std::size_t query, std::size_t key) const { return (causal && key > query) || (window && key + window <= query); }
+    bool masks(std::size_t query, std::size_t key) const { return masked_out(query, key, causal, window); }
 };
 
 enum class StepKind {

@@ -1,4 +1,5 @@
 #include "attnwalk/io/weights.hpp"
+#include "attnwalk/trace_tensors.hpp"
 
 #include <xtensor/xbuilder.hpp>
 #include <xtensor/xmanipulation.hpp>

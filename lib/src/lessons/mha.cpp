@@ -77,8 +77,9 @@ void record_blocked(Recorder& rec, const Cube& x, const AttentionWeights& w, con
     rec.add_summary("values_split", "Values split into heads", "V.view(B, T, H, d_h).transpose(1, 2)", {H, T, d_h}, B,
                     head_tokens_features, r.values)
         .seconds = 0.0;
-    rec.add_summary("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", {H, T, T}, B, head_tokens_tokens, r.scores).seconds =
-        r.seconds.scores;
+    Step& scores = rec.add_summary("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", {H, T, T}, B, head_tokens_tokens, r.scores);
+    scores.seconds = r.seconds.scores;
+    if (r.scores.causal_triangle) scores.summary.scope = "j ≤ i only: the masked scores above the diagonal are never computed";
     if (spec.causal)
         rec.add_summary("mask", "The causal mask, shared by every head", "M = tril(ones(T, T))", {T, T}, B, tokens_tokens,
                         r.mask, false)

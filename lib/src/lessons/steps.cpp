@@ -73,7 +73,7 @@ Trace start_trace(const std::string& command, const Embeddings& input, const Att
     trace.set_param("num_tokens", static_cast<unsigned long long>(input.tokens_count()));
     trace.set_param("d_in", static_cast<unsigned long long>(input.dim()));
     if (weights)
-        for (const auto& [name, value] : weights->origin) trace.set_param(name, value);
+        for (const auto& [name, value] : weights->origin) std::visit([&, n = name](const auto& v) { trace.set_param(n, v); }, value);
     return trace;
 }
 

@@ -188,9 +188,6 @@ Hyper apply_rope(const Hyper& x, const Rope& rope) {
     return out;
 }
 
-bool masked_out(std::size_t i, std::size_t j, bool causal, std::size_t window) {
-    return (causal && j > i) || (window > 0 && j + window <= i);
-}
 
 Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpec& spec) {
     Forward f;

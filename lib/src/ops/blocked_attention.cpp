@@ -22,8 +22,8 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 constexpr std::size_t block_rows = 128;  // R: query rows per block (measured best of 64, 128, 256 at T = 2048)
 
-// Running statistics of one thread, merged into a Summary at the end.
-struct Stats {
+// Running statistics of one thread, merged into the result's Stats at the end.
+struct Running {
     double min = INFINITY, max = -INFINITY, sum = 0.0;
     std::size_t count = 0;
     double row_min = INFINITY, row_max = -INFINITY;
@@ -39,7 +39,7 @@ struct Stats {
         row_min = std::min(row_min, s);
         row_max = std::max(row_max, s);
     }
-    void merge(const Stats& o) {
+    void merge(const Running& o) {
         min = std::min(min, o.min);
         max = std::max(max, o.max);
         sum += o.sum;
@@ -47,8 +47,8 @@ struct Stats {
         row_min = std::min(row_min, o.row_min);
         row_max = std::max(row_max, o.row_max);
     }
-    Summary summary(bool row_sums) const {
-        Summary s;
+    attnwalk::Stats summary(bool row_sums) const {
+        attnwalk::Stats s;
         s.min = min;
         s.max = max;
         s.checksum = sum;
@@ -80,7 +80,7 @@ void pack_head(const float* k, const float* v, std::size_t ld, std::size_t n, st
 struct Worker {
     std::vector<float> block;  // R × T scores, then weights
     std::vector<float> packed_keys, packed_values;  // one head's K and V for the AVX-512 products
-    Stats queries, keys, values, scores, weights, outputs;
+    Running queries, keys, values, scores, weights, outputs;
     double gemm_scores = 0.0, softmax = 0.0, gemm_values = 0.0;  // thread seconds per phase
 };
 
@@ -146,7 +146,7 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
             }
             for (std::size_t r0 = 0; r0 < T; r0 += block_rows) {
                 const std::size_t rows = std::min(block_rows, T - r0);
-                const std::size_t cols = causal ? r0 + rows : T;  // keys any row of the block can see
+                const std::size_t cols = visible_keys(r0 + rows - 1, T, causal, 0).end;  // keys any row of the block can see
                 const std::size_t lds = vector ? round_up(cols, key_panel) : cols;
                 float* s = wk.block.data();
                 auto t = Clock::now();
@@ -155,7 +155,7 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
                 t = Clock::now();
                 for (std::size_t i = 0; i < rows; ++i) {
                     float* row = s + i * lds;
-                    const std::size_t n = causal ? r0 + i + 1 : T;  // masked: j > i
+                    const std::size_t n = visible_keys(r0 + i, T, causal, 0).end;  // masked: j > i
                     const auto [raw, weights] = softmax_row(row, n, scale);
                     wk.scores.add(raw, n);
                     wk.weights.add(weights, n);
@@ -196,8 +196,8 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
     result.values = all.values.summary(false);
     result.scores = all.scores.summary(false);
     if (causal) {
-        result.scores.scope = "j ≤ i only: the masked scores above the diagonal are never computed";
-        Summary& m = result.mask;  // tril(ones(T, T)): T(T+1)/2 ones, the rest zeros
+        result.scores.causal_triangle = true;
+        Stats& m = result.mask;  // tril(ones(T, T)): T(T+1)/2 ones, the rest zeros
         m.min = 0.0;
         m.max = 1.0;
         m.count = T * T;
@@ -223,7 +223,7 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
     result.output.resize(B * T * d_out);
     linear_into(z, *w.out_proj, result.output.data(), d_out);
     result.seconds.output = since(t0);
-    Stats out;
+    Running out;
     for (std::size_t r = 0; r < B * T; ++r) out.add_row(result.output.data() + r * d_out, d_out);
     result.output_summary = out.summary(false);
     return result;
@@ -249,8 +249,8 @@ Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scal
                 const std::size_t rows = std::min(block_rows, T - r0);
                 // the keys some row of the block sees: [first, last), first on a panel's
                 // start for the kernels
-                const std::size_t last = causal ? offset + r0 + rows : Tk;
-                std::size_t first = window && offset + r0 + 1 > window ? offset + r0 + 1 - window : 0;
+                const std::size_t last = visible_keys(offset + r0 + rows - 1, Tk, causal, window).end;  // the block's last row sees the most
+                std::size_t first = visible_keys(offset + r0, Tk, causal, window).first;                 // its first row the earliest
                 if (vector) first = first / key_panel * key_panel;
                 const std::size_t cols = last - first, lds = vector ? round_up(cols, key_panel) : cols;
                 float* s = block.data();
@@ -258,8 +258,8 @@ Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scal
                 for (std::size_t i = 0; i < rows; ++i) {
                     float* row = s + i * lds;
                     const std::size_t pos = offset + r0 + i;  // this query's key position
-                    const std::size_t hi = causal ? pos + 1 : Tk;
-                    const std::size_t lo = window && pos + 1 > window ? pos + 1 - window : 0;
+                    const KeyRange seen = visible_keys(pos, Tk, causal, window);
+                    const std::size_t hi = seen.end, lo = seen.first;
                     std::fill(row, row + (lo - first), 0.0f);  // before the window
                     softmax_row(row + (lo - first), hi - lo, scale);
                     std::fill(row + (hi - first), row + cols, 0.0f);  // the future

@@ -55,22 +55,4 @@ Cube matmul_each(const Cube& a, const Mat& b) {
     return out;
 }
 
-Tensor scalar_trace(float value) {
-    Tensor out;
-    out.data = {value};
-    return out;
-}
-
-Cube cube_from_trace(const Tensor& t) {
-    Cube out({t.shape.at(0), t.shape.at(1), t.shape.at(2)});
-    std::copy(t.data.begin(), t.data.end(), out.begin());
-    return out;
-}
-
-Mat mat_from_trace(const Tensor& t) {
-    Mat out({t.shape.at(0), t.shape.at(1)});
-    std::copy(t.data.begin(), t.data.end(), out.begin());
-    return out;
-}
-
 }  // namespace attnwalk

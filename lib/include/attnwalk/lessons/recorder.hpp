@@ -12,6 +12,7 @@
 #include "attnwalk/lessons/catalogue.hpp"
 #include "attnwalk/ops/rows.hpp"
 #include "attnwalk/ops/tensor.hpp"
+#include "attnwalk/trace_tensors.hpp"
 #include "attnwalk/trace.hpp"
 
 namespace attnwalk {

@@ -22,13 +22,18 @@
 #include <utility>
 #include <vector>
 
+#include <variant>
+
+#include "attnwalk/mask_rule.hpp"
 #include "attnwalk/ops/linear.hpp"
 #include "attnwalk/ops/rng.hpp"
 #include "attnwalk/ops/shapes.hpp"
 #include "attnwalk/ops/tensor.hpp"
-#include "attnwalk/trace.hpp"
 
 namespace attnwalk {
+
+// A value the weights were made with (a seed, an init, a file name), for the trace's params.
+using Setting = std::variant<bool, unsigned long long, double, std::string>;
 
 struct AttentionWeights {
     Linear query;                     // d_in × H·d_h
@@ -42,7 +47,7 @@ struct AttentionWeights {
     bool combined = false;            // drawn as one Linear(d_in, 3·d_out) (MHACombinedQKV)
     HeadLayout layout = HeadLayout::fused;
     // Where they came from, recorded in the trace's params (seed, init, d_out, ... or the file).
-    std::vector<std::pair<std::string, ParamValue>> origin;
+    std::vector<std::pair<std::string, Setting>> origin;
 
     std::size_t d_in() const { return query.in(); }
     std::size_t width() const { return query.out(); }      // H·d_h
@@ -160,8 +165,6 @@ Forward attention_forward(const Cube& x, const AttentionWeights* weights, const 
 // position f.q_position0 + r among the keys.
 Forward project_heads(const Cube& x, const AttentionWeights* weights, const ForwardSpec& spec);
 void attend(Forward& f, const AttentionWeights* weights, const ForwardSpec& spec);
-// Whether query position i may not see key j under this mask.
-bool masked_out(std::size_t i, std::size_t j, bool causal, std::size_t window);
 
 // What the forward and the steps a walk records cost for these sizes, `rows` query rows.
 Cost forward_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,

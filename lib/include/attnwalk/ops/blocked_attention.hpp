@@ -8,23 +8,24 @@
 //     Z[rows, head columns] = P·V_h[0:last row]   written straight into the concatenation
 //   Y = Z·W_o + b_o
 //
-// Every intermediate is kept only as a Summary (min, max, mean, checksum, row sums);
+// Every intermediate is kept only as its Stats (min, max, mean, checksum, row sums);
 // only the output keeps its data. A test checks it against attention_forward.
 #pragma once
 
 #include <vector>
 
 #include "attnwalk/ops/attention.hpp"
+#include "attnwalk/stats.hpp"
 
 namespace attnwalk::fast {
 
 struct BlockedResult {
-    Summary queries, keys, values;  // the projections (the split views have the same numbers)
-    Summary scores;                 // causal: the triangle j ≤ i only (`scope` says so)
-    Summary mask;                   // causal: from its definition
-    Summary weights;                // with row sums; masked weights count as exact zeros
-    Summary head_outputs;           // = the concatenated context
-    Summary output_summary;
+    Stats queries, keys, values;  // the projections (the split views have the same numbers)
+    Stats scores;                 // causal: the triangle j ≤ i only (causal_triangle)
+    Stats mask;                   // causal: from its definition
+    Stats weights;                // with row sums; masked weights count as exact zeros
+    Stats head_outputs;           // = the concatenated context
+    Stats output_summary;
     std::vector<float> output;      // (B,T,d_out)
     struct {
         double query = 0, key = 0, value = 0, scores = 0, softmax = 0, values = 0, output = 0;

@@ -1,4 +1,5 @@
-// Tensors for the math modules (xtensor), and the bridge to trace tensors.
+// Tensors for the math modules (xtensor). (Their bridge to the trace's tensors is
+// attnwalk/trace_tensors.hpp: ops/ knows nothing of traces.)
 //
 // Dimension legend, used in every shape comment:
 //   B   batch size            T   tokens (sequence length)
@@ -16,8 +17,6 @@
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
-
-#include "attnwalk/trace.hpp"
 
 namespace attnwalk {
 
@@ -44,19 +43,5 @@ xt::xtensor<float, N> fresh(const std::array<std::size_t, N>& shape) {
 
 // Batched: (B,m,k)·(k,n) -> (B,m,n), every batch element times the same matrix.
 Cube matmul_each(const Cube& a, const Mat& b);
-
-// Trace tensors <-> xtensor.
-template <std::size_t N>
-Tensor to_trace(const xt::xtensor<float, N>& t) {
-    Tensor out;
-    out.shape.assign(t.shape().begin(), t.shape().end());
-    out.data.reserve(t.size());
-    advise_huge_pages(out.data.data(), t.size() * sizeof(float));
-    out.data.assign(t.begin(), t.end());
-    return out;
-}
-Tensor scalar_trace(float value);
-Cube cube_from_trace(const Tensor& t);  // rank-3 trace tensor -> Cube
-Mat mat_from_trace(const Tensor& t);    // rank-2 trace tensor -> Mat
 
 }  // namespace attnwalk

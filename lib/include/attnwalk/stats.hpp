@@ -1,0 +1,25 @@
+// The statistics of a tensor too big to keep: what a summary shows of a step (trace.hpp)
+// and what the blocked attention computes where the numbers lie (ops/blocked_attention.hpp).
+// Numbers only; light.
+#pragma once
+
+#include <cstddef>
+
+namespace attnwalk {
+
+struct Stats {
+    double min = 0.0, max = 0.0;   // over the finite values
+    double mean = 0.0;             // over the finite values
+    double checksum = 0.0;         // the sum of the finite values, in double
+    std::size_t count = 0;         // finite values summarised
+    std::size_t non_finite = 0;    // inf, −∞ (masks) and NaN, not summarised
+    bool has_row_sums = false;     // a weights step: the range of its row sums
+    double row_sum_min = 0.0, row_sum_max = 0.0;
+    bool causal_triangle = false;  // only the entries j ≤ i were summarised (the others were never computed)
+
+    void add(double value);        // one more value
+    void add_all(const float* values, std::size_t n);  // n more, in order (the same as add, one by one)
+    void add_row_sum(double sum);  // one more row sum
+};
+
+}  // namespace attnwalk

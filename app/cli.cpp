@@ -50,21 +50,7 @@ void make_cli(CLI::App& cli, Shell& shell) {
                "  attnwalk mha --batch 2 --seed 123 --heads 2 --json\n"
                "Run 'attnwalk COMMAND --help' for a command's options and examples.\n"
                "Exit codes: 0 ok, 1 bad input or runtime error, 2 usage error.");
-    add_walkthrough(cli, shell);
-    add_scores(cli, shell);
-    add_softmax(cli, shell);
-    add_context(cli, shell);
-    add_causal(cli, shell);
-    add_dropout(cli, shell);
-    add_mha(cli, shell);
-    add_kvcache(cli, shell);
-    add_rope(cli, shell);
-    add_flash(cli, shell);
-    add_sdpa(cli, shell);
-    add_params(cli, shell);
-    add_gpt2(cli, shell);
-    add_model(cli, shell);
-    add_tokenize(cli, shell);
+    for (const CommandEntry& command : command_table()) command.add(cli, shell);
     CLI::App* ex = cli.add_subcommand("explore", "explore COMMAND [OPTIONS]: another command's trace full screen, a cursor over its heatmaps, each cell explained");
     ex->prefix_command();  // everything after it is the command explored
     ex->footer("Keys: arrows move the cell, s/S the step, h/H the head, l/L the layer, ? lists them, q quits.\n"

@@ -1,5 +1,6 @@
 // The shape of the library: it names no command-line flag, ops/ and model/ write no
 // text, and its step catalogue is exactly the list of ids docs/json.md documents.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -64,14 +65,14 @@ TEST_SUITE("contract") {
     TEST_CASE("contract.no_family_name_outside_the_family_files") {
         // A family is data (model/family.hpp): nothing but its own file says its name, so
         // nothing else can branch on it. The one exception is the gpt2 command, named after
-        // the family it reads a bare checkpoint of.
+        // the family it reads a bare checkpoint of: its name where a command is named.
         std::string names;
         for (const attnwalk::FamilySpec* f : attnwalk::families()) {
             names += (names.empty() ? "" : "|") + f->model_type;
             for (const auto& [refused, why] : f->refused_types) names += "|" + refused;
         }
         const std::regex literal("\"(" + names + ")\"");
-        const std::regex command_name(R"(add_subcommand\("gpt2"|trace\.command = "gpt2";)");
+        const std::regex command_name(R"(add_subcommand\("gpt2"|trace\.command = "gpt2";|LessonDecl lesson\{"gpt2",|\{"gpt2", add_gpt2\}|lesson\("gpt2"\))");
         std::string found;
         for (const std::string& dir : {"lib", "app"})
             for (const auto& entry : fs::recursive_directory_iterator(test::source_path(dir))) {
@@ -98,23 +99,85 @@ TEST_SUITE("contract") {
         CHECK_MESSAGE(found.empty(), "lib/ and app/ start no other process:\n" << found);
     }
 
+    TEST_CASE("contract.every_command_is_in_the_man_page_and_completion") {
+        // The commands are the lessons' (and walkthrough, explore): the man page names
+        // each, and bash completion offers each.
+        std::vector<std::string> commands{"walkthrough", "explore"};
+        for (const attnwalk::LessonDecl* l : attnwalk::lessons()) commands.push_back(l->name);
+        const std::string man = test::read_file(test::source_path("app/install/attnwalk.1"));
+        const std::string completion = test::read_file(test::source_path("app/install/attnwalk.bash"));
+        const std::size_t at = man.find(".SH COMMANDS");
+        REQUIRE(at != std::string::npos);
+        const std::string commands_section = man.substr(at, man.find(".SH", at + 4) - at);
+        const std::regex offered(R"x(local commands="([^"]*)")x");
+        std::smatch m;
+        REQUIRE(std::regex_search(completion, m, offered));
+        const std::string listed = " " + m[1].str() + " ";
+        for (const std::string& c : commands) {
+            CHECK_MESSAGE(std::regex_search(commands_section, std::regex("\\b" + c + "\\b")), "the man page's COMMANDS do not name " << c);
+            CHECK_MESSAGE(listed.find(" " + c + " ") != std::string::npos, "bash completion does not offer the command " << c);
+        }
+    }
+
     TEST_CASE("contract.catalogue_is_what_docs_json_md_documents") {
-        // Every `id` in the first column of the tables under "## Step ids by command".
+        // Each lesson declares its steps once (lessons/catalogue.hpp). docs/json.md's
+        // tables under "## Step ids by command" are checked against the declarations:
+        // a section "### a, b" documents only ids lessons a or b declare, and every id a
+        // lesson declares is in a section naming it (the explain_* section: for the
+        // lessons that write a cell out).
         std::ifstream in(test::source_path("docs/json.md"));
         REQUIRE(in.good());
-        std::set<std::string> documented;
+        struct Section {
+            std::vector<std::string> commands;
+            std::set<std::string> ids;
+        };
+        std::vector<Section> sections;
         bool in_ids = false;
         const std::regex id("`([A-Za-z_.0-9]+)`");
         for (std::string line; std::getline(in, line);) {
             if (line.rfind("## ", 0) == 0) in_ids = line == "## Step ids by command";
-            if (!in_ids || line.rfind("| ", 0) != 0) continue;
+            if (!in_ids) continue;
+            if (line.rfind("### ", 0) == 0) {
+                Section sec;
+                const std::string head = line.substr(4);
+                if (head.rfind("explain_*", 0) == 0) sec.commands = {"explain_*"};
+                else
+                    for (std::size_t start = 0, end; start < head.size(); start = end + 2) {
+                        end = head.find(", ", start);
+                        if (end == std::string::npos) end = head.size();
+                        sec.commands.push_back(head.substr(start, end - start));
+                    }
+                sections.push_back(sec);
+                continue;
+            }
+            if (line.rfind("| ", 0) != 0 || sections.empty() || line.rfind("| id", 0) == 0) continue;
             const std::string first = line.substr(0, line.find(" |", 1));
-            for (std::sregex_iterator m(first.begin(), first.end(), id), end; m != end; ++m) documented.insert((*m)[1]);
+            for (std::sregex_iterator m(first.begin(), first.end(), id), end; m != end; ++m) sections.back().ids.insert((*m)[1]);
         }
+        std::set<std::string> explain;
+        for (const auto& s : attnwalk::explain_steps()) explain.insert(s.id);
+        std::size_t checked = 0;
+        for (const Section& sec : sections) {
+            if (sec.ids.empty()) continue;
+            for (const std::string& d : sec.ids) {
+                bool declared = sec.commands == std::vector<std::string>{"explain_*"} && explain.count(d);
+                for (const std::string& c : sec.commands)
+                    if (const attnwalk::LessonDecl* l = attnwalk::find_lesson(c)) declared = declared || attnwalk::declares(*l, d);
+                CHECK_MESSAGE(declared, "docs/json.md's section for " << sec.commands.front() << " documents `" << d << "`, which it does not declare");
+                ++checked;
+            }
+        }
+        for (const attnwalk::LessonDecl* l : attnwalk::lessons())
+            for (const attnwalk::StepDecl& s : l->steps) {
+                bool documented = false;
+                for (const Section& sec : sections)
+                    documented = documented || (std::find(sec.commands.begin(), sec.commands.end(), l->name) != sec.commands.end() && sec.ids.count(s.id)) ||
+                                 (sec.commands.front() == "explain_*" && sec.ids.count(s.id));
+                CHECK_MESSAGE(documented, "the " << l->name << " lesson declares `" << std::string(s.id) << "`, which docs/json.md does not document for it");
+            }
+        CHECK(checked > 100);
         std::set<std::string> catalogue;
         for (const auto& s : attnwalk::step_catalogue()) catalogue.insert(s.id);
-        for (const auto& d : documented) CHECK_MESSAGE(catalogue.count(d), "docs/json.md documents `" << d << "`, which no walk records");
-        for (const auto& c : catalogue) CHECK_MESSAGE(documented.count(c), "the step `" << c << "` is not documented in docs/json.md");
         // The JSON Schema lists the same ids (those of the per-head parameters by a pattern).
         const auto schema = nlohmann::json::parse(test::read_file(test::source_path("docs/trace.schema.json")));
         std::set<std::string> in_schema;

@@ -82,7 +82,6 @@ std::size_t dtype_bytes(const std::string& name) { return name == "float32" ? 4 
 
 void add_kvcache(CLI::App& cli, Shell& shell) {
     CLI::App* sub = add_command(cli, shell, "kvcache",
-                                "Decoding with a KV cache: token by token, the cache growing, each new row of attention; equal to mha at once.",
                                 "  attnwalk kvcache                          # mha's weights (seed 123), one token at a time\n"
                                 "  attnwalk kvcache --window 3               # a sliding window: the cache keeps 3 entries\n"
                                 "  attnwalk kvcache --heads 4 --d-out 8 --kv-heads 1   # multi-query: one cached head\n"
@@ -103,7 +102,7 @@ void add_kvcache(CLI::App& cli, Shell& shell) {
     sub->add_option("--cache-dtype", o->dtype, "float32, bfloat16 or float16, for the cache's size")
         ->check(CLI::IsMember({"float32", "bfloat16", "float16"}))->capture_default_str();
     sub->callback([&shell, o] {
-        shell.headline = {"step*.weights", "max_difference", "cache_bytes"};
+        shell.headline = headline_of(lesson("kvcache"));
         shell.walk = [&shell, o] {
             const Layer layer = prepare_layer(shell, o->layer, true, default_d_out, [](const InputShape& s, std::size_t width, std::size_t heads) {
                 return kvcache_cost(s.batch, s.tokens, s.d_in, width, heads);
@@ -119,7 +118,6 @@ void add_kvcache(CLI::App& cli, Shell& shell) {
 
 void add_rope(CLI::App& cli, Shell& shell) {
     CLI::App* sub = add_command(cli, shell, "rope",
-                                "Rotary position embeddings: Q and K rotated by position; the scores depend only on relative positions.",
                                 "  attnwalk rope                        # one head, d_h = 4, base 10000\n"
                                 "  attnwalk rope --rope-base 100 --shift 10   # faster turns; positions + 10\n"
                                 "  attnwalk rope --heads 2 --d-out 8 --steps 'rope_*,max_difference'\n");
@@ -136,7 +134,7 @@ void add_rope(CLI::App& cli, Shell& shell) {
         ->capture_default_str();
     sub->add_option("--shift", o->spec.shift, "Shift every position by K for the check")->check(whole_number(0))->capture_default_str();
     sub->callback([&shell, o] {
-        shell.headline = {"queries_rotated", "scores", "max_difference"};
+        shell.headline = headline_of(lesson("rope"));
         shell.walk = [&shell, o] {
             const Layer layer = prepare_layer(shell, o->layer, false, rope_d_out);
             RopeSpec spec = o->spec;
@@ -148,7 +146,6 @@ void add_rope(CLI::App& cli, Shell& shell) {
 
 void add_flash(CLI::App& cli, Shell& shell) {
     CLI::App* sub = add_command(cli, shell, "flash",
-                                "FlashAttention's online softmax: running max, sum and output block by block; equal to softmax attention.",
                                 "  attnwalk flash --block 2                 # raw embeddings, blocks of 2 keys\n"
                                 "  attnwalk flash --block 4 --causal --seed 123   # projections, causal\n"
                                 "  attnwalk flash --block 2 --window 2      # a window: rows with a fully masked block\n");
@@ -165,7 +162,7 @@ void add_flash(CLI::App& cli, Shell& shell) {
     add_weights_options(*sub, o->weights, shell);
     add_scale_option(*sub, o->spec.scale);
     sub->callback([&shell, o] {
-        shell.headline = {"flash_output", "context", "max_difference"};
+        shell.headline = headline_of(lesson("flash"));
         shell.walk = [&shell, o] {
             if (o->spec.window && !o->spec.causal)
                 throw UsageError("--window is a sliding window over the tokens before each query: add --causal");
@@ -180,7 +177,6 @@ void add_flash(CLI::App& cli, Shell& shell) {
 
 void add_sdpa(CLI::App& cli, Shell& shell) {
     CLI::App* sub = add_command(cli, shell, "sdpa",
-                                "PyTorch's scaled_dot_product_attention: attn_mask and is_causal conventions, −∞ vs a large fill, masked rows.",
                                 "  attnwalk sdpa --is-causal                      # L = S: the usual causal mask\n"
                                 "  attnwalk sdpa --queries 2 --is-causal          # 2 queries, 6 keys: top-left vs bottom-right\n"
                                 "  attnwalk sdpa --attn-mask '[[1,1,0,0,0,0],[0,0,0,0,0,0],[1,1,1,1,1,1],[1,1,1,1,1,1],[1,1,1,1,1,1],[1,1,1,1,1,1]]'\n"
@@ -216,7 +212,7 @@ void add_sdpa(CLI::App& cli, Shell& shell) {
         ->check(number_check("S", [](double v) { return std::isfinite(static_cast<float>(v)) && v > 0.0; }, "must be a positive number"));
     add_weights_options(*sub, o->weights, shell);
     sub->callback([&shell, o] {
-        shell.headline = {"attn_bias", "weights", "output"};
+        shell.headline = headline_of(lesson("sdpa"));
         shell.walk = [&shell, o] {
             Randomness random(o->weights.seed, o->dropout_seed);
             const OneHead h = prepare_one_head(shell, o->weights, random, false, std::nullopt, 24.0);  // the mask, the bias, both fills
@@ -238,7 +234,7 @@ void add_sdpa(CLI::App& cli, Shell& shell) {
 }
 
 void add_params(CLI::App& cli, Shell& shell) {
-    CLI::App* sub = cli.add_subcommand("params", "Parameters of one attention layer and the size of its KV cache, for a configuration.");
+    CLI::App* sub = cli.add_subcommand("params", lesson("params").summary);
     sub->footer("Examples:\n"
                 "  attnwalk params                              # GPT-2's MHA: 768, 12 heads, no qkv bias: 2,360,064\n"
                 "  attnwalk params --kv-heads 4                 # the same with grouped-query attention\n"
@@ -257,7 +253,7 @@ void add_params(CLI::App& cli, Shell& shell) {
     sub->add_option("--cache-dtype", *dtype, "float32, bfloat16 or float16")
         ->check(CLI::IsMember({"float32", "bfloat16", "float16"}))->capture_default_str();
     sub->callback([&shell, o, dtype] {
-        shell.headline = {"count_total", "cache_bytes"};
+        shell.headline = headline_of(lesson("params"));
         shell.walk = [&shell, o, dtype] {
             if (!shell.input.empty() || shell.sentence) throw UsageError("params counts from the sizes given: it reads no input");
             ParamsSpec spec = *o;

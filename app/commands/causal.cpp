@@ -20,7 +20,6 @@ struct CausalOptions {
 
 void add_causal(CLI::App& cli, Shell& shell) {
     CLI::App* sub = add_command(cli, shell, "causal",
-                                "The causal mask two ways: mask after the softmax and renormalise, or −∞ before the softmax.",
                                 "  attnwalk causal --seed 789           # the textbook's causal weights\n"
                                 "  attnwalk causal --batch 2 --seed 123 # CausalAttention on a batch of two\n"
                                 "  attnwalk causal --explain 2,4        # a future cell: masked, weight 0\n"
@@ -35,7 +34,7 @@ void add_causal(CLI::App& cli, Shell& shell) {
     add_context_length_option(*sub, o->context_length);
     add_dropout_options(*sub, o->dropout, false);
     sub->callback([&shell, o] {
-        shell.headline = {"scores_masked", "weights", "max_difference", "weights_dropped", "context"};  // --compact
+        shell.headline = headline_of(lesson("causal"));
         shell.walk = [&shell, o] {
             Randomness random(o->weights.seed, o->dropout.seed);
             const OneHead h = prepare_one_head(shell, o->weights, random, o->query.has_value(), o->context_length,

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "attnwalk/lessons/catalogue.hpp"
 #include "shell.hpp"
 
 namespace attnwalk::app {
@@ -24,13 +25,22 @@ void add_gpt2(CLI::App& cli, Shell& shell);  // gpt2.cpp: a pretrained model
 void add_model(CLI::App& cli, Shell& shell);  // gpt2.cpp: a Hugging Face model folder
 void add_tokenize(CLI::App& cli, Shell& shell);
 
+// The lesson a command runs, as the library declares it: its one-line summary (the
+// command's description) and the steps --compact shows (headline_of).
+const LessonDecl& lesson(const std::string& name);
+
 // scores, softmax and context share their options: one walk each, on one head.
 using SingleHeadWalk = Trace (*)(const Embeddings&, const Weights&, const SingleHeadSpec&, const Recording&);
-// `headline`: the steps --compact shows.
-void add_single_head(CLI::App& cli, Shell& shell, const char* name, const char* description, const char* examples,
-                     SingleHeadWalk walk, std::vector<std::string> headline);
+void add_single_head(CLI::App& cli, Shell& shell, const char* name, const char* examples, SingleHeadWalk walk);
 
-// A subcommand with its description, examples footer and the shell's options.
-CLI::App* add_command(CLI::App& cli, Shell& shell, const char* name, const char* description, const char* examples);
+// A subcommand with its lesson's summary, the examples footer and the shell's options.
+CLI::App* add_command(CLI::App& cli, Shell& shell, const char* name, const char* examples);
+
+// Every command, in the order --help lists them: its name and what adds it.
+struct CommandEntry {
+    const char* name;
+    void (*add)(CLI::App& cli, Shell& shell);
+};
+const std::vector<CommandEntry>& command_table();
 
 }  // namespace attnwalk::app

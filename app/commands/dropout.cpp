@@ -20,7 +20,6 @@ struct Options {
 
 void add_dropout(CLI::App& cli, Shell& shell) {
     CLI::App* sub = add_command(cli, shell, "dropout",
-                                "Dropout on the attention weights: the keep mask, the 1/(1−p) scaling, train vs eval.",
                                 "  attnwalk dropout --ones 6 --dropout-seed 123   # the textbook's 6×6 matrix of ones\n"
                                 "  attnwalk dropout --seed 789 --dropout-seed 123 # dropout on causal weights\n"
                                 "  attnwalk dropout --eval              # nothing changes at inference\n");
@@ -35,7 +34,7 @@ void add_dropout(CLI::App& cli, Shell& shell) {
                              "--batch", "--scale", "--context-length", "--causal"})
         ones->excludes(sub->get_option(name));  // the matrix of ones has no input, weights or scores
     sub->callback([&shell, o] {
-        shell.headline = {"dropout_mask", "weights_dropped"};  // --compact
+        shell.headline = headline_of(lesson("dropout"));
         shell.walk = [&shell, o] {
             const DropoutOptions& d = o->dropout;
             if (o->ones) {

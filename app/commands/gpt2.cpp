@@ -55,7 +55,7 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const std::optional<std::string>
 }  // namespace
 
 void add_tokenize(CLI::App& cli, Shell& shell) {
-    CLI::App* sub = cli.add_subcommand("tokenize", "Byte-level BPE (GPT-2's, or a tokenizer.json): a text cut into pieces and tokens, with their ids.");
+    CLI::App* sub = cli.add_subcommand("tokenize", lesson("tokenize").summary);
     sub->footer("Examples:\n"
                 "  attnwalk tokenize --text \"Hello world is\"      # 15496 995 318\n"
                 "  attnwalk tokenize --text \"It's 2026, isn't it?\" --json\n"
@@ -65,7 +65,7 @@ void add_tokenize(CLI::App& cli, Shell& shell) {
     sub->add_option("--tokenizer", *dir, "A tokenizer.json, a folder with one, or a folder with encoder.json and vocab.bpe (default: data/gpt2)")
         ->check(non_empty());
     sub->callback([&shell, dir] {
-        shell.headline = {"token_ids"};
+        shell.headline = headline_of(lesson("tokenize"));
         shell.walk = [&shell, dir] {
             if (!shell.sentence) throw UsageError("tokenize needs --text \"...\"");
             const auto tokenizer = load_tokenizer(*dir);
@@ -107,10 +107,7 @@ void add_model_options(CLI::App& sub, ModelOptions& o) {
         ->check(number_check("P", [](double v) { return v > 0.0 && v <= 1.0; }, "must be in (0, 1]"));
 }
 
-std::vector<std::string> model_headline(const ModelSpec& spec) {
-    return spec.view ? std::vector<std::string>{"attention_grid", "head_entropy", "head_max_weight", "head_first_token", "head_previous_token", "head_diagonal", "heads_sorted", "top_k_ids", "top_k_probs"}
-                     : std::vector<std::string>{"weights", "top_k_ids", "top_k_probs", "generated_ids", "max_difference"};
-}
+std::vector<std::string> model_headline(const ModelSpec& spec) { return headline_of(lesson("model"), spec.view); }
 
 // The prompt's ids (--text through the tokenizer, or --ids), each estimate checked before
 // its work, then the model walk; `tokenizer` (may be null) also names the tokens.
@@ -140,7 +137,7 @@ Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model,
 }  // namespace
 
 void add_model(CLI::App& cli, Shell& shell) {
-    CLI::App* sub = cli.add_subcommand("model", "A Hugging Face model folder (Llama 3, Qwen, Gemma 3, OLMo, SmolLM, GPT-2): every layer, one in full, the next token.");
+    CLI::App* sub = cli.add_subcommand("model", lesson("model").summary);
     sub->footer("Examples:\n"
                 "  attnwalk model --model tests/data/models/tiny_llama --text \"the cat sat on the mat\"   # its tokenizer.json\n"
                 "  attnwalk model --model tests/data/models/tiny_gemma3 --text \"the cat sat on the mat\" --layer 2 --steps weights\n"
@@ -178,7 +175,7 @@ void add_model(CLI::App& cli, Shell& shell) {
 }
 
 void add_gpt2(CLI::App& cli, Shell& shell) {
-    CLI::App* sub = cli.add_subcommand("gpt2", "A pretrained GPT-2 (safetensors): every layer, one layer's attention in full, the next token.");
+    CLI::App* sub = cli.add_subcommand("gpt2", lesson("gpt2").summary);
     sub->footer("Examples:\n"
                 "  attnwalk gpt2 --model model.safetensors --text \"Hello world is\"\n"
                 "  attnwalk gpt2 --model model.safetensors --ids 15496,995,318          # the same prompt as ids\n"

@@ -24,7 +24,6 @@ struct MhaOptions {
 
 void add_mha(CLI::App& cli, Shell& shell) {
     CLI::App* sub = add_command(cli, shell, "mha",
-                                "Multi-head attention: the fused split/view/transpose form with out_proj, or stacked heads (wrapper).",
                                 "  attnwalk mha --batch 2 --seed 123 --heads 2          # the textbook's MultiHeadAttention\n"
                                 "  attnwalk mha --variant wrapper --batch 2 --seed 123  # MultiHeadAttentionWrapper\n"
                                 "  attnwalk mha --query journey         # one row of every head\n"
@@ -52,7 +51,7 @@ void add_mha(CLI::App& cli, Shell& shell) {
         ->check(whole_number(1));
     sub->add_flag("--show-einsum", o->show_einsum, "Write each operation in einsum notation too (in the steps' notes)");
     sub->callback([&shell, o] {
-        shell.headline = {"weights", "output"};  // --compact
+        shell.headline = headline_of(lesson("mha"));
         shell.walk = [&shell, o] {
             const std::size_t H = o->heads;
             const bool stacked = o->variant == "wrapper";

@@ -5,11 +5,10 @@ namespace attnwalk::app {
 
 void add_scores(CLI::App& cli, Shell& shell) {
     add_single_head(cli, shell, "scores",
-                    "Dot-product attention scores: one query with every token, or the full ω = X·Xᵀ (Q·Kᵀ with projections).",
                     "  attnwalk scores                      # the full 6×6 score matrix of the built-in sentence\n"
                     "  attnwalk scores --query journey      # one query, each dot product written out\n"
                     "  attnwalk scores --seed 123 --init rand --query 2\n",
-                    walk_scores, {"scores_loop", "scores"});
+                    walk_scores);
 }
 
 }  // namespace attnwalk::app

@@ -6,8 +6,14 @@
 
 namespace attnwalk::app {
 
-CLI::App* add_command(CLI::App& cli, Shell& shell, const char* name, const char* description, const char* examples) {
-    CLI::App* sub = cli.add_subcommand(name, description);
+const LessonDecl& lesson(const std::string& name) {
+    const LessonDecl* l = find_lesson(name);
+    if (!l) throw std::logic_error("no lesson declares the command " + name);
+    return *l;
+}
+
+CLI::App* add_command(CLI::App& cli, Shell& shell, const char* name, const char* examples) {
+    CLI::App* sub = cli.add_subcommand(name, lesson(name).summary);
     sub->footer(std::string("Examples:\n") + examples);
     add_shell_options(*sub, shell, std::string(name) != "walkthrough");
     return sub;
@@ -24,9 +30,9 @@ struct SingleHeadOptions {
 
 }  // namespace
 
-void add_single_head(CLI::App& cli, Shell& shell, const char* name, const char* description, const char* examples,
-                     SingleHeadWalk walk, std::vector<std::string> headline) {
-    CLI::App* sub = add_command(cli, shell, name, description, examples);
+void add_single_head(CLI::App& cli, Shell& shell, const char* name, const char* examples, SingleHeadWalk walk) {
+    CLI::App* sub = add_command(cli, shell, name, examples);
+    const std::vector<std::string> headline = headline_of(lesson(name));
     auto o = std::make_shared<SingleHeadOptions>();
     CLI::Option* query = sub->add_option("--query", o->query, "Show one query only: its position (from 1) or its text")
                                ->check(non_empty());

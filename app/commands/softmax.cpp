@@ -5,12 +5,11 @@ namespace attnwalk::app {
 
 void add_softmax(CLI::App& cli, Shell& shell) {
     add_single_head(cli, shell, "softmax",
-                    "From scores to weights: divide by the sum vs naive softmax vs stable softmax, each row's sum shown.",
                     "  attnwalk softmax --query journey     # the three normalisations side by side\n"
                     "  attnwalk softmax -i data/large_scores.json   # naive softmax overflows, the stable one does not\n"
                     "  attnwalk softmax --scale 2           # divide the scores by 2 first\n"
                     "  attnwalk softmax --explain journey,starts   # one weight, every number that goes into it\n",
-                    walk_softmax, {"weights_sum", "weights_naive", "weights"});
+                    walk_softmax);
 }
 
 }  // namespace attnwalk::app

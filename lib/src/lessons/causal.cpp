@@ -13,6 +13,29 @@ namespace attnwalk {
 
 using namespace steps;
 
+const LessonDecl& causal_lesson() {
+    static const LessonDecl lesson{"causal", "The causal mask two ways: mask after the softmax and renormalise, or −∞ before the softmax.",
+        joined({parameter_steps(), {
+            {"queries", "Q = X·W_query (+ b)"},
+            {"keys", "K = X·W_key (+ b)"},
+            {"values", "V = X·W_value (+ b)"},
+            {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)"},
+            {"scores_scaled", "ω divided by the scale"},
+            {"mask", "the mask: 1 where a query may attend (causal: on and below the diagonal; a window: the band)"},
+            {"weights_unmasked", "(a) softmax over every token"},
+            {"weights_masked", "(a) future weights set to 0"},
+            {"weights_renormalised", "(a) each row divided by its sum"},
+            {"scores_masked", "(b) scores with −∞ above the diagonal", headline},
+            {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline},
+            {"max_difference", "the largest |difference| between two ways that must agree (causal: (a) and (b))", headline},
+            {"dropout_mask", "1 = kept, 0 = dropped"},
+            {"dropout_scale", "1/(1 − p) in float32"},
+            {"weights_dropped", "the weights after dropout: kept values × 1/(1 − p) (unchanged in eval mode)", headline},
+            {"context", "the context vectors (heads concatenated)", headline},
+        }, explain_steps()})};
+    return lesson;
+}
+
 Trace walk_causal(const Embeddings& input, const Weights& weights, const CausalSpec& spec, const Recording& recording) {
     check_explain(spec.explain, 0, 1, input.tokens_count());
     check_draw(spec.dropout);

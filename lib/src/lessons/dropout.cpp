@@ -10,6 +10,25 @@ namespace attnwalk {
 
 using namespace steps;
 
+const LessonDecl& dropout_lesson() {
+    static const LessonDecl lesson{"dropout", "Dropout on the attention weights: the keep mask, the 1/(1−p) scaling, train vs eval.",
+        joined({parameter_steps(), {
+            {"queries", "Q = X·W_query (+ b)"},
+            {"keys", "K = X·W_key (+ b)"},
+            {"values", "V = X·W_value (+ b)"},
+            {"ones", "the matrix of ones dropout is shown on (in place of the weights)"},
+            {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)"},
+            {"scores_scaled", "ω divided by the scale"},
+            {"scores_masked", "(b) scores with −∞ above the diagonal"},
+            {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout"},
+            {"dropout_mask", "1 = kept, 0 = dropped", headline},
+            {"dropout_scale", "1/(1 − p) in float32"},
+            {"weights_dropped", "the weights after dropout: kept values × 1/(1 − p) (unchanged in eval mode)", headline},
+            {"context", "the context vectors (heads concatenated)"},
+        }})};
+    return lesson;
+}
+
 Trace walk_dropout(const Embeddings& input, const Weights& weights, const DropoutSpec& spec, const Recording& recording) {
     check_draw(spec.draw);
     const AttentionWeights* w = weights.get();

@@ -102,6 +102,30 @@ void explain_input(Recorder& rec, const std::string& id, const LayerSource& L, c
 
 }  // namespace
 
+const std::vector<StepDecl>& explain_steps() {
+    static const std::vector<StepDecl> steps = {
+        {"explain_input_query", "a model: the query's row entering the layer, through the layer's norm (or the stream itself, post-norm)"},
+        {"explain_input_key", "a model: the key's row entering the layer, likewise (when the key is another token)"},
+        {"explain_query", "the query of row I, row by row of W_query"},
+        {"explain_key", "the key of column J, row by row of W_key"},
+        {"explain_query_normed", "QK-norm: the query of row I after its RMSNorm"},
+        {"explain_key_normed", "QK-norm: the key of column J after its RMSNorm"},
+        {"explain_query_rotated", "RoPE: the query of row I rotated by its position"},
+        {"explain_key_rotated", "RoPE: the key of column J rotated by its position"},
+        {"explain_score", "the score of the cell, term by term"},
+        {"explain_mask", "1 when key J is visible to query I (causal, inside the window), 0 when masked"},
+        {"explain_scaled", "the score divided by the scale"},
+        {"explain_max", "the maximum of row I"},
+        {"explain_row", "row I as the softmax reads it"},
+        {"explain_exp", "exp(row − max)"},
+        {"explain_sum", "the sum of the exponentials"},
+        {"explain_weight", "the weight of the cell: its exponential times 1/sum"},
+        {"explain_context", "the context vector of row I, as a weighted sum"},
+        {"explain_share", "α_IJ·v_J: what key J adds to the context of row I, and its share"},
+    };
+    return steps;
+}
+
 void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
     const Trace& trace = rec.trace();
     const Forward& f = *v.f;

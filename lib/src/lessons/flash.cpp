@@ -13,6 +13,24 @@ namespace attnwalk {
 
 using namespace steps;
 
+const LessonDecl& flash_lesson() {
+    static const LessonDecl lesson{"flash", "FlashAttention's online softmax: running max, sum and output block by block; equal to softmax attention.",
+        joined({parameter_steps(), {
+            {"queries", "Q = X·W_query (+ b)"},
+            {"keys", "K = X·W_key (+ b)"},
+            {"values", "V = X·W_value (+ b)"},
+            {"blockN.scores", "the scores of the queries against this block of keys"},
+            {"blockN.max", "the running row maximum m after this block"},
+            {"blockN.rescale", "exp(m_old − m_new): what the earlier sum and accumulator are multiplied by"},
+            {"blockN.sum", "the running sum ℓ of exponentials after this block"},
+            {"blockN.accumulator", "the running unnormalised output O after this block"},
+            {"flash_output", "O / ℓ: the context, from the blocks", headline},
+            {"context", "the context vectors (heads concatenated)", headline},
+            {"max_difference", "the largest |difference| between two ways that must agree (causal: (a) and (b))", headline},
+        }, explain_steps()})};
+    return lesson;
+}
+
 Trace walk_flash(const Embeddings& input, const Weights& weights, const FlashSpec& spec, const Recording& recording) {
     if (spec.block < 1) throw UsageError("the block size must be at least 1 key");
     if (spec.window && *spec.window < 1) throw UsageError("the window must be at least 1 token");

@@ -13,6 +13,27 @@ namespace attnwalk {
 
 using namespace steps;
 
+const LessonDecl& kvcache_lesson() {
+    static const LessonDecl lesson{"kvcache", "Decoding with a KV cache: token by token, the cache growing, each new row of attention; equal to mha at once.",
+        joined({parameter_steps(), {
+            {"out_proj.weight", "the output projection, x·W layout (a parameter)"},
+            {"out_proj.bias", "the output projection's bias (a parameter)"},
+            {"stepN.query", "the new token's query, every head"},
+            {"stepN.key", "the new token's key, every key/value head"},
+            {"stepN.value", "the new token's value, every key/value head"},
+            {"stepN.keys_cache", "the keys cached so far, the new one appended"},
+            {"stepN.values_cache", "the values cached so far, the new one appended"},
+            {"stepN.scores", "the new query against every cached key, per head"},
+            {"stepN.weights", "the new row of attention weights, per head", headline},
+            {"stepN.output", "the new token's output"},
+            {"output", "the output projection of the context (or the context itself)"},
+            {"output_full", "the same layer run on the whole sequence at once (causal), for comparison"},
+            {"max_difference", "the largest |difference| between two ways that must agree (causal: (a) and (b))", headline},
+            {"cache_bytes", "the KV cache's size in bytes for the configuration", headline},
+        }, explain_steps()})};
+    return lesson;
+}
+
 Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCacheSpec& spec, const Recording& recording) {
     if (!weights) throw UsageError("a KV cache keeps projected keys and values: it needs weights");
     const AttentionWeights& w = *weights;

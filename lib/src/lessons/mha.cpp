@@ -13,6 +13,39 @@ namespace attnwalk {
 
 using namespace steps;
 
+const LessonDecl& mha_lesson() {
+    static const LessonDecl lesson{"mha", "Multi-head attention: the fused split/view/transpose form with out_proj, or stacked heads (wrapper).",
+        joined({parameter_steps(), {
+            {"out_proj.weight", "the output projection, x·W layout (a parameter)"},
+            {"out_proj.bias", "the output projection's bias (a parameter)"},
+            {"headN.W_query", "the wrapper's per-head query projection (a parameter)"},
+            {"headN.W_key", "the wrapper's per-head key projection (a parameter)"},
+            {"headN.W_value", "the wrapper's per-head value projection (a parameter)"},
+            {"headN.b_query", "the wrapper's per-head query bias (a parameter)"},
+            {"headN.b_key", "the wrapper's per-head key bias (a parameter)"},
+            {"headN.b_value", "the wrapper's per-head value bias (a parameter)"},
+            {"W_qkv", "the combined projection W_query | W_key | W_value, d_in×3·d_out (a parameter)"},
+            {"b_qkv", "the combined bias b_query | b_key | b_value (a parameter)"},
+            {"qkv", "queries, keys and values from the combined projection, X·W_qkv (+ b)"},
+            {"queries", "Q = X·W_query (+ b)"},
+            {"keys", "K = X·W_key (+ b)"},
+            {"values", "V = X·W_value (+ b)"},
+            {"queries_split", "the queries viewed as heads"},
+            {"keys_split", "the keys viewed as heads"},
+            {"values_split", "the values viewed as heads"},
+            {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)"},
+            {"mask", "the mask: 1 where a query may attend (causal: on and below the diagonal; a window: the band)"},
+            {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline},
+            {"dropout_mask", "1 = kept, 0 = dropped"},
+            {"dropout_scale", "1/(1 − p) in float32"},
+            {"weights_dropped", "the weights after dropout: kept values × 1/(1 − p) (unchanged in eval mode)"},
+            {"head_outputs", "each head's context vectors A_h·V_h"},
+            {"context", "the context vectors (heads concatenated)"},
+            {"output", "the output projection of the context (or the context itself)", headline},
+        }, explain_steps()})};
+    return lesson;
+}
+
 namespace {
 
 // The parameters, in PyTorch's construction order.

@@ -19,6 +19,72 @@ namespace attnwalk {
 
 using namespace steps;
 
+// gpt2 and model run the same walk: one declaration of its steps, under two names.
+const std::vector<StepDecl>& model_steps() {
+    static const std::vector<StepDecl> steps = joined({{
+        {"token_ids", "the input's token ids"},
+        {"token_embeddings", "the rows of wte for the ids"},
+        {"position_embeddings", "the rows 0…T−1 of wpe"},
+        {"embeddings", "token plus position embeddings: the input of layer 0"},
+        {"layerN.ln_1", "LayerNorm before the attention"},
+        {"queries", "Q = X·W_query (+ b)"},
+        {"keys", "K = X·W_key (+ b)"},
+        {"values", "V = X·W_value (+ b)"},
+        {"queries_normed", "QK-norm: each head's queries after their RMSNorm (q_norm), before RoPE"},
+        {"keys_normed", "QK-norm: each key head's keys after their RMSNorm (k_norm), before RoPE"},
+        {"rope_angles", "the rotation angles, position × frequency"},
+        {"queries_rotated", "the queries after RoPE"},
+        {"keys_rotated", "the keys after RoPE"},
+        {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)"},
+        {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline},
+        {"head_outputs", "each head's context vectors A_h·V_h"},
+        {"context", "the context vectors (heads concatenated)"},
+        {"output", "the output projection of the context (or the context itself)"},
+        {"layerN.attention", "the attention's output (c_proj)"},
+        {"layerN.attention_norm", "Gemma 3: the RMSNorm of the attention's output (post_attention_layernorm)"},
+        {"layerN.residual_1", "the layer's input plus the attention"},
+        {"layerN.ln_2", "LayerNorm before the MLP"},
+        {"layerN.mlp_hidden", "GELU of the first MLP layer (4C)"},
+        {"layerN.mlp", "the MLP's output"},
+        {"layerN.mlp_norm", "Gemma 3: the RMSNorm of the MLP's output (post_feedforward_layernorm)"},
+        {"layerN.residual_2", "the layer's output: residual_1 plus the MLP"},
+        {"attention_grid", "every layer's and head's attention weights (the model view)", view_headline},
+        {"head_entropy", "per head: the mean entropy of its rows", view_headline},
+        {"head_max_weight", "per head: the mean largest weight of a row", view_headline},
+        {"head_first_token", "per head: the mean weight on token 0 (the attention sink)", view_headline},
+        {"head_previous_token", "per head: the mean weight on the previous token", view_headline},
+        {"head_diagonal", "per head: the mean weight on the token itself", view_headline},
+        {"heads_sorted", "the heads ranked by one of those numbers", view_headline},
+        {"ln_f", "the final LayerNorm"},
+        {"logits", "the next token's logits (last position × wteᵀ)"},
+        {"top_k_ids", "the ids of the most likely next tokens", headline | view_headline},
+        {"top_k_logits", "their logits"},
+        {"top_k_probs", "their probabilities, softmax(logits / temperature)", headline | view_headline},
+        {"stepN.keys_cache", "the keys cached so far, the new one appended"},
+        {"stepN.weights", "the new row of attention weights, per head"},
+        {"generated_ids", "the tokens generated greedily, each through the KV cache", headline},
+        {"max_difference", "the largest |difference| between two ways that must agree (causal: (a) and (b))", headline},
+    }, explain_steps()});
+    return steps;
+}
+const LessonDecl& gpt2_lesson() {  // GPT-2 alone: no QK-norm, no RoPE, no norms after the sublayers
+    static const LessonDecl lesson{"gpt2", "A pretrained GPT-2 (safetensors): every layer, one layer's attention in full, the next token.", [] {
+                                       std::vector<StepDecl> steps;
+                                       for (const StepDecl& s : model_steps())
+                                           if (std::string(s.id).find("normed") == std::string::npos && std::string(s.id).find("rot") == std::string::npos &&
+                                               std::string(s.id).find("rope") == std::string::npos && std::string(s.id).find("_norm") == std::string::npos)
+                                               steps.push_back(s);
+                                       return steps;
+                                   }()};
+    return lesson;
+}
+const LessonDecl& model_lesson() {
+    static const LessonDecl lesson{"model", "A Hugging Face model folder (Llama 3, Qwen, Gemma 3, OLMo, SmolLM, GPT-2): every layer, one in full, the next token.",
+                                   model_steps()};
+    return lesson;
+}
+
+
 const std::vector<std::string>& head_stat_names() {
     static const std::vector<std::string> names = {"entropy", "max_weight", "first_token", "previous_token", "diagonal"};
     return names;

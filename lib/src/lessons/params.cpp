@@ -6,6 +6,19 @@ namespace attnwalk {
 
 using namespace steps;
 
+const LessonDecl& params_lesson() {
+    static const LessonDecl lesson{"params", "Parameters of one attention layer and the size of its KV cache, for a configuration.",
+        {
+            {"count_query", "parameters of the query projection"},
+            {"count_key", "parameters of the key projection"},
+            {"count_value", "parameters of the value projection"},
+            {"count_out_proj", "parameters of the output projection"},
+            {"count_total", "all parameters of the layer", headline},
+            {"cache_bytes", "the KV cache's size in bytes for the configuration", headline},
+        }};
+    return lesson;
+}
+
 Trace walk_params(const ParamsSpec& spec) {
     const std::size_t H = spec.heads, G = spec.kv_heads ? spec.kv_heads : spec.heads;
     check_head_shape(spec.d_out, H, G);

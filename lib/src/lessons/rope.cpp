@@ -10,6 +10,25 @@ namespace attnwalk {
 
 using namespace steps;
 
+const LessonDecl& rope_lesson() {
+    static const LessonDecl lesson{"rope", "Rotary position embeddings: Q and K rotated by position; the scores depend only on relative positions.",
+        joined({parameter_steps(), {
+            {"queries_split", "the queries viewed as heads"},
+            {"keys_split", "the keys viewed as heads"},
+            {"rope_frequencies", "RoPE's inverse frequencies base^(−2i/d_h)"},
+            {"rope_angles", "the rotation angles, position × frequency"},
+            {"rope_cos", "cos of the angles"},
+            {"rope_sin", "sin of the angles"},
+            {"queries_rotated", "the queries after RoPE", headline},
+            {"keys_rotated", "the keys after RoPE"},
+            {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)", headline},
+            {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout"},
+            {"scores_position_shift", "the scores with every position shifted by k"},
+            {"max_difference", "the largest |difference| between two ways that must agree (causal: (a) and (b))", headline},
+        }, explain_steps()})};
+    return lesson;
+}
+
 Trace walk_rope(const Embeddings& input, const Weights& weights, const RopeSpec& spec, const Recording& recording) {
     if (!weights) throw UsageError("RoPE rotates queries and keys: it needs weights");
     const AttentionWeights& w = *weights;

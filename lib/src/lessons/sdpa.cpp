@@ -12,6 +12,30 @@ namespace attnwalk {
 
 using namespace steps;
 
+const LessonDecl& sdpa_lesson() {
+    static const LessonDecl lesson{"sdpa", "PyTorch's scaled_dot_product_attention: attn_mask and is_causal conventions, −∞ vs a large fill, masked rows.",
+        joined({parameter_steps(), {
+            {"queries", "Q = X·W_query (+ b)"},
+            {"keys", "K = X·W_key (+ b)"},
+            {"values", "V = X·W_value (+ b)"},
+            {"attn_mask", "the attn_mask as given (bool: True = attend; float: added)"},
+            {"mask_mha", "the same mask in nn.MultiheadAttention's convention: True = blocked"},
+            {"causal_top_left", "is_causal's mask for L queries and S keys: tril(ones(L, S))"},
+            {"causal_bottom_right", "the causal mask aligned to the last key: tril(ones(L, S), diagonal = S − L)"},
+            {"attn_bias", "what SDPA adds to the scaled scores: 0 or −∞ (bool), the floats, the causal −∞", headline},
+            {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)"},
+            {"scores_scaled", "ω divided by the scale"},
+            {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline},
+            {"dropout_mask", "1 = kept, 0 = dropped"},
+            {"weights_dropped", "the weights after dropout: kept values × 1/(1 − p) (unchanged in eval mode)"},
+            {"output", "the output projection of the context (or the context itself)", headline},
+            {"weights_safe", "the weights with fully masked rows set to 0 (PyTorch ≥ 2.5's SDPA)"},
+            {"weights_large_fill", "the weights with a large negative fill instead of −∞"},
+            {"output_large_fill", "the output with the large negative fill"},
+        }})};
+    return lesson;
+}
+
 Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec& spec, const Recording& recording) {
     const AttentionWeights* w = weights.get();
     if (w && w->heads != 1) throw UsageError("sdpa shows one head");

@@ -6,6 +6,51 @@ namespace attnwalk {
 
 using namespace steps;
 
+const LessonDecl& scores_lesson() {
+    static const LessonDecl lesson{"scores", "Dot-product attention scores: one query with every token, or the full ω = X·Xᵀ (Q·Kᵀ with projections).",
+        joined({parameter_steps(), {
+            {"queries", "Q = X·W_query (+ b)"},
+            {"keys", "K = X·W_key (+ b)"},
+            {"values", "V = X·W_value (+ b)"},
+            {"scores_loop", "one query's scores, one dot product at a time", headline},
+            {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)", headline},
+            {"scores_scaled", "ω divided by the scale"},
+        }, explain_steps()})};
+    return lesson;
+}
+
+const LessonDecl& softmax_lesson() {
+    static const LessonDecl lesson{"softmax", "From scores to weights: divide by the sum vs naive softmax vs stable softmax, each row's sum shown.",
+        joined({parameter_steps(), {
+            {"queries", "Q = X·W_query (+ b)"},
+            {"keys", "K = X·W_key (+ b)"},
+            {"values", "V = X·W_value (+ b)"},
+            {"scores_loop", "one query's scores, one dot product at a time"},
+            {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)"},
+            {"scores_scaled", "ω divided by the scale"},
+            {"scores_shifted", "ω minus its row maximum"},
+            {"weights_sum", "ω divided by its row sum", headline},
+            {"weights_naive", "exp(ω) divided by its row sum", headline},
+            {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline},
+        }, explain_steps()})};
+    return lesson;
+}
+
+const LessonDecl& context_lesson() {
+    static const LessonDecl lesson{"context", "Context vectors: each token's weighted sum of the embeddings (or of the values, with projections).",
+        joined({parameter_steps(), {
+            {"queries", "Q = X·W_query (+ b)"},
+            {"keys", "K = X·W_key (+ b)"},
+            {"values", "V = X·W_value (+ b)"},
+            {"scores_loop", "one query's scores, one dot product at a time"},
+            {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)"},
+            {"scores_scaled", "ω divided by the scale"},
+            {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline},
+            {"context", "the context vectors (heads concatenated)", headline},
+        }, explain_steps()})};
+    return lesson;
+}
+
 namespace {
 
 // `compare`: the three normalisations side by side (the softmax walk).

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 
 #include <xtensor/xview.hpp>
 
@@ -56,6 +57,18 @@ Cost mha_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size
     return c;
 }
 
+const std::vector<StepDecl>& parameter_steps() {
+    static const std::vector<StepDecl> steps = {
+        {"W_query", "the query projection, d_in×d_out in x·W layout (a parameter)"},
+        {"W_key", "the key projection (a parameter)"},
+        {"W_value", "the value projection (a parameter)"},
+        {"b_query", "the query bias (a parameter)"},
+        {"b_key", "the key bias (a parameter)"},
+        {"b_value", "the value bias (a parameter)"},
+    };
+    return steps;
+}
+
 namespace steps {
 const std::vector<Axis> tokens_features{Axis::token, Axis::feature};
 const std::vector<Axis> tokens_tokens{Axis::token, Axis::token};
@@ -96,6 +109,10 @@ void charge_forward_time(Trace& trace, const Forward& f) {
 }
 
 Trace finish(Trace trace, const Recording& recording, const Forward* f) {
+    // the lesson recorded only what it declares (catalogue.hpp): the declaration is the contract
+    if (const LessonDecl* lesson = find_lesson(trace.command))
+        for (const Step& s : trace.steps)
+            if (!declares(*lesson, s.id)) throw std::logic_error("the " + trace.command + " lesson records '" + s.id + "', which it does not declare");
     if (f) charge_forward_time(trace, *f);
     trace = check_finite(std::move(trace));
     if (recording.summary) {  // the steps shared out over the cores: T×T tensors take a while

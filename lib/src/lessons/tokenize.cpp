@@ -5,6 +5,14 @@
 
 namespace attnwalk {
 
+const LessonDecl& tokenize_lesson() {
+    static const LessonDecl lesson{"tokenize", "Byte-level BPE (GPT-2's, or a tokenizer.json): a text cut into pieces and tokens, with their ids.",
+        {
+            {"token_ids", "the input's token ids", headline},
+        }};
+    return lesson;
+}
+
 namespace {
 
 using ull = unsigned long long;

@@ -1,7 +1,10 @@
-// The step catalogue: every step id a trace can hold, and what it means. This list is
-// the JSON contract (docs/json.md documents exactly these ids; a test holds the two
-// together), and the Recorder refuses an id that is not in it. Titles and formulas are
-// written by the walks, with the numbers they show.
+// The lessons' declarations: each lesson declares, once, in its own file, the steps it
+// records — each id, what it means, and whether the compact view shows it — and a line saying
+// what it teaches. Everything else that lists steps is derived from or checked against
+// these: the step catalogue (the union: the JSON contract, which the Recorder and every
+// finished trace are held to), docs/json.md's tables and the JSON Schema (tests), the
+// compact view's headlines and the commands' one-line help (app/), bash completion's ids
+// (the binary lists them). Light: app/ includes it.
 #pragma once
 
 #include <string>
@@ -9,15 +12,45 @@
 
 namespace attnwalk {
 
+// What the compact view shows of a step: its headline (the default view), or the model view's.
+enum Headline : unsigned { detail = 0, headline = 1, view_headline = 2 };
+
+struct StepDecl {
+    const char* id;        // "weights"; "stepN.weights" for one of a numbered family
+    const char* meaning;   // one line
+    unsigned compact = detail;
+};
+
+struct LessonDecl {
+    std::string name;     // its command: "mha"
+    std::string summary;  // what it teaches, in a line (the command's help says it)
+    std::vector<StepDecl> steps;
+};
+
+// Groups of steps several lessons record, declared once: a head's projections as
+// parameters (W_query, …, b_value), and the explanation engine's written-out cell.
+const std::vector<StepDecl>& parameter_steps();
+const std::vector<StepDecl>& explain_steps();
+// Concatenated declarations, for a lesson made of groups and its own steps.
+std::vector<StepDecl> joined(std::initializer_list<std::vector<StepDecl>> parts);
+
+// Every lesson, in the order of the chapter and beyond it.
+const std::vector<const LessonDecl*>& lessons();
+// The lesson of a command, or null.
+const LessonDecl* find_lesson(const std::string& name);
+// The ids the compact view shows (`view`: the model view's).
+std::vector<std::string> headline_of(const LessonDecl& lesson, bool view = false);
+
+// The catalogue: every step id of every lesson, each once (its first lesson's meaning).
 struct StepInfo {
     const char* id;
     const char* meaning;
 };
-
 const std::vector<StepInfo>& step_catalogue();
-
-// The entry for `id`; ids of the wrapper's per-head weights ("head1.W_query") are
-// found under "headN.W_query". Null when the id is not in the catalogue.
+// The entry for `id`; ids of numbered steps ("head1.W_query", "layer12.mlp") are found
+// under their family's ("headN.W_query"). Null when the id is not in the catalogue.
 const StepInfo* find_step(const std::string& id);
+// Whether `lesson` declares `id` (numbered ids as above).
+bool declares(const LessonDecl& lesson, const std::string& id);
 
 }  // namespace attnwalk

@@ -1167,13 +1167,18 @@ def families_cases():
 # back), with the rotary tables of modeling_rope_utils.py (default and yarn). One class for the three: what
 # differs is the config, as in the library. Each is saved as a tiny Hugging Face folder.
 
-class HFRMSNorm(nn.Module):  # Olmo2RMSNorm / Olmo3RMSNorm / LlamaRMSNorm (SmolLM3)
-    def __init__(self, hidden_size, eps):
+class HFRMSNorm(nn.Module):  # Olmo2RMSNorm / Olmo3RMSNorm / LlamaRMSNorm (SmolLM3); GemmaRMSNorm with gemma=True
+    def __init__(self, hidden_size, eps, gemma=False):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.gemma = gemma
+        self.weight = nn.Parameter(torch.zeros(hidden_size) if gemma else torch.ones(hidden_size))
         self.variance_epsilon = eps
 
     def forward(self, hidden_states):
+        if self.gemma:  # GemmaRMSNorm: x·rsqrt(mean(x²) + eps), then × (1 + w), in float32
+            x = hidden_states.float()
+            output = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
+            return (output * (1.0 + self.weight.float())).type_as(hidden_states)
         input_dtype = hidden_states.dtype
         hidden_states = hidden_states.to(torch.float32)
         variance = hidden_states.pow(2).mean(-1, keepdim=True)
@@ -1282,29 +1287,33 @@ class HFAttention(nn.Module):  # Olmo2Attention / Olmo3Attention / SmolLM3Attent
         return self.o_proj(self.context)
 
 
-class HFMLP(nn.Module):  # down_proj(act_fn(gate_proj(x)) * up_proj(x)), silu
-    def __init__(self, C, hidden):
+class HFMLP(nn.Module):  # down_proj(act_fn(gate_proj(x)) * up_proj(x)): silu, or gelu_pytorch_tanh (Gemma)
+    def __init__(self, C, hidden, gelu=False):
         super().__init__()
+        self.gelu = gelu
         self.gate_proj = nn.Linear(C, hidden, bias=False)
         self.up_proj = nn.Linear(C, hidden, bias=False)
         self.down_proj = nn.Linear(hidden, C, bias=False)
 
     def forward(self, x):
-        self.hidden = nn.functional.silu(self.gate_proj(x)) * self.up_proj(x)
+        gate = self.gate_proj(x)
+        act = nn.functional.gelu(gate, approximate="tanh") if self.gelu else nn.functional.silu(gate)
+        self.hidden = act * self.up_proj(x)
         return self.down_proj(self.hidden)
 
 
 class HFDecoderLayer(nn.Module):
     def __init__(self, cfg, layer_idx):
         super().__init__()
-        self.self_attn, self.mlp = HFAttention(cfg, layer_idx), HFMLP(cfg["C"], cfg["hidden"])
+        gemma = cfg["family"] == "gemma"
+        self.self_attn, self.mlp = HFAttention(cfg, layer_idx), HFMLP(cfg["C"], cfg["hidden"], gelu=gemma)
         self.post_norm = cfg["family"] in ("olmo2", "olmo3")
         if self.post_norm:  # Olmo2DecoderLayer: the norms after each sublayer
             self.post_attention_layernorm = HFRMSNorm(cfg["C"], cfg["eps"])
             self.post_feedforward_layernorm = HFRMSNorm(cfg["C"], cfg["eps"])
-        else:  # LlamaDecoderLayer
-            self.input_layernorm = HFRMSNorm(cfg["C"], cfg["eps"])
-            self.post_attention_layernorm = HFRMSNorm(cfg["C"], cfg["eps"])
+        else:  # LlamaDecoderLayer, GemmaDecoderLayer
+            self.input_layernorm = HFRMSNorm(cfg["C"], cfg["eps"], gemma)
+            self.post_attention_layernorm = HFRMSNorm(cfg["C"], cfg["eps"], gemma)
 
     def forward(self, hidden_states, attention_mask, position_embeddings):
         residual = hidden_states
@@ -1331,7 +1340,7 @@ class HFModel(nn.Module):  # Olmo2ForCausalLM / Olmo3ForCausalLM / SmolLM3ForCau
         self.cfg = cfg
         self.embed_tokens = nn.Embedding(cfg["vocab"], cfg["C"])
         self.layers = nn.ModuleList([HFDecoderLayer(cfg, i) for i in range(len(cfg["types"]))])
-        self.norm = HFRMSNorm(cfg["C"], cfg["eps"])
+        self.norm = HFRMSNorm(cfg["C"], cfg["eps"], cfg["family"] == "gemma")
         self.lm_head = nn.Linear(cfg["C"], cfg["vocab"], bias=False)
         rope = cfg.get("rope_scaling")
         full = hf_yarn_inv_freq(cfg["theta"], cfg["d"], rope, cfg["ctx"]) if rope else hf_default_inv_freq(cfg["theta"], cfg["d"])
@@ -1341,7 +1350,10 @@ class HFModel(nn.Module):  # Olmo2ForCausalLM / Olmo3ForCausalLM / SmolLM3ForCau
     def forward(self, input_ids):
         T = input_ids.shape[1]
         self.tokens = self.embed_tokens(input_ids)
-        hidden_states = self.embeddings = self.tokens
+        hidden_states = self.tokens
+        if self.cfg["family"] == "gemma":  # GemmaModel: × √hidden_size, as a tensor of the embeddings' dtype
+            hidden_states = hidden_states * torch.tensor(self.cfg["C"] ** 0.5, dtype=hidden_states.dtype)
+        self.embeddings = hidden_states
         position_ids = torch.arange(T).unsqueeze(0)
         full = self.rotary_full(hidden_states, position_ids)
         sliding = self.rotary_sliding(hidden_states, position_ids)
@@ -1383,7 +1395,7 @@ def hf_tensors(m):
 
 def hf_config(cfg, dtype):
     family = cfg["family"]
-    c = {"architectures": [{"olmo2": "Olmo2ForCausalLM", "olmo3": "Olmo3ForCausalLM", "smollm3": "SmolLM3ForCausalLM"}[family]],
+    c = {"architectures": [{"olmo2": "Olmo2ForCausalLM", "olmo3": "Olmo3ForCausalLM", "smollm3": "SmolLM3ForCausalLM", "gemma": "GemmaForCausalLM"}[family]],
          "model_type": family, "vocab_size": cfg["vocab"], "hidden_size": cfg["C"], "intermediate_size": cfg["hidden"],
          "num_hidden_layers": len(cfg["types"]), "num_attention_heads": cfg["H"], "num_key_value_heads": cfg["G"],
          "max_position_embeddings": cfg["ctx"], "rms_norm_eps": cfg["eps"], "rope_theta": cfg["theta"], "hidden_act": "silu",
@@ -1391,6 +1403,8 @@ def hf_config(cfg, dtype):
          "rope_scaling": cfg.get("rope_scaling"), "torch_dtype": {torch.float32: "float32", torch.bfloat16: "bfloat16"}[dtype]}
     if family == "olmo3":
         c.update({"sliding_window": cfg["window"], "layer_types": cfg["types"]})
+    if family == "gemma":
+        c.update({"head_dim": cfg["d"], "hidden_activation": "gelu_pytorch_tanh", "hidden_act": "gelu"})
     if family == "smollm3":
         c.update({"no_rope_layers": cfg["no_rope"], "use_sliding_window": False, "sliding_window": None, "mlp_bias": False,
                   "layer_types": cfg["types"], "no_rope_layer_interval": 4})
@@ -1407,6 +1421,8 @@ HF_FAMILIES = [  # name, dtype, shards, seed, configuration
                                                               "attention_factor": 1.2079441541679836, "beta_fast": 32, "beta_slow": 1})),
     ("tiny_smollm3", torch.float32, 1, 18, dict(family="smollm3", vocab=300, tokenizer="byte_level", C=32, hidden=48, H=4, G=2, d=8, ctx=64,
                                                  eps=1e-6, theta=2000000.0, tied=True, types=["full_attention"] * 4, no_rope=[1, 1, 1, 0])),
+    ("tiny_gemma", torch.bfloat16, 1, 19, dict(family="gemma", vocab=64, tokenizer="sentencepiece", C=32, hidden=48, H=4, G=1, d=8, ctx=64,
+                                               eps=1e-6, theta=10000.0, tied=True, types=["full_attention"] * 2)),
 ]
 
 
@@ -1428,7 +1444,7 @@ def hf_families_cases():
         with torch.no_grad():
             for mod in m.modules():  # norms away from their identity, so that a mix-up shows
                 if isinstance(mod, HFRMSNorm):
-                    mod.weight.uniform_(0.5, 1.5)
+                    mod.weight.uniform_(-0.5, 0.5) if mod.gemma else mod.weight.uniform_(0.5, 1.5)
             for p_ in m.parameters():  # the model computes with what the file holds
                 p_.copy_(p_.to(dtype).float())
         m.eval()

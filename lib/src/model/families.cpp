@@ -12,6 +12,7 @@ const FamilySpec& gpt2_family();
 const FamilySpec& llama_family();
 const FamilySpec& qwen2_family();
 const FamilySpec& qwen3_family();
+const FamilySpec& gemma_family();
 const FamilySpec& gemma3_family();
 const FamilySpec& olmo2_family();
 const FamilySpec& olmo3_family();
@@ -20,7 +21,7 @@ const FamilySpec& smollm3_family();
 const std::vector<const FamilySpec*>& families() {
     static const std::vector<const FamilySpec*> all = {
         &gpt2_family(),  &llama_family(), &qwen2_family(), &qwen3_family(),
-        &gemma3_family(), &olmo2_family(), &olmo3_family(), &smollm3_family(),
+        &gemma_family(), &gemma3_family(), &olmo2_family(), &olmo3_family(), &smollm3_family(),
     };
     return all;
 }

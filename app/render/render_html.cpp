@@ -369,15 +369,12 @@ std::string cells_json(const Trace& trace, std::size_t budget) {
     const std::size_t T = trace.tokens.size();
     std::map<std::string, std::size_t> index;  // a step's JSON -> its place in `steps`
     std::string steps = "[", cells = "{";
-    std::size_t used = 0, written = 0, left_out = 0;
+    std::size_t used = 0, whole = 0, rows_of_last = 0;  // heads written whole; query rows of a head written in part
+    bool full = false;
     for (const auto& [layer, head] : heads) {
-        if (left_out) {  // the budget is spent: the rest are left out unwritten
-            ++left_out;
-            continue;
-        }
-        std::string new_steps, new_cells;
-        std::map<std::string, std::size_t> added;
-        for (std::size_t i = 0; i < T; ++i)
+        for (std::size_t i = 0; i < T && !full; ++i) {  // a query row at a time: what a row adds, or nothing
+            std::string new_steps, new_cells;
+            std::map<std::string, std::size_t> added;
             for (std::size_t j = 0; j < T; ++j) {
                 const CellRef cell{layer, head, i, j};
                 const std::vector<Step> explained = explain(trace, cell);
@@ -388,9 +385,8 @@ std::string cells_json(const Trace& trace, std::size_t budget) {
                     render_steps_json({step}, one, true);
                     std::string text = one.str();
                     text = text.substr(1, text.size() - 2);  // the object, without the array's brackets
-                    auto at = index.find(text);
                     std::size_t k;
-                    if (at != index.end()) k = at->second;
+                    if (auto at = index.find(text); at != index.end()) k = at->second;
                     else if (auto here = added.find(text); here != added.end()) k = here->second;
                     else {
                         k = index.size() + added.size();
@@ -404,25 +400,33 @@ std::string cells_json(const Trace& trace, std::size_t budget) {
                     path += (path.size() > 1 ? "," : "") + std::string("[") + std::to_string(e.step) + "," + std::to_string(e.panel) + "," +
                             std::to_string(e.row) + "," + std::to_string(e.col) + "," +
                             (std::isfinite(e.value) ? number(e.value) : std::string(e.value > 0 ? "\"inf\"" : e.value < 0 ? "\"-inf\"" : "\"nan\"")) + "]";
-                new_cells += (cells.size() + new_cells.size() > 1 ? "," : "") + quote(std::to_string(layer) + "," + std::to_string(head) + "," +
-                                                                                   std::to_string(i) + "," + std::to_string(j)) +
-                             ":{\"s\":" + list + "],\"path\":" + path + "]}";
+                new_cells += (cells.size() + new_cells.size() > 1 ? "," : "") +
+                             quote(std::to_string(layer) + "," + std::to_string(head) + "," + std::to_string(i) + "," + std::to_string(j)) + ":{\"s\":" + list +
+                             "],\"path\":" + path + "]}";
             }
-        if (used + new_steps.size() + new_cells.size() > budget) {
-            ++left_out;
-            continue;
+            if (used + new_steps.size() + new_cells.size() > budget) {
+                full = true;
+                break;
+            }
+            used += new_steps.size() + new_cells.size();
+            steps += new_steps;
+            cells += new_cells;
+            for (auto& [text, k] : added) index.emplace(std::move(text), k);
+            rows_of_last = i + 1;
         }
-        used += new_steps.size() + new_cells.size();
-        steps += new_steps;
-        cells += new_cells;
-        for (auto& [text, k] : added) index.emplace(std::move(text), k);
-        ++written;
+        if (full) break;
+        ++whole;
+        rows_of_last = 0;
     }
     std::string out = "{\"steps\":" + steps + "],\"cells\":" + cells + "}";
-    if (left_out)
-        out += ",\"note\":" + quote("Cells of " + std::to_string(written) + " head" + (written == 1 ? "" : "s") + " are written out in this page (" +
-                                    std::to_string(left_out) + " more would make it too large): run with --head H (and --layer L) for another, "
-                                    "or --explain I,J for one cell.");
+    if (full) {
+        std::string what = whole ? std::to_string(whole) + " head" + (whole == 1 ? "" : "s") : std::string();
+        if (rows_of_last)
+            what += (whole ? " and " : "") + std::string("query rows 1–") + std::to_string(rows_of_last) + " of " + (whole ? "the next head" : "the first head");
+        if (what.empty()) what = "no head";
+        out += ",\"note\":" + quote("Cells of " + what + " are written out in this page (all of them would make it too large): run with --head H (and --layer L) " +
+                                    "for another head first, or --explain I,J for one cell.");
+    }
     return out + "}";
 }
 

@@ -23,6 +23,6 @@ namespace attnwalk::app {
 
 // The page; `scale` is --color-scale (automatic: as the SVG and the terminal choose).
 // `explain_budget`: at most this many bytes of written-out cells.
-std::string html_of(const Trace& trace, ColorScale scale = ColorScale::automatic, std::size_t explain_budget = 8u << 20);
+std::string html_of(const Trace& trace, ColorScale scale = ColorScale::automatic, std::size_t explain_budget = 4u << 20);
 
 }  // namespace attnwalk::app

@@ -46,15 +46,30 @@ void elide(Expansion& e) {
     e.terms.erase(e.terms.begin() + 2, e.terms.end() - 1);
 }
 
-// v = x·W (+ b), row by row of W: the projection of one token into one head's columns.
-Expansion projection_expansion(const std::string& label, const std::vector<float>& x, const Linear& lin, std::vector<float> result) {
+// v = x·W (+ b), row by row of W: the projection of one token into the n columns of W
+// from col0 on (one head's). A long sum keeps its first two rows and its last: only those
+// rows of W are read.
+Expansion projection_expansion(const std::string& label, const std::vector<float>& x, const Linear& lin, std::size_t col0, std::size_t n,
+                               std::vector<float> result) {
     Expansion e;
     e.label = label;
-    const Mat w = lin.matrix();  // d_in × d_out
-    for (std::size_t c = 0; c < x.size(); ++c) e.terms.push_back({x[c], std::vector<float>(&w(c, 0), &w(c, 0) + w.shape(1))});
-    if (lin.b.size() != 0) e.terms.push_back({1.0f, std::vector<float>(lin.b.begin(), lin.b.end())});
+    const std::size_t d_in = x.size();
+    const auto row = [&](std::size_t c) {
+        std::vector<float> r(n);
+        for (std::size_t k = 0; k < n; ++k) r[k] = lin.at(c, col0 + k);
+        return r;
+    };
+    const bool elided = d_in > long_sum;
+    for (std::size_t c = 0; c < d_in; ++c) {
+        if (elided && c == 2) c = d_in - 1;  // the rows in between: counted in `omitted`
+        e.terms.push_back({x[c], row(c)});
+    }
+    if (elided) {
+        e.omitted = d_in - 3;
+        e.omitted_after = 2;
+    }
+    if (lin.b.size() != 0) e.terms.push_back({1.0f, std::vector<float>(lin.b.begin() + static_cast<std::ptrdiff_t>(col0), lin.b.begin() + static_cast<std::ptrdiff_t>(col0 + n))});
     e.result = std::move(result);
-    elide(e);
     return e;
 }
 
@@ -157,21 +172,20 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
     const std::vector<float> q_proj = v.weights ? slice_of(f.q, i, h * d, d) : q, k_proj = v.weights ? slice_of(f.k, j, g * d, d) : k;
     if (v.weights) {
         const std::vector<float> xi(&(*v.x)(0, i, 0), &(*v.x)(0, i, 0) + v.x->shape(2)), xj(&(*v.x)(0, j, 0), &(*v.x)(0, j, 0) + v.x->shape(2));
-        const Linear wq = f.heads > 1 ? v.weights->head_columns(v.weights->query, h) : v.weights->query;
-        const Linear wk = f.kv_heads > 1 ? v.weights->head_columns(v.weights->key, g) : v.weights->key;
+
         const std::string by = L ? " its normalised row times the " + L->q_name + " columns of head " + std::to_string(h + 1)
                                  : " its embedding times W_query";
         const std::string n = L && L->norm ? "n" : "x";
         Step& sq = rec.add_plain("explain_query", "The query of " + quoted(qi) + where + ":" + by,
                                  "q_" + I + " = Σ_c " + n + "_" + I + "c·W_query[c,:]" + (v.weights->query.b.size() ? " + b_query" : ""), vector_tensor(q_proj),
                                  {Axis::feature});
-        sq.expansion.push_back(projection_expansion("q(" + qi + ")", xi, wq, q_proj));
+        sq.expansion.push_back(projection_expansion("q(" + qi + ")", xi, v.weights->query, h * d, d, q_proj));
         Step& sk = rec.add_plain("explain_key", "The key of " + quoted(kj) + where + ":" +
                                                     (L ? " its normalised row times the " + L->k_name + " columns of key/value head " + std::to_string(g + 1)
                                                        : std::string(" its embedding times W_key")),
                                  "k_" + J + " = Σ_c " + n + "_" + J + "c·W_key[c,:]" + (v.weights->key.b.size() ? " + b_key" : ""), vector_tensor(k_proj),
                                  {Axis::feature});
-        sk.expansion.push_back(projection_expansion("k(" + kj + ")", xj, wk, k_proj));
+        sk.expansion.push_back(projection_expansion("k(" + kj + ")", xj, v.weights->key, g * d, d, k_proj));
         if (L && group > 1)
             sk.note = "Grouped-query attention: query head " + std::to_string(h + 1) + " reads key/value head " + std::to_string(g + 1) + " (⌈" +
                       std::to_string(h + 1) + " / " + std::to_string(group) + "⌉), shared with " + std::to_string(group - 1) + " other query head" +
@@ -234,6 +248,7 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
     dot.label = qi + "·" + kj;
     for (std::size_t c = 0; c < q.size(); ++c) dot.terms.push_back({q[c], {k[c]}});
     dot.result = {score};
+    elide(dot);  // a model's head of 64: its first two terms and its last
     const std::string qs = (v.weights ? "q" : "x") + std::string(rope ? "′_" : "_") + I, ks = (v.weights ? "k" : "x") + std::string(rope ? "′_" : "_") + J;
     Step& s = rec.add_plain("explain_score", "The score of " + quoted(qi) + " against " + quoted(kj) + where,
                             "ω_" + I + "," + J + " = " + qs + "·" + ks + " = Σ_c " + qs + "c·" + ks + "c", scalar_trace(score), {});

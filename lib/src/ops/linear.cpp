@@ -92,6 +92,13 @@ void Linear::copy_out_row(std::size_t j, float* dst) const {
     stored_row(*this, j, ext_in, dst);
 }
 
+float Linear::at(std::size_t r, std::size_t c) const {
+    if (!external()) return w(r, c);
+    const std::size_t i = ext_transposed ? c * ext_ld + r : r * ext_ld + c;
+    if (ext) return ext[i];
+    return ext16_bf16 ? bfloat16_to_float(ext16[i]) : half_to_float(ext16[i]);
+}
+
 Mat Linear::matrix() const {
     if (!external()) return w;
     Mat m = Mat::from_shape({ext_in, ext_out});

@@ -32,6 +32,7 @@ struct Linear {
     std::size_t in() const { return external() ? ext_in : w.shape(0); }
     std::size_t out() const { return external() ? ext_out : w.shape(1); }
     Mat matrix() const;  // w, or the external numbers as a d_in×d_out float32 matrix
+    float at(std::size_t r, std::size_t c) const;  // entry (r, c) of the d_in×d_out matrix, as float32
     // The d_in weights of output j into `dst` as float32: only for nn.Linear's layout,
     // where they are a row (a tied embedding table's row for token j).
     void copy_out_row(std::size_t j, float* dst) const;

@@ -1096,18 +1096,49 @@ def write_tensors(folder, tensors, dtype, shards):
         json.dump({"metadata": {"made_by": "tests/make_goldens.py"}, "weight_map": dict(sorted(weight_map.items()))}, f, indent=2)
 
 
+def as_stored(m, dtype, norm_scale):
+    """Norms away from their identity, so that a mix-up shows (Gemma's stored around 0); then
+    every parameter as the file holds it (rounded to dtype), the model in eval mode."""
+    with torch.no_grad():
+        for mod in m.modules():
+            scale = norm_scale(mod)
+            if scale is not None:
+                scale.uniform_(-0.5, 0.5) if mod.gemma else scale.uniform_(0.5, 1.5)
+        for p_ in m.parameters():  # the model computes with what the file holds
+            p_.copy_(p_.to(dtype).float())
+    m.eval()
+
+
+def text_case(name, m, encode):
+    """A text through the folder's tokenizer.json: its ids, the final norm, the next token."""
+    text = "the cat sat on the mat and the bird sang"
+    tids = torch.tensor([encode(text)])
+    with torch.no_grad():
+        tl = m(tids)[0, -1]
+    tp = torch.softmax(tl, dim=-1)
+    ttop = torch.argsort(tp, descending=True, stable=True)[:5]
+    return case(f"{name}_text", ["model", "--model", "@SRC@/tests/data/models/" + name, "--text", text],
+                None, {"token_ids": tids[0].float(), "ln_f": m.ln_f[0], "top_k_ids": ttop.float(),
+                       "top_k_probs": tp[ttop]}, ["token_ids", "top_k_ids"])
+
+
+def greedy_case(name, m, ids, args, n):
+    """Greedy decoding, the whole sequence run again for every token (attnwalk: through its cache)."""
+    T, seq = ids.shape[1], ids
+    with torch.no_grad():
+        for _ in range(n):
+            nxt = torch.argmax(m(seq)[:, -1], dim=-1, keepdim=True)
+            seq = torch.cat([seq, nxt], dim=1)
+    return case(f"{name}_T{T}_generate{n}", args + ["--generate", str(n)], None,
+                {"generated_ids": seq[0, T:].float()}, ["generated_ids"])
+
+
 def families_cases():
     cases = []
     for name, dtype, shards, seed, cfg in MODERN:
         torch.manual_seed(seed)
         m = ModernModel(cfg)
-        with torch.no_grad():
-            for mod in m.modules():  # norms away from their identity, so that a mix-up shows
-                if isinstance(mod, RMSNorm):
-                    mod.scale.uniform_(-0.5, 0.5) if mod.gemma else mod.scale.uniform_(0.5, 1.5)
-            for p_ in m.parameters():  # the model computes with what the file holds
-                p_.copy_(p_.to(dtype).float())
-        m.eval()
+        as_stored(m, dtype, lambda mod: mod.scale if isinstance(mod, RMSNorm) else None)
         folder = os.path.join(HERE, "data", "models", name)
         write_folder(folder, m, dtype, shards)
         encode = None
@@ -1141,24 +1172,9 @@ def families_cases():
                     "--layer", str(layer + 1)]
             cases.append(case(f"{name}_T{T}_layer{layer + 1}", args, None, exp, ["top_k_ids"]))
             if encode and T == 10 and layer == L - 1:  # a text through the folder's tokenizer.json
-                text = "the cat sat on the mat and the bird sang"
-                tids = torch.tensor([encode(text)])
-                with torch.no_grad():
-                    tl = m(tids)[0, -1]
-                tp = torch.softmax(tl, dim=-1)
-                ttop = torch.argsort(tp, descending=True, stable=True)[:5]
-                cases.append(case(f"{name}_text", ["model", "--model", "@SRC@/tests/data/models/" + name, "--text", text],
-                                  None, {"token_ids": tids[0].float(), "ln_f": m.ln_f[0], "top_k_ids": ttop.float(),
-                                         "top_k_probs": tp[ttop]}, ["token_ids", "top_k_ids"]))
+                cases.append(text_case(name, m, encode))
             if T == 5:  # greedy, the whole sequence again for every token
-                n = 4
-                seq = ids
-                with torch.no_grad():
-                    for _ in range(n):
-                        nxt = torch.argmax(m(seq)[:, -1], dim=-1, keepdim=True)
-                        seq = torch.cat([seq, nxt], dim=1)
-                cases.append(case(f"{name}_T{T}_generate{n}", args + ["--generate", str(n)], None,
-                                  {"generated_ids": seq[0, T:].float()}, ["generated_ids"]))
+                cases.append(greedy_case(name, m, ids, args, 4))
     return cases
 
 
@@ -1441,13 +1457,7 @@ def hf_families_cases():
     for name, dtype, shards, seed, cfg in HF_FAMILIES:
         torch.manual_seed(seed)
         m = HFModel(cfg)
-        with torch.no_grad():
-            for mod in m.modules():  # norms away from their identity, so that a mix-up shows
-                if isinstance(mod, HFRMSNorm):
-                    mod.weight.uniform_(-0.5, 0.5) if mod.gemma else mod.weight.uniform_(0.5, 1.5)
-            for p_ in m.parameters():  # the model computes with what the file holds
-                p_.copy_(p_.to(dtype).float())
-        m.eval()
+        as_stored(m, dtype, lambda mod: mod.weight if isinstance(mod, HFRMSNorm) else None)
         folder = os.path.join(HERE, "data", "models", name)
         write_hf_folder(folder, m, dtype, shards, hf_config(cfg, dtype))
         doc, encode = tiny_tokenizer(cfg["tokenizer"], cfg["vocab"], cfg["family"])
@@ -1479,24 +1489,9 @@ def hf_families_cases():
                     "--layer", str(layer + 1)]
             cases.append(case(f"{name}_T{T}_layer{layer + 1}", args, None, exp, ["top_k_ids"]))
             if T == 10 and layer == L - 1:  # a text through the folder's tokenizer.json
-                text = "the cat sat on the mat and the bird sang"
-                tids = torch.tensor([encode(text)])
-                with torch.no_grad():
-                    tl = m(tids)[0, -1]
-                tp = torch.softmax(tl, dim=-1)
-                ttop = torch.argsort(tp, descending=True, stable=True)[:5]
-                cases.append(case(f"{name}_text", ["model", "--model", "@SRC@/tests/data/models/" + name, "--text", text],
-                                  None, {"token_ids": tids[0].float(), "ln_f": m.ln_f[0], "top_k_ids": ttop.float(),
-                                         "top_k_probs": tp[ttop]}, ["token_ids", "top_k_ids"]))
+                cases.append(text_case(name, m, encode))
             if T == 5:  # greedy, the whole sequence again for every token; attnwalk decodes through its cache
-                n = 6
-                seq = ids
-                with torch.no_grad():
-                    for _ in range(n):
-                        nxt = torch.argmax(m(seq)[:, -1], dim=-1, keepdim=True)
-                        seq = torch.cat([seq, nxt], dim=1)
-                cases.append(case(f"{name}_T{T}_generate{n}", args + ["--generate", str(n)], None,
-                                  {"generated_ids": seq[0, T:].float()}, ["generated_ids"]))
+                cases.append(greedy_case(name, m, ids, args, 6))
     return cases
 
 

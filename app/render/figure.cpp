@@ -9,24 +9,29 @@
 
 namespace attnwalk::app {
 
-Rgb heat_rgb(double t) {
-    // viridis at five points, linearly interpolated between them
-    static const std::array<Rgb, 5> stops = {{{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}}};
-    t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0) * 4.0;
+namespace {
+
+// Five colours evenly spaced on 0…1, linearly interpolated between them.
+Rgb interpolate(const std::array<Rgb, 5>& stops, double t) {
+    t = std::clamp(t, 0.0, 1.0) * 4.0;
     const std::size_t i = std::min<std::size_t>(static_cast<std::size_t>(t), 3);
     const double f = t - static_cast<double>(i);
     auto mix = [f](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
     return {mix(stops[i].r, stops[i + 1].r), mix(stops[i].g, stops[i + 1].g), mix(stops[i].b, stops[i + 1].b)};
 }
 
+}  // namespace
+
+Rgb heat_rgb(double t) {
+    // viridis at five points
+    static const std::array<Rgb, 5> stops = {{{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}}};
+    return interpolate(stops, std::isfinite(t) ? t : 0.0);
+}
+
 Rgb diverging_rgb(double t) {
     // ColorBrewer's RdBu ends and a near-white middle: blue below zero, red above
     static const std::array<Rgb, 5> stops = {{{33, 102, 172}, {146, 197, 222}, {247, 247, 247}, {244, 165, 130}, {178, 24, 43}}};
-    t = std::clamp(std::isfinite(t) ? t : 0.5, 0.0, 1.0) * 4.0;
-    const std::size_t i = std::min<std::size_t>(static_cast<std::size_t>(t), 3);
-    const double f = t - static_cast<double>(i);
-    auto mix = [f](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
-    return {mix(stops[i].r, stops[i + 1].r), mix(stops[i].g, stops[i + 1].g), mix(stops[i].b, stops[i + 1].b)};
+    return interpolate(stops, std::isfinite(t) ? t : 0.5);
 }
 
 int xterm256(Rgb c) {

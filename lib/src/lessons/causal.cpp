@@ -15,10 +15,7 @@ using namespace steps;
 
 const LessonDecl& causal_lesson() {
     static const LessonDecl lesson{"causal", "The causal mask two ways: mask after the softmax and renormalise, or −∞ before the softmax.",
-        joined({parameter_steps(), {
-            {"queries", "Q = X·W_query (+ b)"},
-            {"keys", "K = X·W_key (+ b)"},
-            {"values", "V = X·W_value (+ b)"},
+        joined({parameter_steps(), projection_steps(), {
             {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)"},
             {"scores_scaled", "ω divided by the scale"},
             {"mask", "the mask: 1 where a query may attend (causal: on and below the diagonal; a window: the band)"},

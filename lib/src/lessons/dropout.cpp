@@ -12,10 +12,7 @@ using namespace steps;
 
 const LessonDecl& dropout_lesson() {
     static const LessonDecl lesson{"dropout", "Dropout on the attention weights: the keep mask, the 1/(1−p) scaling, train vs eval.",
-        joined({parameter_steps(), {
-            {"queries", "Q = X·W_query (+ b)"},
-            {"keys", "K = X·W_key (+ b)"},
-            {"values", "V = X·W_value (+ b)"},
+        joined({parameter_steps(), projection_steps(), {
             {"ones", "the matrix of ones dropout is shown on (in place of the weights)"},
             {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)"},
             {"scores_scaled", "ω divided by the scale"},

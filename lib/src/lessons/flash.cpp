@@ -15,10 +15,7 @@ using namespace steps;
 
 const LessonDecl& flash_lesson() {
     static const LessonDecl lesson{"flash", "FlashAttention's online softmax: running max, sum and output block by block; equal to softmax attention.",
-        joined({parameter_steps(), {
-            {"queries", "Q = X·W_query (+ b)"},
-            {"keys", "K = X·W_key (+ b)"},
-            {"values", "V = X·W_value (+ b)"},
+        joined({parameter_steps(), projection_steps(), {
             {"blockN.scores", "the scores of the queries against this block of keys"},
             {"blockN.max", "the running row maximum m after this block"},
             {"blockN.rescale", "exp(m_old − m_new): what the earlier sum and accumulator are multiplied by"},

@@ -27,9 +27,7 @@ const LessonDecl& mha_lesson() {
             {"W_qkv", "the combined projection W_query | W_key | W_value, d_in×3·d_out (a parameter)"},
             {"b_qkv", "the combined bias b_query | b_key | b_value (a parameter)"},
             {"qkv", "queries, keys and values from the combined projection, X·W_qkv (+ b)"},
-            {"queries", "Q = X·W_query (+ b)"},
-            {"keys", "K = X·W_key (+ b)"},
-            {"values", "V = X·W_value (+ b)"},
+        }, projection_steps(), {
             {"queries_split", "the queries viewed as heads"},
             {"keys_split", "the keys viewed as heads"},
             {"values_split", "the values viewed as heads"},

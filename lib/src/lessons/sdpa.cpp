@@ -14,10 +14,7 @@ using namespace steps;
 
 const LessonDecl& sdpa_lesson() {
     static const LessonDecl lesson{"sdpa", "PyTorch's scaled_dot_product_attention: attn_mask and is_causal conventions, −∞ vs a large fill, masked rows.",
-        joined({parameter_steps(), {
-            {"queries", "Q = X·W_query (+ b)"},
-            {"keys", "K = X·W_key (+ b)"},
-            {"values", "V = X·W_value (+ b)"},
+        joined({parameter_steps(), projection_steps(), {
             {"attn_mask", "the attn_mask as given (bool: True = attend; float: added)"},
             {"mask_mha", "the same mask in nn.MultiheadAttention's convention: True = blocked"},
             {"causal_top_left", "is_causal's mask for L queries and S keys: tril(ones(L, S))"},

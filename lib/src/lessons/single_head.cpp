@@ -6,28 +6,26 @@ namespace attnwalk {
 
 using namespace steps;
 
+namespace {
+
+// What the three lessons share: one query's scores written out, every score, the scaled scores.
+std::vector<StepDecl> score_steps(unsigned compact) {
+    return {{"scores_loop", "one query's scores, one dot product at a time", compact},
+            {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)", compact},
+            {"scores_scaled", "ω divided by the scale"}};
+}
+
+}  // namespace
+
 const LessonDecl& scores_lesson() {
     static const LessonDecl lesson{"scores", "Dot-product attention scores: one query with every token, or the full ω = X·Xᵀ (Q·Kᵀ with projections).",
-        joined({parameter_steps(), {
-            {"queries", "Q = X·W_query (+ b)"},
-            {"keys", "K = X·W_key (+ b)"},
-            {"values", "V = X·W_value (+ b)"},
-            {"scores_loop", "one query's scores, one dot product at a time", headline},
-            {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)", headline},
-            {"scores_scaled", "ω divided by the scale"},
-        }, explain_steps()})};
+        joined({parameter_steps(), projection_steps(), score_steps(headline), explain_steps()})};
     return lesson;
 }
 
 const LessonDecl& softmax_lesson() {
     static const LessonDecl lesson{"softmax", "From scores to weights: divide by the sum vs naive softmax vs stable softmax, each row's sum shown.",
-        joined({parameter_steps(), {
-            {"queries", "Q = X·W_query (+ b)"},
-            {"keys", "K = X·W_key (+ b)"},
-            {"values", "V = X·W_value (+ b)"},
-            {"scores_loop", "one query's scores, one dot product at a time"},
-            {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)"},
-            {"scores_scaled", "ω divided by the scale"},
+        joined({parameter_steps(), projection_steps(), score_steps(detail), {
             {"scores_shifted", "ω minus its row maximum"},
             {"weights_sum", "ω divided by its row sum", headline},
             {"weights_naive", "exp(ω) divided by its row sum", headline},
@@ -38,13 +36,7 @@ const LessonDecl& softmax_lesson() {
 
 const LessonDecl& context_lesson() {
     static const LessonDecl lesson{"context", "Context vectors: each token's weighted sum of the embeddings (or of the values, with projections).",
-        joined({parameter_steps(), {
-            {"queries", "Q = X·W_query (+ b)"},
-            {"keys", "K = X·W_key (+ b)"},
-            {"values", "V = X·W_value (+ b)"},
-            {"scores_loop", "one query's scores, one dot product at a time"},
-            {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)"},
-            {"scores_scaled", "ω divided by the scale"},
+        joined({parameter_steps(), projection_steps(), score_steps(detail), {
             {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline},
             {"context", "the context vectors (heads concatenated)", headline},
         }, explain_steps()})};

@@ -69,6 +69,15 @@ const std::vector<StepDecl>& parameter_steps() {
     return steps;
 }
 
+const std::vector<StepDecl>& projection_steps() {
+    static const std::vector<StepDecl> steps = {
+        {"queries", "Q = X·W_query (+ b)"},
+        {"keys", "K = X·W_key (+ b)"},
+        {"values", "V = X·W_value (+ b)"},
+    };
+    return steps;
+}
+
 namespace steps {
 const std::vector<Axis> tokens_features{Axis::token, Axis::feature};
 const std::vector<Axis> tokens_tokens{Axis::token, Axis::token};

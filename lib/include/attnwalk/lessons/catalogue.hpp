@@ -28,8 +28,10 @@ struct LessonDecl {
 };
 
 // Groups of steps several lessons record, declared once: a head's projections as
-// parameters (W_query, …, b_value), and the explanation engine's written-out cell.
+// parameters (W_query, …, b_value) and their results (queries, keys, values), and the
+// explanation engine's written-out cell.
 const std::vector<StepDecl>& parameter_steps();
+const std::vector<StepDecl>& projection_steps();  // queries, keys, values
 const std::vector<StepDecl>& explain_steps();
 // Concatenated declarations, for a lesson made of groups and its own steps.
 std::vector<StepDecl> joined(std::initializer_list<std::vector<StepDecl>> parts);

@@ -1,19 +1,18 @@
-// OLMo 2: post-norm (the norm is applied to the attention's and the MLP's outputs before
-// each residual add, none before them), an RMSNorm over the whole query and key
-// projections before RoPE, SwiGLU.
+// OLMo 2: a Llama made post-norm (the norm is applied to the attention's and the MLP's
+// outputs before each residual add, none before them), with an RMSNorm over the whole
+// query and key projections before RoPE.
 #include "attnwalk/model/decoder.hpp"
 
 namespace attnwalk {
 
+const FamilySpec& llama_family();
+
 const FamilySpec& olmo2_family() {
     static const FamilySpec f = [] {
-        FamilySpec f;
+        FamilySpec f = llama_family();
         f.model_type = "olmo2";
         f.models = "OLMo 2";
-        f.norm = NormKind::rms_norm;
         f.placement = NormPlacement::post;
-        f.mlp = MlpKind::swiglu;
-        f.positions = PositionKind::rope;
         f.qk_norm = QkNormSpan::whole;
         f.names.pre_attention_norm = "";
         f.names.post_attention_norm = "post_attention_layernorm";

@@ -3,14 +3,13 @@
 
 namespace attnwalk {
 
+const FamilySpec& llama_family();
+
 const FamilySpec& qwen2_family() {
     static const FamilySpec f = [] {
-        FamilySpec f;
+        FamilySpec f = llama_family();
         f.model_type = "qwen2";
         f.models = "Qwen2, Qwen2.5";
-        f.norm = NormKind::rms_norm;
-        f.mlp = MlpKind::swiglu;
-        f.positions = PositionKind::rope;
         f.qkv_bias = true;
         f.fields.refused_true = {"use_sliding_window"};  // Qwen's window rule (max_window_layers) is not read
         return f;

@@ -4,14 +4,13 @@
 
 namespace attnwalk {
 
+const FamilySpec& llama_family();
+
 const FamilySpec& qwen3_family() {
     static const FamilySpec f = [] {
-        FamilySpec f;
+        FamilySpec f = llama_family();
         f.model_type = "qwen3";
         f.models = "Qwen3";
-        f.norm = NormKind::rms_norm;
-        f.mlp = MlpKind::swiglu;
-        f.positions = PositionKind::rope;
         f.qk_norm = QkNormSpan::per_head;
         f.fields.refused_true = {"use_sliding_window"};
         return f;

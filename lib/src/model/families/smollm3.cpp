@@ -4,14 +4,13 @@
 
 namespace attnwalk {
 
+const FamilySpec& llama_family();
+
 const FamilySpec& smollm3_family() {
     static const FamilySpec f = [] {
-        FamilySpec f;
+        FamilySpec f = llama_family();
         f.model_type = "smollm3";
         f.models = "SmolLM3";
-        f.norm = NormKind::rms_norm;
-        f.mlp = MlpKind::swiglu;
-        f.positions = PositionKind::rope;
         f.fields.no_rope_layers = "no_rope_layers";
         f.fields.tied_default = true;
         f.fields.rope_theta_default = 2000000.0;

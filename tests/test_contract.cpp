@@ -74,7 +74,7 @@ TEST_SUITE("contract") {
         const std::regex literal("\"(" + names + ")\"");
         const std::regex command_name(R"(add_subcommand\("gpt2"|trace\.command = "gpt2";|LessonDecl lesson\{"gpt2",|\{"gpt2", add_gpt2\}|lesson\("gpt2"\))");
         std::string found;
-        for (const std::string& dir : {"lib", "app"})
+        for (const char* dir : {"lib", "app"})
             for (const auto& entry : fs::recursive_directory_iterator(test::source_path(dir))) {
                 if (!entry.is_regular_file() || entry.path().parent_path().filename() == "families") continue;
                 std::ifstream in(entry.path());

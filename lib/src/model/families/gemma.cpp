@@ -5,7 +5,7 @@
 namespace attnwalk {
 
 const FamilySpec& gemma_family() {
-    static const FamilySpec f = [] {
+    static const FamilySpec spec = [] {
         FamilySpec f;
         f.model_type = "gemma";
         f.models = "Gemma 2B and 7B";
@@ -19,7 +19,7 @@ const FamilySpec& gemma_family() {
         f.fields.tied_default = true;
         return f;
     }();
-    return f;
+    return spec;
 }
 
 }  // namespace attnwalk

@@ -8,7 +8,7 @@ namespace attnwalk {
 const FamilySpec& gemma_family();
 
 const FamilySpec& gemma3_family() {
-    static const FamilySpec f = [] {
+    static const FamilySpec spec = [] {
         FamilySpec f = gemma_family();
         f.model_type = "gemma3_text";
         f.models = "Gemma 3 270M and 1B";
@@ -26,7 +26,7 @@ const FamilySpec& gemma3_family() {
         f.refused_types = {{"gemma3", "Gemma 3's image-and-text model (4B and up); its text part is not supported yet"}};
         return f;
     }();
-    return f;
+    return spec;
 }
 
 }  // namespace attnwalk

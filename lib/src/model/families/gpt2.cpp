@@ -22,7 +22,7 @@ namespace {
 
 using model_detail::Reader;
 
-Model read_gpt2_folder(const std::string& dir, model_detail::ConfigFile& config);
+Model read_gpt2_folder(const std::string& dir, model_detail::ConfigFile& config, double memory_budget);
 
 // The layers: one more than the largest N of any "h.N." name, so that a missing layer is
 // a missing tensor, never a shorter model.
@@ -41,7 +41,7 @@ std::size_t count_layers(const SafeTensors& st, const std::string& prefix) {
 }  // namespace
 
 const FamilySpec& gpt2_family() {
-    static const FamilySpec f = [] {
+    static const FamilySpec spec = [] {
         FamilySpec f;
         f.model_type = "gpt2";
         f.models = "GPT-2";
@@ -69,7 +69,7 @@ const FamilySpec& gpt2_family() {
         f.read_folder = read_gpt2_folder;
         return f;
     }();
-    return f;
+    return spec;
 }
 
 void check_weights_finite(const LoadedModel& model) {
@@ -85,8 +85,8 @@ void check_weights_finite(const LoadedModel& model) {
         }
 }
 
-Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
-    const auto map = std::make_shared<const SafeTensors>(path);
+Model load_gpt2(const std::string& path, std::optional<std::size_t> heads, double memory_budget) {
+    const auto map = std::make_shared<const SafeTensors>(path, memory_budget);
     const SafeTensors& st = *map;
     const bool nano = st.find("transformer.wte.weight") != nullptr;
     const std::string prefix = nano ? "transformer." : "";
@@ -176,12 +176,12 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads) {
 namespace {
 
 // A Hugging Face GPT-2 folder: config.json's n_head, one model.safetensors.
-Model read_gpt2_folder(const std::string& dir, model_detail::ConfigFile& config) {
+Model read_gpt2_folder(const std::string& dir, model_detail::ConfigFile& config, double memory_budget) {
     const std::size_t heads = config.count("n_head");
     std::string described;
-    const model_detail::Files files = model_detail::open_weights(dir, described);
+    const model_detail::Files files = model_detail::open_weights(dir, described, memory_budget);
     if (files.size() != 1) throw InputError(described, "", "a sharded GPT-2 checkpoint is not supported: one model.safetensors");
-    Model m = load_gpt2(files.front()->file(), heads);
+    Model m = load_gpt2(files.front()->file(), heads, memory_budget);
     auto copy = std::make_shared<LoadedModel>(*m);
     copy->info.config = config.used();
     return copy;

@@ -5,7 +5,7 @@
 namespace attnwalk {
 
 const FamilySpec& llama_family() {
-    static const FamilySpec f = [] {
+    static const FamilySpec spec = [] {
         FamilySpec f;
         f.model_type = "llama";
         f.models = "Llama 3, SmolLM2";
@@ -15,7 +15,7 @@ const FamilySpec& llama_family() {
         f.fields.norm_eps_default = 1e-6;
         return f;
     }();
-    return f;
+    return spec;
 }
 
 }  // namespace attnwalk

@@ -8,7 +8,7 @@ namespace attnwalk {
 const FamilySpec& llama_family();
 
 const FamilySpec& olmo2_family() {
-    static const FamilySpec f = [] {
+    static const FamilySpec spec = [] {
         FamilySpec f = llama_family();
         f.model_type = "olmo2";
         f.models = "OLMo 2";
@@ -21,7 +21,7 @@ const FamilySpec& olmo2_family() {
         f.fields.norm_eps_default = 1e-5;
         return f;
     }();
-    return f;
+    return spec;
 }
 
 }  // namespace attnwalk

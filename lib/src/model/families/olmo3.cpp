@@ -7,7 +7,7 @@ namespace attnwalk {
 const FamilySpec& olmo2_family();
 
 const FamilySpec& olmo3_family() {
-    static const FamilySpec f = [] {
+    static const FamilySpec spec = [] {
         FamilySpec f = olmo2_family();
         f.model_type = "olmo3";
         f.models = "OLMo 3";
@@ -16,7 +16,7 @@ const FamilySpec& olmo3_family() {
         f.fields.rope_theta_default = 500000.0;
         return f;
     }();
-    return f;
+    return spec;
 }
 
 }  // namespace attnwalk

@@ -6,7 +6,7 @@ namespace attnwalk {
 const FamilySpec& llama_family();
 
 const FamilySpec& qwen2_family() {
-    static const FamilySpec f = [] {
+    static const FamilySpec spec = [] {
         FamilySpec f = llama_family();
         f.model_type = "qwen2";
         f.models = "Qwen2, Qwen2.5";
@@ -14,7 +14,7 @@ const FamilySpec& qwen2_family() {
         f.fields.refused_true = {"use_sliding_window"};  // Qwen's window rule (max_window_layers) is not read
         return f;
     }();
-    return f;
+    return spec;
 }
 
 }  // namespace attnwalk

@@ -7,7 +7,7 @@ namespace attnwalk {
 const FamilySpec& llama_family();
 
 const FamilySpec& qwen3_family() {
-    static const FamilySpec f = [] {
+    static const FamilySpec spec = [] {
         FamilySpec f = llama_family();
         f.model_type = "qwen3";
         f.models = "Qwen3";
@@ -15,7 +15,7 @@ const FamilySpec& qwen3_family() {
         f.fields.refused_true = {"use_sliding_window"};
         return f;
     }();
-    return f;
+    return spec;
 }
 
 }  // namespace attnwalk

@@ -7,7 +7,7 @@ namespace attnwalk {
 const FamilySpec& llama_family();
 
 const FamilySpec& smollm3_family() {
-    static const FamilySpec f = [] {
+    static const FamilySpec spec = [] {
         FamilySpec f = llama_family();
         f.model_type = "smollm3";
         f.models = "SmolLM3";
@@ -17,7 +17,7 @@ const FamilySpec& smollm3_family() {
         f.fields.refused_true = {"use_sliding_window"};
         return f;
     }();
-    return f;
+    return spec;
 }
 
 }  // namespace attnwalk

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <new>
@@ -75,7 +76,7 @@ Trace trace_of(const SectionPlan& plan, const Shell& outer, const Embeddings& in
     std::vector<std::string> words{"attnwalk"};
     std::istringstream in(plan.args);
     for (std::string w; in >> w;) words.push_back(w);
-    const double share = std::floor(parse_bytes(outer.max_memory) / static_cast<double>(parts));
+    const double share = std::max(1.0, std::floor(parse_bytes(outer.max_memory) / static_cast<double>(parts)));  // a size, even when tiny
     char bytes[32];
     std::snprintf(bytes, sizeof bytes, "%.0f", share);
     words.insert(words.end(), {"--max-memory", bytes, "--max-work", format_number(outer.max_work)});
@@ -343,9 +344,16 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 int run_guarded(Shell& shell, std::ostream& out, std::ostream& err, const Terminal& terminal) {
     try {
         return run(shell, out, terminal);
+    } catch (const MemoryBudgetError& e) {  // the library's budget is this option
+        err << "attnwalk: error: " << printable(e.need()) << ", more than --max-memory " << bytes_text(parse_bytes(shell.max_memory))
+            << " (raise --max-memory)\n";
+        return 2;
     } catch (const UsageError& e) {
         err << "attnwalk: error: " << printable(e.what()) << '\n';
         return 2;
+    } catch (const std::filesystem::filesystem_error& e) {  // a path the library asked about: the path and why, not the call
+        err << "attnwalk: error: " << printable(e.path1().string()) << ": " << e.code().message() << '\n';
+        return 1;
     } catch (const std::bad_alloc&) {
         err << "attnwalk: error: out of memory: the input and options ask for larger tensors than this machine can hold\n";
         return 1;

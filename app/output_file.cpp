@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -36,25 +37,64 @@ bool empty_or_output(const std::string& path) {
     throw RuntimeError("cannot write " + path + ": " + what + ": " + std::strerror(err));
 }
 
+// Where a write to `path` lands: the path itself, or for a link the file it names (the
+// rename replaces that file, never the link). Each hop is placed by its real folder and
+// checked; refused: a link to nothing, a loop of links, and anything under /dev, /proc or
+// /sys (/dev/stdout names the shell's output, and a rename there would replace a system
+// link with a file).
+std::string landing_place(const std::string& path) {
+    std::string hop = path;
+    for (int hops = 0;; ++hops) {
+        if (hops > 40) throw UsageError("refusing to write " + path + ": it is a link in a loop of links");
+        const std::filesystem::path p(hop);
+        const std::string name = p.filename().string();
+        if (name.empty() || name == "." || name == "..") return hop;  // a folder: refused as one below
+        const std::string parent = p.has_parent_path() ? p.parent_path().string() : ".";
+        char* real = ::realpath(parent.c_str(), nullptr);
+        if (!real) fail("cannot reach its folder", path, errno);
+        const std::string folder = real;
+        std::free(real);
+        const std::string here = folder + (folder.back() == '/' ? "" : "/") + name;
+        for (const char* system : {"/dev/", "/proc/", "/sys/"})
+            if (here.rfind(system, 0) == 0)
+                throw UsageError("refusing to write " + path + (here != path ? " (" + here + ")" : std::string()) +
+                                 ": a system file, not a file of your own (--svg and --html write a file: give its name)");
+        struct stat own {};
+        if (::lstat(here.c_str(), &own) != 0) {
+            if (hops > 0) throw UsageError("refusing to write " + path + ": it is a link to a file that does not exist (" + here + ")");
+            return here;  // a new file
+        }
+        if (!S_ISLNK(own.st_mode)) return here;
+        std::string target(4096, '\0');
+        const ssize_t n = ::readlink(here.c_str(), target.data(), target.size());
+        if (n < 0) fail("cannot follow its link", path, errno);
+        target.resize(static_cast<std::size_t>(n));
+        hop = !target.empty() && target[0] == '/' ? target : folder + "/" + target;
+    }
+}
+
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::string& content) {
     if (path.empty()) throw UsageError("the output file name is empty");
+    if (path == "-")
+        throw UsageError("--svg and --html write a file, not standard output: give a file name instead of '-'");
+    const std::string place = landing_place(path);  // `path` itself, or the file its link names
     struct stat target {};
-    const bool exists = ::stat(path.c_str(), &target) == 0;
+    const bool exists = ::stat(place.c_str(), &target) == 0;
     if (exists && S_ISDIR(target.st_mode)) throw UsageError("cannot write " + path + ": it is a directory");
     if (exists && !S_ISREG(target.st_mode))  // a device, a FIFO, a socket: never replaced by a rename
         throw UsageError("refusing to write " + path + ": it is not a regular file");
     // The one rule for every file a command reads (an input, a checkpoint, a tokenizer
     // file, a mask, standard input's file): none is a picture or a page of ours, and only
     // those (or an empty file) are ever replaced.
-    if (exists && !empty_or_output(path))
+    if (exists && !empty_or_output(place))
         throw UsageError("refusing to write " + path +
                          ": it holds something other than an SVG picture or a page attnwalk wrote (--svg and --html replace only those)");
 
     // The temporary file sits next to the target under a short name of its own, so that a
     // name of up to NAME_MAX bytes stays legal.
-    const std::filesystem::path target_path(path);
+    const std::filesystem::path target_path(place);
     const std::string dir = target_path.has_parent_path() ? target_path.parent_path().string() + "/" : "";
     std::string temp = dir + ".attnwalk-XXXXXX";
     const int fd = ::mkstemp(temp.data());
@@ -78,7 +118,7 @@ void write_file_atomically(const std::string& path, const std::string& content) 
     if (!err && ::fchmod(fd, mode) != 0) err = errno;
     if (!err && ::fsync(fd) != 0) err = errno;
     if (::close(fd) != 0 && !err) err = errno;
-    if (!err && ::rename(temp.c_str(), path.c_str()) != 0) err = errno;
+    if (!err && ::rename(temp.c_str(), place.c_str()) != 0) err = errno;
     if (err) {
         ::unlink(temp.c_str());
         fail("the write failed", path, err);

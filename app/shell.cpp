@@ -35,8 +35,6 @@ double parse_bytes(const std::string& text) {
     return value * scale;
 }
 
-namespace {
-
 std::string bytes_text(double bytes) {
     const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     std::size_t u = 0;
@@ -49,8 +47,6 @@ std::string bytes_text(double bytes) {
     os << bytes << ' ' << units[u];
     return os.str();
 }
-
-}  // namespace
 
 CLI::Validator number_check(const char* name, bool (*ok)(double), const std::string& expected) {
     return CLI::Validator(
@@ -122,7 +118,20 @@ void add_shell_options(CLI::App& sub, Shell& s, bool walk, InputKind kind) {
     json->excludes(sub.add_flag("--full", s.text.full, "Print every row and column (tables with more than 16 are elided otherwise)")->group(output_group));
     CLI::Option* compact = sub.add_flag("--compact", s.compact, "Only the steps the command is about (its headline tensors)")->group(output_group);
     json->excludes(compact);
-    sub.add_option("--max-memory", s.max_memory, "Refuse inputs that would need more memory (bytes, or with K/M/G/T)")->capture_default_str()->group(limits_group);
+    sub.add_option("--max-memory", s.max_memory, "Refuse inputs that would need more memory (bytes, or with K/M/G/T)")
+        ->check(CLI::Validator(
+            [](std::string& text) {  // refused as it is parsed, by every command, whether it reads input or not
+                try {
+                    parse_bytes(text);
+                } catch (const UsageError&) {
+                    return "'" + text + "' is not a size: give bytes, or a number with K, M, G or T";
+                }
+                return std::string();
+            },
+            ""))
+        ->type_name("SIZE")
+        ->capture_default_str()
+        ->group(limits_group);
     sub.add_option("--max-work", s.max_work, "Refuse inputs that would take more multiply-adds (an exp counts 16)")
         ->check(number_check("N", [](double v) { return v > 0.0 && std::isfinite(v); }, "must be a positive number"))
         ->capture_default_str()

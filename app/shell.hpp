@@ -72,6 +72,8 @@ void add_shell_options(CLI::App& sub, Shell& shell, bool walk, InputKind input =
 
 // "4G", "512M", "100000": --max-memory's bytes (K, M, G, T are powers of 1024).
 double parse_bytes(const std::string& text);
+// Bytes for a message: "384 GiB", "1 KiB".
+std::string bytes_text(double bytes);
 
 // Refuses a walk whose estimate is over --max-memory or --max-work (UsageError naming the
 // estimate and the option to raise).

@@ -1,7 +1,8 @@
 #!/bin/bash
 # attnwalk explore driven through tmux at 80×24: the cell named and written out, keys that
 # switch head and page, a resized terminal laid out again, q and Ctrl-C quit with exit 0 and
-# the terminal restored; without a terminal one line and exit 2. The screen two steps down
+# the terminal restored; SIGTERM and SIGHUP restore it and exit 128 + N; bidi controls in
+# tokens shown as stand-ins; an unknown TERM and no terminal are one line and exit 2. The screen two steps down
 # is kept as WORK_DIR/explore/mha.ansi (capture-pane -e) and, where chromium is installed,
 # drawn as WORK_DIR/explore/mha.png (README's picture). Skipped (exit 77) without tmux.
 # Usage: explore_in_tmux.sh ATTNWALK_BINARY WORK_DIR
@@ -78,6 +79,35 @@ check "a model's title names the layer and its kind" "wait_for 'layer 1 (sliding
 tmux send-keys -t x Down Down Down Down Down
 check "its cell written out: the row through the layer's norm" "wait_for 'entering layer 1, through RMSNorm'"
 check "every line fits 120 columns" "screen | python3 -c 'import sys; sys.exit(any(len(l.rstrip(\"\\n\")) > 120 for l in sys.stdin))'"
+tmux kill-session -t x
+
+# signals: SIGTERM and SIGHUP restore the terminal and exit 128 + N, as a shell expects
+for sig in TERM HUP; do
+  rm -f "$work/explore.rc"
+  tmux new-session -d -s x -x 80 -y 24 "TERM=xterm-256color LANG=C.UTF-8 '$binary' explore mha --heads 2; echo \$? > '$work/explore.rc'; sleep 60"
+  check "opens (for SIG$sig)" "wait_for 'attnwalk explore · weights'"
+  kill -$sig $(pgrep -P "$(tmux display -p -t x '#{pane_pid}')")  # the pane's shell's child: attnwalk
+  for _ in $(seq 50); do [ -s "$work/explore.rc" ] && break; sleep 0.1; done
+  want=$((128 + $(kill -l $sig)))
+  check "SIG$sig exits $want" "[ \"\$(cat '$work/explore.rc' 2>/dev/null)\" = $want ]"
+  check "SIG$sig restores the terminal" "! screen | grep -qF 'attnwalk explore ·'"
+  tmux kill-session -t x
+done
+
+# bidirectional controls in tokens reach the screen as stand-ins, as in the text view
+printf '{"tokens": ["a\u202eb", "\u2066c\u2069", "\u202bd"], "embeddings": [[1, 0], [0, 1], [1, 1]]}' > "$work/bidi.json"
+tmux new-session -d -s x -x 80 -y 24 "TERM=xterm-256color LANG=C.UTF-8 '$binary' explore scores -i '$work/bidi.json'; sleep 60"
+check "bidi tokens: the explorer opens" "wait_for 'attnwalk explore'"
+check "bidi tokens: shown as \\u202E, \\u2066, \\u2069, \\u202B" "wait_for 'a\\u202Eb'"
+check "no raw bidi control on the screen" "! screen | grep -qP '[\x{202A}-\x{202E}\x{2066}-\x{2069}]'"
+tmux kill-session -t x
+
+# a terminal type terminfo does not know: attnwalk's one line, not ncurses' own
+rm -f "$work/explore.rc"
+tmux new-session -d -s x -x 80 -y 24 "TERM=no-such-terminal LANG=C.UTF-8 '$binary' explore mha 2> '$work/unknown_term.out'; echo \$? > '$work/explore.rc'; sleep 60"
+for _ in $(seq 50); do [ -s "$work/explore.rc" ] && break; sleep 0.1; done
+check "unknown TERM: exit 2 and attnwalk's line" "[ \"\$(cat '$work/explore.rc')\" = 2 ] && grep -q '^attnwalk: error: explore: the terminal type TERM=no-such-terminal' '$work/unknown_term.out'"
+check "unknown TERM: not ncurses' message" "! grep -q 'Error opening terminal' '$work/unknown_term.out'"
 tmux kill-session -t x
 
 out=$(TERM=dumb "$binary" explore mha --heads 2 2>&1 </dev/null); rc=$?

@@ -398,6 +398,36 @@ def run_case(binary, args):
     return proc.returncode, err.decode("utf-8", "replace")
 
 
+def verdict(code, err, expect):
+    """Why a case that exited with `code` and printed `err` failed its class, or None."""
+    lines = [l for l in err.splitlines() if l]
+    if code == "hang":
+        return "no answer within 20 s"
+    if code < 0:
+        return f"killed by {signal.Signals(-code).name}"
+    if code not in (0, 1, 2):
+        return f"exit {code}"
+    if expect == ERROR and code == 0:
+        return "exit 0 where an error was due (silently accepted)"
+    if expect == RESULT and code != 0:
+        return f"exit {code}: {err.strip()[:200]}"
+    if code != 0 and (not lines or not lines[0].startswith("attnwalk: error: ") or "terminate called" in err):
+        return f"not a one-line message: {err.strip()[:200]!r}"
+    return None
+
+
+def report(counts, total, failures, changed):
+    """Prints the round's counts and failures; the exit code."""
+    for klass, n in counts.items():
+        print(f"  {n:4d}  {klass}")
+    print(f"{total} cases; {len(failures)} failed; {len(changed)} input files changed")
+    for f in failures:
+        print("FAIL", f)
+    for p in changed:
+        print("CHANGED", p)
+    return 1 if failures or changed else 0
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
@@ -415,33 +445,12 @@ def main():
         for klass, name, args, expect in r.cases:
             code, err = run_case(binary, args)
             counts[klass] = counts.get(klass, 0) + 1
-            lines = [l for l in err.splitlines() if l]
-            why = None
-            if code == "hang":
-                why = "no answer within 20 s"
-            elif code < 0:
-                why = f"killed by {signal.Signals(-code).name}"
-            elif code not in (0, 1, 2):
-                why = f"exit {code}"
-            elif expect == ERROR and code == 0:
-                why = "exit 0 where an error was due (silently accepted)"
-            elif expect == RESULT and code != 0:
-                why = f"exit {code}: {err.strip()[:200]}"
-            elif code != 0 and (not lines or not lines[0].startswith("attnwalk: error: ") or "terminate called" in err):
-                why = f"not a one-line message: {err.strip()[:200]!r}"
+            why = verdict(code, err, expect)
             if why:
                 failures.append(f"{klass}: {name}: {why}")
         after = digest([work, ROOT / "tests" / "data", ROOT / "data"])
         changed = [p for p in before if after.get(p) != before[p]]
-        total = len(r.cases)
-        for klass, n in counts.items():
-            print(f"  {n:4d}  {klass}")
-        print(f"{total} cases; {len(failures)} failed; {len(changed)} input files changed")
-        for f in failures:
-            print("FAIL", f)
-        for p in changed:
-            print("CHANGED", p)
-        return 1 if failures or changed else 0
+        return report(counts, len(r.cases), failures, changed)
 
 
 if __name__ == "__main__":

@@ -39,12 +39,14 @@ std::vector<std::size_t> parse_ids(const std::string& text) {
 // A tokenizer from --tokenizer: a tokenizer.json file, a folder holding one, or a folder
 // with GPT-2's encoder.json and vocab.bpe. Without it, GPT-2's in data/gpt2 here, else the
 // source tree's.
-std::shared_ptr<const Tokenizer> load_tokenizer(const std::optional<std::string>& given) {
+std::shared_ptr<const Tokenizer> load_tokenizer(const std::optional<std::string>& given, double memory_budget) {
     namespace fs = std::filesystem;
     if (given) {
-        if (fs::is_directory(*given) && fs::exists(fs::path(*given) / "tokenizer.json"))
-            return load_tokenizer_json((fs::path(*given) / "tokenizer.json").string());
-        if (!fs::is_directory(*given) && fs::path(*given).extension() == ".json") return load_tokenizer_json(*given);
+        std::error_code ec;  // a link loop or an unreadable folder: the reader below says so
+        const bool folder = fs::is_directory(*given, ec);
+        if (folder && fs::exists(fs::symlink_status(fs::path(*given) / "tokenizer.json", ec)))
+            return load_tokenizer_json((fs::path(*given) / "tokenizer.json").string(), memory_budget);
+        if (!folder && fs::path(*given).extension() == ".json") return load_tokenizer_json(*given, memory_budget);
         return Bpe::load(*given);
     }
     if (const auto dir = shipped_file("gpt2/encoder.json")) return Bpe::load(fs::path(*dir).parent_path().string());
@@ -68,7 +70,7 @@ void add_tokenize(CLI::App& cli, Shell& shell) {
         shell.headline = headline_of(lesson("tokenize"));
         shell.walk = [&shell, dir] {
             if (!shell.sentence) throw UsageError("tokenize needs --text \"...\"");
-            const auto tokenizer = load_tokenizer(*dir);
+            const auto tokenizer = load_tokenizer(*dir, parse_bytes(shell.max_memory));
             check_cost(shell, tokenize_cost(shell.sentence->size(), tokenizer.get()));
             return walk_tokenize(*tokenizer, *shell.sentence);
         };
@@ -119,6 +121,7 @@ Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model,
     spec.tokenizer = tokenizer;
     const std::vector<std::string> tokens = token_labels(ids, tokenizer);
     if (o.explain) spec.explain = parse_cell(*o.explain, tokens);
+    check_prompt(*model, ids);  // the context is the limit that means something: before the memory estimate
     check_cost(shell, model_walk_cost(model, ids.size(), spec, shell.recording.explainable));
     if (shell.svg) {  // the picture's size, before the walk: the shown layer's weights, or every layer's
         const ModelInfo& info = info_of(*model);
@@ -159,12 +162,13 @@ void add_model(CLI::App& cli, Shell& shell) {
         shell.headline = model_headline(o->spec);
         shell.walk = [&shell, o] {
             if (!o->ids && !shell.sentence) throw UsageError("model needs a prompt: --text \"...\" or --ids 1,2,3");
-            const Model model = load_model(o->model);
+            const double budget = parse_bytes(shell.max_memory);
+            const Model model = load_model(o->model, budget);
             // the folder's tokenizer.json (or --tokenizer): needed for --text, else for labels
             std::shared_ptr<const Tokenizer> tokenizer;
             const std::string own = (std::filesystem::path(o->model) / "tokenizer.json").string();
-            if (o->tokenizer) tokenizer = load_tokenizer(o->tokenizer);
-            else if (std::filesystem::exists(own)) tokenizer = load_tokenizer_json(own);
+            if (o->tokenizer) tokenizer = load_tokenizer(o->tokenizer, budget);
+            else if (std::error_code ec; std::filesystem::exists(std::filesystem::symlink_status(own, ec))) tokenizer = load_tokenizer_json(own, budget);
             else if (shell.sentence)
                 throw UsageError("the model folder has no tokenizer.json: give --tokenizer FILE, or the prompt as --ids");
             Trace trace = walk_prompt(shell, *o, model, tokenizer.get());
@@ -194,17 +198,20 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
         shell.headline = model_headline(o->spec);
         shell.walk = [&shell, o] {
             if (!o->ids && !shell.sentence) throw UsageError("gpt2 needs a prompt: --text \"...\" or --ids 15496,995");
+            const double budget = parse_bytes(shell.max_memory);
             Model model;
             try {
-                model = load_gpt2(o->model, o->heads);
-            } catch (const UsageError& e) {
+                model = load_gpt2(o->model, o->heads, budget);
+            } catch (const MemoryBudgetError&) {
+                throw;
+            } catch (const UsageError& e) {  // the heads: C does not split into them
                 throw UsageError(std::string(e.what()) + (o->heads ? "" : " with --heads H"));
             }
             std::shared_ptr<const Tokenizer> bpe;
-            if (shell.sentence || o->tokenizer) bpe = load_tokenizer(o->tokenizer);
+            if (shell.sentence || o->tokenizer) bpe = load_tokenizer(o->tokenizer, budget);
             if (!bpe && info_of(*model).vocab == 50257) {  // GPT-2's vocabulary: name the tokens when the files are at hand
                 try {
-                    bpe = load_tokenizer(std::nullopt);
+                    bpe = load_tokenizer(std::nullopt, budget);
                 } catch (const UsageError&) {
                 }
             }

@@ -71,7 +71,13 @@ std::string centred(const std::string& glyph, std::size_t w) {
 
 std::string xml_escape(const std::string& s) {
     std::string out;
-    for (char c : s) {
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        if (s.compare(i, 2, "\xEF\xBF") == 0 && i + 2 < s.size() && (s[i + 2] == '\xBE' || s[i + 2] == '\xBF')) {
+            out += "?";  // U+FFFE, U+FFFF: characters XML 1.0 forbids (printable() writes them as \uFFFE first)
+            i += 2;
+            continue;
+        }
         switch (c) {
             case '&': out += "&amp;"; break;
             case '<': out += "&lt;"; break;

@@ -53,7 +53,7 @@ std::string printable(const std::string& text) {
             out += static_cast<char>(0x80 + code);
         } else if (code == 0x7F) {
             out += "\xE2\x90\xA1";  // ␡
-        } else if ((code >= 0x80 && code <= 0x9F) || is_bidi(code)) {
+        } else if ((code >= 0x80 && code <= 0x9F) || is_bidi(code) || code == 0xFFFE || code == 0xFFFF) {  // U+FFFE, U+FFFF: not XML text
             char buf[8];
             std::snprintf(buf, sizeof buf, "\\u%04X", code);
             out += buf;

@@ -15,7 +15,8 @@ std::size_t utf8_sequence(const std::string& s, std::size_t i, unsigned& code);
 
 // C0 controls as their Control Pictures (ESC -> ␛, LF -> ␊), DEL as ␡, C1 controls, the
 // bidi controls (U+061C, U+200E/F, U+202A–U+202E, U+2066–U+2069) and the line and
-// paragraph separators (U+2028, U+2029) as \uXXXX, ill-formed UTF-8 as U+FFFD.
+// paragraph separators (U+2028, U+2029) and U+FFFE, U+FFFF (which XML forbids, so an SVG
+// could not hold them) as \uXXXX, ill-formed UTF-8 as U+FFFD.
 std::string printable(const std::string& text);
 
 // The same for every text of a trace (tokens, titles, formulas, notes, labels, params).

@@ -203,7 +203,7 @@ TEST_SUITE("cli") {
             {"dropout --ones 1000000", "", 2, "this walk would need about"},
             {"context --seed 1 --d-out 100000000000", "", 2, "more than --max-memory"},
             {"scores --max-memory 1K", "", 2, "more than --max-memory 1 KiB"},
-            {"scores --max-memory lots", "", 2, "--max-memory 'lots' is not a size"},
+            {"scores --max-memory lots", "", 2, "--max-memory: 'lots' is not a size"},
             {"scores --text 'cats clim' --vocab '" + test::source_path("data/vocab.json") + "'", "", 2, "'clim' is not in the vocabulary"},
             {"scores --text cats", "", 2, "--text needs --vocab"},
             {"scores --text cats --vocab v.json -i x.json", "", 2, "--input excludes --text (the input is a file (-i) or a sentence (--text), not both)"},
@@ -820,6 +820,27 @@ TEST_SUITE("cli.robustness") {
         const std::string longest = test::scratch() + "/" + std::string(251, 'n') + ".svg";  // NAME_MAX = 255
         CHECK(test::run("scores --svg " + longest).exit_code == 0);
         std::remove(longest.c_str());
+    }
+
+    TEST_CASE("cli.robustness_svg_writes_through_a_link_and_never_over_a_system_file") {
+        const std::string dir = test::scratch();
+        const std::string target = test::temp_file("", ".svg"), link = dir + "/link_to_picture.svg";
+        std::remove(link.c_str());
+        REQUIRE(test::run_shell("ln -s '" + target + "' '" + link + "'").exit_code == 0);
+        CHECK(test::run("scores --svg '" + link + "'").exit_code == 0);
+        CHECK(test::run_shell("test -L '" + link + "'").exit_code == 0);  // the link kept, the file it names written
+        CHECK(test::read_file(target).rfind("<?xml", 0) == 0);
+        for (const std::string& path : {std::string("/dev/stdout"), std::string("/dev/null"), std::string("/proc/self/fd/1")}) {
+            const auto r = test::run("scores --svg " + path);
+            CHECK(r.exit_code == 2);
+            CHECK(r.err.find("a system file") != std::string::npos);
+        }
+        CHECK(test::run_shell("test -L /dev/stdout").exit_code == 0);
+        const std::string dangling = dir + "/dangling.svg";
+        std::remove(dangling.c_str());
+        REQUIRE(test::run_shell("ln -s '" + dir + "/nowhere.svg' '" + dangling + "'").exit_code == 0);
+        CHECK(test::run("scores --svg '" + dangling + "'").err.find("does not exist") != std::string::npos);
+        CHECK(test::run("scores --html -").err.find("give a file name") != std::string::npos);
     }
 
     TEST_CASE("cli.robustness_numbers_are_checked_in_the_type_used") {

@@ -39,7 +39,7 @@ const std::vector<Choice> choices = {
     {"--heads", {"1", "2", "3", "4", "0"}},
     {"--variant", {"fused", "wrapper", "combined-qkv"}},
     {"--kv-heads", {"1", "2", "3", "0"}},
-    {"--window", {"1", "2", "6", "0"}},
+    {"--window", {"1", "2", "6", "0", "9223372036854775808", "18446744073709551615"}},
     {"--show-einsum", {}},
     {"--beyond", {}},
     {"--layers", {"1", "12", "0"}},

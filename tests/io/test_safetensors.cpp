@@ -12,6 +12,7 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/lessons/lessons.hpp"
 #include "attnwalk/model/model.hpp"
+#include "attnwalk/io/json_input.hpp"
 #include "attnwalk/io/safetensors.hpp"
 #include "test_util.hpp"
 
@@ -228,5 +229,17 @@ TEST_SUITE("safetensors") {
         REQUIRE(test::run_shell("mkfifo " + fifo).exit_code == 0);
         CHECK_THROWS_WITH_AS(SafeTensors{fifo}, doctest::Contains("not a regular file"), InputError);
         std::remove(fifo.c_str());
+    }
+
+    TEST_CASE("safetensors.a_header_is_parsed_only_within_the_memory_budget") {
+        std::string header = "{";
+        for (int i = 0; i < 2000; ++i) header += "\"t" + std::to_string(i) + "\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]},";
+        header.back() = '}';
+        const std::string path = file_of(header, "");
+        CHECK(SafeTensors(path).entries().size() == 2000);  // no budget: read
+        const double need = static_cast<double>(header.size()) * json_input::parse_bytes_per_text_byte;
+        CHECK(SafeTensors(path, need).entries().size() == 2000);
+        CHECK_THROWS_WITH_AS(SafeTensors(path, need - 1.0), doctest::Contains("its header of"), MemoryBudgetError);
+        CHECK_THROWS_AS(load_gpt2(path, 2, 1024.0), MemoryBudgetError);
     }
 }

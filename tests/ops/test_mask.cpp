@@ -1,3 +1,4 @@
+#include "attnwalk/mask_rule.hpp"
 #include "attnwalk/ops/mask.hpp"
 #include "attnwalk/ops/softmax.hpp"
 #include "test_util.hpp"
@@ -26,5 +27,18 @@ TEST_SUITE("mask") {
         CHECK(std::isinf(m(0, 0, 1)));
         CHECK(std::isinf(m(1, 0, 1)));
         CHECK(m(1, 1, 0) == 0.0f);
+    }
+
+    TEST_CASE("mask.a_window_wider_than_any_sequence_masks_nothing") {  // no sum wraps at 2^64
+        for (const std::size_t window : {std::size_t(-1), std::size_t(-2), std::size_t(1) << 63, std::size_t(6), std::size_t(7)})
+            for (std::size_t i = 0; i < 6; ++i) {
+                for (std::size_t j = 0; j <= i; ++j) CHECK_FALSE(attnwalk::masked_out(i, j, true, window));
+                const attnwalk::KeyRange keys = attnwalk::visible_keys(i, 6, true, window);
+                CHECK(keys.first == 0);
+                CHECK(keys.end == i + 1);
+            }
+        CHECK(attnwalk::masked_out(5, 0, true, 2));  // a real window still masks
+        CHECK_FALSE(attnwalk::masked_out(5, 4, true, 2));
+        CHECK(attnwalk::masked_out(std::size_t(-1), 0, false, std::size_t(-1)));  // the last position, the widest window
     }
 }

@@ -26,6 +26,19 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// Reading something would take more memory than the caller allows (a file's JSON, whose
+// parse costs many times its bytes). what(): the whole sentence; need(): the part that says
+// what would take how much, for a caller that names its budget in its own words. Exit code 2.
+class MemoryBudgetError : public UsageError {
+public:
+    MemoryBudgetError(const std::string& need, const std::string& budget)
+        : UsageError(need + ", more than the memory budget of " + budget), need_(need) {}
+    const std::string& need() const { return need_; }
+
+private:
+    std::string need_;
+};
+
 // Something that should not happen went wrong at run time (e.g. a write failed). Exit code 1.
 class RuntimeError : public std::runtime_error {
 public:

@@ -7,9 +7,10 @@
 
 namespace attnwalk {
 
-// Whether query position i may not see key j under this mask (window 0: none).
+// Whether query position i may not see key j under this mask (window 0: none). Written so
+// that no sum can wrap: a window of 2^64 − 1 is wider than any sequence, so it masks nothing.
 inline bool masked_out(std::size_t i, std::size_t j, bool causal, std::size_t window) {
-    return (causal && j > i) || (window > 0 && j + window <= i);
+    return (causal && j > i) || (window > 0 && i >= window && j <= i - window);
 }
 
 // The keys query position i sees among keys 0 … keys − 1: [first, end).

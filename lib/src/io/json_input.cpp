@@ -421,6 +421,27 @@ Value parse_plain(const std::string& text, const std::string& file) {
     return Parser(text, file, false).document(nullptr);
 }
 
+void check_parse_budget(const std::string& file, const std::string& what, double text_bytes, double memory_budget) {
+    const double need = text_bytes * parse_bytes_per_text_byte;
+    if (!(need > memory_budget)) return;
+    const auto size = [](double b) {  // "900 bytes", "46.9 KiB", "73.3 MiB", "2.3 GiB"
+        const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+        std::size_t u = 0;
+        while (b >= 1024.0 && u + 1 < std::size(units)) {
+            b /= 1024.0;
+            ++u;
+        }
+        std::ostringstream os;
+        os << std::fixed;
+        os.precision(u == 0 ? 0 : 1);
+        os << b << ' ' << units[u];
+        return os.str();
+    };
+    throw MemoryBudgetError("reading " + file + ": its " + what + " of " + size(text_bytes) + " of JSON would take about " + size(need) +
+                                " of memory to parse",
+                            size(memory_budget));
+}
+
 std::size_t utf8_sequence_length(const char* p, const char* end) {
     const auto* s = reinterpret_cast<const unsigned char*>(p);
     const std::size_t left = static_cast<std::size_t>(end - p);

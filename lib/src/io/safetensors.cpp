@@ -80,7 +80,7 @@ const char* mapped_file_at(const void* address) noexcept {
     return nullptr;
 }
 
-SafeTensors::SafeTensors(const std::string& path) : file_(path) {
+SafeTensors::SafeTensors(const std::string& path, double memory_budget) : file_(path) {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO with no writer must not block the open
     if (fd_ < 0) throw InputError(path, "", std::string("cannot open file: ") + std::strerror(errno));
     struct stat st {};
@@ -115,6 +115,7 @@ SafeTensors::SafeTensors(const std::string& path) : file_(path) {
         if (n > max_header || n > size_ - 8)
             throw InputError(path, "", "the header claims " + std::to_string(n) + " bytes; the file has " + std::to_string(size_ - 8) +
                                            " after the length (and a header may take at most 100 MB)");
+        json_input::check_parse_budget(path, "header", static_cast<double>(n), memory_budget);
         data_start_ = 8 + static_cast<std::size_t>(n);
         const std::string text(reinterpret_cast<const char*>(map_ + 8), static_cast<std::size_t>(n));
         const json_input::Value doc = json_input::parse_plain(text, path + " (header)");

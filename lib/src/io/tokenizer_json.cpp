@@ -11,6 +11,7 @@
 // today's tokenizers use (\p{L}, \p{N}, (?i:…), (?!…)). NFC is utf8proc's.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -421,18 +422,21 @@ JsonTokenizer::JsonTokenizer(const std::string& file, const Value& doc) : file_(
     fuse_unk_ = flag(*model, "fuse_unk");
     const Value* vocab = member(*model, "vocab");
     if (!vocab || !vocab->is_object()) throw InputError(file, "$.model.vocab", "expected {\"token\": id, ...}");
+    // One rule for every id: a whole number from 0 to 10^8 − 1, or an error naming it.
+    const auto token_id = [&](const Value* id, const std::string& at) {
+        if (!id || id->type != Value::Type::number || !(id->number >= 0.0 && id->number < 1e8) || id->number != std::floor(id->number))
+            throw InputError(file, at, "expected a token id (a whole number from 0 to 99999999), got " +
+                                           (id && id->type == Value::Type::number ? json_input::number_text(id->number)
+                                                                                  : id ? json_input::type_name(*id) : std::string("nothing")));
+        return static_cast<std::size_t>(id->number);
+    };
     std::size_t size = 0;
-    for (const auto& [token, id] : vocab->object) {
-        if (id.type != Value::Type::number || id.number < 0 || id.number >= 1e8 || id.number != static_cast<double>(static_cast<std::size_t>(id.number)))
-            throw InputError(file, json_input::member_path("$.model.vocab", token), "expected a token id (a whole number)");
-        size = std::max(size, static_cast<std::size_t>(id.number) + 1);
-    }
+    for (const auto& [token, id] : vocab->object) size = std::max(size, token_id(&id, json_input::member_path("$.model.vocab", token)) + 1);
     const Value* added = member(doc, "added_tokens");
     if (added && added->type != Value::Type::array) throw InputError(file, "$.added_tokens", "expected an array");
     if (added)
-        for (const Value& a : added->array)
-            if (const Value* id = a.find("id"); id && id->type == Value::Type::number && id->number >= 0 && id->number < 1e8)
-                size = std::max(size, static_cast<std::size_t>(id->number) + 1);
+        for (std::size_t k = 0; k < added->array.size(); ++k)
+            size = std::max(size, token_id(added->array[k].find("id"), "$.added_tokens[" + std::to_string(k) + "].id") + 1);
     pieces_.assign(size, "");
     vocab_.reserve(vocab->object.size());
     for (const auto& [token, id] : vocab->object) {
@@ -478,10 +482,8 @@ JsonTokenizer::JsonTokenizer(const std::string& file, const Value& doc) : file_(
             const Value& a = added->array[k];
             const std::string at = "$.added_tokens[" + std::to_string(k) + "]";
             const std::string content = text_of(a.find("content"), at + ".content");
-            const Value* id = a.find("id");
-            if (!id || id->type != Value::Type::number || id->number < 0 || id->number >= 1e8) throw InputError(file, at + ".id", "expected a token id");
+            const std::size_t i = token_id(a.find("id"), at + ".id");
             if (content.empty()) throw InputError(file, at + ".content", "an added token cannot be empty");
-            const auto i = static_cast<std::size_t>(id->number);
             if (pieces_[i].empty()) pieces_[i] = content;
             added_ids_[i] = true;
             added_.push_back({content, i, flag(a, "lstrip"), flag(a, "rstrip")});
@@ -613,8 +615,10 @@ JsonTokenizer::JsonTokenizer(const std::string& file, const Value& doc) : file_(
 
 }  // namespace
 
-std::shared_ptr<const Tokenizer> load_tokenizer_json(const std::string& path) {
-    return std::make_shared<const JsonTokenizer>(path, json_input::parse_plain(read_text_file(path, true), path));
+std::shared_ptr<const Tokenizer> load_tokenizer_json(const std::string& path, double memory_budget) {
+    const std::string text = read_text_file(path, true);
+    json_input::check_parse_budget(path, "text", static_cast<double>(text.size()), memory_budget);
+    return std::make_shared<const JsonTokenizer>(path, json_input::parse_plain(text, path));
 }
 
 }  // namespace attnwalk

@@ -121,7 +121,7 @@ Trace walk_flash(const Embeddings& input, const Weights& weights, const FlashSpe
             tokens_features);
     const float diff = max_abs_diff(out, f.context);
     rec.add_plain("max_difference", "Online against all-at-once", "max |Z_flash − Z|", scalar_trace(diff), {}).note =
-        "The same sums in another order: equal up to float32 rounding.";
+        "The same sums in another order: equal up to float32 rounding." + window_covers_note(spec.window, T);
     if (spec.explain) explain(rec, *spec.explain, 0, x, w, f, ExplainDepth::context);
     return explainable(finish(std::move(trace), recording), recording, f, x, weights, head_scale(w, f), ExplainDepth::context);
 }

@@ -102,8 +102,9 @@ Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCach
             tokens_features);
     const float diff = max_abs_diff(outputs, full.output);
     rec.add_plain("max_difference", "The cached outputs against the full pass", "max |Y_cached − Y_full|", scalar_trace(diff), {})
-        .note = diff == 0.0f ? "Equal bit for bit: the cache changes how much is computed, not the result."
-                             : "They differ by " + format_number(diff) + " (float32 rounding of products summed in another order).";
+        .note = (diff == 0.0f ? "Equal bit for bit: the cache changes how much is computed, not the result."
+                              : "They differ by " + format_number(diff) + " (float32 rounding of products summed in another order).") +
+                window_covers_note(spec.window, T);
 
     const std::size_t tokens = spec.context_tokens ? spec.context_tokens : T;
     const std::size_t kept = spec.window ? std::min(tokens, *spec.window) : tokens;
@@ -111,7 +112,7 @@ Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCach
     trace.set_param("layers", static_cast<ull>(spec.layers));
     trace.set_param("cache_tokens", static_cast<ull>(tokens));
     trace.set_param("bytes_per_value", static_cast<ull>(spec.bytes_per_value));
-    Step& cb = rec.add_plain("cache_bytes", "The cache's size", "B·T·G·d_h·2·layers·bytes", count_tensor(bytes), {});
+    Step& cb = rec.add_plain("cache_bytes", "The cache's size", "B·T·G·d_h·2·layers·bytes", count_tensor(bytes, "The KV cache's size in bytes"), {});
     std::ostringstream note;
     note << "B " << B << " × T " << kept << (spec.window && kept < tokens ? " (the window)" : "") << " × G " << G << " × d_h " << d_h
          << " × 2 (keys and values) × " << spec.layers << (spec.layers == 1 ? " layer" : " layers") << " × " << spec.bytes_per_value

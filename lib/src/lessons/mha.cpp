@@ -270,7 +270,8 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
                                 to_trace(band_mask(T, spec.causal, spec.window.value_or(0))), tokens_tokens);
         if (spec.window)
             m.note = "Each token sees itself and at most W − 1 = " + std::to_string(*spec.window - 1) +
-                     " tokens before it (a band of width W); a KV cache needs to keep only the last W keys and values.";
+                     " tokens before it (a band of width W); a KV cache needs to keep only the last W keys and values." +
+                     window_covers_note(spec.window, T);
     }
     if (spec.causal) rec.mask_from_here(CellMask{true, spec.window.value_or(0)});
     per_head("weights", weights_title, weights_formula, f.weights, Axis::token, true);

@@ -61,7 +61,7 @@ Trace walk_params(const ParamsSpec& spec) {
     }
     const double bytes = static_cast<double>(spec.context_length) * static_cast<double>(d_kv) * 2.0 * static_cast<double>(spec.layers) *
                          static_cast<double>(spec.bytes_per_value);
-    rec.add_plain("cache_bytes", "Its KV cache for a full context", "T·G·d_h·2·layers·bytes", count_tensor(bytes), {}).note =
+    rec.add_plain("cache_bytes", "Its KV cache for a full context", "T·G·d_h·2·layers·bytes", count_tensor(bytes, "The KV cache's size in bytes"), {}).note =
         std::to_string(spec.context_length) + " tokens × " + std::to_string(d_kv) + " × 2 × " + std::to_string(spec.layers) + " × " +
         std::to_string(spec.bytes_per_value) + " bytes = " + bytes_text(bytes) + " bytes per sequence.";
     return check_finite(std::move(trace));

@@ -3,6 +3,7 @@
 #include "steps.hpp"
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
@@ -177,6 +178,12 @@ Mat band_mask(std::size_t T, bool causal, std::size_t window) {
     return m;
 }
 
+std::string window_covers_note(const std::optional<std::size_t>& window, std::size_t T) {
+    if (!window || *window < T) return "";
+    return " The window (W = " + std::to_string(*window) + ") is at least as wide as the " + std::to_string(T) +
+           (T == 1 ? " token" : " tokens") + ": it masks nothing here, as if there were no window.";
+}
+
 // What the scores are divided by: its symbol in formulas (√d_k, or the number given) and
 // in words for titles (√d_k = √2).
 Scale scale_of(const AttentionWeights* w, const std::optional<double>& given, float used) {
@@ -290,9 +297,12 @@ std::string grouped(ull n) {
 // A byte count in words: grouped digits, or scientific notation beyond what 64 bits hold.
 std::string bytes_text(double bytes) { return bytes < 1e18 ? grouped(static_cast<ull>(bytes)) : format_number(bytes); }
 
-Tensor count_tensor(double n) {
+Tensor count_tensor(double n, const std::string& what) {
     constexpr double exact = 9007199254740992.0;  // 2^53
     if (n >= 0.0 && n < exact && n == std::floor(n)) return integer_tensor({static_cast<ull>(n)}, {});
+    if (!(n <= static_cast<double>(std::numeric_limits<float>::max())))  // a count, not a float32 overflow of the arithmetic
+        throw UsageError(what + " comes to about " + format_number(n) +
+                         ", a count too large to represent (the trace holds numbers up to 3.4e38): ask for smaller sizes");
     return scalar_trace(static_cast<float>(n));
 }
 

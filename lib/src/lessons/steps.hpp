@@ -46,6 +46,8 @@ void record_parameters(Recorder& rec, const Linear& q, const Linear& k, const Li
 std::string grouping(std::size_t H, std::size_t G);
 // 1 where query i may attend to key j (masked_out).
 Mat band_mask(std::size_t T, bool causal, std::size_t window);
+// A note for a window at least as wide as the T tokens ("" otherwise): it masks nothing.
+std::string window_covers_note(const std::optional<std::size_t>& window, std::size_t T);
 
 // What the scores are divided by: its symbol in formulas (√d_k, or the number given) and
 // in words for titles (√d_k = √2).
@@ -77,7 +79,9 @@ std::string grouped(ull n);
 std::string bytes_text(double bytes);
 // A count computed in double (a byte count): an integer tensor while double holds it
 // exactly (below 2^53), beyond that the float32 scalar.
-Tensor count_tensor(double n);
+// A count as an exact integer (below 2^53) or a float32; UsageError naming `what` past
+// float32's range.
+Tensor count_tensor(double n, const std::string& what);
 std::string quoted(const std::string& token);
 float max_abs_diff(const Cube& a, const Cube& b);
 

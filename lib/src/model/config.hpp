@@ -26,6 +26,9 @@ public:
     std::string text(const std::string& key);
     double number(const std::string& key, std::optional<double> fallback = std::nullopt);
     double number_of(const json_input::Value& v, const std::string& path) const;
+    // `value`, read from `path`, when `ok`; else InputError naming this file, the field,
+    // what was expected and the value.
+    double require(double value, bool ok, const std::string& path, const std::string& expected) const;
     // A whole number from `least` to 10^9.
     std::size_t count(const std::string& key, std::optional<std::size_t> fallback = std::nullopt, std::size_t least = 1);
     bool flag(const std::string& key, bool fallback);
@@ -38,8 +41,9 @@ private:
 };
 
 // model.safetensors, or the shards model.safetensors.index.json names (each of its tensors
-// checked to be in the shard it names); `described` says which.
-Files open_weights(const std::filesystem::path& dir, std::string& described);
+// checked to be in the shard it names); `described` says which. UsageError when the index
+// or a header would take more than `memory_budget` bytes to parse.
+Files open_weights(const std::filesystem::path& dir, std::string& described, double memory_budget);
 // generation_config.json's eos_token_id (a number or a list), when the folder has one.
 std::vector<std::size_t> end_ids(const std::filesystem::path& dir, std::size_t vocab);
 

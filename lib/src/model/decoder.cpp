@@ -83,6 +83,8 @@ void check_prompt(const DecoderConfig& c, const std::vector<std::size_t>& ids, s
             throw UsageError("token id " + std::to_string(id) + " is out of range: the vocabulary has " + std::to_string(c.vocab));
 }
 
+void check_prompt(const LoadedModel& model, const std::vector<std::size_t>& ids) { check_prompt(model.weights.config, ids, 0); }
+
 double DecoderCache::bytes(std::size_t bytes_per_value) const {
     double sum = 0.0;
     for (const KvCache& kv : layers) sum += kv.bytes(bytes_per_value);

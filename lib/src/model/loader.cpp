@@ -74,8 +74,14 @@ double ConfigFile::number(const std::string& key, std::optional<double> fallback
 }
 
 double ConfigFile::number_of(const Value& v, const std::string& path) const {
-    if (v.type != Value::Type::number || !std::isfinite(v.number)) throw InputError(file_, path, "expected a number, got " + json_input::type_name(v));
+    if (v.type != Value::Type::number) throw InputError(file_, path, "expected a number, got " + json_input::type_name(v));
+    if (!std::isfinite(v.number)) throw InputError(file_, path, "expected a finite number, got " + value_text(v));
     return v.number;
+}
+
+double ConfigFile::require(double value, bool ok, const std::string& path, const std::string& expected) const {
+    if (!ok) throw InputError(file_, path, "expected " + expected + ", got " + json_input::number_text(value));
+    return value;
 }
 
 std::size_t ConfigFile::count(const std::string& key, std::optional<std::size_t> fallback, std::size_t least) {
@@ -96,26 +102,36 @@ bool ConfigFile::flag(const std::string& key, bool fallback) {
     return v->boolean;
 }
 
-Files open_weights(const fs::path& dir, std::string& described) {
+// Whether a file is there, a link counting as there even when it leads nowhere (opening it
+// then says why): never a filesystem_error.
+bool present(const fs::path& p) {
+    std::error_code ec;
+    return fs::exists(fs::symlink_status(p, ec));
+}
+
+Files open_weights(const fs::path& dir, std::string& described, double memory_budget) {
     const fs::path single = dir / "model.safetensors", index = dir / "model.safetensors.index.json";
-    if (fs::exists(single)) {
+    if (present(single)) {
         described = single.string();
-        return {std::make_shared<const SafeTensors>(single.string())};
+        return {std::make_shared<const SafeTensors>(single.string(), memory_budget)};
     }
-    if (!fs::exists(index))
+    if (!present(index))
         throw InputError(dir.string(), "", "no model.safetensors or model.safetensors.index.json in the folder (a Hugging Face model folder holds one)");
     const std::string file = index.string();
-    const Value doc = json_input::parse_plain(read_text_file(file, true), file);
+    const std::string text = read_text_file(file, true);
+    json_input::check_parse_budget(file, "index", static_cast<double>(text.size()), memory_budget);
+    const Value doc = json_input::parse_plain(text, file);
     const Value* map = doc.is_object() ? doc.find("weight_map") : nullptr;
     if (!map || !map->is_object()) throw InputError(file, "$.weight_map", "expected {\"tensor name\": \"shard file\", ...}");
     std::map<std::string, std::shared_ptr<const SafeTensors>> shards;
     for (const auto& [name, shard] : map->object) {
         const std::string at = json_input::member_path("$.weight_map", name);
-        if (shard.type != Value::Type::string || shard.string.empty() || shard.string.find('/') != std::string::npos || shard.string == ".." ||
-            shard.string == ".")
-            throw InputError(file, at, "expected the name of a shard file in the same folder");
+        if (shard.type != Value::Type::string || shard.string.empty() || shard.string.find_first_of(std::string("/\0", 2)) != std::string::npos ||
+            shard.string == ".." || shard.string == ".")
+            throw InputError(file, at, "expected the name of a shard file in the same folder, got " +
+                                           (shard.type == Value::Type::string ? json_input::quote(shard.string) : json_input::type_name(shard)));
         auto& st = shards[shard.string];
-        if (!st) st = std::make_shared<const SafeTensors>((dir / shard.string).string());
+        if (!st) st = std::make_shared<const SafeTensors>((dir / shard.string).string(), memory_budget);
         if (!st->find(name)) throw InputError(st->file(), "$", "missing tensor \"" + name + "\", which " + file + " places in this shard");
     }
     if (shards.empty()) throw InputError(file, "$.weight_map", "names no tensor");
@@ -134,7 +150,7 @@ Files open_weights(const fs::path& dir, std::string& described) {
 
 std::vector<std::size_t> end_ids(const fs::path& dir, std::size_t vocab) {
     const fs::path file = dir / "generation_config.json";
-    if (!fs::exists(file)) return {};
+    if (!present(file)) return {};
     const Value doc = json_input::parse_plain(read_text_file(file.string(), true), file.string());
     const Value* eos = doc.is_object() ? doc.find("eos_token_id") : nullptr;
     std::vector<std::size_t> ids;
@@ -202,7 +218,7 @@ RopeScaling rope_scaling(ConfigFile& cfg, const Value* scaling, const std::strin
     } else if (kind == "yarn") {
         s.kind = RopeScaling::Kind::yarn;
         s.original_context = num("original_max_position_embeddings", static_cast<double>(context));
-        s.factor = num("factor", context / s.original_context);
+        s.factor = num("factor", static_cast<double>(context) / s.original_context);
         s.beta_fast = num("beta_fast", 32.0);
         s.beta_slow = num("beta_slow", 1.0);
         if (const Value* a = scaling->find("attention_factor"); a && a->type != Value::Type::null) s.attention_factor = cfg.number_of(*a, path + ".attention_factor");
@@ -216,6 +232,21 @@ RopeScaling rope_scaling(ConfigFile& cfg, const Value* scaling, const std::strin
         if (const Value* t = scaling->find("truncate"); t && t->type == Value::Type::boolean) s.truncate = t->boolean;
     } else {
         throw InputError(cfg.file(), path, "rope_type \"" + kind + "\" is not supported (default, linear, llama3 and yarn are)");
+    }
+    // Each value named where it stands, before the arithmetic would turn it into an overflow
+    // or a NaN far from its cause.
+    cfg.require(s.factor, s.factor >= 1.0, path + ".factor", "a factor of at least 1 (how many times the original context it stretches to)");
+    if (s.kind == RopeScaling::Kind::llama3) {
+        cfg.require(s.low_freq_factor, s.low_freq_factor > 0.0, path + ".low_freq_factor", "a number above 0");
+        cfg.require(s.high_freq_factor, s.high_freq_factor > s.low_freq_factor, path + ".high_freq_factor",
+                    "a number above low_freq_factor (" + json_input::number_text(s.low_freq_factor) + ")");
+    }
+    if (s.kind != RopeScaling::Kind::linear)
+        cfg.require(s.original_context, s.original_context >= 1.0, path + ".original_max_position_embeddings", "a context of at least 1 token");
+    if (s.kind == RopeScaling::Kind::yarn) {
+        cfg.require(s.beta_fast, s.beta_fast > 0.0, path + ".beta_fast", "a number above 0");
+        cfg.require(s.beta_slow, s.beta_slow > 0.0, path + ".beta_slow", "a number above 0");
+        if (s.attention_factor) cfg.require(*s.attention_factor, *s.attention_factor > 0.0, path + ".attention_factor", "a number above 0");
     }
     return s;
 }
@@ -262,9 +293,17 @@ void layer_attention(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c) {
         const std::string path = own ? "$.rope_parameters." + type : "$.rope_parameters";
         RopeParams r;
         const Value* theta = p ? p->find("rope_theta") : nullptr;
-        if (slide && !f.fields.sliding_rope_base.empty() && !own) r.base = cfg.number(f.fields.sliding_rope_base, f.fields.sliding_rope_base_default);
-        else if (theta && theta->type != Value::Type::null) r.base = cfg.number_of(*theta, path + ".rope_theta");
-        else r.base = cfg.number("rope_theta", f.fields.rope_theta_default);
+        std::string from = "$.rope_theta";
+        if (slide && !f.fields.sliding_rope_base.empty() && !own) {
+            r.base = cfg.number(f.fields.sliding_rope_base, f.fields.sliding_rope_base_default);
+            from = "$." + f.fields.sliding_rope_base;
+        } else if (theta && theta->type != Value::Type::null) {
+            r.base = cfg.number_of(*theta, path + ".rope_theta");
+            from = path + ".rope_theta";
+        } else {
+            r.base = cfg.number("rope_theta", f.fields.rope_theta_default);
+        }
+        cfg.require(r.base, r.base > 1.0, from, "a RoPE base above 1 (the frequencies are base^(−2i/d))");
         if (!slide || f.sliding_layers_scaled || own) r.scaling = p ? rope_scaling(cfg, p, path, c.context) : rope_scaling(cfg, cfg.get("rope_scaling"), "$.rope_scaling", c.context);
         const double partial = cfg.number("partial_rotary_factor", 1.0);
         if (!(partial > 0.0 && partial <= 1.0)) throw InputError(cfg.file(), "$.partial_rotary_factor", "expected a number in (0, 1], got " + json_input::number_text(partial));
@@ -295,7 +334,7 @@ void layer_attention(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c) {
     }
 }
 
-Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f) {
+Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, double memory_budget) {
     auto m = std::make_shared<LoadedModel>();
     ModelInfo& info = m->info;
     DecoderConfig& c = m->weights.config;
@@ -315,7 +354,8 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f) 
     const std::size_t hidden = cfg.count("intermediate_size");
     c.context = info.context = cfg.count("max_position_embeddings");
     c.norm = f.norm;
-    c.norm_eps = static_cast<float>(cfg.number(f.fields.norm_eps, f.fields.norm_eps_default));
+    const double eps = cfg.number(f.fields.norm_eps, f.fields.norm_eps_default);
+    c.norm_eps = static_cast<float>(cfg.require(eps, eps >= 0.0, "$." + f.fields.norm_eps, "a number of at least 0 (added to the variance)"));
     c.positions = f.positions;
     c.mlp = f.mlp;
     c.tied_head = cfg.flag("tie_word_embeddings", f.fields.tied_default);
@@ -333,11 +373,14 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f) 
             throw InputError(cfg.file(), "$." + refused, f.model_type + " with " + refused + " true is not supported: expected false");
     layer_attention(cfg, f, c);
     if (f.embed_scale_sqrt_width) c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.width)));
-    if (!f.fields.scale.empty())
-        c.attention_scale = static_cast<float>(std::sqrt(cfg.number(f.fields.scale, static_cast<double>(c.head_dim))));
+    if (!f.fields.scale.empty()) {
+        const double scalar = cfg.number(f.fields.scale, static_cast<double>(c.head_dim));
+        cfg.require(scalar, scalar > 0.0, "$." + f.fields.scale, "a number above 0 (the scores are divided by its square root)");
+        c.attention_scale = static_cast<float>(std::sqrt(scalar));
+    }
 
     std::string described;
-    const Files files = model_detail::open_weights(dir, described);
+    const Files files = model_detail::open_weights(dir, described, memory_budget);
     m->files = files;
     info.file = described;
     info.naming = "huggingface";
@@ -405,7 +448,7 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f) 
 
 }  // namespace
 
-Model load_model(const std::string& path) {
+Model load_model(const std::string& path, double memory_budget) {
     const fs::path dir(path);
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) {
@@ -413,8 +456,10 @@ Model load_model(const std::string& path) {
         throw InputError(path, "", "no such folder");
     }
     const std::string config_file = (dir / "config.json").string();
-    if (!fs::exists(dir / "config.json")) throw InputError(path, "", "no config.json in the folder: a Hugging Face model folder has one");
-    ConfigFile cfg(config_file, json_input::parse_plain(read_text_file(config_file, true), config_file));
+    if (!model_detail::present(dir / "config.json")) throw InputError(path, "", "no config.json in the folder: a Hugging Face model folder has one");
+    const std::string config_text = read_text_file(config_file, true);
+    json_input::check_parse_budget(config_file, "text", static_cast<double>(config_text.size()), memory_budget);
+    ConfigFile cfg(config_file, json_input::parse_plain(config_text, config_file));
     const std::string type = cfg.text("model_type");
     cfg.get("architectures");
     const FamilySpec* family = find_family(type);
@@ -425,7 +470,7 @@ Model load_model(const std::string& path) {
                     throw InputError(config_file, "$.model_type", "\"" + type + "\" is " + why + ". Supported: " + supported_families());
         throw InputError(config_file, "$.model_type", "\"" + type + "\" is not supported. Supported: " + supported_families());
     }
-    Model m = family->read_folder ? family->read_folder(path, cfg) : load_with_spec(dir, cfg, *family);
+    Model m = family->read_folder ? family->read_folder(path, cfg, memory_budget) : load_with_spec(dir, cfg, *family, memory_budget);
     auto loaded = std::const_pointer_cast<LoadedModel>(m);
     loaded->info.end_ids = model_detail::end_ids(dir, loaded->info.vocab);
     return m;

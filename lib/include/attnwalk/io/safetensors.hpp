@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,8 +30,9 @@ public:
         std::size_t begin = 0, end = 0;   // byte offsets within the data
     };
 
-    // Opens and checks `path`. Throws InputError.
-    explicit SafeTensors(const std::string& path);
+    // Opens and checks `path`. Throws InputError; UsageError when parsing its header would
+    // take more than `memory_budget` bytes (json_input::check_parse_budget).
+    explicit SafeTensors(const std::string& path, double memory_budget = std::numeric_limits<double>::infinity());
     ~SafeTensors();
     SafeTensors(const SafeTensors&) = delete;
     SafeTensors& operator=(const SafeTensors&) = delete;

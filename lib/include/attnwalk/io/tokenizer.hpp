@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,7 +42,9 @@ double hash_map_bytes(const Map& map, KeyBytes key_bytes) {
 
 // A Hugging Face tokenizer.json of model type BPE with the normalizers, pre-tokenizers,
 // post-processors and decoders today's models use. An unsupported component is an
-// InputError naming it and its JSON path.
-std::shared_ptr<const Tokenizer> load_tokenizer_json(const std::string& path);
+// InputError naming it and its JSON path; UsageError when the file would take more than
+// `memory_budget` bytes to parse.
+std::shared_ptr<const Tokenizer> load_tokenizer_json(const std::string& path,
+                                                     double memory_budget = std::numeric_limits<double>::infinity());
 
 }  // namespace attnwalk

@@ -107,7 +107,8 @@ struct FamilySpec {
     // A family whose checkpoints need more than the names above reads its folder itself
     // (GPT-2: one fused c_attn, Conv1D's x·W layout or nanoGPT's names, sizes read off
     // the tensors). Null: the one loader reads it from the spec.
-    Model (*read_folder)(const std::string& dir, model_detail::ConfigFile& config) = nullptr;
+    // `memory_budget`: the bytes a file's JSON may take to parse (open_weights).
+    Model (*read_folder)(const std::string& dir, model_detail::ConfigFile& config, double memory_budget) = nullptr;
 
     // How the lessons write the family's math: GPT-2's code and papers multiply x·W
     // (Conv1D); Hugging Face's Linear layers x·Wᵀ. The norms as formulas name them.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,13 +35,21 @@ const ModelInfo& info_of(const LoadedModel& model);
 // GPT-2 from a safetensors checkpoint: the Hugging Face names (wte.weight,
 // h.N.attn.c_attn in x·W layout, ...) or nanoGPT's (transformer. prefix, nn.Linear
 // [out, in] layout), the layout told by the shape of c_attn. The number of heads is C/64
-// (every GPT-2 size) unless given. Throws InputError (the file) or UsageError (the heads).
-Model load_gpt2(const std::string& path, std::optional<std::size_t> heads = std::nullopt);
+// (every GPT-2 size) unless given. Throws InputError (the file) or UsageError (the heads;
+// a header that would take more than `memory_budget` bytes to parse).
+Model load_gpt2(const std::string& path, std::optional<std::size_t> heads = std::nullopt,
+                double memory_budget = std::numeric_limits<double>::infinity());
 
 // A Hugging Face model folder: config.json (its model_type picks the family, one of
 // model/family.hpp's families()), model.safetensors or the shards of
-// model.safetensors.index.json. Throws InputError naming the file and the field or tensor.
-Model load_model(const std::string& dir);
+// model.safetensors.index.json. Throws InputError naming the file and the field or tensor;
+// UsageError when a file's JSON (config, index, a header) would take more than
+// `memory_budget` bytes to parse.
+Model load_model(const std::string& dir, double memory_budget = std::numeric_limits<double>::infinity());
+
+// UsageError when the prompt does not fit the model: longer than its context, or an id
+// outside its vocabulary. Cheap: the model commands ask it before estimating the memory.
+void check_prompt(const LoadedModel& model, const std::vector<std::size_t>& ids);
 
 // Throws InputError naming the first tensor of the model's file that holds NaN or inf (and
 // where); returns when every value is finite. Read only when a run went non-finite.

@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <system_error>
 
 #include "attnwalk/errors.hpp"
@@ -22,13 +21,21 @@ namespace {
 // Whether the regular file at `path` is empty, holds an SVG picture (its first 4 KB, past
 // blanks, begin with "<?xml" or "<svg" and name an <svg element) or a page --html wrote
 // (it begins with "<!doctype html>" and names attnwalk as its generator early on).
-bool empty_or_output(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
+// Read without following a link and without waiting, and only if it is still the regular
+// file `seen` was (a swap in between is refused, not read).
+bool empty_or_output(const std::string& path, const struct stat& seen) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return false;
+    struct stat now {};
     std::string head(4096, '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<std::size_t>(in.gcount()));
+    ssize_t got = -1;
+    if (::fstat(fd, &now) == 0 && S_ISREG(now.st_mode) && now.st_dev == seen.st_dev && now.st_ino == seen.st_ino)
+        got = ::read(fd, head.data(), head.size());
+    ::close(fd);
+    if (got < 0) return false;
+    head.resize(static_cast<std::size_t>(got));
     const std::size_t start = head.find_first_not_of(" \t\r\n");
-    if (start == std::string::npos) return head.empty() || !in.bad();  // empty, or only blanks
+    if (start == std::string::npos) return true;  // empty, or only blanks
     if (head.compare(start, 15, "<!doctype html>") == 0) return head.find(html_generator) != std::string::npos;
     return (head.compare(start, 5, "<?xml") == 0 || head.compare(start, 4, "<svg") == 0) && head.find("<svg") != std::string::npos;
 }
@@ -61,6 +68,7 @@ std::string landing_place(const std::string& path) {
                                  ": a system file, not a file of your own (--svg and --html write a file: give its name)");
         struct stat own {};
         if (::lstat(here.c_str(), &own) != 0) {
+            if (errno != ENOENT) fail("cannot look at it", path, errno);
             if (hops > 0) throw UsageError("refusing to write " + path + ": it is a link to a file that does not exist (" + here + ")");
             return here;  // a new file
         }
@@ -68,6 +76,7 @@ std::string landing_place(const std::string& path) {
         std::string target(4096, '\0');
         const ssize_t n = ::readlink(here.c_str(), target.data(), target.size());
         if (n < 0) fail("cannot follow its link", path, errno);
+        if (static_cast<std::size_t>(n) == target.size()) fail("cannot follow its link", path, ENAMETOOLONG);
         target.resize(static_cast<std::size_t>(n));
         hop = !target.empty() && target[0] == '/' ? target : folder + "/" + target;
     }
@@ -88,7 +97,7 @@ void write_file_atomically(const std::string& path, const std::string& content) 
     // The one rule for every file a command reads (an input, a checkpoint, a tokenizer
     // file, a mask, standard input's file): none is a picture or a page of ours, and only
     // those (or an empty file) are ever replaced.
-    if (exists && !empty_or_output(place))
+    if (exists && !empty_or_output(place, target))
         throw UsageError("refusing to write " + path +
                          ": it holds something other than an SVG picture or a page attnwalk wrote (--svg and --html replace only those)");
 
@@ -118,6 +127,14 @@ void write_file_atomically(const std::string& path, const std::string& content) 
     if (!err && ::fchmod(fd, mode) != 0) err = errno;
     if (!err && ::fsync(fd) != 0) err = errno;
     if (::close(fd) != 0 && !err) err = errno;
+    // Looked at once more just before the rename: a name swapped meanwhile for a link, a
+    // device or a FIFO is not replaced (a narrower window, not none: docs/robustness.md).
+    struct stat last {};
+    if (!err && ::lstat(place.c_str(), &last) == 0 &&
+        !(exists && S_ISREG(last.st_mode) && last.st_ino == target.st_ino && last.st_dev == target.st_dev)) {
+        ::unlink(temp.c_str());
+        throw UsageError("refusing to write " + path + ": it changed while the file was written (it is not the file it was, or it appeared)");
+    }
     if (!err && ::rename(temp.c_str(), place.c_str()) != 0) err = errno;
     if (err) {
         ::unlink(temp.c_str());

@@ -39,21 +39,23 @@ std::string source_name(const std::string& path) { return path == "-" ? "<stdin>
 std::string read_text_file(const std::string& path, bool regular_only) {
     const std::string name = source_name(path);
     // Every file is opened without waiting: a FIFO with no writer must not block the open.
-    const int fd = path == "-" ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    const bool standard_input = path == "-";  // (not fd 0: with stdin closed, open() may return 0)
+    const int fd = standard_input ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) throw InputError(path, "", std::string("cannot open file: ") + std::strerror(errno));
     struct Closer {
         int fd;
+        bool keep;
         ~Closer() {
-            if (fd != STDIN_FILENO) ::close(fd);
+            if (!keep) ::close(fd);
         }
-    } closer{fd};
+    } closer{fd, standard_input};
     struct stat st {};
     if (::fstat(fd, &st) != 0) throw InputError(name, "", std::string("cannot read: ") + std::strerror(errno));
     if (S_ISDIR(st.st_mode)) throw InputError(name, "", "cannot read: it is a directory");
     if (regular_only && !S_ISREG(st.st_mode)) throw InputError(name, "", "not a regular file");
     // A pipe the user named (a FIFO, `<(command)`) is then read as a stream: to its end when
     // a writer holds it, and at once empty when none does.
-    if (fd != STDIN_FILENO && !S_ISREG(st.st_mode)) {
+    if (!standard_input && !S_ISREG(st.st_mode)) {
         const int flags = ::fcntl(fd, F_GETFL);
         if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
             throw InputError(name, "", std::string("cannot read: ") + std::strerror(errno));
@@ -76,8 +78,9 @@ std::string read_text_file(const std::string& path, bool regular_only) {
         text.append(chunk, static_cast<std::size_t>(n));
         if (text.size() > max_input_bytes) throw InputError(name, "", too_large);
     }
-    if (text.empty() && fd != STDIN_FILENO && !S_ISREG(st.st_mode))
-        throw InputError(name, "", "nothing to read: it is a pipe or device with no writer (give a regular file)");
+    if (text.empty() && !standard_input && !S_ISREG(st.st_mode))
+        throw InputError(name, "", "nothing to read: a pipe or device that gave no bytes (a FIFO is read only if a writer holds it "
+                                   "already: attnwalk does not wait for one; - reads standard input)");
     return text;
 }
 

@@ -77,8 +77,6 @@ void record_out_proj(Recorder& rec, const AttentionWeights& w);
 // 2360064 -> "2,360,064"; a byte count in words (scientific beyond 64 bits); "token" quoted.
 std::string grouped(ull n);
 std::string bytes_text(double bytes);
-// A count computed in double (a byte count): an integer tensor while double holds it
-// exactly (below 2^53), beyond that the float32 scalar.
 // A count as an exact integer (below 2^53) or a float32; UsageError naming `what` past
 // float32's range.
 Tensor count_tensor(double n, const std::string& what);

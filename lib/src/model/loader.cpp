@@ -102,16 +102,21 @@ bool ConfigFile::flag(const std::string& key, bool fallback) {
     return v->boolean;
 }
 
-// Whether a file is there, a link counting as there even when it leads nowhere (opening it
-// then says why): never a filesystem_error.
+// Whether a name is there, a link counting as there even when it leads nowhere (opening it
+// then says why), and whether it leads to something: never a filesystem_error.
 bool present(const fs::path& p) {
     std::error_code ec;
     return fs::exists(fs::symlink_status(p, ec));
 }
+bool reachable(const fs::path& p) {
+    std::error_code ec;
+    return fs::exists(p, ec);
+}
 
 Files open_weights(const fs::path& dir, std::string& described, double memory_budget) {
     const fs::path single = dir / "model.safetensors", index = dir / "model.safetensors.index.json";
-    if (present(single)) {
+    // a model.safetensors that leads nowhere stands aside for an index that is there
+    if (reachable(single) || (present(single) && !reachable(index))) {
         described = single.string();
         return {std::make_shared<const SafeTensors>(single.string(), memory_budget)};
     }
@@ -150,7 +155,7 @@ Files open_weights(const fs::path& dir, std::string& described, double memory_bu
 
 std::vector<std::size_t> end_ids(const fs::path& dir, std::size_t vocab) {
     const fs::path file = dir / "generation_config.json";
-    if (!present(file)) return {};
+    if (!reachable(file)) return {};  // optional: a link to nowhere is as good as none
     const Value doc = json_input::parse_plain(read_text_file(file.string(), true), file.string());
     const Value* eos = doc.is_object() ? doc.find("eos_token_id") : nullptr;
     std::vector<std::size_t> ids;
@@ -218,6 +223,10 @@ RopeScaling rope_scaling(ConfigFile& cfg, const Value* scaling, const std::strin
     } else if (kind == "yarn") {
         s.kind = RopeScaling::Kind::yarn;
         s.original_context = num("original_max_position_embeddings", static_cast<double>(context));
+        if (!scaling->find("factor"))  // the factor it implies is context / original: name the field it comes from
+            cfg.require(s.original_context, s.original_context >= 1.0 && s.original_context <= static_cast<double>(context),
+                        path + ".original_max_position_embeddings",
+                        "a context from 1 to max_position_embeddings (" + std::to_string(context) + ") when no factor is given");
         s.factor = num("factor", static_cast<double>(context) / s.original_context);
         s.beta_fast = num("beta_fast", 32.0);
         s.beta_slow = num("beta_slow", 1.0);

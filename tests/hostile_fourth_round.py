@@ -284,6 +284,12 @@ class Round:
             (d / "config.json").write_text(json.dumps(config))
             self.add("config.json values", f"{family}: {name}", ["model", "--model", str(d), "--ids", "1,2,3"], ERROR,
                      check=both(says("config.json", *words), never_says("scale the embeddings", "must be a")))
+        d = self.folder()
+        config = json.loads((d / "config.json").read_text())
+        config["rope_scaling"] = {"rope_type": "yarn", "original_max_position_embeddings": 128}  # no factor: 64 / 128 implied
+        (d / "config.json").write_text(json.dumps(config))
+        self.add("config.json values", "yarn without a factor, original context above the context", ["model", "--model", str(d), "--ids", "1,2"],
+                 ERROR, check=both(says("original_max_position_embeddings", "128"), never_says(".factor")))
         for field in ["rms_norm_eps", "rope_theta"]:
             d = self.folder()
             text = (d / "config.json").read_text()
@@ -318,6 +324,12 @@ class Round:
             (d / "model.safetensors.index.json").write_text(json.dumps(index))
             self.add("internals", f"a weight_map value {value!r}", ["model", "--model", str(d), "--ids", "1,2"], ERROR,
                      check=says("weight_map", shown))
+        d = self.folder()
+        (d / "generation_config.json").symlink_to("nowhere.json")  # optional: a link to nowhere is as good as none
+        self.add("internals", "generation_config.json a link to nowhere", ["model", "--model", str(d), "--ids", "1,2"], RESULT)
+        d = self.folder("tiny_llama")
+        (d / "model.safetensors").symlink_to("nowhere.safetensors")  # stands aside for the index
+        self.add("internals", "model.safetensors a link to nowhere beside an index", ["model", "--model", str(d), "--ids", "1,2"], RESULT)
         self.add("internals", "explore with an unknown TERM and no terminal", ["explore", "mha"], ERROR,
                  env={"TERM": "no-such-terminal"}, check=never_says("Error opening terminal"))
 

@@ -207,11 +207,17 @@ NonFinite non_finite_of(const Shell& s) {
     return s.json_nonfinite == "null" ? NonFinite::null : s.json_nonfinite == "literal" ? NonFinite::literal : NonFinite::string;
 }
 
-int run(Shell& s, std::ostream& out, const Terminal& term) {
+// What --svg or --html wrote, on stderr: a file written silently is easy to miss.
+void wrote(std::ostream& err, const std::string& path, const std::string& content, const char* what) {
+    err << "attnwalk: wrote " << path << " (" << what << ", " << bytes_text(static_cast<double>(content.size())) << ")\n";
+}
+
+int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
     // the explorer and the page write cells out after the walk: the walk keeps its attention
     s.recording.explainable = !s.explore.empty() || s.html.has_value();
     s.text.torch = s.format == "torch";
     s.text.heatmap = !s.no_heatmap;
+    s.text.fit_rows = s.compact ? 2 * (term.lines >= 10 ? term.lines : 24) - 2 : 0;  // two screens, less the command and the prompt
     s.text.columns = term.columns;
     s.text.lines = term.lines;
     const bool colour = s.color == "always" || (s.color == "auto" && term.stdout_is_tty && !term.no_color);
@@ -267,13 +273,22 @@ int run(Shell& s, std::ostream& out, const Terminal& term) {
                 return st.kind == StepKind::parameter && !s.steps.empty();
             }))
             s.text.show_weights = true;  // a weight matrix asked for by --steps is shown
-        if (s.html) write_file_atomically(*s.html, html_of(trace, s.text.color_scale));  // the JSON's own text, inside the page
+        if (s.html) {  // the JSON's own text, inside the page
+            const std::string page = html_of(trace, s.text.color_scale);
+            write_file_atomically(*s.html, page);
+            wrote(err, *s.html, page, "a page");
+        }
+        const auto svg = [&](const Trace& t) {
+            const std::string picture = svg_of_weights(t, s.text, s.svg_step);
+            write_file_atomically(*s.svg, picture);
+            wrote(err, *s.svg, picture, "an SVG picture");
+        };
         if (s.json) {  // the exact text
-            if (s.svg) write_file_atomically(*s.svg, svg_of_weights(printable(trace), s.text, s.svg_step));
+            if (s.svg) svg(printable(trace));
             render_json(trace, out, non_finite_of(s));
         } else {  // every text view shows control and bidi characters as visible stand-ins
             trace = printable(std::move(trace));
-            if (s.svg) write_file_atomically(*s.svg, svg_of_weights(trace, s.text, s.svg_step));
+            if (s.svg) svg(trace);
             render_text(trace, s.text, out);
         }
     }
@@ -298,7 +313,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         cli.parse(argc, argv);
         if (const CLI::App* ex = cli.get_subcommand("explore"); ex->parsed()) {  // the command explored, parsed as itself
             const std::vector<std::string> words = ex->remaining();
-            if (words.empty() || words[0] == "explore" || words[0] == "walkthrough" || words[0].rfind('-', 0) == 0) {
+            if (!words.empty() && words[0] == "walkthrough") {
+                err << "attnwalk: error: explore shows one command's steps; the walkthrough is several commands (scores, softmax, context, "
+                       "causal, dropout, mha): explore one of them, e.g. attnwalk explore softmax\n";
+                return 2;
+            }
+            if (words.empty() || words[0] == "explore" || words[0].rfind('-', 0) == 0) {
                 err << "attnwalk: error: explore needs a command to explore, e.g. attnwalk explore mha --heads 2 --causal\n";
                 return 2;
             }
@@ -343,7 +363,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 // run, with the library's errors turned into one line and an exit code.
 int run_guarded(Shell& shell, std::ostream& out, std::ostream& err, const Terminal& terminal) {
     try {
-        return run(shell, out, terminal);
+        return run(shell, out, err, terminal);
     } catch (const MemoryBudgetError& e) {  // the library's budget is this option
         err << "attnwalk: error: " << printable(e.need()) << ", more than --max-memory " << bytes_text(parse_bytes(shell.max_memory))
             << " (raise --max-memory)\n";
@@ -352,7 +372,7 @@ int run_guarded(Shell& shell, std::ostream& out, std::ostream& err, const Termin
         err << "attnwalk: error: " << printable(e.what()) << '\n';
         return 2;
     } catch (const std::filesystem::filesystem_error& e) {  // a path the library asked about: the path and why, not the call
-        err << "attnwalk: error: " << printable(e.path1().string()) << ": " << e.code().message() << '\n';
+        err << "attnwalk: error: " << (e.path1().empty() ? std::string() : printable(e.path1().string()) + ": ") << e.code().message() << '\n';
         return 1;
     } catch (const std::bad_alloc&) {
         err << "attnwalk: error: out of memory: the input and options ask for larger tensors than this machine can hold\n";

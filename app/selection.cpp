@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/io/json_input.hpp"
 
 namespace attnwalk::app {
 
@@ -33,8 +34,15 @@ std::size_t position(const Trace& trace, const std::string& id, const std::strin
     for (std::size_t i = 0; i < trace.steps.size(); ++i)
         if (trace.steps[i].id == id) return i;
     std::string ids;
-    for (const Step& s : trace.steps) ids += (ids.empty() ? "" : ", ") + s.id;
-    throw UsageError("--steps '" + pattern + "': this trace has no step '" + id + "' (its steps: " + ids + ")");
+    std::vector<std::string> known;
+    for (const Step& s : trace.steps) {
+        ids += (ids.empty() ? "" : ", ") + s.id;
+        known.push_back(s.id);
+    }
+    // a typo (a third of its letters or fewer, at least 2): the id it most likely meant first
+    const std::vector<std::string> near = json_input::closest(id, known, 1, std::max<std::size_t>(2, id.size() / 3));
+    throw UsageError("--steps '" + pattern + "': this trace has no step '" + id + "'" + (near.empty() ? "" : "; did you mean '" + near.front() + "'?") +
+                     " (its steps: " + ids + ")");
 }
 
 }  // namespace

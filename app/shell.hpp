@@ -143,6 +143,13 @@ constexpr std::uint64_t default_dropout_seed = 123;  // the textbook's torch.man
 constexpr std::uint64_t default_layer_seed = 123;
 // Said after the one head-shape rule's message (ops/shapes.hpp) when options gave the shapes.
 inline const char* const heads_options = " (see --d-out, --heads and --kv-heads)";
+// The same for seeded weights of width `width` split into `heads`: the --d-out that fits
+// (the next multiple of the heads), or the options when the width already divides.
+inline std::string heads_hint(std::optional<std::size_t> width, std::size_t heads) {
+    if (!width || heads == 0 || *width % heads == 0) return heads_options;
+    return " (give --d-out " + std::to_string((*width + heads - 1) / heads * heads) + ", a multiple of " + std::to_string(heads) +
+           ", or fewer --heads)";
+}
 class Randomness {
 public:
     Randomness(std::optional<std::uint64_t> seed, std::optional<std::uint64_t> dropout_seed);

@@ -30,7 +30,7 @@ Weights layer_weights(const LayerOptions& o, const Embeddings& input, Randomness
     // (the heads and d_out are checked here, before drawing, to name the options)
     // (a weights file says its own d_out, checked when it is read: here only H and G)
     const std::optional<std::size_t> width = o.weights.file ? std::nullopt : std::optional<std::size_t>(o.weights.d_out.value_or(d_out));
-    if (auto problem = head_shape_problem(width, o.heads, o.kv_heads.value_or(0))) throw UsageError(*problem + heads_options);
+    if (auto problem = head_shape_problem(width, o.heads, o.kv_heads.value_or(0))) throw UsageError(*problem + heads_hint(width, o.heads));
     WeightsShape shape{input.dim(), d_out, o.heads, HeadLayout::fused, out_proj};
     shape.kv_heads = o.kv_heads.value_or(0);
     WeightsOptions w = o.weights;

@@ -199,6 +199,11 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
         shell.walk = [&shell, o] {
             if (!o->ids && !shell.sentence) throw UsageError("gpt2 needs a prompt: --text \"...\" or --ids 15496,995");
             const double budget = parse_bytes(shell.max_memory);
+            if (std::error_code ec; std::filesystem::is_directory(o->model, ec))
+                throw UsageError("gpt2 reads one safetensors file, and " + o->model + " is a folder" +
+                                 (std::filesystem::exists(std::filesystem::path(o->model) / "config.json", ec)
+                                      ? ": a Hugging Face model folder is read by attnwalk model --model " + o->model
+                                      : ": give its model.safetensors"));
             Model model;
             try {
                 model = load_gpt2(o->model, o->heads, budget);

@@ -83,7 +83,7 @@ void add_mha(CLI::App& cli, Shell& shell) {
             shape.kv_heads = o->kv_heads.value_or(0);
             shape.combined = o->variant == "combined-qkv";
             if (!stacked && !o->weights.file)
-                if (auto problem = head_shape_problem(o->weights.width(), H)) throw UsageError(*problem + heads_options);
+                if (auto problem = head_shape_problem(o->weights.width(), H)) throw UsageError(*problem + heads_hint(o->weights.width(), H));
             const Weights weights = make_weights(o->weights, shape, random);
             if (!stacked)
                 if (auto problem = head_shape_problem(output_width(*weights), H))

@@ -5,6 +5,10 @@ _attnwalk() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
     local bin=${COMP_WORDS[0]} cmd=${COMP_WORDS[1]}
     if [[ $cmd == explore ]]; then  # explore COMMAND [OPTIONS]: complete the command explored
+        if [[ $COMP_CWORD -eq 2 ]]; then  # only the commands with a heatmap to explore
+            COMPREPLY=($(compgen -W "scores softmax context causal dropout mha kvcache rope flash sdpa gpt2 model" -- "$cur"))
+            return
+        fi
         COMP_WORDS=("$bin" "${COMP_WORDS[@]:2}")
         COMP_CWORD=$((COMP_CWORD - 1))
         if [[ $COMP_CWORD -ge 1 ]]; then _attnwalk; return; fi

@@ -416,7 +416,7 @@ void print_heading(const Step& step, std::size_t number, const TextOptions& opt,
     // the title and its (id, shape) tag on one line when they fit, the tag on its own otherwise
     if (width(title) + 3 + width(tag) <= opt.columns) out << "\n" << title << "   " << tag << '\n';
     else out << '\n' << wrap(title, opt.columns, "", "    ") << "    " << tag << '\n';
-    out << wrap(step.formula, opt.columns, "    ", "      ");
+    if (!step.formula.empty()) out << wrap(step.formula, opt.columns, "    ", "      ");
 }
 
 
@@ -586,7 +586,56 @@ std::size_t rows_of(const std::string& text, std::size_t columns) {
 
 }  // namespace
 
+namespace {
+
+// The note's first sentence (up to ". " or the end).
+std::string first_sentence(const std::string& note) {
+    const std::size_t end = note.find(". ");
+    return end == std::string::npos ? note : note.substr(0, end + 1);
+}
+
+// The text view of `trace` in the way `stage` of --compact's fitting says: 0 every heatmap
+// but the last token×token step's left out, 1 that one too, 2 notes cut to their first
+// sentence, 3 no notes and no formula the step before just showed.
+std::string fitted_text(const Trace& trace, const TextOptions& opt, int stage) {
+    Trace shown = trace;
+    if (stage >= 2)
+        for (Step& s : shown.steps) s.note = stage == 2 ? first_sentence(s.note) : std::string();
+    if (stage >= 3)  // a formula the step before just showed is not written again
+        for (std::size_t i = shown.steps.size(); i-- > 1;)
+            if (shown.steps[i].formula == shown.steps[i - 1].formula) shown.steps[i].formula.clear();
+    const Step* last_matrix = nullptr;
+    for (const Step& s : shown.steps)
+        if (is_token_matrix(s)) last_matrix = &s;
+    TextOptions bare = opt;
+    bare.heatmap = false;
+    std::string text = header_text(shown, opt);
+    const auto items = items_of(shown, opt);
+    std::size_t number = 0;
+    for (const auto& item : items) {
+        const bool keeps = stage == 0 && std::find(item.begin(), item.end(), last_matrix) != item.end();
+        text += item_text(shown, item, number, keeps ? opt : bare);
+        number += item.size();
+    }
+    if (stage > 0)
+        text += std::string("(--compact, to fit two screens: ") +
+                (stage == 1 ? "no heatmaps" : stage == 2 ? "no heatmaps, notes cut to one sentence" : "no heatmaps, notes or repeated formulas") + ")\n";
+    return text;
+}
+
+}  // namespace
+
 void render_text(const Trace& trace, const TextOptions& opt, std::ostream& out, const BeforeItem& before_item) {
+    if (opt.fit_rows) {  // --compact: the first way of showing it that fits
+        std::string text;
+        for (int stage = 0; stage <= 3; ++stage) {
+            text = fitted_text(trace, opt, stage);
+            if (rows_of(text, std::max<std::size_t>(opt.columns, 1)) <= opt.fit_rows) break;
+        }
+        out << text;
+        if (trace.timed) print_timing(trace, opt, out);
+        return;
+    }
     out << header_text(trace, opt);
     const auto items = items_of(trace, opt);
     std::size_t number = 0;  // steps before this item

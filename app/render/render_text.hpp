@@ -25,6 +25,8 @@ struct TextOptions {
     bool torch = false;         // --format torch: tensors as PyTorch prints them
     bool full = false;          // --full: no elision of long axes
     bool heatmap = true;        // draw token×token steps as heatmaps under their numbers
+    std::size_t fit_rows = 0;   // --compact: the rows the view fits (two screens), by leaving out, in turn, the heatmaps
+                                // before the last token×token step's, that one, the notes past their first sentence, the notes
     Palette palette = Palette::none;
     ColorScale color_scale = ColorScale::automatic;
     std::size_t columns = 80;   // terminal width the heatmaps fit into

@@ -12,7 +12,8 @@ prefix=$work/prefix
 "$cmake" --install "$build" --prefix "$prefix" >/dev/null
 fail() { echo "FAIL: $*" >&2; exit 1; }
 for f in bin/attnwalk share/attnwalk/gpt2/encoder.json share/attnwalk/gpt2/vocab.bpe share/attnwalk/vocab.json \
-         share/man/man1/attnwalk.1 share/bash-completion/completions/attnwalk share/doc/attnwalk/json.md; do
+         share/man/man1/attnwalk.1 share/bash-completion/completions/attnwalk share/doc/attnwalk/json.md \
+         share/doc/attnwalk/teaching.md; do
     [[ -e $prefix/$f ]] || fail "$f was not installed"
 done
 mkdir "$work/elsewhere" && cd "$work/elsewhere"
@@ -40,5 +41,9 @@ PATH=$prefix/bin:$PATH bash -c '
     COMP_WORDS=(attnwalk sof); COMP_CWORD=1; _attnwalk; [[ "${COMPREPLY[*]}" == softmax ]] || { echo "commands: ${COMPREPLY[*]}"; exit 1; }
     COMP_WORDS=(attnwalk softmax --qu); COMP_CWORD=2; _attnwalk; [[ "${COMPREPLY[*]}" == --query ]] || { echo "options: ${COMPREPLY[*]}"; exit 1; }
     COMP_WORDS=(attnwalk softmax --steps weights_n); COMP_CWORD=3; _attnwalk; [[ "${COMPREPLY[*]}" == weights_naive ]] || { echo "steps: ${COMPREPLY[*]}"; exit 1; }
+    # explore offers only what it can explore (no params, tokenize, walkthrough or explore)
+    COMP_WORDS=(attnwalk explore ""); COMP_CWORD=2; _attnwalk
+    [[ " ${COMPREPLY[*]} " == *" mha "* && " ${COMPREPLY[*]} " != *" params "* && " ${COMPREPLY[*]} " != *" walkthrough "* ]] || { echo "explore: ${COMPREPLY[*]}"; exit 1; }
+    COMP_WORDS=(attnwalk explore softmax --qu); COMP_CWORD=3; _attnwalk; [[ "${COMPREPLY[*]}" == --query ]] || { echo "explore options: ${COMPREPLY[*]}"; exit 1; }
 ' _ "$prefix" || fail "bash completion"
 echo "installed into $prefix and ran from $work/elsewhere: ok"

@@ -134,6 +134,48 @@ TEST_SUITE("cli.beyond") {
         CHECK_CLOSE_ALL(sw, cw, 1e-6);
     }
 
+    // Issue 36, items 8-11: --head filters every per-head step; layers count from 1; the
+    // messages say what to do; the KV-cache note's arithmetic is the cache's real size.
+    TEST_CASE("cli.beyond.model_classroom_fourth_round") {
+        const std::string qwen = test::source_path("tests/data/models/tiny_qwen3");
+        const json one = run_json("model --model " + qwen + " --ids 3,1,4,1,5 --layer 2 --head 2 --steps queries_normed,keys_normed,queries_rotated,keys_rotated");
+        for (const char* id : {"queries_normed", "keys_normed", "queries_rotated", "keys_rotated"}) {
+            CAPTURE(id);
+            CHECK(step(one, id).at("shape") == json::array({5, 16}));  // T×d_h: head 2 (and the key head it reads), not every head
+        }
+        const json all = run_json("model --model " + qwen + " --ids 3,1,4,1,5 --layer 2 --steps queries_rotated");
+        CHECK(step(all, "queries_rotated").at("shape") == json::array({4, 5, 16}));
+        const auto rows = [](const json& s) { return s.at("data").get<std::vector<std::vector<float>>>(); };
+        CHECK(rows(step(one, "queries_rotated")) == step(all, "queries_rotated").at("data").at(1).get<std::vector<std::vector<float>>>());
+        const json gpt2 = run_json("gpt2 --model " + test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors") + " --heads 4 --ids 1,2 --steps embeddings");
+        CHECK(step(gpt2, "embeddings").at("title") == "The input of layer 1");
+        // messages
+        CHECK(test::run("softmax --steps wieghts").err.find("did you mean 'weights'?") != std::string::npos);
+        CHECK(test::run("gpt2 --model " + qwen + " --ids 1").err.find("attnwalk model --model") != std::string::npos);
+        CHECK(test::run("mha --heads 4").err.find("give --d-out 4") != std::string::npos);
+        const auto svg = test::run("scores --svg " + test::scratch() + "/said.svg");
+        CHECK(svg.err.find("attnwalk: wrote " + test::scratch() + "/said.svg (an SVG picture,") == 0);
+        // the cache's size: Σ over layers of the tokens it keeps (a sliding layer its window) × 2 × G·d_h × 4 bytes
+        struct Case {
+            std::string folder;
+            std::size_t prompt, generated, G, d_h;
+            std::vector<std::size_t> windows;  // per layer, 0 = full
+        };
+        for (const Case& c : {Case{"tiny_llama", 4, 4, 2, 8, {0, 0}}, Case{"tiny_gemma3", 8, 4, 2, 8, {4, 4, 0, 4}}}) {
+            CAPTURE(c.folder);
+            const std::string ids = c.prompt == 4 ? "1,2,3,4" : "1,2,3,4,5,6,7,8";
+            const json doc = run_json("model --model " + test::source_path("tests/data/models/" + c.folder) + " --ids " + ids +
+                                      " --generate " + std::to_string(c.generated) + " --steps max_difference");
+            std::size_t floats = 0;
+            const std::size_t T = c.prompt + c.generated;
+            for (std::size_t w : c.windows) floats += (w && w < T ? w : T) * 2 * c.G * c.d_h;
+            const std::string note = step(doc, "max_difference").at("note");
+            CAPTURE(note);
+            CHECK(note.find("= " + std::to_string(4 * floats) + " bytes") != std::string::npos);
+            CHECK(note.find("G·d_h = " + std::to_string(c.G * c.d_h) + " floats") != std::string::npos);
+        }
+    }
+
     TEST_CASE("cli.beyond.bad_input_gets_one_line") {
         struct Bad {
             std::string args;

@@ -75,11 +75,12 @@ TEST_SUITE("explain") {
                     CHECK(score->tensor.data[0] == step_of(t, "scores")->tensor.data[i * T + j]);
                     CHECK(step_of(t, "explain_query")->tensor.data == part(*step_of(t, "queries"), i * c.heads * d + h * d, d));
                     CHECK(step_of(t, "explain_key")->tensor.data == part(*step_of(t, "keys"), j * c.key_heads() * d + g * d, d));
+                    // with --head, the per-head steps hold head h and the key head g it reads (T×d_h)
                     if (const Step* n = step_of(t, "explain_query_normed"))
-                        CHECK(n->tensor.data == part(*step_of(t, "queries_normed"), (h * T + i) * d, d));
+                        CHECK(n->tensor.data == part(*step_of(t, "queries_normed"), i * d, d));
                     if (const Step* r = step_of(t, "explain_query_rotated")) {
-                        CHECK(r->tensor.data == part(*step_of(t, "queries_rotated"), (h * T + i) * d, d));
-                        CHECK(step_of(t, "explain_key_rotated")->tensor.data == part(*step_of(t, "keys_rotated"), (g * T + j) * d, d));
+                        CHECK(r->tensor.data == part(*step_of(t, "queries_rotated"), i * d, d));
+                        CHECK(step_of(t, "explain_key_rotated")->tensor.data == part(*step_of(t, "keys_rotated"), j * d, d));
                     } else {
                         CHECK((c.positions != PositionKind::rope || !c.layer_attention[layer].rope));
                     }

@@ -570,12 +570,12 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-std::vector<std::string> closest(const std::string& name, const std::vector<std::string>& known, std::size_t n) {
+std::vector<std::string> closest(const std::string& name, const std::vector<std::string>& known, std::size_t n, std::size_t max_distance) {
     std::vector<std::pair<std::size_t, std::string>> ranked;
     for (const auto& k : known) ranked.emplace_back(edit_distance(name, k), k);
     std::sort(ranked.begin(), ranked.end());
     std::vector<std::string> out;
-    for (std::size_t i = 0; i < ranked.size() && i < n; ++i) out.push_back(ranked[i].second);
+    for (std::size_t i = 0; i < ranked.size() && i < n && ranked[i].first <= max_distance; ++i) out.push_back(ranked[i].second);
     return out;
 }
 

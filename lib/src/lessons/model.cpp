@@ -4,6 +4,8 @@
 // cache checked against the whole sequence recomputed.
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
 
 #include <xtensor/xview.hpp>
 
@@ -25,7 +27,7 @@ const std::vector<StepDecl>& model_steps() {
         {"token_ids", "the input's token ids"},
         {"token_embeddings", "the rows of wte for the ids"},
         {"position_embeddings", "the rows 0…T−1 of wpe"},
-        {"embeddings", "token plus position embeddings: the input of layer 0"},
+        {"embeddings", "token plus position embeddings: the input of layer 1"},
         {"layerN.ln_1", "LayerNorm before the attention"},
         {"queries", "Q = X·W_query (+ b)"},
         {"keys", "K = X·W_key (+ b)"},
@@ -236,13 +238,13 @@ public:
         rec_.add("token_embeddings", "Token embeddings: rows of " + E, E + "[ids]", tokens, tokens_features);
         if (positions) {
             rec_.add("position_embeddings", "Position embeddings: rows 0…T−1 of wpe", "wpe[0:T]", *positions, tokens_features);
-            rec_.add("embeddings", "The input of layer 0", "x = wte[ids] + wpe[0:T]", x, tokens_features);
+            rec_.add("embeddings", "The input of layer 1", "x = wte[ids] + wpe[0:T]", x, tokens_features);
         } else if (config_.embed_scale) {
-            rec_.add("embeddings", "The input of layer 0: the embeddings × √C", "x = " + E + "[ids] · " + format_number(*config_.embed_scale), x,
+            rec_.add("embeddings", "The input of layer 1: the embeddings × √C", "x = " + E + "[ids] · " + format_number(*config_.embed_scale), x,
                      tokens_features)
                 .note = "No position embeddings: each layer rotates its queries and keys by position (RoPE).";
         } else {
-            rec_.add("embeddings", "The input of layer 0", "x = " + E + "[ids]", x, tokens_features).note =
+            rec_.add("embeddings", "The input of layer 1", "x = " + E + "[ids]", x, tokens_features).note =
                 "No position embeddings: each layer rotates its queries and keys by position (RoPE).";
         }
     }
@@ -275,19 +277,32 @@ public:
                 k.note = "Grouped-query attention: " + G + " key/value head" + (f.kv_heads == 1 ? "" : "s") + " for " + H + " query heads; query head h reads key/value head ⌈h / " +
                          std::to_string(f.heads / f.kv_heads) + "⌉ (both counted from 1).";
             rec_.add("values", "Values (" + short_name(n.value) + ")", vf, f.v, tokens_features);
+            // One head chosen: the per-head steps show that head and the key/value head it reads.
+            const std::optional<std::size_t> qh = spec_.head;
+            const std::optional<std::size_t> kh = spec_.head ? std::optional<std::size_t>(*spec_.head / (f.heads / f.kv_heads)) : std::nullopt;
+            const auto heads_or_one = [&](const std::string& id, const std::string& title, const std::string& formula, const Hyper& tensor,
+                                          const std::optional<std::size_t>& h) {
+                if (h) rec_.add(id, title, formula, Cube(xt::view(tensor, xt::all(), *h)), tokens_features);
+                else rec_.add(id, title, formula, tensor, head_tokens_features);
+            };
+            const std::string q_of = qh ? "head " + std::to_string(*qh + 1) + "'s queries" : "each head's queries";
+            const std::string k_of = kh ? "key head " + std::to_string(*kh + 1) + "'s keys" : "each key head's keys";
+            const std::string q_sub = qh ? std::to_string(*qh + 1) : "h", k_sub = kh ? std::to_string(*kh + 1) : "g";
             if (f.qk_normed) {
                 const Hyper& qn = f.rope ? f.qh_plain : f.qh;
                 const Hyper& kn = f.rope ? f.kh_plain : f.kh;
                 if (bw.attn.qk_norm_whole) {
-                    rec_.add("queries_normed", "QK-norm: " + words_.norm + " over all the queries at once (" + short_name(n.q_norm) + ", H·d_h = " +
-                                                   std::to_string(f.heads * f.d_h) + " features), then split into heads",
-                             "q_norm(Q) split into heads", qn, head_tokens_features);
-                    rec_.add("keys_normed", "And over all the keys (" + short_name(n.k_norm) + ", G·d_h = " + std::to_string(f.kv_heads * f.d_h) + ")",
-                             "k_norm(K) split into heads", kn, head_tokens_features);
+                    heads_or_one("queries_normed", "QK-norm: " + words_.norm + " over all the queries at once (" + short_name(n.q_norm) + ", H·d_h = " +
+                                                       std::to_string(f.heads * f.d_h) + " features), then split into heads" +
+                                                       (qh ? ": head " + q_sub : ""),
+                                 qh ? "q_norm(Q)_" + q_sub : "q_norm(Q) split into heads", qn, qh);
+                    heads_or_one("keys_normed", "And over all the keys (" + short_name(n.k_norm) + ", G·d_h = " + std::to_string(f.kv_heads * f.d_h) + ")" +
+                                                    (kh ? ": key head " + k_sub : ""),
+                                 kh ? "k_norm(K)_" + k_sub : "k_norm(K) split into heads", kn, kh);
                 } else {
-                    rec_.add("queries_normed", "QK-norm: " + words_.norm + " of each head's queries (" + short_name(n.q_norm) + ")", "q_norm(Q_h)", qn,
-                             head_tokens_features);
-                    rec_.add("keys_normed", "And of each key head's keys (" + short_name(n.k_norm) + ")", "k_norm(K_g)", kn, head_tokens_features);
+                    heads_or_one("queries_normed", "QK-norm: " + words_.norm + " of " + q_of + " (" + short_name(n.q_norm) + ")", "q_norm(Q_" + q_sub + ")",
+                                 qn, qh);
+                    heads_or_one("keys_normed", "And of " + k_of + " (" + short_name(n.k_norm) + ")", "k_norm(K_" + k_sub + ")", kn, kh);
                 }
             }
             if (f.rope) {
@@ -309,8 +324,10 @@ public:
                               "blended in between; cos and sin are multiplied by the attention factor " + format_number(f.rope->attention_scaling) + ".";
                 if (la.window && config_.layer_attention.size() > l && std::any_of(config_.layer_attention.begin(), config_.layer_attention.end(), [](const LayerAttention& o) { return !o.window; }))
                     a.note += " A sliding-window layer: its RoPE is " + std::string(sc.kind == RopeScaling::Kind::none ? "not rescaled" : "rescaled too") + ".";
-                rec_.add("queries_rotated", "The queries after RoPE", "Q_h·cos + rotate_half(Q_h)·sin", f.qh, head_tokens_features);
-                rec_.add("keys_rotated", "The keys after RoPE", "K_g·cos + rotate_half(K_g)·sin", f.kh, head_tokens_features);
+                heads_or_one("queries_rotated", qh ? "Head " + q_sub + "'s queries after RoPE" : "The queries after RoPE",
+                             "Q_" + q_sub + "·cos + rotate_half(Q_" + q_sub + ")·sin", f.qh, qh);
+                heads_or_one("keys_rotated", kh ? "Key head " + k_sub + "'s keys after RoPE" : "The keys after RoPE",
+                             "K_" + k_sub + "·cos + rotate_half(K_" + k_sub + ")·sin", f.kh, kh);
             }
         }
         const std::string Hs = std::to_string(info_.heads), dh = std::to_string(f.d_h);
@@ -522,6 +539,24 @@ void record_candidates(Recorder& rec, const ModelSpec& spec, const Mat& logits, 
 // Greedy decoding with the KV cache: each new token runs through every layer alone, its
 // key and value appended to that layer's cache; the shown layer's new row of attention
 // and cache are recorded. At the end the whole sequence runs again without a cache.
+// What the cache holds, its arithmetic true per layer kind: a sliding layer keeps only its
+// window. "K and V of G·d_h = 16 floats per token and layer: 9 tokens in 2 layers, 4 (the
+// window) in 2 → (9·2 + 4·2) × 2 × 16 × 4 bytes = 3328 bytes".
+std::string cache_words(const DecoderCache& cache, const DecoderConfig& c, std::size_t tokens) {
+    std::map<std::size_t, std::size_t, std::greater<>> layers_keeping;  // tokens kept → layers
+    for (const KvCache& kv : cache.layers) ++layers_keeping[kv.length()];
+    const std::size_t width = c.key_heads() * c.head_size();
+    std::string groups, sum;
+    for (const auto& [kept, n] : layers_keeping) {
+        groups += (groups.empty() ? "" : ", ") + std::to_string(kept) + (groups.empty() ? (kept == 1 ? " token" : " tokens") : "") +
+                  (kept < tokens ? " (the window)" : "") + " in " + std::to_string(n) + (n == 1 ? " layer" : " layers");
+        sum += (sum.empty() ? "" : " + ") + std::to_string(kept) + "·" + std::to_string(n);
+    }
+    const bool one = layers_keeping.size() == 1;
+    return "The cache keeps K and V, G·d_h = " + std::to_string(width) + " floats each per token and layer: " + groups + " → " +
+           (one ? sum : "(" + sum + ")") + " × 2 × " + std::to_string(width) + " × 4 bytes = " + format_number(cache.bytes(4)) + " bytes";
+}
+
 void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids, DecoderCache cache, Mat logits, const ModelSpec& spec) {
     Trace& trace = rec.trace();
     const ModelInfo& info = m.info;
@@ -552,8 +587,7 @@ void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids,
     for (std::size_t v = 0; v < full.size(); ++v) diff = std::max(diff, std::fabs(full(0, v) - logits(0, v)));
     rec.add_plain("max_difference", "The last logits with the cache against the whole sequence recomputed", "max |logits_cached − logits_full|",
                   scalar_trace(diff), {})
-        .note = "The cache holds " + std::to_string(ids.size()) + " tokens × " + std::to_string(info.layers) + " layers × 2 × " +
-                std::to_string(info.width) + " floats = " + format_number(cache.bytes(4)) + " bytes; " +
+        .note = cache_words(cache, m.weights.config, ids.size()) + "; " +
                 (diff == 0.0f ? "equal bit for bit." : "equal up to float32 rounding (the products are summed in another order).");
 }
 

@@ -87,6 +87,7 @@ Trace trace_of(const SectionPlan& plan, const Shell& outer, const Embeddings& in
     make_cli(cli, shell);
     cli.parse(static_cast<int>(argv.size()), argv.data());
     shell.preloaded = &input;
+    shell.recording.explainable = outer.recording.explainable;  // a page of the walkthrough writes its cells out
     try {  // the part's own --compact or --steps, as when it is run alone
         return outer.compact || shell.compact ? compact(shell.walk(), shell.headline) : select_steps(shell.walk(), shell.steps);
     } catch (const UsageError& e) {
@@ -237,6 +238,11 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
         if (s.beyond)
             for (const SectionPlan& p : beyond_plan())
                 sections.push_back({p.id, p.title, p.explanation, p.formula, p.args, trace_of(p, s, input, parts)});
+        if (s.html) {
+            const std::string page = html_of(sections, s.text.color_scale);
+            write_file_atomically(*s.html, page);
+            wrote(err, *s.html, page, "a page");
+        }
         if (s.json) {
             render_json(sections, out, non_finite_of(s));
         } else {

@@ -17,6 +17,21 @@ async function cellPoint(canvas, i, j) {
 (async () => {
   const browser = await puppeteer.launch({ executablePath: browserPath, headless: "new", args: ["--no-sandbox", "--disable-gpu"] });
   try {
+    {  // the walkthrough: one page, a frame per part, each part's own page inside
+      const page = await browser.newPage();
+      await page.setViewport({ width: 1280, height: 800 });
+      const errors = [];
+      page.on("pageerror", e => errors.push(String(e)));
+      await page.goto("file://" + path.resolve(dir, "walkthrough.html"), { waitUntil: "load" });
+      const parts = await page.$$eval("section h2", hs => hs.map(h => h.textContent));
+      check(parts.length === 7 && /Part 1 of 7: Attention scores/.test(parts[0]), `walkthrough: seven parts (${parts.length})`);
+      const frame = await (await page.$("section iframe")).contentFrame();
+      await frame.waitForSelector("main canvas", { timeout: 10000 }).catch(() => null);
+      check(await frame.$("main canvas") !== null, "walkthrough: the first part's page draws its heatmap");
+      await page.screenshot({ path: path.resolve(dir, "walkthrough.png") });
+      check(errors.length === 0, `walkthrough: no error${errors.length ? ": " + errors.join("; ") : ""}`);
+      await page.close();
+    }
     for (const name of ["mha", "softmax", "view"]) {
       const page = await browser.newPage();
       await page.setViewport({ width: 1280, height: 800 });
@@ -59,6 +74,13 @@ async function cellPoint(canvas, i, j) {
         check(numbers.sum !== "" && numbers.exps !== "", `${name}: the exponentials and their sum are shown`);
         check(numbers.weight !== undefined && numbers.division.includes("= " + numbers.weight),
               `${name}: the division's result equals the weights' entry (${numbers.weight})`);
+      }
+      if (name === "mha") {  // the chosen cell's rows outlined in the queries, keys and values
+        await page.evaluate(() => [...document.querySelectorAll("nav a")].find(a => a.textContent === "keys").click());
+        const said = await page.$eval("#rows-chosen", e => e.textContent).catch(() => "");
+        check(/query “starts”/.test(said) && /key “Your”/.test(said), `${name}: the keys step outlines the chosen cell's rows (${said.slice(0, 70)}…)`);
+        await page.screenshot({ path: path.resolve(dir, name + "-keys.png") });
+        await page.evaluate(() => [...document.querySelectorAll("nav a")].find(a => a.textContent === "weights").click());
       }
       if (name === "mha") {  // two heads ticked in the head view: two colours
         const boxes = await page.$$(".heads input");

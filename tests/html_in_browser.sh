@@ -1,7 +1,8 @@
 #!/bin/bash
 # The --html pages in a real browser: Debian's chromium, headless, driven by the npm
 # package puppeteer-core 21. Each page loads without a console error, a click on a cell
-# shows its explanation, a model view's grid opens a head; screenshots go to WORK_DIR/html.
+# shows its explanation, a model view's grid opens a head, the walkthrough's page holds its
+# seven parts and draws the first; screenshots go to WORK_DIR/html.
 # Skipped (exit 77) without chromium, node, or npm able to fetch puppeteer-core.
 # Usage: html_in_browser.sh ATTNWALK_BINARY WORK_DIR
 set -u
@@ -22,4 +23,5 @@ cd "$here/.." || exit 1
 "$binary" mha --heads 2 --causal --seed 123 --html "$out/mha.html" >/dev/null || exit 1
 "$binary" gpt2 --model tests/data/tiny_gpt2_nano_f32.safetensors --heads 3 --ids 1,2,3,4,5,6,7,8 --view --html "$out/view.html" >/dev/null || exit 1
 "$binary" softmax --html "$out/softmax.html" >/dev/null || exit 1
+"$binary" walkthrough --html "$out/walkthrough.html" >/dev/null || exit 1
 NODE_PATH=$work/npm-browser/node_modules node "$here/html_in_browser.js" "$browser" "$out"

@@ -96,9 +96,14 @@ void add_walkthrough(CLI::App& cli, Shell& shell) {
                                 "  attnwalk walkthrough                 # every section with the textbook's numbers\n"
                                 "  attnwalk walkthrough --step          # pause after each section (press Enter)\n"
                                 "  attnwalk walkthrough --beyond        # then KV cache, GQA, windows, RoPE, FlashAttention, SDPA\n"
-                                "  attnwalk walkthrough --text \"cats climb trees during\" --vocab data/vocab.json\n");
+                                "  attnwalk walkthrough --text \"cats climb trees during\" --vocab data/vocab.json\n"
+                                "  attnwalk walkthrough --html chapter.html   # one page: every part, a click explains a cell\n");
     sub->add_flag("--step", shell.step, "Pause after each section until Enter (only when stdin is a terminal)")
         ->excludes(sub->get_option("--json"));
+    sub->add_option("--html", shell.html,
+                    "Also write the whole walkthrough as one self-contained HTML page: each part's paragraph, formula and its "
+                    "own page of heatmaps (no network needed)")
+        ->check(non_empty());
     sub->add_flag("--beyond", shell.beyond, "After the chapter, the attention of today's LLMs (kvcache, gqa, window, rope, flash, sdpa)");
     sub->callback([&shell] { shell.walkthrough = true; });
 }

@@ -52,6 +52,7 @@ struct Figure {
     std::string row_axis, col_axis;         // "query" and "key", "token" and "feature", "head" and "key", …
     std::vector<std::string> row_labels, col_labels;
     bool attention = false;                 // each entry is an attention cell (query, key): the engine can write it out
+    bool token_rows = false;                // rows are tokens of a tokens × features step (Q, K, V, outputs): a chosen cell's rows are there
     std::vector<unsigned char> masked;      // rows×cols: 1 where the step's mask hides the cell (every panel alike); empty: none
     bool weights = false;                   // attention weights: rows sum to 1
     std::vector<ColorScale> scales;         // each panel's scale, resolved, never automatic (apart, panels may differ)

@@ -72,7 +72,7 @@ const cache = new Map();
 const values = s => { if (!cache.has(s)) cache.set(s, s.data && typeof s.data.f32 === "string" ? unpack(s.data.f32) : flat(s.data)); return cache.get(s); };
 const steps = T.steps || [];
 const figs = new Map(F.figures.map(f => [f.step, f]));
-const state = { step: 0, panel: 0, cell: null, zoom: 1 };
+const state = { step: 0, panel: 0, cell: null, zoom: 1, sel: null };  // sel: the attention cell last chosen, kept across steps
 const rgbOf = hex => [1, 3, 5].map(k => parseInt(hex.slice(k, k + 2), 16));
 const seq = F.palette.map(rgbOf), div = F.diverging.map(rgbOf);
 // Where a value sits on the figure's scale, 0…1 (the ends and row maxima come from attnwalk).
@@ -128,6 +128,9 @@ function heatmap(f, p, size, onclick) {
     }
   }
   if (state.cell && state.cell.step === f.step && state.cell.p === p && !size) { g.strokeStyle = "#000"; g.lineWidth = 3; g.strokeRect(padX + state.cell.j * cell + 1.5, padY + state.cell.i * cell + 1.5, cell - 3, cell - 3); }
+  if (state.sel && f.token_rows && !size)  // the chosen cell's query row (blue) and key row (orange, dashed) in Q, K, V and the like
+    [[state.sel.query, "#1f77b4", []], [state.sel.key, "#ff7f0e", [6, 4]]].forEach(([t, colour, dash]) => { const r = t - f.first_row; if (r < 0 || r >= R) return;
+      g.strokeStyle = colour; g.lineWidth = 3; g.setLineDash(dash); g.strokeRect(padX + 1.5, padY + r * cell + 1.5, C * cell - 3, cell - 3); g.setLineDash([]); });
   const at = e => { const b = cv.getBoundingClientRect(), k = cv.width / b.width, j = Math.floor(((e.clientX - b.left) * k - padX) / cell), i = Math.floor(((e.clientY - b.top) * k - padY) / cell); return i >= 0 && j >= 0 && i < R && j < C ? { i, j } : null; };
   cv.addEventListener("mousemove", e => { const c = at(e); if (!c) { tip.style.display = "none"; return; }
     tip.textContent = f.row_labels[c.i] + " → " + f.col_labels[c.j] + ": " + fmt(v[base + c.i * C + c.j]);
@@ -242,7 +245,12 @@ function show() {
   }
   const v = values(s);
   if (!f) { view.append(valueTable(v.map((x, i) => [s.labels && s.labels[i] !== undefined ? s.labels[i] : String(i + 1), fmt(x)]))); return; }
-  const open = (p, i, j) => { state.cell = { step: state.step, p, i, j }; state.panel = p; show(); explain(f, p, i, j); };
+  const open = (p, i, j) => { state.cell = { step: state.step, p, i, j }; state.panel = p;
+    if (f.attention) { const query = f.query !== undefined ? f.query : f.first_row + i, key = f.first_key + j;
+      state.sel = { query, key, ql: f.query !== undefined ? (T.tokens || [])[query] : f.row_labels[i], kl: f.col_labels[j] }; }
+    show(); explain(f, p, i, j); };
+  if (f.token_rows && state.sel)
+    view.append(el("p", { class: "legend", id: "rows-chosen", text: `Outlined: the row of the query “${state.sel.ql}” (blue) and of the key “${state.sel.kl}” (orange, dashed): the cell last chosen, query ${state.sel.query + 1}, key ${state.sel.key + 1}.` }));
   if (f.grid_heads) {
     view.append(grid(f));
     const p = Math.min(state.panel, f.panels - 1);
@@ -340,7 +348,7 @@ std::string figures_json(const Trace& trace, ColorScale asked, std::size_t& star
                ",\"panel_marks\":" + array(f.panel_marks, str) + ",\"panel_layer\":" + array(f.panel_layer, whole) +
                ",\"panel_head\":" + array(f.panel_head, whole) + ",\"row_axis\":" + quote(f.row_axis) + ",\"col_axis\":" + quote(f.col_axis) +
                ",\"row_labels\":" + array(f.row_labels, str) + ",\"col_labels\":" + array(f.col_labels, str) +
-               ",\"attention\":" + (f.attention ? "true" : "false") + ",\"weights\":" + (f.weights ? "true" : "false") +
+               ",\"attention\":" + (f.attention ? "true" : "false") + ",\"token_rows\":" + (f.token_rows ? "true" : "false") + ",\"weights\":" + (f.weights ? "true" : "false") +
                ",\"first_row\":" + std::to_string(s.first_row) + ",\"first_key\":" + std::to_string(s.first_key) +
                (s.query ? ",\"query\":" + std::to_string(*s.query) : "") + (f.masked.empty() ? "" : ",\"masked\":" + quote(masked)) +
                ",\"any_hidden\":" + (any_hidden ? "true" : "false") + ",\"scales\":" +
@@ -451,6 +459,47 @@ std::string html_of(const Trace& trace, ColorScale scale, std::size_t explain_bu
     return page_doctype + std::string(html_generator) + page_head + script_safe(json.str()) +
            "</script>\n<script type=\"application/json\" id=\"figures\">" + script_safe(figures) +
            "</script>\n<script type=\"application/json\" id=\"cells\">" + script_safe(cells_json(trace, explain_budget)) + page_tail;
+}
+
+namespace {
+
+// Text for HTML: in an element, or in a double-quoted attribute.
+std::string html_text(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string html_of(const std::vector<Section>& sections, ColorScale scale) {
+    std::string parts, list;
+    const std::size_t budget = (4u << 20) / std::max<std::size_t>(sections.size(), 1);  // the parts share one page's budget
+    for (std::size_t n = 0; n < sections.size(); ++n) {
+        const Section& s = sections[n];
+        const std::string id = html_text(s.id), title = html_text(s.title);
+        list += "<a href=\"#" + id + "\">" + std::to_string(n + 1) + ". " + title + "</a>\n";
+        parts += "<section id=\"" + id + "\"><h2>Part " + std::to_string(n + 1) + " of " + std::to_string(sections.size()) + ": " + title +
+                 "</h2>\n<p>" + html_text(s.explanation) + "</p>\n<div class=\"formula\">" + html_text(s.formula) +
+                 "</div>\n<div class=\"run\">run alone: attnwalk " + html_text(s.args) + "</div>\n<iframe title=\"" + title +
+                 "\" loading=\"lazy\" srcdoc=\"" + html_text(html_of(s.trace, scale, budget)) + "\"></iframe></section>\n";
+    }
+    return page_doctype + std::string(html_generator) +
+           "<meta name=\"viewport\" content=\"width=device-width\"><title>attnwalk walkthrough</title>\n<style>"
+           "body{margin:0;font:16px/1.45 system-ui,sans-serif;color:#1b1b1b}header{padding:10px 20px;border-bottom:1px solid #ccc;"
+           "position:sticky;top:0;background:#fff;z-index:1}header h1{font-size:1.3em;margin:0 0 4px}nav a{margin-right:1.2em;color:#1f5fa8}"
+           "section{padding:10px 20px 24px;border-bottom:2px solid #ddd;scroll-margin-top:6em}section p{max-width:60em}.formula,.run{font-family:monospace}"
+           ".run{color:#555;margin:4px 0 8px}iframe{width:100%;height:86vh;border:1px solid #ccc}</style></head><body>\n"
+           "<header><h1>attnwalk walkthrough: the chapter in " + std::to_string(sections.size()) + " parts</h1><nav>\n" + list +
+           "</nav></header>\n" + parts + "</body></html>\n";
 }
 
 }  // namespace attnwalk::app

@@ -16,13 +16,20 @@
 #include <cstddef>
 #include <string>
 
+#include <vector>
+
 #include "attnwalk/trace.hpp"
 #include "render_text.hpp"
+#include "section.hpp"
 
 namespace attnwalk::app {
 
 // The page; `scale` is --color-scale (automatic: as the SVG and the terminal choose).
 // `explain_budget`: at most this many bytes of written-out cells.
 std::string html_of(const Trace& trace, ColorScale scale = ColorScale::automatic, std::size_t explain_budget = 4u << 20);
+
+// The walkthrough as one page: each part's title, paragraph, formula and the command line
+// that reruns it, then that part's own page (html_of) in a frame; a list of the parts on top.
+std::string html_of(const std::vector<Section>& sections, ColorScale scale = ColorScale::automatic);
 
 }  // namespace attnwalk::app

@@ -11,6 +11,10 @@ binary=$1 work=$2 here=$(cd "$(dirname "$0")" && pwd)
 command -v tmux >/dev/null || { echo "tmux is not installed: skipped"; exit 77; }
 export TMUX_TMPDIR=$(mktemp -d)  # a server of our own
 trap 'tmux kill-server 2>/dev/null; rm -rf "$TMUX_TMPDIR"' EXIT
+# a session that outlives every test's own: killing session x must not end the server while
+# the next test's client connects to it
+tmux new-session -d -s keep -x 80 -y 24 "sleep 600"
+export LC_ALL=C.UTF-8  # grep -P reads \x{202E} only in a UTF-8 locale
 failures=0
 check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; failures=$((failures + 1)); fi; }
 screen() { tmux capture-pane -t x -p; }
@@ -54,7 +58,7 @@ for quit in q C-c; do
     tmux resize-window -t x -x 80 -y 24
   fi
   tmux send-keys -t x "$quit"
-  for _ in $(seq 50); do [ -s "$work/explore.rc" ] && break; sleep 0.1; done
+  for _ in $(seq 150); do [ -s "$work/explore.rc" ] && break; sleep 0.1; done
   check "$quit quits with exit 0" "[ \"\$(cat '$work/explore.rc' 2>/dev/null)\" = 0 ]"
   check "$quit restores the terminal (the explorer's screen is gone)" "! screen | grep -qF 'attnwalk explore ·'"
   tmux kill-session -t x
@@ -87,7 +91,7 @@ for sig in TERM HUP; do
   tmux new-session -d -s x -x 80 -y 24 "TERM=xterm-256color LANG=C.UTF-8 '$binary' explore mha --heads 2; echo \$? > '$work/explore.rc'; sleep 60"
   check "opens (for SIG$sig)" "wait_for 'attnwalk explore · weights'"
   kill -$sig $(pgrep -P "$(tmux display -p -t x '#{pane_pid}')")  # the pane's shell's child: attnwalk
-  for _ in $(seq 50); do [ -s "$work/explore.rc" ] && break; sleep 0.1; done
+  for _ in $(seq 150); do [ -s "$work/explore.rc" ] && break; sleep 0.1; done
   want=$((128 + $(kill -l $sig)))
   check "SIG$sig exits $want" "[ \"\$(cat '$work/explore.rc' 2>/dev/null)\" = $want ]"
   check "SIG$sig restores the terminal" "! screen | grep -qF 'attnwalk explore ·'"
@@ -102,13 +106,27 @@ check "bidi tokens: shown as \\u202E, \\u2066, \\u2069, \\u202B" "wait_for 'a\\u
 check "no raw bidi control on the screen" "! screen | grep -qP '[\x{202A}-\x{202E}\x{2066}-\x{2069}]'"
 tmux kill-session -t x
 
-# a terminal type terminfo does not know: attnwalk's one line, not ncurses' own
-rm -f "$work/explore.rc"
-tmux new-session -d -s x -x 80 -y 24 "TERM=no-such-terminal LANG=C.UTF-8 '$binary' explore mha 2> '$work/unknown_term.out'; echo \$? > '$work/explore.rc'; sleep 60"
-for _ in $(seq 50); do [ -s "$work/explore.rc" ] && break; sleep 0.1; done
-check "unknown TERM: exit 2 and attnwalk's line" "[ \"\$(cat '$work/explore.rc')\" = 2 ] && grep -q '^attnwalk: error: explore: the terminal type TERM=no-such-terminal' '$work/unknown_term.out'"
+# a terminal type terminfo does not know: attnwalk's one line, not ncurses' own (on a
+# terminal of python's making: the exit status straight from waitpid, no pane to wait for)
+rc=$(python3 - "$binary" "$work/unknown_term.out" <<'EOF'
+import os, pty, signal, sys
+signal.alarm(60)
+pid, fd = pty.fork()
+if pid == 0:
+    err = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(err, 2)
+    os.execve(sys.argv[1], [sys.argv[1], "explore", "mha"], dict(os.environ, TERM="no-such-terminal", LANG="C.UTF-8"))
+while True:
+    try:
+        if not os.read(fd, 4096): break
+    except OSError:
+        break
+print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+EOF
+)
+check "unknown TERM: exit 2 and attnwalk's line" "[ '$rc' = 2 ] && grep -q '^attnwalk: error: explore: the terminal type TERM=no-such-terminal' '$work/unknown_term.out'"
 check "unknown TERM: not ncurses' message" "! grep -q 'Error opening terminal' '$work/unknown_term.out'"
-tmux kill-session -t x
+[ "$failures" = 0 ] || { echo "exit status: $rc; stderr:"; cat "$work/unknown_term.out"; }
 
 out=$(TERM=dumb "$binary" explore mha --heads 2 2>&1 </dev/null); rc=$?
 check "no terminal: one line, exit 2" "[ $rc -eq 2 ] && [ \$(printf '%s\n' \"\$out\" | wc -l) -eq 1 ] && printf '%s' \"\$out\" | grep -qF 'explore needs a terminal'"

@@ -2,6 +2,7 @@
 // (tests/tokenizer_vs_npm.sh compares it with the npm package on a few hundred strings.)
 #include "attnwalk/io/bpe.hpp"
 #include "attnwalk/io/bpe_merge.hpp"
+#include "attnwalk/io/string_ids.hpp"
 #include "attnwalk/errors.hpp"
 #include "test_util.hpp"
 
@@ -37,7 +38,10 @@ TEST_SUITE("bpe") {
         using attnwalk::bpe_merge::key;
         using attnwalk::bpe_merge::Rule;
         enum : std::size_t { a, b, aa, aaa, ab };
-        const attnwalk::bpe_merge::Rules rules{{key(a, a), Rule{0, aa}}, {key(aa, a), Rule{1, aaa}}, {key(a, b), Rule{2, ab}}};
+        attnwalk::bpe_merge::Rules rules;
+        rules.insert(key(a, a), Rule{0, aa});
+        rules.insert(key(aa, a), Rule{1, aaa});
+        rules.insert(key(a, b), Rule{2, ab});
         std::vector<std::size_t> word{a, a, a, a, a};  // GPT-2's bpe(): a a → aa everywhere, left to right, then aa a
         attnwalk::bpe_merge::merge(word, rules);
         CHECK(word == std::vector<std::size_t>{aa, aaa});
@@ -47,6 +51,42 @@ TEST_SUITE("bpe") {
         word = {b, a, b};  // one merge
         attnwalk::bpe_merge::merge(word, rules);
         CHECK(word == std::vector<std::size_t>{b, ab});
+    }
+
+    TEST_CASE("bpe.rules_table_keeps_the_first_rule_of_a_pair_and_finds_every_one_after_growing") {
+        using attnwalk::bpe_merge::key;
+        using attnwalk::bpe_merge::Rule;
+        attnwalk::bpe_merge::Rules rules;
+        CHECK(rules.find(key(1, 2)) == nullptr);  // empty: nothing, no crash
+        for (std::size_t i = 0; i < 5000; ++i) CHECK(rules.insert(key(i, i + 1), Rule{i, 100000 + i}));
+        CHECK_FALSE(rules.insert(key(7, 8), Rule{99, 99}));  // a later rank of the same pair is dropped
+        CHECK(rules.size() == 5000);
+        for (std::size_t i = 0; i < 5000; ++i) {
+            const Rule* r = rules.find(key(i, i + 1));
+            REQUIRE(r != nullptr);
+            CHECK(r->rank == i);
+            CHECK(r->merged == 100000 + i);
+        }
+        CHECK(rules.find(key(8, 7)) == nullptr);  // order matters
+        CHECK(rules.find(key(0, 5000 + 1)) == nullptr);
+    }
+
+    TEST_CASE("bpe.string_ids_finds_every_key_once_and_only_those") {
+        attnwalk::StringIds ids;
+        CHECK(ids.find("a") == nullptr);
+        std::vector<std::string> keys{"", "a", "ab", "Ġthe", "<0x0A>", std::string("\0x", 3), "東京"};
+        for (int i = 0; i < 3000; ++i) keys.push_back("k" + std::to_string(i));
+        for (std::size_t i = 0; i < keys.size(); ++i) CHECK(ids.insert(keys[i], i));
+        CHECK_FALSE(ids.insert("ab", 42));  // the first id stays
+        CHECK(ids.size() == keys.size());
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            const std::size_t* id = ids.find(keys[i]);
+            REQUIRE(id != nullptr);
+            CHECK(*id == i);
+        }
+        CHECK(ids.find("abc") == nullptr);
+        CHECK(ids.find(std::string("\0", 1)) == nullptr);  // a prefix of a key with a NUL
+        CHECK(ids.find("k3000") == nullptr);
     }
 
     TEST_CASE("bpe.bad_files") {

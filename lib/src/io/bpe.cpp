@@ -276,7 +276,7 @@ std::shared_ptr<const Bpe> Bpe::load(const std::string& dir) {
             throw InputError(bpe_path, "line " + std::to_string(number), "expected two symbols separated by one space");
         const std::string first = line.substr(0, space), second = line.substr(space + 1);
         const std::size_t left = symbol(first), right = symbol(second), merged = symbol(first + second);
-        b->merges_.emplace(bpe_merge::key(left, right), bpe_merge::Rule{rank++, merged});  // the first rank of a pair wins
+        b->merges_.insert(bpe_merge::key(left, right), bpe_merge::Rule{rank++, merged});  // the first rank of a pair wins
     }
     return b;
 }
@@ -284,7 +284,7 @@ std::shared_ptr<const Bpe> Bpe::load(const std::string& dir) {
 double Bpe::memory_bytes() const {
     const auto keyed = [](const auto& entry) { return string_bytes(entry.first); };
     double bytes = hash_map_bytes(encoder_, keyed) + hash_map_bytes(symbol_ids_, keyed) +
-                   hash_map_bytes(merges_, [](const auto&) { return 0.0; });
+                   merges_.memory_bytes();
     for (const std::string& p : pieces_) bytes += string_bytes(p);
     for (const std::string& p : symbols_) bytes += string_bytes(p);
     return bytes;

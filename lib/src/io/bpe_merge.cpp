@@ -26,8 +26,7 @@ void merge(std::vector<std::size_t>& word, const Rules& rules) {
         const long right = next[static_cast<std::size_t>(at)];
         if (right < 0) return;
         const std::size_t a = word[static_cast<std::size_t>(at)], b = word[static_cast<std::size_t>(right)];
-        const auto it = rules.find(key(a, b));
-        if (it != rules.end()) heap.push({it->second.rank, at, a, b, it->second.merged});
+        if (const Rule* rule = rules.find(key(a, b))) heap.push({rule->rank, at, a, b, rule->merged});
     };
     for (long k = 0; k + 1 < n; ++k) consider(k);
     while (!heap.empty()) {

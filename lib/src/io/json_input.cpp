@@ -19,6 +19,18 @@ constexpr std::size_t max_depth = 64;  // objects and arrays inside each other
 
 std::string index_path(const std::string& path, std::size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
+// Where a value sits in the document, as a chain up to "$": written out as text only when
+// an error names it (a 280,000-entry array costs no path strings).
+struct Where {
+    const Where* parent = nullptr;     // null at the top
+    const std::string* key = nullptr;  // a member's key; null for an array's element
+    std::size_t index = 0;             // an element's index
+    std::string text() const {
+        if (!parent) return "$";
+        return key ? member_path(parent->text(), *key) : index_path(parent->text(), index);
+    }
+};
+
 std::string number_text(double v) {
     std::ostringstream os;
     os << v;
@@ -108,9 +120,9 @@ public:
         skip_space();
         Value v;
         if (keep && p_ != end_ && *p_ == '{') {
-            v = object("$", 0, keep);
+            v = object(Where{}, 0, keep);
         } else {
-            v = value("$", 0, true);
+            v = value(Where{}, 0, true);
         }
         skip_space();
         if (p_ != end_) syntax("unexpected " + describe_here() + " after the end of the document");
@@ -263,7 +275,7 @@ private:
         return false;
     }
 
-    Value value(const std::string& path, std::size_t depth, bool store) {
+    Value value(const Where& path, std::size_t depth, bool store) {
         enter(depth);
         skip_space();
         if (p_ == end_) expected("a value");
@@ -298,8 +310,8 @@ private:
         return v;
     }
 
-    Value tensor(const std::string& path, bool store) {
-        TensorReader reader(file_, path);
+    Value tensor(const Where& path, bool store) {
+        TensorReader reader(file_, path.text());
         for (;;) {
             skip_space();
             if (p_ == end_) expected("a value");
@@ -355,7 +367,7 @@ private:
         expected(std::string("',' or '") + close + "'");
     }
 
-    Value array(const std::string& path, std::size_t depth, bool store) {
+    Value array(const Where& path, std::size_t depth, bool store) {
         ++p_;  // '['
         Value v;
         v.type = Value::Type::array;
@@ -365,13 +377,13 @@ private:
             return v;
         }
         for (std::size_t i = 0;; ++i) {
-            Value element = value(index_path(path, i), depth + 1, store);
+            Value element = value(Where{&path, nullptr, i}, depth + 1, store);
             if (store) v.array.push_back(std::move(element));
             if (!more(']')) return v;
         }
     }
 
-    Value object(const std::string& path, std::size_t depth, const std::vector<std::string>* keep, bool store = true) {
+    Value object(const Where& path, std::size_t depth, const std::vector<std::string>* keep, bool store = true) {
         enter(depth);
         ++p_;  // '{'
         Value v;
@@ -389,8 +401,8 @@ private:
             skip_space();
             if (p_ == end_ || *p_ != ':') expected("':' after a key");
             ++p_;
-            const std::string at = member_path(path, key);
-            if (!seen.insert(key).second) throw InputError(file_, at, "duplicate key \"" + key + "\": each key may appear once");
+            const Where at{&path, &key};
+            if (!seen.insert(key).second) throw InputError(file_, at.text(), "duplicate key \"" + key + "\": each key may appear once");
             const bool kept = store && (!keep || std::find(keep->begin(), keep->end(), key) != keep->end());
             Value member = value(at, depth + 1, kept);
             if (kept) v.object.emplace_back(std::move(key), std::move(member));

@@ -31,6 +31,7 @@
 #include "attnwalk/io/tokenizer.hpp"
 #include "attnwalk/io/bpe_merge.hpp"
 #include "byte_level.hpp"
+#include "attnwalk/io/string_ids.hpp"
 
 namespace attnwalk {
 
@@ -314,9 +315,8 @@ private:
     void bpe(const std::string& piece, std::vector<std::size_t>& ids) const {
         if (piece.empty()) return;
         if (ignore_merges_) {
-            const auto whole = vocab_.find(piece);
-            if (whole != vocab_.end()) {
-                ids.push_back(whole->second);
+            if (const std::size_t* whole = vocab_.find(piece)) {
+                ids.push_back(*whole);
                 return;
             }
         }
@@ -325,15 +325,14 @@ private:
             const std::size_t n = char_length(piece, i);
             const std::string ch = piece.substr(i, n);
             i += n;
-            const auto it = vocab_.find(ch);
-            if (it != vocab_.end()) {
-                word.push_back(it->second);
+            if (const std::size_t* id = vocab_.find(ch)) {
+                word.push_back(*id);
             } else if (byte_fallback_) {
                 for (unsigned char c : ch) {
                     static const char* hex = "0123456789ABCDEF";
-                    const auto b = vocab_.find(std::string("<0x") + hex[c >> 4] + hex[c & 15] + ">");
-                    if (b == vocab_.end()) throw InputError(file_, "$.model.vocab", "byte_fallback needs the tokens <0x00> … <0xFF>");
-                    word.push_back(b->second);
+                    const std::size_t* b = vocab_.find(std::string("<0x") + hex[c >> 4] + hex[c & 15] + ">");
+                    if (!b) throw InputError(file_, "$.model.vocab", "byte_fallback needs the tokens <0x00> … <0xFF>");
+                    word.push_back(*b);
                 }
             } else if (unk_) {
                 if (!(fuse_unk_ && !word.empty() && word.back() == *unk_)) word.push_back(*unk_);
@@ -348,15 +347,14 @@ private:
 
 public:
     double memory_bytes() const override {
-        double bytes = hash_map_bytes(vocab_, [](const auto& entry) { return string_bytes(entry.first); }) +
-                       hash_map_bytes(merges_, [](const auto&) { return 0.0; });
+        double bytes = vocab_.memory_bytes() + merges_.memory_bytes();
         for (const std::string& p : pieces_) bytes += string_bytes(p);
         return bytes;
     }
 
 private:
     std::string file_, description_;
-    std::unordered_map<std::string, std::size_t> vocab_;
+    StringIds vocab_;
     std::vector<std::string> pieces_;  // id -> token text
     bpe_merge::Rules merges_;  // (left id, right id) -> (rank, merged id)
     std::vector<Added> added_;
@@ -443,37 +441,37 @@ JsonTokenizer::JsonTokenizer(const std::string& file, const Value& doc) : file_(
         const auto i = static_cast<std::size_t>(id.number);
         if (!pieces_[i].empty()) throw InputError(file, json_input::member_path("$.model.vocab", token), "id " + std::to_string(i) + " is given twice");
         pieces_[i] = token;
-        vocab_.emplace(token, i);
+        vocab_.insert(token, i);
     }
     if (const Value* unk = member(*model, "unk_token")) {
-        const auto it = vocab_.find(text_of(unk, "$.model.unk_token"));
-        if (it == vocab_.end()) throw InputError(file, "$.model.unk_token", "is not in the vocabulary");
-        unk_ = it->second;
+        const std::size_t* id = vocab_.find(text_of(unk, "$.model.unk_token"));
+        if (!id) throw InputError(file, "$.model.unk_token", "is not in the vocabulary");
+        unk_ = *id;
     }
     const Value* merges = member(*model, "merges");
     if (!merges || merges->type != Value::Type::array) throw InputError(file, "$.model.merges", "expected an array of merges");
     merges_.reserve(merges->array.size());
+    std::string left, right, both;  // reused: no allocation per merge once they have grown
     for (std::size_t rank = 0; rank < merges->array.size(); ++rank) {
         const Value& m = merges->array[rank];
-        const std::string at = "$.model.merges[" + std::to_string(rank) + "]";
-        std::string left, right;
+        const auto at = [&] { return "$.model.merges[" + std::to_string(rank) + "]"; };
         if (m.type == Value::Type::string) {  // "a b"
             const std::size_t space = m.string.find(' ');
             if (space == std::string::npos || space == 0 || space + 1 >= m.string.size() || m.string.find(' ', space + 1) != std::string::npos)
-                throw InputError(file, at, "expected two symbols separated by one space");
-            left = m.string.substr(0, space);
-            right = m.string.substr(space + 1);
+                throw InputError(file, at(), "expected two symbols separated by one space");
+            left.assign(m.string, 0, space);
+            right.assign(m.string, space + 1, std::string::npos);
         } else if (m.type == Value::Type::array && m.array.size() == 2 && m.array[0].type == Value::Type::string &&
                    m.array[1].type == Value::Type::string) {  // ["a", "b"]
-            left = m.array[0].string;
-            right = m.array[1].string;
+            left.assign(m.array[0].string);
+            right.assign(m.array[1].string);
         } else {
-            throw InputError(file, at, "expected \"a b\" or [\"a\", \"b\"]");
+            throw InputError(file, at(), "expected \"a b\" or [\"a\", \"b\"]");
         }
-        const auto l = vocab_.find(left), r = vocab_.find(right), merged = vocab_.find(left + right);
-        if (l == vocab_.end() || r == vocab_.end() || merged == vocab_.end())
-            throw InputError(file, at, "\"" + (l == vocab_.end() ? left : r == vocab_.end() ? right : left + right) + "\" is not in the vocabulary");
-        merges_.emplace(bpe_merge::key(l->second, r->second), bpe_merge::Rule{rank, merged->second});  // the first rank of a pair wins
+        both.assign(left).append(right);
+        const std::size_t *l = vocab_.find(left), *r = vocab_.find(right), *merged = vocab_.find(both);
+        if (!l || !r || !merged) throw InputError(file, at(), "\"" + (!l ? left : !r ? right : both) + "\" is not in the vocabulary");
+        merges_.insert(bpe_merge::key(*l, *r), bpe_merge::Rule{rank, *merged});  // the first rank of a pair wins
     }
 
     // added tokens, matched in the raw text before anything else

@@ -38,7 +38,10 @@ namespace attnwalk::app {
 
 namespace {
 
-void make_cli(CLI::App& cli, Shell& shell) {
+// The command line with every command, or, given `only` (a command's name), with that one
+// command alone: a tiny command's whole process was mostly building fifteen commands'
+// options, so a command line that names its command builds just that one (run_cli).
+void make_cli(CLI::App& cli, Shell& shell, const std::string& only = "") {
     cli.description("attnwalk — the attention mechanism of transformers, one printed step at a time.\n"
                     "Every command runs on the built-in sentence \"Your journey starts with one step\" unless given -i FILE.");
     cli.name("attnwalk");
@@ -51,7 +54,9 @@ void make_cli(CLI::App& cli, Shell& shell) {
                "  attnwalk mha --batch 2 --seed 123 --heads 2 --json\n"
                "Run 'attnwalk COMMAND --help' for a command's options and examples.\n"
                "Exit codes: 0 ok, 1 bad input or runtime error, 2 usage error.");
-    for (const CommandEntry& command : command_table()) command.add(cli, shell);
+    for (const CommandEntry& command : command_table())
+        if (only.empty() || only == command.name) command.add(cli, shell);
+    if (!only.empty() && only != "explore") return;
     CLI::App* ex = cli.add_subcommand("explore", "explore COMMAND [OPTIONS]: another command's trace full screen, a cursor over its heatmaps, each cell explained");
     ex->prefix_command();  // everything after it is the command explored
     ex->footer("Keys: arrows move the cell, s/S the step, h/H the head, l/L the layer, ? lists them, q quits.\n"
@@ -62,6 +67,13 @@ void make_cli(CLI::App& cli, Shell& shell) {
                "Needs a terminal; for a page to open in a browser, add --html FILE to the command instead.");
 }
 
+// Whether `word` is the name of a command (explore included).
+bool names_a_command(const std::string& word) {
+    if (word == "explore") return true;
+    for (const CommandEntry& command : command_table())
+        if (word == command.name) return true;
+    return false;
+}
 
 // The input options, for the "run this part alone" lines of the walkthrough.
 std::string rerun_suffix(const Shell& s) {
@@ -84,7 +96,7 @@ Trace trace_of(const SectionPlan& plan, const Shell& outer, const Embeddings& in
     for (const auto& w : words) argv.push_back(w.c_str());
     CLI::App cli;
     Shell shell;
-    make_cli(cli, shell);
+    make_cli(cli, shell, words.size() > 1 && names_a_command(words[1]) ? words[1] : "");
     cli.parse(static_cast<int>(argv.size()), argv.data());
     shell.preloaded = &input;
     shell.recording.explainable = outer.recording.explainable;  // a page of the walkthrough writes its cells out
@@ -310,38 +322,57 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
 
 int run_guarded(Shell& shell, std::ostream& out, std::ostream& err, const Terminal& terminal);
 
+// After a command line parsed: explore's own command parsed as itself, or the command run.
+int after_parse(CLI::App& cli, Shell& shell, const char* argv0, std::ostream& out, std::ostream& err, const Terminal& terminal) {
+    CLI::App* ex = nullptr;
+    for (CLI::App* sub : cli.get_subcommands({}))
+        if (sub->get_name() == "explore" && sub->parsed()) ex = sub;
+    if (!ex) return run_guarded(shell, out, err, terminal);
+    const std::vector<std::string> words = ex->remaining();
+    if (!words.empty() && words[0] == "walkthrough") {
+        err << "attnwalk: error: explore shows one command's steps; the walkthrough is several commands (scores, softmax, context, "
+               "causal, dropout, mha): explore one of them, e.g. attnwalk explore softmax\n";
+        return 2;
+    }
+    if (words.empty() || words[0] == "explore" || words[0].rfind('-', 0) == 0) {
+        err << "attnwalk: error: explore needs a command to explore, e.g. attnwalk explore mha --heads 2 --causal\n";
+        return 2;
+    }
+    std::vector<const char*> inner{argv0};
+    for (const std::string& w : words) inner.push_back(w.c_str());
+    CLI::App again;
+    again.formatter(help_formatter(terminal.columns));
+    Shell explored;
+    make_cli(again, explored, names_a_command(words[0]) ? words[0] : "");
+    try {
+        again.parse(static_cast<int>(inner.size()), inner.data());
+    } catch (const CLI::ParseError&) {  // the command's own help, or its usage error, as without explore
+        return run_cli(static_cast<int>(inner.size()), inner.data(), out, err, terminal);
+    }
+    explored.explore = words;
+    return run_guarded(explored, out, err, terminal);
+}
+
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err, const Terminal& terminal) {
+    if (argc > 1 && names_a_command(argv[1])) {  // the named command alone; anything else (help, a
+        CLI::App cli;                              // mistake) again below, every command built
+        cli.formatter(help_formatter(terminal.columns));
+        Shell shell;
+        make_cli(cli, shell, argv[1]);
+        bool ok = true;
+        try {
+            cli.parse(argc, argv);
+        } catch (const CLI::ParseError&) {
+            ok = false;
+        }
+        if (ok) return after_parse(cli, shell, argv[0], out, err, terminal);
+    }
     CLI::App cli;
     cli.formatter(help_formatter(terminal.columns));  // the subcommands take it over
     Shell shell;
     make_cli(cli, shell);
     try {
         cli.parse(argc, argv);
-        if (const CLI::App* ex = cli.get_subcommand("explore"); ex->parsed()) {  // the command explored, parsed as itself
-            const std::vector<std::string> words = ex->remaining();
-            if (!words.empty() && words[0] == "walkthrough") {
-                err << "attnwalk: error: explore shows one command's steps; the walkthrough is several commands (scores, softmax, context, "
-                       "causal, dropout, mha): explore one of them, e.g. attnwalk explore softmax\n";
-                return 2;
-            }
-            if (words.empty() || words[0] == "explore" || words[0].rfind('-', 0) == 0) {
-                err << "attnwalk: error: explore needs a command to explore, e.g. attnwalk explore mha --heads 2 --causal\n";
-                return 2;
-            }
-            std::vector<const char*> inner{argv[0]};
-            for (const std::string& w : words) inner.push_back(w.c_str());
-            CLI::App again;
-            again.formatter(help_formatter(terminal.columns));
-            Shell explored;
-            make_cli(again, explored);
-            try {
-                again.parse(static_cast<int>(inner.size()), inner.data());
-            } catch (const CLI::ParseError&) {  // the command's own help, or its usage error, as without explore
-                return run_cli(static_cast<int>(inner.size()), inner.data(), out, err, terminal);
-            }
-            explored.explore = words;
-            return run_guarded(explored, out, err, terminal);
-        }
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) {  // --help, --version: a write that fails is an error too
             const int code = cli.exit(e, out, err);
@@ -363,7 +394,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         err << "\nRun 'attnwalk --help' (or 'attnwalk COMMAND --help') for the options.\n";
         return 2;
     }
-    return run_guarded(shell, out, err, terminal);
+    return after_parse(cli, shell, argv[0], out, err, terminal);
 }
 
 // run, with the library's errors turned into one line and an exit code.

@@ -126,8 +126,14 @@ Trace finish(Trace trace, const Recording& recording, const Forward* f) {
     if (f) charge_forward_time(trace, *f);
     trace = check_finite(std::move(trace));
     if (recording.summary) {  // the steps shared out over the cores: T×T tensors take a while
-        const std::vector<std::size_t> owner = share_steps(trace, cores());
-        on_every_core([&](std::size_t worker, std::size_t workers) { summarise(trace, owner, worker, workers); });
+        std::size_t values = 0;
+        for (const Step& s : trace.steps) values += s.tensor.data.size();
+        if (values < (std::size_t{1} << 16)) {
+            summarise(trace);  // a chapter's few hundred numbers: starting the pool's threads would cost more
+        } else {
+            const std::vector<std::size_t> owner = share_steps(trace, cores());
+            on_every_core([&](std::size_t worker, std::size_t workers) { summarise(trace, owner, worker, workers); });
+        }
     }
     trace.timed = recording.summary || recording.timing;
     if (trace.timed) trace.backend = blas_backend();

@@ -267,7 +267,7 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     const bool kernels = fast::use_attention_kernels(d_h, R);
     if (kernels) {  // the heads shared out over the cores, each head's keys packed once
         std::atomic<std::size_t> next{0};
-        on_every_core([&](std::size_t, std::size_t) {
+        on_every_core(B * H * R * T * d_h, [&](std::size_t, std::size_t) {
             std::vector<float> keys;
             for (std::size_t task; (task = next++) < B * H;) {
                 const std::size_t b = task / H, h = task % H;
@@ -305,7 +305,7 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     const std::size_t first = f.q_position0 + f.row0, window = f.window, rows = B * H * R;
     const bool causal = spec.causal;
     double seconds_mask_scale = 0.0;  // the first worker's share, as the phases' times
-    on_every_core([&](std::size_t worker, std::size_t workers) {
+    on_every_core(rows * T, [&](std::size_t worker, std::size_t workers) {
         auto clock_here = Clock::now();
         const WorkerShare share = worker_share(rows, worker, workers);
         for (std::size_t row = share.begin; row < share.end; ++row) {
@@ -377,7 +377,7 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
         const bool triangle = spec.causal && !spec.bias;
         std::atomic<std::size_t> next{0};
         const std::size_t blocks = (R + block - 1) / block;
-        on_every_core([&](std::size_t, std::size_t) {
+        on_every_core(B * H * R * T * d_h, [&](std::size_t, std::size_t) {
             for (std::size_t task; (task = next++) < B * H * blocks;) {
                 const std::size_t bh = task / blocks, b = bh / H, h = bh % H, r0 = task % blocks * block, n = std::min(block, R - r0);
                 const std::size_t cols = triangle ? std::min(T, first + r0 + n) : T;

@@ -151,7 +151,7 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
 #if defined(ATTNWALK_HAVE_AVX2)
     if (n == 1 && !trans_a && !trans_b && ldb == 1 && ldc == 1 && alpha == 1.0f && beta == 0.0f && fast::has_avx2_fma()) {
         streamed = true;
-        on_every_core([&](std::size_t worker, std::size_t workers) {
+        on_every_core(m * k, [&](std::size_t worker, std::size_t workers) {
             const WorkerShare s = worker_share(m, worker, workers, 16);
             if (s.end > s.begin) fast::one_column_avx2(s.begin, s.end, k, a, lda, b, c);
         });
@@ -159,7 +159,7 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
     }
     if (m <= few_rows && !trans_a && !trans_b && alpha == 1.0f && beta == 0.0f && fast::has_avx2_fma()) {
         streamed = true;
-        on_every_core([&](std::size_t worker, std::size_t workers) {
+        on_every_core(m * n * k, [&](std::size_t worker, std::size_t workers) {
             const WorkerShare s = worker_share(n, worker, workers, 16);
             if (s.end > s.begin) fast::few_rows_avx2(m, s.begin, s.end, k, a, lda, b, ldb, c, ldc);
         });
@@ -345,6 +345,11 @@ void on_every_core(const std::function<void(std::size_t worker, std::size_t work
     }
     static Pool* pool = new Pool(cores() - 1);
     pool->run(body);
+}
+
+void on_every_core(std::size_t work, const std::function<void(std::size_t worker, std::size_t workers)>& body) {
+    if (work < small_work) return body(0, 1);
+    on_every_core(body);
 }
 
 std::string blas_backend() {

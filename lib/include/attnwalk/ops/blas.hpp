@@ -33,6 +33,11 @@ std::size_t cores();
 // returns when all are done; the first exception thrown is rethrown here. Inside a worker
 // already, or with one core, body(0, 1) runs on the calling thread alone.
 void on_every_core(const std::function<void(std::size_t worker, std::size_t workers)>& body);
+// The same for `work` units (multiply-adds, values): below small_work, body(0, 1) on the
+// calling thread, as a pool's threads started for a chapter's 6×6 matrices cost more than
+// the work (a tiny command's whole process was a third faster without them).
+constexpr std::size_t small_work = std::size_t{1} << 15;
+void on_every_core(std::size_t work, const std::function<void(std::size_t worker, std::size_t workers)>& body);
 // Worker `worker`'s part [begin, end) of n items split over `workers`, in chunks that are
 // multiples of `align` (the last may be shorter, or empty).
 struct WorkerShare {

@@ -58,10 +58,10 @@ TEST_SUITE("bpe") {
         using attnwalk::bpe_merge::Rule;
         attnwalk::bpe_merge::Rules rules;
         CHECK(rules.find(key(1, 2)) == nullptr);  // empty: nothing, no crash
-        for (std::size_t i = 0; i < 5000; ++i) CHECK(rules.insert(key(i, i + 1), Rule{i, 100000 + i}));
+        for (std::uint32_t i = 0; i < 5000; ++i) CHECK(rules.insert(key(i, i + 1), Rule{i, 100000 + i}));
         CHECK_FALSE(rules.insert(key(7, 8), Rule{99, 99}));  // a later rank of the same pair is dropped
         CHECK(rules.size() == 5000);
-        for (std::size_t i = 0; i < 5000; ++i) {
+        for (std::uint32_t i = 0; i < 5000; ++i) {
             const Rule* r = rules.find(key(i, i + 1));
             REQUIRE(r != nullptr);
             CHECK(r->rank == i);
@@ -73,20 +73,20 @@ TEST_SUITE("bpe") {
 
     TEST_CASE("bpe.string_ids_finds_every_key_once_and_only_those") {
         attnwalk::StringIds ids;
-        CHECK(ids.find("a") == nullptr);
+        CHECK_FALSE(ids.find("a"));
         std::vector<std::string> keys{"", "a", "ab", "Ġthe", "<0x0A>", std::string("\0x", 3), "東京"};
         for (int i = 0; i < 3000; ++i) keys.push_back("k" + std::to_string(i));
         for (std::size_t i = 0; i < keys.size(); ++i) CHECK(ids.insert(keys[i], i));
         CHECK_FALSE(ids.insert("ab", 42));  // the first id stays
         CHECK(ids.size() == keys.size());
         for (std::size_t i = 0; i < keys.size(); ++i) {
-            const std::size_t* id = ids.find(keys[i]);
-            REQUIRE(id != nullptr);
+            const auto id = ids.find(keys[i]);
+            REQUIRE(id);
             CHECK(*id == i);
         }
-        CHECK(ids.find("abc") == nullptr);
-        CHECK(ids.find(std::string("\0", 1)) == nullptr);  // a prefix of a key with a NUL
-        CHECK(ids.find("k3000") == nullptr);
+        CHECK_FALSE(ids.find("abc"));
+        CHECK_FALSE(ids.find(std::string("\0", 1)));  // a prefix of a key with a NUL
+        CHECK_FALSE(ids.find("k3000"));
     }
 
     TEST_CASE("bpe.bad_files") {

@@ -276,7 +276,7 @@ std::shared_ptr<const Bpe> Bpe::load(const std::string& dir) {
             throw InputError(bpe_path, "line " + std::to_string(number), "expected two symbols separated by one space");
         const std::string first = line.substr(0, space), second = line.substr(space + 1);
         const std::size_t left = symbol(first), right = symbol(second), merged = symbol(first + second);
-        b->merges_.insert(bpe_merge::key(left, right), bpe_merge::Rule{rank++, merged});  // the first rank of a pair wins
+        b->merges_.insert(bpe_merge::key(left, right), bpe_merge::Rule{static_cast<std::uint32_t>(rank++), static_cast<std::uint32_t>(merged)});  // the first rank of a pair wins
     }
     return b;
 }

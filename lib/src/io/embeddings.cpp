@@ -111,7 +111,7 @@ Embeddings parse_embeddings(const std::string& text, const std::string& source) 
     if (const Value* tokens = doc.find("tokens")) {
         if (tokens->type == Value::Type::tensor)  // read as numbers: its first element is not a string
             throw InputError(source, "$.tokens[0]", std::string("expected a string, got ") +
-                                                        (tokens->tensor.shape.size() > 1 ? "an array" : "a number"));
+                                                        (tokens->tensor && tokens->tensor->shape.size() > 1 ? "an array" : "a number"));
         if (tokens->type != Value::Type::array)
             throw InputError(source, "$.tokens", "expected an array of strings, got " + json_input::type_name(*tokens));
         if (tokens->array.size() != T)

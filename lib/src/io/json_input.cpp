@@ -6,9 +6,9 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
-#include <unordered_set>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/io/string_ids.hpp"
 
 namespace attnwalk::json_input {
 
@@ -341,7 +341,7 @@ private:
         }
         Value v;
         v.type = Value::Type::tensor;
-        if (store) v.tensor = reader.take();
+        if (store) v.tensor = std::make_shared<const Tensor>(reader.take());
         return v;
     }
     // After an element of a tensor: a comma (true: more to read), or ']'s closing arrays
@@ -388,7 +388,7 @@ private:
         ++p_;  // '{'
         Value v;
         v.type = Value::Type::object;
-        std::unordered_set<std::string> seen;
+        StringIds seen;  // the keys so far, for duplicates
         skip_space();
         if (p_ != end_ && *p_ == '}') {
             ++p_;
@@ -402,7 +402,7 @@ private:
             if (p_ == end_ || *p_ != ':') expected("':' after a key");
             ++p_;
             const Where at{&path, &key};
-            if (!seen.insert(key).second) throw InputError(file_, at.text(), "duplicate key \"" + key + "\": each key may appear once");
+            if (!seen.insert(key, 0)) throw InputError(file_, at.text(), "duplicate key \"" + key + "\": each key may appear once");
             const bool kept = store && (!keep || std::find(keep->begin(), keep->end(), key) != keep->end());
             Value member = value(at, depth + 1, kept);
             if (kept) v.object.emplace_back(std::move(key), std::move(member));
@@ -535,7 +535,10 @@ std::string type_name(const Value& value) {
 }
 
 const Tensor& tensor_of(const Value& value, const std::string& file, const std::string& path) {
-    if (value.type == Value::Type::tensor) return value.tensor;
+    if (value.type == Value::Type::tensor) {
+        static const Tensor none;
+        return value.tensor ? *value.tensor : none;
+    }
     if (value.type != Value::Type::array) throw InputError(file, path, "expected an array of numbers, got " + type_name(value));
     // Not a tensor: say what the first element that is not an array is.
     const Value* cur = &value;

@@ -315,7 +315,7 @@ private:
     void bpe(const std::string& piece, std::vector<std::size_t>& ids) const {
         if (piece.empty()) return;
         if (ignore_merges_) {
-            if (const std::size_t* whole = vocab_.find(piece)) {
+            if (const auto whole = vocab_.find(piece)) {
                 ids.push_back(*whole);
                 return;
             }
@@ -325,12 +325,12 @@ private:
             const std::size_t n = char_length(piece, i);
             const std::string ch = piece.substr(i, n);
             i += n;
-            if (const std::size_t* id = vocab_.find(ch)) {
+            if (const auto id = vocab_.find(ch)) {
                 word.push_back(*id);
             } else if (byte_fallback_) {
                 for (unsigned char c : ch) {
                     static const char* hex = "0123456789ABCDEF";
-                    const std::size_t* b = vocab_.find(std::string("<0x") + hex[c >> 4] + hex[c & 15] + ">");
+                    const auto b = vocab_.find(std::string("<0x") + hex[c >> 4] + hex[c & 15] + ">");
                     if (!b) throw InputError(file_, "$.model.vocab", "byte_fallback needs the tokens <0x00> … <0xFF>");
                     word.push_back(*b);
                 }
@@ -429,7 +429,10 @@ JsonTokenizer::JsonTokenizer(const std::string& file, const Value& doc) : file_(
         return static_cast<std::size_t>(id->number);
     };
     std::size_t size = 0;
-    for (const auto& [token, id] : vocab->object) size = std::max(size, token_id(&id, json_input::member_path("$.model.vocab", token)) + 1);
+    for (const auto& [token, id] : vocab->object) {
+        const bool plain = id.type == Value::Type::number && id.number >= 0.0 && id.number < 1e8 && id.number == std::floor(id.number);
+        size = std::max(size, (plain ? static_cast<std::size_t>(id.number) : token_id(&id, json_input::member_path("$.model.vocab", token))) + 1);
+    }
     const Value* added = member(doc, "added_tokens");
     if (added && added->type != Value::Type::array) throw InputError(file, "$.added_tokens", "expected an array");
     if (added)
@@ -444,7 +447,7 @@ JsonTokenizer::JsonTokenizer(const std::string& file, const Value& doc) : file_(
         vocab_.insert(token, i);
     }
     if (const Value* unk = member(*model, "unk_token")) {
-        const std::size_t* id = vocab_.find(text_of(unk, "$.model.unk_token"));
+        const auto id = vocab_.find(text_of(unk, "$.model.unk_token"));
         if (!id) throw InputError(file, "$.model.unk_token", "is not in the vocabulary");
         unk_ = *id;
     }
@@ -469,9 +472,9 @@ JsonTokenizer::JsonTokenizer(const std::string& file, const Value& doc) : file_(
             throw InputError(file, at(), "expected \"a b\" or [\"a\", \"b\"]");
         }
         both.assign(left).append(right);
-        const std::size_t *l = vocab_.find(left), *r = vocab_.find(right), *merged = vocab_.find(both);
+        const auto l = vocab_.find(left), r = vocab_.find(right), merged = vocab_.find(both);
         if (!l || !r || !merged) throw InputError(file, at(), "\"" + (!l ? left : !r ? right : both) + "\" is not in the vocabulary");
-        merges_.insert(bpe_merge::key(*l, *r), bpe_merge::Rule{rank, *merged});  // the first rank of a pair wins
+        merges_.insert(bpe_merge::key(*l, *r), bpe_merge::Rule{static_cast<std::uint32_t>(rank), static_cast<std::uint32_t>(*merged)});  // the first rank of a pair wins
     }
 
     // added tokens, matched in the raw text before anything else

@@ -10,8 +10,8 @@
 namespace attnwalk::bpe_merge {
 
 struct Rule {
-    std::size_t rank;    // lower merges first
-    std::size_t merged;  // the symbol the pair becomes
+    std::uint32_t rank;    // lower merges first
+    std::uint32_t merged;  // the symbol the pair becomes (ids are below 10^8)
 };
 inline std::uint64_t key(std::size_t left, std::size_t right) {
     return (static_cast<std::uint64_t>(left) << 32) | static_cast<std::uint64_t>(right & 0xffffffffu);
@@ -23,7 +23,7 @@ class Rules {
 public:
     // Adds the rule of `pair` (a key()); false, and the first rule kept, when it has one.
     bool insert(std::uint64_t pair, Rule rule) {
-        if (2 * (count_ + 1) > slots_.size()) grow(slots_.empty() ? 16 : 2 * slots_.size());
+        if (4 * (count_ + 1) > 3 * slots_.size()) grow(slots_.empty() ? 16 : 2 * slots_.size());
         for (std::size_t s = hash(pair) & mask();; s = (s + 1) & mask()) {
             if (slots_[s].pair == empty) {
                 slots_[s] = Slot{pair, rule};
@@ -42,7 +42,7 @@ public:
     }
     void reserve(std::size_t n) {
         std::size_t slots = 16;
-        while (2 * n > slots) slots *= 2;
+        while (4 * n > 3 * slots) slots *= 2;
         if (slots > slots_.size()) grow(slots);
     }
     std::size_t size() const { return count_; }

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,51 +20,54 @@ class StringIds {
 public:
     // Adds key -> id; false (and nothing changed) when the key is there already.
     bool insert(std::string_view key, std::size_t id) {
-        if (2 * (count_ + 1) > slots_.size()) grow();
+        if (4 * (count_ + 1) > 3 * slots_.size()) grow();
         const std::uint64_t h = hash(key);
         for (std::size_t s = h & mask();; s = (s + 1) & mask()) {
             Slot& slot = slots_[s];
             if (slot.id == empty) {
-                slot = Slot{h, text_.size(), key.size(), id};
+                if (text_.size() + key.size() > 0xffffffffu || id >= empty) throw std::length_error("StringIds: more than 4 GiB of keys, or an id past 2^32 - 2");
+                slot = Slot{tag(h), static_cast<std::uint32_t>(text_.size()), static_cast<std::uint32_t>(key.size()), static_cast<std::uint32_t>(id)};
                 text_.append(key);
                 ++count_;
                 return true;
             }
-            if (slot.hash == h && key_of(slot) == key) return false;
+            if (slot.tag == tag(h) && key_of(slot) == key) return false;
         }
     }
-    // The id of `key`, or null.
-    const std::size_t* find(std::string_view key) const {
-        if (slots_.empty()) return nullptr;
+    // The id of `key`, or nothing.
+    std::optional<std::size_t> find(std::string_view key) const {
+        if (slots_.empty()) return std::nullopt;
         const std::uint64_t h = hash(key);
         for (std::size_t s = h & mask();; s = (s + 1) & mask()) {
             const Slot& slot = slots_[s];
-            if (slot.id == empty) return nullptr;
-            if (slot.hash == h && key_of(slot) == key) return &slot.id;
+            if (slot.id == empty) return std::nullopt;
+            if (slot.tag == tag(h) && key_of(slot) == key) return slot.id;
         }
     }
     void reserve(std::size_t n) {
-        while (2 * n > slots_.size()) grow();
+        while (4 * n > 3 * slots_.size()) grow();
     }
     std::size_t size() const { return count_; }
     double memory_bytes() const { return static_cast<double>(slots_.capacity() * sizeof(Slot) + text_.capacity()); }
 
 private:
-    static constexpr std::size_t empty = static_cast<std::size_t>(-1);
-    struct Slot {
-        std::uint64_t hash = 0;
-        std::size_t offset = 0, length = 0;  // the key's bytes in text_
-        std::size_t id = empty;
+    static constexpr std::uint32_t empty = 0xffffffffu;
+    struct Slot {  // 16 bytes: four slots to a cache line
+        std::uint32_t tag = 0;                 // the hash's high half
+        std::uint32_t offset = 0, length = 0;  // the key's bytes in text_
+        std::uint32_t id = empty;
     };
     static std::uint64_t hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
+    static std::uint32_t tag(std::uint64_t h) { return static_cast<std::uint32_t>(h >> 32); }
     std::size_t mask() const { return slots_.size() - 1; }
     std::string_view key_of(const Slot& slot) const { return std::string_view(text_).substr(slot.offset, slot.length); }
+    std::uint64_t place(const Slot& slot) const { return hash(key_of(slot)); }  // growing hashes each key again
     void grow() {  // twice the slots (a power of two), every key placed again
         std::vector<Slot> old(slots_.empty() ? 16 : 2 * slots_.size());
         old.swap(slots_);
         for (const Slot& slot : old) {
             if (slot.id == empty) continue;
-            std::size_t s = slot.hash & mask();
+            std::size_t s = place(slot) & mask();
             while (slots_[s].id != empty) s = (s + 1) & mask();
             slots_[s] = slot;
         }

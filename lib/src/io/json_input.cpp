@@ -41,7 +41,7 @@ std::string number_text(double v) {
 // later arrays must match it; every element must be a finite float32 number.
 class TensorReader {
 public:
-    TensorReader(const std::string& file, std::string path) : file_(file), path_(std::move(path)) {}
+    TensorReader(const std::string& file, const Where& path) : file_(file), path_(path) {}
 
     void start_array() {
         const std::size_t level = counts_.size();
@@ -92,20 +92,20 @@ public:
 private:
     // The path of the element about to be added to the innermost open array.
     std::string element_path() const {
-        std::string p = path_;
+        std::string p = path_.text();
         for (std::size_t count : counts_) p = index_path(p, count);
         return p;
     }
     // The path of the innermost open array.
     std::string open_path() const {
-        std::string p = path_;
+        std::string p = path_.text();
         for (std::size_t l = 0; l + 1 < counts_.size(); ++l) p = index_path(p, counts_[l]);
         return p;
     }
     [[noreturn]] void fail(const std::string& where, const std::string& what) const { throw InputError(file_, where, what); }
 
     const std::string& file_;
-    std::string path_;
+    const Where& path_;  // written out only for an error
     Tensor tensor_;
     std::size_t rank_ = 0;             // levels of arrays, known at the first number
     std::vector<std::size_t> counts_;  // elements so far in each open array
@@ -311,7 +311,7 @@ private:
     }
 
     Value tensor(const Where& path, bool store) {
-        TensorReader reader(file_, path.text());
+        TensorReader reader(file_, path);
         for (;;) {
             skip_space();
             if (p_ == end_) expected("a value");

@@ -1,6 +1,7 @@
 #include "test_util.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -61,6 +62,45 @@ TEST_SUITE("linear") {
         // x·W layout, [2, 3]
         const std::vector<std::uint16_t> bf_xw = {0x3F80, 0x3F00, 0x3E80, 0xC000, 0x4040, 0xBF80};
         CHECK(project(x, external_linear16(bf_xw.data(), true, 2, 3, 3, false, nullptr)) == want);
+    }
+
+    TEST_CASE("linear.bf16_rows_through_every_path_equal_the_sums_in_double") {
+        // the register-widening kernel (a few rows) and the widened blocks (many), with tails
+        // in every dimension: k not a multiple of 16, outputs not of 4, an odd number of rows,
+        // a leading dimension wider than the row, and one output column alone
+        std::uint32_t state = 12345;
+        const auto next = [&] { state = state * 1664525u + 1013904223u; return static_cast<float>(state >> 8) / 16777216.0f - 0.5f; };
+        for (std::size_t d_in : {5, 16, 37, 64, 100})
+            for (std::size_t d_out : {1, 3, 4, 9})
+                for (std::size_t rows : {1, 2, 3, 7, 33, 40}) {
+                    const std::size_t ld = d_in + 3;
+                    std::vector<std::uint16_t> w(d_out * ld);
+                    std::vector<float> wf(d_out * ld);
+                    for (std::size_t i = 0; i < w.size(); ++i) {
+                        std::uint32_t bits;
+                        const float v = next();
+                        std::memcpy(&bits, &v, sizeof bits);
+                        w[i] = static_cast<std::uint16_t>(bits >> 16);  // truncated: any bf16 value will do
+                        bits = static_cast<std::uint32_t>(w[i]) << 16;
+                        std::memcpy(&wf[i], &bits, sizeof bits);
+                    }
+                    Cube x = Cube::from_shape({1, rows, d_in});
+                    for (float& v : x) v = next();
+                    const Linear l = external_linear16(w.data(), true, d_in, d_out, ld, true, nullptr);
+                    const Cube y = project(x, l);
+                    for (std::size_t r = 0; r < rows; ++r)
+                        for (std::size_t j = 0; j < d_out; ++j) {
+                            double sum = 0.0, size = 0.0;
+                            for (std::size_t p = 0; p < d_in; ++p) {
+                                sum += static_cast<double>(x(0, r, p)) * wf[j * ld + p];
+                                size += std::fabs(static_cast<double>(x(0, r, p)) * wf[j * ld + p]);
+                            }
+                            INFO("d_in " << d_in << " d_out " << d_out << " rows " << rows << " at " << r << "," << j);
+                            CHECK(std::fabs(y(0, r, j) - sum) <= 1e-6 * size + 1e-12);
+                        }
+                    const Mat one = project_row(l, &x(0, rows - 1, 0));
+                    for (std::size_t j = 0; j < d_out; ++j) CHECK(std::fabs(one(0, j) - y(0, rows - 1, j)) <= 1e-6);
+                }
     }
 
     TEST_CASE("linear.layer_norm_and_gelu") {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -63,6 +64,16 @@ void one_column_avx2(std::size_t i0, std::size_t i1, std::size_t k, const float*
 // each element accumulated over k in order with fused multiply-adds, as sgemm's plain loop.
 void few_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a, std::size_t lda, const float* b,
                    std::size_t ldb, float* c, std::size_t ldc);
+// A few rows through a layer of brain floats in nn.Linear's layout (a short prompt, or a
+// generated token, through a BF16 checkpoint): y[i, j] = Σ_p x[i, p]·W[j, p] for W's rows
+// [j0, j1) of W[n × k, ldw] (bfloat16 bits) and i < m, in float32. W is read once and each
+// 16 of its values widened in registers — the even ones shifted up, the odd ones masked,
+// no shuffles — never into a float32 copy; x is read from `xs`, x de-interleaved by
+// deinterleave16 (in each 16 values the 8 even, then the 8 odd; k/16·16 values a row).
+// Sums run over the even and the odd places in 8 lanes each, then the tail in order.
+void deinterleave16(const float* x, std::size_t m, std::size_t k, std::size_t ldx, float* xs);
+void bf16_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* x, std::size_t ldx, const float* xs,
+                    const std::uint16_t* w, std::size_t ldw, float* y, std::size_t ldy);
 #endif
 
 // exp(row[j] − max) in place for j < n, returning their sum: the softmax's middle step.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels.hpp"
 
@@ -178,6 +179,86 @@ __attribute__((target("avx2,fma"))) void few_rows_avx2(std::size_t m, std::size_
                 c[i * ldc + j] = sum;
             }
     }
+}
+
+void deinterleave16(const float* x, std::size_t m, std::size_t k, std::size_t ldx, float* xs) {
+    const std::size_t k16 = k / 16 * 16;
+    for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t p = 0; p < k16; p += 16)
+            for (std::size_t l = 0; l < 8; ++l) {
+                xs[i * k16 + p + l] = x[i * ldx + p + 2 * l];
+                xs[i * k16 + p + 8 + l] = x[i * ldx + p + 2 * l + 1];
+            }
+}
+
+namespace {
+
+// MR rows of x through NR rows of W over the first k16 columns, each sum left in sums[r·NR + q].
+template <int MR, int NR>
+__attribute__((target("avx2,fma"), always_inline)) inline void bf16_tile(std::size_t k16, const float* xs, const std::uint16_t* w,
+                                                                        std::size_t ldw, float* sums, std::size_t ahead) {
+    __m256 acc[MR][NR];
+    for (int r = 0; r < MR; ++r)
+        for (int q = 0; q < NR; ++q) acc[r][q] = _mm256_setzero_ps();
+    const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+    for (std::size_t p = 0; p < k16; p += 16) {
+        __m256 even[MR], odd[MR];
+        for (int r = 0; r < MR; ++r) {
+            even[r] = _mm256_loadu_ps(xs + r * k16 + p);
+            odd[r] = _mm256_loadu_ps(xs + r * k16 + p + 8);
+        }
+        if (ahead && p % 32 == 0)
+            for (int q = 0; q < NR; ++q) _mm_prefetch(reinterpret_cast<const char*>(w + q * ldw + p + ahead), _MM_HINT_T0);
+        for (int q = 0; q < NR; ++q) {
+            const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + q * ldw + p));
+            const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(bits, 16));     // values p, p+2, …: the low halves
+            const __m256 wo = _mm256_castsi256_ps(_mm256_and_si256(bits, high));   // p+1, p+3, …: the high halves
+            for (int r = 0; r < MR; ++r) acc[r][q] = _mm256_fmadd_ps(wo, odd[r], _mm256_fmadd_ps(we, even[r], acc[r][q]));
+        }
+    }
+    for (int r = 0; r < MR; ++r)
+        for (int q = 0; q < NR; ++q) sums[r * NR + q] = hsum(acc[r][q]);
+}
+
+constexpr std::size_t bf16_ahead = 512;  // values ahead in each row, prefetched by the first pair of rows of x
+
+template <int NR>
+__attribute__((target("avx2,fma"))) void bf16_group(std::size_t m, std::size_t j, std::size_t k, const float* x, std::size_t ldx,
+                                                    const float* xs, const std::uint16_t* w, std::size_t ldw, float* y, std::size_t ldy) {
+    const std::size_t k16 = k / 16 * 16;
+    float sums[2 * NR];
+    const auto finish = [&](std::size_t i, std::size_t rows) {
+        for (std::size_t r = 0; r < rows; ++r)
+            for (int q = 0; q < NR; ++q) {
+                float s = sums[r * NR + q];
+                for (std::size_t p = k16; p < k; ++p) {
+                    const std::uint32_t b = static_cast<std::uint32_t>(w[(j + q) * ldw + p]) << 16;
+                    float v;
+                    std::memcpy(&v, &b, sizeof v);
+                    s = std::fma(x[(i + r) * ldx + p], v, s);
+                }
+                y[(i + r) * ldy + j + q] = s;
+            }
+    };
+    std::size_t i = 0;
+    for (; i + 2 <= m; i += 2) {  // W's NR rows from memory for the first pair, from the cache after
+        bf16_tile<2, NR>(k16, xs + i * k16, w + j * ldw, ldw, sums, i == 0 ? bf16_ahead : 0);
+        finish(i, 2);
+    }
+    if (i < m) {
+        bf16_tile<1, NR>(k16, xs + i * k16, w + j * ldw, ldw, sums, i == 0 ? bf16_ahead : 0);
+        finish(i, 1);
+    }
+}
+
+}  // namespace
+
+__attribute__((target("avx2,fma"))) void bf16_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* x,
+                                                         std::size_t ldx, const float* xs, const std::uint16_t* w, std::size_t ldw,
+                                                         float* y, std::size_t ldy) {
+    std::size_t j = j0;
+    for (; j + 4 <= j1; j += 4) bf16_group<4>(m, j, k, x, ldx, xs, w, ldw, y, ldy);
+    for (; j < j1; ++j) bf16_group<1>(m, j, k, x, ldx, xs, w, ldw, y, ldy);
 }
 
 __attribute__((target("avx2,fma"))) void one_column_avx2(std::size_t i0, std::size_t i1, std::size_t k, const float* a, std::size_t lda,

@@ -8,6 +8,7 @@
 #include <xtensor/xview.hpp>
 
 #include "attnwalk/ops/blas.hpp"
+#include "kernels.hpp"
 
 namespace attnwalk {
 
@@ -85,6 +86,34 @@ float* widen_buffer(std::size_t floats) {
     return buffer.data();
 }
 
+// A few rows through BF16 weights in nn.Linear's layout: each weight read once and widened
+// in registers (fast::bf16_rows_avx2), every core its share of the outputs. More rows than
+// direct_rows reuse each weight enough for the widened blocks and sgemm to be faster.
+constexpr std::size_t direct_rows = 32;
+bool bf16_direct(const Linear& l, std::size_t rows) {
+#if defined(ATTNWALK_HAVE_AVX2)
+    return l.ext16 && l.ext16_bf16 && l.ext_transposed && rows <= direct_rows && fast::has_avx2_fma();
+#else
+    (void)l;
+    (void)rows;
+    return false;
+#endif
+}
+void bf16_rows(const float* x, std::size_t rows, const Linear& l, float* y, std::size_t ldy) {
+#if defined(ATTNWALK_HAVE_AVX2)
+    const std::size_t d_in = l.ext_in, d_out = l.ext_out;
+    std::vector<float> xs(rows * (d_in / 16 * 16));
+    fast::deinterleave16(x, rows, d_in, d_in, xs.data());
+    on_every_core(rows * d_in * d_out, [&](std::size_t worker, std::size_t workers) {
+        const WorkerShare s = worker_share(d_out, worker, workers, 4);
+        if (s.end > s.begin) fast::bf16_rows_avx2(rows, s.begin, s.end, d_in, x, d_in, xs.data(), l.ext16, l.ext_ld, y, ldy);
+    });
+#else
+    (void)x, (void)rows, (void)l, (void)y, (void)ldy;
+    throw std::logic_error("bf16_rows without AVX2");
+#endif
+}
+
 }  // namespace
 
 void Linear::copy_out_row(std::size_t j, float* dst) const {
@@ -115,6 +144,8 @@ void project_into(const float* x, std::size_t rows, const Linear& layer, float* 
     const std::size_t d_in = layer.in(), d_out = layer.out();
     if (layer.ext) {  // straight from where the floats lie
         sgemm(false, layer.ext_transposed, rows, d_out, d_in, 1.0f, x, d_in, layer.ext, layer.ext_ld, 0.0f, y, ldy);
+    } else if (bf16_direct(layer, rows)) {
+        bf16_rows(x, rows, layer, y, ldy);
     } else if (layer.ext16) {  // each core widens and multiplies its share of the outputs, a block at a time
         on_every_core([&](std::size_t worker, std::size_t workers) {
             const auto [begin, end] = worker_share(d_out, worker, workers);
@@ -173,7 +204,9 @@ Mat project_row(const Linear& layer, const float* x) {
     if (!layer.external() || !layer.ext_transposed) throw std::logic_error("project_row needs a layer in nn.Linear's layout");
     const std::size_t out = layer.ext_out, in = layer.ext_in;
     Mat y = Mat::from_shape({1, out});
-    if (layer.ext) {
+    if (bf16_direct(layer, 1)) {
+        bf16_rows(x, 1, layer, y.data(), out);
+    } else if (layer.ext) {
         sgemm(false, false, out, 1, in, 1.0f, layer.ext, layer.ext_ld, x, 1, 0.0f, y.data(), 1);  // W·x: d_out rows
     } else {  // each core widens its share of the rows, a block small enough to stay in its cache at a time
         on_every_core([&](std::size_t worker, std::size_t workers) {

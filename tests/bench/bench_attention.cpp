@@ -5,12 +5,14 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <sstream>
 #include <vector>
 
 #include "attnwalk/ops/blocked_attention.hpp"
 #include "attnwalk/ops/blas.hpp"
+#include "attnwalk/ops/linear.hpp"
 #include "attnwalk/io/embeddings.hpp"
 #include "attnwalk/ops/rng.hpp"
 #include "attnwalk/lessons/lessons.hpp"
@@ -40,6 +42,34 @@ void BM_sgemm(benchmark::State& state) {
                                                    benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_sgemm)->Args({2048, 2048, 2048})->Args({2048, 768, 768})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A few rows through a BF16 layer in nn.Linear's layout, [d_out × d_in] = Llama-3.2-1B's
+// gate projection (8192 × 2048, 32 MiB of weights, more than any cache here): a short prompt
+// (rows 10), a generated token (1), and past the direct kernel's limit (33, 128). GB/s counts
+// the weights read once per product.
+void BM_bf16_layer(benchmark::State& state) {
+    const std::size_t rows = static_cast<std::size_t>(state.range(0)), d_in = 2048, d_out = 8192;
+    const auto values = random_values(d_out * d_in, 3);
+    std::vector<std::uint16_t> w(values.size());
+    for (std::size_t i = 0; i < w.size(); ++i) {
+        std::uint32_t bits;
+        std::memcpy(&bits, &values[i], sizeof bits);
+        w[i] = static_cast<std::uint16_t>(bits >> 16);
+    }
+    const attnwalk::Linear layer = attnwalk::external_linear16(w.data(), true, d_in, d_out, d_in, true, nullptr);
+    attnwalk::Cube x = attnwalk::Cube::from_shape({1, rows, d_in});
+    const auto xv = random_values(rows * d_in, 4);
+    std::copy(xv.begin(), xv.end(), x.begin());
+    for (auto _ : state) {
+        attnwalk::Cube y = attnwalk::project(x, layer);
+        benchmark::DoNotOptimize(y.data());
+    }
+    const double n = static_cast<double>(state.iterations());
+    state.counters["GB/s"] = benchmark::Counter(2.0 * static_cast<double>(d_in * d_out) * n, benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+    state.counters["GFLOP/s"] =
+        benchmark::Counter(2.0 * static_cast<double>(rows * d_in * d_out) * n, benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_bf16_layer)->Arg(1)->Arg(10)->Arg(32)->Arg(33)->Arg(128)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The fused, causal MultiHeadAttention forward pass: d_in = d_out = 768, 12 heads.
 // FLOPs counted as the issue does: 4·T·d² + 4·T²·d.

@@ -24,6 +24,7 @@
 #include "attnwalk/io/safetensors.hpp"
 #include "commands/commands.hpp"
 #include "commands/walkthrough.hpp"
+#include "data_files.hpp"
 #include "render/explore.hpp"
 #include "help.hpp"
 #include "output_file.hpp"
@@ -116,6 +117,7 @@ std::string why(const std::string& message) {
     if (message.find(" excludes ") == std::string::npos && message.find(" requires ") == std::string::npos) return "";
     static const std::pair<const char*, const char*> reasons[] = {
         {"--ones", "the matrix of ones has no input, weights or scores"},
+        {"--npy", "--npy writes every step's numbers; --summary keeps only their statistics"},
         {"--step", "--step pauses the text view"},
         {"--query", "--explain I,J already names the query I"},
         {"--json", "the JSON always holds every number; --format, --precision, --full, --color and --no-heatmap shape the text view"},
@@ -241,6 +243,8 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
                          : s.color_scale == "symmetric" ? ColorScale::symmetric
                          : s.color_scale == "row"       ? ColorScale::row
                                                         : ColorScale::automatic;
+    if (s.walkthrough && s.npy)
+        throw UsageError("the walkthrough is several commands: give --npy DIR to one of them (scores, softmax, context, causal, dropout, mha)");
     if (s.walkthrough) {
         const Embeddings input = prepare_input(s, [](const InputShape&) { return Cost{}; });
         std::vector<Section> sections;
@@ -281,8 +285,8 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
             render_text(sections, s.text, printable(rerun_suffix(s)), pause, out, keys.is_open() && prompt.is_open());
         }
     } else if (!s.explore.empty()) {
-        if (s.json || s.svg || s.html || s.recording.summary)
-            throw UsageError("explore shows its own screen: give the command without --json, --svg, --html or --summary");
+        if (s.json || s.svg || s.html || s.npy || s.recording.summary)
+            throw UsageError("explore shows its own screen: give the command without --json, --svg, --html, --npy or --summary");
         // every character as the text view shows it: control and bidi characters as stand-ins
         return explore(printable(s.compact ? compact(s.walk(), s.headline) : select_steps(s.walk(), s.steps)), s.explore);
     } else {
@@ -296,6 +300,11 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
             write_file_atomically(*s.html, page);
             wrote(err, *s.html, page, "a page");
         }
+        if (s.npy) {
+            const NpyWritten w = write_npy_files(trace, *s.npy, s.input.empty() || s.input == "-" ? s.input : user_path(s.input));
+            err << "attnwalk: wrote " << *s.npy << "/ (" << w.files << " .npy file" << (w.files == 1 ? "" : "s") << ", "
+                << bytes_text(w.bytes) << ")\n";
+        }
         const auto svg = [&](const Trace& t) {
             const std::string picture = svg_of_weights(t, s.text, s.svg_step);
             write_file_atomically(*s.svg, picture);
@@ -303,7 +312,7 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
         };
         if (s.json) {  // the exact text
             if (s.svg) svg(printable(trace));
-            render_json(trace, out, non_finite_of(s));
+            render_json(trace, out, non_finite_of(s), false, s.npy.value_or(""));
         } else {  // every text view shows control and bidi characters as visible stand-ins
             trace = printable(std::move(trace));
             if (s.svg) svg(trace);

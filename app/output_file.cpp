@@ -13,6 +13,8 @@
 #include <system_error>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/io/npy.hpp"
+#include "render/render_json.hpp"
 
 namespace attnwalk::app {
 
@@ -23,7 +25,7 @@ namespace {
 // (it begins with "<!doctype html>" and names attnwalk as its generator early on).
 // Read without following a link and without waiting, and only if it is still the regular
 // file `seen` was (a swap in between is refused, not read).
-bool empty_or_output(const std::string& path, const struct stat& seen) {
+bool empty_or_output(const std::string& path, const struct stat& seen, bool npy) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) return false;
     struct stat now {};
@@ -36,6 +38,7 @@ bool empty_or_output(const std::string& path, const struct stat& seen) {
     head.resize(static_cast<std::size_t>(got));
     const std::size_t start = head.find_first_not_of(" \t\r\n");
     if (start == std::string::npos) return true;  // empty, or only blanks
+    if (npy) return is_npy(head);                 // in a folder --npy made: its .npy files
     if (head.compare(start, 15, "<!doctype html>") == 0) return head.find(html_generator) != std::string::npos;
     return (head.compare(start, 5, "<?xml") == 0 || head.compare(start, 4, "<svg") == 0) && head.find("<svg") != std::string::npos;
 }
@@ -84,10 +87,11 @@ std::string landing_place(const std::string& path) {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::string& content) {
+void write_file_atomically(const std::string& path, const std::string& content, bool npy) {
     if (path.empty()) throw UsageError("the output file name is empty");
     if (path == "-")
-        throw UsageError("--svg and --html write a file, not standard output: give a file name instead of '-'");
+        throw UsageError(std::string(npy ? "--npy writes files into a folder" : "--svg and --html write a file") +
+                         ", not standard output: give a " + (npy ? "folder" : "file") + " name instead of '-'");
     const std::string place = landing_place(path);  // `path` itself, or the file its link names
     struct stat target {};
     const bool exists = ::stat(place.c_str(), &target) == 0;
@@ -97,9 +101,10 @@ void write_file_atomically(const std::string& path, const std::string& content) 
     // The one rule for every file a command reads (an input, a checkpoint, a tokenizer
     // file, a mask, standard input's file): none is a picture or a page of ours, and only
     // those (or an empty file) are ever replaced.
-    if (exists && !empty_or_output(place, target))
+    if (exists && !empty_or_output(place, target, npy))
         throw UsageError("refusing to write " + path +
-                         ": it holds something other than an SVG picture or a page attnwalk wrote (--svg and --html replace only those)");
+                         (npy ? ": it holds something other than a .npy file (--npy replaces only those, in a folder it made)"
+                              : ": it holds something other than an SVG picture or a page attnwalk wrote (--svg and --html replace only those)"));
 
     // The temporary file sits next to the target under a short name of its own, so that a
     // name of up to NAME_MAX bytes stays legal.
@@ -140,6 +145,41 @@ void write_file_atomically(const std::string& path, const std::string& content) 
         ::unlink(temp.c_str());
         fail("the write failed", path, err);
     }
+}
+
+NpyWritten write_npy_files(const Trace& trace, const std::string& dir, const std::string& input) {
+    if (dir.empty()) throw UsageError("the --npy folder name is empty");
+    if (dir == "-") throw UsageError("--npy writes files into a folder, not standard output: give a folder name instead of '-'");
+    const std::string stamp = dir + "/" + npy_stamp;
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0) {
+        if (errno != ENOENT) fail("cannot look at it", dir, errno);
+        if (::mkdir(dir.c_str(), 0777) != 0) fail("cannot make the folder", dir, errno);
+    } else {
+        if (!S_ISDIR(st.st_mode)) throw UsageError("refusing to write into " + dir + ": it is not a folder (--npy DIR makes or reuses a folder)");
+        std::error_code ec;
+        const bool ours = ::lstat(stamp.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+        if (!ours && !std::filesystem::is_empty(dir, ec))
+            throw UsageError("refusing to write into " + dir + ": it holds files that --npy did not write (give a new or an empty folder)");
+    }
+    write_file_atomically(stamp, "", true);  // this folder is --npy's: later runs may replace its .npy files
+    struct stat in {};
+    const bool have_input = !input.empty() && input != "-" && ::stat(input.c_str(), &in) == 0;
+    const std::vector<std::string> names = npy_file_names(trace);
+    NpyWritten wrote{0, 0.0};
+    for (std::size_t i = 0; i < trace.steps.size(); ++i) {
+        const Step& step = trace.steps[i];
+        if (step.tensor.data.empty()) continue;
+        const std::string path = dir + "/" + names[i];
+        struct stat there {};
+        if (have_input && ::stat(path.c_str(), &there) == 0 && there.st_dev == in.st_dev && there.st_ino == in.st_ino)
+            throw UsageError("refusing to write " + path + ": it is the input file (-i); give --npy another folder");
+        const std::string content = npy_bytes(step.tensor);
+        write_file_atomically(path, content, true);
+        wrote.bytes += static_cast<double>(content.size());
+        ++wrote.files;
+    }
+    return wrote;
 }
 
 }  // namespace attnwalk::app

@@ -2,7 +2,10 @@
 // picture or a page of its own.
 #pragma once
 
+#include <cstddef>
 #include <string>
+
+#include "attnwalk/trace.hpp"
 
 namespace attnwalk::app {
 
@@ -11,7 +14,20 @@ namespace attnwalk::app {
 // anything but a regular file, and a file that holds anything but an SVG picture or a page
 // --html wrote (so never an input, whichever option read it); throws RuntimeError when the
 // disk refuses, after removing the temporary file.
-void write_file_atomically(const std::string& path, const std::string& content);
+// `npy`: the file is a .npy of --npy's, in a folder it made, and replaces only a .npy file.
+void write_file_atomically(const std::string& path, const std::string& content, bool npy = false);
+
+// --npy DIR: DIR made (or reused, when an earlier --npy made it or it is empty) and each
+// step's tensor written as DIR/NAME (npy_file_names), never over `input` (-i's file).
+// Returns what it wrote, for the line on stderr.
+struct NpyWritten {
+    std::size_t files;
+    double bytes;
+};
+NpyWritten write_npy_files(const Trace& trace, const std::string& dir, const std::string& input);
+
+// The empty file that marks a folder as --npy's.
+constexpr const char* npy_stamp = ".attnwalk-npy";
 
 // What an HTML page of attnwalk's names in its first lines: the mark write_file_atomically
 // looks for before it replaces a page.

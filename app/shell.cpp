@@ -83,7 +83,7 @@ void add_shell_options(CLI::App& sub, Shell& s, bool walk, InputKind kind) {
         sub.add_option("--text", s.sentence, "The text, cut into tokens by the tokenizer (UTF-8)")->check(non_empty())->group(input_group);
     } else {
         CLI::Option* input =
-            sub.add_option("-i,--input", s.input, "Input JSON file ({\"tokens\", \"embeddings\"}); - reads stdin. Default: the built-in sentence")
+            sub.add_option("-i,--input", s.input, "Input: a JSON file ({\"tokens\", \"embeddings\"}) or a NumPy .npy of the embeddings (T×d or B×T×d); - reads stdin. Default: the built-in sentence")
                 ->check(non_empty())
                 ->group(input_group);
         sub.add_option("--text", s.sentence, "A sentence instead of -i: split at whitespace, each word looked up in --vocab")
@@ -156,7 +156,15 @@ void add_shell_options(CLI::App& sub, Shell& s, bool walk, InputKind kind) {
                    "the path of a clicked cell (no network needed)")
         ->check(non_empty())
         ->group(output_group);
-    sub.add_flag("--summary", s.recording.summary, "Big inputs: per step only the shape, min/max/mean, row sums, a checksum and the time")->group(output_group);
+    CLI::Option* npy = sub.add_option("--npy", s.npy,
+                                      "Also write each step's tensor as DIR/ID.npy (NumPy's format: numpy.load reads it, no text to "
+                                      "parse); with --json the steps name their files instead of holding the numbers")
+                           ->check(non_empty())
+                           ->type_name("DIR")
+                           ->group(output_group);
+    sub.add_flag("--summary", s.recording.summary, "Big inputs: per step only the shape, min/max/mean, row sums, a checksum and the time")
+        ->excludes(npy)
+        ->group(output_group);
     sub.add_flag("--timing", s.recording.timing, "After the trace, the wall time of each step")->group(output_group);
 }
 

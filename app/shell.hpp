@@ -38,6 +38,7 @@ struct Shell {
     std::optional<std::string> svg;
     std::string svg_step;            // --svg-step: the step drawn (default: the final weights)
     std::optional<std::string> html; // --html FILE: the whole trace as one self-contained page
+    std::optional<std::string> npy;  // --npy DIR: each step's tensor as DIR/ID.npy
     std::vector<std::string> steps;  // --steps: the steps shown (ids, globs, ranges, last)
     bool compact = false;            // --compact: the command's headline steps only
     Recording recording;

@@ -1,10 +1,12 @@
 // The --json view: one document, documented in docs/json.md, streamed straight to the
 // output (no document tree in memory: a context trace at T = 4096 holds 34 million numbers).
+#include <cctype>
 #include <charconv>
 #include <type_traits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <set>
 #include <string>
 
 #include "render_json.hpp"
@@ -181,7 +183,7 @@ void numbers(Writer& w, const std::vector<float>& values) {
 // Tensors from this many values on are packed where the writer packs.
 constexpr std::size_t packed_from = 64;
 
-void step_json(Writer& w, const Step& step, bool timed) {
+void step_json(Writer& w, const Step& step, bool timed, const std::string& npy = "") {
     w.raw('{').key("id").string(step.id);
     w.raw(',').key("title").string(step.title);
     w.raw(',').key("formula").string(step.formula);
@@ -215,7 +217,9 @@ void step_json(Writer& w, const Step& step, bool timed) {
         if (!s.scope.empty()) w.raw(',').key("scope").string(s.scope);
         w.raw('}');
     }
-    if (!step.tensor.data.empty()) {
+    if (!step.tensor.data.empty() && !npy.empty()) {
+        w.raw(',').key("npy").string(npy);
+    } else if (!step.tensor.data.empty()) {
         w.raw(',').key("data");
         if (w.packed && step.tensor.data.size() >= packed_from && !step.tensor.is_integer() &&
             step.tensor.integer_columns == 0)
@@ -266,7 +270,8 @@ void param_json(Writer& w, const ParamValue& value) {
     }, value);
 }
 
-void trace_json(Writer& w, const Trace& trace) {
+void trace_json(Writer& w, const Trace& trace, const std::string& npy_dir = "") {
+    const std::vector<std::string> npy = npy_dir.empty() ? std::vector<std::string>() : npy_file_names(trace);
     w.raw('{').key("format_version").integer(json_format_version).raw(',').key("command").string(trace.command);
     w.raw(',').key("tokens").raw('[');
     for (std::size_t i = 0; i < trace.tokens.size(); ++i) (i ? w.raw(',') : w).string(trace.tokens[i]);
@@ -285,7 +290,7 @@ void trace_json(Writer& w, const Trace& trace) {
     double total = 0.0;
     for (std::size_t i = 0; i < trace.steps.size(); ++i) {
         if (i) w.raw(',');
-        step_json(w, trace.steps[i], trace.timed);
+        step_json(w, trace.steps[i], trace.timed, npy.empty() ? std::string() : npy_dir + "/" + npy[i]);
         total += trace.steps[i].seconds;
     }
     w.raw(']');
@@ -296,9 +301,22 @@ void trace_json(Writer& w, const Trace& trace) {
 
 }  // namespace
 
-void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite, bool packed) {
+std::vector<std::string> npy_file_names(const Trace& trace) {
+    std::vector<std::string> names;
+    std::set<std::string> taken;
+    for (const Step& step : trace.steps) {
+        std::string base;
+        for (char c : step.id) base += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ? c : '_';
+        std::string name = base + ".npy";
+        for (std::size_t n = 2; !taken.insert(name).second; ++n) name = base + "_" + std::to_string(n) + ".npy";
+        names.push_back(name);
+    }
+    return names;
+}
+
+void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite, bool packed, const std::string& npy_dir) {
     Writer w(out, non_finite, packed);
-    trace_json(w, trace);
+    trace_json(w, trace, npy_dir);
     w.raw('\n');
 }
 

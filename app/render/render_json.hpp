@@ -2,6 +2,7 @@
 #pragma once
 
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "attnwalk/trace.hpp"
@@ -22,7 +23,15 @@ constexpr unsigned json_format_version = 2;
 // unless whole numbers, as {"f32": "<base64>"}, the float32 bits of its values in row-major
 // order, 4 little-endian bytes each: 5⅓ characters a number where the text takes about 10,
 // every bit kept (inf and NaN included).
-void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite = NonFinite::string, bool packed = false);
+//
+// `npy_dir` (--npy DIR): each step's tensor is in DIR/NAME (npy_file_names), and the step
+// says so ("npy": "DIR/NAME") in place of its "data".
+void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite = NonFinite::string, bool packed = false,
+                 const std::string& npy_dir = "");
+
+// The file each step's tensor goes to under --npy: its id, with any character but letters,
+// digits, '.', '_' and '-' as '_', then ".npy" (a repeated id gets _2, _3, …).
+std::vector<std::string> npy_file_names(const Trace& trace);
 
 void render_json(const std::vector<Section>& sections, std::ostream& out, NonFinite non_finite = NonFinite::string);
 

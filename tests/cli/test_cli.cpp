@@ -1,5 +1,6 @@
 // The real binary: the textbook's printed numbers, the JSON contract, bad input.
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -145,6 +146,53 @@ TEST_SUITE("cli") {
         const auto weights = test::run("context --weights '" + test::source_path("data/weights_example.json") + "' --query journey --json");
         REQUIRE(weights.exit_code == 0);
         check4(row(step(json::parse(weights.out), "queries"), 1), {0.4306f, 1.4551f});
+    }
+
+    TEST_CASE("cli.npy_out_and_back_in") {
+        // --npy DIR: every step's tensor as DIR/ID.npy; --json names the files instead of the numbers
+        const std::string dir = test::scratch() + "/npy_out";
+        const auto with = test::run("causal --npy '" + dir + "' --json");
+        REQUIRE(with.exit_code == 0);
+        CHECK(with.err.find("attnwalk: wrote " + dir + "/ (") != std::string::npos);
+        const json plain = json::parse(test::run("causal --json").out), named = json::parse(with.out);
+        REQUIRE(named.at("steps").size() == plain.at("steps").size());
+        for (std::size_t i = 0; i < plain.at("steps").size(); ++i) {
+            const json& s = named.at("steps").at(i);
+            CHECK_FALSE(s.contains("data"));
+            REQUIRE(s.contains("npy"));
+            CHECK(s.at("npy") == dir + "/" + s.at("id").get<std::string>() + ".npy");
+            // the file: NumPy's magic, the step's shape in its header, 4 bytes a value after it
+            const std::string bytes = test::read_file(s.at("npy"));
+            std::string shape;
+            std::size_t values = 1;
+            for (const auto& n : plain.at("steps").at(i).at("shape")) {
+                shape += (shape.empty() ? "" : ", ") + std::to_string(n.get<std::size_t>());
+                values *= n.get<std::size_t>();
+            }
+            if (plain.at("steps").at(i).at("shape").size() == 1) shape += ",";
+            CHECK(bytes.compare(0, 6, "\x93NUMPY") == 0);
+            CHECK(bytes.find("'shape': (" + shape + ")") != std::string::npos);
+            CHECK(bytes.size() % 64 == values * 4 % 64);
+        }
+        // the context step read back as an input: the same scores as its numbers given as JSON
+        const auto again = test::run("scores -i '" + dir + "/context.npy' --json");
+        REQUIRE(again.exit_code == 0);
+        const json as_json = {{"embeddings", step(plain, "context").at("data")}};
+        const auto from_json = test::run("scores -i - --json", as_json.dump());
+        REQUIRE(from_json.exit_code == 0);
+        CHECK(step(json::parse(again.out), "scores").at("data") == step(json::parse(from_json.out), "scores").at("data"));
+        // a second run replaces its own files; a folder of other files, and the input itself, are refused
+        CHECK(test::run("causal --npy '" + dir + "'").exit_code == 0);
+        CHECK(test::run("scores -i '" + dir + "/context.npy' --npy '" + dir + "'").exit_code == 0);  // scores.npy only: fine
+        const auto input = test::run("scores -i '" + dir + "/scores.npy' --npy '" + dir + "'");
+        CHECK(input.exit_code == 2);
+        CHECK(input.err.find("it is the input file") != std::string::npos);
+        const std::string other = test::scratch() + "/npy_other";
+        (void)std::system(("mkdir -p '" + other + "' && echo x > '" + other + "/notes.txt'").c_str());
+        const auto foreign = test::run("scores --npy '" + other + "'");
+        CHECK(foreign.exit_code == 2);
+        CHECK(foreign.err.find("holds files that --npy did not write") != std::string::npos);
+        CHECK(test::run("scores --npy '" + dir + "' --summary").exit_code == 2);
     }
 
     TEST_CASE("cli.help_and_version") {

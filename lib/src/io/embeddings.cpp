@@ -12,6 +12,7 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/json_input.hpp"
+#include "attnwalk/io/npy.hpp"
 
 namespace attnwalk {
 
@@ -155,7 +156,27 @@ Tensor parse_attn_mask(std::string text, const std::string& name, bool is_bool) 
 }
 
 Embeddings load_embeddings(const std::string& path) {
-    return parse_embeddings(read_text_file(path), source_name(path));
+    const std::string bytes = read_text_file(path);
+    if (is_npy(bytes)) return embeddings_of_npy(parse_npy(bytes, source_name(path)), source_name(path));
+    return parse_embeddings(bytes, source_name(path));
+}
+
+Embeddings embeddings_of_npy(Tensor x, const std::string& source) {
+    Embeddings out;
+    out.source = source;
+    if (x.shape.size() == 2) {
+        x.shape.insert(x.shape.begin(), 1);  // one sequence: B = 1
+    } else if (x.shape.size() == 3) {
+        out.batched = true;
+    } else {
+        throw InputError(source, "shape", "expected a T×d array (or B×T×d for a batch), got " + std::to_string(x.shape.size()) + " axes (" +
+                                              json_input::shape_string(x.shape) + ")");
+    }
+    for (std::size_t a = 0; a < 3; ++a)
+        if (x.shape[a] == 0) throw InputError(source, "shape", "expected a non-empty array, got " + json_input::shape_string(x.shape));
+    out.x = std::move(x);
+    for (std::size_t i = 0; i < out.tokens_count(); ++i) out.tokens.push_back("t" + std::to_string(i + 1));  // positions count from 1
+    return out;
 }
 
 const std::string& builtin_embeddings_json() {

@@ -1,4 +1,4 @@
-// Input: tokens and their embeddings, from JSON.
+// Input: tokens and their embeddings, from JSON (or a .npy file of the embeddings alone).
 //
 //   {"tokens": ["Your", ...], "embeddings": [[0.43, 0.15, 0.89], ...]}
 //
@@ -29,8 +29,11 @@ struct Embeddings {
 
 // Parses JSON text; `source` names it in error messages. Throws InputError.
 Embeddings parse_embeddings(const std::string& text, const std::string& source);
-// Reads a file ("-" = stdin) and parses it. Throws InputError.
+// Reads a file ("-" = stdin) and parses it: JSON, or NumPy's .npy (T×d or B×T×d, told by
+// its first bytes; the tokens are then t1…tT). Throws InputError.
 Embeddings load_embeddings(const std::string& path);
+// Embeddings of a tensor read from a .npy file.
+Embeddings embeddings_of_npy(Tensor x, const std::string& source);
 // "Your journey starts with one step": 6 tokens, 3-d, the textbook's example.
 Embeddings builtin_embeddings();
 // The same example as JSON text (what data/your_journey.json holds).

@@ -21,6 +21,7 @@ _attnwalk() {
     case $prev in
         -i|--input|--vocab|--weights|--svg|--html|--model|--tokenizer|--attn-mask)
             COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --npy) COMPREPLY=($(compgen -d -- "$cur")); return ;;
         --format) COMPREPLY=($(compgen -W "text torch" -- "$cur")); return ;;
         --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
         --init) COMPREPLY=($(compgen -W "rand randn linear" -- "$cur")); return ;;

@@ -207,8 +207,8 @@ __attribute__((target("avx2,fma"), always_inline)) inline void bf16_tile(std::si
             even[r] = _mm256_loadu_ps(xs + r * k16 + p);
             odd[r] = _mm256_loadu_ps(xs + r * k16 + p + 8);
         }
-        if (ahead && p % 32 == 0)
-            for (int q = 0; q < NR; ++q) _mm_prefetch(reinterpret_cast<const char*>(w + q * ldw + p + ahead), _MM_HINT_T0);
+        if (ahead && p % 32 == 0)  // the next group of W's rows, the same columns: a whole group's work ahead
+            for (int q = 0; q < NR; ++q) _mm_prefetch(reinterpret_cast<const char*>(w + (ahead + q) * ldw + p), _MM_HINT_T0);
         for (int q = 0; q < NR; ++q) {
             const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + q * ldw + p));
             const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(bits, 16));     // values p, p+2, …: the low halves
@@ -220,7 +220,6 @@ __attribute__((target("avx2,fma"), always_inline)) inline void bf16_tile(std::si
         for (int q = 0; q < NR; ++q) sums[r * NR + q] = hsum(acc[r][q]);
 }
 
-constexpr std::size_t bf16_ahead = 512;  // values ahead in each row, prefetched by the first pair of rows of x
 
 template <int NR>
 __attribute__((target("avx2,fma"))) void bf16_group(std::size_t m, std::size_t j, std::size_t k, const float* x, std::size_t ldx,
@@ -241,12 +240,12 @@ __attribute__((target("avx2,fma"))) void bf16_group(std::size_t m, std::size_t j
             }
     };
     std::size_t i = 0;
-    for (; i + 2 <= m; i += 2) {  // W's NR rows from memory for the first pair, from the cache after
-        bf16_tile<2, NR>(k16, xs + i * k16, w + j * ldw, ldw, sums, i == 0 ? bf16_ahead : 0);
+    for (; i + 2 <= m; i += 2) {  // W's NR rows from memory for the first pair (which prefetches the next NR), from the cache after
+        bf16_tile<2, NR>(k16, xs + i * k16, w + j * ldw, ldw, sums, i == 0 ? NR : 0);
         finish(i, 2);
     }
     if (i < m) {
-        bf16_tile<1, NR>(k16, xs + i * k16, w + j * ldw, ldw, sums, i == 0 ? bf16_ahead : 0);
+        bf16_tile<1, NR>(k16, xs + i * k16, w + j * ldw, ldw, sums, i == 0 ? NR : 0);
         finish(i, 1);
     }
 }

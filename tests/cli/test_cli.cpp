@@ -1331,6 +1331,18 @@ TEST_SUITE("cli.memory") {
         }
         const std::string in = "-i '" + test::temp_file(text + R"(], "embeddings": [)" + rows + "]}") + "' ";
         const std::string tiny_qwen3 = test::source_path("tests/data/models/tiny_qwen3");
+        // the same 600 × 16 numbers as a .npy (float32, NumPy's version 1.0 header padded to 64)
+        std::string npy_header = "{'descr': '<f4', 'fortran_order': False, 'shape': (600, 16), }";
+        npy_header.append(64 - (10 + npy_header.size() + 1) % 64, ' ');
+        npy_header += '\n';
+        std::string npy = std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(npy_header.size()) + '\0' + npy_header;
+        for (int t = 0; t < 600; ++t)
+            for (int c = 0; c < 16; ++c) {
+                const float v = static_cast<float>(((t * 7 + c * 3) % 11) / 10.0 - 0.5);
+                npy.append(reinterpret_cast<const char*>(&v), sizeof v);
+            }
+        const std::string in_npy = "-i '" + test::temp_file(npy, ".npy") + "' ";
+        const std::string npy_dir = test::scratch() + "/npy_peak";
         // the process alone: the binary and its libraries, OpenBLAS loaded (a product of 64³), no tensor to speak of
         std::string small = R"({"tokens": [)", small_rows;
         for (int t = 0; t < 64; ++t) {
@@ -1347,7 +1359,8 @@ TEST_SUITE("cli.memory") {
               "mha " + in + "--heads 4 --d-out 64", "mha " + in + "--heads 4 --d-out 64 --variant wrapper --dropout 0.1",
               "mha " + in + "--heads 4 --d-out 64 --summary", "kvcache " + in + "--heads 4 --d-out 64", "rope " + in + "--heads 4 --d-out 64",
               "flash " + in + "--block 1", "flash " + in, "sdpa " + in + "--is-causal", "walkthrough " + in, "walkthrough --beyond " + in,
-              "model --model '" + tiny_qwen3 + "' --ids 1,2,3,4,5,6,7,8 --view --generate 4", std::string("tokenize --text 'Hello world is'")}) {
+              "model --model '" + tiny_qwen3 + "' --ids 1,2,3,4,5,6,7,8 --view --generate 4", std::string("tokenize --text 'Hello world is'"),
+              "mha " + in_npy + "--heads 4 --d-out 64", "causal " + in_npy + "--npy '" + npy_dir + "'"}) {
             CAPTURE(args);
             const double budget = accepted_budget(args + " --json");
             char text_budget[32];

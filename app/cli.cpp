@@ -295,15 +295,17 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
                 return st.kind == StepKind::parameter && !s.steps.empty();
             }))
             s.text.show_weights = true;  // a weight matrix asked for by --steps is shown
+        std::string npy_dir;  // first: --npy refuses (the input among its files) before any other file is written
+        if (s.npy) {
+            const NpyWritten w = write_npy_files(trace, *s.npy, s.input.empty() || s.input == "-" ? s.input : user_path(s.input));
+            npy_dir = w.dir;
+            err << "attnwalk: wrote " << w.dir << "/ (" << w.files << " .npy file" << (w.files == 1 ? "" : "s") << ", "
+                << bytes_text(w.bytes) << ")\n";
+        }
         if (s.html) {  // the JSON's own text, inside the page
             const std::string page = html_of(trace, s.text.color_scale);
             write_file_atomically(*s.html, page);
             wrote(err, *s.html, page, "a page");
-        }
-        if (s.npy) {
-            const NpyWritten w = write_npy_files(trace, *s.npy, s.input.empty() || s.input == "-" ? s.input : user_path(s.input));
-            err << "attnwalk: wrote " << *s.npy << "/ (" << w.files << " .npy file" << (w.files == 1 ? "" : "s") << ", "
-                << bytes_text(w.bytes) << ")\n";
         }
         const auto svg = [&](const Trace& t) {
             const std::string picture = svg_of_weights(t, s.text, s.svg_step);
@@ -312,7 +314,7 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
         };
         if (s.json) {  // the exact text
             if (s.svg) svg(printable(trace));
-            render_json(trace, out, non_finite_of(s), false, s.npy.value_or(""));
+            render_json(trace, out, non_finite_of(s), false, npy_dir);
         } else {  // every text view shows control and bidi characters as visible stand-ins
             trace = printable(std::move(trace));
             if (s.svg) svg(trace);

@@ -52,7 +52,7 @@ bool empty_or_output(const std::string& path, const struct stat& seen, bool npy)
 // checked; refused: a link to nothing, a loop of links, and anything under /dev, /proc or
 // /sys (/dev/stdout names the shell's output, and a rename there would replace a system
 // link with a file).
-std::string landing_place(const std::string& path) {
+std::string landing_place(const std::string& path, const char* hint = "--svg and --html write a file: give its name") {
     std::string hop = path;
     for (int hops = 0;; ++hops) {
         if (hops > 40) throw UsageError("refusing to write " + path + ": it is a link in a loop of links");
@@ -68,7 +68,7 @@ std::string landing_place(const std::string& path) {
         for (const char* system : {"/dev/", "/proc/", "/sys/"})
             if (here.rfind(system, 0) == 0)
                 throw UsageError("refusing to write " + path + (here != path ? " (" + here + ")" : std::string()) +
-                                 ": a system file, not a file of your own (--svg and --html write a file: give its name)");
+                                 ": a system file, not a file of your own (" + hint + ")");
         struct stat own {};
         if (::lstat(here.c_str(), &own) != 0) {
             if (errno != ENOENT) fail("cannot look at it", path, errno);
@@ -147,35 +147,48 @@ void write_file_atomically(const std::string& path, const std::string& content, 
     }
 }
 
-NpyWritten write_npy_files(const Trace& trace, const std::string& dir, const std::string& input) {
-    if (dir.empty()) throw UsageError("the --npy folder name is empty");
-    if (dir == "-") throw UsageError("--npy writes files into a folder, not standard output: give a folder name instead of '-'");
-    const std::string stamp = dir + "/" + npy_stamp;
+NpyWritten write_npy_files(const Trace& trace, const std::string& given, const std::string& input) {
+    if (given.empty()) throw UsageError("the --npy folder name is empty");
+    if (given == "-") throw UsageError("--npy writes files into a folder, not standard output: give a folder name instead of '-'");
+    std::string dir = given;  // the name the JSON gives the files: without trailing slashes
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    // where the files land: a link is followed to its folder; /dev, /proc and /sys are refused
+    // before anything is made
+    const std::string place = landing_place(dir, "--npy writes into a folder of your own: give its name");
     struct stat st {};
-    if (::lstat(dir.c_str(), &st) != 0) {
-        if (errno != ENOENT) fail("cannot look at it", dir, errno);
-        if (::mkdir(dir.c_str(), 0777) != 0) fail("cannot make the folder", dir, errno);
+    if (::stat(place.c_str(), &st) != 0) {
+        if (errno != ENOENT) fail("cannot look at it", given, errno);
+        if (::mkdir(place.c_str(), 0777) != 0) fail("cannot make the folder", given, errno);
     } else {
-        if (!S_ISDIR(st.st_mode)) throw UsageError("refusing to write into " + dir + ": it is not a folder (--npy DIR makes or reuses a folder)");
-        std::error_code ec;
-        const bool ours = ::lstat(stamp.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-        if (!ours && !std::filesystem::is_empty(dir, ec))
-            throw UsageError("refusing to write into " + dir + ": it holds files that --npy did not write (give a new or an empty folder)");
+        if (!S_ISDIR(st.st_mode)) throw UsageError("refusing to write into " + given + ": it is not a folder (--npy DIR makes or reuses a folder)");
+        struct stat mark {};
+        if (!(::lstat((place + "/" + npy_stamp).c_str(), &mark) == 0 && S_ISREG(mark.st_mode))) {  // not --npy's: only if empty
+            std::error_code ec;
+            const bool empty = std::filesystem::is_empty(place, ec);
+            if (ec) fail("cannot read the folder", given, ec.value());
+            if (!empty) throw UsageError("refusing to write into " + given + ": it holds files that --npy did not write (give a new or an empty folder)");
+        }
     }
-    write_file_atomically(stamp, "", true);  // this folder is --npy's: later runs may replace its .npy files
+    // every file checked before any is written: none may be the input (-i FILE, or the file
+    // standard input reads for -i -)
     struct stat in {};
-    const bool have_input = !input.empty() && input != "-" && ::stat(input.c_str(), &in) == 0;
+    const bool have_input = input == "-" ? ::fstat(STDIN_FILENO, &in) == 0 && S_ISREG(in.st_mode)
+                                         : !input.empty() && ::stat(input.c_str(), &in) == 0;
     const std::vector<std::string> names = npy_file_names(trace);
-    NpyWritten wrote{0, 0.0};
+    for (std::size_t i = 0; i < trace.steps.size(); ++i) {
+        if (trace.steps[i].tensor.data.empty()) continue;
+        const std::string path = place + "/" + names[i];
+        struct stat there {};
+        if (have_input && ::stat(path.c_str(), &there) == 0 && there.st_dev == in.st_dev && there.st_ino == in.st_ino)
+            throw UsageError("refusing to write " + dir + "/" + names[i] + ": it is the input file (-i); give --npy another folder");
+    }
+    write_file_atomically(place + "/" + npy_stamp, "", true);  // this folder is --npy's: later runs may replace its .npy files
+    NpyWritten wrote{dir, 0, 0.0};
     for (std::size_t i = 0; i < trace.steps.size(); ++i) {
         const Step& step = trace.steps[i];
         if (step.tensor.data.empty()) continue;
-        const std::string path = dir + "/" + names[i];
-        struct stat there {};
-        if (have_input && ::stat(path.c_str(), &there) == 0 && there.st_dev == in.st_dev && there.st_ino == in.st_ino)
-            throw UsageError("refusing to write " + path + ": it is the input file (-i); give --npy another folder");
         const std::string content = npy_bytes(step.tensor);
-        write_file_atomically(path, content, true);
+        write_file_atomically(place + "/" + names[i], content, true);
         wrote.bytes += static_cast<double>(content.size());
         ++wrote.files;
     }

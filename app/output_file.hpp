@@ -21,6 +21,7 @@ void write_file_atomically(const std::string& path, const std::string& content, 
 // step's tensor written as DIR/NAME (npy_file_names), never over `input` (-i's file).
 // Returns what it wrote, for the line on stderr.
 struct NpyWritten {
+    std::string dir;  // the folder as the JSON names it (the name given, without trailing slashes)
     std::size_t files;
     double bytes;
 };

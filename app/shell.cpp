@@ -2,6 +2,9 @@
 #include "data_files.hpp"
 #include "help.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
@@ -11,6 +14,7 @@
 #include <sstream>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/io/npy.hpp"
 #include "attnwalk/io/vocab.hpp"
 
 namespace attnwalk::app {
@@ -178,6 +182,18 @@ void check_cost(const Shell& s, const Cost& need) {
                          format_number(s.max_work) + " (raise --max-work, or use a smaller input or options)");
 }
 
+namespace {
+// Whether a regular file begins with NumPy's magic string (read only for the size check).
+bool starts_as_npy(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // without waiting, as every open
+    if (fd < 0) return false;
+    std::string head(6, '\0');
+    const ssize_t got = ::read(fd, head.data(), head.size());
+    ::close(fd);
+    return got == 6 && is_npy(head);
+}
+}  // namespace
+
 Embeddings prepare_input(const Shell& s, const std::function<Cost(const InputShape&)>& cost,
                          std::optional<std::size_t> context_length) {
     if (s.sentence && !s.input.empty()) throw UsageError("--text and -i/--input exclude each other");
@@ -191,7 +207,9 @@ Embeddings prepare_input(const Shell& s, const std::function<Cost(const InputSha
     std::error_code ec;
     const std::string input_file = s.input.empty() || s.input == "-" ? s.input : user_path(s.input);
     const auto text_bytes = !s.preloaded && !input_file.empty() && input_file != "-" ? std::filesystem::file_size(input_file, ec) : 0;
-    if (!ec && 2.0 * static_cast<double>(text_bytes) > budget)
+    // a .npy holds its bytes and then float32 numbers: float16 ones take twice the file again
+    const double times = !ec && text_bytes > 0 && starts_as_npy(input_file) ? 3.0 : 2.0;
+    if (!ec && times * static_cast<double>(text_bytes) > budget)
         throw UsageError("reading " + input_file + " (" + bytes_text(static_cast<double>(text_bytes)) +
                          ") would take more than --max-memory " + bytes_text(budget) + " (raise --max-memory)");
     const Embeddings input = s.preloaded         ? *s.preloaded

@@ -187,6 +187,25 @@ TEST_SUITE("cli") {
         const auto input = test::run("scores -i '" + dir + "/scores.npy' --npy '" + dir + "'");
         CHECK(input.exit_code == 2);
         CHECK(input.err.find("it is the input file") != std::string::npos);
+        CHECK(test::run("causal --npy '" + dir + "'").exit_code == 0);
+        const std::string scores_before = test::read_file(dir + "/scores.npy");
+        const auto last = test::run("causal -i '" + dir + "/context.npy' --npy '" + dir + "'");  // context: the last step
+        CHECK(last.exit_code == 2);
+        CHECK(test::read_file(dir + "/scores.npy") == scores_before);  // refused before any file was written
+        const auto piped = test::run("scores -i - --npy '" + dir + "' < '" + dir + "/scores.npy'");  // the input through stdin
+        CHECK(piped.exit_code == 2);
+        CHECK(piped.err.find("it is the input file") != std::string::npos);
+        // a link to the folder, with or without a trailing slash: its folder; the JSON names the files without "//"
+        const std::string link = test::scratch() + "/npy_link";
+        (void)std::system(("ln -sfn '" + dir + "' '" + link + "'").c_str());
+        for (const std::string& name : {link, link + "/"}) {
+            const auto through = test::run("scores --npy '" + name + "' --json");
+            REQUIRE(through.exit_code == 0);
+            CHECK(step(json::parse(through.out), "scores").at("npy") == link + "/scores.npy");
+        }
+        const auto system_place = test::run("scores --npy /dev/attnwalk-npy-test");
+        CHECK(system_place.exit_code == 2);
+        CHECK(system_place.err.find("a system file") != std::string::npos);
         const std::string other = test::scratch() + "/npy_other";
         (void)std::system(("mkdir -p '" + other + "' && echo x > '" + other + "/notes.txt'").c_str());
         const auto foreign = test::run("scores --npy '" + other + "'");

@@ -115,6 +115,8 @@ Tensor parse_npy(const std::string& bytes, const std::string& source) {
                                              "; the file holds " + std::to_string(have));
     t.data.resize(n);
     const unsigned char* p = u + data_at;
+    const bool fortran = order == "True" && t.shape.size() > 1;
+    std::vector<std::size_t> place(t.shape.size(), 0);  // Fortran order: the file's element i, the first axis fastest
     for (std::size_t i = 0; i < n; ++i, p += item) {
         double v;
         if (item == 4) {
@@ -148,18 +150,14 @@ Tensor parse_npy(const std::string& bytes, const std::string& source) {
             throw InputError(source, "data[" + where + "]",
                              "expected a finite float32 number, got " + std::string(std::isnan(v) ? "nan" : v > 0 ? "inf (or a value past float32's range)" : "-inf (or a value past float32's range)"));
         }
-        t.data[i] = f;
-    }
-    if (order == "True" && t.shape.size() > 1) {  // column-major in the file: to row-major
-        std::vector<float> row_major(n);
-        std::vector<std::size_t> index(t.shape.size(), 0);
-        for (std::size_t i = 0; i < n; ++i) {  // index runs over the file's order: the first axis fastest
-            std::size_t at = 0;
-            for (std::size_t a = 0; a < t.shape.size(); ++a) at = at * t.shape[a] + index[a];
-            row_major[at] = t.data[i];
-            for (std::size_t a = 0; a < t.shape.size() && ++index[a] == t.shape[a]; ++a) index[a] = 0;
+        if (!fortran) {
+            t.data[i] = f;
+            continue;
         }
-        t.data = std::move(row_major);
+        std::size_t at = 0;  // column-major in the file: placed row-major as it is read (no second copy)
+        for (std::size_t a = 0; a < t.shape.size(); ++a) at = at * t.shape[a] + place[a];
+        t.data[at] = f;
+        for (std::size_t a = 0; a < t.shape.size() && ++place[a] == t.shape[a]; ++a) place[a] = 0;
     }
     return t;
 }

@@ -24,7 +24,6 @@
 #include "attnwalk/io/safetensors.hpp"
 #include "commands/commands.hpp"
 #include "commands/walkthrough.hpp"
-#include "data_files.hpp"
 #include "render/explore.hpp"
 #include "help.hpp"
 #include "output_file.hpp"
@@ -297,7 +296,7 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
             s.text.show_weights = true;  // a weight matrix asked for by --steps is shown
         std::string npy_dir;  // first: --npy refuses (the input among its files) before any other file is written
         if (s.npy) {
-            const NpyWritten w = write_npy_files(trace, *s.npy, s.input.empty() || s.input == "-" ? s.input : user_path(s.input));
+            const NpyWritten w = write_npy_files(trace, *s.npy, input_file(s));
             npy_dir = w.dir;
             err << "attnwalk: wrote " << w.dir << "/ (" << w.files << " .npy file" << (w.files == 1 ? "" : "s") << ", "
                 << bytes_text(w.bytes) << ")\n";

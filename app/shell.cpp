@@ -194,6 +194,8 @@ bool starts_as_npy(const std::string& path) {
 }
 }  // namespace
 
+std::string input_file(const Shell& s) { return s.input.empty() || s.input == "-" ? s.input : user_path(s.input); }
+
 Embeddings prepare_input(const Shell& s, const std::function<Cost(const InputShape&)>& cost,
                          std::optional<std::size_t> context_length) {
     if (s.sentence && !s.input.empty()) throw UsageError("--text and -i/--input exclude each other");
@@ -205,17 +207,17 @@ Embeddings prepare_input(const Shell& s, const std::function<Cost(const InputSha
     // Reading a file holds its text and then its numbers: refuse one whose text alone
     // would take half the budget, before reading it.
     std::error_code ec;
-    const std::string input_file = s.input.empty() || s.input == "-" ? s.input : user_path(s.input);
-    const auto text_bytes = !s.preloaded && !input_file.empty() && input_file != "-" ? std::filesystem::file_size(input_file, ec) : 0;
+    const std::string file = input_file(s);
+    const auto text_bytes = !s.preloaded && !file.empty() && file != "-" ? std::filesystem::file_size(file, ec) : 0;
     // a .npy holds its bytes and then float32 numbers: float16 ones take twice the file again
-    const double times = !ec && text_bytes > 0 && starts_as_npy(input_file) ? 3.0 : 2.0;
+    const double times = !ec && text_bytes > 0 && starts_as_npy(file) ? 3.0 : 2.0;
     if (!ec && times * static_cast<double>(text_bytes) > budget)
-        throw UsageError("reading " + input_file + " (" + bytes_text(static_cast<double>(text_bytes)) +
+        throw UsageError("reading " + file + " (" + bytes_text(static_cast<double>(text_bytes)) +
                          ") would take more than --max-memory " + bytes_text(budget) + " (raise --max-memory)");
     const Embeddings input = s.preloaded         ? *s.preloaded
                              : s.sentence        ? embed_text(*s.sentence, load_vocab(user_path(*s.vocab)), "--text")
                              : s.input.empty()   ? builtin_embeddings()
-                                                 : load_embeddings(input_file);
+                                                 : load_embeddings(file);
     check_cost(s, cost({input.batch() * s.batch.value_or(1), input.tokens_count(), input.dim()}));
     if (context_length && input.tokens_count() > *context_length)
         throw UsageError("the input has " + std::to_string(input.tokens_count()) + " tokens, more than --context-length " +

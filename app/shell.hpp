@@ -88,6 +88,10 @@ struct InputShape {
 // Reads the input (built-in, -i, or --text/--vocab), refuses it when its `cost` (after
 // --batch) exceeds --max-memory or --max-work or it is longer than `context_length`, and
 // stacks the batch.
+// The file -i names, as it is read (a data/NAME path found where data_files looks); "-"
+// for standard input, empty for none.
+std::string input_file(const Shell& shell);
+
 Embeddings prepare_input(const Shell& shell, const std::function<Cost(const InputShape&)>& cost,
                          std::optional<std::size_t> context_length = std::nullopt);
 

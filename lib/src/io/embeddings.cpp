@@ -85,6 +85,33 @@ std::string read_text_file(const std::string& path, bool regular_only) {
     return text;
 }
 
+namespace {
+
+// A T×d or B×T×d tensor as embeddings, always B×T×d (B = 1 for one sequence); `where` and
+// `levels` word the error for the reader that read it.
+Embeddings batch_of(Tensor x, const std::string& source, const std::string& where, const std::string& levels) {
+    Embeddings out;
+    out.source = source;
+    if (x.shape.size() == 2) {
+        x.shape.insert(x.shape.begin(), 1);  // one sequence: B = 1
+    } else if (x.shape.size() == 3) {
+        out.batched = true;
+    } else {
+        throw InputError(source, where,
+                         "expected a T×d array (or B×T×d for a batch), got " + std::to_string(x.shape.size()) + " " + levels + " (" +
+                             json_input::shape_string(x.shape) + ")");
+    }
+    out.x = std::move(x);
+    return out;
+}
+
+// Tokens without names: t1, t2, … (positions count from 1).
+void name_by_position(Embeddings& e) {
+    for (std::size_t i = 0; i < e.tokens_count(); ++i) e.tokens.push_back("t" + std::to_string(i + 1));
+}
+
+}  // namespace
+
 Embeddings parse_embeddings(const std::string& text, const std::string& source) {
     using json_input::Value;
     static const std::vector<std::string> keys{"tokens", "embeddings"};  // anything else is skipped unbuilt
@@ -94,19 +121,7 @@ Embeddings parse_embeddings(const std::string& text, const std::string& source) 
     const Value* embeddings = doc.find("embeddings");
     if (!embeddings) throw InputError(source, "$", "missing \"embeddings\" (a T×d or B×T×d array of numbers)");
 
-    Embeddings out;
-    out.source = source;
-    Tensor x = json_input::tensor_of(*embeddings, source, "$.embeddings");
-    if (x.shape.size() == 2) {
-        x.shape.insert(x.shape.begin(), 1);  // one sequence: B = 1
-    } else if (x.shape.size() == 3) {
-        out.batched = true;
-    } else {
-        throw InputError(source, "$.embeddings",
-                         "expected a T×d array (or B×T×d for a batch), got " + std::to_string(x.shape.size()) +
-                             " levels of nesting (" + json_input::shape_string(x.shape) + ")");
-    }
-    out.x = std::move(x);
+    Embeddings out = batch_of(json_input::tensor_of(*embeddings, source, "$.embeddings"), source, "$.embeddings", "levels of nesting");
     const std::size_t T = out.tokens_count();
 
     if (const Value* tokens = doc.find("tokens")) {
@@ -128,7 +143,7 @@ Embeddings parse_embeddings(const std::string& text, const std::string& source) 
             out.tokens.push_back(token.string);
         }
     } else {
-        for (std::size_t i = 0; i < T; ++i) out.tokens.push_back("t" + std::to_string(i + 1));  // positions count from 1
+        name_by_position(out);
     }
     return out;
 }
@@ -162,20 +177,10 @@ Embeddings load_embeddings(const std::string& path) {
 }
 
 Embeddings embeddings_of_npy(Tensor x, const std::string& source) {
-    Embeddings out;
-    out.source = source;
-    if (x.shape.size() == 2) {
-        x.shape.insert(x.shape.begin(), 1);  // one sequence: B = 1
-    } else if (x.shape.size() == 3) {
-        out.batched = true;
-    } else {
-        throw InputError(source, "shape", "expected a T×d array (or B×T×d for a batch), got " + std::to_string(x.shape.size()) + " axes (" +
-                                              json_input::shape_string(x.shape) + ")");
-    }
-    for (std::size_t a = 0; a < 3; ++a)
-        if (x.shape[a] == 0) throw InputError(source, "shape", "expected a non-empty array, got " + json_input::shape_string(x.shape));
-    out.x = std::move(x);
-    for (std::size_t i = 0; i < out.tokens_count(); ++i) out.tokens.push_back("t" + std::to_string(i + 1));  // positions count from 1
+    Embeddings out = batch_of(std::move(x), source, "shape", "axes");
+    for (std::size_t size : out.x.shape)  // (JSON has no empty arrays to give)
+        if (size == 0) throw InputError(source, "shape", "expected a non-empty array, got " + json_input::shape_string(out.x.shape));
+    name_by_position(out);
     return out;
 }
 

@@ -421,23 +421,23 @@ JsonTokenizer::JsonTokenizer(const std::string& file, const Value& doc) : file_(
     const Value* vocab = member(*model, "vocab");
     if (!vocab || !vocab->is_object()) throw InputError(file, "$.model.vocab", "expected {\"token\": id, ...}");
     // One rule for every id: a whole number from 0 to 10^8 − 1, or an error naming it.
-    const auto token_id = [&](const Value* id, const std::string& at) {
+    // `at` gives the id's place, written out only for an error (not once per entry of a
+    // 128,000-token vocabulary)
+    const auto token_id = [&](const Value* id, const auto& at) {
         if (!id || id->type != Value::Type::number || !(id->number >= 0.0 && id->number < 1e8) || id->number != std::floor(id->number))
-            throw InputError(file, at, "expected a token id (a whole number from 0 to 99999999), got " +
-                                           (id && id->type == Value::Type::number ? json_input::number_text(id->number)
-                                                                                  : id ? json_input::type_name(*id) : std::string("nothing")));
+            throw InputError(file, at(), "expected a token id (a whole number from 0 to 99999999), got " +
+                                             (id && id->type == Value::Type::number ? json_input::number_text(id->number)
+                                                                                    : id ? json_input::type_name(*id) : std::string("nothing")));
         return static_cast<std::size_t>(id->number);
     };
     std::size_t size = 0;
-    for (const auto& [token, id] : vocab->object) {
-        const bool plain = id.type == Value::Type::number && id.number >= 0.0 && id.number < 1e8 && id.number == std::floor(id.number);
-        size = std::max(size, (plain ? static_cast<std::size_t>(id.number) : token_id(&id, json_input::member_path("$.model.vocab", token))) + 1);
-    }
+    for (const auto& [token, id] : vocab->object)
+        size = std::max(size, token_id(&id, [&, &name = token] { return json_input::member_path("$.model.vocab", name); }) + 1);
     const Value* added = member(doc, "added_tokens");
     if (added && added->type != Value::Type::array) throw InputError(file, "$.added_tokens", "expected an array");
     if (added)
         for (std::size_t k = 0; k < added->array.size(); ++k)
-            size = std::max(size, token_id(added->array[k].find("id"), "$.added_tokens[" + std::to_string(k) + "].id") + 1);
+            size = std::max(size, token_id(added->array[k].find("id"), [&] { return "$.added_tokens[" + std::to_string(k) + "].id"; }) + 1);
     pieces_.assign(size, "");
     vocab_.reserve(vocab->object.size());
     for (const auto& [token, id] : vocab->object) {
@@ -483,7 +483,7 @@ JsonTokenizer::JsonTokenizer(const std::string& file, const Value& doc) : file_(
             const Value& a = added->array[k];
             const std::string at = "$.added_tokens[" + std::to_string(k) + "]";
             const std::string content = text_of(a.find("content"), at + ".content");
-            const std::size_t i = token_id(a.find("id"), at + ".id");
+            const std::size_t i = token_id(a.find("id"), [&] { return at + ".id"; });
             if (content.empty()) throw InputError(file, at + ".content", "an added token cannot be empty");
             if (pieces_[i].empty()) pieces_[i] = content;
             added_ids_[i] = true;

@@ -11,8 +11,10 @@ The folder (config.json and model.safetensors in BF16, about 1.2 GB: vocab 15193
 temporary directory. Measured, each the median of several runs:
   1. the whole process for a 10-token prompt (`--compact`), and `import torch` alone;
   2. attnwalk's peak RSS at T = 128 (/usr/bin/time -v) against the file's size;
-  3. the forward at T = 512: attnwalk's steps (--summary --timing, their sum) against the
-     reference in float32 on the same (BF16-rounded) weights, eval, no_grad, 2 threads.
+  3. the forward at T = 10 and at T = 512: attnwalk's steps (--summary --timing, their sum)
+     against the reference in float32 on the same (BF16-rounded) weights, eval, no_grad,
+     2 threads; at T = 10 also the top-5 logits against the reference's (a short prompt goes
+     through the BF16 register kernel, a long one through sgemm).
 """
 import importlib.util
 import json
@@ -39,6 +41,13 @@ QWEN3_06B = dict(family="qwen3", vocab=151936, C=1024, hidden=3072, H=16, G=8, d
                  tied=True, sliding=[False] * 28)
 
 
+def forward_seconds(binary, folder, ids):
+    """The sum of the steps' seconds of one `model --summary --timing` run."""
+    out = subprocess.run([binary, "model", "--model", folder, "--ids", ids, "--summary", "--timing", "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    return sum(float(x) for x in re.findall(r'"seconds":([0-9.eE+-]+)', out))
+
+
 def main():
     binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/app/attnwalk"))
     torch.manual_seed(123)
@@ -61,6 +70,25 @@ def main():
         imp = wall(["/usr/bin/python3", "-c", "import torch"], 5)
         print(f"10-token prompt, whole process: attnwalk {first:.3f} s; `import torch` alone {imp:.3f} s")
 
+        ids = ",".join(str(i) for i in prompt[0].tolist())
+        ours = statistics.median(forward_seconds(binary, tmp, ids) for _ in range(5))
+        out = subprocess.run([binary, "model", "--model", tmp, "--ids", ids, "--steps", "top_k_ids,top_k_logits", "--json"], check=True,
+                             capture_output=True, text=True).stdout
+        top_ids, top_logits = (json.loads(out)["steps"][k]["data"] for k in (0, 1))
+        with torch.no_grad():
+            reference = model(prompt)[0, -1]
+            times = []
+            for _ in range(5):
+                t = time.perf_counter()
+                model(prompt)
+                times.append(time.perf_counter() - t)
+        theirs = statistics.median(times)
+        theirs_top = torch.argsort(reference, descending=True, stable=True)[:5].tolist()
+        gap = (torch.tensor(top_logits) - reference[top_ids]).abs().max().item()
+        print(f"forward at T = 10: attnwalk {ours:.3f} s (steps), reference {theirs:.3f} s: {theirs / ours:.2f}x; "
+              f"top-5 ids {'equal' if top_ids == theirs_top else f'DIFFERENT: {top_ids} vs {theirs_top}'}, "
+              f"their logits within {gap:.2e} of the reference's")
+
         mid = torch.randint(0, QWEN3_06B["vocab"], (1, 128), generator=g)
         cmd = [binary, "model", "--model", tmp, "--ids", ",".join(str(i) for i in mid[0].tolist()), "--summary", "--json"]
         r = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True, check=True)
@@ -68,12 +96,10 @@ def main():
         print(f"peak RSS at T = 128: {rss / 1e6:.0f} MB (the file: {size / 1e6:.0f} MB; file + 400 MB = {(size + 400e6) / 1e6:.0f} MB)")
 
         long = torch.randint(0, QWEN3_06B["vocab"], (1, 512), generator=g)
-        cmd = [binary, "model", "--model", tmp, "--ids", ",".join(str(i) for i in long[0].tolist()), "--summary", "--timing", "--json"]
-        steps = []
-        for _ in range(3):
-            out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-            steps.append(sum(float(x) for x in re.findall(r'"seconds":([0-9.eE+-]+)', out)))
-        out = subprocess.run(cmd[:-3] + ["--steps", "top_k_ids", "--json"], check=True, capture_output=True, text=True).stdout
+        long_ids = ",".join(str(i) for i in long[0].tolist())
+        steps = [forward_seconds(binary, tmp, long_ids) for _ in range(3)]
+        out = subprocess.run([binary, "model", "--model", tmp, "--ids", long_ids, "--steps", "top_k_ids", "--json"], check=True,
+                             capture_output=True, text=True).stdout
         ours_top = [int(v) for v in json.loads(out)["steps"][0]["data"]]
         with torch.no_grad():
             logits = model(long)  # warm-up

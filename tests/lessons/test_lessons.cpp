@@ -33,6 +33,7 @@ struct Config {
     double rope_base = 10000.0;
     std::size_t shift = 3, d_in = 768;
     std::optional<Tensor> attn_mask;
+    MlaSpec mla;  // mla's sizes (its seed is `seed`)
 };
 
 // A JSON array of arrays (sdpa's inline --attn-mask) as a matrix.
@@ -82,6 +83,12 @@ Config config_of(const json& args) {
             c.combined = v == "combined-qkv";
         }
         else if (a == "--qkv-bias") c.bias = true;
+        else if (a == "--kv-lora-rank") c.mla.rank = std::stoul(next());
+        else if (a == "--q-lora-rank") c.mla.query_rank = std::stoul(next());
+        else if (a == "--qk-nope-head-dim") c.mla.nope = std::stoul(next());
+        else if (a == "--qk-rope-head-dim") c.mla.rope = std::stoul(next());
+        else if (a == "--v-head-dim") c.mla.value = std::stoul(next());
+        else if (a == "--rope-interleave") c.mla.interleave = true;
         else if (a == "--no-causal") c.causal = false;
         else FAIL("the golden uses an option this test does not read: " << a);
     }
@@ -101,6 +108,13 @@ Trace walk_of(const Config& c, const Embeddings& given) {
         spec.qkv_bias = c.bias;
         spec.out_proj = c.out_proj;
         return walk_params(spec);
+    }
+    if (c.command == "mla") {
+        MlaSpec spec = c.mla;
+        spec.heads = c.heads;
+        spec.rope_base = c.rope_base;
+        spec.seed = c.seed.value_or(123);
+        return walk_mla(input, spec, {});
     }
     const bool layer = c.command == "mha" || c.command == "kvcache" || c.command == "rope";  // seeded 123 by default
     std::optional<Generator> gen, fresh;
@@ -197,6 +211,7 @@ TEST_SUITE("walk") {
     TEST_CASE("walk.mha_beyond_matches_pytorch") { check_file("mha_beyond.json"); }
     TEST_CASE("walk.kvcache_matches_pytorch") { check_file("kvcache.json"); }
     TEST_CASE("walk.rope_matches_pytorch") { check_file("rope.json"); }
+    TEST_CASE("walk.mla_matches_pytorch") { check_file("mla.json"); }
     TEST_CASE("walk.flash_matches_pytorch") { check_file("flash.json"); }
     TEST_CASE("walk.sdpa_matches_pytorch") { check_file("sdpa.json"); }
     TEST_CASE("walk.params_matches_pytorch") { check_file("params.json"); }

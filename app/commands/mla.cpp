@@ -13,7 +13,7 @@ void add_mla(CLI::App& cli, Shell& shell) {
                                 "  attnwalk mla --q-lora-rank 2             # the queries through their own latent too (DeepSeek-V3)\n"
                                 "  attnwalk mla --steps 'absorbed.*,max_difference'   # W_UK absorbed into the queries: the same output\n"
                                 "  attnwalk mla --heads 128 --kv-lora-rank 512 --qk-nope-head-dim 128 --qk-rope-head-dim 64 --v-head-dim 128 "
-                                "--layers 61 --context 4096 --cache-dtype bfloat16 --steps 'cache_*'   # DeepSeek-V3's cache against MHA and GQA\n");
+                                "--kv-heads 8 --layers 61 --context 4096 --cache-dtype bfloat16 --steps 'cache_*'   # DeepSeek-V3's cache against MHA and GQA\n");
     struct Options {
         MlaSpec spec;  // the options' defaults are the library's
         std::optional<std::uint64_t> seed;
@@ -29,30 +29,31 @@ void add_mla(CLI::App& cli, Shell& shell) {
         ->capture_default_str();
     sub->add_option("--q-lora-rank", s.query_rank, "r_q: the queries through a latent of their own (0: straight from X)")
         ->check(whole_number(0))->capture_default_str();
-    sub->add_option("--qk-nope-head-dim", s.nope, "Each head's query/key features without position")->check(whole_number(0))
+    sub->add_option("--qk-nope-head-dim", s.nope, "Each head's query/key features without position")->check(whole_number(1))
         ->capture_default_str();
     sub->add_option("--qk-rope-head-dim", s.rope, "The rotary features, one key part shared by the heads (even; 0: none)")
         ->check(whole_number(0))->capture_default_str();
     sub->add_option("--v-head-dim", s.value, "Each head's value features")->check(whole_number(1))->capture_default_str();
-    sub->add_option("--rope-base", s.rope_base, "The base of the frequencies θ_i = base^(−2i/d_rope)")
+    CLI::Option* base = sub->add_option("--rope-base", s.rope_base, "The base of the frequencies θ_i = base^(−2i/d_rope)")
         ->check(number_check("B", [](double v) { return std::isfinite(v) && v > 1.0; }, "must be a number above 1"))
         ->capture_default_str();
-    sub->add_flag("--rope-interleave", s.interleave, "The rotary pairs are (0,1), (2,3), …, as DeepSeek-V3's config says (rope_interleave)");
-    sub->add_option("--kv-heads", s.kv_heads, "G of the grouped-query attention the cache is compared with (default H/2; 1 for odd H)")
+    CLI::Option* interleave = sub->add_flag("--rope-interleave", s.interleave, "The rotary pairs are (0,1), (2,3), …, as DeepSeek-V3's config says (rope_interleave)");
+    sub->add_option("--kv-heads", s.kv_heads, "Only for the cache's size: G of the grouped-query attention it is compared with (default H/2; 1 for odd H)")
         ->check(whole_number(1));
     sub->add_option("--layers", s.layers, "Layers, for the cache's size")->check(whole_number(1))->capture_default_str();
     sub->add_option("--context", o->context, "Tokens the cache's size is given for (default: the input's)")->check(whole_number(1));
     sub->add_option("--cache-dtype", o->dtype, "float32, bfloat16 or float16, for the cache's size")
         ->check(CLI::IsMember({"float32", "bfloat16", "float16"}))->capture_default_str();
-    sub->callback([&shell, o] {
+    sub->callback([&shell, o, base, interleave] {
         shell.headline = headline_of(lesson("mla"));
-        shell.walk = [&shell, o] {
+        shell.walk = [&shell, o, rotary = base->count() ? "--rope-base" : interleave->count() ? "--rope-interleave" : ""] {
             MlaSpec spec = o->spec;
             if (spec.rope % 2)
                 throw UsageError("--qk-rope-head-dim must be even (RoPE turns pairs of features), not " + std::to_string(spec.rope));
-            if (spec.nope + spec.rope == 0) throw UsageError("--qk-nope-head-dim and --qk-rope-head-dim are both 0: the queries and keys need a feature");
-            if (spec.kv_heads && spec.heads % spec.kv_heads)
-                throw UsageError("--kv-heads " + std::to_string(spec.kv_heads) + " does not divide --heads " + std::to_string(spec.heads));
+            if (spec.rope == 0 && *rotary) throw UsageError(std::string(rotary) + " shapes the rotary part, and --qk-rope-head-dim 0 leaves none");
+            if (spec.kv_heads && (spec.kv_heads > spec.heads || spec.heads % spec.kv_heads))
+                throw UsageError("--kv-heads " + std::to_string(spec.kv_heads) + " must divide --heads " + std::to_string(spec.heads) +
+                                 " (each key/value head serves H/G query heads)");
             spec.seed = o->seed.value_or(default_layer_seed);
             spec.context_tokens = o->context.value_or(0);
             spec.bytes_per_value = o->dtype == "float32" ? 4 : 2;

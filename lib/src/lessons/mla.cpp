@@ -75,7 +75,10 @@ std::string gigabytes(double bytes) {
     return out.str();
 }
 
-std::string sizes(std::size_t n, const char* what) { return std::to_string(n) + " " + what; }
+// "1 number", "2 numbers": `what` is the plural.
+std::string sizes(std::size_t n, const std::string& what) {
+    return std::to_string(n) + " " + (n == 1 && !what.empty() && what.back() == 's' ? what.substr(0, what.size() - 1) : what);
+}
 
 }  // namespace
 
@@ -127,7 +130,7 @@ Trace walk_mla(const Embeddings& input, const MlaSpec& spec, const Recording& re
         parameter(rec, "q_a_proj.weight", "W_qa: down to the query's latent of r_q = " + std::to_string(spec.query_rank), "W_qa", *w.q_a_proj);
         parameter(rec, "q_b_proj.weight", "W_qb: the query latent up to every head", "W_qb", *w.q_b_proj);
     } else {
-        parameter(rec, "q_proj.weight", "W_q: the queries of every head, d_nope then d_rope features each", "W_q", *w.q_proj);
+        parameter(rec, "q_proj.weight", "W_q: every head's query features", "W_q", *w.q_proj);
     }
     parameter(rec, "kv_a_proj.weight", "W_DKV: down to the latent (r = " + std::to_string(r) + ") and the shared rotary key", "W_DKV", w.kv_a_proj);
     parameter(rec, "kv_b_proj.weight", "W_UK | W_UV: the latent up to each head's key and value", "W_UKV", w.kv_b_proj);
@@ -137,41 +140,45 @@ Trace walk_mla(const Embeddings& input, const MlaSpec& spec, const Recording& re
     ls.rope.base = spec.rope_base;
     ls.interleave = spec.interleave;
     const LatentForward f = latent_attention_forward(x, w, ls);
-    const std::string qk = "√(d_nope + d_rope) = √" + std::to_string(spec.nope + spec.rope);
+    const std::string interleaved = "rope_interleave: the pairs (0,1), (2,3), … are put in half-split order first (d0, d2, …, d1, d3, …), as "
+                                    "Hugging Face does for DeepSeek-V3's checkpoints; the rotation then pairs d_i with d_i+d_rope/2.";
+    const std::string qk = "√" + std::to_string(spec.nope + spec.rope);
 
     if (w.q_a_proj) {
         rec.add("query_latent", "The query's own latent: " + sizes(spec.query_rank, "numbers per token"), "c_Q = X·W_qa", f.q_a, tokens_features);
         rec.add("query_latent_normed", "After its RMSNorm", "c_Q ← RMSNorm(c_Q)", f.q_a_normed, tokens_features);
     }
-    rec.add("queries", "The queries of every head (" + sizes(spec.nope, "content") + " + " + sizes(spec.rope, "rotary features each") + ")",
+    rec.add("queries", spec.rope ? "The queries of every head (" + sizes(spec.nope, "content") + " + " + sizes(spec.rope, "rotary features") + " each)"
+                                 : "The queries of every head (" + sizes(spec.nope, "features") + " each)",
             w.q_a_proj ? "Q = c_Q·W_qb" : "Q = X·W_q", f.q, tokens_features);
-    rec.add("kv_down", "Down to the latent: " + sizes(r, "latent numbers") + " then " + sizes(spec.rope, "rotary key numbers") + " per token",
-            "[c | k_rope] = X·W_DKV", f.kv_a, tokens_features)
+    rec.add("kv_down", spec.rope ? "Down to the latent: " + sizes(r, "latent numbers") + " then " + sizes(spec.rope, "rotary key numbers") + " per token"
+                                 : "Down to the latent: " + sizes(r, "numbers") + " per token",
+            spec.rope ? "[c | k_rope] = X·W_DKV" : "c = X·W_DKV", f.kv_a, tokens_features)
         .note = "One product per token for every head's keys and values: " + std::to_string(input.dim()) + " features in, " +
                 std::to_string(r + spec.rope) + " out.";
     rec.add("latent", "The latent c_KV, normalised: what the cache keeps, " + sizes(r, "numbers per token"), "c_KV = RMSNorm(c)", f.latent,
             tokens_features)
-        .note = "Every head's keys and values are made from these " + std::to_string(r) +
-                " numbers per token; a cache keeps them (and the rotary key) instead of the keys and values themselves.";
+        .note = "Every head's keys and values are made from these " + sizes(r, "numbers") + " per token; a cache keeps them" +
+                (spec.rope ? " (and the rotary key)" : "") + " instead of the keys and values themselves.";
     rec.add("keys_nope", "Each head's keys (content part), up from the latent", "k_nope,h = c_KV·W_UK,h", f.k_nope, head_tokens_features);
     rec.add("values", "Each head's values, up from the latent", "v_h = c_KV·W_UV,h", f.v, head_tokens_features);
     rec.add("queries_nope", "Each head's query, content part", "q_nope,h = Q[:, h, :d_nope]", f.q_nope, head_tokens_features);
     if (spec.rope) {
         rec.add("queries_rope", "Each head's query, rotary part, rotated by position", "q_rope,h = RoPE(Q[:, h, d_nope:])", f.q_rope,
                 head_tokens_features)
-            .note = spec.interleave ? "rope_interleave: the pairs (0,1), (2,3), … are put in half-split order first, as DeepSeek's checkpoints need."
-                                    : "";
-        rec.add("keys_rope", "The rotary key, rotated by position: one for all " + std::to_string(H) + " heads", "k_rope = RoPE(k_rope)",
-                f.k_rope, tokens_features)
+            .note = spec.interleave ? interleaved : "";
+        rec.add("keys_rope", H == 1 ? std::string("The rotary key, rotated by position") : "The rotary key, rotated by position: one for all " + std::to_string(H) + " heads",
+                spec.interleave ? "k_rope = RoPE(deinterleave(k_rope))" : "k_rope = RoPE(k_rope)", f.k_rope, tokens_features)
             .note = "RoPE cannot pass through the latent (a rotation by position between c_KV and W_UK would stop W_UK from being "
-                    "absorbed), so position travels in these few extra numbers, which every head shares.";
+                    "absorbed), so position travels in these few extra numbers, which every head shares." +
+                    (spec.interleave ? " " + interleaved : "");
     }
     rec.add("scores_nope", "Content scores", "ω_nope = q_nope·k_nopeᵀ", f.scores_nope, head_tokens_tokens);
     if (spec.rope) rec.add("scores_rope", "Position scores", "ω_rope = q_rope·k_ropeᵀ", f.scores_rope, head_tokens_tokens);
     rec.add("scores", spec.rope ? "The scores: the sum of the two parts" : "The scores", spec.rope ? "ω = ω_nope + ω_rope" : "ω = ω_nope",
             f.scores, head_tokens_tokens);
     rec.mask_from_here(CellMask{});
-    rec.add_with_row_sums("weights", "Causal attention weights (the scores / " + qk + ")", "A = softmax(masked ω / √(d_nope + d_rope))", f.weights,
+    rec.add_with_row_sums("weights", "Causal attention weights (scores / " + qk + ")", "A = softmax(masked ω / √(d_nope + d_rope))", f.weights,
                           head_tokens_tokens);
     rec.mask_from_here(std::nullopt);
     rec.add("head_outputs", "Each head's context vectors", "Z_h = A_h·V_h", f.head_outputs, head_tokens_features);
@@ -179,14 +186,14 @@ Trace walk_mla(const Embeddings& input, const MlaSpec& spec, const Recording& re
     rec.add("output", "The output", "Y = Z·W_o", f.output, tokens_features);
 
     const LatentAbsorbed a = latent_attention_absorbed(f, w, ls);
-    rec.add("absorbed.queries_latent", "Absorbed: each head's query moved into the latent space (" + sizes(r, "numbers") + ")",
+    rec.add("absorbed.queries_latent", "Absorbed: each head's query in the latent space (" + sizes(r, "numbers") + ")",
             "q̃_h = q_nope,h·W_UK,hᵀ", a.q_latent, head_tokens_features)
         .note = "q_nope·k_nopeᵀ = q_nope·(c_KV·W_UK)ᵀ = (q_nope·W_UKᵀ)·c_KVᵀ: W_UK moves from the keys to the query, so no key is "
                 "ever made.";
     rec.add("absorbed.scores_nope", "Absorbed: content scores straight from the cached latents", "ω_nope = q̃·c_KVᵀ", a.scores_nope,
             head_tokens_tokens);
     rec.mask_from_here(CellMask{});
-    rec.add_with_row_sums("absorbed.weights", "Absorbed: the attention weights", "A = softmax(masked (q̃·c_KVᵀ + ω_rope) / √(d_nope + d_rope))",
+    rec.add_with_row_sums("absorbed.weights", "Absorbed: the attention weights", spec.rope ? "A = softmax(masked (q̃·c_KVᵀ + ω_rope) / √(d_nope + d_rope))" : "A = softmax(masked q̃·c_KVᵀ / √d_nope)",
                           a.weights, head_tokens_tokens);
     rec.mask_from_here(std::nullopt);
     rec.add("absorbed.latent_context", "Absorbed: each head's weighted sum of the latents", "A_h·c_KV", a.latent_context, head_tokens_features)
@@ -213,9 +220,10 @@ Trace walk_mla(const Embeddings& input, const MlaSpec& spec, const Recording& re
                              per, {Axis::feature});
     ps.labels = labels;
     std::ostringstream pn;
-    pn << "MHA: " << H << " heads × (" << spec.nope + spec.rope << " key + " << spec.value << " value) = " << grouped(static_cast<ull>(per_mha))
+    pn << "MHA: " << sizes(H, "heads") << " × (" << spec.nope + spec.rope << " key + " << spec.value << " value) = " << grouped(static_cast<ull>(per_mha))
        << "; GQA with G = " << G << ": " << grouped(static_cast<ull>(per_gqa)) << "; MLA: r " << r << " + d_rope " << spec.rope << " = "
-       << grouped(static_cast<ull>(per_mla)) << " (" << std::fixed << std::setprecision(1) << per_mha / per_mla << "× fewer than MHA).";
+       << grouped(static_cast<ull>(per_mla)) << " (" << std::fixed << std::setprecision(1)
+       << (per_mla <= per_mha ? per_mha / per_mla : per_mla / per_mha) << (per_mla <= per_mha ? "× fewer than MHA)." : "× more than MHA: r is large for these heads).");
     ps.note = pn.str();
     const double scale = static_cast<double>(input.batch()) * static_cast<double>(tokens) * static_cast<double>(spec.layers) *
                          static_cast<double>(spec.bytes_per_value);

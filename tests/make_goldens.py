@@ -1558,7 +1558,7 @@ def mla_cases():
         params = m.parameters_xw()
         exp.update(params)
         args = ["mla", "--heads", str(heads), "--kv-lora-rank", str(r), "--qk-nope-head-dim", str(nope), "--qk-rope-head-dim", str(rope),
-                "--v-head-dim", str(v), "--rope-base", str(theta), "--seed", str(seed)]
+                "--v-head-dim", str(v), "--seed", str(seed)] + (["--rope-base", str(theta)] if rope else [])
         args += (["--q-lora-rank", str(rq)] if rq else []) + (["--rope-interleave"] if inter else [])
         name = f"mla_h{heads}_r{r}_rq{rq}_n{nope}_p{rope}_v{v}_base{theta}{'_interleave' if inter else ''}_seed{seed}_{inp}"
         cases.append(case(name, args, None if inp == "builtin" else (x[0] if inp == "rand9x5" else x), exp, list(params)))

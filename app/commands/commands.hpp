@@ -18,6 +18,7 @@ void add_dropout(CLI::App& cli, Shell& shell);
 void add_mha(CLI::App& cli, Shell& shell);
 void add_kvcache(CLI::App& cli, Shell& shell);  // beyond.cpp: beyond the chapter
 void add_mla(CLI::App& cli, Shell& shell);  // mla.cpp
+void add_deltanet(CLI::App& cli, Shell& shell);  // deltanet.cpp
 void add_rope(CLI::App& cli, Shell& shell);
 void add_flash(CLI::App& cli, Shell& shell);
 void add_sdpa(CLI::App& cli, Shell& shell);

@@ -6,14 +6,14 @@ _attnwalk() {
     local bin=${COMP_WORDS[0]} cmd=${COMP_WORDS[1]}
     if [[ $cmd == explore ]]; then  # explore COMMAND [OPTIONS]: complete the command explored
         if [[ $COMP_CWORD -eq 2 ]]; then  # only the commands with a heatmap to explore
-            COMPREPLY=($(compgen -W "scores softmax context causal dropout mha kvcache mla rope flash sdpa gpt2 model" -- "$cur"))
+            COMPREPLY=($(compgen -W "scores softmax context causal dropout mha kvcache mla deltanet rope flash sdpa gpt2 model" -- "$cur"))
             return
         fi
         COMP_WORDS=("$bin" "${COMP_WORDS[@]:2}")
         COMP_CWORD=$((COMP_CWORD - 1))
         if [[ $COMP_CWORD -ge 1 ]]; then _attnwalk; return; fi
     fi
-    local commands="walkthrough scores softmax context causal dropout mha kvcache mla rope flash sdpa params gpt2 model tokenize explore"
+    local commands="walkthrough scores softmax context causal dropout mha kvcache mla deltanet rope flash sdpa params gpt2 model tokenize explore"
     if [[ $COMP_CWORD -eq 1 ]]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return

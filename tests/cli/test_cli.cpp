@@ -1377,7 +1377,8 @@ TEST_SUITE("cli.memory") {
              {"scores " + in, "softmax " + in, "context " + in, "causal " + in, "dropout " + in + "--dropout 0.5", std::string("dropout --ones 600 --dropout 0.5"),
               "mha " + in + "--heads 4 --d-out 64", "mha " + in + "--heads 4 --d-out 64 --variant wrapper --dropout 0.1",
               "mha " + in + "--heads 4 --d-out 64 --summary", "kvcache " + in + "--heads 4 --d-out 64",
-              "mla " + in + "--heads 4 --kv-lora-rank 8 --q-lora-rank 6 --qk-nope-head-dim 8 --qk-rope-head-dim 4 --v-head-dim 8", "rope " + in + "--heads 4 --d-out 64",
+              "mla " + in + "--heads 4 --kv-lora-rank 8 --q-lora-rank 6 --qk-nope-head-dim 8 --qk-rope-head-dim 4 --v-head-dim 8",
+              "deltanet " + in + "--heads 4 --d-out 32 --chunk 16", "rope " + in + "--heads 4 --d-out 64",
               "flash " + in + "--block 1", "flash " + in, "sdpa " + in + "--is-causal", "walkthrough " + in, "walkthrough --beyond " + in,
               "model --model '" + tiny_qwen3 + "' --ids 1,2,3,4,5,6,7,8 --view --generate 4", std::string("tokenize --text 'Hello world is'"),
               "mha " + in_npy + "--heads 4 --d-out 64", "causal " + in_npy + "--npy '" + npy_dir + "'"}) {
@@ -1471,13 +1472,13 @@ TEST_SUITE("cli.teaching") {
     // command and the prompt), whatever the seed and the shapes.
     TEST_CASE("cli.teaching_compact_fits_two_screens_whatever_the_seed") {
         const std::vector<std::string> commands = {"scores", "softmax", "context", "causal", "dropout", "mha", "mha --heads 3 --d-out 6",
-                                                   "mha --heads 2 --causal", "kvcache", "mla", "mla --q-lora-rank 2 --heads 4",
+                                                   "mha --heads 2 --causal", "kvcache", "mla", "mla --q-lora-rank 2 --heads 4", "deltanet", "deltanet --decay-rate 0.1 --d-out 8 --chunk 3",
                                                    "rope", "flash", "sdpa", "params"};
         for (const std::string& c : commands)
             for (const char* seed : {"", " --seed 42", " --seed 5", " --seed 123 --init randn"}) {
                 const std::string args = c + seed + " --compact";
                 if (c == "params" && *seed) continue;  // params draws nothing
-                if (c.rfind("mla", 0) == 0 && std::string(seed).find("--init") != std::string::npos) continue;  // nn.Linear's draw only
+                if ((c.rfind("mla", 0) == 0 || c.rfind("deltanet", 0) == 0) && std::string(seed).find("--init") != std::string::npos) continue;  // nn.Linear's draw only
                 CAPTURE(args);
                 const auto r = test::run_shell("COLUMNS=80 LINES=24 " + test::binary() + " " + args);
                 REQUIRE(r.exit_code == 0);

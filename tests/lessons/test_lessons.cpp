@@ -34,6 +34,7 @@ struct Config {
     std::size_t shift = 3, d_in = 768;
     std::optional<Tensor> attn_mask;
     MlaSpec mla;  // mla's sizes (its seed is `seed`)
+    DeltaNetSpec deltanet;  // deltanet's chunk and decay rate
 };
 
 // A JSON array of arrays (sdpa's inline --attn-mask) as a matrix.
@@ -89,6 +90,8 @@ Config config_of(const json& args) {
         else if (a == "--qk-rope-head-dim") c.mla.rope = std::stoul(next());
         else if (a == "--v-head-dim") c.mla.value = std::stoul(next());
         else if (a == "--rope-interleave") c.mla.interleave = true;
+        else if (a == "--chunk") c.deltanet.chunk = std::stoul(next());
+        else if (a == "--decay-rate") c.deltanet.decay_rate = std::stod(next());
         else if (a == "--no-causal") c.causal = false;
         else FAIL("the golden uses an option this test does not read: " << a);
     }
@@ -115,6 +118,13 @@ Trace walk_of(const Config& c, const Embeddings& given) {
         spec.rope_base = c.rope_base;
         spec.seed = c.seed.value_or(123);
         return walk_mla(input, spec, {});
+    }
+    if (c.command == "deltanet") {
+        DeltaNetSpec spec = c.deltanet;
+        spec.heads = c.heads;
+        spec.d_out = c.d_out;
+        spec.seed = c.seed.value_or(123);
+        return walk_deltanet(input, spec, {});
     }
     const bool layer = c.command == "mha" || c.command == "kvcache" || c.command == "rope";  // seeded 123 by default
     std::optional<Generator> gen, fresh;
@@ -212,6 +222,7 @@ TEST_SUITE("walk") {
     TEST_CASE("walk.kvcache_matches_pytorch") { check_file("kvcache.json"); }
     TEST_CASE("walk.rope_matches_pytorch") { check_file("rope.json"); }
     TEST_CASE("walk.mla_matches_pytorch") { check_file("mla.json"); }
+    TEST_CASE("walk.deltanet_matches_pytorch") { check_file("deltanet.json"); }
     TEST_CASE("walk.flash_matches_pytorch") { check_file("flash.json"); }
     TEST_CASE("walk.sdpa_matches_pytorch") { check_file("sdpa.json"); }
     TEST_CASE("walk.params_matches_pytorch") { check_file("params.json"); }

@@ -16,6 +16,7 @@ const LessonDecl& dropout_lesson();
 const LessonDecl& mha_lesson();
 const LessonDecl& kvcache_lesson();
 const LessonDecl& mla_lesson();
+const LessonDecl& deltanet_lesson();
 const LessonDecl& rope_lesson();
 const LessonDecl& flash_lesson();
 const LessonDecl& sdpa_lesson();
@@ -27,7 +28,7 @@ const LessonDecl& tokenize_lesson();
 const std::vector<const LessonDecl*>& lessons() {
     static const std::vector<const LessonDecl*> all = {
         &scores_lesson(), &softmax_lesson(), &context_lesson(), &causal_lesson(), &dropout_lesson(), &mha_lesson(),  // the chapter
-        &kvcache_lesson(), &mla_lesson(), &rope_lesson(), &flash_lesson(), &sdpa_lesson(), &params_lesson(),                       // beyond it
+        &kvcache_lesson(), &mla_lesson(), &deltanet_lesson(), &rope_lesson(), &flash_lesson(), &sdpa_lesson(), &params_lesson(),                       // beyond it
         &gpt2_lesson(), &model_lesson(), &tokenize_lesson(),                                                         // real models
     };
     return all;

@@ -120,6 +120,22 @@ struct MlaSpec {
 Trace walk_mla(const Embeddings& input, const MlaSpec& spec, const Recording& rec);
 Cost mla_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, const MlaSpec& spec);
 
+// Gated DeltaNet on weights drawn as the textbook's GatedDeltaNet class draws them
+// (ch04/08_deltanet, torch.manual_seed(seed)), with one write strength β per head as
+// Qwen3-Next has it; d_k = d_v = d_out / H.
+struct DeltaNetSpec {
+    std::size_t heads = 2, d_out = 4;
+    std::size_t chunk = 2;       // tokens per chunk of the chunked form
+    std::uint64_t seed = 123;
+    // A = exp(A_log) for every head instead of the drawn one (the draw still happens, so
+    // the later weights are the same): small A, slow decay, a state that remembers.
+    std::optional<double> decay_rate;
+    // The memory of a layer: layers, tokens (0: the input's), bytes per number.
+    std::size_t layers = 1, context_tokens = 0, bytes_per_value = 4;
+};
+Trace walk_deltanet(const Embeddings& input, const DeltaNetSpec& spec, const Recording& rec);
+Cost deltanet_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, const DeltaNetSpec& spec);
+
 // FlashAttention's online softmax over blocks of keys, one head.
 struct FlashSpec {
     std::size_t block = 2;

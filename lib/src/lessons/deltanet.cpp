@@ -1,0 +1,295 @@
+// deltanet: Gated DeltaNet (ops/delta_rule.hpp) on seeded weights: the normalised queries
+// and keys, each token's decay and write strength, the delta rule token by token on a
+// state of fixed size, the exact T × T matrix the outputs come from, the chunked form,
+// the gated RMSNorm and the output; the state's size against a KV cache.
+#include <cmath>
+#include <sstream>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/ops/activations.hpp"
+#include "attnwalk/ops/delta_rule.hpp"
+#include "attnwalk/ops/norms.hpp"
+#include "steps.hpp"
+
+namespace attnwalk {
+
+using namespace steps;
+
+const LessonDecl& deltanet_lesson() {
+    static const LessonDecl lesson{"deltanet", "Gated DeltaNet (Qwen3-Next, Qwen3.5): linear attention as a state updated by the delta rule; its exact attention matrix; the chunked form.",
+        joined({{
+            {"W_query", "the query projection, d_in×d_out in x·W layout (a parameter)"},
+            {"W_key", "the key projection (a parameter)"},
+            {"W_value", "the value projection (a parameter)"},
+            {"W_gate", "the output gate's projection, d_in×d_out, x·W layout (a parameter)"},
+            {"W_beta", "the write strength's projection, d_in×H, x·W layout (a parameter)"},
+            {"W_alpha", "the decay's projection, d_in×H, x·W layout (a parameter)"},
+            {"dt_bias", "the decay's bias, one per head (a parameter)"},
+            {"A_log", "the decay's log rate, one per head (a parameter)"},
+            {"out_proj.weight", "the output projection, x·W layout (a parameter)"},
+            {"out_proj.bias", "the output projection's bias (a parameter)"},
+        }, projection_steps(), {
+            {"queries_normed", "the queries after their norm (QK-norm; DeltaNet: L2-normalised and scaled by 1/√d_k)"},
+            {"keys_normed", "the keys after their norm (QK-norm; DeltaNet: L2-normalised)"},
+            {"values_split", "the values viewed as heads"},
+            {"beta", "the write strength β = σ(x·W_beta) per head and token"},
+            {"decay_log", "g = −exp(A_log)·softplus(x·W_alpha + dt_bias) per head and token"},
+            {"decay", "the decay α = exp(g) per head and token: the share of the state kept", headline},
+            {"stepN.decayed", "the state after the decay, α_t·S"},
+            {"stepN.prediction", "what the state predicts for the token's key, Sᵀk_t"},
+            {"stepN.error", "the value against the prediction, v_t − Sᵀk_t"},
+            {"stepN.write", "what is written, k_t ⊗ β_t·(v_t − Sᵀk_t)"},
+            {"stepN.state", "the state after the write"},
+            {"stepN.output", "the token's output read from the state, Sᵀq_t"},
+            {"head_outputs", "each head's context vectors A_h·V_h"},
+            {"effective_attention", "the exact attention matrix of the delta rule: its product with the values is the outputs", headline},
+            {"effective_output", "the effective attention matrix times the values"},
+            {"max_difference", "the largest |difference| between two ways that must agree (causal: (a) and (b))", headline},
+            {"chunked_output", "the outputs of the chunked form, chunk by chunk"},
+            {"chunked_difference", "the largest |difference| between the chunked and the recurrent outputs"},
+            {"outputs_normed", "each head's output after its RMSNorm"},
+            {"gate", "the output gate, x·W_gate"},
+            {"gated", "the normed outputs times SiLU(gate), heads concatenated"},
+            {"output", "the output projection of the context (or the context itself)"},
+            {"state_bytes", "the memory of a KV cache for the tokens against the DeltaNet state, for the layers", headline},
+        }})};
+    return lesson;
+}
+
+namespace {
+
+Linear drawn(Generator& gen, std::size_t in, std::size_t out, bool bias) {
+    Generator::LinearInit l = gen.linear(in, out, bias);
+    Mat w = Mat::from_shape({in, out});  // nn.Linear's out×in, as x·W
+    for (std::size_t o = 0; o < out; ++o)
+        for (std::size_t i = 0; i < in; ++i) w(i, o) = l.weight[o * in + i];
+    Vec b = Vec::from_shape({l.bias.size()});
+    std::copy(l.bias.begin(), l.bias.end(), b.data());
+    return owned_linear(std::move(w), std::move(b));
+}
+
+// The textbook's GatedDeltaNet class (ch04/08_deltanet), its layers in its order, with
+// one β per head as Qwen3-Next has it.
+struct DeltaNetWeights {
+    Linear query, key, value, gate, beta, alpha, out;
+    Vec dt_bias, a_log;
+};
+
+DeltaNetWeights draw(std::size_t d_in, const DeltaNetSpec& spec) {
+    Generator gen(spec.seed);
+    DeltaNetWeights w;
+    const std::size_t d = spec.d_out, H = spec.heads;
+    w.query = drawn(gen, d_in, d, false);
+    w.key = drawn(gen, d_in, d, false);
+    w.value = drawn(gen, d_in, d, false);
+    w.gate = drawn(gen, d_in, d, false);
+    w.beta = drawn(gen, d_in, H, false);
+    w.alpha = drawn(gen, d_in, H, false);
+    w.dt_bias = Vec::from_shape({H});
+    w.dt_bias.fill(1.0f);
+    const std::vector<float> a = gen.uniform(H, 0.0, 16.0);  // torch.empty(H).uniform_(0, 16)
+    w.a_log = Vec::from_shape({H});
+    for (std::size_t h = 0; h < H; ++h) w.a_log(h) = std::log(spec.decay_rate ? static_cast<float>(*spec.decay_rate) : a[h]);
+    w.out = drawn(gen, d, d, true);
+    return w;
+}
+
+void parameter(Recorder& rec, const std::string& id, const std::string& title, const std::string& formula, const Tensor& t,
+               std::vector<Axis> axes) {
+    rec.add_plain(id, title, formula, t, std::move(axes)).kind = StepKind::parameter;
+}
+
+// (B,T,H·d) -> (B,H,T) for d = 1, or -> (B,H,T,d).
+Cube per_head(const Cube& x, std::size_t H) {
+    const std::size_t B = x.shape(0), T = x.shape(1);
+    Cube out = Cube::from_shape({B, H, T});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < T; ++t)
+            for (std::size_t h = 0; h < H; ++h) out(b, h, t) = x(b, t, h);
+    return out;
+}
+
+float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }  // torch's, threshold 20
+
+float worst(const Hyper& a, const Hyper& b) {
+    float m = 0.0f;
+    for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a.data()[i] - b.data()[i]));
+    return m;
+}
+
+std::string difference_note(float diff, const char* what) {
+    return diff == 0.0f ? std::string("Equal bit for bit.")
+                        : std::string("Equal in exact arithmetic; ") + what + " differ by " + format_number(diff) +
+                              " (float32 rounding of the same sums taken in another order).";
+}
+
+}  // namespace
+
+Trace walk_deltanet(const Embeddings& input, const DeltaNetSpec& spec, const Recording& recording) {
+    const std::size_t H = spec.heads, D = spec.d_out;
+    if (H == 0 || D == 0 || D % H) throw UsageError("d_out must be divisible by the number of heads: d_out " + std::to_string(D) + ", " + std::to_string(H) + " heads");
+    if (spec.chunk == 0) throw UsageError("a chunk holds at least one token");
+    const std::size_t d = D / H;
+    const DeltaNetWeights w = draw(input.dim(), spec);
+    Trace trace = start_trace("deltanet", input, nullptr);
+    trace.set_param("seed", static_cast<ull>(spec.seed));
+    trace.set_param("init", std::string("linear"));
+    trace.set_param("d_out", static_cast<ull>(D));
+    trace.set_param("heads", static_cast<ull>(H));
+    trace.set_param("chunk", static_cast<ull>(spec.chunk));
+    if (spec.decay_rate) trace.set_param("decay_rate", *spec.decay_rate);
+    Recorder rec(trace);
+    const Cube x = cube_from_trace(input.x);
+    const std::size_t B = x.shape(0), T = x.shape(1);
+
+    record_parameters(rec, w.query, w.key, w.value, "", "");
+    parameter(rec, "W_gate", "W_gate: the output gate (d_in×d_out, x·W layout)", "W_gate", to_trace(w.gate.matrix()), {Axis::feature, Axis::feature});
+    parameter(rec, "W_beta", "W_beta: one write strength per head (d_in×H, x·W layout)", "W_beta", to_trace(w.beta.matrix()),
+              {Axis::feature, Axis::head});
+    parameter(rec, "W_alpha", "W_alpha: one decay per head (d_in×H, x·W layout)", "W_alpha", to_trace(w.alpha.matrix()), {Axis::feature, Axis::head});
+    parameter(rec, "dt_bias", "dt_bias: ones", "dt_bias", to_trace(w.dt_bias), {Axis::head});
+    parameter(rec, "A_log", spec.decay_rate ? "A_log = log(A), A = " + format_number(*spec.decay_rate) + " for every head" : "A_log = log(A), A drawn from U(0, 16)",
+              "A_log", to_trace(w.a_log), {Axis::head});
+    parameter(rec, "out_proj.weight", "out_proj weight (d_out×d_out, x·W layout)", "W_o", to_trace(w.out.matrix()), {Axis::feature, Axis::feature});
+    parameter(rec, "out_proj.bias", "out_proj bias", "b_o", to_trace(w.out.b), {Axis::feature});
+
+    const Cube q = project(x, w.query), k = project(x, w.key), v = project(x, w.value);
+    rec.add("queries", "Queries", "Q = X·W_query", q, tokens_features);
+    rec.add("keys", "Keys", "K = X·W_key", k, tokens_features);
+    rec.add("values", "Values", "V = X·W_value", v, tokens_features);
+    DeltaInputs in;
+    const std::string root = "√" + std::to_string(d);
+    in.q = l2_normalise(split_heads(q, H), 1.0f / std::sqrt(static_cast<float>(d)));
+    in.k = l2_normalise(split_heads(k, H), 1.0f);
+    in.v = split_heads(v, H);
+    rec.add("queries_normed", "Queries of each head, L2-normalised and divided by " + root, "q = Q_h / ‖Q_h‖ / √d_k", in.q, head_tokens_features)
+        .note = "Unit-length keys make the state's prediction Sᵀk a reading of what was written along k, so that the update can "
+                "correct it exactly.";
+    rec.add("keys_normed", "Keys of each head, L2-normalised", "k = K_h / ‖K_h‖", in.k, head_tokens_features);
+    rec.add("values_split", "Values of each head", "v = V_h", in.v, head_tokens_features);
+
+    Cube beta = project(x, w.beta), a = project(x, w.alpha);
+    for (float& b : beta) b = 1.0f / (1.0f + std::exp(-b));
+    Cube g = a;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+        const std::size_t h = i % H;
+        g.data()[i] = -std::exp(w.a_log(h)) * softplus(a.data()[i] + w.dt_bias(h));
+    }
+    in.beta = per_head(beta, H);
+    in.g = per_head(g, H);
+    Cube alpha = in.g;
+    for (float& e : alpha) e = std::exp(e);
+    rec.add("beta", "Write strength per head and token", "β = σ(x·W_beta)", in.beta, {Axis::head, Axis::token}).note =
+        "β near 1 replaces what the state holds along k_t by v_t; near 0 the token writes little.";
+    rec.add("decay_log", "The decay, in log space", "g = −exp(A_log)·softplus(x·W_alpha + dt_bias)", in.g, {Axis::head, Axis::token});
+    rec.add("decay", "The decay per head and token: the share of the state kept", "α = exp(g)", alpha, {Axis::head, Axis::token}).note =
+        "α multiplies the whole state before each write: old tokens fade by the product of the α's since.";
+
+    const DeltaRecurrent rnn = delta_rule_recurrent(in, true);
+    for (std::size_t t = 0; t < T; ++t) {
+        const DeltaStep& s = rnn.steps[t];
+        const std::string N = "step" + std::to_string(t + 1) + ".", tok = steps::quoted(trace.tokens[t]);
+        Cube error = Cube::from_shape({B, H, d}), strength = error;
+        Hyper write = Hyper::from_shape({B, H, d, d});
+        for (std::size_t b = 0; b < B; ++b)
+            for (std::size_t h = 0; h < H; ++h)
+                for (std::size_t m = 0; m < d; ++m) {
+                    error(b, h, m) = in.v(b, h, t, m) - s.prediction(b, h, m);
+                    for (std::size_t i = 0; i < d; ++i) write(b, h, i, m) = in.k(b, h, t, i) * s.error(b, h, m);
+                }
+        rec.add(N + "decayed", "Step " + std::to_string(t + 1) + ": " + tok + " arrives; the state decays", "S ← α_t·S", s.decayed,
+                {Axis::head, Axis::feature, Axis::feature})
+            .note = t == 0 ? "The state starts at zero: nothing to forget yet." : "";
+        rec.add(N + "prediction", "What the state predicts for " + tok + "'s key", "p = Sᵀk_t", s.prediction, {Axis::head, Axis::feature});
+        rec.add(N + "error", "Its value against the prediction", "v_t − p", error, {Axis::head, Axis::feature});
+        rec.add(N + "write", "The write: the key times the error, scaled by β", "k_t ⊗ β_t·(v_t − p)", write, {Axis::head, Axis::feature, Axis::feature})
+            .note = "The delta rule: only what the state got wrong is written, so a key seen again overwrites instead of piling up.";
+        rec.add(N + "state", "The state after " + tok, "S ← S + k_t ⊗ β_t·(v_t − Sᵀk_t)", s.state, {Axis::head, Axis::feature, Axis::feature});
+        rec.add(N + "output", tok + "'s output, read from the state", "o_t = Sᵀq_t", s.output, {Axis::head, Axis::feature});
+    }
+    rec.add("head_outputs", "Every token's output, per head", "o_t = S_tᵀq_t", rnn.outputs, head_tokens_features);
+
+    const Hyper A = delta_rule_attention(in);
+    rec.mask_from_here(CellMask{});
+    Step& as = rec.add_with_row_sums("effective_attention", "The delta rule as one attention matrix per head", "o = A·V, A = P·U", A,
+                                     head_tokens_tokens);
+    as.note = "P_tj = (α_j+1···α_t)(q_t·k_j); U writes each token's error as a sum of values, (I + diag(β)·L)·U = diag(β), L_jm = "
+              "(α_m+1···α_j)(k_j·k_m). Rows need not sum to 1 and weights may be negative: no softmax here.";
+    rec.mask_from_here(std::nullopt);
+    Hyper eff = fresh<4>({B, H, T, d});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t t = 0; t < T; ++t)
+                for (std::size_t m = 0; m < d; ++m) {
+                    float s = 0.0f;
+                    for (std::size_t j = 0; j < T; ++j) s += A(b, h, t, j) * in.v(b, h, j, m);
+                    eff(b, h, t, m) = s;
+                }
+    rec.add("effective_output", "The matrix times the values", "A·V", eff, head_tokens_features);
+    const float diff = worst(eff, rnn.outputs);
+    rec.add_plain("max_difference", "The matrix against the recurrence", "max |A·V − o|", scalar_trace(diff), {}).note =
+        difference_note(diff, "they");
+    const Hyper chunked = delta_rule_chunked(in, spec.chunk);
+    rec.add("chunked_output", "The chunked form, " + std::to_string(spec.chunk) + " tokens per chunk", "chunk by chunk (WY form)", chunked,
+            head_tokens_features)
+        .note = "Within a chunk the tokens are solved together as a small triangular system; the state passes from chunk to chunk. "
+                "Training kernels work this way.";
+    const float cdiff = worst(chunked, rnn.outputs);
+    rec.add_plain("chunked_difference", "The chunked form against the recurrence", "max |o_chunked − o|", scalar_trace(cdiff), {}).note =
+        difference_note(cdiff, "they");
+
+    // the gated RMSNorm: each head's output normalised, times SiLU(gate)
+    Cube o = merge_heads(rnn.outputs);  // (B,T,H·d)
+    Vec ones = Vec::from_shape({d});
+    ones.fill(1.0f);
+    rms_norm_rows(o.data(), o.size() / d, d, ones, 1e-6f);
+    rec.add("outputs_normed", "Each head's output after its RMSNorm (weights ones)", "RMSNorm(o_h)", Cube(o), tokens_features);
+    const Cube z = project(x, w.gate);
+    rec.add("gate", "The output gate", "z = X·W_gate", z, tokens_features);
+    const Cube sz = silu(z);
+    Cube gated = o;
+    for (std::size_t i = 0; i < gated.size(); ++i) gated.data()[i] *= sz.data()[i];
+    rec.add("gated", "The normed outputs times SiLU(gate)", "RMSNorm(o)·SiLU(z)", gated, tokens_features);
+    rec.add("output", "The output", "Y = gated·W_o + b_o", project(gated, w.out), tokens_features);
+
+    // a layer's memory for `tokens`: the KV cache against the state
+    const std::size_t tokens = spec.context_tokens ? spec.context_tokens : T;
+    const double per = static_cast<double>(B) * static_cast<double>(spec.layers) * static_cast<double>(spec.bytes_per_value);
+    const double kv = per * static_cast<double>(tokens) * static_cast<double>(H * d) * 2.0, st = per * static_cast<double>(H * d * d);
+    trace.set_param("layers", static_cast<ull>(spec.layers));
+    trace.set_param("cache_tokens", static_cast<ull>(tokens));
+    trace.set_param("bytes_per_value", static_cast<ull>(spec.bytes_per_value));
+    Tensor bytes;
+    bytes.shape = {2};
+    for (double n : {kv, st}) {
+        const Tensor one = count_tensor(n, "The memory");
+        bytes.data.push_back(one.data.empty() ? 0.0f : one.data[0]);
+        if (!one.integers.empty()) bytes.integers.push_back(one.integers[0]);
+    }
+    if (bytes.integers.size() != 2) bytes.integers.clear();
+    Step& sb = rec.add_plain("state_bytes", "Memory: a KV cache against the state", "B·T·H·d_h·2·bytes vs B·H·d_h·d_h·bytes", bytes,
+                             {Axis::feature});
+    sb.labels = {"KV cache", "DeltaNet state"};
+    std::ostringstream note;
+    note << "For " << grouped(tokens) << (tokens == 1 ? " token" : " tokens") << ", " << spec.layers << (spec.layers == 1 ? " layer" : " layers")
+         << ", " << spec.bytes_per_value << " bytes a number: the cache grows with the tokens, " << bytes_text(kv)
+         << " bytes; the state stays " << bytes_text(st) << " bytes (" << H << " heads × " << d << " × " << d
+         << ") however long the text.";
+    sb.note = note.str();
+    return finish(std::move(trace), recording);
+}
+
+Cost deltanet_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, const DeltaNetSpec& spec) {
+    const double B = static_cast<double>(batch), T = static_cast<double>(tokens), D = static_cast<double>(spec.d_out),
+                 H = static_cast<double>(spec.heads), d = H ? D / H : 0.0, C = static_cast<double>(spec.chunk);
+    // per token: every step's state copies (decayed, write, state, twice in the trace), per head d×d
+    const double steps = B * T * H * d * d * 8.0 + B * T * (D * 12.0 + H * 8.0);
+    const double squares = B * H * T * T * 4.0 + T * T * 2.0;  // the effective matrix, its copy, U
+    Cost c;
+    c.bytes = 4.0 * (steps + squares + 6.0 * static_cast<double>(d_in) * D + 2.0 * D * D) + 8.0 * T * T;
+    c.work = B * T * (static_cast<double>(d_in) * D * 5.0 + H * d * d * 6.0) + B * H * T * T * T * 0.5 * d +
+             B * H * T * C * (C + 2.0 * d) * 4.0 + B * H * T * T * d;
+    return c;
+}
+
+}  // namespace attnwalk

@@ -1,0 +1,213 @@
+#include "attnwalk/ops/delta_rule.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/ops/rows.hpp"
+
+namespace attnwalk {
+
+namespace {
+
+struct Sizes {
+    std::size_t B, H, T, dk, dv;
+};
+
+Sizes sizes_of(const DeltaInputs& in) {
+    const Sizes s{in.q.shape(0), in.q.shape(1), in.q.shape(2), in.q.shape(3), in.v.shape(3)};
+    if (in.k.shape() != in.q.shape() || in.v.shape(0) != s.B || in.v.shape(1) != s.H || in.v.shape(2) != s.T ||
+        in.g.shape(0) != s.B || in.g.shape(1) != s.H || in.g.shape(2) != s.T || in.beta.shape() != in.g.shape())
+        throw UsageError("the delta rule's queries, keys, values, decays and write strengths disagree in shape");
+    return s;
+}
+
+float dot(const float* a, const float* b, std::size_t n) {
+    float s = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) s += a[i] * b[i];
+    return s;
+}
+
+}  // namespace
+
+Hyper l2_normalise(const Hyper& x, float scale, float eps) {
+    Hyper y = fresh<4>(x.shape());
+    const std::size_t n = x.shape(3), rows = n ? x.size() / n : 0;
+    std::vector<float> squares(n);
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* in = x.data() + r * n;
+        for (std::size_t c = 0; c < n; ++c) squares[c] = in[c] * in[c];
+        const float inv = 1.0f / std::sqrt(sum_of(squares.data(), n) + eps);  // torch.rsqrt of the sum
+        for (std::size_t c = 0; c < n; ++c) y.data()[r * n + c] = in[c] * inv * scale;
+    }
+    return y;
+}
+
+DeltaRecurrent delta_rule_recurrent(const DeltaInputs& in, bool keep_steps) {
+    const Sizes s = sizes_of(in);
+    DeltaRecurrent out;
+    out.outputs = fresh<4>({s.B, s.H, s.T, s.dv});
+    out.state = Hyper::from_shape({s.B, s.H, s.dk, s.dv});
+    out.state.fill(0.0f);
+    std::vector<float> column(s.dk);
+    for (std::size_t t = 0; t < s.T; ++t) {
+        DeltaStep step;
+        if (keep_steps) {
+            step.decayed = Hyper::from_shape({s.B, s.H, s.dk, s.dv});
+            step.prediction = Cube::from_shape({s.B, s.H, s.dv});
+            step.error = Cube::from_shape({s.B, s.H, s.dv});
+            step.output = Cube::from_shape({s.B, s.H, s.dv});
+        }
+        for (std::size_t b = 0; b < s.B; ++b)
+            for (std::size_t h = 0; h < s.H; ++h) {
+                float* S = &out.state(b, h, 0, 0);
+                const float* q = &in.q(b, h, t, 0);
+                const float* k = &in.k(b, h, t, 0);
+                const float* v = &in.v(b, h, t, 0);
+                const float alpha = std::exp(in.g(b, h, t)), beta = in.beta(b, h, t);
+                for (std::size_t i = 0; i < s.dk * s.dv; ++i) S[i] *= alpha;
+                if (keep_steps) std::copy(S, S + s.dk * s.dv, &step.decayed(b, h, 0, 0));
+                for (std::size_t m = 0; m < s.dv; ++m) {  // column m of S against k: (S * k.unsqueeze(-1)).sum(-2)
+                    for (std::size_t i = 0; i < s.dk; ++i) column[i] = S[i * s.dv + m] * k[i];
+                    const float p = sum_of(column.data(), s.dk);
+                    const float delta = (v[m] - p) * beta;
+                    if (keep_steps) {
+                        step.prediction(b, h, m) = p;
+                        step.error(b, h, m) = delta;
+                    }
+                    for (std::size_t i = 0; i < s.dk; ++i) S[i * s.dv + m] += k[i] * delta;
+                }
+                for (std::size_t m = 0; m < s.dv; ++m) {
+                    for (std::size_t i = 0; i < s.dk; ++i) column[i] = S[i * s.dv + m] * q[i];
+                    out.outputs(b, h, t, m) = sum_of(column.data(), s.dk);
+                    if (keep_steps) step.output(b, h, m) = out.outputs(b, h, t, m);
+                }
+            }
+        if (keep_steps) {
+            step.state = out.state;
+            out.steps.push_back(std::move(step));
+        }
+    }
+    return out;
+}
+
+Hyper delta_rule_attention(const DeltaInputs& in) {
+    const Sizes s = sizes_of(in);
+    Hyper A = Hyper::from_shape({s.B, s.H, s.T, s.T});
+    A.fill(0.0f);
+    std::vector<double> cum(s.T + 1), U(s.T * s.T);
+    for (std::size_t b = 0; b < s.B; ++b)
+        for (std::size_t h = 0; h < s.H; ++h) {
+            // γ_tj = exp(G_t − G_j), G the running sum of the log decays
+            cum[0] = 0.0;
+            for (std::size_t t = 0; t < s.T; ++t) cum[t + 1] = cum[t] + in.g(b, h, t);
+            const auto gamma = [&](std::size_t t, std::size_t j) { return std::exp(cum[t + 1] - cum[j + 1]); };
+            // U (lower-triangular): row j = β_j·(e_j − Σ_m<j γ_jm (k_j·k_m) U_m)
+            std::fill(U.begin(), U.end(), 0.0);
+            for (std::size_t j = 0; j < s.T; ++j) {
+                const double beta = in.beta(b, h, j);
+                U[j * s.T + j] = beta;
+                for (std::size_t m = 0; m < j; ++m) {
+                    const double l = gamma(j, m) * dot(&in.k(b, h, j, 0), &in.k(b, h, m, 0), s.dk);
+                    for (std::size_t c = 0; c <= m; ++c) U[j * s.T + c] -= beta * l * U[m * s.T + c];
+                }
+            }
+            // A = P·U, P_tj = γ_tj (q_t·k_j) for j ≤ t
+            for (std::size_t t = 0; t < s.T; ++t)
+                for (std::size_t j = 0; j <= t; ++j) {
+                    const double p = gamma(t, j) * dot(&in.q(b, h, t, 0), &in.k(b, h, j, 0), s.dk);
+                    for (std::size_t c = 0; c <= j; ++c) A(b, h, t, c) += static_cast<float>(p * U[j * s.T + c]);
+                }
+        }
+    return A;
+}
+
+Hyper delta_rule_chunked(const DeltaInputs& in, std::size_t C) {
+    const Sizes s = sizes_of(in);
+    if (C == 0) throw UsageError("a chunk holds at least one token");
+    const std::size_t n = (s.T + C - 1) / C, L = n * C;  // padded with zeros to whole chunks
+    Hyper out = fresh<4>({s.B, s.H, s.T, s.dv});
+    std::vector<float> g(L), attn(C * C), decay(C * C), kbeta(C * s.dk), vbeta(C * s.dv), value(C * s.dv), kcum(C * s.dk),
+        S(s.dk * s.dv), vnew(C * s.dv), qk(C * C);
+    const auto at = [&](const Hyper& x, std::size_t b, std::size_t h, std::size_t t, std::size_t c) {
+        return t < s.T ? x(b, h, t, c) : 0.0f;
+    };
+    for (std::size_t b = 0; b < s.B; ++b)
+        for (std::size_t h = 0; h < s.H; ++h) {
+            std::fill(S.begin(), S.end(), 0.0f);
+            for (std::size_t ch = 0; ch < n; ++ch) {
+                const std::size_t t0 = ch * C;
+                // g.cumsum within the chunk; decay_mask = exp(g_i − g_j) below the diagonal
+                float run = 0.0f;
+                for (std::size_t i = 0; i < C; ++i) g[i] = run += (t0 + i < s.T ? in.g(b, h, t0 + i) : 0.0f);
+                for (std::size_t i = 0; i < C; ++i)
+                    for (std::size_t j = 0; j < C; ++j) decay[i * C + j] = j <= i ? std::exp(g[i] - g[j]) : 0.0f;
+                for (std::size_t i = 0; i < C; ++i) {
+                    const float beta = t0 + i < s.T ? in.beta(b, h, t0 + i) : 0.0f;
+                    for (std::size_t c = 0; c < s.dk; ++c) kbeta[i * s.dk + c] = at(in.k, b, h, t0 + i, c) * beta;
+                    for (std::size_t c = 0; c < s.dv; ++c) vbeta[i * s.dv + c] = at(in.v, b, h, t0 + i, c) * beta;
+                }
+                // attn = −(k_beta·kᵀ ⊙ decay) strictly below the diagonal, then the forward substitution
+                for (std::size_t i = 0; i < C; ++i)
+                    for (std::size_t j = 0; j < C; ++j) {
+                        float d = 0.0f;
+                        for (std::size_t c = 0; c < s.dk; ++c) d += kbeta[i * s.dk + c] * at(in.k, b, h, t0 + j, c);
+                        attn[i * C + j] = j < i ? -(d * decay[i * C + j]) : 0.0f;
+                    }
+                for (std::size_t i = 1; i < C; ++i) {
+                    std::vector<float> row(attn.begin() + static_cast<std::ptrdiff_t>(i * C), attn.begin() + static_cast<std::ptrdiff_t>(i * C + i));
+                    for (std::size_t j = 0; j < i; ++j) {
+                        float extra = 0.0f;
+                        for (std::size_t m = 0; m < i; ++m) extra += row[m] * attn[m * C + j];
+                        attn[i * C + j] = row[j] + extra;
+                    }
+                }
+                for (std::size_t i = 0; i < C; ++i) attn[i * C + i] += 1.0f;
+                // value = attn·v_beta; k_cumdecay = attn·(k_beta ⊙ exp(g))
+                for (std::size_t i = 0; i < C; ++i) {
+                    for (std::size_t c = 0; c < s.dv; ++c) {
+                        float v = 0.0f;
+                        for (std::size_t j = 0; j < C; ++j) v += attn[i * C + j] * vbeta[j * s.dv + c];
+                        value[i * s.dv + c] = v;
+                    }
+                    for (std::size_t c = 0; c < s.dk; ++c) {
+                        float v = 0.0f;
+                        for (std::size_t j = 0; j < C; ++j) v += attn[i * C + j] * (kbeta[j * s.dk + c] * std::exp(g[j]));
+                        kcum[i * s.dk + c] = v;
+                    }
+                }
+                // within the chunk: q·kᵀ ⊙ decay (diagonal included); v_new = value − k_cumdecay·S
+                for (std::size_t i = 0; i < C; ++i)
+                    for (std::size_t j = 0; j < C; ++j) {
+                        float d = 0.0f;
+                        for (std::size_t c = 0; c < s.dk; ++c) d += at(in.q, b, h, t0 + i, c) * at(in.k, b, h, t0 + j, c);
+                        qk[i * C + j] = j <= i ? d * decay[i * C + j] : 0.0f;
+                    }
+                for (std::size_t i = 0; i < C; ++i)
+                    for (std::size_t m = 0; m < s.dv; ++m) {
+                        float p = 0.0f;
+                        for (std::size_t c = 0; c < s.dk; ++c) p += kcum[i * s.dk + c] * S[c * s.dv + m];
+                        vnew[i * s.dv + m] = value[i * s.dv + m] - p;
+                    }
+                for (std::size_t i = 0; i < C && t0 + i < s.T; ++i)
+                    for (std::size_t m = 0; m < s.dv; ++m) {
+                        float inter = 0.0f, intra = 0.0f;
+                        for (std::size_t c = 0; c < s.dk; ++c) inter += (at(in.q, b, h, t0 + i, c) * std::exp(g[i])) * S[c * s.dv + m];
+                        for (std::size_t j = 0; j < C; ++j) intra += qk[i * C + j] * vnew[j * s.dv + m];
+                        out(b, h, t0 + i, m) = inter + intra;
+                    }
+                // S ← S·exp(g_last) + (k ⊙ exp(g_last − g))ᵀ·v_new
+                const float last = g[C - 1];
+                for (std::size_t c = 0; c < s.dk; ++c)
+                    for (std::size_t m = 0; m < s.dv; ++m) {
+                        float w = 0.0f;
+                        for (std::size_t j = 0; j < C; ++j) w += (at(in.k, b, h, t0 + j, c) * std::exp(last - g[j])) * vnew[j * s.dv + m];
+                        S[c * s.dv + m] = S[c * s.dv + m] * std::exp(last) + w;
+                    }
+            }
+        }
+    return out;
+}
+
+}  // namespace attnwalk

@@ -366,7 +366,54 @@ def mha_beyond_cases():
             exp["b_qkv"] = m.qkv.bias
             exact.append("b_qkv")
         cases.append(case(f"mha_combined_dout{d_out}_h{heads}_seed{seed}{'_bias' if bias else ''}", args, None, exp, exact))
+    for d_out, heads, bias, seed, inp in [(2, 2, False, 123, "builtin"), (6, 3, True, 7, "builtin"), (8, 2, False, 5, "rand9x5")]:
+        x = torch.tensor(BUILTIN) if inp == "builtin" else random_input(3, 9, 5)
+        torch.manual_seed(seed)
+        m = GatedMultiHeadAttention(x.shape[1], d_out, x.shape[0], 0.0, heads, bias)
+        out = m(x[None])
+        args = ["mha", "--output-gate", "--d-out", str(d_out), "--heads", str(heads), "--seed", str(seed)] + (["--qkv-bias"] if bias else [])
+        exp = {k: v[0] for k, v in out.items()}
+        params = {"W_query": m.W_query.weight.T, "W_gate": m.W_gate.weight.T, "W_key": m.W_key.weight.T, "W_value": m.W_value.weight.T,
+                  "out_proj.weight": m.out_proj.weight.T, "out_proj.bias": m.out_proj.bias}
+        if bias:
+            params.update(b_query=m.W_query.bias, b_gate=m.W_gate.bias, b_key=m.W_key.bias, b_value=m.W_value.bias)
+        exp.update(params)
+        cases.append(case(f"mha_gated_dout{d_out}_h{heads}_seed{seed}{'_bias' if bias else ''}_{inp}", args,
+                          None if inp == "builtin" else x, exp, list(params)))
     return cases
+
+
+class GatedMultiHeadAttention(nn.Module):  # the textbook's, ch04/08_deltanet's README (gated attention)
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.d_out, self.num_heads, self.head_dim = d_out, num_heads, d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_gate = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1), persistent=False)
+
+    def forward(self, x):
+        b, num_tokens, _ = x.shape
+        queries = self.W_query(x)
+        gate = self.W_gate(x)
+        keys = self.W_key(x)
+        values = self.W_value(x)
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        values = values.view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        attn_scores = queries @ keys.transpose(2, 3)
+        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
+        attn_scores.masked_fill_(mask_bool, torch.finfo(attn_scores.dtype).min)
+        attn_weights = torch.softmax(attn_scores / (self.head_dim ** 0.5), dim=-1)
+        attn_weights = self.dropout(attn_weights)
+        context = (attn_weights @ values).transpose(1, 2)
+        context = context.reshape(b, num_tokens, self.d_out)
+        gated = context * torch.sigmoid(gate)
+        out = self.out_proj(gated)
+        return {"weights": attn_weights, "context": context, "gate": gate, "gated": gated, "output": out}
 
 
 class CachedMHA(nn.Module):  # MultiHeadAttention with a KV cache, as the KV-cache bonus code writes it

@@ -15,6 +15,7 @@ struct MhaOptions {
     std::size_t heads = 2;
     std::optional<std::size_t> kv_heads, window;
     bool show_einsum = false;
+    bool output_gate = false;
     std::string variant = "fused";
     std::optional<std::string> query, explain;
     std::size_t head = 0;
@@ -30,7 +31,8 @@ void add_mha(CLI::App& cli, Shell& shell) {
                                 "  attnwalk mha --explain journey,Your --head 2   # one cell of head 2, every number\n"
                                 "  attnwalk mha --heads 4 --d-out 8 --kv-heads 2    # grouped-query attention (1: multi-query)\n"
                                 "  attnwalk mha --window 3          # sliding-window attention: each token sees 3 keys\n"
-                                "  attnwalk mha --variant combined-qkv --show-einsum  # one qkv Linear; einsum notation\n");
+                                "  attnwalk mha --variant combined-qkv --show-einsum  # one qkv Linear; einsum notation\n"
+                                "  attnwalk mha --output-gate --steps gate,gated,output   # gated attention (Qwen3-Next)\n");
     auto o = std::make_shared<MhaOptions>();
     CLI::Option* explain = add_explain_option(*sub, o->explain);
     sub->add_option("--query", o->query, "Show one query only, in every head: its position (from 1) or its text")
@@ -49,6 +51,9 @@ void add_mha(CLI::App& cli, Shell& shell) {
         ->check(whole_number(1));
     sub->add_option("--window", o->window, "Sliding-window attention: each token sees itself and the W − 1 tokens before it")
         ->check(whole_number(1));
+    sub->add_flag("--output-gate", o->output_gate,
+                  "Gated attention (Qwen3-Next): the context times σ(X·W_gate) before out_proj; W_gate is drawn right after W_query, "
+                  "as the textbook's GatedMultiHeadAttention builds it");
     sub->add_flag("--show-einsum", o->show_einsum, "Write each operation in einsum notation too (in the steps' notes)");
     sub->callback([&shell, o] {
         shell.headline = headline_of(lesson("mha"));
@@ -61,6 +66,8 @@ void add_mha(CLI::App& cli, Shell& shell) {
                 throw UsageError("--kv-heads: the combined qkv layer has one key/value head per query head (use --variant fused)");
             if (o->kv_heads)
                 if (auto problem = head_shape_problem(std::nullopt, H, *o->kv_heads)) throw UsageError(*problem + heads_options);
+            if (o->output_gate && o->variant != "fused")
+                throw UsageError("--output-gate gates the fused layer's context before out_proj (GatedMultiHeadAttention): use --variant fused");
             if (o->window && !o->dropout.causal)
                 throw UsageError("--window is a sliding window over the tokens before each query: it needs causal attention (drop --no-causal)");
             const HeadLayout layout = stacked ? HeadLayout::stacked : HeadLayout::fused;
@@ -82,6 +89,7 @@ void add_mha(CLI::App& cli, Shell& shell) {
             WeightsShape shape{input.dim(), default_d_out, H, layout, !stacked};
             shape.kv_heads = o->kv_heads.value_or(0);
             shape.combined = o->variant == "combined-qkv";
+            shape.gate = o->output_gate;
             if (!stacked && !o->weights.file)
                 if (auto problem = head_shape_problem(o->weights.width(), H)) throw UsageError(*problem + heads_hint(o->weights.width(), H));
             const Weights weights = make_weights(o->weights, shape, random);

@@ -28,7 +28,7 @@ struct Config {
     std::optional<std::string> query;  // an index or a token
     std::optional<std::size_t> ones, kv_heads, window, block, queries;
     std::optional<double> scale, dropout;
-    bool bias = false, causal = true, wrapper = false, combined = false, flag_causal = false, out_proj = true;
+    bool gate = false, bias = false, causal = true, wrapper = false, combined = false, flag_causal = false, out_proj = true;
     bool d_out_given = false, mask_is_bool = true;
     double rope_base = 10000.0;
     std::size_t shift = 3, d_in = 768;
@@ -84,6 +84,7 @@ Config config_of(const json& args) {
             c.combined = v == "combined-qkv";
         }
         else if (a == "--qkv-bias") c.bias = true;
+        else if (a == "--output-gate") c.gate = true;
         else if (a == "--kv-lora-rank") c.mla.rank = std::stoul(next());
         else if (a == "--q-lora-rank") c.mla.query_rank = std::stoul(next());
         else if (a == "--qk-nope-head-dim") c.mla.nope = std::stoul(next());
@@ -147,6 +148,7 @@ Trace walk_of(const Config& c, const Embeddings& given) {
                            (c.command == "mha" || c.command == "kvcache") && !c.wrapper};
         shape.kv_heads = c.kv_heads.value_or(0);
         shape.combined = c.combined;
+        shape.gate = c.gate;
         weights = draw_weights(*gen, shape, c.init, c.bias);
     }
     if (c.command == "kvcache") {

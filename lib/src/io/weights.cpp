@@ -35,6 +35,7 @@ namespace {
 
 struct QKV {
     Linear query, key, value;
+    std::optional<Linear> gate;
 };
 
 Mat mat_of(const std::vector<float>& values, std::size_t rows, std::size_t cols) {
@@ -60,7 +61,7 @@ Linear draw_linear(Generator& gen, std::size_t in, std::size_t out, bool bias) {
 
 // W_query, W_key, W_value in that order, as the textbook's classes draw them; the keys
 // and values d_kv wide (d_out but with grouped-query attention).
-QKV draw_qkv(Generator& gen, std::size_t d_in, std::size_t d_out, std::size_t d_kv, Init init, bool bias) {
+QKV draw_qkv(Generator& gen, std::size_t d_in, std::size_t d_out, std::size_t d_kv, Init init, bool bias, bool gate) {
     auto draw = [&](std::size_t width) {
         switch (init) {
             case Init::rand: return owned_linear(mat_of(gen.rand(d_in * width), d_in, width));
@@ -69,8 +70,9 @@ QKV draw_qkv(Generator& gen, std::size_t d_in, std::size_t d_out, std::size_t d_
         }
         return draw_linear(gen, d_in, width, bias);
     };
-    QKV qkv;  // the order of the draws is the order of construction: query, key, value
+    QKV qkv;  // the order of the draws is the order of construction: query, (gate,) key, value
     qkv.query = draw(d_out);
+    if (gate) qkv.gate = draw(d_out);
     qkv.key = draw(d_kv);
     qkv.value = draw(d_kv);
     return qkv;
@@ -117,6 +119,7 @@ std::shared_ptr<AttentionWeights> from_heads(const std::vector<QKV>& heads, cons
         w->query = heads[0].query;
         w->key = heads[0].key;
         w->value = heads[0].value;
+        w->gate = heads[0].gate;
         return w;
     }
     std::vector<Linear> q, k, v;
@@ -135,6 +138,8 @@ std::shared_ptr<AttentionWeights> from_heads(const std::vector<QKV>& heads, cons
 void check_grouping(const WeightsShape& shape, std::size_t d_out) {
     if (shape.layout == HeadLayout::stacked && (shape.kv_heads || shape.combined))
         throw UsageError("grouped key/value heads and the combined qkv layer are forms of the fused layout, not of the wrapper");
+    if (shape.gate && (shape.combined || shape.layout != HeadLayout::fused))
+        throw UsageError("the output gate belongs to the fused layer (GatedMultiHeadAttention): not with the wrapper or the combined qkv layer");
     if (shape.kv_heads && shape.combined)
         throw UsageError("the combined qkv layer has as many key/value heads as query heads: it cannot be grouped");
     if (shape.layout == HeadLayout::fused) check_head_shape(d_out, shape.heads, shape.kv_heads);
@@ -153,7 +158,7 @@ Weights draw_weights(Generator& gen, const WeightsShape& shape, Init init, bool 
     const std::size_t d_kv = shape.kv_heads ? shape.d_out / shape.heads * shape.kv_heads : shape.d_out;
     for (std::size_t h = 0; h < modules; ++h)  // head by head: query, key, value
         heads.push_back(shape.combined ? draw_combined(gen, shape.d_in, shape.d_out, bias)
-                                       : draw_qkv(gen, shape.d_in, shape.d_out, d_kv, init, bias));
+                                       : draw_qkv(gen, shape.d_in, shape.d_out, d_kv, init, bias, shape.gate));
     auto w = from_heads(heads, shape);
     if (shape.out_proj) w->out_proj = draw_linear(gen, shape.d_out, shape.d_out, true);
     w->origin = {{"seed", static_cast<unsigned long long>(gen.initial_seed())},
@@ -218,7 +223,7 @@ Weights parse_weights(const std::string& text, const std::string& name, const We
     const Value parsed = json_input::parse(text, name);
     const Value& doc = object_at(parsed, name, "$");
     std::vector<std::string> top = qkv_keys;  // one file may serve every layout
-    top.insert(top.end(), {"out_proj", "heads"});
+    top.insert(top.end(), {"out_proj", "heads", "W_gate", "b_gate"});
     json_input::check_keys(doc, name, "$", top);
     std::vector<QKV> heads;
     if (shape.layout == HeadLayout::stacked) {
@@ -242,6 +247,7 @@ Weights parse_weights(const std::string& text, const std::string& name, const We
         heads.push_back(read_qkv(doc, name, "$", shape.d_in, shape.heads, shape.kv_heads));
     }
     const std::size_t d_out = heads[0].query.w.shape(1);
+    if (shape.gate) heads[0].gate = read_linear(doc, name, "$", "W_gate", "b_gate", shape.d_in, d_out);
     auto w = from_heads(heads, shape);
     w->origin = {{"weights", name}, {"d_out", static_cast<unsigned long long>(d_out)}};
     if (!shape.out_proj) return w;

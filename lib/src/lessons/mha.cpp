@@ -25,6 +25,8 @@ const LessonDecl& mha_lesson() {
             {"headN.b_key", "the wrapper's per-head key bias (a parameter)"},
             {"headN.b_value", "the wrapper's per-head value bias (a parameter)"},
             {"W_qkv", "the combined projection W_query | W_key | W_value, d_in×3·d_out (a parameter)"},
+            {"W_gate", "the output gate's projection, d_in×d_out, x·W layout (a parameter)"},
+            {"b_gate", "the output gate's bias (a parameter)"},
             {"b_qkv", "the combined bias b_query | b_key | b_value (a parameter)"},
             {"qkv", "queries, keys and values from the combined projection, X·W_qkv (+ b)"},
         }, projection_steps(), {
@@ -39,6 +41,8 @@ const LessonDecl& mha_lesson() {
             {"weights_dropped", "the weights after dropout: kept values × 1/(1 − p) (unchanged in eval mode)"},
             {"head_outputs", "each head's context vectors A_h·V_h"},
             {"context", "the context vectors (heads concatenated)"},
+            {"gate", "the output gate, x·W_gate"},
+            {"gated", "the context times σ(gate): what out_proj reads (gated attention)"},
             {"output", "the output projection of the context (or the context itself)", headline},
         }, explain_steps()})};
     return lesson;
@@ -66,6 +70,13 @@ void record_mha_parameters(Recorder& rec, const AttentionWeights& w) {
     } else {
         record_parameters(rec, w.query, w.key, w.value, "", "");
     }
+    if (w.gate) {
+        rec.add_plain("W_gate", "W_gate: the output gate (d_in×d_out, x·W layout)", "W_gate", to_trace(w.gate->matrix()),
+                      {Axis::feature, Axis::feature})
+            .kind = StepKind::parameter;
+        if (w.gate->b.size() != 0)
+            rec.add_plain("b_gate", "b_gate", "b_gate", to_trace(w.gate->b), {Axis::feature}).kind = StepKind::parameter;
+    }
     record_out_proj(rec, w);
 }
 
@@ -82,7 +93,8 @@ MhaWords mha_words(const AttentionWeights& w, const MhaSpec& spec) {
     m.weights_formula = std::string("A_h = softmax(") + (masking ? "masked " : "") + "ω_h / √" + dhs + ")";
     m.context_formula = w.layout == HeadLayout::stacked ? "Z = concat(Z_0, …, Z_H−1)" : "Z = Z.transpose(1, 2).view(B, T, d_out)";
     m.output_title = w.out_proj ? "Output projection of the concatenated heads" : "Output: the concatenation (the wrapper has no out_proj)";
-    m.output_formula = w.out_proj ? "Y = Z·W_o + b_o" : "Y = Z";
+    const std::string z = w.gate ? "(Z ⊙ σ(G))" : "Z";
+    m.output_formula = w.out_proj ? "Y = " + z + "·W_o + b_o" : "Y = " + z;
     m.q_split_title = "Queries split into " + std::to_string(w.heads) + " heads of " + dhs + " columns";
     return m;
 }
@@ -212,12 +224,13 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     trace.set_param("causal", spec.causal);
     if (spec.window) trace.set_param("window", static_cast<unsigned long long>(*spec.window));
     trace.set_param("dropout", spec.dropout.p);
+    if (w.gate) trace.set_param("output_gate", true);
     Recorder rec(trace);
     const Cube x = cube_from_trace(input.x);
     const std::size_t T = x.shape(1), d_h = w.head_size();
     record_mha_parameters(rec, w);
     const MhaWords words = mha_words(w, spec);
-    if (mha_blocked(w.layout, spec, recording) && w.out_proj && G == H) {
+    if (mha_blocked(w.layout, spec, recording) && w.out_proj && G == H && !w.gate) {
         record_blocked(rec, x, w, spec, words);
         return finish(std::move(trace), recording);
     }
@@ -286,6 +299,14 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     einsum(G == H ? "'bhij,bhjd->bhid' (A, V)" : "'bgrij,bgjd->bgrid' (A.view(B, G, H/G, T, T), V)");
     joined("context", "Heads concatenated along the features", context_formula, f.context);
     einsum("rearrange 'bhtd->bt(hd)'");
+    if (w.gate) {
+        const Cube g = one ? Cube(xt::view(f.gate, xt::all(), xt::range(f.row0, f.row0 + 1), xt::all())) : f.gate;
+        joined("gate", "The output gate", "G = X·W_gate" + std::string(w.gate->b.size() ? " + b_gate" : ""), g);
+        joined("gated", "The gated context", "Z ⊙ σ(G)", f.gated);
+        rec.trace().steps.back().note =
+            "Gated attention (Qwen3-Next's full-attention layers): σ(G), between 0 (closed) and 1 (open), of the token's own "
+            "projection scales each feature of its context before out_proj. Qwen3-Next's authors report that it keeps training stable and removes attention sinks.";
+    }
     joined("output", output_title, output_formula, f.output);
     if (w.out_proj) einsum("'btd,de->bte' (Z, W_o) + b_o");
     if (spec.explain) {

@@ -205,6 +205,7 @@ Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpe
         f.q = project(x, w->query);
         f.k = project(x, w->key);
         f.v = project(x, w->value);
+        if (w->gate) f.gate = project(x, *w->gate);
         f.heads = w->heads;
         f.kv_heads = G;
     } else {
@@ -392,7 +393,16 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     }
     f.context = merge_heads(f.head_outputs);
     f.seconds.context = since(clock);
-    f.output = w && w->out_proj ? project(f.context, *w->out_proj) : f.context;
+    if (w && w->gate) {  // the rows of the gate that match the context's: R query rows from row0 (the last ones of a cache)
+        if (f.gate.shape(2) != f.context.shape(2)) throw UsageError("the output gate needs H·d_h = " + std::to_string(f.context.shape(2)) + " columns");
+        f.gated = f.context;
+        const std::size_t R = f.context.shape(1), first = f.gate.shape(1) == R ? 0 : f.row0;
+        for (std::size_t b = 0; b < f.gated.shape(0); ++b)
+            for (std::size_t r = 0; r < R; ++r)
+                for (std::size_t c = 0; c < f.gated.shape(2); ++c) f.gated(b, r, c) *= 1.0f / (1.0f + std::exp(-f.gate(b, first + r, c)));
+    }
+    const Cube& z = w && w->gate ? f.gated : f.context;
+    f.output = w && w->out_proj ? project(z, *w->out_proj) : z;
     f.seconds.output = since(clock);
 }
 

@@ -32,6 +32,8 @@ struct WeightsShape {
     bool out_proj = false;  // fused only: Linear(d_out, d_out) with bias after the heads
     std::size_t kv_heads = 0;  // fused only: G key/value heads of d_out/H columns (GQA); 0 = H
     bool combined = false;     // fused only: one Linear(d_in, 3·d_out) drawn for Q|K|V (MHACombinedQKV)
+    bool gate = false;         // fused only: an output gate W_gate (d_in×d_out), drawn right after W_query
+                               // (the textbook's GatedMultiHeadAttention); read as "W_gate" (+ "b_gate")
 };
 
 // Draws in PyTorch's construction order (query, key, value, head by head for `stacked`,

@@ -13,6 +13,7 @@
 //   A = softmax(·) row by row (max and sum kept)         (B,H,R,T)
 //   dropout: A ⊙ keep / (1 − p)                          (B,H,R,T)
 //   Z_h = A_h·V_h, heads concatenated                    (B,R,H·d_h)
+//   output gate (optional): Z ⊙ σ(X·W_gate)              (B,R,H·d_h)
 //   Y = Z·W_o + b_o, or Y = Z without out_proj           (B,R,d_out)
 #pragma once
 
@@ -39,6 +40,7 @@ struct AttentionWeights {
     Linear query;                     // d_in × H·d_h
     Linear key, value;                // d_in × G·d_h (G = H but with grouped-query attention)
     std::optional<Linear> out_proj;   // H·d_h × H·d_h
+    std::optional<Linear> gate;       // gated attention: Z ⊙ σ(X·W_gate) before out_proj (d_in × H·d_h; Qwen3-Next)
     std::size_t heads = 1;
     std::size_t kv_heads = 0;         // G, the key/value heads; 0 = one per query head
     std::optional<Vec> q_norm, k_norm;  // QK-norm: RMSNorm scales on each head's rows before RoPE (d_h),
@@ -149,6 +151,8 @@ struct Forward {
     Hyper weights_dropped;        // (B,H,R,T)
     Hyper head_outputs;           // (B,H,R,d_h)
     Cube context;                 // (B,R,H·d_h)
+    Cube gate;                    // (B,T,H·d_h) X·W_gate, with an output gate
+    Cube gated;                   // (B,R,H·d_h) Z ⊙ σ(gate), what out_proj reads
     Cube output;                  // (B,R,d_out)
     struct {
         double project = 0, scores = 0, mask_scale = 0, softmax = 0, dropout = 0, context = 0, output = 0;

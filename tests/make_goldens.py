@@ -635,6 +635,37 @@ def params_cases():
         args += (["--qkv-bias"] if bias else []) + ([] if out_proj else ["--no-out-proj"])
         cases.append(case(f"params_{d_in}_{d_out}_h{heads}_g{kv}{'_bias' if bias else ''}{'' if out_proj else '_noproj'}", args, None, exp,
                           list(exp)))
+    # the cache with a sliding window, KV sharing or MLA, as the textbook's memory estimators count it
+    # (ch04/06_swa/memory_estimator_swa.py, ch04/10_kv-sharing/memory_estimator_kv_sharing.py,
+    # ch04/05_mla/memory_estimator_mla.py), batch 1, float32
+    def kv_bytes(context, head_dim, kv_heads, layers, b=4):
+        return context * head_dim * kv_heads * 2 * b * layers
+
+    def distribute_layers(n_layers, a, b):
+        blocks, rem = n_layers // (a + b), n_layers % (a + b)
+        return blocks * a + min(a, rem), blocks * b + max(0, rem - a)
+
+    for emb, heads, kv, layers, context, extra in [(768, 8, 4, 34, 32768, ("swa", 1024, 5, 1)), (2048, 16, 16, 10, 4096, ("swa", 512, 1, 0)),
+                                                  (768, 12, 12, 7, 100, ("swa", 4096, 2, 3)), (768, 12, 4, 35, 32768, ("share", 15)),
+                                                  (2048, 16, 16, 61, 1024, ("mla", 512, 64))]:
+        hd = emb // heads
+        mha = kv_bytes(context, hd, heads, layers)
+        args = ["params", "--d-in", str(emb), "--d-out", str(emb), "--heads", str(heads), "--kv-heads", str(kv), "--layers", str(layers),
+                "--context", str(context)]
+        if extra[0] == "swa":
+            _, W, a, b = extra
+            n_swa, n_full = distribute_layers(layers, a, b)
+            ours = n_swa * kv_bytes(min(context, W), hd, kv, 1) + n_full * kv_bytes(context, hd, kv, 1)
+            args += ["--window", str(W), "--swa-ratio", f"{a}:{b}"]
+        elif extra[0] == "share":
+            ours = kv_bytes(context, hd, kv, extra[1])
+            args += ["--kv-producing-layers", str(extra[1])]
+        else:
+            ours = context * layers * (extra[1] + extra[2]) * 4  # calc_mla_bytes_total with latent_dim = r + d_rope
+            args += ["--kv-lora-rank", str(extra[1]), "--qk-rope-head-dim", str(extra[2])]
+        compared = [mha] + ([kv_bytes(context, hd, kv, layers)] if kv != heads else []) + [ours]
+        exp = {"cache_bytes": torch.tensor(float(ours)), "cache_compared": torch.tensor([float(c) for c in compared], dtype=torch.float64)}
+        cases.append(case("params_cache_" + "_".join(a.lstrip("-").replace(":", "to") for a in args[1:]), args, None, exp, list(exp)))
     return cases
 
 

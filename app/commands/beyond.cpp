@@ -238,7 +238,10 @@ void add_params(CLI::App& cli, Shell& shell) {
     sub->footer("Examples:\n"
                 "  attnwalk params                              # GPT-2's MHA: 768, 12 heads, no qkv bias: 2,360,064\n"
                 "  attnwalk params --kv-heads 4                 # the same with grouped-query attention\n"
-                "  attnwalk params --d-in 4096 --d-out 4096 --heads 32 --kv-heads 8 --layers 32 --context 8192\n");
+                "  attnwalk params --d-in 4096 --d-out 4096 --heads 32 --kv-heads 8 --layers 32 --context 8192\n"
+                "  attnwalk params --heads 8 --kv-heads 4 --layers 34 --context 32768 --window 1024 --swa-ratio 5:1   # Gemma 3's 5:1 pattern\n"
+                "  attnwalk params --layers 35 --context 32768 --kv-producing-layers 15   # cross-layer KV sharing\n"
+                "  attnwalk params --layers 61 --kv-lora-rank 512 --qk-rope-head-dim 64   # MLA's latent cache\n");
     add_shell_options(*sub, shell, false);
     auto o = std::make_shared<ParamsSpec>();
     auto dtype = std::make_shared<std::string>("float32");
@@ -252,12 +255,34 @@ void add_params(CLI::App& cli, Shell& shell) {
     sub->add_option("--context", o->context_length, "Tokens of a full context (for the KV cache)")->check(whole_number(1))->capture_default_str();
     sub->add_option("--cache-dtype", *dtype, "float32, bfloat16 or float16")
         ->check(CLI::IsMember({"float32", "bfloat16", "float16"}))->capture_default_str();
-    sub->callback([&shell, o, dtype] {
+    auto ratio = std::make_shared<std::string>();
+    CLI::Option* window = sub->add_option("--window", o->window, "Sliding-window layers keep the last W tokens (the cache's size)")
+                              ->check(whole_number(1));
+    sub->add_option("--swa-ratio", *ratio, "A:B sliding-window to full layers in every block (default 1:0, every layer)")
+        ->check(non_empty())->needs(window);
+    CLI::Option* sharing = sub->add_option("--kv-producing-layers", o->kv_producing_layers,
+                                           "Cross-layer KV sharing: only N layers cache keys and values, the others reuse them")
+                               ->check(whole_number(1))->excludes(window);
+    CLI::Option* mla = sub->add_option("--kv-lora-rank", o->kv_lora_rank, "MLA: the cache keeps a latent of r numbers per token and layer")
+                           ->check(whole_number(1))->excludes(window)->excludes(sharing);
+    sub->add_option("--qk-rope-head-dim", o->qk_rope_head_dim, "MLA: the rotary key cached beside the latent")->check(whole_number(0))->needs(mla);
+    sub->callback([&shell, o, dtype, ratio] {
         shell.headline = headline_of(lesson("params"));
-        shell.walk = [&shell, o, dtype] {
+        shell.walk = [&shell, o, dtype, ratio] {
             if (!shell.input.empty() || shell.sentence) throw UsageError("params counts from the sizes given: it reads no input");
             ParamsSpec spec = *o;
             spec.bytes_per_value = dtype_bytes(*dtype);
+            if (!ratio->empty()) {
+                const std::size_t colon = ratio->find(':');
+                const auto whole = [](const std::string& t) {
+                    return !t.empty() && t.size() < 10 && t.find_first_not_of("0123456789") == std::string::npos;
+                };
+                if (colon == std::string::npos || !whole(ratio->substr(0, colon)) || !whole(ratio->substr(colon + 1)))
+                    throw UsageError("--swa-ratio takes A:B, whole numbers of sliding-window and full layers per block (5:1), not '" + *ratio + "'");
+                spec.swa_layers = std::stoul(ratio->substr(0, colon));
+                spec.full_layers = std::stoul(ratio->substr(colon + 1));
+                if (spec.swa_layers + spec.full_layers == 0) throw UsageError("--swa-ratio 0:0 has no layers in a block");
+            }
             return walk_params(spec);
         };
     });

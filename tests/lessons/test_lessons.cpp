@@ -28,6 +28,7 @@ struct Config {
     std::optional<std::string> query;  // an index or a token
     std::optional<std::size_t> ones, kv_heads, window, block, queries;
     std::optional<double> scale, dropout;
+    bool mla_rank_given = false, mla_rope_given = false;
     bool gate = false, bias = false, causal = true, wrapper = false, combined = false, flag_causal = false, out_proj = true;
     bool d_out_given = false, mask_is_bool = true;
     double rope_base = 10000.0;
@@ -35,6 +36,7 @@ struct Config {
     std::optional<Tensor> attn_mask;
     MlaSpec mla;  // mla's sizes (its seed is `seed`)
     DeltaNetSpec deltanet;  // deltanet's chunk and decay rate
+    ParamsSpec params;      // params' layers, context and cache options
 };
 
 // A JSON array of arrays (sdpa's inline --attn-mask) as a matrix.
@@ -85,13 +87,27 @@ Config config_of(const json& args) {
         }
         else if (a == "--qkv-bias") c.bias = true;
         else if (a == "--output-gate") c.gate = true;
-        else if (a == "--kv-lora-rank") c.mla.rank = std::stoul(next());
+        else if (a == "--kv-lora-rank") {
+            c.mla.rank = std::stoul(next());
+            c.mla_rank_given = true;
+        }
         else if (a == "--q-lora-rank") c.mla.query_rank = std::stoul(next());
         else if (a == "--qk-nope-head-dim") c.mla.nope = std::stoul(next());
-        else if (a == "--qk-rope-head-dim") c.mla.rope = std::stoul(next());
+        else if (a == "--qk-rope-head-dim") {
+            c.mla.rope = std::stoul(next());
+            c.mla_rope_given = true;
+        }
         else if (a == "--v-head-dim") c.mla.value = std::stoul(next());
         else if (a == "--rope-interleave") c.mla.interleave = true;
         else if (a == "--chunk") c.deltanet.chunk = std::stoul(next());
+        else if (a == "--layers") c.params.layers = std::stoul(next());
+        else if (a == "--context") c.params.context_length = std::stoul(next());
+        else if (a == "--kv-producing-layers") c.params.kv_producing_layers = std::stoul(next());
+        else if (a == "--swa-ratio") {
+            const std::string r = next();
+            c.params.swa_layers = std::stoul(r.substr(0, r.find(':')));
+            c.params.full_layers = std::stoul(r.substr(r.find(':') + 1));
+        }
         else if (a == "--decay-rate") c.deltanet.decay_rate = std::stod(next());
         else if (a == "--no-causal") c.causal = false;
         else FAIL("the golden uses an option this test does not read: " << a);
@@ -104,7 +120,10 @@ Config config_of(const json& args) {
 Trace walk_of(const Config& c, const Embeddings& given) {
     const Embeddings input = c.batch > 1 ? stack_batch(given, c.batch) : given;
     if (c.command == "params") {
-        ParamsSpec spec;
+        ParamsSpec spec = c.params;
+        spec.window = c.window.value_or(0);
+        spec.kv_lora_rank = c.mla.rank == MlaSpec{}.rank && !c.mla_rank_given ? 0 : c.mla.rank;
+        spec.qk_rope_head_dim = c.mla.rope == MlaSpec{}.rope && !c.mla_rope_given ? 0 : c.mla.rope;
         spec.d_in = c.d_in;
         spec.d_out = c.d_out_given ? c.d_out : 768;
         spec.heads = c.heads;

@@ -1,4 +1,8 @@
 // params: the parameters of one attention layer, counted.
+#include <algorithm>
+#include <iomanip>
+#include <sstream>
+
 #include "attnwalk/errors.hpp"
 #include "steps.hpp"
 
@@ -15,6 +19,7 @@ const LessonDecl& params_lesson() {
             {"count_out_proj", "parameters of the output projection"},
             {"count_total", "all parameters of the layer", headline},
             {"cache_bytes", "the KV cache's size in bytes for the configuration", headline},
+            {"cache_compared", "the cache of the configuration against plain multi-head (and grouped-query) attention, in bytes"},
         }};
     return lesson;
 }
@@ -22,6 +27,12 @@ const LessonDecl& params_lesson() {
 Trace walk_params(const ParamsSpec& spec) {
     const std::size_t H = spec.heads, G = spec.kv_heads ? spec.kv_heads : spec.heads;
     check_head_shape(spec.d_out, H, G);
+    if ((spec.window != 0) + (spec.kv_producing_layers != 0) + (spec.kv_lora_rank != 0) > 1)
+        throw UsageError("a sliding window, KV sharing and MLA are counted one at a time, as the textbook's estimators count them");
+    if (spec.window && spec.swa_layers + spec.full_layers == 0) throw UsageError("the layer ratio needs at least one layer per block");
+    if (spec.kv_producing_layers > spec.layers)
+        throw UsageError("the KV-producing layers (" + std::to_string(spec.kv_producing_layers) + ") cannot be more than the layers (" +
+                         std::to_string(spec.layers) + ")");
     // every count below is at most 4·(d_in + 1)·d_out (+ d_out²) per layer: exact in 64 bits under this bound
     const double largest = 4.0 * (static_cast<double>(spec.d_in) + 1.0) * static_cast<double>(spec.d_out) +
                            static_cast<double>(spec.d_out) * static_cast<double>(spec.d_out) + static_cast<double>(spec.d_out);
@@ -59,11 +70,75 @@ Trace walk_params(const ParamsSpec& spec) {
         t.note += " With " + std::to_string(H) + " key/value heads (plain multi-head attention) it would be " + grouped(mha) + ": " +
                   grouped(mha - total) + " fewer.";
     }
-    const double bytes = static_cast<double>(spec.context_length) * static_cast<double>(d_kv) * 2.0 * static_cast<double>(spec.layers) *
-                         static_cast<double>(spec.bytes_per_value);
-    rec.add_plain("cache_bytes", "Its KV cache for a full context", "T·G·d_h·2·layers·bytes", count_tensor(bytes, "The KV cache's size in bytes"), {}).note =
-        std::to_string(spec.context_length) + " tokens × " + std::to_string(d_kv) + " × 2 × " + std::to_string(spec.layers) + " × " +
-        std::to_string(spec.bytes_per_value) + " bytes = " + bytes_text(bytes) + " bytes per sequence.";
+    const double T = static_cast<double>(spec.context_length), L = static_cast<double>(spec.layers),
+                 per_token = static_cast<double>(d_kv) * 2.0 * static_cast<double>(spec.bytes_per_value);  // one layer, keys and values
+    const double plain = T * per_token * L;
+    const std::string head = std::to_string(spec.context_length) + " tokens × " + std::to_string(d_kv) + " × 2 × ";
+    const std::string tail = std::to_string(spec.bytes_per_value) + " bytes";
+    double bytes = plain;
+    std::string formula = "T·G·d_h·2·layers·bytes", note = head + std::to_string(spec.layers) + " × " + tail, label;
+    if (spec.window) {  // the textbook's distribute_layers: a:b per block, the remainder SWA first
+        const std::size_t block = spec.swa_layers + spec.full_layers, blocks = spec.layers / block, rem = spec.layers % block;
+        const std::size_t swa = blocks * spec.swa_layers + std::min(spec.swa_layers, rem);
+        const std::size_t full = blocks * spec.full_layers + (rem > spec.swa_layers ? rem - spec.swa_layers : 0);
+        const double W = static_cast<double>(std::min(spec.window, spec.context_length));
+        bytes = (static_cast<double>(swa) * W + static_cast<double>(full) * T) * per_token;
+        formula = "(n_swa·min(T, W) + n_full·T)·G·d_h·2·bytes";
+        note = std::to_string(swa) + " sliding-window " + (swa == 1 ? "layer" : "layers") + " keep min(T, W) = " +
+               grouped(static_cast<ull>(W)) + " tokens, " + std::to_string(full) + " full " + (full == 1 ? "layer" : "layers") +
+               " keep " + grouped(spec.context_length) + " (" + std::to_string(spec.swa_layers) + ":" + std::to_string(spec.full_layers) +
+               " per block); × " + std::to_string(d_kv) + " × 2 × " + tail;
+        label = "SWA";
+        trace.set_param("window", static_cast<ull>(spec.window));
+        trace.set_param("swa_layers", static_cast<ull>(swa));
+        trace.set_param("full_layers", static_cast<ull>(full));
+    } else if (spec.kv_producing_layers) {
+        bytes = T * per_token * static_cast<double>(spec.kv_producing_layers);
+        formula = "T·G·d_h·2·producing layers·bytes";
+        note = head + std::to_string(spec.kv_producing_layers) + " of the " + std::to_string(spec.layers) +
+               " layers (the others reuse a producing layer's keys and values) × " + tail;
+        label = "KV sharing";
+        trace.set_param("kv_producing_layers", static_cast<ull>(spec.kv_producing_layers));
+    } else if (spec.kv_lora_rank) {
+        bytes = T * static_cast<double>(spec.kv_lora_rank + spec.qk_rope_head_dim) * L * static_cast<double>(spec.bytes_per_value);
+        formula = "T·(r + d_rope)·layers·bytes";
+        note = std::to_string(spec.context_length) + " tokens × (r " + std::to_string(spec.kv_lora_rank) + " + d_rope " +
+               std::to_string(spec.qk_rope_head_dim) + ") × " + std::to_string(spec.layers) + " × " + tail +
+               " (the latent c_KV and the rotary key: attnwalk mla)";
+        label = "MLA";
+        trace.set_param("kv_lora_rank", static_cast<ull>(spec.kv_lora_rank));
+        trace.set_param("qk_rope_head_dim", static_cast<ull>(spec.qk_rope_head_dim));
+    }
+    rec.add_plain("cache_bytes", "Its KV cache for a full context", formula, count_tensor(bytes, "The KV cache's size in bytes"), {}).note =
+        note + " = " + bytes_text(bytes) + " bytes per sequence.";
+    if (!label.empty() || G != H) {
+        std::vector<double> sizes{plain / static_cast<double>(G) * static_cast<double>(H)};
+        std::vector<std::string> labels{"MHA"};
+        if (G != H) {
+            sizes.push_back(plain);
+            labels.push_back("GQA");
+        }
+        if (!label.empty()) {
+            sizes.push_back(bytes);
+            labels.push_back(G != H && label != "MLA" ? "GQA + " + label : label);
+        }
+        Tensor t;
+        t.shape = {sizes.size()};
+        std::string words;
+        for (std::size_t i = 0; i < sizes.size(); ++i) {
+            const Tensor one = count_tensor(sizes[i], "The KV cache's size in bytes");
+            t.data.push_back(one.data.empty() ? 0.0f : one.data[0]);
+            if (!one.integers.empty()) t.integers.push_back(one.integers[0]);
+            words += (i ? ", " : "") + labels[i] + " " + bytes_text(sizes[i]);
+        }
+        if (t.integers.size() != t.data.size()) t.integers.clear();
+        Step& c = rec.add_plain("cache_compared", "The cache against multi-head attention's", "bytes, as the textbook's estimators count them", t,
+                                {Axis::feature});
+        c.labels = labels;
+        std::ostringstream ratio;
+        ratio << std::fixed << std::setprecision(2) << sizes.front() / sizes.back();
+        c.note = words + " bytes: " + ratio.str() + "× less than MHA.";
+    }
     return check_finite(std::move(trace));
 }
 

@@ -165,6 +165,11 @@ struct ParamsSpec {
     bool qkv_bias = false;
     bool out_proj = true;
     std::size_t layers = 1, context_length = 1024, bytes_per_value = 4;
+    // One way to shrink the cache, counted as the textbook's estimators count it (at most one):
+    std::size_t window = 0;                  // sliding window W (ch04/06_swa) on `swa_layers`:`full_layers` of every block
+    std::size_t swa_layers = 1, full_layers = 0;
+    std::size_t kv_producing_layers = 0;     // cross-layer KV sharing (ch04/10_kv-sharing): only these layers cache
+    std::size_t kv_lora_rank = 0, qk_rope_head_dim = 0;  // MLA (ch04/05_mla): r + d_rope numbers per token and layer
 };
 Trace walk_params(const ParamsSpec& spec);
 

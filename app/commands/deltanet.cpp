@@ -29,7 +29,7 @@ void add_deltanet(CLI::App& cli, Shell& shell) {
         ->check(whole_number(1))->capture_default_str();
     sub->add_option("--decay-rate", s.decay_rate, "A = exp(A_log) for every head instead of the textbook's draw from U(0, 16): "
                     "small A, α near 1, a state that remembers")
-        ->check(number_check("A", [](double v) { return std::isfinite(v) && v > 0.0 && v <= 1e6; }, "must be a number above 0"));
+        ->check(number_check("A", [](double v) { return v >= 1e-30 && v <= 1e6; }, "must be in [1e-30, 1e6]"));
     sub->add_option("--chunk", s.chunk, "Tokens per chunk of the chunked form")->check(whole_number(1))->capture_default_str();
     sub->add_option("--layers", s.layers, "Layers, for the memory")->check(whole_number(1))->capture_default_str();
     sub->add_option("--context", o->context, "Tokens the memory is given for (default: the input's)")->check(whole_number(1));

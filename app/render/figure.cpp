@@ -198,9 +198,11 @@ Figure figure_of(const Trace& trace, std::size_t index, ColorScale asked, PanelS
                     both.add(v);
                 }
             }
+    // weights drawn as weights only when every one is in 0…1 (deltanet's effective matrix has row sums and negative entries)
+    const bool weights = f.weights && !(both.any() && (both.min < 0.0f || both.max > 1.0f));
     for (std::size_t p = 0; p < f.panels; ++p) {
         const Range& basis = together == PanelScale::together ? both : ranges[p];
-        const ColorScale kind = asked == ColorScale::automatic ? automatic_scale(f.weights, std::max(f.rows, f.cols), basis.any(), basis.min, basis.max) : asked;
+        const ColorScale kind = asked == ColorScale::automatic ? automatic_scale(weights, std::max(f.rows, f.cols), basis.any(), basis.min, basis.max) : asked;
         f.scales.push_back(kind);
         Range b = basis;
         if (kind == ColorScale::each) b = ranges[p];

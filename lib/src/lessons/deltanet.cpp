@@ -2,6 +2,7 @@
 // and keys, each token's decay and write strength, the delta rule token by token on a
 // state of fixed size, the exact T × T matrix the outputs come from, the chunked form,
 // the gated RMSNorm and the output; the state's size against a KV cache.
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -162,10 +163,10 @@ Trace walk_deltanet(const Embeddings& input, const DeltaNetSpec& spec, const Rec
     in.q = l2_normalise(split_heads(q, H), 1.0f / std::sqrt(static_cast<float>(d)));
     in.k = l2_normalise(split_heads(k, H), 1.0f);
     in.v = split_heads(v, H);
-    rec.add("queries_normed", "Queries of each head, L2-normalised and divided by " + root, "q = Q_h / ‖Q_h‖ / √d_k", in.q, head_tokens_features)
-        .note = "Unit-length keys make the state's prediction Sᵀk a reading of what was written along k, so that the update can "
-                "correct it exactly.";
-    rec.add("keys_normed", "Keys of each head, L2-normalised", "k = K_h / ‖K_h‖", in.k, head_tokens_features);
+    rec.add("queries_normed", "Queries of each head, L2-normalised and divided by " + root, "q = Q_h / ‖Q_h‖ / √d_k", in.q, head_tokens_features);
+    rec.add("keys_normed", "Keys of each head, L2-normalised", "k = K_h / ‖K_h‖", in.k, head_tokens_features).note =
+        "Unit-length keys make the state's prediction Sᵀk a reading of what was written along k, so that the update can correct it "
+        "exactly.";
     rec.add("values_split", "Values of each head", "v = V_h", in.v, head_tokens_features);
 
     Cube beta = project(x, w.beta), a = project(x, w.alpha);
@@ -182,8 +183,11 @@ Trace walk_deltanet(const Embeddings& input, const DeltaNetSpec& spec, const Rec
     rec.add("beta", "Write strength per head and token", "β = σ(x·W_beta)", in.beta, {Axis::head, Axis::token}).note =
         "β near 1 replaces what the state holds along k_t by v_t; near 0 the token writes little.";
     rec.add("decay_log", "The decay, in log space", "g = −exp(A_log)·softplus(x·W_alpha + dt_bias)", in.g, {Axis::head, Axis::token});
-    rec.add("decay", "The decay per head and token: the share of the state kept", "α = exp(g)", alpha, {Axis::head, Axis::token}).note =
-        "α multiplies the whole state before each write: old tokens fade by the product of the α's since.";
+    Step& ds = rec.add("decay", "The decay per head and token: the share of the state kept", "α = exp(g)", alpha, {Axis::head, Axis::token});
+    ds.note = "α multiplies the whole state before each write: old tokens fade by the product of the α's since.";
+    if (*std::max_element(alpha.begin(), alpha.end()) < 0.01f)
+        ds.note += " Here α is near 0: with A drawn from U(0, 16) the state forgets almost everything at each token. A small decay "
+                   "rate A (0.1: α ≈ 0.9) lets it remember.";
 
     const DeltaRecurrent rnn = delta_rule_recurrent(in, true);
     for (std::size_t t = 0; t < T; ++t) {
@@ -230,7 +234,8 @@ Trace walk_deltanet(const Embeddings& input, const DeltaNetSpec& spec, const Rec
     rec.add_plain("max_difference", "The matrix against the recurrence", "max |A·V − o|", scalar_trace(diff), {}).note =
         difference_note(diff, "they");
     const Hyper chunked = delta_rule_chunked(in, spec.chunk);
-    rec.add("chunked_output", "The chunked form, " + std::to_string(spec.chunk) + " tokens per chunk", "chunk by chunk (WY form)", chunked,
+    rec.add("chunked_output", "The chunked form, " + std::to_string(spec.chunk) + (spec.chunk == 1 ? " token" : " tokens") + " per chunk",
+            "chunk by chunk (WY form)", chunked,
             head_tokens_features)
         .note = "Within a chunk the tokens are solved together as a small triangular system; the state passes from chunk to chunk. "
                 "Training kernels work this way.";
@@ -267,13 +272,14 @@ Trace walk_deltanet(const Embeddings& input, const DeltaNetSpec& spec, const Rec
         if (!one.integers.empty()) bytes.integers.push_back(one.integers[0]);
     }
     if (bytes.integers.size() != 2) bytes.integers.clear();
-    Step& sb = rec.add_plain("state_bytes", "Memory: a KV cache against the state", "B·T·H·d_h·2·bytes vs B·H·d_h·d_h·bytes", bytes,
+    Step& sb = rec.add_plain("state_bytes", "Memory: a KV cache against the state", "B·T·H·d_h·2·layers·bytes vs B·H·d_h·d_h·layers·bytes", bytes,
                              {Axis::feature});
     sb.labels = {"KV cache", "DeltaNet state"};
     std::ostringstream note;
-    note << "For " << grouped(tokens) << (tokens == 1 ? " token" : " tokens") << ", " << spec.layers << (spec.layers == 1 ? " layer" : " layers")
+    note << "For " << (B > 1 ? std::to_string(B) + " sequences of " : std::string()) << grouped(tokens) << (tokens == 1 ? " token" : " tokens")
+         << ", " << grouped(spec.layers) << (spec.layers == 1 ? " layer" : " layers")
          << ", " << spec.bytes_per_value << " bytes a number: the cache grows with the tokens, " << bytes_text(kv)
-         << " bytes; the state stays " << bytes_text(st) << " bytes (" << H << " heads × " << d << " × " << d
+         << " bytes; the state stays " << bytes_text(st) << " bytes (" << H << (H == 1 ? " head × " : " heads × ") << d << " × " << d
          << ") however long the text.";
     sb.note = note.str();
     return finish(std::move(trace), recording);
@@ -281,14 +287,14 @@ Trace walk_deltanet(const Embeddings& input, const DeltaNetSpec& spec, const Rec
 
 Cost deltanet_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, const DeltaNetSpec& spec) {
     const double B = static_cast<double>(batch), T = static_cast<double>(tokens), D = static_cast<double>(spec.d_out),
-                 H = static_cast<double>(spec.heads), d = H ? D / H : 0.0, C = static_cast<double>(spec.chunk);
+                 H = static_cast<double>(spec.heads), d = H ? D / H : 0.0, C = static_cast<double>(std::min(spec.chunk, std::max<std::size_t>(tokens, 1)));
     // per token: every step's state copies (decayed, write, state, twice in the trace), per head d×d
     const double steps = B * T * H * d * d * 8.0 + B * T * (D * 12.0 + H * 8.0);
     const double squares = B * H * T * T * 4.0 + T * T * 2.0;  // the effective matrix, its copy, U
     Cost c;
-    c.bytes = 4.0 * (steps + squares + 6.0 * static_cast<double>(d_in) * D + 2.0 * D * D) + 8.0 * T * T;
+    c.bytes = 4.0 * (steps + squares + 6.0 * static_cast<double>(d_in) * D + 2.0 * D * D + 4.0 * C * C + 4.0 * C * d) + 8.0 * T * T;
     c.work = B * T * (static_cast<double>(d_in) * D * 5.0 + H * d * d * 6.0) + B * H * T * T * T * 0.5 * d +
-             B * H * T * C * (C + 2.0 * d) * 4.0 + B * H * T * T * d;
+             B * H * T * C * (C + 4.0 * d) * 4.0 + B * H * T * T * d;  // a chunk's triangular solve is C³: T/C of them
     return c;
 }
 

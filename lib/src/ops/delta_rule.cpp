@@ -123,9 +123,10 @@ Hyper delta_rule_attention(const DeltaInputs& in) {
     return A;
 }
 
-Hyper delta_rule_chunked(const DeltaInputs& in, std::size_t C) {
+Hyper delta_rule_chunked(const DeltaInputs& in, std::size_t C) {  // C: the chunk, capped at T below
     const Sizes s = sizes_of(in);
     if (C == 0) throw UsageError("a chunk holds at least one token");
+    C = std::min(C, std::max<std::size_t>(s.T, 1));  // a chunk past the end is padding only: the same outputs
     const std::size_t n = (s.T + C - 1) / C, L = n * C;  // padded with zeros to whole chunks
     Hyper out = fresh<4>({s.B, s.H, s.T, s.dv});
     std::vector<float> g(L), attn(C * C), decay(C * C), kbeta(C * s.dk), vbeta(C * s.dv), value(C * s.dv), kcum(C * s.dk),

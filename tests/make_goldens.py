@@ -1798,6 +1798,63 @@ def deltanet_cases():
     return cases
 
 
+# ---- the logit lens (nostalgebraist's; TransformerLens's accumulated_resid(apply_ln=True) with the final
+# norm recomputed for every row): the stream after the embeddings and after every block, each through the
+# model's own final norm and unembedding. The models are rebuilt exactly as gpt2_cases and families_cases
+# build (and save) them.
+
+def lens_expect(m, head, blocks):
+    streams = [m.embeddings] + [b.residual_2 for b in blocks]
+    final_top = None
+    tops, probs, ranks = [], [], []
+    for r in reversed(streams):
+        logits = m.final_norm(r)[0] @ head.T  # (T, V)
+        top = torch.argmax(logits, dim=-1)
+        if final_top is None:
+            final_top = top
+        ref = logits.gather(1, final_top[:, None])
+        ids = torch.arange(logits.shape[1])[None]
+        rank = (logits > ref).sum(-1) + ((logits == ref) & (ids < final_top[:, None])).sum(-1) + 1
+        tops.append(top)
+        probs.append(torch.softmax(logits, dim=-1).gather(1, top[:, None])[:, 0])
+        ranks.append(rank)
+    stack = lambda xs: torch.stack(list(reversed(xs)), dim=1).float()  # (T, layers + 1)
+    return {"lens_top_ids": stack(tops), "lens_top_probs": stack(probs), "lens_final_rank": stack(ranks)}
+
+
+def logit_lens_cases():
+    cases = []
+    for name, seed, (vocab, ctx, d, layers, heads) in [("tiny_gpt2_hf_f32", 1, (50, 16, 16, 2, 4)), ("tiny_gpt2_nano_f32", 2, (40, 12, 24, 3, 3))]:
+        torch.manual_seed(seed)
+        m = BookGPT(vocab, ctx, d, layers, heads)
+        with torch.no_grad():
+            for mod in m.modules():
+                if isinstance(mod, BookLayerNorm):
+                    mod.scale.uniform_(0.5, 1.5)
+                    mod.shift.uniform_(-0.2, 0.2)
+        m.eval()
+        ids = torch.randint(0, vocab, (1, 9), generator=torch.Generator().manual_seed(100 + seed))
+        with torch.no_grad():
+            m(ids)
+            exp = lens_expect(m, m.tok_emb.weight, m.trf_blocks)
+        args = ["gpt2", "--model", "@SRC@/tests/data/" + name + ".safetensors", "--heads", str(heads),
+                "--ids", ",".join(str(i) for i in ids[0].tolist()), "--logit-lens"]
+        cases.append(case(f"{name}_logit_lens", args, None, exp, ["lens_top_ids", "lens_final_rank"]))
+    for name, dtype, shards, seed, cfg in MODERN:
+        if name not in ("tiny_llama", "tiny_gemma3", "tiny_qwen3"):
+            continue
+        torch.manual_seed(seed)
+        m = ModernModel(cfg)
+        as_stored(m, dtype, lambda mod: mod.scale if isinstance(mod, RMSNorm) else None)
+        ids = torch.randint(0, cfg["vocab"], (1, 10), generator=torch.Generator().manual_seed(100 + seed))
+        with torch.no_grad():
+            m(ids)
+            exp = lens_expect(m, m.tok_emb.weight if cfg["tied"] else m.out_head.weight, m.trf_blocks)
+        args = ["model", "--model", "@SRC@/tests/data/models/" + name, "--ids", ",".join(str(i) for i in ids[0].tolist()), "--logit-lens"]
+        cases.append(case(f"{name}_logit_lens", args, None, exp, ["lens_top_ids", "lens_final_rank"]))
+    return cases
+
+
 def hf_families_cases():
     cases = []
     for name, dtype, shards, seed, cfg in HF_FAMILIES:
@@ -1909,7 +1966,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     torch.set_num_threads(1)
     for name, cases in [("single_head", single_head_cases()), ("dropout", dropout_cases()), ("mha", mha_cases()),
-                        ("mha_beyond", mha_beyond_cases()), ("kvcache", kvcache_cases()), ("mla", mla_cases()), ("deltanet", deltanet_cases()), ("rope", rope_cases()),
+                        ("mha_beyond", mha_beyond_cases()), ("kvcache", kvcache_cases()), ("mla", mla_cases()), ("deltanet", deltanet_cases()), ("logit_lens", logit_lens_cases()), ("rope", rope_cases()),
                         ("flash", flash_cases()), ("sdpa", sdpa_cases()), ("params", params_cases()),
                         ("gpt2", gpt2_cases()), ("families", families_cases() + hf_families_cases())]:
         with open(os.path.join(OUT, f"{name}.json"), "w") as f:

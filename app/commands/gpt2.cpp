@@ -101,6 +101,9 @@ void add_model_options(CLI::App& sub, ModelOptions& o) {
         ->needs(view);
     sub.add_option("--generate", o.spec.generate, "Then generate N tokens greedily, each through a KV cache, checked against no cache")
         ->check(whole_number(1));
+    sub.add_flag("--logit-lens", o.spec.logit_lens,
+                 "The logit lens: every layer's residual stream through the final norm and the unembedding (top token, its probability, "
+                 "the rank of the final prediction)");
     sub.add_option("--top-k", o.spec.top_k, "Next-token candidates shown")->check(whole_number(1))->capture_default_str();
     sub.add_option("--temperature", o.spec.temperature, "Divide the logits by T before the softmax")
         ->check(number_check("T", [](double v) { return v > 0.0 && std::isfinite(v); }, "must be a positive number"))

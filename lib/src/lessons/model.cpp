@@ -66,6 +66,9 @@ const std::vector<StepDecl>& model_steps() {
         {"stepN.weights", "the new row of attention weights, per head"},
         {"generated_ids", "the tokens generated greedily, each through the KV cache", headline},
         {"max_difference", "the largest |difference| between two ways that must agree (causal: (a) and (b))", headline},
+        {"lens_top_ids", "the logit lens: per layer and position, the top token of the residual stream through the final norm and the unembedding", headline},
+        {"lens_top_probs", "the logit lens: that token's probability", headline},
+        {"lens_final_rank", "the logit lens: the rank of the model's final prediction at that position (1 = already on top)"},
     }, explain_steps()});
     return steps;
 }
@@ -232,8 +235,11 @@ public:
 
     bool keeps_attention(std::size_t layer) const override { return layer == spec_.layer || spec_.view; }
 
+    std::vector<Cube> residuals;  // with the logit lens: the stream entering layer 1, then after every layer
+
     void embeddings(const Cube& tokens, const Cube* positions, const Cube& x) override {
         stream_ = x;  // the rows entering layer 1
+        if (spec_.logit_lens) residuals.push_back(x);
         const std::string& E = words_.embed;
         rec_.add("token_embeddings", "Token embeddings: rows of " + E, E + "[ids]", tokens, tokens_features);
         if (positions) {
@@ -366,6 +372,7 @@ public:
     void block(std::size_t l, BlockPoint p, const Cube& t) override {
         if (p == BlockPoint::norm_1) normed_ = t;
         if (p == BlockPoint::residual_2) stream_ = t, normed_ = Cube();  // the rows entering the next layer
+        if (p == BlockPoint::residual_2 && spec_.logit_lens) residuals.push_back(t);
         const PointText text = point_text(p, std::to_string(l + 1), words_);
         const std::string id = "layer" + std::to_string(l + 1) + "." + text.id;
         if (l == spec_.layer || spec_.all_layers) rec_.add(id, text.title, text.formula, t, tokens_features);
@@ -536,6 +543,54 @@ void record_candidates(Recorder& rec, const ModelSpec& spec, const Mat& logits, 
     }
 }
 
+// The logit lens (nostalgebraist; TransformerLens's accumulated_resid(apply_ln=True) with
+// the final norm recomputed for each row): every residual stream through the final norm
+// and the unembedding, per position the top token, its probability, and the rank there of
+// the model's own final prediction.
+void record_logit_lens(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<Cube>& residuals) {
+    const DecoderConfig& c = w.config;
+    const std::size_t K = residuals.size(), T = residuals.front().shape(1);
+    std::vector<ull> top(T * K), rank(T * K);  // (T, K): a row per position, a column per depth
+    Mat prob = Mat::from_shape({T, K});
+    std::vector<std::size_t> final_top(T);
+    for (std::size_t k = K; k-- > 0;) {  // the last first: its top tokens are the model's predictions
+        const Cube normed = normalise(residuals[k], w.final_norm, c.norm, c.norm_eps);
+        const Cube logits = project(normed, w.output_head());  // (1,T,V)
+        const std::size_t V = logits.shape(2);
+        for (std::size_t t = 0; t < T; ++t) {
+            const float* row = &logits(0, t, 0);
+            const std::vector<double> p = token_probabilities(row, V, 1.0);
+            const std::size_t best = top_k(p, 1).front();
+            if (k == K - 1) final_top[t] = best;
+            std::size_t above = 0;  // ties broken by the id, as a stable sort ranks them
+            for (std::size_t v = 0; v < V; ++v) above += row[v] > row[final_top[t]] || (row[v] == row[final_top[t]] && v < final_top[t]);
+            top[t * K + k] = best;
+            prob(t, k) = static_cast<float>(p[best]);
+            rank[t * K + k] = above + 1;
+        }
+    }
+    std::vector<std::string> depths{"embeddings"};
+    for (std::size_t k = 1; k < K; ++k) depths.push_back("layer " + std::to_string(k));
+    const Words words = words_of(c, &w);
+    const std::string through = words.final_norm + "(x_l)·" + (c.tied_head ? words.embed : short_name(c.family->names.head)) + "ᵀ";
+    Step& ids = rec.add_plain("lens_top_ids", "The logit lens: each position's top token, layer by layer", "argmax softmax(" + through + ")",
+                              integer_tensor(top, {T, K}), {Axis::token, Axis::layer});
+    ids.labels = depths;
+    std::string table;  // the tokens as text, one line per position
+    for (std::size_t t = 0; t < T; ++t) {
+        const std::vector<std::string> names =
+            token_labels({top.begin() + static_cast<std::ptrdiff_t>(t * K), top.begin() + static_cast<std::ptrdiff_t>((t + 1) * K)}, spec.tokenizer);
+        table += std::string(t ? "; " : "") + rec.trace().tokens[t] + " →";
+        for (const std::string& n : names) table += " " + n;
+    }
+    ids.note = "Row t: what the stream at position t predicts for token t + 1, from the embeddings to the last layer. As text: " + table + ".";
+    rec.add_plain("lens_top_probs", "Its probability", "max softmax(" + through + ")", to_trace(prob), {Axis::token, Axis::layer}).labels = depths;
+    Step& rk = rec.add_plain("lens_final_rank", "Where the model's final prediction ranks, layer by layer", "rank of argmax(logits_L) in logits_l",
+                             integer_tensor(rank, {T, K}), {Axis::token, Axis::layer});
+    rk.labels = depths;
+    rk.note = "1: the final prediction is already on top at that depth (the last column is all 1s).";
+}
+
 // Greedy decoding with the KV cache: each new token runs through every layer alone, its
 // key and value appended to that layer's cache; the shown layer's new row of attention
 // and cache are recorded. At the end the whole sequence runs again without a cache.
@@ -621,7 +676,10 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, b
     // tensors) and the rows entering it
     const double kept_layer = t * (2.0 * C + 3.0 * (H + 2.0 * G) * d) + 4.0 * H * t * t;
     const double kept = spec.explain || explainable ? (explainable && spec.view ? L : 1.0) * kept_layer : 0.0;
-    cost.bytes = 4.0 * (shown + working + view + cache + kept + 2.0 * V + (sixteen ? 1048576.0 : 0.0));
+    // the logit lens: every layer's stream kept, each through the final norm and the head (T×V logits at a time)
+    const double lens = spec.logit_lens ? (L + 1.0) * t * C * 2.0 + 2.0 * t * V + 4.0 * (L + 1.0) * t : 0.0;
+    if (spec.logit_lens) cost.work += (L + 1.0) * t * V * (C + 16.0);
+    cost.bytes = 4.0 * (shown + working + view + cache + kept + lens + 2.0 * V + (sixteen ? 1048576.0 : 0.0));
     if (spec.tokenizer) cost.bytes += spec.tokenizer->memory_bytes();  // held through the walk: it names the tokens
     return cost;
 }
@@ -706,6 +764,10 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     rec.add("ln_f", "The final " + words.norm + " (" + words.final_norm + ")", words.final_norm + "(x)", xf, tokens_features);
     const Mat logits = decoder_logits(m.weights, xf, T - 1);  // the last position's
     record_candidates(rec, spec, logits, m.weights.config);
+    if (spec.logit_lens) {
+        trace.set_param("logit_lens", true);
+        record_logit_lens(rec, spec, m.weights, tap.residuals);
+    }
     if (spec.generate) generate(rec, m, ids, std::move(cache), logits, spec);
     if (spec.explain) {  // one cell of the layer shown, written out
         const std::size_t head = spec.head.value_or(0);

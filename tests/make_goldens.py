@@ -1822,7 +1822,17 @@ def lens_expect(m, head, blocks):
     return {"lens_top_ids": stack(tops), "lens_top_probs": stack(probs), "lens_final_rank": stack(ranks)}
 
 
-def logit_lens_cases():
+def rollout_expect(blocks):  # Abnar & Zuidema: heads averaged, + I, rows normalised, R = A_L ... A_1
+    R = None
+    for b in blocks:
+        A = b.att.w[0].mean(dim=0)
+        A = A + torch.eye(A.shape[0])
+        A = A / A.sum(dim=-1, keepdim=True)
+        R = A if R is None else A @ R
+    return {"rollout": R}
+
+
+def heads_cases():
     cases = []
     for name, seed, (vocab, ctx, d, layers, heads) in [("tiny_gpt2_hf_f32", 1, (50, 16, 16, 2, 4)), ("tiny_gpt2_nano_f32", 2, (40, 12, 24, 3, 3))]:
         torch.manual_seed(seed)
@@ -1837,9 +1847,10 @@ def logit_lens_cases():
         with torch.no_grad():
             m(ids)
             exp = lens_expect(m, m.tok_emb.weight, m.trf_blocks)
+            exp.update(rollout_expect(m.trf_blocks))
         args = ["gpt2", "--model", "@SRC@/tests/data/" + name + ".safetensors", "--heads", str(heads),
-                "--ids", ",".join(str(i) for i in ids[0].tolist()), "--logit-lens"]
-        cases.append(case(f"{name}_logit_lens", args, None, exp, ["lens_top_ids", "lens_final_rank"]))
+                "--ids", ",".join(str(i) for i in ids[0].tolist()), "--logit-lens", "--rollout"]
+        cases.append(case(f"{name}_logit_lens_rollout", args, None, exp, ["lens_top_ids", "lens_final_rank"]))
     for name, dtype, shards, seed, cfg in MODERN:
         if name not in ("tiny_llama", "tiny_gemma3", "tiny_qwen3"):
             continue
@@ -1850,8 +1861,10 @@ def logit_lens_cases():
         with torch.no_grad():
             m(ids)
             exp = lens_expect(m, m.tok_emb.weight if cfg["tied"] else m.out_head.weight, m.trf_blocks)
-        args = ["model", "--model", "@SRC@/tests/data/models/" + name, "--ids", ",".join(str(i) for i in ids[0].tolist()), "--logit-lens"]
-        cases.append(case(f"{name}_logit_lens", args, None, exp, ["lens_top_ids", "lens_final_rank"]))
+            exp.update(rollout_expect(m.trf_blocks))
+        args = ["model", "--model", "@SRC@/tests/data/models/" + name, "--ids", ",".join(str(i) for i in ids[0].tolist()), "--logit-lens",
+                "--rollout"]
+        cases.append(case(f"{name}_logit_lens_rollout", args, None, exp, ["lens_top_ids", "lens_final_rank"]))
     return cases
 
 
@@ -1966,7 +1979,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     torch.set_num_threads(1)
     for name, cases in [("single_head", single_head_cases()), ("dropout", dropout_cases()), ("mha", mha_cases()),
-                        ("mha_beyond", mha_beyond_cases()), ("kvcache", kvcache_cases()), ("mla", mla_cases()), ("deltanet", deltanet_cases()), ("logit_lens", logit_lens_cases()), ("rope", rope_cases()),
+                        ("mha_beyond", mha_beyond_cases()), ("kvcache", kvcache_cases()), ("mla", mla_cases()), ("deltanet", deltanet_cases()), ("heads", heads_cases()), ("rope", rope_cases()),
                         ("flash", flash_cases()), ("sdpa", sdpa_cases()), ("params", params_cases()),
                         ("gpt2", gpt2_cases()), ("families", families_cases() + hf_families_cases())]:
         with open(os.path.join(OUT, f"{name}.json"), "w") as f:

@@ -101,6 +101,9 @@ void add_model_options(CLI::App& sub, ModelOptions& o) {
         ->needs(view);
     sub.add_option("--generate", o.spec.generate, "Then generate N tokens greedily, each through a KV cache, checked against no cache")
         ->check(whole_number(1));
+    sub.add_flag("--rollout", o.spec.rollout,
+                 "Attention rollout (Abnar & Zuidema): the heads averaged, + I, rows normalised, multiplied through the layers: how much "
+                 "each token draws on each input token");
     sub.add_flag("--logit-lens", o.spec.logit_lens,
                  "The logit lens: every layer's residual stream through the final norm and the unembedding (top token, its probability, "
                  "the rank of the final prediction)");

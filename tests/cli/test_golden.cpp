@@ -48,7 +48,7 @@ TEST_SUITE("golden") {
     TEST_CASE("golden.kvcache") { check_file("kvcache.json"); }
     TEST_CASE("golden.mla") { check_file("mla.json"); }
     TEST_CASE("golden.deltanet") { check_file("deltanet.json"); }
-    TEST_CASE("golden.logit_lens") { check_file("logit_lens.json"); }
+    TEST_CASE("golden.heads") { check_file("heads.json"); }
     TEST_CASE("golden.rope") { check_file("rope.json"); }
     TEST_CASE("golden.flash") { check_file("flash.json"); }
     TEST_CASE("golden.sdpa") { check_file("sdpa.json"); }

@@ -69,6 +69,7 @@ const std::vector<StepDecl>& model_steps() {
         {"lens_top_ids", "the logit lens: per layer and position, the top token of the residual stream through the final norm and the unembedding", headline},
         {"lens_top_probs", "the logit lens: that token's probability", headline},
         {"lens_final_rank", "the logit lens: the rank of the model's final prediction at that position (1 = already on top)"},
+        {"rollout", "attention rollout: how much each position draws on each input token through all the layers", headline},
     }, explain_steps()});
     return steps;
 }
@@ -233,7 +234,8 @@ public:
     xt::xtensor<float, 5> grid;  // (1,L,H,T,T): every layer's weights, for the view
     std::vector<KeptAttention> kept;  // the attentions kept for writing cells out: the shown layer's, and with the view every layer's
 
-    bool keeps_attention(std::size_t layer) const override { return layer == spec_.layer || spec_.view; }
+    bool keeps_attention(std::size_t layer) const override { return layer == spec_.layer || spec_.view || spec_.rollout; }
+    std::vector<Mat> head_means;  // with the rollout: each layer's weights averaged over the heads (T×T)
 
     std::vector<Cube> residuals;  // with the logit lens: the stream entering layer 1, then after every layer
 
@@ -257,6 +259,15 @@ public:
 
     void attention(std::size_t l, const Forward& f) override {
         if (spec_.view) xt::view(grid, 0, l) = xt::view(f.weights, 0);
+        if (spec_.rollout) {  // weights.mean(dim=heads), in float32 in the heads' order
+            Mat mean = Mat::from_shape({T_, T_});
+            mean.fill(0.0f);
+            const std::size_t H = f.weights.shape(1);
+            for (std::size_t h = 0; h < H; ++h)
+                for (std::size_t i = 0; i < T_ * T_; ++i) mean.data()[i] += f.weights(0, h, i / T_, i % T_);
+            for (float& v : mean) v /= static_cast<float>(H);
+            head_means.push_back(std::move(mean));
+        }
         if (f.scores.size() && (l == spec_.layer ? explainable_ || spec_.explain : explainable_ && spec_.view)) keep(l, f);
         if (l != spec_.layer) return;
         const BlockWeights& bw = weights_.blocks[l];
@@ -591,6 +602,40 @@ void record_logit_lens(Recorder& rec, const ModelSpec& spec, const DecoderWeight
     rk.note = "1: the final prediction is already on top at that depth (the last column is all 1s).";
 }
 
+// Attention rollout (Abnar & Zuidema 2020): each layer's weights averaged over the heads,
+// the identity added for the residual connection, rows normalised, and the layers
+// multiplied, R = Â_L ··· Â_1.
+void record_rollout(Recorder& rec, const std::vector<Mat>& means) {
+    const std::size_t T = means.front().shape(0);
+    Mat R;
+    for (const Mat& m : means) {
+        Mat a = m;
+        for (std::size_t i = 0; i < T; ++i) a(i, i) += 1.0f;
+        for (std::size_t i = 0; i < T; ++i) {
+            float s = 0.0f;
+            for (std::size_t j = 0; j < T; ++j) s += a(i, j);
+            for (std::size_t j = 0; j < T; ++j) a(i, j) /= s;
+        }
+        if (R.size() == 0) {
+            R = a;
+            continue;
+        }
+        Mat next = Mat::from_shape({T, T});
+        next.fill(0.0f);
+        for (std::size_t i = 0; i < T; ++i)
+            for (std::size_t k = 0; k < T; ++k)
+                for (std::size_t j = 0; j < T; ++j) next(i, j) += a(i, k) * R(k, j);
+        R = std::move(next);
+    }
+    rec.mask_from_here(CellMask{});
+    Step& s = rec.add_with_row_sums("rollout", "Attention rollout through all " + std::to_string(means.size()) + " layers",
+                                    "R = Â_L···Â_1, Â_l = rownorm(mean_h A_l,h + I)", Cube(xt::view(R, xt::newaxis(), xt::all(), xt::all())),
+                                    tokens_tokens);
+    rec.mask_from_here(std::nullopt);
+    s.note = "Row i: how much position i draws on each input token, the residual connection counted as attending to oneself "
+             "(Abnar & Zuidema 2020). Each row sums to 1.";
+}
+
 // Greedy decoding with the KV cache: each new token runs through every layer alone, its
 // key and value appended to that layer's cache; the shown layer's new row of attention
 // and cache are recorded. At the end the whole sequence runs again without a cache.
@@ -679,7 +724,9 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, b
     // the logit lens: every layer's stream kept, each through the final norm and the head (T×V logits at a time)
     const double lens = spec.logit_lens ? (L + 1.0) * t * C * 2.0 + 2.0 * t * V + 4.0 * (L + 1.0) * t : 0.0;
     if (spec.logit_lens) cost.work += (L + 1.0) * t * V * (C + 16.0);
-    cost.bytes = 4.0 * (shown + working + view + cache + kept + lens + 2.0 * V + (sixteen ? 1048576.0 : 0.0));
+    const double rollout = spec.rollout ? (L + 4.0) * t * t + 4.0 * H * t * t : 0.0;  // every layer's mean, and its forward's T×T tensors
+    if (spec.rollout) cost.work += L * t * t * (t + H);
+    cost.bytes = 4.0 * (shown + working + view + cache + kept + lens + rollout + 2.0 * V + (sixteen ? 1048576.0 : 0.0));
     if (spec.tokenizer) cost.bytes += spec.tokenizer->memory_bytes();  // held through the walk: it names the tokens
     return cost;
 }
@@ -764,6 +811,10 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     rec.add("ln_f", "The final " + words.norm + " (" + words.final_norm + ")", words.final_norm + "(x)", xf, tokens_features);
     const Mat logits = decoder_logits(m.weights, xf, T - 1);  // the last position's
     record_candidates(rec, spec, logits, m.weights.config);
+    if (spec.rollout) {
+        trace.set_param("rollout", true);
+        record_rollout(rec, tap.head_means);
+    }
     if (spec.logit_lens) {
         trace.set_param("logit_lens", true);
         record_logit_lens(rec, spec, m.weights, tap.residuals);

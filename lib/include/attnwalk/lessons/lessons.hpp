@@ -208,6 +208,7 @@ struct ModelSpec {
     std::string sort;                 // rank the heads by: entropy, max_weight, first_token, previous_token, diagonal
     std::size_t generate = 0;         // then this many tokens, greedily, each through a KV cache
     bool logit_lens = false;          // every layer's residual stream through the final norm and the unembedding
+    bool rollout = false;             // attention rollout (Abnar & Zuidema): heads averaged, + I, rows normalised, multiplied through the layers
     std::optional<Cell> explain;      // one cell of the layer shown written out (of `head`, else head 0)
     const Tokenizer* tokenizer = nullptr;  // labels for the generated tokens (else #id)
 };

@@ -703,7 +703,10 @@ class BookMHA(nn.Module):  # the chapter's MultiHeadAttention, qkv_bias=True as 
         s = (q @ k.transpose(2, 3)).masked_fill(self.mask.bool()[:T, :T], -torch.inf)
         self.w = torch.softmax(s / k.shape[-1] ** 0.5, dim=-1)
         self.q, self.k, self.v = (t.transpose(1, 2).reshape(b, T, d) for t in (q, k, v))
-        self.context = (self.w @ v).transpose(1, 2).contiguous().view(b, T, d)
+        z = self.w @ v
+        for h in getattr(self, "ablate", ()):  # ablation: this head's output zeroed (heads_cases)
+            z[:, h] = 0
+        self.context = z.transpose(1, 2).contiguous().view(b, T, d)
         return self.out_proj(self.context)
 
 
@@ -898,7 +901,10 @@ class GroupedQueryAttention(nn.Module):
         else:
             self.scores = queries @ keys.transpose(2, 3)
             self.w = torch.softmax(self.scores.masked_fill(mask, -torch.inf) / keys.shape[-1] ** 0.5, dim=-1)
-        self.context = (self.w @ values).transpose(1, 2).reshape(b, T, self.d_out)
+        z = self.w @ values
+        for h in getattr(self, "ablate", ()):  # ablation: this head's output zeroed (heads_cases)
+            z[:, h] = 0
+        self.context = z.transpose(1, 2).reshape(b, T, self.d_out)
         return self.out_proj(self.context)
 
 
@@ -1832,6 +1838,32 @@ def rollout_expect(blocks):  # Abnar & Zuidema: heads averaged, + I, rows normal
     return {"rollout": R}
 
 
+def ablation_expect(m, ids, blocks, ablate, each):
+    """--ablate (layer, head or None) pairs, counted from 0; --ablate-each layer: the changes of the
+    next token's logit and probability (the original top token) and of the prompt's mean cross-entropy."""
+    def run(off):
+        for i, b in enumerate(blocks):
+            b.att.ablate = tuple(off.get(i, ()))
+        with torch.no_grad():
+            logits = m(ids)[0]
+        for b in blocks:
+            b.att.ablate = ()
+        return logits
+    base = run({})
+    target = int(torch.argmax(base[-1]))
+    def effect(logits):
+        return torch.tensor([float(logits[-1, target]), float(torch.softmax(logits[-1], -1)[target]),
+                             float(F.cross_entropy(logits[:-1], ids[0, 1:]))], dtype=torch.float64)
+    b0 = effect(base)
+    off = {}
+    heads = blocks[0].att.heads if hasattr(blocks[0].att, "heads") else blocks[0].att.num_heads
+    for layer, head in ablate:
+        off.setdefault(layer, []).extend(range(heads) if head is None else [head])
+    exp = {"ablation": effect(run(off)) - b0}
+    exp["ablation_per_head"] = torch.stack([effect(run({each: [h]})) - b0 for h in range(heads)])
+    return exp
+
+
 def heads_cases():
     cases = []
     for name, seed, (vocab, ctx, d, layers, heads) in [("tiny_gpt2_hf_f32", 1, (50, 16, 16, 2, 4)), ("tiny_gpt2_nano_f32", 2, (40, 12, 24, 3, 3))]:
@@ -1851,6 +1883,9 @@ def heads_cases():
         args = ["gpt2", "--model", "@SRC@/tests/data/" + name + ".safetensors", "--heads", str(heads),
                 "--ids", ",".join(str(i) for i in ids[0].tolist()), "--logit-lens", "--rollout"]
         cases.append(case(f"{name}_logit_lens_rollout", args, None, exp, ["lens_top_ids", "lens_final_rank"]))
+        exp = ablation_expect(m, ids, m.trf_blocks, [(0, 1), (layers - 1, None)], layers - 1)
+        args = args[:-2] + ["--ablate", f"1.2,{layers}.*", "--ablate-each", str(layers)]
+        cases.append(case(f"{name}_ablation", args, None, exp))
     for name, dtype, shards, seed, cfg in MODERN:
         if name not in ("tiny_llama", "tiny_gemma3", "tiny_qwen3"):
             continue
@@ -1865,6 +1900,10 @@ def heads_cases():
         args = ["model", "--model", "@SRC@/tests/data/models/" + name, "--ids", ",".join(str(i) for i in ids[0].tolist()), "--logit-lens",
                 "--rollout"]
         cases.append(case(f"{name}_logit_lens_rollout", args, None, exp, ["lens_top_ids", "lens_final_rank"]))
+        L = len(cfg["sliding"])
+        exp = ablation_expect(m, ids, m.trf_blocks, [(0, 1), (L - 1, None)], 0)
+        args = args[:-2] + ["--ablate", f"1.2,{L}.*", "--ablate-each", "1"]
+        cases.append(case(f"{name}_ablation", args, None, exp))
     return cases
 
 

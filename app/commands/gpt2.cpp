@@ -83,7 +83,7 @@ namespace {
 // candidates and generation.
 struct ModelOptions {
     std::string model;
-    std::optional<std::string> ids, tokenizer, explain;
+    std::optional<std::string> ids, tokenizer, explain, ablate;
     std::optional<std::size_t> heads;
     ModelSpec spec;  // the options' defaults are the library's
 };
@@ -101,6 +101,11 @@ void add_model_options(CLI::App& sub, ModelOptions& o) {
         ->needs(view);
     sub.add_option("--generate", o.spec.generate, "Then generate N tokens greedily, each through a KV cache, checked against no cache")
         ->check(whole_number(1));
+    sub.add_option("--ablate", o.ablate,
+                   "Switch heads off: L.H[,L.H…] (counted from 1; L.* every head of layer L), their outputs zeroed before the output "
+                   "projection; shows the change of the next token's logit and probability and of the prompt's loss")
+        ->check(non_empty());
+    add_counted_option(sub, "--ablate-each", o.spec.ablate_each, "Each head of layer L switched off alone: a table of the same changes");
     sub.add_flag("--rollout", o.spec.rollout,
                  "Attention rollout (Abnar & Zuidema): the heads averaged, + I, rows normalised, multiplied through the layers: how much "
                  "each token draws on each input token");
@@ -119,6 +124,28 @@ std::vector<std::string> model_headline(const ModelSpec& spec) { return headline
 
 // The prompt's ids (--text through the tokenizer, or --ids), each estimate checked before
 // its work, then the model walk; `tokenizer` (may be null) also names the tokens.
+// --ablate 2.3,4.*: (layer, head) pairs counted from 1; "*" is every head of the layer.
+std::vector<std::pair<std::size_t, std::optional<std::size_t>>> parse_ablation(const std::string& text) {
+    std::vector<std::pair<std::size_t, std::optional<std::size_t>>> out;
+    const auto number = [&](const std::string& t, const std::string& item) {
+        if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos || std::stoul(t) == 0)
+            throw UsageError("--ablate takes L.H or L.* counted from 1, separated by commas (2.3,4.*), not '" + item + "'");
+        return static_cast<std::size_t>(std::stoul(t) - 1);
+    };
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', start), text.size());
+        const std::string item = text.substr(start, comma - start), dot = ".";
+        const std::size_t at = item.find('.');
+        if (at == std::string::npos) number("", item);
+        const std::size_t layer = number(item.substr(0, at), item);
+        const std::string head = item.substr(at + 1);
+        out.emplace_back(layer, head == "*" ? std::nullopt : std::optional<std::size_t>(number(head, item)));
+        start = comma + 1;
+    }
+    return out;
+}
+
 Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model, const Tokenizer* tokenizer) {
     if (shell.sentence) check_cost(shell, tokenize_cost(shell.sentence->size(), tokenizer));
     const std::vector<std::size_t> ids = shell.sentence ? tokenizer->encode(*shell.sentence) : parse_ids(*o.ids);
@@ -127,6 +154,7 @@ Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model,
     spec.tokenizer = tokenizer;
     const std::vector<std::string> tokens = token_labels(ids, tokenizer);
     if (o.explain) spec.explain = parse_cell(*o.explain, tokens);
+    if (o.ablate) spec.ablate = parse_ablation(*o.ablate);
     check_prompt(*model, ids);  // the context is the limit that means something: before the memory estimate
     check_cost(shell, model_walk_cost(model, ids.size(), spec, shell.recording.explainable));
     if (shell.svg) {  // the picture's size, before the walk: the shown layer's weights, or every layer's

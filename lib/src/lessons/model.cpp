@@ -69,6 +69,8 @@ const std::vector<StepDecl>& model_steps() {
         {"lens_top_ids", "the logit lens: per layer and position, the top token of the residual stream through the final norm and the unembedding", headline},
         {"lens_top_probs", "the logit lens: that token's probability", headline},
         {"lens_final_rank", "the logit lens: the rank of the model's final prediction at that position (1 = already on top)"},
+        {"ablation", "ablation: the change of the next token's logit and probability and of the prompt's loss with the heads switched off", headline},
+        {"ablation_per_head", "ablation: the same changes for each head of one layer switched off alone"},
         {"rollout", "attention rollout: how much each position draws on each input token through all the layers", headline},
     }, explain_steps()});
     return steps;
@@ -602,6 +604,75 @@ void record_logit_lens(Recorder& rec, const ModelSpec& spec, const DecoderWeight
     rk.note = "1: the final prediction is already on top at that depth (the last column is all 1s).";
 }
 
+// Ablation: the prompt's loss (the mean of −log p(token t+1) over the positions before the
+// last), and the next token's logit and probability at the last position, for `target`.
+struct Effect {
+    double logit = 0, prob = 0, loss = 0;
+};
+Effect effect_of(const DecoderWeights& w, const std::vector<std::size_t>& ids, const Ablation* ablation, std::size_t target) {
+    const Cube xf = decoder_forward(w, ids, nullptr, nullptr, ablation);
+    const Cube logits = project(xf, w.output_head());  // (1,T,V)
+    const std::size_t T = ids.size(), V = logits.shape(2);
+    Effect e;
+    for (std::size_t t = 0; t < T; ++t) {
+        const std::vector<double> p = token_probabilities(&logits(0, t, 0), V, 1.0);
+        if (t + 1 < T) e.loss -= std::log(p[ids[t + 1]]) / static_cast<double>(T - 1);
+        if (t + 1 == T) {
+            e.logit = logits(0, t, target);
+            e.prob = p[target];
+        }
+    }
+    return e;
+}
+
+std::string signed_text(double v) { return (v > 0 ? "+" : "") + format_number(static_cast<float>(v)); }
+
+void record_ablation(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t target) {
+    const std::size_t L = w.config.layers, H = w.config.heads;
+    const Effect base = effect_of(w, ids, nullptr, target);
+    const std::vector<std::string> labels{"Δ logit", "Δ probability", "Δ loss"};
+    const std::string who = token_labels({target}, spec.tokenizer).front();
+    if (!spec.ablate.empty()) {
+        Ablation off(L);
+        std::string names;
+        for (const auto& [layer, head] : spec.ablate) {
+            if (head) off[layer].push_back(*head);
+            else
+                for (std::size_t h = 0; h < H; ++h) off[layer].push_back(h);
+            names += (names.empty() ? "" : ", ") + std::to_string(layer + 1) + "." + (head ? std::to_string(*head + 1) : std::string("*"));
+        }
+        const Effect a = effect_of(w, ids, &off, target);
+        Step& s = rec.add_plain("ablation", "Heads " + names + " switched off", "Δ = ablated − original",
+                                to_trace(Vec({static_cast<float>(a.logit - base.logit), static_cast<float>(a.prob - base.prob),
+                                              static_cast<float>(a.loss - base.loss)})),
+                                {Axis::feature});
+        s.labels = labels;
+        s.note = "Their outputs are zeroed before the output projection. The next token " + who + ": logit " + format_number(static_cast<float>(base.logit)) +
+                 " → " + format_number(static_cast<float>(a.logit)) + ", probability " + format_number(static_cast<float>(base.prob)) + " → " +
+                 format_number(static_cast<float>(a.prob)) + "; the prompt's loss " + format_number(static_cast<float>(base.loss)) + " → " +
+                 format_number(static_cast<float>(a.loss)) + " nats.";
+    }
+    if (spec.ablate_each) {
+        const std::size_t layer = *spec.ablate_each;
+        Mat table = Mat::from_shape({H, 3});
+        std::size_t worst = 0;
+        for (std::size_t h = 0; h < H; ++h) {
+            Ablation off(L);
+            off[layer] = {h};
+            const Effect a = effect_of(w, ids, &off, target);
+            table(h, 0) = static_cast<float>(a.logit - base.logit);
+            table(h, 1) = static_cast<float>(a.prob - base.prob);
+            table(h, 2) = static_cast<float>(a.loss - base.loss);
+            if (table(h, 2) > table(worst, 2)) worst = h;
+        }
+        Step& s = rec.add_plain("ablation_per_head", "Each head of layer " + std::to_string(layer + 1) + " switched off alone", "Δ = ablated − original",
+                                to_trace(table), {Axis::head, Axis::feature});
+        s.labels = labels;
+        s.note = "For the next token " + who + " and the prompt's loss (" + format_number(static_cast<float>(base.loss)) +
+                 " nats). The largest Δ loss: head " + std::to_string(worst + 1) + ", " + signed_text(table(worst, 2)) + " nats.";
+    }
+}
+
 // Attention rollout (Abnar & Zuidema 2020): each layer's weights averaged over the heads,
 // the identity added for the residual connection, rows normalised, and the layers
 // multiplied, R = Â_L ··· Â_1.
@@ -726,7 +797,11 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, b
     if (spec.logit_lens) cost.work += (L + 1.0) * t * V * (C + 16.0);
     const double rollout = spec.rollout ? (L + 4.0) * t * t + 4.0 * H * t * t : 0.0;  // every layer's mean, and its forward's T×T tensors
     if (spec.rollout) cost.work += L * t * t * (t + H);
-    cost.bytes = 4.0 * (shown + working + view + cache + kept + lens + rollout + 2.0 * V + (sixteen ? 1048576.0 : 0.0));
+    // ablation: the original and each ablated forward again, with all T rows of logits
+    const double ablations = (spec.ablate.empty() ? 0.0 : 2.0) + (spec.ablate_each ? H + 1.0 : 0.0);
+    cost.work += ablations * (per_token * t + attention(t, t) + t * V * (C + 16.0));
+    const double ablation_bytes = ablations > 0 ? 2.0 * t * V + layer_rows + 4.0 * H * t * t : 0.0;
+    cost.bytes = 4.0 * (shown + working + view + cache + kept + lens + rollout + ablation_bytes + 2.0 * V + (sixteen ? 1048576.0 : 0.0));
     if (spec.tokenizer) cost.bytes += spec.tokenizer->memory_bytes();  // held through the walk: it names the tokens
     return cost;
 }
@@ -752,6 +827,14 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
         throw UsageError("layer " + std::to_string(spec.layer + 1) + " is out of range: the model has " + std::to_string(info.layers) +
                          " layers, counted from 1");
     if (!(spec.temperature > 0.0 && std::isfinite(spec.temperature))) throw UsageError("the temperature must be a positive number");
+    for (const auto& [layer, head] : spec.ablate) {
+        if (layer >= info.layers)
+            throw UsageError("the ablated layer " + std::to_string(layer + 1) + " is out of range: the model has " + std::to_string(info.layers) + " layers");
+        if (head && *head >= info.heads)
+            throw UsageError("the ablated head " + std::to_string(*head + 1) + " is out of range: the model has " + std::to_string(info.heads) + " heads");
+    }
+    if (spec.ablate_each && *spec.ablate_each >= info.layers)
+        throw UsageError("layer " + std::to_string(*spec.ablate_each + 1) + " is out of range: the model has " + std::to_string(info.layers) + " layers");
     if (spec.top_p && !(*spec.top_p > 0.0 && *spec.top_p <= 1.0)) throw UsageError("top-p must be in (0, 1]");
     const auto& stat_names = head_stat_names();
     if (spec.explain && (spec.explain->i >= T || spec.explain->j >= T))
@@ -811,6 +894,11 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     rec.add("ln_f", "The final " + words.norm + " (" + words.final_norm + ")", words.final_norm + "(x)", xf, tokens_features);
     const Mat logits = decoder_logits(m.weights, xf, T - 1);  // the last position's
     record_candidates(rec, spec, logits, m.weights.config);
+    if (!spec.ablate.empty() || spec.ablate_each) {
+        std::size_t best = 0;
+        for (std::size_t v = 1; v < logits.shape(1); ++v) best = logits(0, v) > logits(0, best) ? v : best;
+        record_ablation(rec, spec, m.weights, ids, best);
+    }
     if (spec.rollout) {
         trace.set_param("rollout", true);
         record_rollout(rec, tap.head_means);

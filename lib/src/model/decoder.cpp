@@ -19,8 +19,9 @@ namespace {
 // keeps nothing of it and no cache came before; else the one forward, on the cache. Each
 // path hands the tap its Forward (the blocked ones without T×T tensors).
 Cube block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t layer, const Cube& a, std::size_t position0, KvCache* kv,
-                     DecoderTap& tap) {
+                     DecoderTap& tap, const std::vector<std::size_t>* zero_heads) {
     ForwardSpec spec;
+    if (zero_heads) spec.zero_heads = *zero_heads;
     spec.causal = true;
     spec.position0 = position0;
     const LayerAttention& la = c.layer_attention.at(layer);
@@ -28,7 +29,7 @@ Cube block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t 
     spec.rope = la.rope;
     spec.scale = c.attention_scale;
     spec.keep_masked_scaled = false;  // the tap reads the scores and the weights
-    if (!tap.keeps_attention(layer) && (!kv || kv->seen() == 0)) {  // no T×T tensor at all
+    if (!tap.keeps_attention(layer) && (!kv || kv->seen() == 0) && spec.zero_heads.empty()) {  // no T×T tensor at all
         const bool plain = !la.window && !la.rope && !c.attention_scale && !b.attn.q_norm && b.attn.key_heads() == b.attn.heads;
         if (plain) {  // GPT-2: the fused blocked path, projections included
             const fast::BlockedResult r = fast::blocked_attention(a, b.attn, true);
@@ -100,7 +101,8 @@ DecoderCache make_cache(const DecoderConfig& config) {
     return cache;
 }
 
-Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& ids, DecoderCache* cache, DecoderTap* tap) {
+Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& ids, DecoderCache* cache, DecoderTap* tap,
+                     const Ablation* ablation) {
     DecoderTap silent;
     DecoderTap& t = tap ? *tap : silent;
     const DecoderConfig& c = w.config;
@@ -126,7 +128,8 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
             a = normalise(x, *b.norm_1, c.norm, c.norm_eps);  // (1,T,C)
             t.block(l, BlockPoint::norm_1, a);
         }
-        Cube attn = block_attention(c, b, l, a, p0, cache ? &cache->layers[l] : nullptr, t);  // (1,T,C)
+        const std::vector<std::size_t>* off = ablation && l < ablation->size() && !(*ablation)[l].empty() ? &(*ablation)[l] : nullptr;
+        Cube attn = block_attention(c, b, l, a, p0, cache ? &cache->layers[l] : nullptr, t, off);  // (1,T,C)
         t.block(l, BlockPoint::attention, attn);
         if (b.attention_norm) {
             attn = normalise(attn, *b.attention_norm, c.norm, c.norm_eps);

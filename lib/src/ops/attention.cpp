@@ -391,6 +391,8 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
             for (std::size_t h = 0; h < H; ++h)
                 fast::head_values(false, R, T, d_h, &a(b, h, 0, 0), T, &f.vh(b, h / group, 0, 0), d_h, &f.head_outputs(b, h, 0, 0), d_h);
     }
+    for (std::size_t h : spec.zero_heads)  // ablation: the head's output is replaced by zeros
+        if (h < H) xt::view(f.head_outputs, xt::all(), h, xt::all(), xt::all()) = 0.0f;
     f.context = merge_heads(f.head_outputs);
     f.seconds.context = since(clock);
     if (w && w->gate) {  // the rows of the gate that match the context's: R query rows from row0 (the last ones of a cache)

@@ -208,6 +208,10 @@ struct ModelSpec {
     std::string sort;                 // rank the heads by: entropy, max_weight, first_token, previous_token, diagonal
     std::size_t generate = 0;         // then this many tokens, greedily, each through a KV cache
     bool logit_lens = false;          // every layer's residual stream through the final norm and the unembedding
+    // Ablation: these heads' outputs zeroed before the output projection (layer, head; no
+    // head: every head of the layer), and the change of the next token and of the loss.
+    std::vector<std::pair<std::size_t, std::optional<std::size_t>>> ablate;
+    std::optional<std::size_t> ablate_each;  // a layer: each of its heads ablated alone, a table
     bool rollout = false;             // attention rollout (Abnar & Zuidema): heads averaged, + I, rows normalised, multiplied through the layers
     std::optional<Cell> explain;      // one cell of the layer shown written out (of `head`, else head 0)
     const Tokenizer* tokenizer = nullptr;  // labels for the generated tokens (else #id)

@@ -117,10 +117,15 @@ DecoderCache make_cache(const DecoderConfig& config);
 // Throws UsageError.
 void check_prompt(const DecoderConfig& config, const std::vector<std::size_t>& ids, std::size_t position0);
 
+// Heads switched off: per layer, the heads whose outputs are zeroed before o_proj.
+using Ablation = std::vector<std::vector<std::size_t>>;
+
 // Runs `ids` through every block at positions cache->tokens()… (0 without a cache),
 // appending their keys and values to the cache when one is given. Returns the final
 // norm's output (1,T,C). Throws UsageError for ids ≥ vocab or beyond the context.
-Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& ids, DecoderCache* cache, DecoderTap* tap);
+// `ablation` (one entry per layer, or empty) zeroes those heads' outputs.
+Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& ids, DecoderCache* cache, DecoderTap* tap,
+                     const Ablation* ablation = nullptr);
 // The logits of row `row` of the final norm's output: (1,V).
 Mat decoder_logits(const DecoderWeights& w, const Cube& final_x, std::size_t row);
 

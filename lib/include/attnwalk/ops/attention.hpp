@@ -105,6 +105,7 @@ struct ForwardSpec {
     const Mat* bias = nullptr;
     std::optional<float> scale;         // the scores are divided by this; default √d_h with weights, 1 without
     std::optional<std::size_t> query;   // only this query row (R = 1); every row otherwise (R = T)
+    std::vector<std::size_t> zero_heads;  // ablation: these heads' outputs are zeroed before the concatenation
     Stage until = Stage::output;
     Dropout dropout;
     // The masked and the scaled scores kept as tensors (Forward::masked, scaled), which the

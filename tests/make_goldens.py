@@ -1864,6 +1864,17 @@ def ablation_expect(m, ids, blocks, ablate, each):
     return exp
 
 
+def roles_expect(m, vocab, blocks, n, seed):  # TransformerLens's scores, without a BOS
+    torch.manual_seed(seed)
+    lo, hi = (1000, 10000) if vocab >= 10000 else (0, vocab)
+    r = torch.randint(lo, hi, (n,))
+    ids = torch.cat([r, r])[None]
+    with torch.no_grad():
+        m(ids)
+    score = lambda offset: torch.stack([b.att.w[0].diagonal(offset=offset, dim1=-2, dim2=-1).mean(-1) for b in blocks])
+    return {"roles_ids": ids[0].float(), "role_induction": score(1 - n), "role_previous": score(-1), "role_duplicate": score(-n)}
+
+
 def heads_cases():
     cases = []
     for name, seed, (vocab, ctx, d, layers, heads) in [("tiny_gpt2_hf_f32", 1, (50, 16, 16, 2, 4)), ("tiny_gpt2_nano_f32", 2, (40, 12, 24, 3, 3))]:
@@ -1886,6 +1897,9 @@ def heads_cases():
         exp = ablation_expect(m, ids, m.trf_blocks, [(0, 1), (layers - 1, None)], layers - 1)
         args = args[:-2] + ["--ablate", f"1.2,{layers}.*", "--ablate-each", str(layers)]
         cases.append(case(f"{name}_ablation", args, None, exp))
+        exp = roles_expect(m, vocab, m.trf_blocks, ctx // 2 - 1, seed)
+        args = args[:-4] + ["--head-roles", str(ctx // 2 - 1), "--roles-seed", str(seed)]
+        cases.append(case(f"{name}_roles", args, None, exp, ["roles_ids"]))
     for name, dtype, shards, seed, cfg in MODERN:
         if name not in ("tiny_llama", "tiny_gemma3", "tiny_qwen3"):
             continue
@@ -1904,6 +1918,9 @@ def heads_cases():
         exp = ablation_expect(m, ids, m.trf_blocks, [(0, 1), (L - 1, None)], 0)
         args = args[:-2] + ["--ablate", f"1.2,{L}.*", "--ablate-each", "1"]
         cases.append(case(f"{name}_ablation", args, None, exp))
+        exp = roles_expect(m, cfg["vocab"], m.trf_blocks, 9, seed)
+        args = args[:-4] + ["--head-roles", "9", "--roles-seed", str(seed)]
+        cases.append(case(f"{name}_roles", args, None, exp, ["roles_ids"]))
     return cases
 
 

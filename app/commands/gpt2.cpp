@@ -106,6 +106,12 @@ void add_model_options(CLI::App& sub, ModelOptions& o) {
                    "projection; shows the change of the next token's logit and probability and of the prompt's loss")
         ->check(non_empty());
     add_counted_option(sub, "--ablate-each", o.spec.ablate_each, "Each head of layer L switched off alone: a table of the same changes");
+    CLI::Option* roles = sub.add_option("--head-roles", o.spec.roles,
+                                        "Head roles: N random ids run twice; per layer and head the induction, previous-token and "
+                                        "duplicate-token scores (as TransformerLens computes them)")
+                             ->check(whole_number(2));
+    sub.add_option("--roles-seed", o.spec.roles_seed, "torch.manual_seed(S) before the random ids of --head-roles")
+        ->check(whole_number(0))->needs(roles)->capture_default_str();
     sub.add_flag("--rollout", o.spec.rollout,
                  "Attention rollout (Abnar & Zuidema): the heads averaged, + I, rows normalised, multiplied through the layers: how much "
                  "each token draws on each input token");

@@ -71,6 +71,10 @@ const std::vector<StepDecl>& model_steps() {
         {"lens_final_rank", "the logit lens: the rank of the model's final prediction at that position (1 = already on top)"},
         {"ablation", "ablation: the change of the next token's logit and probability and of the prompt's loss with the heads switched off", headline},
         {"ablation_per_head", "ablation: the same changes for each head of one layer switched off alone"},
+        {"roles_ids", "head roles: the random ids, run twice in a row"},
+        {"role_induction", "head roles: per layer and head the mean weight from each token of the second run to the token after its first occurrence", headline},
+        {"role_previous", "head roles: per layer and head the mean weight on the previous token"},
+        {"role_duplicate", "head roles: per layer and head the mean weight on the same token's first occurrence"},
         {"rollout", "attention rollout: how much each position draws on each input token through all the layers", headline},
     }, explain_steps()});
     return steps;
@@ -673,6 +677,54 @@ void record_ablation(Recorder& rec, const ModelSpec& spec, const DecoderWeights&
     }
 }
 
+// Head roles (TransformerLens's induction, previous-token and duplicate-token scores): a
+// random sequence r of n ids, the model run on r + r, and per layer and head the mean of
+// the attention pattern's diagonal at offset 1 − n (induction), −1 (previous) and −n
+// (duplicate).
+class AllWeights : public DecoderTap {
+public:
+    std::vector<Hyper> weights;
+    bool keeps_attention(std::size_t) const override { return true; }
+    void attention(std::size_t, const Forward& f) override { weights.push_back(f.weights); }
+};
+
+void record_roles(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w) {
+    const std::size_t n = spec.roles, V = w.config.vocab, L = w.config.layers, H = w.config.heads;
+    Generator gen(spec.roles_seed);
+    const std::size_t lo = V >= 10000 ? 1000 : 0, hi = V >= 10000 ? 10000 : V;  // torch.randint(lo, hi, (n,))
+    std::vector<std::size_t> ids(n);
+    for (std::size_t& id : ids) id = lo + gen.random() % (hi - lo);
+    ids.insert(ids.end(), ids.begin(), ids.end());
+    AllWeights tap;
+    decoder_forward(w, ids, nullptr, &tap);
+    rec.trace().set_param("roles_length", static_cast<ull>(n));
+    rec.trace().set_param("roles_seed", static_cast<ull>(spec.roles_seed));
+    rec.trace().set_param("roles_bos", false);
+    rec.add_plain("roles_ids", "Head roles: " + std::to_string(n) + " random ids, twice", "r = randint(" + std::to_string(lo) + ", " + std::to_string(hi) + ", n); r + r",
+                  integer_tensor({ids.begin(), ids.end()}, {2 * n}), {Axis::feature});
+    rec.trace().steps.back().labels = token_labels(ids, spec.tokenizer);
+    rec.trace().steps.back().note = "torch.manual_seed(" + std::to_string(spec.roles_seed) + "), torch.randint(" + std::to_string(lo) + ", " + std::to_string(hi) + ", (" +
+                std::to_string(n) + ",)), no BOS: as TransformerLens's induction demo draws them.";
+    const auto stripe = [&](std::ptrdiff_t offset) {  // mean of the diagonal at `offset` (below the main one: negative)
+        Mat m = Mat::from_shape({L, H});
+        const std::size_t T = 2 * n, down = static_cast<std::size_t>(-offset);
+        for (std::size_t l = 0; l < L; ++l)
+            for (std::size_t h = 0; h < H; ++h) {
+                float s = 0.0f;
+                for (std::size_t i = down; i < T; ++i) s += tap.weights[l](0, h, i, i - down);
+                m(l, h) = s / static_cast<float>(T - down);
+            }
+        return m;
+    };
+    const std::ptrdiff_t N = static_cast<std::ptrdiff_t>(n);
+    rec.add_plain("role_induction", "Induction score per layer and head", "mean_i A[i, i − (n − 1)]", to_trace(stripe(1 - N)), {Axis::layer, Axis::head})
+        .note = "In the second run each token's next token already appeared once, n − 1 positions back: an induction head attends there "
+                "(and copies it). Near 1: an induction head.";
+    rec.add_plain("role_previous", "Previous-token score per layer and head", "mean_i A[i, i − 1]", to_trace(stripe(-1)), {Axis::layer, Axis::head});
+    rec.add_plain("role_duplicate", "Duplicate-token score per layer and head", "mean_i A[i, i − n]", to_trace(stripe(-N)), {Axis::layer, Axis::head})
+        .note = "The weight on the same token's earlier copy, n positions back.";
+}
+
 // Attention rollout (Abnar & Zuidema 2020): each layer's weights averaged over the heads,
 // the identity added for the residual connection, rows normalised, and the layers
 // multiplied, R = Â_L ··· Â_1.
@@ -801,7 +853,10 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, b
     const double ablations = (spec.ablate.empty() ? 0.0 : 2.0) + (spec.ablate_each ? H + 1.0 : 0.0);
     cost.work += ablations * (per_token * t + attention(t, t) + t * V * (C + 16.0));
     const double ablation_bytes = ablations > 0 ? 2.0 * t * V + layer_rows + 4.0 * H * t * t : 0.0;
-    cost.bytes = 4.0 * (shown + working + view + cache + kept + lens + rollout + ablation_bytes + 2.0 * V + (sixteen ? 1048576.0 : 0.0));
+    const double r2 = 2.0 * static_cast<double>(spec.roles);  // head roles: every layer's weights for the 2n tokens
+    if (spec.roles) cost.work += per_token * r2 + attention(r2, r2);
+    const double roles_bytes = spec.roles ? L * H * r2 * r2 * 2.0 + r2 * (10.0 * C + 2.0 * I) : 0.0;
+    cost.bytes = 4.0 * (shown + working + view + cache + kept + lens + rollout + ablation_bytes + roles_bytes + 2.0 * V + (sixteen ? 1048576.0 : 0.0));
     if (spec.tokenizer) cost.bytes += spec.tokenizer->memory_bytes();  // held through the walk: it names the tokens
     return cost;
 }
@@ -833,6 +888,9 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
         if (head && *head >= info.heads)
             throw UsageError("the ablated head " + std::to_string(*head + 1) + " is out of range: the model has " + std::to_string(info.heads) + " heads");
     }
+    if (spec.roles && (spec.roles < 2 || 2 * spec.roles > info.context))
+        throw UsageError("head roles run " + std::to_string(spec.roles) + " random tokens twice: between 2 and half the context (" +
+                         std::to_string(info.context / 2) + ")");
     if (spec.ablate_each && *spec.ablate_each >= info.layers)
         throw UsageError("layer " + std::to_string(*spec.ablate_each + 1) + " is out of range: the model has " + std::to_string(info.layers) + " layers");
     if (spec.top_p && !(*spec.top_p > 0.0 && *spec.top_p <= 1.0)) throw UsageError("top-p must be in (0, 1]");
@@ -899,6 +957,7 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
         for (std::size_t v = 1; v < logits.shape(1); ++v) best = logits(0, v) > logits(0, best) ? v : best;
         record_ablation(rec, spec, m.weights, ids, best);
     }
+    if (spec.roles) record_roles(rec, spec, m.weights);
     if (spec.rollout) {
         trace.set_param("rollout", true);
         record_rollout(rec, tap.head_means);

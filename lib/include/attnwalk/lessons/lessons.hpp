@@ -212,6 +212,11 @@ struct ModelSpec {
     // head: every head of the layer), and the change of the next token and of the loss.
     std::vector<std::pair<std::size_t, std::optional<std::size_t>>> ablate;
     std::optional<std::size_t> ablate_each;  // a layer: each of its heads ablated alone, a table
+    // Head roles as TransformerLens scores them: `roles` random ids (torch.manual_seed(roles_seed),
+    // torch.randint over the vocabulary, 1000…9999 when it is that large), no BOS, run twice in a
+    // row; per layer and head the mean of the induction stripe, the previous token and the duplicate.
+    std::size_t roles = 0;
+    std::uint64_t roles_seed = 0;
     bool rollout = false;             // attention rollout (Abnar & Zuidema): heads averaged, + I, rows normalised, multiplied through the layers
     std::optional<Cell> explain;      // one cell of the layer shown written out (of `head`, else head 0)
     const Tokenizer* tokenizer = nullptr;  // labels for the generated tokens (else #id)

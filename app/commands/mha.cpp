@@ -84,7 +84,7 @@ void add_mha(CLI::App& cli, Shell& shell) {
             spec.explain_head = o->head;
             const Embeddings input = prepare_input(
                 shell,
-                [&](const InputShape& s) { return mha_cost(s.batch, s.tokens, s.d_in, width, H, layout, spec, shell.recording); },
+                [&](const InputShape& s) { return mha_cost(s.batch, s.tokens, s.d_in, width, H, layout, spec, shell.recording, o->kv_heads.value_or(0), o->output_gate); },
                 o->context_length);
             WeightsShape shape{input.dim(), default_d_out, H, layout, !stacked};
             shape.kv_heads = o->kv_heads.value_or(0);

@@ -248,6 +248,9 @@ Weights parse_weights(const std::string& text, const std::string& name, const We
     }
     const std::size_t d_out = heads[0].query.w.shape(1);
     if (shape.gate) heads[0].gate = read_linear(doc, name, "$", "W_gate", "b_gate", shape.d_in, d_out);
+    else if (doc.find("W_gate") || doc.find("b_gate"))
+        throw InputError(name, "$.W_gate", "the file has an output gate, and this layer has none: gated attention reads it (an unused gate "
+                                           "would be ignored silently)");
     auto w = from_heads(heads, shape);
     w->origin = {{"weights", name}, {"d_out", static_cast<unsigned long long>(d_out)}};
     if (!shape.out_proj) return w;

@@ -234,7 +234,9 @@ Trace walk_deltanet(const Embeddings& input, const DeltaNetSpec& spec, const Rec
     rec.add_plain("max_difference", "The matrix against the recurrence", "max |A·V − o|", scalar_trace(diff), {}).note =
         difference_note(diff, "they");
     const Hyper chunked = delta_rule_chunked(in, spec.chunk);
-    rec.add("chunked_output", "The chunked form, " + std::to_string(spec.chunk) + (spec.chunk == 1 ? " token" : " tokens") + " per chunk",
+    const std::size_t C = std::min(spec.chunk, T);  // a longer chunk is the whole input
+    rec.add("chunked_output", "The chunked form, " + std::to_string(C) + (C == 1 ? " token" : " tokens") + " per chunk" +
+                                  (C < spec.chunk ? " (the whole input)" : ""),
             "chunk by chunk (WY form)", chunked,
             head_tokens_features)
         .note = "Within a chunk the tokens are solved together as a small triangular system; the state passes from chunk to chunk. "

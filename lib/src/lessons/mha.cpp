@@ -230,7 +230,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     const std::size_t T = x.shape(1), d_h = w.head_size();
     record_mha_parameters(rec, w);
     const MhaWords words = mha_words(w, spec);
-    if (mha_blocked(w.layout, spec, recording) && w.out_proj && G == H && !w.gate) {
+    if (mha_blocked(w.layout, spec, recording, H, G, w.gate.has_value()) && w.out_proj) {
         record_blocked(rec, x, w, spec, words);
         return finish(std::move(trace), recording);
     }

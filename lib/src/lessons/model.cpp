@@ -601,7 +601,7 @@ void record_logit_lens(Recorder& rec, const ModelSpec& spec, const DecoderWeight
         for (const std::string& n : names) table += " " + n;
     }
     ids.note = "Row t: what the stream at position t predicts for token t + 1, from the embeddings to the last layer. As text: " + table + ".";
-    rec.add_plain("lens_top_probs", "Its probability", "max softmax(" + through + ")", to_trace(prob), {Axis::token, Axis::layer}).labels = depths;
+    rec.add_plain("lens_top_probs", "Its probability (temperature 1)", "max softmax(" + through + ")", to_trace(prob), {Axis::token, Axis::layer}).labels = depths;
     Step& rk = rec.add_plain("lens_final_rank", "Where the model's final prediction ranks, layer by layer", "rank of argmax(logits_L) in logits_l",
                              integer_tensor(rank, {T, K}), {Axis::token, Axis::layer});
     rk.labels = depths;
@@ -621,6 +621,7 @@ Effect effect_of(const DecoderWeights& w, const std::vector<std::size_t>& ids, c
     for (std::size_t t = 0; t < T; ++t) {
         const std::vector<double> p = token_probabilities(&logits(0, t, 0), V, 1.0);
         if (t + 1 < T) e.loss -= std::log(p[ids[t + 1]]) / static_cast<double>(T - 1);
+        if (T == 1) e.loss = std::numeric_limits<double>::quiet_NaN();  // no next token in the prompt: no loss
         if (t + 1 == T) {
             e.logit = logits(0, t, target);
             e.prob = p[target];
@@ -640,9 +641,12 @@ void record_ablation(Recorder& rec, const ModelSpec& spec, const DecoderWeights&
         Ablation off(L);
         std::string names;
         for (const auto& [layer, head] : spec.ablate) {
-            if (head) off[layer].push_back(*head);
+            const auto add = [&, l = layer](std::size_t h) {
+                if (std::find(off[l].begin(), off[l].end(), h) == off[l].end()) off[l].push_back(h);
+            };
+            if (head) add(*head);
             else
-                for (std::size_t h = 0; h < H; ++h) off[layer].push_back(h);
+                for (std::size_t h = 0; h < H; ++h) add(h);
             names += (names.empty() ? "" : ", ") + std::to_string(layer + 1) + "." + (head ? std::to_string(*head + 1) : std::string("*"));
         }
         const Effect a = effect_of(w, ids, &off, target);
@@ -651,10 +655,13 @@ void record_ablation(Recorder& rec, const ModelSpec& spec, const DecoderWeights&
                                               static_cast<float>(a.loss - base.loss)})),
                                 {Axis::feature});
         s.labels = labels;
-        s.note = "Their outputs are zeroed before the output projection. The next token " + who + ": logit " + format_number(static_cast<float>(base.logit)) +
+        s.may_be_non_finite = ids.size() == 1;
+        s.note = "Their outputs are zeroed before the output projection, in this step only (the candidates, the layer shown and "
+                 "generation are the whole model's). The next token " + who + ": logit " + format_number(static_cast<float>(base.logit)) +
                  " → " + format_number(static_cast<float>(a.logit)) + ", probability " + format_number(static_cast<float>(base.prob)) + " → " +
                  format_number(static_cast<float>(a.prob)) + "; the prompt's loss " + format_number(static_cast<float>(base.loss)) + " → " +
-                 format_number(static_cast<float>(a.loss)) + " nats.";
+                 format_number(static_cast<float>(a.loss)) + " nats (probabilities at temperature 1)." +
+                 (ids.size() == 1 ? " A one-token prompt predicts none of its own tokens: it has no loss (nan)." : "");
     }
     if (spec.ablate_each) {
         const std::size_t layer = *spec.ablate_each;
@@ -672,8 +679,10 @@ void record_ablation(Recorder& rec, const ModelSpec& spec, const DecoderWeights&
         Step& s = rec.add_plain("ablation_per_head", "Each head of layer " + std::to_string(layer + 1) + " switched off alone", "Δ = ablated − original",
                                 to_trace(table), {Axis::head, Axis::feature});
         s.labels = labels;
-        s.note = "For the next token " + who + " and the prompt's loss (" + format_number(static_cast<float>(base.loss)) +
-                 " nats). The largest Δ loss: head " + std::to_string(worst + 1) + ", " + signed_text(table(worst, 2)) + " nats.";
+        s.may_be_non_finite = ids.size() == 1;
+        s.note = ids.size() == 1 ? "For the next token " + who + " (temperature 1); a one-token prompt has no loss (nan)."
+                                 : "For the next token " + who + " (temperature 1) and the prompt's loss (" + format_number(static_cast<float>(base.loss)) +
+                                       " nats). The largest Δ loss: head " + std::to_string(worst + 1) + ", " + signed_text(table(worst, 2)) + " nats.";
     }
 }
 

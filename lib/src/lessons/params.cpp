@@ -90,8 +90,8 @@ Trace walk_params(const ParamsSpec& spec) {
                " per block); × " + std::to_string(d_kv) + " × 2 × " + tail;
         label = "SWA";
         trace.set_param("window", static_cast<ull>(spec.window));
-        trace.set_param("swa_layers", static_cast<ull>(swa));
-        trace.set_param("full_layers", static_cast<ull>(full));
+        trace.set_param("sliding_layers", static_cast<ull>(swa));
+        trace.set_param("full_attention_layers", static_cast<ull>(full));
     } else if (spec.kv_producing_layers) {
         bytes = T * per_token * static_cast<double>(spec.kv_producing_layers);
         formula = "T·G·d_h·2·producing layers·bytes";
@@ -136,8 +136,10 @@ Trace walk_params(const ParamsSpec& spec) {
                                 {Axis::feature});
         c.labels = labels;
         std::ostringstream ratio;
-        ratio << std::fixed << std::setprecision(2) << sizes.front() / sizes.back();
-        c.note = words + " bytes: " + ratio.str() + "× less than MHA.";
+        const double r = sizes.front() / sizes.back();
+        ratio << std::fixed << std::setprecision(2) << (r >= 1.0 ? r : 1.0 / r);
+        c.note = words + " bytes: " + (sizes.front() == sizes.back() ? std::string("the same as MHA.")
+                                       : ratio.str() + (r >= 1.0 ? "× less than MHA." : "× more than MHA."));
     }
     return check_finite(std::move(trace));
 }

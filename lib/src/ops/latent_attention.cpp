@@ -26,6 +26,13 @@ void product_nn(const float* a, std::size_t lda, const float* b, std::size_t ldb
     sgemm(false, false, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, out, n);
 }
 
+// The (b, h) slice of a 4-axis tensor, by arithmetic: a slice may hold nothing (d_rope = 0),
+// and an element reference into it would bind to nothing.
+template <typename X>
+auto slice(X& x, std::size_t b, std::size_t h) {
+    return x.data() + (b * x.shape(1) + h) * x.shape(2) * x.shape(3);
+}
+
 // Features [first, first+count) of each head's `stride` columns of (B,T,H·stride): (B,H,T,count).
 Hyper head_slice(const Cube& x, std::size_t heads, std::size_t stride, std::size_t first, std::size_t count) {
     const std::size_t B = x.shape(0), T = x.shape(1);
@@ -57,7 +64,7 @@ Hyper head_scores(const Hyper& q, const Hyper& k) {
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h) {
             const std::size_t kh = k.shape(1) == 1 ? 0 : h;
-            product_nt(&q(b, h, 0, 0), n, &k(b, kh, 0, 0), n, &out(b, h, 0, 0), T, S, n);
+            product_nt(slice(q, b, h), n, slice(k, b, kh), n, slice(out, b, h), T, S, n);
         }
     return out;
 }
@@ -82,7 +89,7 @@ Hyper weighted_sum(const Hyper& a, const float* values, std::size_t head_stride,
     Hyper out = fresh<4>({B, H, T, n});
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h)
-            product_nn(&a(b, h, 0, 0), S, values + b * batch_stride + h * head_stride, n, &out(b, h, 0, 0), T, n, S);
+            product_nn(slice(a, b, h), S, values + b * batch_stride + h * head_stride, n, slice(out, b, h), T, n, S);
     return out;
 }
 
@@ -177,7 +184,7 @@ LatentAbsorbed latent_attention_absorbed(const LatentForward& f, const LatentWei
     a.q_latent = fresh<4>({B, H, T, r});
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h)
-            product_nt(&f.q_nope(b, h, 0, 0), w.nope, kvb.data() + h * stride, kvb.shape(1), &a.q_latent(b, h, 0, 0), T, r, w.nope);
+            product_nt(slice(f.q_nope, b, h), w.nope, kvb.data() + h * stride, kvb.shape(1), slice(a.q_latent, b, h), T, r, w.nope);
     const Hyper latent = head_slice(f.latent, 1, r, 0, r);  // (B,1,T,r): one for every head
     a.scores_nope = head_scores(a.q_latent, latent);
     a.scores = add(a.scores_nope, f.scores_rope);
@@ -187,7 +194,7 @@ LatentAbsorbed latent_attention_absorbed(const LatentForward& f, const LatentWei
     a.head_outputs = fresh<4>({B, H, T, w.value});
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h)
-            product_nn(&a.latent_context(b, h, 0, 0), r, kvb.data() + h * stride + w.nope, kvb.shape(1), &a.head_outputs(b, h, 0, 0), T,
+            product_nn(slice(a.latent_context, b, h), r, kvb.data() + h * stride + w.nope, kvb.shape(1), slice(a.head_outputs, b, h), T,
                        w.value, r);
     a.output = project(merge_heads(a.head_outputs), w.o_proj);
     return a;

@@ -122,17 +122,17 @@ Trace walk_params(const ParamsSpec& spec) {
             sizes.push_back(bytes);
             labels.push_back(G != H && label != "MLA" ? "GQA + " + label : label);
         }
-        Tensor t;
-        t.shape = {sizes.size()};
+        Tensor table;
+        table.shape = {sizes.size()};
         std::string words;
         for (std::size_t i = 0; i < sizes.size(); ++i) {
             const Tensor one = count_tensor(sizes[i], "The KV cache's size in bytes");
-            t.data.push_back(one.data.empty() ? 0.0f : one.data[0]);
-            if (!one.integers.empty()) t.integers.push_back(one.integers[0]);
+            table.data.push_back(one.data.empty() ? 0.0f : one.data[0]);
+            if (!one.integers.empty()) table.integers.push_back(one.integers[0]);
             words += (i ? ", " : "") + labels[i] + " " + bytes_text(sizes[i]);
         }
-        if (t.integers.size() != t.data.size()) t.integers.clear();
-        Step& c = rec.add_plain("cache_compared", "The cache against multi-head attention's", "bytes, as the textbook's estimators count them", t,
+        if (table.integers.size() != table.data.size()) table.integers.clear();
+        Step& c = rec.add_plain("cache_compared", "The cache against multi-head attention's", "bytes, as the textbook's estimators count them", table,
                                 {Axis::feature});
         c.labels = labels;
         std::ostringstream ratio;

@@ -399,11 +399,11 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     if (w && w->gate) {  // the rows of the gate that match the context's: R query rows from row0 (the last ones of a cache)
         if (f.gate.shape(2) != f.context.shape(2)) throw UsageError("the output gate needs H·d_h = " + std::to_string(f.context.shape(2)) + " columns");
         f.gated = f.context;
-        const std::size_t R = f.context.shape(1), first = f.gate.shape(1) == R ? 0 : f.q_position0 + f.row0;
-        if (first + R > f.gate.shape(1)) throw std::logic_error("the output gate has no row for a query");
+        const std::size_t n = f.context.shape(1), g0 = f.gate.shape(1) == n ? 0 : f.q_position0 + f.row0;  // n query rows
+        if (g0 + n > f.gate.shape(1)) throw std::logic_error("the output gate has no row for a query");
         for (std::size_t b = 0; b < f.gated.shape(0); ++b)
-            for (std::size_t r = 0; r < R; ++r)
-                for (std::size_t c = 0; c < f.gated.shape(2); ++c) f.gated(b, r, c) *= 1.0f / (1.0f + std::exp(-f.gate(b, first + r, c)));
+            for (std::size_t r = 0; r < n; ++r)
+                for (std::size_t c = 0; c < f.gated.shape(2); ++c) f.gated(b, r, c) *= 1.0f / (1.0f + std::exp(-f.gate(b, g0 + r, c)));
     }
     const Cube& z = w && w->gate ? f.gated : f.context;
     f.output = w && w->out_proj ? project(z, *w->out_proj) : z;

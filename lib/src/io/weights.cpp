@@ -50,14 +50,6 @@ Vec vec_of(const std::vector<float>& values) {
     return v;
 }
 
-// nn.Linear(in, out, bias) initialisation, returned in x·W layout.
-Linear draw_linear(Generator& gen, std::size_t in, std::size_t out, bool bias) {
-    const auto init = gen.linear(in, out, bias);
-    Linear layer;
-    layer.w = xt::transpose(mat_of(init.weight, out, in));  // PyTorch's out×in -> x·W's in×out
-    if (bias) layer.b = vec_of(init.bias);
-    return layer;
-}
 
 // W_query, W_key, W_value in that order, as the textbook's classes draw them; the keys
 // and values d_kv wide (d_out but with grouped-query attention).
@@ -146,6 +138,14 @@ void check_grouping(const WeightsShape& shape, std::size_t d_out) {
 }
 
 }  // namespace
+
+Linear draw_linear(Generator& gen, std::size_t in, std::size_t out, bool bias) {
+    const auto init = gen.linear(in, out, bias);
+    Linear layer;
+    layer.w = xt::transpose(mat_of(init.weight, out, in));  // PyTorch's out×in -> x·W's in×out
+    if (bias) layer.b = vec_of(init.bias);
+    return layer;
+}
 
 Weights draw_weights(Generator& gen, const WeightsShape& shape, Init init, bool bias) {
     if (bias && init != Init::linear)

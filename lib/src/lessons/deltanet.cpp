@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/io/weights.hpp"
 #include "attnwalk/ops/activations.hpp"
 #include "attnwalk/ops/delta_rule.hpp"
 #include "attnwalk/ops/norms.hpp"
@@ -59,15 +60,6 @@ const LessonDecl& deltanet_lesson() {
 
 namespace {
 
-Linear drawn(Generator& gen, std::size_t in, std::size_t out, bool bias) {
-    Generator::LinearInit l = gen.linear(in, out, bias);
-    Mat w = Mat::from_shape({in, out});  // nn.Linear's out×in, as x·W
-    for (std::size_t o = 0; o < out; ++o)
-        for (std::size_t i = 0; i < in; ++i) w(i, o) = l.weight[o * in + i];
-    Vec b = Vec::from_shape({l.bias.size()});
-    std::copy(l.bias.begin(), l.bias.end(), b.data());
-    return owned_linear(std::move(w), std::move(b));
-}
 
 // The textbook's GatedDeltaNet class (ch04/08_deltanet), its layers in its order, with
 // one β per head as Qwen3-Next has it.
@@ -80,18 +72,18 @@ DeltaNetWeights draw(std::size_t d_in, const DeltaNetSpec& spec) {
     Generator gen(spec.seed);
     DeltaNetWeights w;
     const std::size_t d = spec.d_out, H = spec.heads;
-    w.query = drawn(gen, d_in, d, false);
-    w.key = drawn(gen, d_in, d, false);
-    w.value = drawn(gen, d_in, d, false);
-    w.gate = drawn(gen, d_in, d, false);
-    w.beta = drawn(gen, d_in, H, false);
-    w.alpha = drawn(gen, d_in, H, false);
+    w.query = draw_linear(gen, d_in, d, false);
+    w.key = draw_linear(gen, d_in, d, false);
+    w.value = draw_linear(gen, d_in, d, false);
+    w.gate = draw_linear(gen, d_in, d, false);
+    w.beta = draw_linear(gen, d_in, H, false);
+    w.alpha = draw_linear(gen, d_in, H, false);
     w.dt_bias = Vec::from_shape({H});
     w.dt_bias.fill(1.0f);
     const std::vector<float> a = gen.uniform(H, 0.0, 16.0);  // torch.empty(H).uniform_(0, 16)
     w.a_log = Vec::from_shape({H});
     for (std::size_t h = 0; h < H; ++h) w.a_log(h) = std::log(spec.decay_rate ? static_cast<float>(*spec.decay_rate) : a[h]);
-    w.out = drawn(gen, d, d, true);
+    w.out = draw_linear(gen, d, d, true);
     return w;
 }
 
@@ -266,14 +258,7 @@ Trace walk_deltanet(const Embeddings& input, const DeltaNetSpec& spec, const Rec
     trace.set_param("layers", static_cast<ull>(spec.layers));
     trace.set_param("cache_tokens", static_cast<ull>(tokens));
     trace.set_param("bytes_per_value", static_cast<ull>(spec.bytes_per_value));
-    Tensor bytes;
-    bytes.shape = {2};
-    for (double n : {kv, st}) {
-        const Tensor one = count_tensor(n, "The memory");
-        bytes.data.push_back(one.data.empty() ? 0.0f : one.data[0]);
-        if (!one.integers.empty()) bytes.integers.push_back(one.integers[0]);
-    }
-    if (bytes.integers.size() != 2) bytes.integers.clear();
+    const Tensor bytes = counts_tensor({kv, st}, "The memory");
     Step& sb = rec.add_plain("state_bytes", "Memory: a KV cache against the state", "B·T·H·d_h·2·layers·bytes vs B·H·d_h·d_h·layers·bytes", bytes,
                              {Axis::feature});
     sb.labels = {"KV cache", "DeltaNet state"};

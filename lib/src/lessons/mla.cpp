@@ -9,6 +9,7 @@
 #include <xtensor/xbuilder.hpp>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/io/weights.hpp"
 #include "attnwalk/ops/latent_attention.hpp"
 #include "steps.hpp"
 
@@ -55,13 +56,6 @@ const LessonDecl& mla_lesson() {
 
 namespace {
 
-Linear drawn(Generator& gen, std::size_t in, std::size_t out) {
-    Generator::LinearInit l = gen.linear(in, out, false);
-    Mat w = Mat::from_shape({in, out});  // nn.Linear's out×in, as x·W
-    for (std::size_t o = 0; o < out; ++o)
-        for (std::size_t i = 0; i < in; ++i) w(i, o) = l.weight[o * in + i];
-    return owned_linear(std::move(w));
-}
 
 void parameter(Recorder& rec, const std::string& id, const std::string& title, const std::string& formula, const Linear& l) {
     rec.add_plain(id, title + " (x·W layout)", formula, to_trace(l.matrix()), {Axis::feature, Axis::feature}).kind = StepKind::parameter;
@@ -91,16 +85,16 @@ static LatentWeights draw_latent_weights(std::size_t d_in, const MlaSpec& spec) 
     w.rope = spec.rope;
     w.value = spec.value;
     if (spec.query_rank) {
-        w.q_a_proj = drawn(gen, d_in, spec.query_rank);
+        w.q_a_proj = draw_linear(gen, d_in, spec.query_rank, false);
         w.q_a_norm = xt::ones<float>({spec.query_rank});
-        w.q_b_proj = drawn(gen, spec.query_rank, H * qk);
+        w.q_b_proj = draw_linear(gen, spec.query_rank, H * qk, false);
     } else {
-        w.q_proj = drawn(gen, d_in, H * qk);
+        w.q_proj = draw_linear(gen, d_in, H * qk, false);
     }
-    w.kv_a_proj = drawn(gen, d_in, spec.rank + spec.rope);
+    w.kv_a_proj = draw_linear(gen, d_in, spec.rank + spec.rope, false);
     w.kv_a_norm = xt::ones<float>({spec.rank});
-    w.kv_b_proj = drawn(gen, spec.rank, H * (spec.nope + spec.value));
-    w.o_proj = drawn(gen, H * spec.value, d_in);
+    w.kv_b_proj = draw_linear(gen, spec.rank, H * (spec.nope + spec.value), false);
+    w.o_proj = draw_linear(gen, H * spec.value, d_in, false);
     return w;
 }
 
@@ -227,14 +221,7 @@ Trace walk_mla(const Embeddings& input, const MlaSpec& spec, const Recording& re
     ps.note = pn.str();
     const double scale = static_cast<double>(input.batch()) * static_cast<double>(tokens) * static_cast<double>(spec.layers) *
                          static_cast<double>(spec.bytes_per_value);
-    Tensor bytes;
-    bytes.shape = {3};
-    for (double p : {per_mha, per_gqa, per_mla}) {
-        const Tensor one = count_tensor(p * scale, "The cache's size");
-        bytes.data.push_back(one.data.empty() ? 0.0f : one.data[0]);
-        if (!one.integers.empty()) bytes.integers.push_back(one.integers[0]);
-    }
-    if (bytes.integers.size() != 3) bytes.integers.clear();
+    const Tensor bytes = counts_tensor({per_mha * scale, per_gqa * scale, per_mla * scale}, "The cache's size");
     Step& cb = rec.add_plain("cache_bytes", "The cache's size in bytes", "B·T·layers·bytes × (numbers per token)", bytes, {Axis::feature});
     cb.labels = labels;
     std::ostringstream bn;

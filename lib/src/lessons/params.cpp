@@ -122,16 +122,9 @@ Trace walk_params(const ParamsSpec& spec) {
             sizes.push_back(bytes);
             labels.push_back(G != H && label != "MLA" ? "GQA + " + label : label);
         }
-        Tensor table;
-        table.shape = {sizes.size()};
+        const Tensor table = counts_tensor(sizes, "The KV cache's size in bytes");
         std::string words;
-        for (std::size_t i = 0; i < sizes.size(); ++i) {
-            const Tensor one = count_tensor(sizes[i], "The KV cache's size in bytes");
-            table.data.push_back(one.data.empty() ? 0.0f : one.data[0]);
-            if (!one.integers.empty()) table.integers.push_back(one.integers[0]);
-            words += (i ? ", " : "") + labels[i] + " " + bytes_text(sizes[i]);
-        }
-        if (table.integers.size() != table.data.size()) table.integers.clear();
+        for (std::size_t i = 0; i < sizes.size(); ++i) words += (i ? ", " : "") + labels[i] + " " + bytes_text(sizes[i]);
         Step& c = rec.add_plain("cache_compared", "The cache against multi-head attention's", "bytes, as the textbook's estimators count them", table,
                                 {Axis::feature});
         c.labels = labels;

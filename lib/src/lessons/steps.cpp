@@ -313,6 +313,18 @@ Tensor count_tensor(double n, const std::string& what) {
     return scalar_trace(static_cast<float>(n));
 }
 
+Tensor counts_tensor(const std::vector<double>& n, const std::string& what) {
+    Tensor t;
+    t.shape = {n.size()};
+    for (double v : n) {
+        const Tensor one = count_tensor(v, what);
+        t.data.push_back(one.data.empty() ? 0.0f : one.data[0]);
+        if (!one.integers.empty()) t.integers.push_back(one.integers[0]);
+    }
+    if (t.integers.size() != t.data.size()) t.integers.clear();
+    return t;
+}
+
 float max_abs_diff(const Cube& a, const Cube& b) {
     float worst = 0.0f;
     for (std::size_t i = 0; i < a.size(); ++i) {

@@ -80,6 +80,8 @@ std::string bytes_text(double bytes);
 // A count as an exact integer (below 2^53) or a float32; UsageError naming `what` past
 // float32's range.
 Tensor count_tensor(double n, const std::string& what);
+// Several counts as one vector: exact integers when every one is below 2^53, else float32.
+Tensor counts_tensor(const std::vector<double>& n, const std::string& what);
 std::string quoted(const std::string& token);
 float max_abs_diff(const Cube& a, const Cube& b);
 

@@ -36,6 +36,10 @@ struct WeightsShape {
                                // (the textbook's GatedMultiHeadAttention); read as "W_gate" (+ "b_gate")
 };
 
+struct Linear;  // ops/linear.hpp
+// nn.Linear(in, out, bias)'s initialisation from `gen`, in x·W layout (in×out).
+Linear draw_linear(Generator& gen, std::size_t in, std::size_t out, bool bias);
+
 // Draws in PyTorch's construction order (query, key, value, head by head for `stacked`,
 // then out_proj; `combined`: the one qkv layer's weight, then its bias, then out_proj). `bias` gives the query/key/value layers a bias (Init::linear only).
 // Records the seed, init, d_out and bias as the weights' origin.

@@ -287,9 +287,10 @@ def causal_band(T, window=None, causal=True):
 
 
 class GroupedQuery(nn.Module):  # GroupedQueryAttention, built in the chapter's order: query, key, value, out_proj
-    def __init__(self, d_in, d_out, heads, kv_heads, bias, window=None):
+    def __init__(self, d_in, d_out, heads, kv_heads, bias, window=None, sinks=None):
         super().__init__()
         self.heads, self.kv_heads, self.d_h, self.window = heads, kv_heads, d_out // heads, window
+        self.sinks = None if sinks is None else torch.tensor(sinks, dtype=torch.float32).expand(heads).clone()  # given, not drawn
         self.W_query = nn.Linear(d_in, d_out, bias=bias)
         self.W_key = nn.Linear(d_in, kv_heads * self.d_h, bias=bias)
         self.W_value = nn.Linear(d_in, kv_heads * self.d_h, bias=bias)
@@ -303,7 +304,14 @@ class GroupedQuery(nn.Module):  # GroupedQueryAttention, built in the chapter's 
         k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
         v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
         s = (q @ k.transpose(2, 3)).masked_fill(causal_band(T, self.window), -torch.inf)
-        self.w = torch.softmax(s / self.d_h ** 0.5, dim=-1)
+        if self.sinks is None:
+            self.w = torch.softmax(s / self.d_h ** 0.5, dim=-1)
+        else:  # learned sinks as Hugging Face's eager gpt-oss attention: a column appended, the max subtracted, dropped after
+            s = s / self.d_h ** 0.5
+            combined = torch.cat([s, self.sinks.reshape(1, -1, 1, 1).expand(b, -1, T, -1)], dim=-1)
+            combined = combined - combined.max(dim=-1, keepdim=True).values
+            probs = torch.softmax(combined, dim=-1)
+            self.w, self.sink_share = probs[..., :-1], probs[..., -1]
         self.context = (self.w @ v).transpose(1, 2).contiguous().view(b, T, self.heads * self.d_h)
         return self.out_proj(self.context)
 
@@ -380,6 +388,21 @@ def mha_beyond_cases():
         exp.update(params)
         cases.append(case(f"mha_gated_dout{d_out}_h{heads}_seed{seed}{'_bias' if bias else ''}_{inp}", args,
                           None if inp == "builtin" else x, exp, list(params)))
+    # learned sinks (gpt-oss), with grouped heads and a window as gpt-oss has them
+    for d_out, heads, kv, window, bias, seed, inp, sinks in [(4, 2, 2, None, False, 123, "builtin", [0.0, 2.0]),
+                                                             (8, 4, 2, None, False, 123, "builtin", [0.5, -1.0, 2.0, 0.0]),
+                                                             (8, 4, 1, 3, True, 5, "rand9x5", [1.0])]:
+        x = torch.tensor(BUILTIN) if inp == "builtin" else random_input(3, 9, 5)
+        torch.manual_seed(seed)
+        m = GroupedQuery(x.shape[1], d_out, heads, kv, bias, window, sinks)
+        y = m(x[None])
+        args = ["mha", "--d-out", str(d_out), "--heads", str(heads), "--seed", str(seed), "--sinks", ",".join(str(s) for s in sinks)]
+        args += (["--kv-heads", str(kv)] if kv != heads else []) + (["--window", str(window)] if window else [])
+        args += ["--qkv-bias"] if bias else []
+        exp = {"weights": m.w[0], "sink_share": m.sink_share[0], "context": m.context[0], "output": y[0], "sinks": m.sinks}
+        exp.update(m.weights())
+        name = f"mha_sinks_dout{d_out}_h{heads}_g{kv}_w{window}_seed{seed}{'_bias' if bias else ''}_{inp}"
+        cases.append(case(name, args, None if inp == "builtin" else x, exp, list(m.weights()) + ["sinks"]))
     return cases
 
 

@@ -1,5 +1,7 @@
 // attnwalk mha: multi-head attention, fused or stacked heads.
+#include <cmath>
 #include <memory>
+#include <vector>
 
 #include "attnwalk/errors.hpp"
 #include "commands.hpp"
@@ -16,6 +18,7 @@ struct MhaOptions {
     std::optional<std::size_t> kv_heads, window;
     bool show_einsum = false;
     bool output_gate = false;
+    std::vector<float> sinks;
     std::string variant = "fused";
     std::optional<std::string> query, explain;
     std::size_t head = 0;
@@ -32,7 +35,8 @@ void add_mha(CLI::App& cli, Shell& shell) {
                                 "  attnwalk mha --heads 4 --d-out 8 --kv-heads 2    # grouped-query attention (1: multi-query)\n"
                                 "  attnwalk mha --window 3          # sliding-window attention: each token sees 3 keys\n"
                                 "  attnwalk mha --variant combined-qkv --show-einsum  # one qkv Linear; einsum notation\n"
-                                "  attnwalk mha --output-gate --steps gate,gated,output   # gated attention (Qwen3-Next)\n");
+                                "  attnwalk mha --output-gate --steps gate,gated,output   # gated attention (Qwen3-Next)\n"
+                                "  attnwalk mha --sinks 0,2 --steps weights,sink_share    # learned sinks (gpt-oss)\n");
     auto o = std::make_shared<MhaOptions>();
     CLI::Option* explain = add_explain_option(*sub, o->explain);
     sub->add_option("--query", o->query, "Show one query only, in every head: its position (from 1) or its text")
@@ -54,6 +58,12 @@ void add_mha(CLI::App& cli, Shell& shell) {
     sub->add_flag("--output-gate", o->output_gate,
                   "Gated attention (Qwen3-Next): the context times σ(X·W_gate) before out_proj; W_gate is drawn right after W_query, "
                   "as the textbook's GatedMultiHeadAttention builds it");
+    sub->add_option("--sinks", o->sinks,
+                    "Learned sinks (gpt-oss): a logit per head (or one for all) joins each row's softmax and is dropped after, "
+                    "so the rows sum to less than 1; given, not drawn")
+        ->delimiter(',')
+        ->check(CLI::Number)
+        ->expected(1, -1);
     sub->add_flag("--show-einsum", o->show_einsum, "Write each operation in einsum notation too (in the steps' notes)");
     sub->callback([&shell, o] {
         shell.headline = headline_of(lesson("mha"));
@@ -68,6 +78,10 @@ void add_mha(CLI::App& cli, Shell& shell) {
                 if (auto problem = head_shape_problem(std::nullopt, H, *o->kv_heads)) throw UsageError(*problem + heads_options);
             if (o->output_gate && o->variant != "fused")
                 throw UsageError("--output-gate gates the fused layer's context before out_proj (GatedMultiHeadAttention): use --variant fused");
+            if (!o->sinks.empty() && o->variant != "fused")
+                throw UsageError("--sinks joins the fused layer's softmax (gpt-oss's attention): use --variant fused");
+            for (float s : o->sinks)
+                if (!std::isfinite(s)) throw UsageError("--sinks: each sink logit must be a finite number");
             if (o->window && !o->dropout.causal)
                 throw UsageError("--window is a sliding window over the tokens before each query: it needs causal attention (drop --no-causal)");
             const HeadLayout layout = stacked ? HeadLayout::stacked : HeadLayout::fused;
@@ -84,12 +98,13 @@ void add_mha(CLI::App& cli, Shell& shell) {
             spec.explain_head = o->head;
             const Embeddings input = prepare_input(
                 shell,
-                [&](const InputShape& s) { return mha_cost(s.batch, s.tokens, s.d_in, width, H, layout, spec, shell.recording, o->kv_heads.value_or(0), o->output_gate); },
+                [&](const InputShape& s) { return mha_cost(s.batch, s.tokens, s.d_in, width, H, layout, spec, shell.recording, o->kv_heads.value_or(0), o->output_gate || !o->sinks.empty()); },
                 o->context_length);
             WeightsShape shape{input.dim(), default_d_out, H, layout, !stacked};
             shape.kv_heads = o->kv_heads.value_or(0);
             shape.combined = o->variant == "combined-qkv";
             shape.gate = o->output_gate;
+            shape.sinks = o->sinks;
             if (!stacked && !o->weights.file)
                 if (auto problem = head_shape_problem(o->weights.width(), H)) throw UsageError(*problem + heads_hint(o->weights.width(), H));
             const Weights weights = make_weights(o->weights, shape, random);

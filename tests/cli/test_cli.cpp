@@ -256,6 +256,9 @@ TEST_SUITE("cli") {
             {"context --weights /nonexistent-w.json", "", 1, "/nonexistent-w.json: cannot open file"},
             {"mha --heads 3", "", 2, "d_out must be divisible by the number of heads"},
             {"mha --heads 0", "", 2, "--heads: must be at least 1, got 0"},
+            {"mha --sinks 1,2,3", "", 2, "the learned sinks are one logit per head (2) or one for every head: 3 given"},
+            {"mha --sinks 1 --variant wrapper", "", 2, "--sinks joins the fused layer's softmax (gpt-oss's attention): use --variant fused"},
+            {"mha --sinks nan", "", 2, "--sinks: each sink logit must be a finite number"},
             {"dropout --dropout 1", "", 2, "--dropout: must be 0 or in [1.2e-16, 1) (a smaller rate leaves 1 − p at 1), got 1"},
             {"mha --dropout -0.1", "", 2, "--dropout: must be 0 or in [1.2e-16, 1) (a smaller rate leaves 1 − p at 1), got -0.1"},
             {"causal --context-length 4", "", 2, "more than --context-length 4"},
@@ -409,6 +412,20 @@ TEST_SUITE("cli.explain") {
                 CHECK(step(doc, "explain_context").at("data") == (batched ? z.at(0) : z).at(i));
             }
         }
+    }
+
+    TEST_CASE("cli.explain_with_a_learned_sink_adds_its_term") {
+        // The sink's exponential joins the sum: the cell's weight is still the matrix's, bit
+        // for bit, and the row's weights and the sink's share add up to 1.
+        const json doc = run_json("mha --sinks 0,2 --explain journey,Your --head 2");
+        CHECK(step(doc, "explain_weight").at("data") == step(doc, "weights").at("data").at(1).at(1).at(0));
+        const float sink = step(doc, "explain_sink").at("data").get<float>();
+        float sum = sink;
+        for (const auto& e : step(doc, "explain_exp").at("data")) sum += e.get<float>();
+        CHECK(sum == doctest::Approx(step(doc, "explain_sum").at("data").get<float>()).epsilon(1e-6));
+        float row = step(doc, "sink_share").at("data").at(1).at(1).get<float>();
+        for (const auto& a : step(doc, "weights").at("data").at(1).at(1)) row += a.get<float>();
+        CHECK(row == doctest::Approx(1.0f).epsilon(1e-6));
     }
 
     TEST_CASE("cli.explain_a_masked_cell") {

@@ -29,6 +29,7 @@ struct Config {
     std::optional<std::size_t> ones, kv_heads, window, block, queries;
     std::optional<double> scale, dropout;
     bool mla_rank_given = false, mla_rope_given = false;
+    std::vector<float> sinks;
     bool gate = false, bias = false, causal = true, wrapper = false, combined = false, flag_causal = false, out_proj = true;
     bool d_out_given = false, mask_is_bool = true;
     double rope_base = 10000.0;
@@ -87,6 +88,14 @@ Config config_of(const json& args) {
         }
         else if (a == "--qkv-bias") c.bias = true;
         else if (a == "--output-gate") c.gate = true;
+        else if (a == "--sinks") {
+            const std::string list = next();
+            for (std::size_t at = 0; at <= list.size();) {
+                const std::size_t comma = std::min(list.find(',', at), list.size());
+                c.sinks.push_back(std::stof(list.substr(at, comma - at)));
+                at = comma + 1;
+            }
+        }
         else if (a == "--kv-lora-rank") {
             c.mla.rank = std::stoul(next());
             c.mla_rank_given = true;
@@ -168,6 +177,7 @@ Trace walk_of(const Config& c, const Embeddings& given) {
         shape.kv_heads = c.kv_heads.value_or(0);
         shape.combined = c.combined;
         shape.gate = c.gate;
+        shape.sinks = c.sinks;
         weights = draw_weights(*gen, shape, c.init, c.bias);
     }
     if (c.command == "kvcache") {

@@ -114,12 +114,15 @@ TEST_SUITE("attention") {
             for (float& x : v) x = normal(gen);
             const float scale = std::sqrt(static_cast<float>(d));
             for (const bool causal : {true, false}) {
-                for (const std::size_t window : {std::size_t{0}, std::size_t{37}}) {
+                for (const std::size_t window : {std::size_t{0}, std::size_t{37}})
+                for (const bool with_sinks : {false, true}) {
                     if (window && !causal) continue;
                     CAPTURE(d);
                     CAPTURE(causal);
                     CAPTURE(window);
-                    const Cube z = fast::blocked_heads(q, k, v, scale, causal, window);
+                    CAPTURE(with_sinks);
+                    const Vec sinks = {0.5f, -1.0f, 2.0f, 3.0f};  // gpt-oss: one learned logit per head
+                    const Cube z = fast::blocked_heads(q, k, v, scale, causal, window, with_sinks ? &sinks : nullptr);
                     REQUIRE(z.shape(2) == H * d);
                     double worst = 0.0;
                     for (std::size_t h = 0; h < H; ++h)
@@ -133,7 +136,9 @@ TEST_SUITE("attention") {
                                 for (std::size_t p = 0; p < d; ++p) dot += static_cast<double>(q(0, h, i, p)) * k(0, g, j, p);
                                 top = std::max(top, w[j - lo] = dot / scale);
                             }
+                            if (with_sinks) top = std::max(top, static_cast<double>(sinks(h)));
                             for (double& x : w) sum += (x = std::exp(x - top));
+                            if (with_sinks) sum += std::exp(sinks(h) - top);
                             for (std::size_t c = 0; c < d; ++c) {
                                 double want = 0.0;
                                 for (std::size_t j = lo; j < hi; ++j) want += w[j - lo] / sum * v(0, g, j, c);

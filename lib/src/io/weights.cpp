@@ -105,6 +105,14 @@ std::shared_ptr<AttentionWeights> from_heads(const std::vector<QKV>& heads, cons
     auto w = std::make_shared<AttentionWeights>();
     w->heads = shape.heads;
     w->layout = shape.layout;
+    if (!shape.sinks.empty()) {  // given, not drawn: the draws stay those of the layer without sinks
+        if (shape.sinks.size() != 1 && shape.sinks.size() != shape.heads)
+            throw UsageError("the learned sinks are one logit per head (" + std::to_string(shape.heads) + ") or one for every head: " +
+                             std::to_string(shape.sinks.size()) + " given");
+        Vec s = Vec::from_shape({shape.heads});
+        for (std::size_t h = 0; h < shape.heads; ++h) s(h) = shape.sinks[shape.sinks.size() == 1 ? 0 : h];
+        w->sinks = std::move(s);
+    }
     w->kv_heads = shape.kv_heads;
     w->combined = shape.combined;
     if (heads.size() == 1) {

@@ -133,6 +133,7 @@ const std::vector<StepDecl>& explain_steps() {
         {"explain_max", "the maximum of row I"},
         {"explain_row", "row I as the softmax reads it"},
         {"explain_exp", "exp(row − max)"},
+        {"explain_sink", "with a learned sink: its exponential, one more term of the sum"},
         {"explain_sum", "the sum of the exponentials"},
         {"explain_weight", "the weight of the cell: its exponential times 1/sum"},
         {"explain_context", "the context vector of row I, as a weighted sum"},
@@ -296,8 +297,11 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
     const bool masking = f.causal || f.window;
 
     const bool causal_only = f.causal && !f.window;
+    const bool sink = f.sinks.size() > 0;  // learned sinks (gpt-oss): one more logit in the row
     rec.add_plain("explain_max", "The row maximum, subtracted only for numerical stability",
-                  "max_j " + sv + "_" + I + ",j" + (causal_only ? " (over j ≤ " + I + ")" : masking ? " (over the visible keys)" : ""), scalar_trace(max), {});
+                  "max_j " + sv + "_" + I + ",j" + (causal_only ? " (over j ≤ " + I + ")" : masking ? " (over the visible keys)" : "") +
+                      (sink ? ", and sink_h" : ""),
+                  scalar_trace(max), {});
     Step& rs = rec.add_plain("explain_row", "Row " + quoted(qi) + " as the softmax reads it" + (causal_only ? " (future masked)" : masking ? " (masked keys −∞)" : ""),
                              sv + "_" + I + ",j" + (f.scale != 1.0f ? " = ω_" + I + ",j / " + v.scale.symbol : "") + (f.causal ? ", −∞ for j > " + I : "") +
                                  (f.window ? std::string(f.causal ? " or" : ", −∞ for") + " j ≤ " + I + " − " + std::to_string(f.window) : ""),
@@ -310,8 +314,15 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
     if (causal_only && position + 1 < T) e.note = "exp(−∞) = 0: the future tokens add nothing to the sum.";
     else if (masking && std::any_of(row.begin(), row.end(), [](float x) { return std::isinf(x); }))
         e.note = "exp(−∞) = 0: the masked keys add nothing to the sum.";
-    Step& sm = rec.add_plain("explain_sum", "The sum of the exponentials", "Σ = Σ_j exp(" + sv + "_" + I + ",j − max)", scalar_trace(sum), {});
-    sm.note = "Added left to right in float32, as the softmax does.";
+    if (sink) {
+        Step& sk = rec.add_plain("explain_sink", "The sink's exponential: one more term of the sum, with no value behind it",
+                                 "exp(sink_h − max), sink_h = " + format_number(f.sinks(h)), scalar_trace(std::exp(f.sinks(h) - max)), {});
+        sk.group = "explain_softmax";
+        sk.note = "The sink's column is dropped after the softmax: its share of the row goes to no value, so the weights sum to less than 1.";
+    }
+    Step& sm = rec.add_plain("explain_sum", "The sum of the exponentials", "Σ = Σ_j exp(" + sv + "_" + I + ",j − max)" + (sink ? " + exp(sink_h − max)" : ""),
+                             scalar_trace(sum), {});
+    sm.note = std::string("Added left to right in float32, as the softmax does") + (sink ? ", the sink's last." : ".");
     Expansion div;
     div.label = "α(" + qi + "→" + kj + ")";
     div.terms.push_back({exps[j], {inv}, "1/Σ"});

@@ -28,6 +28,7 @@ const LessonDecl& mha_lesson() {
             {"W_gate", "the output gate's projection, d_in×d_out, x·W layout (a parameter)"},
             {"b_gate", "the output gate's bias (a parameter)"},
             {"b_qkv", "the combined bias b_query | b_key | b_value (a parameter)"},
+            {"sinks", "the learned sink logit of every head, given (gpt-oss; a parameter)"},
             {"qkv", "queries, keys and values from the combined projection, X·W_qkv (+ b)"},
         }, projection_steps(), {
             {"queries_split", "the queries viewed as heads"},
@@ -38,6 +39,7 @@ const LessonDecl& mha_lesson() {
             {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline},
             {"dropout_mask", "1 = kept, 0 = dropped"},
             {"dropout_scale", "1/(1 − p) in float32"},
+            {"sink_share", "with learned sinks: the share of each row the sink took, 1 − the row's sum of weights"},
             {"weights_dropped", "the weights after dropout: kept values × 1/(1 − p) (unchanged in eval mode)"},
             {"head_outputs", "each head's context vectors A_h·V_h"},
             {"context", "the context vectors (heads concatenated)"},
@@ -78,6 +80,8 @@ void record_mha_parameters(Recorder& rec, const AttentionWeights& w) {
             rec.add_plain("b_gate", "b_gate", "b_gate", to_trace(w.gate->b), {Axis::feature}).kind = StepKind::parameter;
     }
     record_out_proj(rec, w);
+    if (w.sinks)
+        rec.add_plain("sinks", "The learned sinks: one logit per head", "sink_h", to_trace(*w.sinks), {Axis::head}).kind = StepKind::parameter;
 }
 
 // The titles and formulas both paths share.
@@ -90,7 +94,8 @@ MhaWords mha_words(const AttentionWeights& w, const MhaSpec& spec) {
     MhaWords m;
     m.weights_title = std::string(spec.window ? "Sliding-window attention" : spec.causal ? "Causal attention" : "Attention") +
                       " weights of every head";
-    m.weights_formula = std::string("A_h = softmax(") + (masking ? "masked " : "") + "ω_h / √" + dhs + ")";
+    m.weights_formula = w.sinks ? std::string("A_h = softmax([") + (masking ? "masked " : "") + "ω_h / √" + dhs + ", sink_h])[:T]"
+                                : std::string("A_h = softmax(") + (masking ? "masked " : "") + "ω_h / √" + dhs + ")";
     m.context_formula = w.layout == HeadLayout::stacked ? "Z = concat(Z_0, …, Z_H−1)" : "Z = Z.transpose(1, 2).view(B, T, d_out)";
     m.output_title = w.out_proj ? "Output projection of the concatenated heads" : "Output: the concatenation (the wrapper has no out_proj)";
     const std::string z = w.gate ? "(Z ⊙ σ(G))" : "Z";
@@ -225,12 +230,13 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     if (spec.window) trace.set_param("window", static_cast<unsigned long long>(*spec.window));
     trace.set_param("dropout", spec.dropout.p);
     if (w.gate) trace.set_param("output_gate", true);
+    if (w.sinks) trace.set_param("sinks", true);
     Recorder rec(trace);
     const Cube x = cube_from_trace(input.x);
     const std::size_t T = x.shape(1), d_h = w.head_size();
     record_mha_parameters(rec, w);
     const MhaWords words = mha_words(w, spec);
-    if (mha_blocked(w.layout, spec, recording, H, G, w.gate.has_value()) && w.out_proj) {
+    if (mha_blocked(w.layout, spec, recording, H, G, w.gate.has_value() || w.sinks.has_value()) && w.out_proj) {
         record_blocked(rec, x, w, spec, words);
         return finish(std::move(trace), recording);
     }
@@ -289,6 +295,16 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     if (spec.causal) rec.mask_from_here(CellMask{true, spec.window.value_or(0)});
     per_head("weights", weights_title, weights_formula, f.weights, Axis::token, true);
     einsum("none: softmax over j of ω / √d_h (not a sum of products)");
+    if (w.sinks) {
+        rec.trace().steps.back().note =
+            "Learned sinks (gpt-oss): each head's sink logit joins every row of its scores as one more column, the softmax runs over "
+            "the T + 1 values, and the sink's column is dropped. The rows sum to less than 1: the rest went to the sink, which "
+            "carries no value, so a head can attend to nothing.";
+        const std::string share_title = "The sinks' share of every row";
+        const std::string share_formula = "1 − Σ_j A_h,ij = exp(sink_h − max) / Σ";
+        if (one) rec.add("sink_share", share_title + of, share_formula, Mat(xt::view(f.sink_share, xt::all(), xt::all(), 0)), {Axis::head});
+        else rec.add("sink_share", share_title, share_formula, f.sink_share, {Axis::head, Axis::token});
+    }
     if (f.dropped) {
         if (spec.dropout.reseeded) trace.set_param("dropout_seed", static_cast<unsigned long long>(spec.dropout.gen->initial_seed()));
         per_head("dropout_mask", "Dropout mask of every head: 1 = kept", "keep ~ Bernoulli(1 − p)", f.keep, Axis::token, false);

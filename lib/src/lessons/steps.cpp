@@ -46,16 +46,16 @@ Cost dropout_ones_cost(std::size_t n) {
     return {8.0 * 4.0 * N * N, 2.0 * N * N};  // ones, keep, weights and their copies in the trace; a draw per element
 }
 
-bool mha_blocked(HeadLayout layout, const MhaSpec& spec, const Recording& rec, std::size_t heads, std::size_t kv_heads, bool gate) {
+bool mha_blocked(HeadLayout layout, const MhaSpec& spec, const Recording& rec, std::size_t heads, std::size_t kv_heads, bool gate_or_sinks) {
     const bool draws = spec.dropout.train && spec.dropout.p > 0.0;
     return rec.summary && layout == HeadLayout::fused && !draws && !spec.query && !spec.explain && !spec.window &&
-           (kv_heads == 0 || kv_heads == heads) && !gate;
+           (kv_heads == 0 || kv_heads == heads) && !gate_or_sinks;
 }
 
 Cost mha_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads, HeadLayout layout,
-              const MhaSpec& spec, const Recording& rec, std::size_t kv_heads, bool gate) {
+              const MhaSpec& spec, const Recording& rec, std::size_t kv_heads, bool gate_or_sinks) {
     Cost c = forward_cost(batch, tokens, d_in, width, heads, spec.query ? 1 : tokens);
-    if (mha_blocked(layout, spec, rec, heads, kv_heads, gate)) c.bytes = fast::blocked_bytes(batch, tokens, d_in, width);
+    if (mha_blocked(layout, spec, rec, heads, kv_heads, gate_or_sinks)) c.bytes = fast::blocked_bytes(batch, tokens, d_in, width);
     return c;
 }
 

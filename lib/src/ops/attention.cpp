@@ -303,6 +303,14 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
         f.row_max = Cube::from_shape({B, H, R});
         f.row_sum = Cube::from_shape({B, H, R});
     }
+    if (w && w->sinks) {
+        if (w->sinks->size() != H)
+            throw UsageError("the learned sinks need one logit per head: " + std::to_string(H) + " heads, " +
+                             std::to_string(w->sinks->size()) + " sinks");
+        f.sinks = *w->sinks;
+        if (softmax) f.sink_share = Cube::from_shape({B, H, R});
+    }
+    const float* sinks = f.sinks.size() ? f.sinks.data() : nullptr;
     const float neg_inf = -std::numeric_limits<float>::infinity();
     const std::size_t first = f.q_position0 + f.row0, window = f.window, rows = B * H * R;
     const bool causal = spec.causal;
@@ -336,7 +344,8 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
         for (std::size_t row = share.begin; row < share.end; ++row) {
             float* weights = f.weights.data() + row * T;
             if (keep) std::copy(f.scaled.data() + row * T, f.scaled.data() + (row + 1) * T, weights);
-            const RowSoftmax s = softmax_row(weights, T);
+            const RowSoftmax s = sinks ? softmax_row_sink(weights, T, sinks[row / R % H], f.sink_share.data() + row)
+                                       : softmax_row(weights, T);
             f.row_max.data()[row] = s.max;
             f.row_sum.data()[row] = s.sum;
         }

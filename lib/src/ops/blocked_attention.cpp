@@ -11,6 +11,7 @@
 #endif
 
 #include "attnwalk/ops/blas.hpp"
+#include "attnwalk/ops/softmax.hpp"
 #include "kernels.hpp"
 
 namespace attnwalk::fast {
@@ -229,7 +230,8 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
     return result;
 }
 
-Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scale, bool causal, std::size_t window) {
+Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scale, bool causal, std::size_t window,
+                   const Vec* sinks) {
     const std::size_t B = qh.shape(0), H = qh.shape(1), T = qh.shape(2), d = qh.shape(3);
     const std::size_t G = kh.shape(1), Tk = kh.shape(2), group = H / G, offset = Tk - T;
     Cube z = fresh<3>({B, T, H * d});  // the heads' outputs, already concatenated
@@ -261,7 +263,12 @@ Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scal
                     const KeyRange seen = visible_keys(pos, Tk, causal, window);
                     const std::size_t hi = seen.end, lo = seen.first;
                     std::fill(row, row + (lo - first), 0.0f);  // before the window
-                    softmax_row(row + (lo - first), hi - lo, scale);
+                    if (sinks) {  // a learned sink: the division as the plain forward's, then the row with the sink
+                        for (std::size_t j = lo - first; j < hi - first; ++j) row[j] /= scale;
+                        softmax_row_sink(row + (lo - first), hi - lo, (*sinks)(h), nullptr);
+                    } else {
+                        softmax_row(row + (lo - first), hi - lo, scale);
+                    }
                     std::fill(row + (hi - first), row + cols, 0.0f);  // the future
                 }
                 head_values(vector, rows, cols, d, s, lds, v + first * d, d, out + r0 * H * d, H * d);

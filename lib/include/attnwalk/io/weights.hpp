@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "attnwalk/ops/rng.hpp"
 #include "attnwalk/ops/shapes.hpp"
@@ -34,6 +35,7 @@ struct WeightsShape {
     bool combined = false;     // fused only: one Linear(d_in, 3·d_out) drawn for Q|K|V (MHACombinedQKV)
     bool gate = false;         // fused only: an output gate W_gate (d_in×d_out), drawn right after W_query
                                // (the textbook's GatedMultiHeadAttention); read as "W_gate" (+ "b_gate")
+    std::vector<float> sinks = {};  // learned sinks (gpt-oss), given, never drawn: one logit per head, or one for every head
 };
 
 struct Linear;  // ops/linear.hpp

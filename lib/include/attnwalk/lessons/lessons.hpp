@@ -187,12 +187,12 @@ Cost kvcache_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::
 // The cost of walk_dropout_ones(n).
 Cost dropout_ones_cost(std::size_t n);
 // Whether walk_mha takes the blocked path: a summary of fused heads with out_proj, one
-// key/value head per query head (kv_heads 0 or H), no output gate and no dropout draw. It
-// holds no T×T tensor then.
-bool mha_blocked(HeadLayout layout, const MhaSpec& spec, const Recording& rec, std::size_t heads, std::size_t kv_heads, bool gate);
+// key/value head per query head (kv_heads 0 or H), no output gate, no learned sinks
+// (`gate_or_sinks`) and no dropout draw. It holds no T×T tensor then.
+bool mha_blocked(HeadLayout layout, const MhaSpec& spec, const Recording& rec, std::size_t heads, std::size_t kv_heads, bool gate_or_sinks);
 // The cost of walk_mha, on either path.
 Cost mha_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads, HeadLayout layout,
-              const MhaSpec& spec, const Recording& rec, std::size_t kv_heads = 0, bool gate = false);
+              const MhaSpec& spec, const Recording& rec, std::size_t kv_heads = 0, bool gate_or_sinks = false);
 
 // ---- a pretrained model -------------------------------------------------------------------
 

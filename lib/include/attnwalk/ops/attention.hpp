@@ -11,6 +11,7 @@
 //   ω = Q_h·K_gᵀ, g = h / (H/G), for query rows r0..r0+R  (B,H,R,T)
 //   causal: ω_ij = −∞ for j > i (window W: also j ≤ i − W); then ω / scale   what the softmax reads
 //   A = softmax(·) row by row (max and sum kept)         (B,H,R,T)
+//   learned sinks (optional, gpt-oss): softmax([· , sink_h]) with the sink's column dropped
 //   dropout: A ⊙ keep / (1 − p)                          (B,H,R,T)
 //   Z_h = A_h·V_h, heads concatenated                    (B,R,H·d_h)
 //   output gate (optional): Z ⊙ σ(X·W_gate)              (B,R,H·d_h)
@@ -41,6 +42,7 @@ struct AttentionWeights {
     Linear key, value;                // d_in × G·d_h (G = H but with grouped-query attention)
     std::optional<Linear> out_proj;   // H·d_h × H·d_h
     std::optional<Linear> gate;       // gated attention: Z ⊙ σ(X·W_gate) before out_proj (d_in × H·d_h; Qwen3-Next)
+    std::optional<Vec> sinks;         // learned sinks: one logit per head joins each row's softmax (H; gpt-oss)
     std::size_t heads = 1;
     std::size_t kv_heads = 0;         // G, the key/value heads; 0 = one per query head
     std::optional<Vec> q_norm, k_norm;  // QK-norm: RMSNorm scales on each head's rows before RoPE (d_h),
@@ -145,7 +147,9 @@ struct Forward {
     Hyper masked;                 // (B,H,R,T) ω with −∞ where masked (causal or window); kept as asked
     Hyper scaled;                 // (B,H,R,T) what the softmax reads; kept as asked
     Hyper weights;                // (B,H,R,T) softmax
-    Cube row_max, row_sum;        // (B,H,R) the softmax's max and sum of exponentials per row
+    Cube row_max, row_sum;        // (B,H,R) the softmax's max and sum of exponentials per row (the sink's included)
+    Vec sinks;                    // (H) the heads' learned sink logits; empty without
+    Cube sink_share;              // (B,H,R) with sinks: the weight the sink took, 1 − the row's sum
     bool dropped = false;         // dropout was drawn
     Hyper keep;                   // (B,H,R,T) 1 = kept
     float dropout_scale = 1.0f;   // 1/(1 − p) in float32

@@ -39,8 +39,10 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& weights, 
 // today's models need it: queries (B,H,T,d_h) against keys and values (B,G,Tk,d_h), query
 // head h reading key/value head h / (H/G); query row r is key position Tk − T + r; causal,
 // and a window W (0: none) keeps only the last W keys of each row; the scores are divided
-// by `scale`. Returns the heads' outputs concatenated, (B,T,H·d_h), with no T×T tensor.
-Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scale, bool causal, std::size_t window);
+// by `scale`; `sinks` (H learned logits, or null) join each row's softmax. Returns the
+// heads' outputs concatenated, (B,T,H·d_h), with no T×T tensor.
+Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scale, bool causal, std::size_t window,
+                   const Vec* sinks = nullptr);
 
 // The bytes it holds: no T×T tensor, a block of 128 rows per core.
 double blocked_bytes(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width);

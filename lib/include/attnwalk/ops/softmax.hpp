@@ -7,6 +7,7 @@
 // Each for tensors of rank N = 1…4 (softmax.cpp).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -36,6 +37,22 @@ inline RowSoftmax softmax_row(float* row, std::size_t n) {
     for (std::size_t j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j] - max));
     const float inv = 1.0f / sum;  // PyTorch multiplies by the reciprocal of the sum
     for (std::size_t j = 0; j < n; ++j) row[j] *= inv;
+    return {max, sum};
+}
+
+// With a learned sink (gpt-oss): the head's logit `sink` is appended to the row before
+// the softmax and dropped after, so the row's weights sum to 1 − the sink's share, which
+// `sink_share` receives. As Hugging Face's eager gpt-oss attention: the max over the row
+// and the sink subtracted, the sink's exponential added last.
+inline RowSoftmax softmax_row_sink(float* row, std::size_t n, float sink, float* sink_share) {
+    const float max = std::max(max_of(row, n), sink);
+    float sum = 0.0f;
+    for (std::size_t j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j] - max));
+    const float e_sink = std::exp(sink - max);
+    sum += e_sink;
+    const float inv = 1.0f / sum;
+    for (std::size_t j = 0; j < n; ++j) row[j] *= inv;
+    if (sink_share) *sink_share = e_sink * inv;
     return {max, sum};
 }
 

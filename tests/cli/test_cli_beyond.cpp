@@ -305,6 +305,14 @@ TEST_SUITE("cli.beyond") {
             CHECK(first[lh] == doctest::Approx(sink / 5).epsilon(1e-6));
             CHECK(previous[lh] == doctest::Approx(prev / 4).epsilon(1e-6));
         }
+        const auto depth = flat(step(doc, "sink_by_depth").at("data"));  // per layer: the later rows' weight on token 0, over the heads
+        REQUIRE(depth.size() == 3);
+        for (std::size_t l = 0; l < 3; ++l) {
+            double sink = 0;
+            for (std::size_t h = 0; h < 3; ++h)
+                for (std::size_t i = 1; i < 5; ++i) sink += grid[(l * 3 + h) * 25 + i * 5];
+            CHECK(depth[l] == doctest::Approx(sink / 12).epsilon(1e-6));
+        }
         const auto sorted = flat(step(doc, "heads_sorted").at("data"));  // 9×7, column 5 = previous_token
         for (std::size_t r = 1; r < 9; ++r) CHECK(sorted[r * 7 + 5] <= sorted[(r - 1) * 7 + 5]);
         CHECK(step(doc, "heads_sorted").at("labels").at(5) == "previous_token");

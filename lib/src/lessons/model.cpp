@@ -56,6 +56,7 @@ const std::vector<StepDecl>& model_steps() {
         {"head_first_token", "per head: the mean weight on token 0 (the attention sink)", view_headline},
         {"head_previous_token", "per head: the mean weight on the previous token", view_headline},
         {"head_diagonal", "per head: the mean weight on the token itself", view_headline},
+        {"sink_by_depth", "per layer: the weight on token 0 from the later tokens, averaged over the heads (how the sink grows with depth)", view_headline},
         {"heads_sorted", "the heads ranked by one of those numbers", view_headline},
         {"ln_f", "the final LayerNorm"},
         {"logits", "the next token's logits (last position × wteᵀ)"},
@@ -506,6 +507,24 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
     const char* formulas[] = {"mean_i −Σ_j a_ij·ln a_ij", "mean_i max_j a_ij", "mean_i a_i,1", "mean_(i≥2) a_i,i−1", "mean_i a_ii"};
     for (std::size_t k = 0; k < stat_names.size(); ++k)
         rec.add("head_" + stat_names[k], titles[k], formulas[k], stats[k], {Axis::layer, Axis::head});
+    // The emergent sink by depth: token 0's own row has nowhere else to look, so the rows from 1 on
+    if (T > 1) {
+        Mat depth = Mat::from_shape({1, L});
+        std::size_t first_half = 0;  // the first layer whose later tokens give token 0 half their weight
+        for (std::size_t l = 0; l < L; ++l) {
+            double sum = 0.0;
+            for (std::size_t h = 0; h < H; ++h)
+                for (std::size_t i = 1; i < T; ++i) sum += grid(0, l, h, i, 0);
+            depth(0, l) = static_cast<float>(sum / static_cast<double>(H * (T - 1)));
+            if (!first_half && depth(0, l) >= 0.5f) first_half = l + 1;
+        }
+        Step& d = rec.add("sink_by_depth", "The attention sink by depth: weight on the first token from the later ones", "mean_h mean_(i≥2) a_i,1",
+                          depth, {Axis::layer});
+        d.note = first_half ? "From layer " + std::to_string(first_half) +
+                                  " on, the later tokens give the first token half their weight or more on average: it has become a sink, a place "
+                                  "to put weight a head does not need elsewhere."
+                            : "No layer gives the first token half the later tokens' weight on average here.";
+    }
     if (spec.sort.empty()) return;
     const std::size_t key = static_cast<std::size_t>(std::find(stat_names.begin(), stat_names.end(), spec.sort) - stat_names.begin());
     std::vector<std::pair<std::size_t, std::size_t>> order;

@@ -1898,6 +1898,64 @@ def roles_expect(m, vocab, blocks, n, seed):  # TransformerLens's scores, withou
     return {"roles_ids": ids[0].float(), "role_induction": score(1 - n), "role_previous": score(-1), "role_duplicate": score(-n)}
 
 
+def streaming_expect(m, ids, start, recent, n, top=5):
+    # StreamingLLM (Xiao et al.): StartRecentKVCache.evict_for_space before each token, keys cached
+    # before RoPE and rotated at their index in the cache, the query at the last index (its
+    # llama_pos_shift_attention_forward), on the textbook's Llama/Qwen3 blocks; greedy on the kept
+    # cache, each next token's distribution against the whole sequence run again (no cache).
+    caches = [None] * len(m.trf_blocks)
+    head = m.tok_emb.weight if m.cfg["tied"] else m.out_head.weight
+
+    def run(tokens):
+        Tn = tokens.shape[1]
+        x, rows = m.tok_emb(tokens), []
+        for li, b in enumerate(m.trf_blocks):
+            att = b.att
+            h = b.norm1(x)
+            q = att.W_query(h).view(1, Tn, att.num_heads, att.head_dim).transpose(1, 2)
+            k = att.W_key(h).view(1, Tn, att.num_kv_groups, att.head_dim).transpose(1, 2)
+            v = att.W_value(h).view(1, Tn, att.num_kv_groups, att.head_dim).transpose(1, 2)
+            if att.q_norm:
+                q, k = att.q_norm(q), att.k_norm(k)
+            if caches[li] is not None:
+                K, V = caches[li]
+                L = K.shape[2]
+                if L + Tn > start + recent:  # evict_for_space(Tn)
+                    K = torch.cat([K[:, :, :start], K[:, :, L - recent + Tn:]], dim=2)
+                    V = torch.cat([V[:, :, :start], V[:, :, L - recent + Tn:]], dim=2)
+                k, v = torch.cat([K, k], dim=2), torch.cat([V, v], dim=2)
+            caches[li] = (k, v)
+            nk = k.shape[2]
+            qr = apply_rope(q, m.cos[nk - Tn:nk], m.sin[nk - Tn:nk])
+            kr = apply_rope(k, m.cos[:nk], m.sin[:nk]).repeat_interleave(att.group_size, dim=1)
+            vr = v.repeat_interleave(att.group_size, dim=1)
+            mask = torch.triu(torch.ones(Tn, nk, dtype=torch.bool), diagonal=nk - Tn + 1)
+            w = torch.softmax((qr @ kr.transpose(2, 3)).masked_fill(mask, -torch.inf) / att.head_dim ** 0.5, dim=-1)
+            rows.append(w)
+            x = x + att.out_proj((w @ vr).transpose(1, 2).reshape(1, Tn, att.d_out))
+            x = x + b.ff(b.norm2(x))
+        return m.final_norm(x)[0, -1] @ head.T, rows
+
+    exp, seq, kl, overlap = {}, ids, [], []
+    with torch.no_grad():
+        logits, _ = run(ids)
+        for step in range(n):
+            nxt = int(torch.argmax(logits))
+            seq = torch.cat([seq, torch.tensor([[nxt]])], dim=1)
+            logits, rows = run(seq[:, -1:])
+            exp[f"step{seq.shape[1]}.weights"] = rows[0][0, :, 0]
+            p = torch.softmax(m(seq)[0, -1].double(), dim=-1)
+            r = torch.softmax(logits.double(), dim=-1)
+            kl.append(float((p * (p.log() - r.log())).sum()))
+            a, c = torch.argsort(p, descending=True, stable=True)[:top], torch.argsort(r, descending=True, stable=True)[:top]
+            overlap.append(len(set(a.tolist()) & set(c.tolist())))
+    T, total = ids.shape[1], seq.shape[1]
+    kept = list(range(min(start, total))) + list(range(max(start, total - recent), total))
+    exp.update({"generated_ids": seq[0, T:].float(), "cache_kept": torch.tensor(kept).float(), "cache_kl": torch.tensor(kl),
+                "cache_top_k_overlap": torch.tensor(overlap).float()})
+    return exp
+
+
 def heads_cases():
     cases = []
     for name, seed, (vocab, ctx, d, layers, heads) in [("tiny_gpt2_hf_f32", 1, (50, 16, 16, 2, 4)), ("tiny_gpt2_nano_f32", 2, (40, 12, 24, 3, 3))]:
@@ -1944,6 +2002,10 @@ def heads_cases():
         exp = roles_expect(m, cfg["vocab"], m.trf_blocks, 9, seed)
         args = args[:-4] + ["--head-roles", "9", "--roles-seed", str(seed)]
         cases.append(case(f"{name}_roles", args, None, exp, ["roles_ids"]))
+        if name != "tiny_gemma3":  # StreamingLLM's cache: every layer full (Gemma 3's sliding layers keep their own window)
+            exp = streaming_expect(m, ids, 2, 4, 6)
+            args = args[:-4] + ["--generate", "6", "--streaming-cache", "2,4"]
+            cases.append(case(f"{name}_streaming_cache", args, None, exp, ["generated_ids", "cache_kept", "cache_top_k_overlap"]))
     return cases
 
 

@@ -83,7 +83,7 @@ namespace {
 // candidates and generation.
 struct ModelOptions {
     std::string model;
-    std::optional<std::string> ids, tokenizer, explain, ablate;
+    std::optional<std::string> ids, tokenizer, explain, ablate, start_recent;
     std::optional<std::size_t> heads;
     ModelSpec spec;  // the options' defaults are the library's
 };
@@ -99,8 +99,13 @@ void add_model_options(CLI::App& sub, ModelOptions& o) {
     sub.add_option("--sort", o.spec.sort, "With --view, rank the heads by entropy, max_weight, first_token, previous_token or diagonal")
         ->check(CLI::IsMember(head_stat_names()))
         ->needs(view);
-    sub.add_option("--generate", o.spec.generate, "Then generate N tokens greedily, each through a KV cache, checked against no cache")
-        ->check(whole_number(1));
+    CLI::Option* generate = sub.add_option("--generate", o.spec.generate, "Then generate N tokens greedily, each through a KV cache, checked against no cache")
+                                ->check(whole_number(1));
+    sub.add_option("--streaming-cache", o.start_recent,
+                   "StreamingLLM's cache for --generate: S,R keeps the first S tokens (the sinks) and the R most recent, keys rotated at "
+                   "their place in the cache; each next token's distribution against the full cache (a RoPE model without sliding layers)")
+        ->check(non_empty())
+        ->needs(generate);
     sub.add_option("--ablate", o.ablate,
                    "Switch heads off: L.H[,L.H…] (counted from 1; L.* every head of layer L), their outputs zeroed before the output "
                    "projection; shows the change of the next token's logit and probability and of the prompt's loss")
@@ -161,6 +166,18 @@ Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model,
     const std::vector<std::string> tokens = token_labels(ids, tokenizer);
     if (o.explain) spec.explain = parse_cell(*o.explain, tokens);
     if (o.ablate) spec.ablate = parse_ablation(*o.ablate);
+    if (o.start_recent) {  // S,R: two whole numbers
+        const std::string& t = *o.start_recent;
+        const std::size_t comma = t.find(',');
+        const auto whole = [&](const std::string& part) {
+            if (part.empty() || part.size() > 9 || part.find_first_not_of("0123456789") != std::string::npos)
+                throw UsageError("--streaming-cache takes START,RECENT, two whole numbers (4,64), not '" + t + "'");
+            return static_cast<std::size_t>(std::stoul(part));
+        };
+        if (comma == std::string::npos) whole("");
+        spec.start_recent = std::make_pair(whole(t.substr(0, comma)), whole(t.substr(comma + 1)));
+        if (spec.start_recent->second == 0) throw UsageError("--streaming-cache: RECENT must be at least 1 (the newest token)");
+    }
     check_prompt(*model, ids);  // the context is the limit that means something: before the memory estimate
     check_cost(shell, model_walk_cost(model, ids.size(), spec, shell.recording.explainable));
     if (shell.svg) {  // the picture's size, before the walk: the shown layer's weights, or every layer's

@@ -1398,6 +1398,7 @@ TEST_SUITE("cli.memory") {
               "deltanet " + in + "--heads 4 --d-out 32 --chunk 16", "rope " + in + "--heads 4 --d-out 64",
               "flash " + in + "--block 1", "flash " + in, "sdpa " + in + "--is-causal", "walkthrough " + in, "walkthrough --beyond " + in,
               "model --model '" + tiny_qwen3 + "' --ids 1,2,3,4,5,6,7,8 --view --generate 4",
+              "model --model '" + tiny_qwen3 + "' --ids 1,2,3,4,5,6,7,8 --generate 40 --streaming-cache 4,8",
               "model --model '" + tiny_qwen3 + "' --ids 1,2,3,4,5,6,7,8,9,10,11,12 --logit-lens --rollout",
               "model --model '" + tiny_qwen3 + "' --ids 1,2,3,4,5,6,7,8,9,10,11,12 --ablate 1.2,2.* --ablate-each 2",
               "model --model '" + tiny_qwen3 + "' --ids 1,2,3 --head-roles 30", std::string("tokenize --text 'Hello world is'"),

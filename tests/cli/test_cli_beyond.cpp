@@ -292,6 +292,39 @@ TEST_SUITE("cli.beyond") {
         }
     }
 
+    TEST_CASE("cli.beyond.streaming_cache") {
+        // StreamingLLM's cache: nothing evicted, the next tokens' distributions are the full
+        // cache's bit for bit; the weights of a step sum to 1 over the tokens kept, which name
+        // its columns; refused where the cache has no meaning.
+        const std::string qwen3 = test::source_path("tests/data/models/tiny_qwen3"), gemma3 = test::source_path("tests/data/models/tiny_gemma3");
+        const json none = run_json("model --model " + qwen3 + " --ids 1,2,3,4 --generate 5 --streaming-cache 4,100");
+        for (const auto& v : step(none, "cache_kl").at("data")) CHECK(v.get<double>() == 0.0);
+        const json doc = run_json("model --model " + qwen3 + " --ids 1,2,3,4,5,6,7,8 --generate 4 --streaming-cache 2,3 --layer 2 --head 1");
+        CHECK(step(doc, "cache_kept").at("data") == json::array({0, 1, 9, 10, 11}));
+        const json& w = step(doc, "step12.weights");
+        REQUIRE(w.at("data").size() == 5);
+        CHECK(w.at("labels").size() == 5);
+        double sum = 0.0;
+        for (const auto& a : w.at("data")) sum += a.get<double>();
+        CHECK(sum == doctest::Approx(1.0).epsilon(1e-6));
+        CHECK(step(doc, "cache_kl").at("data").size() == 4);
+        struct Bad {
+            std::string args, message;
+        };
+        for (const Bad& b : std::vector<Bad>{
+                 {"model --model " + gemma3 + " --ids 1,2,3 --generate 2 --streaming-cache 2,4", "is a sliding-window layer, which keeps its own window"},
+                 {"gpt2 --model " + test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors") + " --heads 4 --ids 1,2,3 --generate 2 --streaming-cache 2,4",
+                  "it needs a model with RoPE"},
+                 {"model --model " + qwen3 + " --ids 1,2,3 --streaming-cache 2,4", "--streaming-cache requires --generate"},
+                 {"model --model " + qwen3 + " --ids 1,2,3 --generate 2 --streaming-cache 2", "--streaming-cache takes START,RECENT, two whole numbers"},
+                 {"model --model " + qwen3 + " --ids 1,2,3 --generate 2 --streaming-cache 2,0", "RECENT must be at least 1"}}) {
+            CAPTURE(b.args);
+            const auto r = test::run(b.args);
+            CHECK(r.exit_code == 2);
+            CHECK(r.err.find(b.message) != std::string::npos);
+        }
+    }
+
     TEST_CASE("cli.beyond.gpt2_model_view") {
         const std::string nano = test::source_path("tests/data/tiny_gpt2_nano_f32.safetensors");
         const json doc = run_json("gpt2 --model " + nano + " --heads 3 --ids 1,2,3,4,5 --view --sort previous_token");

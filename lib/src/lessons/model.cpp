@@ -67,6 +67,9 @@ const std::vector<StepDecl>& model_steps() {
         {"stepN.weights", "the new row of attention weights, per head"},
         {"generated_ids", "the tokens generated greedily, each through the KV cache", headline},
         {"max_difference", "the largest |difference| between two ways that must agree (causal: (a) and (b))", headline},
+        {"cache_kept", "StreamingLLM's cache: the positions it keeps at the end, the first tokens and the most recent", headline},
+        {"cache_kl", "StreamingLLM's cache: KL(full ‖ kept) of each generated step's next-token distribution", headline},
+        {"cache_top_k_overlap", "StreamingLLM's cache: how many of the full cache's top-k next tokens the kept cache shares"},
         {"lens_top_ids", "the logit lens: per layer and position, the top token of the residual stream through the final norm and the unembedding", headline},
         {"lens_top_probs", "the logit lens: that token's probability", headline},
         {"lens_final_rank", "the logit lens: the rank of the model's final prediction at that position (1 = already on top)"},
@@ -85,7 +88,8 @@ const LessonDecl& gpt2_lesson() {  // GPT-2 alone: no QK-norm, no RoPE, no norms
                                        std::vector<StepDecl> steps;
                                        for (const StepDecl& s : model_steps())
                                            if (std::string(s.id).find("normed") == std::string::npos && std::string(s.id).find("rot") == std::string::npos &&
-                                               std::string(s.id).find("rope") == std::string::npos && std::string(s.id).find("_norm") == std::string::npos)
+                                               std::string(s.id).find("rope") == std::string::npos && std::string(s.id).find("_norm") == std::string::npos &&
+                                               std::string(s.id).rfind("cache_", 0) != 0)  // StreamingLLM's cache needs RoPE
                                                steps.push_back(s);
                                        return steps;
                                    }()};
@@ -444,12 +448,30 @@ private:
 // One generated token's pass: the shown layer's cache and its new row of attention.
 class StepTap : public DecoderTap {
 public:
-    StepTap(Recorder& rec, const ModelSpec& spec, const DecoderConfig& config, std::size_t position, const std::string& token)
-        : rec_(rec), spec_(spec), formula_("α_t = softmax(q_t·K_cacheᵀ / " + (words_of(config).scale.empty() ? "√d_h" : words_of(config).scale) + ")"), position_(position), token_(token) {}
+    StepTap(Recorder& rec, const ModelSpec& spec, const DecoderConfig& config, std::size_t position, const std::string& token, const DecoderCache& cache)
+        : rec_(rec), spec_(spec), formula_("α_t = softmax(q_t·K_cacheᵀ / " + (words_of(config).scale.empty() ? "√d_h" : words_of(config).scale) + ")"), position_(position), token_(token),
+          cache_(cache) {}
 
     void attention(std::size_t l, const Forward& f) override {
         if (l != spec_.layer) return;
         const std::string N = "step" + std::to_string(position_ + 1) + ".", L = std::to_string(l + 1);
+        if (cache_.layers.at(l).streaming()) {  // StreamingLLM: the row over the tokens kept, named by them
+            const Cube rows = xt::view(f.weights, xt::all(), xt::all(), 0, xt::all());
+            const std::vector<std::size_t> kept = cache_.layers[l].positions();
+            std::string where;
+            Step& w = spec_.head ? rec_.add_with_row_sums(N + "weights", "Its new row of attention in layer " + L + ", head " + std::to_string(*spec_.head + 1) +
+                                                                             ", over the tokens the cache kept",
+                                                          formula_, Mat(xt::view(rows, xt::all(), *spec_.head)), {Axis::token})
+                                 : rec_.add_with_row_sums(N + "weights", "Its new row of attention in layer " + L + ", over the tokens the cache kept", formula_,
+                                                          rows, {Axis::head, Axis::token});
+            for (std::size_t p : kept) w.labels.push_back(p < rec_.trace().tokens.size() ? rec_.trace().tokens[p] : "#" + std::to_string(p));
+            w.query = position_;
+            if (kept.size() > 1 && kept.back() + 1 - kept.front() != kept.size())
+                w.note = "The cache keeps " + std::to_string(kept.size()) + " of the " + std::to_string(position_ + 1) +
+                         " tokens: the first ones and the most recent. Each key was rotated at its index in the cache, 0 … " + std::to_string(kept.size() - 1) +
+                         ", and the query at the last, not at the tokens' own positions.";
+            return;
+        }
         const std::string grown = f.window ? ", the last " + std::to_string(f.window) + " kept (sliding window)" : ", one row longer";
         Step& cache = rec_.add(N + "keys_cache", "Token " + std::to_string(position_ + 1) + " (\"" + token_ + "\"): layer " + L + "'s key cache" + grown,
                                "K_cache = concat(K_cache, k_t)", f.kh, head_tokens_features);
@@ -470,6 +492,7 @@ private:
     std::string formula_;
     std::size_t position_;
     const std::string& token_;
+    const DecoderCache& cache_;
 };
 
 // Every layer by the one forward with its T×T tensors (never the blocked path): the
@@ -808,12 +831,43 @@ std::string cache_words(const DecoderCache& cache, const DecoderConfig& c, std::
            (one ? sum : "(" + sum + ")") + " × 2 × " + std::to_string(width) + " × 4 bytes = " + format_number(cache.bytes(4)) + " bytes";
 }
 
+// StreamingLLM's cache against the full one, after generating `n` tokens past the prompt.
+void record_streaming(Recorder& rec, const ModelSpec& spec, const DecoderCache& cache, std::size_t n, std::size_t prompt, const std::vector<float>& kl,
+                      const std::vector<float>& overlap) {
+    const auto [start, recent] = *spec.start_recent;
+    Trace& trace = rec.trace();
+    trace.set_param("cache_start", static_cast<ull>(start));
+    trace.set_param("cache_recent", static_cast<ull>(recent));
+    const std::vector<std::size_t> kept = cache.layers.front().positions();
+    Step& k = rec.add_plain("cache_kept", "The tokens the cache keeps at the end: the first " + std::to_string(start) + " and the last " + std::to_string(recent),
+                            "[0, start) ∪ [t − recent + 1, t]", integer_tensor({kept.begin(), kept.end()}, {kept.size()}), {Axis::feature});
+    for (std::size_t p : kept) k.labels.push_back(trace.tokens[p]);
+    k.note = "StreamingLLM (Xiao et al. 2023): the first tokens stay as attention sinks, the most recent as a window; each key is cached before RoPE "
+             "and rotated at its index in the cache, so the positions the model sees never pass " + std::to_string(start + recent - 1) + ".";
+    if (n == 0) return;
+    const std::vector<std::size_t> shape{n};
+    Mat distance = Mat::from_shape({1, n});
+    std::copy(kl.begin(), kl.end(), distance.begin());
+    Step& d = rec.add("cache_kl", "How far the kept tokens move each next token's distribution from the full cache's",
+                      "KL(p_full ‖ p_kept) = Σ_v p_full(v)·ln(p_full(v) / p_kept(v))", distance, {Axis::token});
+    d.first_key = prompt;
+    d.note = "In nats, after each generated token (greedy on the kept cache; the full cache reads the same tokens). 0 while nothing is evicted.";
+    Step& o = rec.add_plain("cache_top_k_overlap", "How many of the full cache's " + std::to_string(spec.top_k) + " most likely next tokens the kept cache shares",
+                            "|top_k(p_full) ∩ top_k(p_kept)|", integer_tensor(std::vector<unsigned long long>(overlap.begin(), overlap.end()), shape), {Axis::token});
+    o.first_key = prompt;
+}
+
 void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids, DecoderCache cache, Mat logits, const ModelSpec& spec) {
     Trace& trace = rec.trace();
     const ModelInfo& info = m.info;
     const std::size_t prompt = ids.size();
     std::vector<std::size_t> generated;
     bool ended = false;
+    // StreamingLLM: the same tokens through a cache that keeps everything, for the distance
+    const bool streaming = spec.start_recent.has_value();
+    DecoderCache full_cache = make_cache(m.weights.config);
+    if (streaming) decoder_forward(m.weights, ids, &full_cache, nullptr);
+    std::vector<float> kl, overlap;
     for (std::size_t g = 0; g < spec.generate && !ended; ++g) {
         const std::size_t next = argmax(logits.data(), logits.size()), pos = ids.size();
         if (pos >= info.context) break;  // the context is full
@@ -821,9 +875,22 @@ void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids,
         ids.push_back(next);
         generated.push_back(next);
         trace.tokens.push_back(token_labels({next}, spec.tokenizer).front());
-        StepTap tap(rec, spec, m.weights.config, pos, trace.tokens[pos]);
+        StepTap tap(rec, spec, m.weights.config, pos, trace.tokens[pos], cache);
         const Cube xf = decoder_forward(m.weights, {next}, &cache, &tap);
         logits = decoder_logits(m.weights, xf, 0);
+        if (streaming) {  // the next token's distribution with every token kept, against the streamed one
+            const Mat full = decoder_logits(m.weights, decoder_forward(m.weights, {next}, &full_cache, nullptr), 0);
+            const std::size_t V = full.size();
+            const std::vector<double> p = token_probabilities(full.data(), V, 1.0), q = token_probabilities(logits.data(), V, 1.0);
+            double d = 0.0;
+            for (std::size_t v = 0; v < V; ++v)
+                if (p[v] > 0.0) d += p[v] * (std::log(p[v]) - std::log(q[v]));
+            kl.push_back(static_cast<float>(std::max(d, 0.0)));
+            const std::vector<std::size_t> a = top_k(p, spec.top_k), b = top_k(q, spec.top_k);
+            std::size_t shared = 0;
+            for (std::size_t v : a) shared += std::find(b.begin(), b.end(), v) != b.end();
+            overlap.push_back(static_cast<float>(shared));
+        }
     }
     Step& gs = rec.add_plain("generated_ids", "The generated tokens (greedy: the most likely each time)", "argmax(logits)",
                              integer_tensor({generated.begin(), generated.end()}, {generated.size()}), {Axis::token});
@@ -831,6 +898,10 @@ void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids,
     if (ended) gs.note = "Stopped at the end-of-text token " + std::to_string(generated.back()) + " (generation_config.json's eos_token_id).";
     else if (generated.size() < spec.generate) gs.note = "The context of " + std::to_string(info.context) + " tokens is full.";
     trace.set_param("generated", static_cast<ull>(generated.size()));
+    if (streaming) {
+        record_streaming(rec, spec, cache, generated.size(), prompt, kl, overlap);
+        return;
+    }
     FullAttention full_attention;
     const Cube full_x = decoder_forward(m.weights, ids, nullptr, &full_attention);
     const Mat full = decoder_logits(m.weights, full_x, ids.size() - 1);
@@ -884,7 +955,15 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, b
     const double r2 = 2.0 * static_cast<double>(spec.roles);  // head roles: every layer's weights for the 2n tokens
     if (spec.roles) cost.work += per_token * r2 + attention(r2, r2);
     const double roles_bytes = spec.roles ? L * H * r2 * r2 * 2.0 + r2 * (10.0 * C + 2.0 * I) : 0.0;
-    cost.bytes = 4.0 * (shown + working + view + cache + kept + lens + rollout + ablation_bytes + roles_bytes + 2.0 * V + (sixteen ? 1048576.0 : 0.0));
+    // StreamingLLM's cache: a full cache beside it (the prompt again, each token again with its
+    // logits), every cached key rotated again at each step
+    double streamed = 0.0;
+    if (spec.start_recent && N > 0) {
+        cost.work += per_token * t + attention(t, t) + per_token * N + attention(N, all) + N * V * C + N * L * G * d * all * 4.0;
+        streamed = 2.0 * 2.0 * L * G * d * all + 2.0 * G * d * all + 4.0 * V + 4.0 * N;
+    }
+    cost.bytes = 4.0 * (shown + working + view + cache + streamed + kept + lens + rollout + ablation_bytes + roles_bytes + 2.0 * V +
+                        (sixteen ? 1048576.0 : 0.0));
     if (spec.tokenizer) cost.bytes += spec.tokenizer->memory_bytes();  // held through the walk: it names the tokens
     return cost;
 }
@@ -973,7 +1052,8 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
                        (info.unused.size() == 1 ? "" : "s") + " this model does not use: " + names + ".";
     }
     PromptTap tap(rec, spec, info, model, T, recording.summary, recording.explainable && !recording.summary);
-    DecoderCache cache = make_cache(m.weights.config);
+    DecoderCache cache = spec.start_recent ? make_start_recent_cache(m.weights.config, spec.start_recent->first, spec.start_recent->second)
+                                           : make_cache(m.weights.config);
     const Cube xf = decoder_forward(m.weights, ids, spec.generate ? &cache : nullptr, &tap);
     if (spec.view) record_view(rec, spec, info, m.weights.config, tap.grid, T);
     const Words words = words_of(m.weights.config, &m.weights);

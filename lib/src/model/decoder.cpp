@@ -29,6 +29,30 @@ Cube block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t 
     spec.rope = la.rope;
     spec.scale = c.attention_scale;
     spec.keep_masked_scaled = false;  // the tap reads the scores and the weights
+    if (kv && kv->streaming()) {
+        // StreamingLLM: the keys enter the cache before RoPE; after the eviction every cached
+        // key is rotated at its index in the cache, the new queries at the last indices
+        ForwardSpec plain = spec;
+        plain.rope.reset();
+        Forward f = project_heads(a, &b.attn, plain);  // QK-norm, no rotation yet
+        const std::size_t coming = f.kh.shape(2);
+        kv->make_room(coming);
+        kv->append(f.kh, f.vh);
+        const std::size_t n = kv->length();
+        f.vh = kv->values();
+        if (la.rope) {
+            f.rope = rope_tables(f.d_h, coming, n - coming, *la.rope);
+            f.qh_plain = std::move(f.qh);
+            f.qh = apply_rope(f.qh_plain, *f.rope);
+            f.kh_plain = kv->keys();
+            f.kh = apply_rope(f.kh_plain, rope_tables(f.d_h, n, 0, *la.rope));
+        } else {
+            f.kh = kv->keys();
+        }
+        attend(f, &b.attn, spec);
+        tap.attention(layer, f);
+        return std::move(f.output);
+    }
     if (!tap.keeps_attention(layer) && (!kv || kv->seen() == 0) && spec.zero_heads.empty()) {  // no T×T tensor at all
         const bool plain = !la.window && !la.rope && !c.attention_scale && !b.attn.q_norm && b.attn.key_heads() == b.attn.heads;
         if (plain) {  // GPT-2: the fused blocked path, projections included
@@ -98,6 +122,21 @@ DecoderCache make_cache(const DecoderConfig& config) {
         const std::size_t window = l < config.layer_attention.size() ? config.layer_attention[l].window.value_or(0) : 0;
         cache.layers.emplace_back(window);
     }
+    return cache;
+}
+
+DecoderCache make_start_recent_cache(const DecoderConfig& config, std::size_t start, std::size_t recent) {
+    if (recent == 0) throw UsageError("a start-and-recent cache keeps at least the newest token: recent must be at least 1");
+    for (std::size_t l = 0; l < config.layers && l < config.layer_attention.size(); ++l) {
+        if (config.layer_attention[l].window)
+            throw UsageError("layer " + std::to_string(l + 1) + " is a sliding-window layer, which keeps its own window: a start-and-recent cache "
+                             "is for models whose every layer attends to all tokens");
+    }
+    if (config.positions != PositionKind::rope)
+        throw UsageError("a start-and-recent cache rotates its keys at their place in the cache: it needs a model with RoPE, and this one "
+                         "adds learned position embeddings to the tokens");
+    DecoderCache cache;
+    for (std::size_t l = 0; l < config.layers; ++l) cache.layers.push_back(KvCache::start_recent(start, recent));
     return cache;
 }
 

@@ -208,6 +208,10 @@ struct ModelSpec {
     bool view = false;                // every layer's and head's weights, and numbers per head
     std::string sort;                 // rank the heads by: entropy, max_weight, first_token, previous_token, diagonal
     std::size_t generate = 0;         // then this many tokens, greedily, each through a KV cache
+    // StreamingLLM's cache for the generation: the first tokens and the most recent (start,
+    // recent), keys rotated at their place in the cache; each next token's distribution
+    // against a cache that keeps everything.
+    std::optional<std::pair<std::size_t, std::size_t>> start_recent;
     bool logit_lens = false;          // every layer's residual stream through the final norm and the unembedding
     // Ablation: these heads' outputs zeroed before the output projection (layer, head; no
     // head: every head of the layer), and the change of the next token and of the loss.

@@ -112,6 +112,13 @@ struct DecoderCache {
     double bytes(std::size_t bytes_per_value) const;
 };
 DecoderCache make_cache(const DecoderConfig& config);
+// StreamingLLM's cache (Xiao et al. 2023, StartRecentKVCache): every layer keeps the first
+// `start` tokens (the attention sinks) and the `recent` most recent ones, a new token
+// included. Its keys are cached before RoPE and rotated at their place in the cache, the
+// queries at theirs (positions 0 … L − 1, not the tokens' own). Throws UsageError for a
+// model without RoPE or with sliding-window layers (which keep their own window), or
+// recent = 0.
+DecoderCache make_start_recent_cache(const DecoderConfig& config, std::size_t start, std::size_t recent);
 
 // The ids fit: at least one, each < vocab, positions position0… within the context.
 // Throws UsageError.

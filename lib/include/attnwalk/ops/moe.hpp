@@ -1,0 +1,78 @@
+// A mixture of experts in place of the MLP, as gpt-oss computes it (Hugging Face's
+// GptOssTopKRouter and GptOssExperts):
+//
+//   x (B,T,C) -> router logits r = x·W_rᵀ + b_r                      (T,E)
+//   per token: the k experts of largest logit, their weights softmax(r_top)   (T,k)
+//   per chosen expert e: h = x·W_gu,e + b_gu,e                       (2I: gate and up interleaved)
+//     gate = min(h[0::2], limit), up = clamp(h[1::2], −limit, limit)
+//     a = (up + 1) · gate·σ(α·gate)                                   (I)
+//     y_e = a·W_d,e + b_d,e                                           (C)
+//   y = Σ_e weight_e · y_e, in the order of the experts' indices      (B,T,C)
+//
+// The experts' matrices are read where they lie: float32 or 16-bit rows (a Linear, x·W
+// layout: gate_up_proj is [E, C, 2I]), or MXFP4 blocks as the released checkpoints keep
+// them (dequantised a row at a time as the products need it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "attnwalk/ops/linear.hpp"
+#include "attnwalk/ops/tensor.hpp"
+
+namespace attnwalk {
+
+// A matrix of `rows` rows of `cols` values in MXFP4 (OCP microscaling, 4-bit): each row is
+// cols/32 groups of 16 bytes, two 4-bit codes a byte (the low nibble first), and one
+// scale byte s per group: value = FP4[code] · 2^(s − 127), FP4 = ±{0, 0.5, 1, 1.5, 2, 3,
+// 4, 6}. As Hugging Face's convert_moe_packed_tensors dequantises gpt-oss's experts.
+struct Mxfp4Rows {
+    const std::uint8_t* blocks = nullptr;  // rows × cols/2 bytes
+    const std::uint8_t* scales = nullptr;  // rows × cols/32 bytes
+    std::size_t rows = 0, cols = 0;
+    std::shared_ptr<const void> owner;     // keeps the bytes valid
+    void row(std::size_t r, float* out) const;  // row r as cols floats (exact: every value fits float32)
+};
+
+// One projection of an expert, d_in → d_out: a Linear (x·W layout, bias apart), or MXFP4
+// rows, one per output (nn.Linear's [out, in]).
+struct ExpertMatrix {
+    Linear dense;
+    std::optional<Mxfp4Rows> mxfp4;
+    std::size_t in() const { return mxfp4 ? mxfp4->cols : dense.in(); }
+    std::size_t out() const { return mxfp4 ? mxfp4->rows : dense.out(); }
+    // y (n × out(), ldy apart) = x (n × in(), contiguous) · W
+    void apply(const float* x, std::size_t n, float* y, std::size_t ldy) const;
+    // The d_in × d_out matrix as float32 (small matrices: the tests).
+    Mat matrix() const;
+};
+
+struct Expert {
+    ExpertMatrix gate_up, down;  // C → 2I (gate and up interleaved), I → C
+    Vec gate_up_bias, down_bias; // 2I and C, or empty
+};
+
+struct MoeWeights {
+    Linear router;                // C → E, with its bias
+    std::vector<Expert> experts;  // E
+    std::size_t top_k = 1;
+    float alpha = 1.702f, limit = 7.0f;  // the clamped SwiGLU: σ(α·gate), clamped at ±limit
+};
+
+struct MoeOutput {
+    Mat logits;                       // (T,E) the router's, all B·T rows
+    std::vector<std::size_t> chosen;  // (T·k) each row's experts, largest logit first
+    Mat weights;                      // (T,k) softmax over the chosen logits
+    Cube output;                      // (B,T,C)
+};
+
+// Throws UsageError when the shapes do not fit.
+MoeOutput moe_forward(const Cube& x, const MoeWeights& w);
+
+// The multiply-adds of moe_forward for `tokens` tokens.
+double moe_work(const MoeWeights& w, std::size_t tokens);
+
+}  // namespace attnwalk

@@ -211,6 +211,13 @@ const std::uint16_t* SafeTensors::direct16(const std::string& name) const {
 #endif
 }
 
+const std::uint8_t* SafeTensors::direct8(const std::string& name) const {
+    const Entry* e = find(name);
+    if (!e || e->dtype != "U8") return nullptr;
+    handed_out_.emplace_back(data_start_ + e->begin, data_start_ + e->end);
+    return map_ + data_start_ + e->begin;
+}
+
 const float* SafeTensors::direct(const std::string& name) const {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     const Entry* e = find(name);

@@ -67,6 +67,10 @@ const std::vector<StepDecl>& model_steps() {
         {"stepN.weights", "the new row of attention weights, per head"},
         {"generated_ids", "the tokens generated greedily, each through the KV cache", headline},
         {"max_difference", "the largest |difference| between two ways that must agree (causal: (a) and (b))", headline},
+        {"sink_share", "learned sinks (gpt-oss): the share of each row the sink took, 1 − the row's sum of weights"},
+        {"layerN.router_logits", "a mixture of experts (gpt-oss): the router's logit for every expert, per token"},
+        {"layerN.experts_chosen", "a mixture of experts: the experts each token goes to, the largest logit first"},
+        {"layerN.expert_weights", "a mixture of experts: their weights, a softmax over the chosen logits"},
         {"cache_kept", "StreamingLLM's cache: the positions it keeps at the end, the first tokens and the most recent", headline},
         {"cache_kl", "StreamingLLM's cache: KL(full ‖ kept) of each generated step's next-token distribution", headline},
         {"cache_top_k_overlap", "StreamingLLM's cache: how many of the full cache's top-k next tokens the kept cache shares"},
@@ -89,7 +93,9 @@ const LessonDecl& gpt2_lesson() {  // GPT-2 alone: no QK-norm, no RoPE, no norms
                                        for (const StepDecl& s : model_steps())
                                            if (std::string(s.id).find("normed") == std::string::npos && std::string(s.id).find("rot") == std::string::npos &&
                                                std::string(s.id).find("rope") == std::string::npos && std::string(s.id).find("_norm") == std::string::npos &&
-                                               std::string(s.id).rfind("cache_", 0) != 0)  // StreamingLLM's cache needs RoPE
+                                               std::string(s.id).rfind("cache_", 0) != 0 &&  // StreamingLLM's cache needs RoPE
+                                               std::string(s.id) != "sink_share" && std::string(s.id).find("expert") == std::string::npos &&
+                                               std::string(s.id).find("router") == std::string::npos)  // gpt-oss's
                                                steps.push_back(s);
                                        return steps;
                                    }()};
@@ -206,6 +212,7 @@ Words words_of(const DecoderConfig& c, const DecoderWeights* weights = nullptr) 
         w.mlp_hidden = act + "(" + (w.pre ? w.n2 + "(x)" : "x") + "·" + weight_symbol(n.up) + w.t + " + b_" + weight_symbol(n.up).substr(2) + ")";
     }
     w.mlp = "hidden·" + weight_symbol(n.down) + w.t + (bias ? " + b_" + weight_symbol(n.down).substr(2) : "");
+    if (!n.experts.empty()) w.mlp = "Σ_(e chosen) weight_e · expert_e(" + in + ")";  // a mixture of experts
     if (c.attention_scale) w.scale = format_number(*c.attention_scale) + " (√" + f.fields.scale + ")";
     return w;
 }
@@ -362,16 +369,25 @@ public:
         const std::string kind = "Layer " + std::to_string(l + 1) + ": " +
                                  (f.window ? "sliding-window attention weights (W = " + std::to_string(f.window) + ")" : "causal attention weights");
         const std::string group = f.kv_heads < f.heads ? "_⌈h/" + std::to_string(f.heads / f.kv_heads) + "⌉" : "_h";
-        const std::string formula = "A_h = softmax(masked ω_h / " + (words_.scale.empty() ? "√" + dh : words_.scale) + ")";
+        const bool sinks = f.sinks.size() > 0;  // gpt-oss: a learned logit per head joins each row's softmax
+        const std::string formula = sinks ? "A_h = softmax([masked ω_h / " + (words_.scale.empty() ? "√" + dh : words_.scale) + ", sink_h])[:T]"
+                                          : "A_h = softmax(masked ω_h / " + (words_.scale.empty() ? "√" + dh : words_.scale) + ")";
+        const std::string sink_note = "Learned sinks (" + config_.family->names.sinks +
+                                      "): each head's sink logit joins every row as one more column before the softmax and is dropped after, so "
+                                      "the rows sum to less than 1 (sink_share: the rest).";
         if (spec_.head) {  // one head: its T×T matrices
             const std::size_t h = *spec_.head;
             const std::string of = " of head " + std::to_string(h + 1);
             rec_.add("scores", "Scores" + of, "ω_" + std::to_string(h + 1) + " = Q_h·K" + group + "ᵀ", Cube(xt::view(f.scores, xt::all(), h)),
                      tokens_tokens);
             rec_.mask_from_here(CellMask{true, f.window});
-            rec_.add_with_row_sums("weights", kind + of + " (one of " + Hs + " heads of " + dh + ")", formula,
-                                   Cube(xt::view(f.weights, xt::all(), h)), tokens_tokens);
+            Step& w = rec_.add_with_row_sums("weights", kind + of + " (one of " + Hs + " heads of " + dh + ")", formula,
+                                             Cube(xt::view(f.weights, xt::all(), h)), tokens_tokens);
             rec_.mask_from_here(std::nullopt);
+            if (sinks) {
+                w.note = sink_note;
+                rec_.add("sink_share", "The sink's share of every row" + of, "1 − Σ_j A_h,ij", Mat(xt::view(f.sink_share, xt::all(), h, xt::all())), {Axis::token});
+            }
             rec_.add("head_outputs", "Its context vectors", "Z_h = A_h·V" + group, Cube(xt::view(f.head_outputs, xt::all(), h)), tokens_features);
         } else {
             const std::string weights_title = kind + " of every head (" + Hs + " heads of " + dh + ")";
@@ -385,10 +401,32 @@ public:
                 rec_.add_with_row_sums("weights", weights_title, formula, f.weights, head_tokens_tokens);
             }
             rec_.mask_from_here(std::nullopt);
+            if (sinks) {
+                rec_.trace().steps.back().note = sink_note;
+                if (f.sink_share.size()) rec_.add("sink_share", "The sinks' share of every row", "1 − Σ_j A_h,ij", f.sink_share, {Axis::head, Axis::token});
+            }
             rec_.add("head_outputs", "Each head's context vectors", "Z_h = A_h·V" + group, f.head_outputs, head_tokens_features);
         }
         rec_.add("context", "Heads concatenated", "Z", f.context, tokens_features);
         rec_.add("output", "The attention's output: " + words_.out, "Z·W_o" + words_.t + bias(bw.attn.out_proj.value(), "o"), f.output, tokens_features);
+    }
+
+    void experts(std::size_t l, const MoeOutput& r) override {
+        if (l != spec_.layer && !spec_.all_layers) return;
+        const std::string L = "layer" + std::to_string(l + 1) + ".", Ls = std::to_string(l + 1);
+        const std::size_t E = r.logits.shape(1), k = r.weights.shape(1), T = r.logits.shape(0);
+        Step& lg = rec_.add_plain(L + "router_logits", "Layer " + Ls + ": the router's logit for each of the " + std::to_string(E) + " experts",
+                                  "r = " + words_.n2 + "(x)·W_rᵀ + b_r", to_trace(r.logits), {Axis::token, Axis::feature});
+        for (std::size_t e = 0; e < E; ++e) lg.labels.push_back("expert " + std::to_string(e));
+        std::vector<unsigned long long> chosen(r.chosen.begin(), r.chosen.end());
+        Step& ch = rec_.add_plain(L + "experts_chosen", "The " + std::to_string(k) + " experts each token goes to (largest logit first)",
+                                  "top_k(r, " + std::to_string(k) + ")", integer_tensor(chosen, {T, k}), {Axis::token, Axis::rank});
+        ch.note = "A mixture of experts: each token runs through only " + std::to_string(k) + " of the " + std::to_string(E) +
+                  " experts' MLPs; the rest of the layer's weights sit idle for it.";
+        rec_.add_plain(L + "expert_weights", "Their weights: a softmax over the chosen logits only", "softmax(r[top_k])", to_trace(r.weights),
+                       {Axis::token, Axis::rank})
+            .note = "The MLP's output is Σ weight·expert(x) over the chosen experts; each expert is a SwiGLU whose gate is clamped at " +
+                    format_number(weights_.blocks[l].moe->limit) + " (and its up at ±" + format_number(weights_.blocks[l].moe->limit) + ").";
     }
 
     void block(std::size_t l, BlockPoint p, const Cube& t) override {
@@ -920,8 +958,12 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, b
     const DecoderConfig& c = m.weights.config;
     const double L = static_cast<double>(c.layers), C = static_cast<double>(c.width), H = static_cast<double>(c.heads);
     const double G = static_cast<double>(c.key_heads()), d = static_cast<double>(c.head_size()), V = static_cast<double>(c.vocab);
-    const double I = m.weights.blocks.empty() ? 4.0 * C : static_cast<double>(m.weights.blocks.front().up.out());
-    const double mlp = (gated(c.mlp) ? 3.0 : 2.0) * C * I;
+    const MoeWeights* moe = m.weights.blocks.empty() || !m.weights.blocks.front().moe ? nullptr : &*m.weights.blocks.front().moe;
+    const double I = m.weights.blocks.empty() ? 4.0 * C
+                     : moe                    ? 2.0 * static_cast<double>(moe->experts.front().down.in())  // an expert's gate and up, per token
+                                              : static_cast<double>(m.weights.blocks.front().up.out());
+    // a mixture of experts: the router, and each token through its k experts
+    const double mlp = moe ? moe_work(*moe, 1) : (gated(c.mlp) ? 3.0 : 2.0) * C * I;
     const double per_token = L * (C * (H + 2.0 * G) * d + H * d * C + mlp);  // the layers' multiply-adds for one token
     const auto attention = [&](double queries, double keys) { return L * H * queries * keys * (2.0 * d + 16.0); };
     const double N = static_cast<double>(std::min<std::size_t>(spec.generate, c.context > T ? c.context - T : 0));

@@ -54,7 +54,7 @@ Cube block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t 
         return std::move(f.output);
     }
     if (!tap.keeps_attention(layer) && (!kv || kv->seen() == 0) && spec.zero_heads.empty()) {  // no T×T tensor at all
-        const bool plain = !la.window && !la.rope && !c.attention_scale && !b.attn.q_norm && b.attn.key_heads() == b.attn.heads;
+        const bool plain = !la.window && !la.rope && !c.attention_scale && !b.attn.q_norm && b.attn.key_heads() == b.attn.heads && !b.attn.sinks;
         if (plain) {  // GPT-2: the fused blocked path, projections included
             const fast::BlockedResult r = fast::blocked_attention(a, b.attn, true);
             Forward f;
@@ -70,7 +70,8 @@ Cube block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t 
         f.causal = true;
         f.window = la.window.value_or(0);
         f.scale = c.attention_scale.value_or(static_cast<float>(std::sqrt(static_cast<double>(f.d_h))));
-        f.context = fast::blocked_heads(f.qh, f.kh, f.vh, f.scale, true, f.window);
+        if (b.attn.sinks) f.sinks = *b.attn.sinks;
+        f.context = fast::blocked_heads(f.qh, f.kh, f.vh, f.scale, true, f.window, b.attn.sinks ? &*b.attn.sinks : nullptr);
         if (kv) kv->append(f.kh, f.vh);
         f.output = project(f.context, *b.attn.out_proj);
         tap.attention(layer, f);
@@ -181,9 +182,16 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
             m = normalise(x, *b.norm_2, c.norm, c.norm_eps);  // (1,T,C)
             t.block(l, BlockPoint::norm_2, m);
         }
-        const Cube hidden = mlp_hidden(m, c.mlp, b.up, gated(c.mlp) ? &b.gate : nullptr);  // (1,T,hidden)
-        t.block(l, BlockPoint::mlp_hidden, hidden);
-        Cube mlp = project(hidden, b.down);  // (1,T,C)
+        Cube mlp;
+        if (b.moe) {  // a mixture of experts: each token through the few its router chose
+            MoeOutput routed = moe_forward(m, *b.moe);
+            t.experts(l, routed);
+            mlp = std::move(routed.output);
+        } else {
+            const Cube hidden = mlp_hidden(m, c.mlp, b.up, gated(c.mlp) ? &b.gate : nullptr);  // (1,T,hidden)
+            t.block(l, BlockPoint::mlp_hidden, hidden);
+            mlp = project(hidden, b.down);  // (1,T,C)
+        }
         t.block(l, BlockPoint::mlp, mlp);
         if (b.mlp_norm) {
             mlp = normalise(mlp, *b.mlp_norm, c.norm, c.norm_eps);

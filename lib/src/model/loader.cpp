@@ -10,6 +10,8 @@
 #include <set>
 #include <sstream>
 
+#include <xtensor/xview.hpp>
+
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/embeddings.hpp"
 #include "attnwalk/io/json_input.hpp"
@@ -381,6 +383,17 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
         if (cfg.flag(refused, false))
             throw InputError(cfg.file(), "$." + refused, f.model_type + " with " + refused + " true is not supported: expected false");
     layer_attention(cfg, f, c);
+    std::size_t experts = 0, experts_per_token = 0;  // a mixture of experts (the names say whether the family has one)
+    float swiglu_limit = 7.0f;
+    if (!f.names.experts.empty()) {
+        experts = cfg.count(f.fields.experts, std::nullopt, 1);
+        experts_per_token = cfg.count(f.fields.experts_per_token, std::nullopt, 1);
+        if (experts_per_token > experts)
+            throw InputError(cfg.file(), "$." + f.fields.experts_per_token,
+                             "each token chooses at most the " + std::to_string(experts) + " experts there are, not " + std::to_string(experts_per_token));
+        const double limit = cfg.number(f.fields.swiglu_limit, 7.0);
+        swiglu_limit = static_cast<float>(cfg.require(limit, limit > 0.0, "$." + f.fields.swiglu_limit, "a number above 0 (the SwiGLU's clamp)"));
+    }
     if (f.embed_scale_sqrt_width) c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.width)));
     if (!f.fields.scale.empty()) {
         const double scalar = cfg.number(f.fields.scale, static_cast<double>(c.head_dim));
@@ -440,9 +453,41 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
             a.qk_norm_whole = whole;
             a.qk_norm_eps = c.norm_eps;
         }
-        b.gate = r.linear(p + n.gate + ".weight", C, hidden, true);
-        b.up = r.linear(p + n.up + ".weight", C, hidden, true);
-        b.down = r.linear(p + n.down + ".weight", hidden, C, true);
+        if (!n.sinks.empty()) a.sinks = r.vec(p + n.sinks, H);
+        if (experts) {
+            MoeWeights moe;
+            moe.top_k = experts_per_token;
+            moe.limit = swiglu_limit;
+            moe.router = r.linear(p + n.router + ".weight", C, experts, true);
+            moe.router.b = r.vec(p + n.router + ".bias", experts);
+            const std::string ex = p + n.experts + ".";
+            moe.experts.resize(experts);
+            // each projection where it lies: MXFP4 blocks (the released checkpoints) or a stacked float tensor
+            if (r.find(ex + "gate_up_proj_blocks")) {
+                const auto rows = r.mxfp4(ex + "gate_up_proj", experts, 2 * hidden, C);
+                for (std::size_t e = 0; e < experts; ++e) moe.experts[e].gate_up.mxfp4 = rows[e];
+            } else {
+                const auto layers = r.stacked_linears(ex + "gate_up_proj", experts, C, 2 * hidden);
+                for (std::size_t e = 0; e < experts; ++e) moe.experts[e].gate_up.dense = layers[e];
+            }
+            if (r.find(ex + "down_proj_blocks")) {
+                const auto rows = r.mxfp4(ex + "down_proj", experts, C, hidden);
+                for (std::size_t e = 0; e < experts; ++e) moe.experts[e].down.mxfp4 = rows[e];
+            } else {
+                const auto layers = r.stacked_linears(ex + "down_proj", experts, hidden, C);
+                for (std::size_t e = 0; e < experts; ++e) moe.experts[e].down.dense = layers[e];
+            }
+            const Mat gate_up_bias = r.mat(ex + "gate_up_proj_bias", experts, 2 * hidden), down_bias = r.mat(ex + "down_proj_bias", experts, C);
+            for (std::size_t e = 0; e < experts; ++e) {
+                moe.experts[e].gate_up_bias = xt::view(gate_up_bias, e, xt::all());
+                moe.experts[e].down_bias = xt::view(down_bias, e, xt::all());
+            }
+            b.moe = std::move(moe);
+        } else {
+            b.gate = r.linear(p + n.gate + ".weight", C, hidden, true);
+            b.up = r.linear(p + n.up + ".weight", C, hidden, true);
+            b.down = r.linear(p + n.down + ".weight", hidden, C, true);
+        }
         w.blocks.push_back(std::move(b));
     }
     w.final_norm = norm(n.final_norm, C);

@@ -70,6 +70,47 @@ Linear Reader::linear(const std::string& name, std::size_t d_in, std::size_t d_o
     return external_linear(copy->data(), d_in, d_out, ld, transposed, copy);
 }
 
+std::vector<Linear> Reader::stacked_linears(const std::string& name, std::size_t E, std::size_t d_in, std::size_t d_out) const {
+    check(name, {E, d_in, d_out});
+    const SafeTensors* f = file_of(name);
+    std::shared_ptr<const void> owner;
+    for (const auto& file : files_)
+        if (file.get() == f) owner = file;
+    std::vector<Linear> out;
+    const std::size_t each = d_in * d_out;
+    if (const float* data = f->direct(prefix_ + name)) {
+        for (std::size_t e = 0; e < E; ++e) out.push_back(external_linear(data + e * each, d_in, d_out, d_out, false, owner));
+    } else if (const std::uint16_t* data16 = f->direct16(prefix_ + name)) {
+        const bool bf16 = f->find(prefix_ + name)->dtype == "BF16";
+        for (std::size_t e = 0; e < E; ++e) out.push_back(external_linear16(data16 + e * each, bf16, d_in, d_out, d_out, false, owner));
+    } else {
+        auto copy = std::make_shared<std::vector<float>>(E * each);
+        f->read_into(prefix_ + name, copy->data());
+        for (std::size_t e = 0; e < E; ++e) out.push_back(external_linear(copy->data() + e * each, d_in, d_out, d_out, false, copy));
+    }
+    return out;
+}
+
+std::vector<Mxfp4Rows> Reader::mxfp4(const std::string& name, std::size_t E, std::size_t rows, std::size_t cols) const {
+    const std::string blocks = name + "_blocks", scales = name + "_scales";
+    if (cols % 32 != 0)
+        throw InputError(files_.front()->file(), "$[\"" + prefix_ + blocks + "\"]", "MXFP4 groups 32 values: " + std::to_string(cols) + " is not a multiple of 32");
+    check(blocks, {E, rows, cols / 32, 16});
+    check(scales, {E, rows, cols / 32});
+    const SafeTensors* fb = file_of(blocks);
+    const SafeTensors* fs = file_of(scales);
+    const std::uint8_t* b = fb->direct8(prefix_ + blocks);
+    const std::uint8_t* s = fs->direct8(prefix_ + scales);
+    if (!b) throw InputError(fb->file(), "$[\"" + prefix_ + blocks + "\"].dtype", "expected U8 (MXFP4's packed 4-bit codes), got " + fb->find(prefix_ + blocks)->dtype);
+    if (!s) throw InputError(fs->file(), "$[\"" + prefix_ + scales + "\"].dtype", "expected U8 (MXFP4's exponents), got " + fs->find(prefix_ + scales)->dtype);
+    std::shared_ptr<const void> owner;  // both files stay open with the model (LoadedModel::files)
+    for (const auto& file : files_)
+        if (file.get() == fb) owner = file;
+    std::vector<Mxfp4Rows> out;
+    for (std::size_t e = 0; e < E; ++e) out.push_back(Mxfp4Rows{b + e * rows * cols / 2, s + e * rows * cols / 32, rows, cols, owner});
+    return out;
+}
+
 Vec Reader::bias(const std::string& name, std::size_t n) const { return biases_ ? vec(name, n) : Vec(xt::zeros<float>({n})); }
 
 Norm Reader::norm(const std::string& name, std::size_t C, NormKind kind) const {

@@ -33,6 +33,12 @@ public:
     // A layer of d_in×d_out, stored so (x·W, Conv1D) or as its d_out×d_in transpose
     // (nn.Linear); read where it lies when F32, else from a float32 copy it keeps.
     Linear linear(const std::string& name, std::size_t d_in, std::size_t d_out, bool transposed) const;
+    // E layers of d_in×d_out stacked in one [E, d_in, d_out] tensor (x·W layout: a mixture's
+    // experts), each read where it lies.
+    std::vector<Linear> stacked_linears(const std::string& name, std::size_t E, std::size_t d_in, std::size_t d_out) const;
+    // E matrices of `rows` rows of `cols` values in MXFP4: name_blocks [E, rows, cols/32, 16]
+    // and name_scales [E, rows, cols/32], both U8, read where they lie.
+    std::vector<Mxfp4Rows> mxfp4(const std::string& name, std::size_t E, std::size_t rows, std::size_t cols) const;
     // Without biases (nanoGPT's bias=False: the file has none), a bias of zeros.
     Vec bias(const std::string& name, std::size_t n) const;
     // name.weight (and name.bias for a LayerNorm) of C.

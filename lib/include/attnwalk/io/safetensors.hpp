@@ -50,6 +50,8 @@ public:
     const float* direct(const std::string& name) const;
     // The same for a BF16 or F16 tensor (2-byte aligned): its raw 16-bit values; else null.
     const std::uint16_t* direct16(const std::string& name) const;
+    // The raw bytes of a U8 tensor (MXFP4's blocks and scales), where they lie; else null.
+    const std::uint8_t* direct8(const std::string& name) const;
     // Reads one byte of every page direct() and direct16() have handed out, on a thread of
     // its own that this object stops and joins when it goes: the first read of a mapped
     // page costs about 0.4 µs on some virtual machines even after the pages were mapped

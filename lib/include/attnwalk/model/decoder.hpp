@@ -7,7 +7,8 @@
 //   per block:  a = norm_1(x) (or x: post-norm); y = attention(a)   (the one forward,
 //                                  ops/attention.hpp: GQA, QK-norm, RoPE, a window)
 //               x = x + attention_norm(y)         (a norm after the attention; else y)
-//               m = norm_2(x) (or x); z = down(act(up(m))), gated: down(act(gate(m)) ⊙ up(m))
+//               m = norm_2(x) (or x); z = down(act(up(m))), gated: down(act(gate(m)) ⊙ up(m)),
+//                                  or a mixture of experts (ops/moe.hpp)
 //               x = x + mlp_norm(z)               (a norm after the MLP; else z)
 //   final norm (1,T,C); logits of the last position = head·x_T           (1,V)
 #pragma once
@@ -22,6 +23,7 @@
 #include "attnwalk/ops/attention.hpp"
 #include "attnwalk/ops/kv_cache.hpp"
 #include "attnwalk/ops/linear.hpp"
+#include "attnwalk/ops/moe.hpp"
 #include "attnwalk/ops/norms.hpp"
 #include "attnwalk/model/family.hpp"
 #include "attnwalk/model/model.hpp"
@@ -66,6 +68,7 @@ struct BlockWeights {
     AttentionWeights attn;                        // the heads, out_proj (o_proj)
     Linear up, down;                              // C -> hidden, hidden -> C
     Linear gate;                                  // C -> hidden, gated MLPs only
+    std::optional<MoeWeights> moe;                // a mixture of experts in place of up, gate and down (gpt-oss)
 };
 
 struct DecoderWeights {
@@ -103,6 +106,8 @@ public:
     virtual void embeddings(const Cube& /*tokens*/, const Cube* /*positions*/, const Cube& /*x*/) {}
     virtual void attention(std::size_t /*layer*/, const Forward& /*f*/) {}
     virtual void block(std::size_t /*layer*/, BlockPoint /*point*/, const Cube& /*t*/) {}
+    // A mixture of experts' routing and output (before BlockPoint::mlp, which hands the output too).
+    virtual void experts(std::size_t /*layer*/, const MoeOutput& /*routing*/) {}
 };
 
 // Each layer's keys and values, for decoding token by token.

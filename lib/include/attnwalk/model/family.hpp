@@ -62,6 +62,11 @@ struct TensorNames {
     std::string fused_qkv;                           // one tensor for Q | K | V (GPT-2's c_attn): the three above unused
     std::string q_norm = "self_attn.q_norm", k_norm = "self_attn.k_norm";
     std::string gate = "mlp.gate_proj", up = "mlp.up_proj", down = "mlp.down_proj";
+    std::string sinks;                               // learned attention sinks, one logit per head (gpt-oss: self_attn.sinks)
+    // A mixture of experts in place of gate/up/down (ops/moe.hpp): the router (.weight [E, C],
+    // .bias) and the experts' stacked gate_up_proj [E, C, 2I] and down_proj [E, I, C] (+ _bias),
+    // or their _blocks and _scales in MXFP4. Empty: a dense MLP.
+    std::string router, experts;
     std::string final_norm = "norm";
     std::string head = "lm_head.weight";             // an untied head, without the prefix
 };
@@ -79,6 +84,8 @@ struct ConfigFields {
     std::string scale;                                      // the scores are divided by √(this field) (Gemma: query_pre_attn_scalar)
     bool tied_default = false;                              // tie_word_embeddings when absent
     std::vector<std::string> refused_true;                  // flags this family's support needs false (Qwen's use_sliding_window)
+    // A mixture of experts: how many, how many each token chooses, the SwiGLU's clamp.
+    std::string experts = "num_local_experts", experts_per_token = "num_experts_per_tok", swiglu_limit = "swiglu_limit";
 };
 
 struct FamilySpec {

@@ -1,0 +1,27 @@
+// gpt-oss (OpenAI, 2025): a Llama-like decoder with biases on every attention projection,
+// learned attention sinks (one logit per head joins each row's softmax), sliding-window
+// and full layers alternating (layer_types), YaRN RoPE, and a mixture of experts in
+// place of the MLP: a top-k router with a softmax over the chosen logits and experts with
+// a clamped SwiGLU, kept in MXFP4 in the released checkpoints.
+#include "attnwalk/model/decoder.hpp"
+
+namespace attnwalk {
+
+const FamilySpec& llama_family();
+
+const FamilySpec& gpt_oss_family() {
+    static const FamilySpec spec = [] {
+        FamilySpec f = llama_family();
+        f.model_type = "gpt_oss";
+        f.models = "gpt-oss";
+        f.names.sinks = "self_attn.sinks";
+        f.names.router = "mlp.router";
+        f.names.experts = "mlp.experts";
+        f.fields.norm_eps_default = 1e-5;
+        f.sliding_layers_scaled = true;  // one rotary embedding for every layer: YaRN on the sliding ones too
+        return f;
+    }();
+    return spec;
+}
+
+}  // namespace attnwalk

@@ -88,7 +88,8 @@ struct ModelOptions {
     ModelSpec spec;  // the options' defaults are the library's
 };
 
-void add_model_options(CLI::App& sub, ModelOptions& o) {
+// `rope`: the model's positions may be rotary (model folders; GPT-2 learns its positions).
+void add_model_options(CLI::App& sub, ModelOptions& o, bool rope) {
     CLI::Option* ids_option = sub.add_option("--ids", o.ids, "The prompt as token ids, separated by commas (or --text)");
     ids_option->excludes(sub.get_option("--text"));
     add_counted_option(sub, "--layer", o.spec.layer, "The layer whose attention is shown in full, counted from 1");
@@ -101,11 +102,12 @@ void add_model_options(CLI::App& sub, ModelOptions& o) {
         ->needs(view);
     CLI::Option* generate = sub.add_option("--generate", o.spec.generate, "Then generate N tokens greedily, each through a KV cache, checked against no cache")
                                 ->check(whole_number(1));
-    sub.add_option("--streaming-cache", o.start_recent,
-                   "StreamingLLM's cache for --generate: S,R keeps the first S tokens (the sinks) and the R most recent, keys rotated at "
-                   "their place in the cache; each next token's distribution against the full cache (a RoPE model without sliding layers)")
-        ->check(non_empty())
-        ->needs(generate);
+    if (rope)
+        sub.add_option("--streaming-cache", o.start_recent,
+                       "StreamingLLM's cache for --generate: S,R keeps the first S tokens (the sinks) and the R most recent, keys rotated at "
+                       "their place in the cache; each next token's distribution against the full cache (a RoPE model without sliding layers)")
+            ->check(non_empty())
+            ->needs(generate);
     sub.add_option("--ablate", o.ablate,
                    "Switch heads off: L.H[,L.H…] (counted from 1; L.* every head of layer L), their outputs zeroed before the output "
                    "projection; shows the change of the next token's logit and probability and of the prompt's loss")
@@ -214,7 +216,7 @@ void add_model(CLI::App& cli, Shell& shell) {
         ->check(non_empty());
     sub->add_option("--tokenizer", o->tokenizer, "Another tokenizer: a tokenizer.json or a folder with one (default: the model folder's)")
         ->check(non_empty());
-    add_model_options(*sub, *o);
+    add_model_options(*sub, *o, true);
     sub->callback([&shell, o] {
         shell.headline = model_headline(o->spec);
         shell.walk = [&shell, o] {
@@ -250,7 +252,7 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
     sub->add_option("--model", o->model, "GPT-2 checkpoint in safetensors format (Hugging Face or nanoGPT names)")->required()->check(non_empty());
     sub->add_option("--tokenizer", o->tokenizer, "Directory with GPT-2's encoder.json and vocab.bpe (default: data/gpt2)")->check(non_empty());
     sub->add_option("--heads", o->heads, "Heads per layer (default: C/64, as every GPT-2 size)")->check(whole_number(1));
-    add_model_options(*sub, *o);
+    add_model_options(*sub, *o, false);
     sub->callback([&shell, o] {
         shell.headline = model_headline(o->spec);
         shell.walk = [&shell, o] {

@@ -1,5 +1,6 @@
 // attnwalk mha: multi-head attention, fused or stacked heads.
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -18,7 +19,7 @@ struct MhaOptions {
     std::optional<std::size_t> kv_heads, window;
     bool show_einsum = false;
     bool output_gate = false;
-    std::vector<float> sinks;
+    std::optional<std::string> sinks;
     std::string variant = "fused";
     std::optional<std::string> query, explain;
     std::size_t head = 0;
@@ -59,11 +60,9 @@ void add_mha(CLI::App& cli, Shell& shell) {
                   "Gated attention (Qwen3-Next): the context times σ(X·W_gate) before out_proj; W_gate is drawn right after W_query, "
                   "as the textbook's GatedMultiHeadAttention builds it");
     sub->add_option("--sinks", o->sinks,
-                    "Learned sinks (gpt-oss): a logit per head (or one for all) joins each row's softmax and is dropped after, "
-                    "so the rows sum to less than 1; given, not drawn")
-        ->delimiter(',')
-        ->check(CLI::Number)
-        ->expected(1, -1);
+                    "Learned sinks (gpt-oss): a logit per head (or one for all), separated by commas, joins each row's softmax and is "
+                    "dropped after, so the rows sum to less than 1; given, not drawn")
+        ->check(non_empty());
     sub->add_flag("--show-einsum", o->show_einsum, "Write each operation in einsum notation too (in the steps' notes)");
     sub->callback([&shell, o] {
         shell.headline = headline_of(lesson("mha"));
@@ -78,10 +77,21 @@ void add_mha(CLI::App& cli, Shell& shell) {
                 if (auto problem = head_shape_problem(std::nullopt, H, *o->kv_heads)) throw UsageError(*problem + heads_options);
             if (o->output_gate && o->variant != "fused")
                 throw UsageError("--output-gate gates the fused layer's context before out_proj (GatedMultiHeadAttention): use --variant fused");
-            if (!o->sinks.empty() && o->variant != "fused")
+            if (o->sinks && o->variant != "fused")
                 throw UsageError("--sinks joins the fused layer's softmax (gpt-oss's attention): use --variant fused");
-            for (float s : o->sinks)
-                if (!std::isfinite(s)) throw UsageError("--sinks: each sink logit must be a finite number");
+            std::vector<float> sinks;  // decimal numbers separated by commas, each finite in float32
+            if (o->sinks)
+                for (std::size_t at = 0; at <= o->sinks->size();) {
+                    const std::size_t comma = std::min(o->sinks->find(',', at), o->sinks->size());
+                    const std::string item = o->sinks->substr(at, comma - at);
+                    char* end = nullptr;
+                    const double v = std::strtod(item.c_str(), &end);
+                    if (item.empty() || end != item.c_str() + item.size() || item.find_first_of("xXpP") != std::string::npos || item.find_first_of(" \t") == 0)
+                        throw UsageError("--sinks takes decimal numbers separated by commas (0.5,-1), not '" + item + "'");
+                    if (!std::isfinite(v) || std::fabs(v) > 3.0e38) throw UsageError("--sinks: each sink logit must be a finite number");
+                    sinks.push_back(static_cast<float>(v));
+                    at = comma + 1;
+                }
             if (o->window && !o->dropout.causal)
                 throw UsageError("--window is a sliding window over the tokens before each query: it needs causal attention (drop --no-causal)");
             const HeadLayout layout = stacked ? HeadLayout::stacked : HeadLayout::fused;
@@ -98,13 +108,13 @@ void add_mha(CLI::App& cli, Shell& shell) {
             spec.explain_head = o->head;
             const Embeddings input = prepare_input(
                 shell,
-                [&](const InputShape& s) { return mha_cost(s.batch, s.tokens, s.d_in, width, H, layout, spec, shell.recording, o->kv_heads.value_or(0), o->output_gate || !o->sinks.empty()); },
+                [&](const InputShape& s) { return mha_cost(s.batch, s.tokens, s.d_in, width, H, layout, spec, shell.recording, o->kv_heads.value_or(0), o->output_gate || o->sinks.has_value()); },
                 o->context_length);
             WeightsShape shape{input.dim(), default_d_out, H, layout, !stacked};
             shape.kv_heads = o->kv_heads.value_or(0);
             shape.combined = o->variant == "combined-qkv";
             shape.gate = o->output_gate;
-            shape.sinks = o->sinks;
+            shape.sinks = sinks;
             if (!stacked && !o->weights.file)
                 if (auto problem = head_shape_problem(o->weights.width(), H)) throw UsageError(*problem + heads_hint(o->weights.width(), H));
             const Weights weights = make_weights(o->weights, shape, random);

@@ -149,8 +149,10 @@ std::vector<std::string> panel_lines(const Trace& trace, const Figure& f, const 
     const std::size_t row_n = v.row + (s.axes[rank - 2] == Axis::token ? s.first_row : 0) + 1;
     const std::size_t col_n = v.col + (s.axes[rank - 1] == Axis::token ? s.first_key : 0) + 1;
     const bool numbered = s.axes[rank - 2] == Axis::token;  // tokens are named by position and text; heads, ranks by their label
+    // token columns named by the step itself (a cache that kept some tokens): their positions are not first_key + j
+    const bool own_keys = s.axes[rank - 1] == Axis::token && !s.labels.empty();
     add(f.row_axis + " " + (numbered ? std::to_string(row_n) + " " + quoted(f.row_labels[v.row]) : f.row_labels[v.row]) + ", " + f.col_axis + " " +
-        (s.axes[rank - 1] == Axis::token ? std::to_string(col_n) + " " + quoted(f.col_labels[v.col]) : f.col_labels[v.col]));
+        (s.axes[rank - 1] == Axis::token && !own_keys ? std::to_string(col_n) + " " + quoted(f.col_labels[v.col]) : quoted(f.col_labels[v.col])));
     if (f.panels > 1 && !f.panel_names[v.panel].empty()) add(f.panel_names[v.panel]);
     const std::optional<CellRef> cell = f.cell(trace, v.panel, v.row, v.col);
     lines.push_back("");

@@ -146,7 +146,9 @@ Figure figure_of(const Trace& trace, std::size_t index, ColorScale asked, PanelS
     f.col_axis = axis_word(s.axes[rank - 1], false, square);
     for (std::size_t r = 0; r < f.rows; ++r) f.row_labels.push_back(label_at(trace, s, rank - 2, r));
     for (std::size_t c = 0; c < f.cols; ++c) f.col_labels.push_back(label_at(trace, s, rank - 1, c));
-    f.attention = square || (s.query && s.axes[rank - 2] == Axis::head && s.axes[rank - 1] == Axis::token);
+    // one query's row per head is a cell of the attention unless its keys name themselves (a cache that kept some tokens:
+    // their positions are not first_key + j)
+    f.attention = square || (s.query && s.axes[rank - 2] == Axis::head && s.axes[rank - 1] == Axis::token && s.labels.empty());
     f.token_rows = !square && s.axes[rank - 2] == Axis::token;
     f.weights = !s.row_sum.data.empty() || s.id == "attention_grid";
     // the panels: every index of the leading axes

@@ -169,7 +169,7 @@ function writtenStep(s, k) {
 // A clicked cell: named, its path through the steps and its written-out steps (both from attnwalk).
 function explain(f, p, i, j) {
   const s = steps[f.step], box = document.getElementById("explain"), v = values(s);
-  box.replaceChildren(el("h2", { text: `${f.row_axis} ${f.query !== undefined ? f.row_labels[i] : (f.first_row + i + 1) + " “" + f.row_labels[i] + "”"}, ${f.col_axis} ${f.first_key + j + 1} “${f.col_labels[j]}”` }));
+  box.replaceChildren(el("h2", { text: `${f.row_axis} ${f.query !== undefined ? f.row_labels[i] : (f.first_row + i + 1) + " “" + f.row_labels[i] + "”"}, ${f.col_axis} ${f.own_keys ? "" : (f.first_key + j + 1) + " "}“${f.col_labels[j]}”` }));
   if (f.panel_names[p]) box.append(el("div", { text: f.panel_names[p] + (f.panel_marks[p] ? " · " + f.panel_marks[p] : "") }));
   const key = cellKey(f, p, i, j), written = key && X.cells[key];
   if (written) {
@@ -350,6 +350,7 @@ std::string figures_json(const Trace& trace, ColorScale asked, std::size_t& star
                ",\"row_labels\":" + array(f.row_labels, str) + ",\"col_labels\":" + array(f.col_labels, str) +
                ",\"attention\":" + (f.attention ? "true" : "false") + ",\"token_rows\":" + (f.token_rows ? "true" : "false") + ",\"weights\":" + (f.weights ? "true" : "false") +
                ",\"first_row\":" + std::to_string(s.first_row) + ",\"first_key\":" + std::to_string(s.first_key) +
+               (s.axes.back() == Axis::token && !s.labels.empty() ? ",\"own_keys\":true" : "") +
                (s.query ? ",\"query\":" + std::to_string(*s.query) : "") + (f.masked.empty() ? "" : ",\"masked\":" + quote(masked)) +
                ",\"any_hidden\":" + (any_hidden ? "true" : "false") + ",\"scales\":" +
                array(f.scales, [](ColorScale k) { return quote(scale_name(k)); }) + ",\"words\":" + quote(scale_words(f.scale(0))) +

@@ -62,6 +62,13 @@ bool is_token_matrix(const Step& step) {
     return rank >= 2 && step.axes[rank - 1] == Axis::token && step.axes[rank - 2] == Axis::token;
 }
 
+// What the text view and --svg-step draw as a heatmap: a token×token matrix, or one number
+// per layer and head (the heads' roles and statistics: a layers × heads grid).
+bool is_heat_matrix(const Step& step) {
+    const std::size_t rank = step.tensor.shape.size();
+    return is_token_matrix(step) || (rank == 2 && step.axes[0] == Axis::layer && step.axes[1] == Axis::head && !step.tensor.data.empty());
+}
+
 struct Table {
     std::vector<std::string> header;            // first cell is the corner
     std::vector<std::vector<std::string>> rows;  // first cell is the row label
@@ -249,7 +256,7 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
     const std::size_t inner = rank >= 2 ? shape[rank - 1] * shape[rank - 2] : rank == 1 ? shape[0] : 1;
     const std::size_t inner_rows = rank >= 2 ? shape[rank - 2] : 1;
     const std::size_t slices = inner ? step.tensor.size() / inner : 0;
-    const bool heat = opt.heatmap && is_token_matrix(step);
+    const bool heat = opt.heatmap && is_heat_matrix(step);
     if (opt.torch) {
         if (linear_layout(trace, step)) {  // the textbook holds it as nn.Linear.weight: [out, in]
             out << "nn.Linear.weight, [out, in] (the transpose of the x·W matrix):\n";
@@ -454,12 +461,12 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
     if (!step_id.empty()) {
         for (const Step& s : trace.steps)
             if (s.id == step_id) chosen = &s;
-        if (!chosen || !is_token_matrix(*chosen)) {  // name the steps it could draw, as --steps does
+        if (!chosen || !is_heat_matrix(*chosen)) {  // name the steps it could draw, as --steps does
             std::string drawable;
             for (const Step& s : trace.steps)
-                if (is_token_matrix(s) && drawable.find(" " + s.id + ",") == std::string::npos) drawable += " " + s.id + ",";
+                if (is_heat_matrix(s) && drawable.find(" " + s.id + ",") == std::string::npos) drawable += " " + s.id + ",";
             if (!drawable.empty()) drawable.pop_back();
-            throw UsageError("--svg-step " + step_id + ": " + (chosen ? "not a token×token step, nothing to draw as a heatmap" : "this trace has no such step") +
+            throw UsageError("--svg-step " + step_id + ": " + (chosen ? "not a token×token or layer×head step, nothing to draw as a heatmap" : "this trace has no such step") +
                              (drawable.empty() ? " (the steps kept hold none)" : " (the steps it can draw:" + drawable + ")"));
         }
     } else {  // the model view's grid of every head; else the final weights, after dropout if there was one

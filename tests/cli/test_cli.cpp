@@ -259,6 +259,8 @@ TEST_SUITE("cli") {
             {"mha --sinks 1,2,3", "", 2, "the learned sinks are one logit per head (2) or one for every head: 3 given"},
             {"mha --sinks 1 --variant wrapper", "", 2, "--sinks joins the fused layer's softmax (gpt-oss's attention): use --variant fused"},
             {"mha --sinks nan", "", 2, "--sinks: each sink logit must be a finite number"},
+            {"mha --sinks ,1", "", 2, "--sinks takes decimal numbers separated by commas (0.5,-1), not ''"},
+            {"mha --sinks 0x10", "", 2, "--sinks takes decimal numbers separated by commas (0.5,-1), not '0x10'"},
             {"dropout --dropout 1", "", 2, "--dropout: must be 0 or in [1.2e-16, 1) (a smaller rate leaves 1 − p at 1), got 1"},
             {"mha --dropout -0.1", "", 2, "--dropout: must be 0 or in [1.2e-16, 1) (a smaller rate leaves 1 − p at 1), got -0.1"},
             {"causal --context-length 4", "", 2, "more than --context-length 4"},

@@ -314,7 +314,7 @@ TEST_SUITE("cli.beyond") {
         for (const Bad& b : std::vector<Bad>{
                  {"model --model " + gemma3 + " --ids 1,2,3 --generate 2 --streaming-cache 2,4", "is a sliding-window layer, which keeps its own window"},
                  {"gpt2 --model " + test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors") + " --heads 4 --ids 1,2,3 --generate 2 --streaming-cache 2,4",
-                  "it needs a model with RoPE"},
+                  "unknown option --streaming-cache for gpt2"},
                  {"model --model " + qwen3 + " --ids 1,2,3 --streaming-cache 2,4", "--streaming-cache requires --generate"},
                  {"model --model " + qwen3 + " --ids 1,2,3 --generate 2 --streaming-cache 2", "--streaming-cache takes START,RECENT, two whole numbers"},
                  {"model --model " + qwen3 + " --ids 1,2,3 --generate 2 --streaming-cache 2,0", "RECENT must be at least 1"}}) {

@@ -298,8 +298,8 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     if (w.sinks) {
         rec.trace().steps.back().note =
             "Learned sinks (gpt-oss): each head's sink logit joins every row of its scores as one more column, the softmax runs over "
-            "the T + 1 values, and the sink's column is dropped. The rows sum to less than 1: the rest went to the sink, which "
-            "carries no value, so a head can attend to nothing.";
+            "the T + 1 values, and the sink's column is dropped. A row's weights sum to 1 minus the sink's share: that share went "
+            "to the sink, which carries no value, so a head can attend to nothing.";
         const std::string share_title = "The sinks' share of every row";
         const std::string share_formula = "1 − Σ_j A_h,ij = exp(sink_h − max) / Σ";
         if (one) rec.add("sink_share", share_title + of, share_formula, Mat(xt::view(f.sink_share, xt::all(), xt::all(), 0)), {Axis::head});

@@ -374,7 +374,7 @@ public:
                                           : "A_h = softmax(masked ω_h / " + (words_.scale.empty() ? "√" + dh : words_.scale) + ")";
         const std::string sink_note = "Learned sinks (" + config_.family->names.sinks +
                                       "): each head's sink logit joins every row as one more column before the softmax and is dropped after, so "
-                                      "the rows sum to less than 1 (sink_share: the rest).";
+                                      "a row's weights sum to 1 minus the sink's share (sink_share).";
         if (spec_.head) {  // one head: its T×T matrices
             const std::size_t h = *spec_.head;
             const std::string of = " of head " + std::to_string(h + 1);
@@ -504,7 +504,7 @@ public:
                                                           rows, {Axis::head, Axis::token});
             for (std::size_t p : kept) w.labels.push_back(p < rec_.trace().tokens.size() ? rec_.trace().tokens[p] : "#" + std::to_string(p));
             w.query = position_;
-            if (kept.size() > 1 && kept.back() + 1 - kept.front() != kept.size())
+            if (!kept.empty() && (kept.front() != 0 || kept.back() + 1 - kept.front() != kept.size()))
                 w.note = "The cache keeps " + std::to_string(kept.size()) + " of the " + std::to_string(position_ + 1) +
                          " tokens: the first ones and the most recent. Each key was rotated at its index in the cache, 0 … " + std::to_string(kept.size() - 1) +
                          ", and the query at the last, not at the tokens' own positions.";
@@ -571,20 +571,24 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
     // The emergent sink by depth: token 0's own row has nowhere else to look, so the rows from 1 on
     if (T > 1) {
         Mat depth = Mat::from_shape({1, L});
-        std::size_t first_half = 0;  // the first layer whose later tokens give token 0 half their weight
+        double uniform = 0.0;  // what rows spread evenly would give: row i (from 1) puts 1/i on each token
+        for (std::size_t i = 1; i < T; ++i) uniform += 1.0 / static_cast<double>(i + 1);
+        uniform /= static_cast<double>(T - 1);
+        std::string sinks;  // the layers whose later tokens give token 0 half their weight, and twice what even rows would
         for (std::size_t l = 0; l < L; ++l) {
             double sum = 0.0;
             for (std::size_t h = 0; h < H; ++h)
                 for (std::size_t i = 1; i < T; ++i) sum += grid(0, l, h, i, 0);
             depth(0, l) = static_cast<float>(sum / static_cast<double>(H * (T - 1)));
-            if (!first_half && depth(0, l) >= 0.5f) first_half = l + 1;
+            if (depth(0, l) >= std::max(0.5, 2.0 * uniform)) sinks += (sinks.empty() ? "" : ", ") + std::to_string(l + 1);
         }
         Step& d = rec.add("sink_by_depth", "The attention sink by depth: weight on the first token from the later ones", "mean_h mean_(i≥2) a_i,1",
                           depth, {Axis::layer});
-        d.note = first_half ? "From layer " + std::to_string(first_half) +
-                                  " on, the later tokens give the first token half their weight or more on average: it has become a sink, a place "
-                                  "to put weight a head does not need elsewhere."
-                            : "No layer gives the first token half the later tokens' weight on average here.";
+        const std::string even = "the " + format_number(uniform) + " that rows spread evenly would give";
+        d.note = !sinks.empty() ? "In layer" + std::string(sinks.find(',') == std::string::npos ? " " : "s ") + sinks +
+                                      " the later tokens give the first token half their weight or more, and at least twice what " + even +
+                                      ": it has become a sink, a place to put weight a head does not need elsewhere."
+                                : "No layer gives the first token half the later tokens' weight and twice what " + even + ".";
     }
     if (spec.sort.empty()) return;
     const std::size_t key = static_cast<std::size_t>(std::find(stat_names.begin(), stat_names.end(), spec.sort) - stat_names.begin());
@@ -877,11 +881,13 @@ void record_streaming(Recorder& rec, const ModelSpec& spec, const DecoderCache& 
     trace.set_param("cache_start", static_cast<ull>(start));
     trace.set_param("cache_recent", static_cast<ull>(recent));
     const std::vector<std::size_t> kept = cache.layers.front().positions();
-    Step& k = rec.add_plain("cache_kept", "The tokens the cache keeps at the end: the first " + std::to_string(start) + " and the last " + std::to_string(recent),
+    Step& k = rec.add_plain("cache_kept", "The " + std::to_string(kept.size()) + " tokens the cache keeps at the end (at most the first " + std::to_string(start) +
+                                              " and the last " + std::to_string(recent) + ")",
                             "[0, start) ∪ [t − recent + 1, t]", integer_tensor({kept.begin(), kept.end()}, {kept.size()}), {Axis::feature});
     for (std::size_t p : kept) k.labels.push_back(trace.tokens[p]);
     k.note = "StreamingLLM (Xiao et al. 2023): the first tokens stay as attention sinks, the most recent as a window; each key is cached before RoPE "
-             "and rotated at its index in the cache, so the positions the model sees never pass " + std::to_string(start + recent - 1) + ".";
+             "and rotated at its index in the cache, so once tokens are evicted a generated token sees positions 0 … " + std::to_string(start + recent - 1) +
+             " at most, however long the text (the prompt runs at its own positions).";
     if (n == 0) return;
     const std::vector<std::size_t> shape{n};
     Mat distance = Mat::from_shape({1, n});

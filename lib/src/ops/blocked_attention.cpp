@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #endif
 
+#include "attnwalk/errors.hpp"
 #include "attnwalk/ops/blas.hpp"
 #include "attnwalk/ops/softmax.hpp"
 #include "kernels.hpp"
@@ -234,6 +235,8 @@ Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scal
                    const Vec* sinks) {
     const std::size_t B = qh.shape(0), H = qh.shape(1), T = qh.shape(2), d = qh.shape(3);
     const std::size_t G = kh.shape(1), Tk = kh.shape(2), group = H / G, offset = Tk - T;
+    if (sinks && sinks->size() != H)
+        throw UsageError("the learned sinks need one logit per head: " + std::to_string(H) + " heads, " + std::to_string(sinks->size()) + " sinks");
     Cube z = fresh<3>({B, T, H * d});  // the heads' outputs, already concatenated
     const std::size_t threads = std::min<std::size_t>(cores(), B * H);
     std::atomic<std::size_t> next{0};

@@ -1903,7 +1903,17 @@ def roles_expect(m, vocab, blocks, n, seed):  # TransformerLens's scores, withou
     with torch.no_grad():
         m(ids)
     score = lambda offset: torch.stack([b.att.w[0].diagonal(offset=offset, dim1=-2, dim2=-1).mean(-1) for b in blocks])
-    return {"roles_ids": ids[0].float(), "role_induction": score(1 - n), "role_previous": score(-1), "role_duplicate": score(-n)}
+    induction, previous, duplicate = score(1 - n), score(-1), score(-n)
+    L, H = induction.shape
+    order = torch.argsort(induction.flatten(), descending=True, stable=True)
+    rows = []
+    for k in order.tolist():
+        l, h = divmod(k, H)
+        w = blocks[l].att.w[0, h, 1:].double()  # the rows from 2
+        entropy = -torch.where(w > 0, w * w.clamp_min(1e-300).log(), torch.zeros_like(w)).sum(-1).mean()
+        rows.append([l + 1, h + 1, float(induction[l, h]), float(previous[l, h]), float(duplicate[l, h]), float(w[:, 0].mean()), float(entropy)])
+    return {"roles_ids": ids[0].float(), "role_induction": induction, "role_previous": previous, "role_duplicate": duplicate,
+            "roles_ranked": torch.tensor(rows)}
 
 
 def streaming_expect(m, ids, start, recent, n, top=5):

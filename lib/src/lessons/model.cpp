@@ -83,6 +83,7 @@ const std::vector<StepDecl>& model_steps() {
         {"role_induction", "head roles: per layer and head the mean weight from each token of the second run to the token after its first occurrence", headline},
         {"role_previous", "head roles: per layer and head the mean weight on the previous token"},
         {"role_duplicate", "head roles: per layer and head the mean weight on the same token's first occurrence"},
+        {"roles_ranked", "head roles: every head ranked by its induction score, with its other scores, its weight on the first token and its entropy", headline},
         {"rollout", "attention rollout: how much each position draws on each input token through all the layers", headline},
     }, explain_steps()});
     return steps;
@@ -810,12 +811,44 @@ void record_roles(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w)
         return m;
     };
     const std::ptrdiff_t N = static_cast<std::ptrdiff_t>(n);
-    rec.add_plain("role_induction", "Induction score per layer and head", "mean_i A[i, i − (n − 1)]", to_trace(stripe(1 - N)), {Axis::layer, Axis::head})
+    const Mat induction = stripe(1 - N), previous = stripe(-1), duplicate = stripe(-N);
+    rec.add_plain("role_induction", "Induction score per layer and head", "mean_i A[i, i − (n − 1)]", to_trace(induction), {Axis::layer, Axis::head})
         .note = "In the second run each token's next token already appeared once, n − 1 positions back: an induction head attends there "
                 "(and copies it). Near 1: an induction head.";
-    rec.add_plain("role_previous", "Previous-token score per layer and head", "mean_i A[i, i − 1]", to_trace(stripe(-1)), {Axis::layer, Axis::head});
-    rec.add_plain("role_duplicate", "Duplicate-token score per layer and head", "mean_i A[i, i − n]", to_trace(stripe(-N)), {Axis::layer, Axis::head})
+    rec.add_plain("role_previous", "Previous-token score per layer and head", "mean_i A[i, i − 1]", to_trace(previous), {Axis::layer, Axis::head});
+    rec.add_plain("role_duplicate", "Duplicate-token score per layer and head", "mean_i A[i, i − n]", to_trace(duplicate), {Axis::layer, Axis::head})
         .note = "The weight on the same token's earlier copy, n positions back.";
+    // every head ranked by its induction score, beside its other scores, its weight on the first token and its entropy
+    const std::size_t T = 2 * n;
+    std::vector<std::pair<std::size_t, std::size_t>> order;
+    for (std::size_t l = 0; l < L; ++l)
+        for (std::size_t h = 0; h < H; ++h) order.emplace_back(l, h);
+    std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) { return induction(a.first, a.second) > induction(b.first, b.second); });
+    Mat table = Mat::from_shape({L * H, 7});
+    for (std::size_t r = 0; r < order.size(); ++r) {
+        const auto [l, h] = order[r];
+        double first = 0.0, entropy = 0.0;  // over the rows from 2 (row 1 has only itself)
+        for (std::size_t i = 1; i < T; ++i) {
+            first += tap.weights[l](0, h, i, 0);
+            for (std::size_t j = 0; j <= i; ++j) {
+                const double a = tap.weights[l](0, h, i, j);
+                if (a > 0.0) entropy -= a * std::log(a);
+            }
+        }
+        table(r, 0) = static_cast<float>(l + 1);
+        table(r, 1) = static_cast<float>(h + 1);
+        table(r, 2) = induction(l, h);
+        table(r, 3) = previous(l, h);
+        table(r, 4) = duplicate(l, h);
+        table(r, 5) = static_cast<float>(first / static_cast<double>(T - 1));
+        table(r, 6) = static_cast<float>(entropy / static_cast<double>(T - 1));
+    }
+    Step& ranked = rec.add_plain("roles_ranked", "The heads ranked by their induction score, highest first", "sort by induction", to_trace(table),
+                                 {Axis::rank, Axis::feature});
+    ranked.tensor.integer_columns = 2;
+    ranked.labels = {"layer", "head", "induction", "previous", "duplicate", "first_token", "entropy"};
+    ranked.note = "first_token: the mean weight on the first token, entropy: the rows' mean entropy in nats, both over the rows from 2 of the "
+                  "same random run.";
 }
 
 // Attention rollout (Abnar & Zuidema 2020): each layer's weights averaged over the heads,

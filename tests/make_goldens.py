@@ -1976,6 +1976,18 @@ def streaming_expect(m, ids, start, recent, n, top=5):
 
 def heads_cases():
     cases = []
+    # the chapter's toy: MultiHeadAttention on the sentence run twice, TransformerLens's three diagonals per head
+    for heads, d_out, seed in [(2, 2, 123), (4, 8, 7)]:
+        x = torch.tensor(BUILTIN)
+        torch.manual_seed(seed)
+        m = Fused(3, d_out, 0.0, heads, False, "linear")
+        with torch.no_grad():
+            m(torch.cat([x, x])[None])
+        n, w = x.shape[0], m.w[0]
+        diag = lambda offset: w.diagonal(offset=offset, dim1=-2, dim2=-1).mean(-1)
+        exp = {"role_induction": diag(1 - n), "role_previous": diag(-1), "role_duplicate": diag(-n)}
+        cases.append(case(f"toy_mha_head_roles_h{heads}_dout{d_out}_seed{seed}",
+                          ["mha", "--heads", str(heads), "--d-out", str(d_out), "--seed", str(seed), "--head-roles"], None, exp))
     for name, seed, (vocab, ctx, d, layers, heads) in [("tiny_gpt2_hf_f32", 1, (50, 16, 16, 2, 4)), ("tiny_gpt2_nano_f32", 2, (40, 12, 24, 3, 3))]:
         torch.manual_seed(seed)
         m = BookGPT(vocab, ctx, d, layers, heads)

@@ -18,7 +18,7 @@ struct MhaOptions {
     std::size_t heads = 2;
     std::optional<std::size_t> kv_heads, window;
     bool show_einsum = false;
-    bool output_gate = false;
+    bool output_gate = false, head_roles = false;
     std::optional<std::string> sinks;
     std::string variant = "fused";
     std::optional<std::string> query, explain;
@@ -37,7 +37,8 @@ void add_mha(CLI::App& cli, Shell& shell) {
                                 "  attnwalk mha --window 3          # sliding-window attention: each token sees 3 keys\n"
                                 "  attnwalk mha --variant combined-qkv --show-einsum  # one qkv Linear; einsum notation\n"
                                 "  attnwalk mha --output-gate --steps gate,gated,output   # gated attention (Qwen3-Next)\n"
-                                "  attnwalk mha --sinks 0,2 --steps weights,sink_share    # learned sinks (gpt-oss)\n");
+                                "  attnwalk mha --sinks 0,2 --steps weights,sink_share    # learned sinks (gpt-oss)\n"
+                                "  attnwalk mha --head-roles --steps 'role_*'     # induction and previous-token scores, written out\n");
     auto o = std::make_shared<MhaOptions>();
     CLI::Option* explain = add_explain_option(*sub, o->explain);
     sub->add_option("--query", o->query, "Show one query only, in every head: its position (from 1) or its text")
@@ -63,6 +64,9 @@ void add_mha(CLI::App& cli, Shell& shell) {
                     "Learned sinks (gpt-oss): a logit per head (or one for all), separated by commas, joins each row's softmax and is "
                     "dropped after, so the rows sum to less than 1; given, not drawn")
         ->check(non_empty());
+    sub->add_flag("--head-roles", o->head_roles,
+                  "Head roles on the input itself: its rows run twice, and per head the induction, previous-token and duplicate scores, "
+                  "each mean written out");
     sub->add_flag("--show-einsum", o->show_einsum, "Write each operation in einsum notation too (in the steps' notes)");
     sub->callback([&shell, o] {
         shell.headline = headline_of(lesson("mha"));
@@ -104,6 +108,7 @@ void add_mha(CLI::App& cli, Shell& shell) {
             spec.causal = o->dropout.causal;
             spec.window = o->window;
             spec.show_einsum = o->show_einsum;
+            spec.head_roles = o->head_roles;
             spec.dropout = random.dropout(o->dropout.p, !o->dropout.eval);
             spec.explain_head = o->head;
             const Embeddings input = prepare_input(

@@ -347,7 +347,28 @@ std::string expansion_line(const Expansion& e, std::size_t label_width, const st
     }
     s += scalar ? " = " : cont + "= ";
     s += scalar ? fmt(e.result.at(0), precision) : vec(e.result);
-    return s;
+    if (!scalar || width(indent) + width(s) <= opt.columns) return s;
+    // a long sum of numbers: broken before a " + " or the " = ", continuation lines aligned under the '='
+    const std::size_t room = opt.columns > width(indent) + label_width + 12 ? opt.columns - width(indent) : label_width + 12;
+    std::string out, line;
+    std::size_t at = 0;
+    const auto next_break = [&](std::size_t from) {
+        const std::size_t plus = s.find(" + ", from), equals = s.rfind(" = ");
+        return std::min(plus == std::string::npos ? s.size() : plus, equals > from && equals != std::string::npos ? equals : s.size());
+    };
+    while (at < s.size()) {
+        const std::size_t end = next_break(at + 1);
+        const std::string piece = s.substr(at, end - at);
+        if (!line.empty() && width(line) + width(piece) > room) {
+            out += line;
+            line = cont.substr(1 + width(indent)) + piece.substr(1);  // the piece's leading space gives way to the alignment
+            out += cont.substr(0, 1) + indent;
+        } else {
+            line += piece;
+        }
+        at = end;
+    }
+    return out + line;
 }
 
 // Consecutive 1-D steps of one group, shown as the columns of one table.

@@ -430,6 +430,23 @@ TEST_SUITE("cli.explain") {
         CHECK(row == doctest::Approx(1.0f).epsilon(1e-6));
     }
 
+    TEST_CASE("cli.mha_head_roles_write_each_mean_out") {
+        // Each head's score is the mean its expansion writes out; one token has no roles.
+        const json doc = run_json("mha --head-roles --heads 2");
+        for (const char* id : {"role_induction", "role_previous", "role_duplicate"}) {
+            CAPTURE(id);
+            const json& s = step(doc, id);
+            REQUIRE(s.at("expansion").size() == 2);
+            for (std::size_t h = 0; h < 2; ++h) {
+                double sum = 0.0;
+                for (const auto& t : s.at("expansion").at(h).at("terms")) sum += t.at("coef").get<double>() * t.at("value").at(0).get<double>();
+                CHECK(sum == doctest::Approx(s.at("data").at(h).get<double>()).epsilon(1e-6));
+            }
+        }
+        CHECK(step(doc, "role_induction").at("expansion").at(0).at("terms").size() == 7);  // rows 6 … 12 of the sentence run twice
+        CHECK(test::run("mha --head-roles -i " + test::temp_file(R"({"embeddings": [[1, 2, 3]]})")).err.find("need at least 2 tokens") != std::string::npos);
+    }
+
     TEST_CASE("cli.explain_a_masked_cell") {
         const json doc = run_json("causal --explain 2,4");
         CHECK(step(doc, "explain_weight").at("data") == 0.0);

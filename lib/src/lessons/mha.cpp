@@ -46,6 +46,9 @@ const LessonDecl& mha_lesson() {
             {"gate", "the output gate, x·W_gate"},
             {"gated", "the context times σ(gate): what out_proj reads (gated attention)"},
             {"output", "the output projection of the context (or the context itself)", headline},
+            {"role_induction", "head roles on the input run twice: per head the mean weight on the token after the current one's first occurrence, written out", headline},
+            {"role_previous", "head roles: per head the mean weight on the previous token, written out"},
+            {"role_duplicate", "head roles: per head the mean weight on the current token's first occurrence, written out"},
         }, explain_steps()})};
     return lesson;
 }
@@ -82,6 +85,50 @@ void record_mha_parameters(Recorder& rec, const AttentionWeights& w) {
     record_out_proj(rec, w);
     if (w.sinks)
         rec.add_plain("sinks", "The learned sinks: one logit per head", "sink_h", to_trace(*w.sinks), {Axis::head}).kind = StepKind::parameter;
+}
+
+// Head roles on the chapter's toy: the input's rows run twice through the same weights
+// (causal), and per head the mean of three diagonals of its weights, each mean written out.
+void record_toy_roles(Recorder& rec, const Cube& x, const AttentionWeights& w) {
+    const std::size_t n = x.shape(1), T = 2 * n, C = x.shape(2), H = w.heads;
+    Cube twice = Cube::from_shape({1, T, C});
+    for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t c = 0; c < C; ++c) twice(0, t, c) = x(0, t % n, c);
+    ForwardSpec fs;
+    fs.causal = true;
+    fs.until = Stage::weights;
+    const Forward f = attention_forward(twice, &w, fs);
+    Trace& trace = rec.trace();
+    trace.set_param("roles_length", static_cast<unsigned long long>(n));
+    const auto role = [&](const std::string& id, const std::string& title, std::size_t back, const std::string& note) {
+        Mat scores = Mat::from_shape({1, H});
+        std::vector<Expansion> sums;
+        const std::size_t m = T - back;  // rows back … T − 1 have a key `back` positions earlier
+        for (std::size_t h = 0; h < H; ++h) {
+            Expansion e;
+            e.label = "head " + std::to_string(h + 1);
+            float s = 0.0f;
+            for (std::size_t i = back; i < T; ++i) {
+                const float a = f.weights(0, h, i, i - back);
+                s += a;
+                e.terms.push_back({a, {1.0f / static_cast<float>(m)}, "1/" + std::to_string(m)});
+            }
+            scores(0, h) = s / static_cast<float>(m);
+            e.result = {scores(0, h)};
+            sums.push_back(std::move(e));
+        }
+        const std::string B = std::to_string(back), first = std::to_string(back + 1);
+        Step& st = rec.add(id, title, "(1/" + std::to_string(m) + ")·Σ_(i = " + first + "…" + std::to_string(T) + ") A[i, i − " + B + "]", scores, {Axis::head});
+        st.expansion = std::move(sums);
+        st.note = note;
+    };
+    role("role_induction", "Induction score of each head, on the input run twice (" + std::to_string(T) + " tokens)", n - 1,
+         "Row i of the second run: the token after the current token's first occurrence is n − 1 = " + std::to_string(n - 1) +
+         " back. A head that attends there (and copies what it finds) is an induction head; near 1 in trained models, here "
+         "only the mechanics (TransformerLens's score: the mean of that diagonal).");
+    role("role_previous", "Previous-token score of each head", 1, "The mean weight on the token just before.");
+    role("role_duplicate", "Duplicate-token score of each head", n, "The mean weight on the current token's own first occurrence, n = " +
+                                                                    std::to_string(n) + " back.");
 }
 
 // The titles and formulas both paths share.
@@ -236,6 +283,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     const std::size_t T = x.shape(1), d_h = w.head_size();
     record_mha_parameters(rec, w);
     const MhaWords words = mha_words(w, spec);
+    if (spec.head_roles && x.shape(1) < 2) throw UsageError("head roles run the input twice and look back n − 1 tokens: they need at least 2 tokens");
     if (mha_blocked(w.layout, spec, recording, H, G, w.gate.has_value() || w.sinks.has_value()) && w.out_proj) {
         record_blocked(rec, x, w, spec, words);
         return finish(std::move(trace), recording);
@@ -325,6 +373,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     }
     joined("output", output_title, output_formula, f.output);
     if (w.out_proj) einsum("'btd,de->bte' (Z, W_o) + b_o");
+    if (spec.head_roles) record_toy_roles(rec, x, w);
     if (spec.explain) {
         set_explain_params(trace, *spec.explain, spec.explain_head);
         Scale sc;

@@ -48,13 +48,18 @@ Cost dropout_ones_cost(std::size_t n) {
 
 bool mha_blocked(HeadLayout layout, const MhaSpec& spec, const Recording& rec, std::size_t heads, std::size_t kv_heads, bool gate_or_sinks) {
     const bool draws = spec.dropout.train && spec.dropout.p > 0.0;
-    return rec.summary && layout == HeadLayout::fused && !draws && !spec.query && !spec.explain && !spec.window &&
+    return rec.summary && layout == HeadLayout::fused && !draws && !spec.query && !spec.explain && !spec.window && !spec.head_roles &&
            (kv_heads == 0 || kv_heads == heads) && !gate_or_sinks;
 }
 
 Cost mha_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads, HeadLayout layout,
               const MhaSpec& spec, const Recording& rec, std::size_t kv_heads, bool gate_or_sinks) {
     Cost c = forward_cost(batch, tokens, d_in, width, heads, spec.query ? 1 : tokens);
+    if (spec.head_roles) {  // the input's first batch element run twice more
+        const Cost twice = forward_cost(1, 2 * tokens, d_in, width, heads, 2 * tokens);
+        c.bytes += twice.bytes;
+        c.work += twice.work;
+    }
     if (mha_blocked(layout, spec, rec, heads, kv_heads, gate_or_sinks)) c.bytes = fast::blocked_bytes(batch, tokens, d_in, width);
     return c;
 }

@@ -78,6 +78,9 @@ struct MhaSpec {
     std::optional<std::size_t> query;  // one query row, in every head
     std::optional<Cell> explain;       // one cell of one head, written out
     std::size_t explain_head = 0;
+    // Head roles on the input itself: its rows run twice, and per head the induction,
+    // previous-token and duplicate scores, each mean written out term by term.
+    bool head_roles = false;
 };
 Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& spec, const Recording& rec);
 

@@ -325,6 +325,17 @@ TEST_SUITE("cli.beyond") {
         }
     }
 
+    TEST_CASE("cli.beyond.experts_by_layer_is_each_layers_choice") {
+        const std::string oss = test::source_path("tests/data/models/tiny_gpt_oss");
+        for (const int layer : {1, 2, 3}) {
+            CAPTURE(layer);
+            const json doc = run_json("model --model " + oss + " --ids 5,17,3,250,9 --view --layer " + std::to_string(layer));
+            const json& all = step(doc, "experts_by_layer");
+            CHECK(all.at("shape") == json::array({3, 5, 2}));
+            CHECK(all.at("data").at(layer - 1) == step(doc, "layer" + std::to_string(layer) + ".experts_chosen").at("data"));
+        }
+    }
+
     TEST_CASE("cli.beyond.gpt2_model_view") {
         const std::string nano = test::source_path("tests/data/tiny_gpt2_nano_f32.safetensors");
         const json doc = run_json("gpt2 --model " + nano + " --heads 3 --ids 1,2,3,4,5 --view --sort previous_token");

@@ -71,6 +71,7 @@ const std::vector<StepDecl>& model_steps() {
         {"layerN.router_logits", "a mixture of experts (gpt-oss): the router's logit for every expert, per token"},
         {"layerN.experts_chosen", "a mixture of experts: the experts each token goes to, the largest logit first"},
         {"layerN.expert_weights", "a mixture of experts: their weights, a softmax over the chosen logits"},
+        {"experts_by_layer", "a mixture of experts in the model view: the experts each token went to, in every layer", view_headline},
         {"cache_kept", "StreamingLLM's cache: the positions it keeps at the end, the first tokens and the most recent", headline},
         {"cache_kl", "StreamingLLM's cache: KL(full ‖ kept) of each generated step's next-token distribution", headline},
         {"cache_top_k_overlap", "StreamingLLM's cache: how many of the full cache's top-k next tokens the kept cache shares"},
@@ -95,7 +96,7 @@ const LessonDecl& gpt2_lesson() {  // GPT-2 alone: no QK-norm, no RoPE, no norms
                                            if (std::string(s.id).find("normed") == std::string::npos && std::string(s.id).find("rot") == std::string::npos &&
                                                std::string(s.id).find("rope") == std::string::npos && std::string(s.id).find("_norm") == std::string::npos &&
                                                std::string(s.id).rfind("cache_", 0) != 0 &&  // StreamingLLM's cache needs RoPE
-                                               std::string(s.id) != "sink_share" && std::string(s.id).find("expert") == std::string::npos &&
+                                               std::string(s.id) != "sink_share" && std::string(s.id).find("expert") == std::string::npos &&  // experts_by_layer too
                                                std::string(s.id).find("router") == std::string::npos)  // gpt-oss's
                                                steps.push_back(s);
                                        return steps;
@@ -412,7 +413,13 @@ public:
         rec_.add("output", "The attention's output: " + words_.out, "Z·W_o" + words_.t + bias(bw.attn.out_proj.value(), "o"), f.output, tokens_features);
     }
 
+    std::vector<std::vector<std::size_t>> chosen_by_layer;  // with the view: each layer's chosen experts (T·k)
+
     void experts(std::size_t l, const MoeOutput& r) override {
+        if (spec_.view) {
+            chosen_by_layer.resize(config_.layers);
+            chosen_by_layer[l] = r.chosen;
+        }
         if (l != spec_.layer && !spec_.all_layers) return;
         const std::string L = "layer" + std::to_string(l + 1) + ".", Ls = std::to_string(l + 1);
         const std::size_t E = r.logits.shape(1), k = r.weights.shape(1), T = r.logits.shape(0);
@@ -1137,6 +1144,14 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
                                            : make_cache(m.weights.config);
     const Cube xf = decoder_forward(m.weights, ids, spec.generate ? &cache : nullptr, &tap);
     if (spec.view) record_view(rec, spec, info, m.weights.config, tap.grid, T);
+    if (spec.view && !tap.chosen_by_layer.empty()) {  // a mixture of experts: which experts each token went to, layer by layer
+        const std::size_t L = tap.chosen_by_layer.size(), k = tap.chosen_by_layer.front().size() / T;
+        std::vector<unsigned long long> all;
+        for (const auto& layer : tap.chosen_by_layer) all.insert(all.end(), layer.begin(), layer.end());
+        rec.add_plain("experts_by_layer", "The experts each token went to, layer by layer (largest router logit first)", "top_k(r_l, " + std::to_string(k) + ")",
+                      integer_tensor(all, {L, T, k}), {Axis::layer, Axis::token, Axis::rank})
+            .note = "A token keeps no expert of its own: each layer's router picks again from the stream as it is there.";
+    }
     const Words words = words_of(m.weights.config, &m.weights);
     rec.add("ln_f", "The final " + words.norm + " (" + words.final_norm + ")", words.final_norm + "(x)", xf, tokens_features);
     const Mat logits = decoder_logits(m.weights, xf, T - 1);  // the last position's

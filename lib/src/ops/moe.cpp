@@ -45,10 +45,13 @@ void ExpertMatrix::apply(const float* x, std::size_t n, float* y, std::size_t ld
         std::vector<float> row(m.cols);
         for (std::size_t j = share.begin; j < share.end; ++j) {  // each output's row, dequantised once for every token
             m.row(j, row.data());
-            for (std::size_t t = 0; t < n; ++t) {
+            for (std::size_t t = 0; t < n; ++t) {  // 16 partial sums (vector lanes), added at the end
                 const float* xt = x + t * m.cols;
+                float lane[16] = {};
+                for (std::size_t c = 0; c < m.cols; c += 16)  // cols is a multiple of 32
+                    for (std::size_t k = 0; k < 16; ++k) lane[k] += xt[c + k] * row[c + k];
                 float sum = 0.0f;
-                for (std::size_t c = 0; c < m.cols; ++c) sum += xt[c] * row[c];
+                for (float v : lane) sum += v;
                 y[t * ldy + j] = sum;
             }
         }

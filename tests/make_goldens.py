@@ -1916,6 +1916,10 @@ def roles_expect(m, vocab, blocks, n, seed):  # TransformerLens's scores, withou
             "roles_ranked": torch.tensor(rows)}
 
 
+def sink_depth_expect(blocks):  # the emergent sink by depth: per layer, the rows from 2's weight on token 1, over the heads
+    return {"sink_by_depth": torch.stack([b.att.w[0, :, 1:, 0].double().mean() for b in blocks]).float()}
+
+
 def streaming_expect(m, ids, start, recent, n, top=5):
     # StreamingLLM (Xiao et al.): StartRecentKVCache.evict_for_space before each token, keys cached
     # before RoPE and rotated at their index in the cache, the query at the last index (its
@@ -2005,6 +2009,7 @@ def heads_cases():
         args = ["gpt2", "--model", "@SRC@/tests/data/" + name + ".safetensors", "--heads", str(heads),
                 "--ids", ",".join(str(i) for i in ids[0].tolist()), "--logit-lens", "--rollout"]
         cases.append(case(f"{name}_logit_lens_rollout", args, None, exp, ["lens_top_ids", "lens_final_rank"]))
+        cases.append(case(f"{name}_sink_by_depth", args[:-2] + ["--view"], None, sink_depth_expect(m.trf_blocks)))
         exp = ablation_expect(m, ids, m.trf_blocks, [(0, 1), (layers - 1, None)], layers - 1)
         args = args[:-2] + ["--ablate", f"1.2,{layers}.*", "--ablate-each", str(layers)]
         cases.append(case(f"{name}_ablation", args, None, exp))
@@ -2025,6 +2030,7 @@ def heads_cases():
         args = ["model", "--model", "@SRC@/tests/data/models/" + name, "--ids", ",".join(str(i) for i in ids[0].tolist()), "--logit-lens",
                 "--rollout"]
         cases.append(case(f"{name}_logit_lens_rollout", args, None, exp, ["lens_top_ids", "lens_final_rank"]))
+        cases.append(case(f"{name}_sink_by_depth", args[:-2] + ["--view"], None, sink_depth_expect(m.trf_blocks)))
         L = len(cfg["sliding"])
         exp = ablation_expect(m, ids, m.trf_blocks, [(0, 1), (L - 1, None)], 0)
         args = args[:-2] + ["--ablate", f"1.2,{L}.*", "--ablate-each", "1"]

@@ -223,7 +223,7 @@ void print_grid(const Trace& trace, const Step& step, const TextOptions& opt, st
             for (std::size_t j = c0; j < c1; ++j) sum += step.tensor.data[((l * H + h) * T + i) * T + j];
         return sum / static_cast<double>((r1 - r0) * (c1 - c0));
     };
-    out << "    heatmaps: weight 0 ' ' ░▒▓█ 1 (each head's rows are queries, columns keys" << (side < T ? ", averaged in blocks" : "") << ")\n";
+    out << "    heatmaps: weight 0 ' ' ░▒▓█ 1 (rows: queries, columns: keys" << (side < T ? "; block means" : "") << ")\n";
     const std::vector<RankedHead> heads = grid_order(trace, L, H, opt.precision);  // layer and head named from 1
     if (!heads.empty() && !heads[0].value.empty())
         out << "    ranked by " << heads[0].value.substr(0, heads[0].value.find(' ')) << ", highest first\n";

@@ -89,13 +89,14 @@ void record_mha_parameters(Recorder& rec, const AttentionWeights& w) {
 
 // Head roles on the chapter's toy: the input's rows run twice through the same weights
 // (causal), and per head the mean of three diagonals of its weights, each mean written out.
-void record_toy_roles(Recorder& rec, const Cube& x, const AttentionWeights& w) {
+void record_toy_roles(Recorder& rec, const Cube& x, const AttentionWeights& w, const MhaSpec& spec) {
     const std::size_t n = x.shape(1), T = 2 * n, C = x.shape(2), H = w.heads;
     Cube twice = Cube::from_shape({1, T, C});
     for (std::size_t t = 0; t < T; ++t)
         for (std::size_t c = 0; c < C; ++c) twice(0, t, c) = x(0, t % n, c);
-    ForwardSpec fs;
-    fs.causal = true;
+    ForwardSpec fs;  // the run's own mask: causal or not, its window
+    fs.causal = spec.causal;
+    fs.window = spec.window;
     fs.until = Stage::weights;
     const Forward f = attention_forward(twice, &w, fs);
     Trace& trace = rec.trace();
@@ -122,10 +123,14 @@ void record_toy_roles(Recorder& rec, const Cube& x, const AttentionWeights& w) {
         st.expansion = std::move(sums);
         st.note = note;
     };
-    role("role_induction", "Induction score of each head, on the input run twice (" + std::to_string(T) + " tokens)", n - 1,
+    const std::string which = x.shape(0) > 1 ? " (its first batch element)" : "";
+    const std::string window = spec.window && *spec.window <= n - 1
+                                   ? " With a window of " + std::to_string(*spec.window) + " that key is out of sight: the score is 0 by construction."
+                                   : "";
+    role("role_induction", "Induction score of each head, on the input" + which + " run twice (" + std::to_string(T) + " tokens)", n - 1,
          "Row i of the second run: the token after the current token's first occurrence is n − 1 = " + std::to_string(n - 1) +
-         " back. A head that attends there (and copies what it finds) is an induction head; near 1 in trained models, here "
-         "only the mechanics (TransformerLens's score: the mean of that diagonal).");
+             " back. A head that attends there (and copies what it finds) is an induction head; near 1 in trained models, here "
+             "only the mechanics (TransformerLens's score: the mean of that diagonal)." + window);
     role("role_previous", "Previous-token score of each head", 1, "The mean weight on the token just before.");
     role("role_duplicate", "Duplicate-token score of each head", n, "The mean weight on the current token's own first occurrence, n = " +
                                                                     std::to_string(n) + " back.");
@@ -373,7 +378,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     }
     joined("output", output_title, output_formula, f.output);
     if (w.out_proj) einsum("'btd,de->bte' (Z, W_o) + b_o");
-    if (spec.head_roles) record_toy_roles(rec, x, w);
+    if (spec.head_roles) record_toy_roles(rec, x, w, spec);
     if (spec.explain) {
         set_explain_params(trace, *spec.explain, spec.explain_head);
         Scale sc;

@@ -430,7 +430,7 @@ public:
         Step& ch = rec_.add_plain(L + "experts_chosen", "The " + std::to_string(k) + " experts each token goes to (largest logit first)",
                                   "top_k(r, " + std::to_string(k) + ")", integer_tensor(chosen, {T, k}), {Axis::token, Axis::rank});
         ch.note = "A mixture of experts: each token runs through only " + std::to_string(k) + " of the " + std::to_string(E) +
-                  " experts' MLPs; the rest of the layer's weights sit idle for it.";
+                  " experts' MLPs; the rest of the layer's weights sit idle for it. Experts are numbered from 0, as the router's outputs are.";
         rec_.add_plain(L + "expert_weights", "Their weights: a softmax over the chosen logits only", "softmax(r[top_k])", to_trace(r.weights),
                        {Axis::token, Axis::rank})
             .note = "The MLP's output is Σ weight·expert(x) over the chosen experts; each expert is a SwiGLU whose gate is clamped at " +
@@ -579,24 +579,31 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
     // The emergent sink by depth: token 0's own row has nowhere else to look, so the rows from 1 on
     if (T > 1) {
         Mat depth = Mat::from_shape({1, L});
-        double uniform = 0.0;  // what rows spread evenly would give: row i (from 1) puts 1/i on each token
-        for (std::size_t i = 1; i < T; ++i) uniform += 1.0 / static_cast<double>(i + 1);
-        uniform /= static_cast<double>(T - 1);
+        // what rows spread evenly over the keys each sees would give the first token: 1/(i + 1) from row i (from 0),
+        // 0 once a sliding window has left it behind
+        const auto even = [&](std::size_t l) {
+            const std::size_t W = l < config.layer_attention.size() ? config.layer_attention[l].window.value_or(0) : 0;
+            double u = 0.0;
+            for (std::size_t i = 1; i < T; ++i)
+                if (!W || i < W) u += 1.0 / static_cast<double>(i + 1);
+            return u / static_cast<double>(T - 1);
+        };
         std::string sinks;  // the layers whose later tokens give token 0 half their weight, and twice what even rows would
         for (std::size_t l = 0; l < L; ++l) {
             double sum = 0.0;
             for (std::size_t h = 0; h < H; ++h)
                 for (std::size_t i = 1; i < T; ++i) sum += grid(0, l, h, i, 0);
             depth(0, l) = static_cast<float>(sum / static_cast<double>(H * (T - 1)));
-            if (depth(0, l) >= std::max(0.5, 2.0 * uniform)) sinks += (sinks.empty() ? "" : ", ") + std::to_string(l + 1);
+            if (depth(0, l) >= std::max(0.5, 2.0 * even(l))) sinks += (sinks.empty() ? "" : ", ") + std::to_string(l + 1);
         }
         Step& d = rec.add("sink_by_depth", "The attention sink by depth: weight on the first token from the later ones", "mean_h mean_(i≥2) a_i,1",
                           depth, {Axis::layer});
-        const std::string even = "the " + format_number(uniform) + " that rows spread evenly would give";
+        const std::string baseline = "twice what rows spread evenly over the keys they see would give it (" + format_number(even(L - 1)) +
+                                     " in layer " + std::to_string(L) + ")";
         d.note = !sinks.empty() ? "In layer" + std::string(sinks.find(',') == std::string::npos ? " " : "s ") + sinks +
-                                      " the later tokens give the first token half their weight or more, and at least twice what " + even +
+                                      " the later tokens give the first token half their weight or more, and at least " + baseline +
                                       ": it has become a sink, a place to put weight a head does not need elsewhere."
-                                : "No layer gives the first token half the later tokens' weight and twice what " + even + ".";
+                                : "No layer's later tokens give the first token half their weight and " + baseline + ".";
     }
     if (spec.sort.empty()) return;
     const std::size_t key = static_cast<std::size_t>(std::find(stat_names.begin(), stat_names.end(), spec.sort) - stat_names.begin());
@@ -819,9 +826,20 @@ void record_roles(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w)
     };
     const std::ptrdiff_t N = static_cast<std::ptrdiff_t>(n);
     const Mat induction = stripe(1 - N), previous = stripe(-1), duplicate = stripe(-N);
+    std::string blind;  // sliding layers whose window ends before n − 1 tokens back
+    std::size_t window = 0;
+    for (std::size_t l = 0; l < L && l < w.config.layer_attention.size(); ++l)
+        if (const auto W = w.config.layer_attention[l].window; W && *W <= n - 1) {
+            blind += (blind.empty() ? "" : ", ") + std::to_string(l + 1);
+            window = *W;
+        }
     rec.add_plain("role_induction", "Induction score per layer and head", "mean_i A[i, i − (n − 1)]", to_trace(induction), {Axis::layer, Axis::head})
         .note = "In the second run each token's next token already appeared once, n − 1 positions back: an induction head attends there "
-                "(and copies it). Near 1: an induction head.";
+                "(and copies it). Near 1: an induction head." +
+                (blind.empty() ? std::string()
+                               : " Layer" + std::string(blind.find(',') == std::string::npos ? " " : "s ") + blind + " see only the last " +
+                                     std::to_string(window) + " tokens (a sliding window): n − 1 = " + std::to_string(n - 1) +
+                                     " back is out of their sight, so their induction and duplicate scores are 0 by construction.");
     rec.add_plain("role_previous", "Previous-token score per layer and head", "mean_i A[i, i − 1]", to_trace(previous), {Axis::layer, Axis::head});
     rec.add_plain("role_duplicate", "Duplicate-token score per layer and head", "mean_i A[i, i − n]", to_trace(duplicate), {Axis::layer, Axis::head})
         .note = "The weight on the same token's earlier copy, n positions back.";
@@ -1021,12 +1039,13 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, b
     // floats kept: a layer's working set (x, norms, q/k/v, the MLP's hidden), the layer shown
     // in full (its T×T tensors four times in the forward, twice in the trace), the view
     // (every layer's weights), summaries of the rest, the logits, the cache
-    const double layer_rows = t * (10.0 * C + 3.0 * (H + 2.0 * G) * d + 2.0 * I);
+    // (a mixture of experts: an expert's rows in, its gate and up, its hidden, its output)
+    const double layer_rows = t * (10.0 * C + 3.0 * (H + 2.0 * G) * d + 2.0 * I + (moe ? 2.0 * C + 1.5 * I : 0.0));
     const double shown = (spec.all_layers ? L : 1.0) * layer_rows + 6.0 * H * t * t;
     const double working = layer_rows + (spec.view ? 4.0 * H * t * t : 0.0);
     const double view = spec.view ? 2.0 * L * H * t * t : 0.0;
     const double cache = N > 0 ? 2.0 * 2.0 * L * G * d * all + 6.0 * H * all * all : 0.0;  // and the recomputation's T×T
-    const bool sixteen = !m.weights.blocks.empty() && m.weights.blocks.front().up.ext16;  // a block of 16-bit weights widened
+    const bool sixteen = !m.weights.blocks.empty() && (m.weights.blocks.front().up.ext16 || m.weights.blocks.front().attn.query.ext16);  // 16-bit weights widened
     // a layer kept to be explained: its forward (the rows, Q, K, V and their heads, the T×T
     // tensors) and the rows entering it
     const double kept_layer = t * (2.0 * C + 3.0 * (H + 2.0 * G) * d) + 4.0 * H * t * t;

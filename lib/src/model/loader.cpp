@@ -463,14 +463,14 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
             const std::string ex = p + n.experts + ".";
             moe.experts.resize(experts);
             // each projection where it lies: MXFP4 blocks (the released checkpoints) or a stacked float tensor
-            if (r.find(ex + "gate_up_proj_blocks")) {
+            if (r.find(ex + "gate_up_proj_blocks") || r.find(ex + "gate_up_proj_scales")) {
                 const auto rows = r.mxfp4(ex + "gate_up_proj", experts, 2 * hidden, C);
                 for (std::size_t e = 0; e < experts; ++e) moe.experts[e].gate_up.mxfp4 = rows[e];
             } else {
                 const auto layers = r.stacked_linears(ex + "gate_up_proj", experts, C, 2 * hidden);
                 for (std::size_t e = 0; e < experts; ++e) moe.experts[e].gate_up.dense = layers[e];
             }
-            if (r.find(ex + "down_proj_blocks")) {
+            if (r.find(ex + "down_proj_blocks") || r.find(ex + "down_proj_scales")) {
                 const auto rows = r.mxfp4(ex + "down_proj", experts, C, hidden);
                 for (std::size_t e = 0; e < experts; ++e) moe.experts[e].down.mxfp4 = rows[e];
             } else {

@@ -96,7 +96,9 @@ MoeOutput moe_forward(const Cube& x, const MoeWeights& w) {
     for (std::size_t t = 0; t < N; ++t) {
         const float* r = &out.logits(t, 0);
         std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return r[a] > r[b]; });
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {  // NaN first, as torch.topk puts it
+            return std::isnan(r[a]) ? !std::isnan(r[b]) : !std::isnan(r[b]) && r[a] > r[b];
+        });
         const float top = r[order[0]];
         float sum = 0.0f;
         for (std::size_t i = 0; i < k; ++i) sum += (out.weights(t, i) = std::exp(r[order[i]] - top));

@@ -87,7 +87,7 @@ void add_shell_options(CLI::App& sub, Shell& s, bool walk, InputKind kind) {
         sub.add_option("--text", s.sentence, "The text, cut into tokens by the tokenizer (UTF-8)")->check(non_empty())->group(input_group);
     } else {
         CLI::Option* input =
-            sub.add_option("-i,--input", s.input, "Input: a JSON file ({\"tokens\", \"embeddings\"}) or a NumPy .npy of the embeddings (T×d or B×T×d); - reads stdin. Default: the built-in sentence")
+            sub.add_option("-i,--input", s.input, "Input: a JSON file ({\"tokens\", \"embeddings\"}), a NumPy .npy of the embeddings (T×d or B×T×d), or a safetensors file's tensor (FILE, or FILE:NAME of several); - reads stdin. Default: the built-in sentence")
                 ->check(non_empty())
                 ->group(input_group);
         sub.add_option("--text", s.sentence, "A sentence instead of -i: split at whitespace, each word looked up in --vocab")

@@ -148,6 +148,30 @@ TEST_SUITE("cli") {
         check4(row(step(json::parse(weights.out), "queries"), 1), {0.4306f, 1.4551f});
     }
 
+    TEST_CASE("cli.input_from_a_safetensors_tensor") {
+        // -i FILE.safetensors: its one tensor; FILE:NAME names one of several; the numbers are the built-in sentence's
+        const json builtin = run_json("scores");
+        std::vector<float> x;
+        const json input = json::parse(test::read_file(test::source_path("data/your_journey.json")));
+        for (const auto& row : input.at("embeddings"))
+            for (const auto& v : row) x.push_back(v.get<float>());
+        const auto file = [&](const std::string& header_json, std::size_t floats) {
+            std::string header = header_json;
+            header.append((8 - header.size() % 8) % 8, ' ');
+            std::string bytes(8, '\0');
+            for (std::size_t i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+            bytes += header;
+            for (std::size_t i = 0; i < floats; ++i) bytes.append(reinterpret_cast<const char*>(&x[i % x.size()]), sizeof(float));
+            return test::temp_file(bytes, ".safetensors");
+        };
+        const std::string one = file(R"({"x": {"dtype": "F32", "shape": [6, 3], "data_offsets": [0, 72]}})", 18);
+        const std::string two = file(R"({"x": {"dtype": "F32", "shape": [6, 3], "data_offsets": [0, 72]}, "y": {"dtype": "F32", "shape": [2, 3], "data_offsets": [72, 96]}})", 24);
+        CHECK(run_json("scores -i '" + one + "'").at("steps") == builtin.at("steps"));
+        CHECK(step(run_json("scores -i '" + two + ":y'"), "scores").at("data").size() == 2);
+        CHECK(test::run("scores -i '" + two + "'").err.find("holds 2 tensors (x, y): name the one to read as") != std::string::npos);
+        CHECK(test::run("scores -i '" + two + ":z'").err.find("at $.z: no such tensor") != std::string::npos);
+    }
+
     TEST_CASE("cli.npy_out_and_back_in") {
         // --npy DIR: every step's tensor as DIR/ID.npy; --json names the files instead of the numbers
         const std::string dir = test::scratch() + "/npy_out";

@@ -13,6 +13,7 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/json_input.hpp"
 #include "attnwalk/io/npy.hpp"
+#include "attnwalk/io/safetensors.hpp"
 
 namespace attnwalk {
 
@@ -170,7 +171,50 @@ Tensor parse_attn_mask(std::string text, const std::string& name, bool is_bool) 
     return mask;
 }
 
+namespace {
+
+// Whether a file begins as a safetensors file: a little-endian u64 header length, then '{'.
+bool starts_as_safetensors(const std::string& path) {
+    if (path == "-") return false;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    unsigned char head[9] = {};
+    const ssize_t got = ::read(fd, head, sizeof head);
+    ::close(fd);
+    if (got != static_cast<ssize_t>(sizeof head) || head[8] != '{') return false;
+    std::uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | head[i];
+    return n >= 2 && n < (std::uint64_t{1} << 40);
+}
+
+// A safetensors file's tensor as the embeddings: its only tensor, or the one named after
+// "FILE:" (T×d or B×T×d, F32, F16 or BF16). Throws InputError.
+Embeddings embeddings_of_safetensors(const std::string& path, const std::string& name) {
+    const SafeTensors file(path);
+    std::string chosen = name;
+    if (chosen.empty()) {
+        if (file.entries().size() != 1) {
+            std::string names;
+            for (const auto& [n, e] : file.entries()) names += (names.empty() ? "" : ", ") + n;
+            throw InputError(path, "$", "holds " + std::to_string(file.entries().size()) + " tensors (" + names +
+                                            "): name the one to read as " + path + ":NAME");
+        }
+        chosen = file.entries().begin()->first;
+    }
+    const std::string source = path + ":" + chosen;
+    if (!file.find(chosen)) throw InputError(path, json_input::member_path("$", chosen), "no such tensor");
+    return embeddings_of_npy(file.get(chosen), source);
+}
+
+}  // namespace
+
 Embeddings load_embeddings(const std::string& path) {
+    if (starts_as_safetensors(path)) return embeddings_of_safetensors(path, "");
+    if (const std::size_t colon = path.rfind(':'); colon != std::string::npos && colon > 0) {  // FILE:TENSOR of a safetensors file
+        struct stat st {};
+        const std::string file = path.substr(0, colon);
+        if (::stat(path.c_str(), &st) != 0 && starts_as_safetensors(file)) return embeddings_of_safetensors(file, path.substr(colon + 1));
+    }
     const std::string bytes = read_text_file(path);
     if (is_npy(bytes)) return embeddings_of_npy(parse_npy(bytes, source_name(path)), source_name(path));
     return parse_embeddings(bytes, source_name(path));

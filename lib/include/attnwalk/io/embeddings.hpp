@@ -29,8 +29,9 @@ struct Embeddings {
 
 // Parses JSON text; `source` names it in error messages. Throws InputError.
 Embeddings parse_embeddings(const std::string& text, const std::string& source);
-// Reads a file ("-" = stdin) and parses it: JSON, or NumPy's .npy (T×d or B×T×d, told by
-// its first bytes; the tokens are then t1…tT). Throws InputError.
+// Reads a file ("-" = stdin) and parses it: JSON, NumPy's .npy (T×d or B×T×d, told by its
+// first bytes; the tokens are then t1…tT), or a safetensors file's tensor (its only one, or
+// "FILE:NAME"; mapped, not read whole). Throws InputError.
 Embeddings load_embeddings(const std::string& path);
 // Embeddings of a tensor read from a .npy file.
 Embeddings embeddings_of_npy(Tensor x, const std::string& source);

@@ -173,17 +173,19 @@ Tensor parse_attn_mask(std::string text, const std::string& name, bool is_bool) 
 
 namespace {
 
-// Whether a file begins as a safetensors file: a little-endian u64 header length, then '{'.
+// Whether a regular file begins as a safetensors file: a little-endian u64 header length,
+// then '{'. A pipe or a FIFO is never sniffed: its bytes would be gone, or the open would wait.
 bool starts_as_safetensors(const std::string& path) {
-    if (path == "-") return false;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (path == "-" || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return false;
     unsigned char head[9] = {};
     const ssize_t got = ::read(fd, head, sizeof head);
     ::close(fd);
     if (got != static_cast<ssize_t>(sizeof head) || head[8] != '{') return false;
     std::uint64_t n = 0;
-    for (int i = 7; i >= 0; --i) n = (n << 8) | head[i];
+    for (std::size_t i = 8; i-- > 0;) n = (n << 8) | head[i];
     return n >= 2 && n < (std::uint64_t{1} << 40);
 }
 

@@ -263,6 +263,15 @@ std::size_t resolve_token(const std::string& name, const std::vector<std::string
                      "; or give a position, 1.." + std::to_string(T) + ")");
 }
 
+std::vector<std::string> comma_items(const std::string& text) {
+    std::vector<std::string> items(1);
+    for (char c : text) {
+        if (c == ',') items.emplace_back();
+        else items.back() += c;
+    }
+    return items;
+}
+
 Cell parse_cell(const std::string& text, const std::vector<std::string>& tokens) {
     // Tokens may hold commas themselves: every split at a comma whose two sides both name
     // a token is a reading, and there must be exactly one.

@@ -100,6 +100,8 @@ Embeddings prepare_input(const Shell& shell, const std::function<Cost(const Inpu
 std::size_t resolve_token(const std::string& name, const std::vector<std::string>& tokens, const std::string& option);
 // --explain I,J
 Cell parse_cell(const std::string& text, const std::vector<std::string>& tokens);
+// Every piece of `text` between commas, as written: "1,,2," -> "1", "", "2", "" (an option's list).
+std::vector<std::string> comma_items(const std::string& text);
 
 // --weights, --seed, --init, --d-out, --qkv-bias, --show-weights.
 constexpr std::size_t default_d_out = 2;  // the textbook's

@@ -21,12 +21,7 @@ namespace {
 // "15496,995,318" -> ids
 std::vector<std::size_t> parse_ids(const std::string& text) {
     std::vector<std::size_t> ids;
-    std::vector<std::string> items(1);  // every piece between commas, the empty last one too ("1,2,")
-    for (char c : text) {
-        if (c == ',') items.emplace_back();
-        else items.back() += c;
-    }
-    for (const std::string& item : items) {
+    for (const std::string& item : comma_items(text)) {  // the empty last one too ("1,2,")
         const auto start = item.find_first_not_of(' '), end = item.find_last_not_of(' ');
         const std::string word = start == std::string::npos ? "" : item.substr(start, end - start + 1);
         if (word.empty() || word.find_first_not_of("0123456789") != std::string::npos || word.size() > 9)
@@ -145,16 +140,12 @@ std::vector<std::pair<std::size_t, std::optional<std::size_t>>> parse_ablation(c
             throw UsageError("--ablate takes L.H or L.* counted from 1, separated by commas (2.3,4.*), not '" + item + "'");
         return static_cast<std::size_t>(std::stoul(t) - 1);
     };
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        const std::size_t comma = std::min(text.find(',', start), text.size());
-        const std::string item = text.substr(start, comma - start), dot = ".";
+    for (const std::string& item : comma_items(text)) {
         const std::size_t at = item.find('.');
         if (at == std::string::npos) number("", item);
         const std::size_t layer = number(item.substr(0, at), item);
         const std::string head = item.substr(at + 1);
         out.emplace_back(layer, head == "*" ? std::nullopt : std::optional<std::size_t>(number(head, item)));
-        start = comma + 1;
     }
     return out;
 }
@@ -170,14 +161,13 @@ Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model,
     if (o.ablate) spec.ablate = parse_ablation(*o.ablate);
     if (o.start_recent) {  // S,R: two whole numbers
         const std::string& t = *o.start_recent;
-        const std::size_t comma = t.find(',');
+        const std::vector<std::string> parts = comma_items(t);
         const auto whole = [&](const std::string& part) {
-            if (part.empty() || part.size() > 9 || part.find_first_not_of("0123456789") != std::string::npos)
+            if (parts.size() != 2 || part.empty() || part.size() > 9 || part.find_first_not_of("0123456789") != std::string::npos)
                 throw UsageError("--streaming-cache takes START,RECENT, two whole numbers (4,64), not '" + t + "'");
             return static_cast<std::size_t>(std::stoul(part));
         };
-        if (comma == std::string::npos) whole("");
-        spec.start_recent = std::make_pair(whole(t.substr(0, comma)), whole(t.substr(comma + 1)));
+        spec.start_recent = std::make_pair(whole(parts.front()), whole(parts.back()));
         if (spec.start_recent->second == 0) throw UsageError("--streaming-cache: RECENT must be at least 1 (the newest token)");
     }
     check_prompt(*model, ids);  // the context is the limit that means something: before the memory estimate

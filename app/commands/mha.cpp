@@ -85,16 +85,13 @@ void add_mha(CLI::App& cli, Shell& shell) {
                 throw UsageError("--sinks joins the fused layer's softmax (gpt-oss's attention): use --variant fused");
             std::vector<float> sinks;  // decimal numbers separated by commas, each finite in float32
             if (o->sinks)
-                for (std::size_t at = 0; at <= o->sinks->size();) {
-                    const std::size_t comma = std::min(o->sinks->find(',', at), o->sinks->size());
-                    const std::string item = o->sinks->substr(at, comma - at);
+                for (const std::string& item : comma_items(*o->sinks)) {
                     char* end = nullptr;
                     const double v = std::strtod(item.c_str(), &end);
                     if (item.empty() || end != item.c_str() + item.size() || item.find_first_of("xXpP") != std::string::npos || item.find_first_of(" \t") == 0)
                         throw UsageError("--sinks takes decimal numbers separated by commas (0.5,-1), not '" + item + "'");
                     if (!std::isfinite(v) || std::fabs(v) > 3.0e38) throw UsageError("--sinks: each sink logit must be a finite number");
                     sinks.push_back(static_cast<float>(v));
-                    at = comma + 1;
                 }
             if (o->window && !o->dropout.causal)
                 throw UsageError("--window is a sliding window over the tokens before each query: it needs causal attention (drop --no-causal)");

@@ -55,40 +55,38 @@ Mat Reader::mat(const std::string& name, std::size_t rows, std::size_t cols) con
     return m;
 }
 
+std::shared_ptr<const void> Reader::owner_of(const SafeTensors* f) const {
+    for (const auto& file : files_)
+        if (file.get() == f) return file;
+    return nullptr;
+}
+
+std::vector<Linear> Reader::layers(const std::string& name, std::size_t count, std::size_t d_in, std::size_t d_out, bool transposed) const {
+    const SafeTensors* f = file_of(name);
+    const std::shared_ptr<const void> owner = owner_of(f);
+    const std::size_t ld = transposed ? d_in : d_out, each = d_in * d_out;
+    std::vector<Linear> out;
+    if (const float* data = f->direct(prefix_ + name)) {
+        for (std::size_t e = 0; e < count; ++e) out.push_back(external_linear(data + e * each, d_in, d_out, ld, transposed, owner));
+    } else if (const std::uint16_t* data16 = f->direct16(prefix_ + name)) {  // BF16 or F16: widened block by block as it is used
+        const bool bf16 = f->find(prefix_ + name)->dtype == "BF16";
+        for (std::size_t e = 0; e < count; ++e) out.push_back(external_linear16(data16 + e * each, bf16, d_in, d_out, ld, transposed, owner));
+    } else {  // a big-endian host, or a misaligned tensor
+        auto copy = std::make_shared<std::vector<float>>(count * each);
+        f->read_into(prefix_ + name, copy->data());
+        for (std::size_t e = 0; e < count; ++e) out.push_back(external_linear(copy->data() + e * each, d_in, d_out, ld, transposed, copy));
+    }
+    return out;
+}
+
 Linear Reader::linear(const std::string& name, std::size_t d_in, std::size_t d_out, bool transposed) const {
     check(name, transposed ? std::vector<std::size_t>{d_out, d_in} : std::vector<std::size_t>{d_in, d_out});
-    const SafeTensors* f = file_of(name);
-    std::shared_ptr<const void> owner;
-    for (const auto& file : files_)
-        if (file.get() == f) owner = file;
-    const std::size_t ld = transposed ? d_in : d_out;
-    if (const float* data = f->direct(prefix_ + name)) return external_linear(data, d_in, d_out, ld, transposed, owner);
-    if (const std::uint16_t* data = f->direct16(prefix_ + name))  // BF16 or F16: widened block by block as it is used
-        return external_linear16(data, f->find(prefix_ + name)->dtype == "BF16", d_in, d_out, ld, transposed, owner);
-    auto copy = std::make_shared<std::vector<float>>(d_out * d_in);  // a big-endian host, or a misaligned tensor
-    f->read_into(prefix_ + name, copy->data());
-    return external_linear(copy->data(), d_in, d_out, ld, transposed, copy);
+    return layers(name, 1, d_in, d_out, transposed).front();
 }
 
 std::vector<Linear> Reader::stacked_linears(const std::string& name, std::size_t E, std::size_t d_in, std::size_t d_out) const {
     check(name, {E, d_in, d_out});
-    const SafeTensors* f = file_of(name);
-    std::shared_ptr<const void> owner;
-    for (const auto& file : files_)
-        if (file.get() == f) owner = file;
-    std::vector<Linear> out;
-    const std::size_t each = d_in * d_out;
-    if (const float* data = f->direct(prefix_ + name)) {
-        for (std::size_t e = 0; e < E; ++e) out.push_back(external_linear(data + e * each, d_in, d_out, d_out, false, owner));
-    } else if (const std::uint16_t* data16 = f->direct16(prefix_ + name)) {
-        const bool bf16 = f->find(prefix_ + name)->dtype == "BF16";
-        for (std::size_t e = 0; e < E; ++e) out.push_back(external_linear16(data16 + e * each, bf16, d_in, d_out, d_out, false, owner));
-    } else {
-        auto copy = std::make_shared<std::vector<float>>(E * each);
-        f->read_into(prefix_ + name, copy->data());
-        for (std::size_t e = 0; e < E; ++e) out.push_back(external_linear(copy->data() + e * each, d_in, d_out, d_out, false, copy));
-    }
-    return out;
+    return layers(name, E, d_in, d_out, false);
 }
 
 std::vector<Mxfp4Rows> Reader::mxfp4(const std::string& name, std::size_t E, std::size_t rows, std::size_t cols) const {
@@ -103,9 +101,7 @@ std::vector<Mxfp4Rows> Reader::mxfp4(const std::string& name, std::size_t E, std
     const std::uint8_t* s = fs->direct8(prefix_ + scales);
     if (!b) throw InputError(fb->file(), "$[\"" + prefix_ + blocks + "\"].dtype", "expected U8 (MXFP4's packed 4-bit codes), got " + fb->find(prefix_ + blocks)->dtype);
     if (!s) throw InputError(fs->file(), "$[\"" + prefix_ + scales + "\"].dtype", "expected U8 (MXFP4's exponents), got " + fs->find(prefix_ + scales)->dtype);
-    std::shared_ptr<const void> owner;  // both files stay open with the model (LoadedModel::files)
-    for (const auto& file : files_)
-        if (file.get() == fb) owner = file;
+    const std::shared_ptr<const void> owner = owner_of(fb);  // both files stay open with the model (LoadedModel::files)
     std::vector<Mxfp4Rows> out;
     for (std::size_t e = 0; e < E; ++e) out.push_back(Mxfp4Rows{b + e * rows * cols / 2, s + e * rows * cols / 32, rows, cols, owner});
     return out;

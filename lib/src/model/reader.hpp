@@ -54,6 +54,12 @@ public:
     void touch_in_background() const;
 
 private:
+    // The file that holds a tensor, as the owner the weights read in place keep alive.
+    std::shared_ptr<const void> owner_of(const SafeTensors* f) const;
+    // `count` layers of d_in×d_out one after the other in tensor `name` (checked already),
+    // each read where it lies (F32), widened as used (BF16, F16) or from a float32 copy.
+    std::vector<Linear> layers(const std::string& name, std::size_t count, std::size_t d_in, std::size_t d_out, bool transposed) const;
+
     Files files_;
     std::string prefix_;
     std::shared_ptr<std::set<std::string>> used_;

@@ -501,35 +501,30 @@ public:
     void attention(std::size_t l, const Forward& f) override {
         if (l != spec_.layer) return;
         const std::string N = "step" + std::to_string(position_ + 1) + ".", L = std::to_string(l + 1);
-        if (cache_.layers.at(l).streaming()) {  // StreamingLLM: the row over the tokens kept, named by them
-            const Cube rows = xt::view(f.weights, xt::all(), xt::all(), 0, xt::all());
-            const std::vector<std::size_t> kept = cache_.layers[l].positions();
-            std::string where;
-            Step& w = spec_.head ? rec_.add_with_row_sums(N + "weights", "Its new row of attention in layer " + L + ", head " + std::to_string(*spec_.head + 1) +
-                                                                             ", over the tokens the cache kept",
-                                                          formula_, Mat(xt::view(rows, xt::all(), *spec_.head)), {Axis::token})
-                                 : rec_.add_with_row_sums(N + "weights", "Its new row of attention in layer " + L + ", over the tokens the cache kept", formula_,
-                                                          rows, {Axis::head, Axis::token});
-            for (std::size_t p : kept) w.labels.push_back(p < rec_.trace().tokens.size() ? rec_.trace().tokens[p] : "#" + std::to_string(p));
-            w.query = position_;
-            if (!kept.empty() && (kept.front() != 0 || kept.back() + 1 - kept.front() != kept.size()))
-                w.note = "The cache keeps " + std::to_string(kept.size()) + " of the " + std::to_string(position_ + 1) +
-                         " tokens: the first ones and the most recent. Each key was rotated at its index in the cache, 0 … " + std::to_string(kept.size() - 1) +
-                         ", and the query at the last, not at the tokens' own positions.";
+        const bool streaming = cache_.layers.at(l).streaming();  // StreamingLLM: the row over the tokens kept, named by them
+        const std::size_t first = position_ + 1 - f.kh.shape(2);  // the oldest token kept (0 but on a sliding layer)
+        if (!streaming) {
+            const std::string grown = f.window ? ", the last " + std::to_string(f.window) + " kept (sliding window)" : ", one row longer";
+            rec_.add(N + "keys_cache", "Token " + std::to_string(position_ + 1) + " (\"" + token_ + "\"): layer " + L + "'s key cache" + grown,
+                     "K_cache = concat(K_cache, k_t)", f.kh, head_tokens_features)
+                .first_row = first;
+        }
+        const std::string title = "Its new row of attention in layer " + L + (spec_.head ? ", head " + std::to_string(*spec_.head + 1) : "") +
+                                  (streaming ? ", over the tokens the cache kept" : "");
+        const Cube rows = xt::view(f.weights, xt::all(), xt::all(), 0, xt::all());
+        Step& w = spec_.head ? rec_.add_with_row_sums(N + "weights", title, formula_, Mat(xt::view(rows, xt::all(), *spec_.head)), {Axis::token})
+                             : rec_.add_with_row_sums(N + "weights", title, formula_, rows, {Axis::head, Axis::token});
+        w.query = position_;
+        if (!streaming) {
+            w.first_key = first;
             return;
         }
-        const std::string grown = f.window ? ", the last " + std::to_string(f.window) + " kept (sliding window)" : ", one row longer";
-        Step& cache = rec_.add(N + "keys_cache", "Token " + std::to_string(position_ + 1) + " (\"" + token_ + "\"): layer " + L + "'s key cache" + grown,
-                               "K_cache = concat(K_cache, k_t)", f.kh, head_tokens_features);
-        const std::size_t first = position_ + 1 - f.kh.shape(2);  // the oldest token kept (0 but on a sliding layer)
-        cache.first_row = first;
-        const Cube rows = xt::view(f.weights, xt::all(), xt::all(), 0, xt::all());
-        Step& w = spec_.head ? rec_.add_with_row_sums(N + "weights", "Its new row of attention in layer " + L + ", head " + std::to_string(*spec_.head + 1),
-                                                      formula_, Mat(xt::view(rows, xt::all(), *spec_.head)), {Axis::token})
-                             : rec_.add_with_row_sums(N + "weights", "Its new row of attention in layer " + L, formula_, rows,
-                                                      {Axis::head, Axis::token});
-        w.first_key = first;
-        w.query = position_;
+        const std::vector<std::size_t> kept = cache_.layers[l].positions();
+        for (std::size_t p : kept) w.labels.push_back(p < rec_.trace().tokens.size() ? rec_.trace().tokens[p] : "#" + std::to_string(p));
+        if (!kept.empty() && (kept.front() != 0 || kept.back() + 1 - kept.front() != kept.size()))
+            w.note = "The cache keeps " + std::to_string(kept.size()) + " of the " + std::to_string(position_ + 1) +
+                     " tokens: the first ones and the most recent. Each key was rotated at its index in the cache, 0 … " + std::to_string(kept.size() - 1) +
+                     ", and the query at the last, not at the tokens' own positions.";
     }
 
 private:

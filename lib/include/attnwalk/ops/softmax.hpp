@@ -28,18 +28,6 @@ struct RowSoftmax {
     float sum;  // of the exponentials, left to right in float32
 };
 
-// Numerically stable softmax of one row, in place. A row that is entirely −∞ (every key
-// masked) has no defined softmax; like PyTorch, it comes out as NaN.
-inline RowSoftmax softmax_row(float* row, std::size_t n) {
-    const float max = max_of(row, n);
-    float sum = 0.0f;
-    // subtract the row max, only for numerical stability: exp never overflows
-    for (std::size_t j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j] - max));
-    const float inv = 1.0f / sum;  // PyTorch multiplies by the reciprocal of the sum
-    for (std::size_t j = 0; j < n; ++j) row[j] *= inv;
-    return {max, sum};
-}
-
 // With a learned sink (gpt-oss): the head's logit `sink` is appended to the row before
 // the softmax and dropped after, so the row's weights sum to 1 − the sink's share, which
 // `sink_share` receives. As Hugging Face's eager gpt-oss attention: the max over the row
@@ -47,13 +35,21 @@ inline RowSoftmax softmax_row(float* row, std::size_t n) {
 inline RowSoftmax softmax_row_sink(float* row, std::size_t n, float sink, float* sink_share) {
     const float max = std::max(max_of(row, n), sink);
     float sum = 0.0f;
+    // subtract the row max, only for numerical stability: exp never overflows
     for (std::size_t j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j] - max));
     const float e_sink = std::exp(sink - max);
     sum += e_sink;
-    const float inv = 1.0f / sum;
+    const float inv = 1.0f / sum;  // PyTorch multiplies by the reciprocal of the sum
     for (std::size_t j = 0; j < n; ++j) row[j] *= inv;
     if (sink_share) *sink_share = e_sink * inv;
     return {max, sum};
+}
+
+// Numerically stable softmax of one row, in place: no sink (a logit of −∞ adds exp(−∞) = 0,
+// the same numbers). A row that is entirely −∞ (every key masked) has no defined softmax;
+// like PyTorch, it comes out as NaN.
+inline RowSoftmax softmax_row(float* row, std::size_t n) {
+    return softmax_row_sink(row, n, -std::numeric_limits<float>::infinity(), nullptr);
 }
 
 template <std::size_t N>

@@ -151,8 +151,12 @@ std::vector<std::string> panel_lines(const Trace& trace, const Figure& f, const 
     const bool numbered = s.axes[rank - 2] == Axis::token;  // tokens are named by position and text; heads, ranks by their label
     // token columns named by the step itself (a cache that kept some tokens): their positions are not first_key + j
     const bool own_keys = s.axes[rank - 1] == Axis::token && !s.labels.empty();
-    add(f.row_axis + " " + (numbered ? std::to_string(row_n) + " " + quoted(f.row_labels[v.row]) : f.row_labels[v.row]) + ", " + f.col_axis + " " +
-        (s.axes[rank - 1] == Axis::token && !own_keys ? std::to_string(col_n) + " " + quoted(f.col_labels[v.col]) : quoted(f.col_labels[v.col])));
+    // a label that names its axis already ("head 2", "layer 1") is not prefixed again
+    const auto named = [](const std::string& axis, const std::string& label) { return label.rfind(axis + " ", 0) == 0 ? label : axis + " " + label; };
+    add((numbered ? f.row_axis + " " + std::to_string(row_n) + " " + quoted(f.row_labels[v.row]) : named(f.row_axis, f.row_labels[v.row])) + ", " +
+        (s.axes[rank - 1] != Axis::token ? named(f.col_axis, f.col_labels[v.col])
+         : own_keys                      ? f.col_axis + " " + quoted(f.col_labels[v.col])
+                                         : f.col_axis + " " + std::to_string(col_n) + " " + quoted(f.col_labels[v.col])));
     if (f.panels > 1 && !f.panel_names[v.panel].empty()) add(f.panel_names[v.panel]);
     const std::optional<CellRef> cell = f.cell(trace, v.panel, v.row, v.col);
     lines.push_back("");
@@ -380,7 +384,7 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line) {
         put(1, 0, f.row_axis + " ↓ · " + f.col_axis + " → · " + scale_words(f.scale(v.panel)), panel_x - 1);
         const std::size_t every = cw >= 5 ? 1 : cw == 4 ? 2 : 4;  // key labels: every column when cells are wide, else every 2nd or 4th
         for (std::size_t c = c0; c < c1; c += every)
-            put(2, left + static_cast<int>(c - c0) * cw, shorten(f.col_labels[c], every * static_cast<std::size_t>(cw) - 1), static_cast<int>(every) * cw - 1);
+            put(2, left + static_cast<int>(c - c0) * cw, cell_label(f.col_labels[c], every * static_cast<std::size_t>(cw) - 1), static_cast<int>(every) * cw - 1);
         for (std::size_t r = r0; r < r1; ++r) {
             const int y = top + static_cast<int>(r - r0);
             if (r == v.row) attron(A_BOLD);

@@ -144,9 +144,7 @@ void print_heatmap(const Figure& f, std::size_t pi, const TextOptions& opt, std:
     const std::size_t cells = (f.cols + kc - 1) / kc;
     for (std::size_t cell = 0; cell < cells; ++cell) {
         const std::size_t at = margin.size() + cell * cw;
-        std::string l = f.col_labels[cell * kc];
-        if (cw == 5 && l.rfind("head ", 0) == 0 && l.size() <= 8) l = "h" + l.substr(5);  // a layers × heads grid: h1, h2, …
-        if (cw == 5) l = shorten(l, 4);
+        const std::string l = cw == 5 ? cell_label(f.col_labels[cell * kc], 4) : f.col_labels[cell * kc];  // a layers × heads grid: h1, h2, …
         if (width(labels) > at || at + width(l) > opt.columns) continue;
         if (cw != 5 && width(labels) + 1 > at && cell != 0) continue;
         labels += std::string(at - width(labels), ' ') + l;

@@ -28,6 +28,12 @@ inline std::string shorten(const std::string& s, std::size_t w) {
     return s;
 }
 
+// A column's label in a narrow cell: "head 12" as "h12" when it does not fit, then shortened.
+inline std::string cell_label(const std::string& s, std::size_t w) {
+    if (width(s) > w && s.rfind("head ", 0) == 0) return shorten("h" + s.substr(5), w);
+    return shorten(s, w);
+}
+
 // Shell-quoted when needed, so that a printed command can be pasted back.
 inline std::string shell_word(const std::string& word) {
     if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,") == std::string::npos)

@@ -384,14 +384,14 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
             throw InputError(cfg.file(), "$." + refused, f.model_type + " with " + refused + " true is not supported: expected false");
     layer_attention(cfg, f, c);
     std::size_t experts = 0, experts_per_token = 0;  // a mixture of experts (the names say whether the family has one)
-    float swiglu_limit = 7.0f;
+    float swiglu_limit = MoeWeights{}.limit;  // the clamp when config.json gives none (ops/moe.hpp)
     if (!f.names.experts.empty()) {
         experts = cfg.count(f.fields.experts, std::nullopt, 1);
         experts_per_token = cfg.count(f.fields.experts_per_token, std::nullopt, 1);
         if (experts_per_token > experts)
             throw InputError(cfg.file(), "$." + f.fields.experts_per_token,
                              "each token chooses at most the " + std::to_string(experts) + " experts there are, not " + std::to_string(experts_per_token));
-        const double limit = cfg.number(f.fields.swiglu_limit, 7.0);
+        const double limit = cfg.number(f.fields.swiglu_limit, swiglu_limit);
         swiglu_limit = static_cast<float>(cfg.require(limit, limit > 0.0, "$." + f.fields.swiglu_limit, "a number above 0 (the SwiGLU's clamp)"));
     }
     if (f.embed_scale_sqrt_width) c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.width)));

@@ -55,6 +55,7 @@ std::string label_at(const Trace& trace, const Step& step, std::size_t a, std::s
     const std::size_t rank = step.axes.size();
     if (a + 1 == rank && i < step.labels.size()) return step.labels[i];
     if (step.axes[a] == Axis::token) i += a + 1 == rank ? step.first_key : a + 2 == rank ? step.first_row : 0;
+    if (step.axes[a] == Axis::layer) i += step.first_layer;
     return axis_label(trace, step.axes[a], i);
 }
 
@@ -166,9 +167,9 @@ Figure figure_of(const Trace& trace, std::size_t index, ColorScale asked, PanelS
             const std::size_t n = s.tensor.shape[a], at = rest % n;
             rest /= n;
             if (s.axes[a] == Axis::batch) first_batch = first_batch && at == 0;
-            else parts[a] = axis_label(trace, s.axes[a], at);
+            else parts[a] = label_at(trace, s, a, at);
             if (s.axes[a] == Axis::head) head = at;
-            if (s.axes[a] == Axis::layer) lay = at;
+            if (s.axes[a] == Axis::layer) lay = at + s.first_layer;
         }
         for (const std::string& p : parts)
             if (!p.empty()) name += (name.empty() ? "" : ", ") + p;

@@ -191,6 +191,7 @@ void step_json(Writer& w, const Step& step, bool timed, const std::string& npy =
     if (step.first_row) w.raw(',').key("first_row").integer(static_cast<unsigned long long>(step.first_row));
     if (step.query) w.raw(',').key("query").integer(static_cast<unsigned long long>(*step.query));
     if (step.first_key) w.raw(',').key("first_key").integer(static_cast<unsigned long long>(step.first_key));
+    if (step.first_layer) w.raw(',').key("first_layer").integer(static_cast<unsigned long long>(step.first_layer));
     if (!step.labels.empty()) {
         w.raw(',').key("labels").raw('[');
         for (std::size_t i = 0; i < step.labels.size(); ++i) (i ? w.raw(',') : w).string(step.labels[i]);

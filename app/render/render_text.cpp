@@ -149,7 +149,7 @@ std::string slice_name(const Trace& trace, const Step& step, std::size_t s) {
     const auto& shape = step.tensor.shape;
     std::vector<std::string> parts(shape.size() - 2);
     for (std::size_t a = parts.size(); a-- > 0;) {
-        parts[a] = label(trace, step.axes[a], s % shape[a]);
+        parts[a] = label_at(trace, step, a, s % shape[a]);
         s /= shape[a];
     }
     std::string name;

@@ -336,6 +336,38 @@ TEST_SUITE("cli.beyond") {
         }
     }
 
+    TEST_CASE("cli.beyond.deepseek_v3_latent_attention_and_its_experts") {
+        const std::string ds = test::source_path("tests/data/models/tiny_deepseek_v3");
+        // experts_by_layer: the layers with experts only (the first keeps a dense MLP), each the layer's own choice
+        for (const int layer : {2, 3}) {
+            CAPTURE(layer);
+            const json doc = run_json("model --model " + ds + " --ids 5,17,3,250,9 --view --layer " + std::to_string(layer));
+            const json& all = step(doc, "experts_by_layer");
+            CHECK(all.at("shape") == json::array({2, 5, 3}));
+            CHECK(all.at("first_layer") == 1);
+            CHECK(all.at("data").at(layer - 2) == step(doc, "layer" + std::to_string(layer) + ".experts_chosen").at("data"));
+            // the weights: the chosen sigmoid scores over their sum, × routed_scaling_factor 2.5
+            const auto w = flat(step(doc, "layer" + std::to_string(layer) + ".expert_weights").at("data"));
+            for (std::size_t t = 0; t < 5; ++t) CHECK(w[t * 3] + w[t * 3 + 1] + w[t * 3 + 2] == doctest::Approx(2.5).epsilon(1e-6));
+        }
+        // the latent: r numbers per token; the cache keeps them and k_rope, and decoding through it matches the whole sequence
+        const json gen = run_json("model --model " + ds + " --ids 5,17,3,250,9 --generate 4 --layer 2");
+        CHECK(step(gen, "latent_kv").at("shape") == json::array({5, 12}));
+        CHECK(step(gen, "keys_rope").at("shape") == json::array({5, 8}));
+        CHECK(flat(step(gen, "max_difference").at("data"))[0] < 1e-5);
+        CHECK(step(gen, "queries").at("shape") == json::array({5, 64}));  // 4 heads of 8 + 8
+        CHECK(step(gen, "values").at("shape") == json::array({5, 48}));   // 4 heads of 12
+        // what it cannot do is refused with a reason
+        for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+                 {"model --model " + ds + " --ids 1,2,3 --generate 2 --streaming-cache 1,2", "latent attention caches its rotary key"},
+                 {"model --model " + ds + " --ids 1,2,3 --layer 2 --explain 3,1", "latent attention (MLA)"}}) {
+            CAPTURE(args);
+            const auto r = test::run(args);
+            CHECK(r.exit_code == 2);
+            CHECK(r.err.find(message) != std::string::npos);
+        }
+    }
+
     TEST_CASE("cli.beyond.gpt2_model_view") {
         const std::string nano = test::source_path("tests/data/tiny_gpt2_nano_f32.safetensors");
         const json doc = run_json("gpt2 --model " + nano + " --heads 3 --ids 1,2,3,4,5 --view --sort previous_token");

@@ -90,6 +90,7 @@ struct Step {
     std::vector<Axis> axes;             // one per tensor dimension
     std::size_t first_row = 0;          // a token row axis (second to last) starts at this token
     std::size_t first_key = 0;          // a token column axis (last) starts at this token
+    std::size_t first_layer = 0;        // a layer axis starts at this layer (DeepSeek-V3's experts: after its dense layers)
     std::vector<std::string> labels;    // optional: names of the last axis's entries (columns)
     std::string note;                   // optional explanation
     std::vector<Expansion> expansion;   // optional written-out sums

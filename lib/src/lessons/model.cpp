@@ -35,6 +35,8 @@ const std::vector<StepDecl>& model_steps() {
         {"queries_normed", "QK-norm: each head's queries after their RMSNorm (q_norm), before RoPE"},
         {"keys_normed", "QK-norm: each key head's keys after their RMSNorm (k_norm), before RoPE"},
         {"rope_angles", "the rotation angles, position × frequency"},
+        {"latent_kv", "latent attention (DeepSeek-V3): c_KV, each token's latent after its RMSNorm, what the cache keeps (with keys_rope)"},
+        {"keys_rope", "latent attention: the rotary key part every head shares, after RoPE (cached too)"},
         {"queries_rotated", "the queries after RoPE"},
         {"keys_rotated", "the keys after RoPE"},
         {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)"},
@@ -70,7 +72,9 @@ const std::vector<StepDecl>& model_steps() {
         {"sink_share", "learned sinks (gpt-oss): the share of each row the sink took, 1 − the row's sum of weights"},
         {"layerN.router_logits", "a mixture of experts (gpt-oss): the router's logit for every expert, per token"},
         {"layerN.experts_chosen", "a mixture of experts: the experts each token goes to, the largest logit first"},
-        {"layerN.expert_weights", "a mixture of experts: their weights, a softmax over the chosen logits"},
+        {"layerN.expert_weights", "a mixture of experts: their weights (gpt-oss: a softmax over the chosen logits; DeepSeek-V3: the chosen sigmoid scores, normalised and scaled)"},
+        {"layerN.router_scores", "a sigmoid router (DeepSeek-V3): σ(logit) for every expert, per token"},
+        {"layerN.shared_expert", "a shared expert (DeepSeek-V3): the dense MLP every token goes through beside its routed experts"},
         {"experts_by_layer", "a mixture of experts in the model view: the experts each token went to, in every layer", view_headline},
         {"cache_kept", "StreamingLLM's cache: the positions it keeps at the end, the first tokens and the most recent", headline},
         {"cache_kl", "StreamingLLM's cache: KL(full ‖ kept) of each generated step's next-token distribution", headline},
@@ -97,7 +101,8 @@ const LessonDecl& gpt2_lesson() {  // GPT-2 alone: no QK-norm, no RoPE, no norms
                                                std::string(s.id).find("rope") == std::string::npos && std::string(s.id).find("_norm") == std::string::npos &&
                                                std::string(s.id).rfind("cache_", 0) != 0 &&  // StreamingLLM's cache needs RoPE
                                                std::string(s.id) != "sink_share" && std::string(s.id).find("expert") == std::string::npos &&  // experts_by_layer too
-                                               std::string(s.id).find("router") == std::string::npos)  // gpt-oss's
+                                               std::string(s.id).find("router") == std::string::npos &&  // gpt-oss's
+                                               std::string(s.id).find("latent") == std::string::npos)  // DeepSeek-V3's
                                                steps.push_back(s);
                                        return steps;
                                    }()};
@@ -179,6 +184,7 @@ struct Words {
     std::string n1, n2;  // the norms in formulas
     std::string t;       // "ᵀ" for Linear's [out, in] weights, "" for x·W
     std::string mlp_hidden_title, mlp_hidden, mlp;
+    std::string mlp_experts;  // a layer with a mixture of experts: its output
     std::string scale;  // what the scores are divided by, when not √d_h
 };
 
@@ -214,7 +220,8 @@ Words words_of(const DecoderConfig& c, const DecoderWeights* weights = nullptr) 
         w.mlp_hidden = act + "(" + (w.pre ? w.n2 + "(x)" : "x") + "·" + weight_symbol(n.up) + w.t + " + b_" + weight_symbol(n.up).substr(2) + ")";
     }
     w.mlp = "hidden·" + weight_symbol(n.down) + w.t + (bias ? " + b_" + weight_symbol(n.down).substr(2) : "");
-    if (!n.experts.empty()) w.mlp = "Σ_(e chosen) weight_e · expert_e(" + in + ")";  // a mixture of experts
+    const bool shared = weights && std::any_of(weights->blocks.begin(), weights->blocks.end(), [](const BlockWeights& b) { return b.moe && b.moe->shared; });
+    w.mlp_experts = "Σ_(e chosen) weight_e · expert_e(" + in + ")" + (shared ? " + shared(" + in + ")" : "");  // a mixture of experts
     if (c.attention_scale) w.scale = format_number(*c.attention_scale) + " (√" + f.fields.scale + ")";
     return w;
 }
@@ -223,7 +230,8 @@ Words words_of(const DecoderConfig& c, const DecoderWeights* weights = nullptr) 
 struct PointText {
     std::string id, title, formula;
 };
-PointText point_text(BlockPoint p, const std::string& L, const Words& w) {
+// `experts`: the layer's MLP is a mixture of experts.
+PointText point_text(BlockPoint p, const std::string& L, const Words& w, bool experts) {
     const std::string attn = "attn(" + (w.pre ? w.n1 + "(x)" : std::string("x")) + ")", mlp = "mlp(" + (w.pre ? w.n2 + "(x)" : std::string("x")) + ")";
     switch (p) {
         case BlockPoint::norm_1: return {"ln_1", "Layer " + L + ": " + w.norm + " before attention (" + w.norm_1 + ")", w.n1 + "(x)"};
@@ -234,7 +242,7 @@ PointText point_text(BlockPoint p, const std::string& L, const Words& w) {
             return {"residual_1", "Residual: added to the layer's input", "x + " + (w.post ? "norm(" + attn + ")" : attn)};
         case BlockPoint::norm_2: return {"ln_2", w.norm + " before the MLP (" + w.norm_2 + ")", w.n2 + "(x)"};
         case BlockPoint::mlp_hidden: return {"mlp_hidden", w.mlp_hidden_title, w.mlp_hidden};
-        case BlockPoint::mlp: return {"mlp", "The MLP's output", w.mlp};
+        case BlockPoint::mlp: return experts ? PointText{"mlp", "The mixture of experts' output", w.mlp_experts} : PointText{"mlp", "The MLP's output", w.mlp};
         case BlockPoint::mlp_norm: return {"mlp_norm", w.norm + " of the MLP's output (" + w.post_mlp + ")", "norm(" + mlp + ")"};
         case BlockPoint::residual_2: return {"residual_2", "Layer " + L + "'s output", "x + " + (w.post ? "norm(" + mlp + ")" : mlp)};
     }
@@ -277,6 +285,24 @@ public:
         }
     }
 
+    // A latent attention layer (MLA): the latent and the shared rotary key, then its heads as attention() records them.
+    void latent(std::size_t l, const LatentForward& f) override {
+        if (l != spec_.layer) return;
+        const LatentWeights& w = *weights_.blocks[l].latent;
+        const TensorNames& n = config_.family->names;
+        const std::string in = words_.pre ? words_.n1 + "(x)" : "x";
+        Step& c = rec_.add("latent_kv", "Layer " + std::to_string(l + 1) + ": the latent c_KV, " + std::to_string(w.rank()) + " numbers per token (" +
+                                            short_name(n.kv_a) + ", then " + short_name(n.kv_a_norm) + ")",
+                           "c_KV = RMSNorm((" + in + "·W_DKVᵀ)[:r])", f.latent, tokens_features);
+        c.note = "Latent attention (MLA): every head's keys and values are made from this one vector per token (" + short_name(n.kv_b) +
+                 " up-projects it), so a cache keeps r = " + std::to_string(w.rank()) + " numbers and the " + std::to_string(w.rope) +
+                 " of keys_rope per token and layer, where multi-head attention would keep 2·H·d_h = " +
+                 std::to_string(2 * w.heads * w.qk_head()) + ".";
+        rec_.add("keys_rope", "The rotary key part, one for every head, after RoPE (" + std::to_string(w.rope) + " features" +
+                                  (config_.latent_interleave ? ", pairs interleaved in the weights: rope_interleave" : "") + ")",
+                 "k_rope = RoPE((" + in + "·W_DKVᵀ)[r:])", f.k_rope, tokens_features);
+    }
+
     void attention(std::size_t l, const Forward& f) override {
         if (spec_.view) xt::view(grid, 0, l) = xt::view(f.weights, 0);
         if (spec_.rollout) {  // weights.mean(dim=heads), in float32 in the heads' order
@@ -296,7 +322,16 @@ public:
         const std::string qf = "Q = " + in + "·W_q" + t + bias(bw.attn.query, "q"), kf = "K = " + in + "·W_k" + t + bias(bw.attn.key, "k"),
                           vf = "V = " + in + "·W_v" + t + bias(bw.attn.value, "v");
         const LayerAttention& la = config_.layer_attention[l];
-        if (words_.fused) {
+        if (bw.latent) {  // MLA: each head's query and key are [nope | rope], its value from the latent
+            const LatentWeights& lw = *bw.latent;
+            const std::string H = std::to_string(f.heads), nope = std::to_string(lw.nope), rope = std::to_string(lw.rope);
+            const std::string qsrc = lw.q_a_proj ? "RMSNorm(" + in + "·W_qaᵀ)·W_qbᵀ" : in + "·W_qᵀ";
+            rec_.add("queries", "Layer " + std::to_string(l + 1) + ": queries, " + H + " heads of " + nope + " + " + rope + " (the last " + rope +
+                                    " turn with RoPE)" + (lw.q_a_proj ? ", through a query latent of " + std::to_string(lw.query_rank()) : ""),
+                     "Q = " + qsrc, f.q, tokens_features);
+            rec_.add("keys", "Keys: per head [k_nope from c_KV·W_UKᵀ | the shared k_rope]", "K_h = [c_KV·W_UK,hᵀ | k_rope]", f.k, tokens_features);
+            rec_.add("values", "Values: per head c_KV·W_UV,hᵀ (" + std::to_string(lw.value) + " features)", "V_h = c_KV·W_UV,hᵀ", f.v, tokens_features);
+        } else if (words_.fused) {
             rec_.add("queries", "Layer " + std::to_string(l + 1) + ": queries (columns 0…C−1 of " + words_.fused_qkv + ")", qf, f.q, tokens_features);
             rec_.add("keys", "Keys (columns C…2C−1 of " + words_.fused_qkv + ")", kf, f.k, tokens_features);
             rec_.add("values", "Values (columns 2C…3C−1 of " + words_.fused_qkv + ")", vf, f.v, tokens_features);
@@ -410,7 +445,7 @@ public:
             rec_.add("head_outputs", "Each head's context vectors", "Z_h = A_h·V" + group, f.head_outputs, head_tokens_features);
         }
         rec_.add("context", "Heads concatenated", "Z", f.context, tokens_features);
-        rec_.add("output", "The attention's output: " + words_.out, "Z·W_o" + words_.t + bias(bw.attn.out_proj.value(), "o"), f.output, tokens_features);
+        rec_.add("output", "The attention's output: " + words_.out, "Z·W_o" + words_.t + bias(bw.latent ? bw.latent->o_proj : bw.attn.out_proj.value(), "o"), f.output, tokens_features);
     }
 
     std::vector<std::vector<std::size_t>> chosen_by_layer;  // with the view: each layer's chosen experts (T·k)
@@ -423,25 +458,48 @@ public:
         if (l != spec_.layer && !spec_.all_layers) return;
         const std::string L = "layer" + std::to_string(l + 1) + ".", Ls = std::to_string(l + 1);
         const std::size_t E = r.logits.shape(1), k = r.weights.shape(1), T = r.logits.shape(0);
+        const MoeWeights& moe = *weights_.blocks[l].moe;
+        const bool sigmoid = moe.routing == RouterKind::sigmoid_grouped;
         Step& lg = rec_.add_plain(L + "router_logits", "Layer " + Ls + ": the router's logit for each of the " + std::to_string(E) + " experts",
-                                  "r = " + words_.n2 + "(x)·W_rᵀ + b_r", to_trace(r.logits), {Axis::token, Axis::feature});
+                                  "r = " + words_.n2 + "(x)·W_rᵀ" + (sigmoid ? "" : " + b_r"), to_trace(r.logits), {Axis::token, Axis::feature});
         for (std::size_t e = 0; e < E; ++e) lg.labels.push_back("expert " + std::to_string(e));
+        if (sigmoid) {
+            Step& sc = rec_.add_plain(L + "router_scores", "Their scores: each logit through a sigmoid, on its own", "s = σ(r)", to_trace(r.scores),
+                                      {Axis::token, Axis::feature});
+            sc.labels = lg.labels;
+            sc.note = "The experts are chosen by s + the correction bias (e_score_correction_bias), only within the " + std::to_string(moe.top_groups) +
+                      " of " + std::to_string(moe.groups) + " groups whose two best choices sum highest; the bias chooses, it never weighs.";
+        }
         std::vector<unsigned long long> chosen(r.chosen.begin(), r.chosen.end());
-        Step& ch = rec_.add_plain(L + "experts_chosen", "The " + std::to_string(k) + " experts each token goes to (largest logit first)",
-                                  "top_k(r, " + std::to_string(k) + ")", integer_tensor(chosen, {T, k}), {Axis::token, Axis::rank});
+        Step& ch = rec_.add_plain(L + "experts_chosen", "The " + std::to_string(k) + " experts each token goes to (" +
+                                                            (sigmoid ? "largest s + bias first" : "largest logit first") + ")",
+                                  sigmoid ? "top_k(s + b_corr in the best groups, " + std::to_string(k) + ")" : "top_k(r, " + std::to_string(k) + ")",
+                                  integer_tensor(chosen, {T, k}), {Axis::token, Axis::rank});
         ch.note = "A mixture of experts: each token runs through only " + std::to_string(k) + " of the " + std::to_string(E) +
                   " experts' MLPs; the rest of the layer's weights sit idle for it. Experts are numbered from 0, as the router's outputs are.";
-        rec_.add_plain(L + "expert_weights", "Their weights: a softmax over the chosen logits only", "softmax(r[top_k])", to_trace(r.weights),
-                       {Axis::token, Axis::rank})
-            .note = "The MLP's output is Σ weight·expert(x) over the chosen experts; each expert is a SwiGLU whose gate is clamped at " +
-                    format_number(weights_.blocks[l].moe->limit) + " (and its up at ±" + format_number(weights_.blocks[l].moe->limit) + ").";
+        if (sigmoid) {
+            rec_.add_plain(L + "expert_weights", "Their weights: the chosen scores" + std::string(moe.normalise ? " over their sum" : "") + ", × " +
+                                                     format_number(moe.routed_scale) + " (routed_scaling_factor)",
+                           std::string(moe.normalise ? "s[top_k] / Σ s[top_k]" : "s[top_k]") + " · " + format_number(moe.routed_scale), to_trace(r.weights),
+                           {Axis::token, Axis::rank})
+                .note = "The MLP's output is Σ weight·expert(x) over the chosen experts" + std::string(moe.shared ? ", plus the shared expert's" : "") +
+                        "; each expert is a SwiGLU of its own, down(SiLU(gate(x)) ⊙ up(x)).";
+            if (moe.shared)
+                rec_.add(L + "shared_expert", "The shared expert: a SwiGLU MLP every token goes through", "shared(x) = down(SiLU(gate(x)) ⊙ up(x))", r.shared,
+                         tokens_features);
+        } else {
+            rec_.add_plain(L + "expert_weights", "Their weights: a softmax over the chosen logits only", "softmax(r[top_k])", to_trace(r.weights),
+                           {Axis::token, Axis::rank})
+                .note = "The MLP's output is Σ weight·expert(x) over the chosen experts; each expert is a SwiGLU whose gate is clamped at " +
+                        format_number(moe.limit) + " (and its up at ±" + format_number(moe.limit) + ").";
+        }
     }
 
     void block(std::size_t l, BlockPoint p, const Cube& t) override {
         if (p == BlockPoint::norm_1) normed_ = t;
         if (p == BlockPoint::residual_2) stream_ = t, normed_ = Cube();  // the rows entering the next layer
         if (p == BlockPoint::residual_2 && spec_.logit_lens) residuals.push_back(t);
-        const PointText text = point_text(p, std::to_string(l + 1), words_);
+        const PointText text = point_text(p, std::to_string(l + 1), words_, weights_.blocks[l].moe.has_value());
         const std::string id = "layer" + std::to_string(l + 1) + "." + text.id;
         if (l == spec_.layer || spec_.all_layers) rec_.add(id, text.title, text.formula, t, tokens_features);
         else rec_.add_summary(id, text.title, text.formula, {T_, t.shape(2)}, 1, tokens_features, summary_of(t), false);
@@ -453,6 +511,7 @@ private:
     void keep(std::size_t l, const Forward& f) {
         const FamilySpec& fam = *config_.family;
         const BlockWeights& b = weights_.blocks[l];
+        if (b.latent) return;  // latent attention's cells are not written out (yet): its query, key and value come from other weights
         const LayerAttention& la = config_.layer_attention[l];
         KeptAttention k;
         k.f = f;
@@ -1037,7 +1096,11 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, b
     // (a mixture of experts: an expert's rows in, its gate and up, its hidden, its output)
     const double layer_rows = t * (10.0 * C + 3.0 * (H + 2.0 * G) * d + 2.0 * I + (moe ? 2.0 * C + 1.5 * I : 0.0));
     const double shown = (spec.all_layers ? L : 1.0) * layer_rows + 6.0 * H * t * t;
-    const double working = layer_rows + (spec.view ? 4.0 * H * t * t : 0.0);
+    // latent attention (MLA) takes no blocked path: every layer makes its scores in two parts, their sum and the weights,
+    // and its heads' keys and values from the latent
+    const bool latent = std::any_of(m.weights.blocks.begin(), m.weights.blocks.end(), [](const BlockWeights& b) { return b.latent.has_value(); });
+    const double latent_rows = latent ? 5.0 * H * t * t + 4.0 * t * H * d : 0.0;
+    const double working = layer_rows + latent_rows + (spec.view ? 4.0 * H * t * t : 0.0);
     const double view = spec.view ? 2.0 * L * H * t * t : 0.0;
     const double cache = N > 0 ? 2.0 * 2.0 * L * G * d * all + 6.0 * H * all * all : 0.0;  // and the recomputation's T×T
     const bool sixteen = !m.weights.blocks.empty() && (m.weights.blocks.front().up.ext16 || m.weights.blocks.front().attn.query.ext16);  // 16-bit weights widened
@@ -1107,6 +1170,9 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     if (spec.explain && (spec.explain->i >= T || spec.explain->j >= T))
         throw UsageError("cell " + std::to_string(spec.explain->i + 1) + "," + std::to_string(spec.explain->j + 1) + " is out of range: the prompt has " +
                          std::to_string(T) + " tokens, counted from 1");
+    if (spec.explain && spec.layer < m.weights.blocks.size() && m.weights.blocks[spec.layer].latent)
+        throw UsageError("layer " + std::to_string(spec.layer + 1) + " is latent attention (MLA), whose cells are not written out yet: its steps show "
+                         "the latent, the queries and keys as [nope | rope] and the weights; a cell is written out for heads of q/k/v projections");
     if (!spec.sort.empty() && std::find(stat_names.begin(), stat_names.end(), spec.sort) == stat_names.end())
         throw UsageError("heads are ranked by entropy, max_weight, first_token, previous_token or diagonal, not \"" + spec.sort + "\"");
 
@@ -1159,12 +1225,21 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     const Cube xf = decoder_forward(m.weights, ids, spec.generate ? &cache : nullptr, &tap);
     if (spec.view) record_view(rec, spec, info, m.weights.config, tap.grid, T);
     if (spec.view && !tap.chosen_by_layer.empty()) {  // a mixture of experts: which experts each token went to, layer by layer
-        const std::size_t L = tap.chosen_by_layer.size(), k = tap.chosen_by_layer.front().size() / T;
+        std::vector<std::size_t> layers;  // the layers with experts (DeepSeek-V3 keeps a dense MLP in its first ones)
+        for (std::size_t l = 0; l < tap.chosen_by_layer.size(); ++l)
+            if (!tap.chosen_by_layer[l].empty()) layers.push_back(l);
+        const std::size_t k = tap.chosen_by_layer[layers.front()].size() / T;
         std::vector<unsigned long long> all;
-        for (const auto& layer : tap.chosen_by_layer) all.insert(all.end(), layer.begin(), layer.end());
-        rec.add_plain("experts_by_layer", "The experts each token went to, layer by layer (largest router logit first)", "top_k(r_l, " + std::to_string(k) + ")",
-                      integer_tensor(all, {L, T, k}), {Axis::layer, Axis::token, Axis::rank})
-            .note = "A token keeps no expert of its own: each layer's router picks again from the stream as it is there.";
+        for (std::size_t l : layers) all.insert(all.end(), tap.chosen_by_layer[l].begin(), tap.chosen_by_layer[l].end());
+        const bool sigmoid = m.weights.blocks[layers.front()].moe->routing == RouterKind::sigmoid_grouped;
+        Step& s = rec.add_plain("experts_by_layer", std::string("The experts each token went to, layer by layer (") +
+                                                        (sigmoid ? "largest score + bias first" : "largest router logit first") + ")",
+                                "top_k(r_l, " + std::to_string(k) + ")", integer_tensor(all, {layers.size(), T, k}), {Axis::layer, Axis::token, Axis::rank});
+        s.note = "A token keeps no expert of its own: each layer's router picks again from the stream as it is there.";
+        s.first_layer = layers.front();
+        if (layers.front() > 0)
+            s.note += " Only the layers with experts, " + std::to_string(layers.front() + 1) + " to " + std::to_string(layers.back() + 1) + ": the first " +
+                      (layers.front() == 1 ? std::string("keeps") : std::to_string(layers.front()) + " keep") + " a dense MLP.";
     }
     const Words words = words_of(m.weights.config, &m.weights);
     rec.add("ln_f", "The final " + words.norm + " (" + words.final_norm + ")", words.final_norm + "(x)", xf, tokens_features);

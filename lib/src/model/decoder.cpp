@@ -18,8 +18,93 @@ namespace {
 // The attention of one block on a = norm_1(x) (1,T,C): the blocked path when the tap
 // keeps nothing of it and no cache came before; else the one forward, on the cache. Each
 // path hands the tap its Forward (the blocked ones without T×T tensors).
+// (B,T,n) <-> (B,1,T,n), the cache's layout
+Hyper as_cached(const Cube& x) {
+    Hyper h = Hyper::from_shape({x.shape(0), 1, x.shape(1), x.shape(2)});
+    std::copy(x.begin(), x.end(), h.begin());
+    return h;
+}
+Cube from_cached(const Hyper& h) {
+    Cube x = Cube::from_shape({h.shape(0), h.shape(2), h.shape(3)});
+    std::copy(h.begin(), h.end(), x.begin());
+    return x;
+}
+
+// Heads side by side on the last axis: (B,H,T,a) and (B,H or 1,T,b) -> (B,H,T,a+b).
+Hyper join_heads(const Hyper& a, const Hyper& b) {
+    const std::size_t B = a.shape(0), H = a.shape(1), T = a.shape(2), na = a.shape(3), nb = b.shape(3);
+    Hyper out = Hyper::from_shape({B, H, T, na + nb});
+    for (std::size_t i = 0; i < B; ++i)
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t t = 0; t < T; ++t) {
+                for (std::size_t j = 0; j < na; ++j) out(i, h, t, j) = a(i, h, t, j);
+                for (std::size_t j = 0; j < nb; ++j) out(i, h, t, na + j) = b(i, b.shape(1) == 1 ? 0 : h, t, j);
+            }
+    return out;
+}
+
+// A latent attention layer (MLA): the latent cache's c_KV and k_rope before the new tokens;
+// the tap gets its intermediates, then the same layer as heads.
+Cube latent_block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t layer, const Cube& a, std::size_t position0, KvCache* kv,
+                            DecoderTap& tap, const std::vector<std::size_t>* zero_heads) {
+    if (kv && kv->streaming())
+        throw UsageError("a start-and-recent cache rotates cached keys again at their place in the cache: latent attention caches its rotary key "
+                         "already rotated, so it keeps its whole latent cache instead");
+    const LayerAttention& la = c.layer_attention.at(layer);
+    LatentSpec spec;
+    spec.causal = true;
+    if (la.rope) spec.rope = *la.rope;
+    spec.interleave = c.latent_interleave;
+    spec.position0 = position0;
+    spec.scaling = c.latent_scaling;
+    Cube past_latent, past_rope;
+    if (kv && kv->length()) {
+        past_latent = from_cached(kv->keys());
+        past_rope = from_cached(kv->values());
+        spec.past_latent = &past_latent;
+        spec.past_k_rope = &past_rope;
+    }
+    LatentForward lf = latent_attention_forward(a, *b.latent, spec);
+    const std::size_t T = a.shape(1), S = lf.latent.shape(1);
+    if (kv) {  // the new tokens' latent and rotated k_rope join the cache
+        const Cube new_latent = xt::view(lf.latent, xt::all(), xt::range(S - T, S), xt::all());
+        const Cube new_rope = xt::view(lf.k_rope, xt::all(), xt::range(S - T, S), xt::all());
+        kv->append(as_cached(new_latent), as_cached(new_rope));
+    }
+    if (zero_heads && !zero_heads->empty()) {  // ablation: those heads' outputs zeroed before o_proj
+        for (std::size_t h : *zero_heads)
+            if (h < b.latent->heads) xt::view(lf.head_outputs, xt::all(), h) = 0.0f;
+        lf.context = merge_heads(lf.head_outputs);
+        lf.output = project(lf.context, b.latent->o_proj);
+    }
+    tap.latent(layer, lf);
+    // the same layer as the heads the tap knows: Q = [q_nope | q_rope], K = [k_nope | k_rope]
+    Forward f;
+    f.heads = f.kv_heads = b.latent->heads;
+    f.d_h = b.latent->qk_head();
+    f.rows = T;
+    f.q_position0 = S - T;
+    f.scale = 1.0f / lf.scaling;
+    f.causal = true;
+    f.q = lf.q;
+    f.qh = join_heads(lf.q_nope, lf.q_rope);
+    const Hyper k_rope = as_cached(lf.k_rope);
+    f.kh = join_heads(lf.k_nope, k_rope);
+    f.vh = lf.v;
+    f.k = merge_heads(f.kh);
+    f.v = merge_heads(f.vh);
+    f.scores = std::move(lf.scores);
+    f.weights = std::move(lf.weights);
+    f.head_outputs = std::move(lf.head_outputs);
+    f.context = std::move(lf.context);
+    f.output = std::move(lf.output);
+    tap.attention(layer, f);
+    return std::move(f.output);
+}
+
 Cube block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t layer, const Cube& a, std::size_t position0, KvCache* kv,
                      DecoderTap& tap, const std::vector<std::size_t>* zero_heads) {
+    if (b.latent) return latent_block_attention(c, b, layer, a, position0, kv, tap, zero_heads);
     ForwardSpec spec;
     if (zero_heads) spec.zero_heads = *zero_heads;
     spec.causal = true;

@@ -262,12 +262,16 @@ RopeScaling rope_scaling(ConfigFile& cfg, const Value* scaling, const std::strin
     return s;
 }
 
-std::string layer_name(const std::string& pattern, std::size_t layer) {
+// `pattern` with `mark` ("{L}" a layer, "{E}" an expert) replaced by the index.
+std::string layer_name(const std::string& pattern, std::size_t index, const char* mark = "{L}") {
     std::string out = pattern;
-    const std::size_t at = out.find("{L}");
-    if (at != std::string::npos) out.replace(at, 3, std::to_string(layer));
+    const std::size_t at = out.find(mark);
+    if (at != std::string::npos) out.replace(at, 3, std::to_string(index));
     return out;
 }
+
+// "mlp.gate_proj" -> "gate_proj": a dense MLP's projection as an expert names it.
+std::string last_part(const std::string& name) { return name.substr(name.find_last_of('.') + 1); }
 
 // Which layers are sliding-window ones: config.json's layer_types, or the family's pattern.
 std::vector<bool> sliding_layers(ConfigFile& cfg, const FamilySpec& f, std::size_t layers) {
@@ -383,16 +387,66 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
         if (cfg.flag(refused, false))
             throw InputError(cfg.file(), "$." + refused, f.model_type + " with " + refused + " true is not supported: expected false");
     layer_attention(cfg, f, c);
-    std::size_t experts = 0, experts_per_token = 0;  // a mixture of experts (the names say whether the family has one)
-    float swiglu_limit = MoeWeights{}.limit;  // the clamp when config.json gives none (ops/moe.hpp)
+    // a mixture of experts (the names say whether the family has one)
+    std::size_t experts = 0, expert_hidden = hidden, first_dense = 0, shared_width = 0;
+    MoeWeights moe_settings;  // what every layer's mixture shares: its routing and its experts' kind
+    moe_settings.routing = f.routing;
+    moe_settings.kind = f.expert_kind;
     if (!f.names.experts.empty()) {
         experts = cfg.count(f.fields.experts, std::nullopt, 1);
-        experts_per_token = cfg.count(f.fields.experts_per_token, std::nullopt, 1);
-        if (experts_per_token > experts)
+        moe_settings.top_k = cfg.count(f.fields.experts_per_token, std::nullopt, 1);
+        if (moe_settings.top_k > experts)
             throw InputError(cfg.file(), "$." + f.fields.experts_per_token,
-                             "each token chooses at most the " + std::to_string(experts) + " experts there are, not " + std::to_string(experts_per_token));
-        const double limit = cfg.number(f.fields.swiglu_limit, swiglu_limit);
-        swiglu_limit = static_cast<float>(cfg.require(limit, limit > 0.0, "$." + f.fields.swiglu_limit, "a number above 0 (the SwiGLU's clamp)"));
+                             "each token chooses at most the " + std::to_string(experts) + " experts there are, not " + std::to_string(moe_settings.top_k));
+        expert_hidden = cfg.count(f.fields.expert_hidden, hidden);
+        if (!f.fields.first_dense.empty()) first_dense = cfg.count(f.fields.first_dense, 0, 0);
+        if (!f.fields.shared_experts.empty()) shared_width = cfg.count(f.fields.shared_experts, 0, 0) * expert_hidden;
+        if (f.expert_kind == ExpertKind::clamped_swiglu) {
+            const double limit = cfg.number(f.fields.swiglu_limit, moe_settings.limit);  // the clamp when config.json gives none (ops/moe.hpp)
+            moe_settings.limit = static_cast<float>(cfg.require(limit, limit > 0.0, "$." + f.fields.swiglu_limit, "a number above 0 (the SwiGLU's clamp)"));
+        }
+        if (f.routing == RouterKind::sigmoid_grouped) {  // DeepseekV3TopkRouter's fields, with its defaults
+            moe_settings.groups = cfg.count("n_group", 8);
+            if (experts % moe_settings.groups != 0)
+                throw InputError(cfg.file(), "$.n_group", std::to_string(moe_settings.groups) + " groups do not divide " + std::to_string(experts) + " experts");
+            moe_settings.top_groups = cfg.count("topk_group", 4);
+            if (moe_settings.top_groups > moe_settings.groups)
+                throw InputError(cfg.file(), "$.topk_group", "at most the " + std::to_string(moe_settings.groups) + " groups there are, not " +
+                                                                 std::to_string(moe_settings.top_groups));
+            if (moe_settings.top_k > moe_settings.top_groups * (experts / moe_settings.groups))
+                throw InputError(cfg.file(), "$." + f.fields.experts_per_token,
+                                 "each token chooses its experts from the " + std::to_string(moe_settings.top_groups * (experts / moe_settings.groups)) +
+                                     " in its best groups (topk_group × experts per group), not " + std::to_string(moe_settings.top_k));
+            moe_settings.normalise = cfg.flag("norm_topk_prob", true);
+            const double scale = cfg.number("routed_scaling_factor", 2.5);
+            moe_settings.routed_scale = static_cast<float>(cfg.require(scale, scale > 0.0, "$.routed_scaling_factor", "a number above 0"));
+        }
+    }
+    // latent attention (MLA): its ranks and head parts, as DeepseekV3Config names them
+    const bool latent = !f.names.kv_a.empty();
+    std::size_t q_rank = 0, kv_rank = 0, nope = 0, rope_part = 0, value_dim = 0;
+    if (latent) {
+        q_rank = cfg.count("q_lora_rank", 0, 0);  // null: a plain q_proj
+        kv_rank = cfg.count("kv_lora_rank");
+        nope = cfg.count("qk_nope_head_dim", std::nullopt, 0);
+        rope_part = cfg.count("qk_rope_head_dim", std::nullopt, 0);
+        value_dim = cfg.count("v_head_dim");
+        if (nope + rope_part == 0) throw InputError(cfg.file(), "$.qk_nope_head_dim", "a head needs d_nope + d_rope ≥ 1");
+        if (rope_part % 2) throw InputError(cfg.file(), "$.qk_rope_head_dim", "expected an even number (RoPE turns pairs), got " + std::to_string(rope_part));
+        c.head_dim = nope + rope_part;  // the query and key heads; head_dim in config.json names the rotary part
+        c.latent_interleave = cfg.flag("rope_interleave", true);
+        // DeepseekV3Attention: (d_nope + d_rope)^(−1/2), × mscale² when rope_scaling has mscale_all_dim
+        double scaling = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+        if (const Value* sc = cfg.get("rope_scaling"); sc && sc->is_object()) {
+            const Value* all = sc->find("mscale_all_dim");
+            const Value* factor = sc->find("factor");
+            if (all && all->type != Value::Type::null && cfg.number_of(*all, "$.rope_scaling.mscale_all_dim") != 0.0 && factor) {
+                const double k = cfg.number_of(*factor, "$.rope_scaling.factor"), a = cfg.number_of(*all, "$.rope_scaling.mscale_all_dim");
+                const double mscale = k <= 1.0 ? 1.0 : 0.1 * a * std::log(k) + 1.0;
+                scaling *= mscale * mscale;
+            }
+        }
+        c.latent_scaling = static_cast<float>(scaling);
     }
     if (f.embed_scale_sqrt_width) c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.width)));
     if (!f.fields.scale.empty()) {
@@ -413,7 +467,9 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
     const SafeTensors::Entry* embed = r.find(n.embed);
     if (!embed) throw InputError(files.front()->file(), "$", "missing tensor \"" + n.prefix + n.embed + "\": not a " + f.model_type + " checkpoint");
     info.dtype = embed->dtype;
-    check_layer_names(files, n.prefix + n.layer.substr(0, n.layer.find("{L}")), c.layers, cfg.file());  // fewer: the first missing tensor is named below
+    // fewer: the first missing tensor is named below; more only as the family's extra layers (DeepSeek's multi-token prediction)
+    const std::size_t extra = f.fields.extra_layers.empty() ? 0 : cfg.count(f.fields.extra_layers, 0, 0);
+    check_layer_names(files, n.prefix + n.layer.substr(0, n.layer.find("{L}")), c.layers + extra, cfg.file());
 
     const std::size_t C = c.width, H = c.heads, G = c.kv_heads, d = c.head_dim;
     DecoderWeights& w = m->weights;
@@ -434,18 +490,42 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
         if (pre) b.norm_2 = norm(p + n.pre_mlp_norm, C);
         if (post) b.mlp_norm = norm(p + n.post_mlp_norm, C);
         AttentionWeights& a = b.attn;
-        a.query = r.linear(p + n.query + ".weight", C, H * d, true);
-        a.key = r.linear(p + n.key + ".weight", C, G * d, true);
-        a.value = r.linear(p + n.value + ".weight", C, G * d, true);
-        a.out_proj = r.linear(p + n.out + ".weight", H * d, C, true);
-        if (f.qkv_bias || attention_bias) {
-            a.query.b = r.vec(p + n.query + ".bias", H * d);
-            a.key.b = r.vec(p + n.key + ".bias", G * d);
-            a.value.b = r.vec(p + n.value + ".bias", G * d);
-            if (attention_bias) a.out_proj->b = r.vec(p + n.out + ".bias", C);
-        }
         a.heads = H;
         a.kv_heads = G;
+        if (latent) {  // DeepseekV3Attention's projections; its two latent norms keep RMSNorm's default eps
+            LatentWeights lw;
+            if (q_rank) {
+                lw.q_a_proj = r.linear(p + n.q_a + ".weight", C, q_rank, true);
+                if (attention_bias) lw.q_a_proj->b = r.vec(p + n.q_a + ".bias", q_rank);
+                lw.q_a_norm = r.norm(p + n.q_a_norm, q_rank, NormKind::rms_norm).scale;
+                lw.q_b_proj = r.linear(p + n.q_b + ".weight", q_rank, H * d, true);
+            } else {
+                lw.q_proj = r.linear(p + n.query + ".weight", C, H * d, true);
+            }
+            lw.kv_a_proj = r.linear(p + n.kv_a + ".weight", C, kv_rank + rope_part, true);
+            if (attention_bias) lw.kv_a_proj.b = r.vec(p + n.kv_a + ".bias", kv_rank + rope_part);
+            lw.kv_a_norm = r.norm(p + n.kv_a_norm, kv_rank, NormKind::rms_norm).scale;
+            lw.kv_b_proj = r.linear(p + n.kv_b + ".weight", kv_rank, H * (nope + value_dim), true);
+            lw.o_proj = r.linear(p + n.out + ".weight", H * value_dim, C, true);
+            if (attention_bias) lw.o_proj.b = r.vec(p + n.out + ".bias", C);
+            lw.heads = H;
+            lw.nope = nope;
+            lw.rope = rope_part;
+            lw.value = value_dim;
+            lw.eps = 1e-6f;
+            b.latent = std::move(lw);
+        } else {
+            a.query = r.linear(p + n.query + ".weight", C, H * d, true);
+            a.key = r.linear(p + n.key + ".weight", C, G * d, true);
+            a.value = r.linear(p + n.value + ".weight", C, G * d, true);
+            a.out_proj = r.linear(p + n.out + ".weight", H * d, C, true);
+            if (f.qkv_bias || attention_bias) {
+                a.query.b = r.vec(p + n.query + ".bias", H * d);
+                a.key.b = r.vec(p + n.key + ".bias", G * d);
+                a.value.b = r.vec(p + n.value + ".bias", G * d);
+                if (attention_bias) a.out_proj->b = r.vec(p + n.out + ".bias", C);
+            }
+        }
         if (f.qk_norm != QkNormSpan::none) {
             const bool whole = f.qk_norm == QkNormSpan::whole;
             a.q_norm = norm(p + n.q_norm, whole ? H * d : d).scale;
@@ -454,33 +534,47 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
             a.qk_norm_eps = c.norm_eps;
         }
         if (!n.sinks.empty()) a.sinks = r.vec(p + n.sinks, H);
-        if (experts) {
-            MoeWeights moe;
-            moe.top_k = experts_per_token;
-            moe.limit = swiglu_limit;
-            moe.router = r.linear(p + n.router + ".weight", C, experts, true);
-            moe.router.b = r.vec(p + n.router + ".bias", experts);
+        if (experts && l >= first_dense) {
+            MoeWeights moe = moe_settings;
             const std::string ex = p + n.experts + ".";
+            moe.router = r.linear(p + n.router + ".weight", C, experts, true);
             moe.experts.resize(experts);
-            // each projection where it lies: MXFP4 blocks (the released checkpoints) or a stacked float tensor
-            if (r.find(ex + "gate_up_proj_blocks") || r.find(ex + "gate_up_proj_scales")) {
-                const auto rows = r.mxfp4(ex + "gate_up_proj", experts, 2 * hidden, C);
-                for (std::size_t e = 0; e < experts; ++e) moe.experts[e].gate_up.mxfp4 = rows[e];
+            if (f.expert_kind == ExpertKind::swiglu) {  // each expert its own gate, up and down, named as the dense MLP's
+                if (f.routing == RouterKind::sigmoid_grouped) moe.correction_bias = r.vec(p + n.router + "." + n.router_bias, experts);
+                for (std::size_t e = 0; e < experts; ++e) {
+                    const std::string one = ex + layer_name(n.expert, e, "{E}");
+                    moe.experts[e].gate = r.linear(one + last_part(n.gate) + ".weight", C, expert_hidden, true);
+                    moe.experts[e].up = r.linear(one + last_part(n.up) + ".weight", C, expert_hidden, true);
+                    moe.experts[e].down.dense = r.linear(one + last_part(n.down) + ".weight", expert_hidden, C, true);
+                }
+                if (shared_width) {
+                    const std::string sh = p + n.shared_experts + ".";
+                    moe.shared = SharedExpert{r.linear(sh + last_part(n.gate) + ".weight", C, shared_width, true),
+                                              r.linear(sh + last_part(n.up) + ".weight", C, shared_width, true),
+                                              r.linear(sh + last_part(n.down) + ".weight", shared_width, C, true)};
+                }
             } else {
-                const auto layers = r.stacked_linears(ex + "gate_up_proj", experts, C, 2 * hidden);
-                for (std::size_t e = 0; e < experts; ++e) moe.experts[e].gate_up.dense = layers[e];
-            }
-            if (r.find(ex + "down_proj_blocks") || r.find(ex + "down_proj_scales")) {
-                const auto rows = r.mxfp4(ex + "down_proj", experts, C, hidden);
-                for (std::size_t e = 0; e < experts; ++e) moe.experts[e].down.mxfp4 = rows[e];
-            } else {
-                const auto layers = r.stacked_linears(ex + "down_proj", experts, hidden, C);
-                for (std::size_t e = 0; e < experts; ++e) moe.experts[e].down.dense = layers[e];
-            }
-            const Mat gate_up_bias = r.mat(ex + "gate_up_proj_bias", experts, 2 * hidden), down_bias = r.mat(ex + "down_proj_bias", experts, C);
-            for (std::size_t e = 0; e < experts; ++e) {
-                moe.experts[e].gate_up_bias = xt::view(gate_up_bias, e, xt::all());
-                moe.experts[e].down_bias = xt::view(down_bias, e, xt::all());
+                moe.router.b = r.vec(p + n.router + "." + n.router_bias, experts);
+                // each projection where it lies: MXFP4 blocks (the released checkpoints) or a stacked float tensor
+                if (r.find(ex + "gate_up_proj_blocks") || r.find(ex + "gate_up_proj_scales")) {
+                    const auto rows = r.mxfp4(ex + "gate_up_proj", experts, 2 * expert_hidden, C);
+                    for (std::size_t e = 0; e < experts; ++e) moe.experts[e].gate_up.mxfp4 = rows[e];
+                } else {
+                    const auto layers = r.stacked_linears(ex + "gate_up_proj", experts, C, 2 * expert_hidden);
+                    for (std::size_t e = 0; e < experts; ++e) moe.experts[e].gate_up.dense = layers[e];
+                }
+                if (r.find(ex + "down_proj_blocks") || r.find(ex + "down_proj_scales")) {
+                    const auto rows = r.mxfp4(ex + "down_proj", experts, C, expert_hidden);
+                    for (std::size_t e = 0; e < experts; ++e) moe.experts[e].down.mxfp4 = rows[e];
+                } else {
+                    const auto layers = r.stacked_linears(ex + "down_proj", experts, expert_hidden, C);
+                    for (std::size_t e = 0; e < experts; ++e) moe.experts[e].down.dense = layers[e];
+                }
+                const Mat gate_up_bias = r.mat(ex + "gate_up_proj_bias", experts, 2 * expert_hidden), down_bias = r.mat(ex + "down_proj_bias", experts, C);
+                for (std::size_t e = 0; e < experts; ++e) {
+                    moe.experts[e].gate_up_bias = xt::view(gate_up_bias, e, xt::all());
+                    moe.experts[e].down_bias = xt::view(down_bias, e, xt::all());
+                }
             }
             b.moe = std::move(moe);
         } else {

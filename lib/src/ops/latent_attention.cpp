@@ -143,41 +143,53 @@ LatentForward latent_attention_forward(const Cube& x, const LatentWeights& w, co
             for (std::size_t i = 0; i < r; ++i) c(b, t, i) = f.kv_a(b, t, i);
             for (std::size_t i = 0; i < w.rope; ++i) f.k_rope_plain(b, t, i) = f.kv_a(b, t, r + i);
         }
-    f.latent = rms_norm(c, w.kv_a_norm, w.eps);
-    const Cube kv = project(f.latent, w.kv_b_proj);
-    f.k_nope = head_slice(kv, H, w.nope + w.value, 0, w.nope);
-    f.v = head_slice(kv, H, w.nope + w.value, w.nope, w.value);
+    const Cube latent_new = rms_norm(c, w.kv_a_norm, w.eps);
     f.q_nope = head_slice(f.q, H, qk, 0, w.nope);
     f.q_rope_plain = head_slice(f.q, H, qk, w.nope, w.rope);
-    Hyper k_rope = head_slice(f.k_rope_plain, 1, w.rope, 0, w.rope);  // (B,1,T,d_rope)
+    Hyper k_rope_new = head_slice(f.k_rope_plain, 1, w.rope, 0, w.rope);  // (B,1,T,d_rope)
     Hyper q_rope = f.q_rope_plain;
     if (w.rope) {
         if (spec.interleave) {
             q_rope = deinterleave(q_rope);
-            k_rope = deinterleave(k_rope);
+            k_rope_new = deinterleave(k_rope_new);
         }
         RopeParams params = spec.rope;
         params.rotary_dim = 0;
         f.tables = rope_tables(w.rope, T, spec.position0, params);
         q_rope = apply_rope(q_rope, *f.tables);
-        k_rope = apply_rope(k_rope, *f.tables);
+        k_rope_new = apply_rope(k_rope_new, *f.tables);
     }
     f.q_rope = q_rope;
-    f.k_rope = fresh<3>({B, T, w.rope});
-    std::copy(k_rope.data(), k_rope.data() + k_rope.size(), f.k_rope.data());
+    // the cache's tokens first, then the new ones: S = cached + T
+    const std::size_t P = spec.past_latent ? spec.past_latent->shape(1) : 0, S = P + T;
+    if (P && (spec.past_latent->shape(0) != B || spec.past_latent->shape(2) != r || !spec.past_k_rope ||
+              spec.past_k_rope->shape(0) != B || spec.past_k_rope->shape(1) != P || spec.past_k_rope->shape(2) != w.rope))
+        throw UsageError("the latent cache holds other sizes than this layer makes (r = " + n(r) + ", d_rope = " + n(w.rope) + ")");
+    f.latent = fresh<3>({B, S, r});
+    f.k_rope = fresh<3>({B, S, w.rope});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t s = 0; s < S; ++s) {
+            for (std::size_t i = 0; i < r; ++i) f.latent(b, s, i) = s < P ? (*spec.past_latent)(b, s, i) : latent_new(b, s - P, i);
+            for (std::size_t i = 0; i < w.rope; ++i)
+                f.k_rope(b, s, i) = s < P ? (*spec.past_k_rope)(b, s, i) : k_rope_new.data()[(b * T + (s - P)) * w.rope + i];
+        }
+    const Cube kv = project(f.latent, w.kv_b_proj);
+    f.k_nope = head_slice(kv, H, w.nope + w.value, 0, w.nope);
+    f.v = head_slice(kv, H, w.nope + w.value, w.nope, w.value);
+    const Hyper k_rope = head_slice(f.k_rope, 1, w.rope, 0, w.rope);  // (B,1,S,d_rope)
 
     f.scores_nope = head_scores(f.q_nope, f.k_nope);
     f.scores_rope = head_scores(f.q_rope, k_rope);
     f.scores = add(f.scores_nope, f.scores_rope);
     f.weights = attention_weights(f.scores, f.scaling, spec.causal);
-    f.head_outputs = weighted_sum(f.weights, f.v.data(), T * w.value, H * T * w.value, w.value);
+    f.head_outputs = weighted_sum(f.weights, f.v.data(), S * w.value, H * S * w.value, w.value);
     f.context = merge_heads(f.head_outputs);
     f.output = project(f.context, w.o_proj);
     return f;
 }
 
 LatentAbsorbed latent_attention_absorbed(const LatentForward& f, const LatentWeights& w, const LatentSpec& spec) {
-    const std::size_t B = f.latent.shape(0), T = f.latent.shape(1), H = w.heads, r = w.rank(), stride = w.nope + w.value;
+    const std::size_t B = f.latent.shape(0), T = f.q_nope.shape(2), S = f.latent.shape(1), H = w.heads, r = w.rank(), stride = w.nope + w.value;
     const Mat kvb = w.kv_b_proj.matrix();  // r × H·(d_nope + d_v), x·W layout
     LatentAbsorbed a;
     // q̃_h = q_nope,h · W_UK,hᵀ: W_UK,h is kvb's columns h·stride … h·stride + d_nope − 1 (r × d_nope)
@@ -189,7 +201,7 @@ LatentAbsorbed latent_attention_absorbed(const LatentForward& f, const LatentWei
     a.scores_nope = head_scores(a.q_latent, latent);
     a.scores = add(a.scores_nope, f.scores_rope);
     a.weights = attention_weights(a.scores, f.scaling, spec.causal);
-    a.latent_context = weighted_sum(a.weights, f.latent.data(), 0, T * r, r);
+    a.latent_context = weighted_sum(a.weights, f.latent.data(), 0, S * r, r);
     // Z_h = (A_h·c_KV) · W_UV,h: kvb's columns h·stride + d_nope … (r × d_v)
     a.head_outputs = fresh<4>({B, H, T, w.value});
     for (std::size_t b = 0; b < B; ++b)

@@ -5,7 +5,8 @@
 //
 //   ids (T) -> x = embed[ids] (× embed_scale) (+ positions[p0 : p0+T], learned)   (1,T,C)
 //   per block:  a = norm_1(x) (or x: post-norm); y = attention(a)   (the one forward,
-//                                  ops/attention.hpp: GQA, QK-norm, RoPE, a window)
+//                                  ops/attention.hpp: GQA, QK-norm, RoPE, a window;
+//                                  or latent attention, ops/latent_attention.hpp: MLA)
 //               x = x + attention_norm(y)         (a norm after the attention; else y)
 //               m = norm_2(x) (or x); z = down(act(up(m))), gated: down(act(gate(m)) ⊙ up(m)),
 //                                  or a mixture of experts (ops/moe.hpp)
@@ -22,6 +23,7 @@
 #include "attnwalk/ops/activations.hpp"
 #include "attnwalk/ops/attention.hpp"
 #include "attnwalk/ops/kv_cache.hpp"
+#include "attnwalk/ops/latent_attention.hpp"
 #include "attnwalk/ops/linear.hpp"
 #include "attnwalk/ops/moe.hpp"
 #include "attnwalk/ops/norms.hpp"
@@ -57,6 +59,10 @@ struct DecoderConfig {
     std::optional<float> attention_scale;  // the scores are divided by this (default √d_h)
     std::optional<float> embed_scale;      // the token embeddings are multiplied by this (Gemma: √C)
     bool tied_head = true;  // the logits use the token embeddings (else DecoderWeights::head)
+    // Latent attention (MLA) layers: rope_interleave, and the scores' multiplier when it is
+    // not (d_nope + d_rope)^(−1/2) (YaRN's mscale, DeepSeek-V3)
+    bool latent_interleave = false;
+    std::optional<float> latent_scaling;
 
     std::size_t head_size() const { return head_dim ? head_dim : heads ? width / heads : 0; }  // d_h
     std::size_t key_heads() const { return kv_heads ? kv_heads : heads; }                      // G
@@ -66,6 +72,7 @@ struct BlockWeights {
     std::optional<Norm> norm_1, norm_2;           // before the attention, before the MLP (none: post-norm)
     std::optional<Norm> attention_norm, mlp_norm; // after the attention, after the MLP (post-norm, Gemma)
     AttentionWeights attn;                        // the heads, out_proj (o_proj)
+    std::optional<LatentWeights> latent;          // latent attention in place of attn's heads (DeepSeek-V3)
     Linear up, down;                              // C -> hidden, hidden -> C
     Linear gate;                                  // C -> hidden, gated MLPs only
     std::optional<MoeWeights> moe;                // a mixture of experts in place of up, gate and down (gpt-oss)
@@ -105,12 +112,17 @@ public:
     // The token embeddings' rows, the position embeddings' (null with RoPE), the first input.
     virtual void embeddings(const Cube& /*tokens*/, const Cube* /*positions*/, const Cube& /*x*/) {}
     virtual void attention(std::size_t /*layer*/, const Forward& /*f*/) {}
+    // A latent attention layer's own intermediates, handed before attention(), which gets
+    // the same layer as heads: Q = [q_nope | q_rope], K = [k_nope | k_rope], V.
+    virtual void latent(std::size_t /*layer*/, const LatentForward& /*f*/) {}
     virtual void block(std::size_t /*layer*/, BlockPoint /*point*/, const Cube& /*t*/) {}
     // A mixture of experts' routing and output (before BlockPoint::mlp, which hands the output too).
     virtual void experts(std::size_t /*layer*/, const MoeOutput& /*routing*/) {}
 };
 
-// Each layer's keys and values, for decoding token by token.
+// Each layer's keys and values, for decoding token by token. A latent attention layer keeps
+// its c_KV as the "keys" (B,1,T,r) and its rotated k_rope as the "values" (B,1,T,d_rope):
+// all MLA needs to make every head's keys and values again.
 struct DecoderCache {
     std::vector<KvCache> layers;
     std::size_t tokens() const { return layers.empty() ? 0 : layers.front().seen(); }

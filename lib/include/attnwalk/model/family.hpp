@@ -25,6 +25,8 @@ class ConfigFile;  // config.json, each field read noted (lib/src/model/config.h
 enum class NormKind;     // ops/norms.hpp
 enum class MlpKind;      // ops/activations.hpp
 enum class PositionKind; // model/decoder.hpp
+enum class RouterKind;   // ops/moe.hpp
+enum class ExpertKind;   // ops/moe.hpp
 
 // Where a block normalises (the residual stream x, a sublayer f: attention or MLP):
 enum class NormPlacement {
@@ -67,6 +69,14 @@ struct TensorNames {
     // .bias) and the experts' stacked gate_up_proj [E, C, 2I] and down_proj [E, I, C] (+ _bias),
     // or their _blocks and _scales in MXFP4. Empty: a dense MLP.
     std::string router, experts;
+    // DeepSeek's layout: the router's choice bias (after router, without ".weight"), each expert
+    // its own gate/up/down ("{E}" the expert's index), a shared expert beside them
+    std::string router_bias = "bias";
+    std::string expert = "{E}.";
+    std::string shared_experts;
+    // Latent attention (MLA): the names of its projections and norms. Empty kv_a: heads of q/k/v.
+    std::string q_a = "self_attn.q_a_proj", q_a_norm = "self_attn.q_a_layernorm", q_b = "self_attn.q_b_proj";
+    std::string kv_a, kv_a_norm = "self_attn.kv_a_layernorm", kv_b = "self_attn.kv_b_proj";
     std::string final_norm = "norm";
     std::string head = "lm_head.weight";             // an untied head, without the prefix
 };
@@ -86,6 +96,10 @@ struct ConfigFields {
     std::vector<std::string> refused_true;                  // flags this family's support needs false (Qwen's use_sliding_window)
     // A mixture of experts: how many, how many each token chooses, the SwiGLU's clamp.
     std::string experts = "num_local_experts", experts_per_token = "num_experts_per_tok", swiglu_limit = "swiglu_limit";
+    std::string expert_hidden = "intermediate_size";   // an expert's hidden size
+    std::string first_dense;                             // the first layers keep a dense MLP (DeepSeek: first_k_dense_replace)
+    std::string shared_experts;                          // how many experts' width the shared one has (n_shared_experts)
+    std::string extra_layers;                            // layers the checkpoint holds beyond the forward's (num_nextn_predict_layers)
 };
 
 struct FamilySpec {
@@ -104,6 +118,8 @@ struct FamilySpec {
     WindowPattern window_pattern = WindowPattern::none;
     std::size_t window_pattern_default = 0;  // with every_nth_full, when config.json gives no sliding_window_pattern
     bool sliding_layers_scaled = false;      // rope_scaling applies to sliding layers too (false: to the full ones only)
+    RouterKind routing{};     // a mixture of experts' router (ops/moe.hpp); {}: the first kind, gpt-oss's softmax over the top k
+    ExpertKind expert_kind{}; // and its experts; {}: gpt-oss's clamped SwiGLU
 
     TensorNames names;
     ConfigFields fields;

@@ -50,6 +50,10 @@ struct LatentSpec {
     bool interleave = false;          // rope_interleave: the pairs are (0,1), (2,3), … in the weights' order
     std::size_t position0 = 0;
     std::optional<float> scaling;     // multiplies the scores; default (d_nope + d_rope)^(−1/2)
+    // A latent cache: the earlier tokens' c_KV (B,S,r) and rotated k_rope (B,S,d_rope), which
+    // the new tokens (at position0 …) attend to before themselves. Null: none.
+    const Cube* past_latent = nullptr;
+    const Cube* past_k_rope = nullptr;
 };
 
 struct LatentForward {
@@ -57,13 +61,13 @@ struct LatentForward {
     Cube q_a, q_a_normed;            // (B,T,r_q), with a query latent
     Cube q;                          // (B,T,H·(d_nope+d_rope))
     Cube kv_a;                       // (B,T,r+d_rope)
-    Cube latent;                     // (B,T,r) c_KV, normalised
+    Cube latent;                     // (B,S,r) c_KV, normalised: the cache's and the new tokens' (S = cached + T)
     Hyper q_nope, q_rope_plain, q_rope;  // (B,H,T,d_nope), (B,H,T,d_rope) before and after RoPE
-    Cube k_rope_plain, k_rope;       // (B,T,d_rope), one for every head
-    Hyper k_nope, v;                 // (B,H,T,d_nope), (B,H,T,d_v)
+    Cube k_rope_plain, k_rope;       // (B,T,d_rope) the new tokens' before RoPE, (B,S,d_rope) all rotated: one for every head
+    Hyper k_nope, v;                 // (B,H,S,d_nope), (B,H,S,d_v)
     std::optional<Rope> tables;
-    Hyper scores_nope, scores_rope, scores;  // (B,H,T,T), before the mask
-    Hyper weights;                   // (B,H,T,T)
+    Hyper scores_nope, scores_rope, scores;  // (B,H,T,S), before the mask
+    Hyper weights;                   // (B,H,T,S)
     Hyper head_outputs;              // (B,H,T,d_v)
     Cube context;                    // (B,T,H·d_v)
     Cube output;                     // (B,T,d_out)
@@ -80,6 +84,7 @@ struct LatentAbsorbed {
 
 LatentForward latent_attention_forward(const Cube& x, const LatentWeights& w, const LatentSpec& spec);
 // The same layer with W_UK absorbed into the queries, from `f`'s latent and rotary parts.
+// (T queries against f.latent's S tokens.)
 LatentAbsorbed latent_attention_absorbed(const LatentForward& f, const LatentWeights& w, const LatentSpec& spec);
 
 }  // namespace attnwalk

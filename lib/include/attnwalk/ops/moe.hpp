@@ -1,5 +1,6 @@
-// A mixture of experts in place of the MLP, as gpt-oss computes it (Hugging Face's
-// GptOssTopKRouter and GptOssExperts):
+// A mixture of experts in place of the MLP, in the two ways today's checkpoints route.
+//
+// gpt-oss (Hugging Face's GptOssTopKRouter and GptOssExperts):
 //
 //   x (B,T,C) -> router logits r = x·W_rᵀ + b_r                      (T,E)
 //   per token: the k experts of largest logit, their weights softmax(r_top)   (T,k)
@@ -8,6 +9,15 @@
 //     a = (up + 1) · gate·σ(α·gate)                                   (I)
 //     y_e = a·W_d,e + b_d,e                                           (C)
 //   y = Σ_e weight_e · y_e, in the order of the experts' indices      (B,T,C)
+//
+// DeepSeek-V3 (DeepseekV3TopkRouter and DeepseekV3MoE):
+//
+//   r = x·W_rᵀ, s = σ(r)                                              (T,E)
+//   choice c = s + b_corr (the correction bias chooses, it never weighs)
+//   groups of E/n_group experts scored by the sum of their two largest c; the topk_group
+//   best groups kept, the others' c set to 0; the k experts of largest c
+//   weights s[top_k] / (Σ s[top_k] + 1e−20) (norm_topk_prob) × routed_scaling_factor
+//   y_e = down(SiLU(gate(x)) ⊙ up(x)); y = Σ_e weight_e·y_e + shared(x)
 //
 // The experts' matrices are read where they lie: float32 or 16-bit rows (a Linear, x·W
 // layout: gate_up_proj is [E, C, 2I]), or MXFP4 blocks as the released checkpoints keep
@@ -50,22 +60,49 @@ struct ExpertMatrix {
     Mat matrix() const;
 };
 
+// How the router turns its logits into the chosen experts and their weights.
+enum class RouterKind {
+    softmax_top_k,   // the k largest logits, a softmax over them (gpt-oss)
+    sigmoid_grouped  // σ(logits), chosen with a correction bias within the best groups (DeepSeek-V3)
+};
+// What one expert computes.
+enum class ExpertKind {
+    clamped_swiglu,  // gate_up interleaved, clamped, (up + 1)·gate·σ(α·gate), with biases (gpt-oss)
+    swiglu           // down(SiLU(gate(x)) ⊙ up(x)), as a dense Llama MLP (DeepSeek-V3)
+};
+
 struct Expert {
-    ExpertMatrix gate_up, down;  // C → 2I (gate and up interleaved), I → C
+    ExpertMatrix gate_up, down;  // C → 2I (gate and up interleaved: clamped_swiglu), I → C
     Vec gate_up_bias, down_bias; // 2I and C, or empty
+    Linear gate, up;             // C → I each (swiglu)
+};
+
+// A dense gated MLP every token goes through beside the routed experts (DeepSeek's shared experts).
+struct SharedExpert {
+    Linear gate, up, down;
 };
 
 struct MoeWeights {
-    Linear router;                // C → E, with its bias
+    RouterKind routing = RouterKind::softmax_top_k;
+    ExpertKind kind = ExpertKind::clamped_swiglu;
+    Linear router;                // C → E, with its bias (softmax_top_k)
     std::vector<Expert> experts;  // E
     std::size_t top_k = 1;
     float alpha = 1.702f, limit = 7.0f;  // the clamped SwiGLU: σ(α·gate), clamped at ±limit
+    // sigmoid_grouped: the choice's bias (E), the groups, the weights' normalising and scale
+    Vec correction_bias;
+    std::size_t groups = 1, top_groups = 1;
+    bool normalise = true;
+    float routed_scale = 1.0f;
+    std::optional<SharedExpert> shared;
 };
 
 struct MoeOutput {
     Mat logits;                       // (T,E) the router's, all B·T rows
-    std::vector<std::size_t> chosen;  // (T·k) each row's experts, largest logit first
-    Mat weights;                      // (T,k) softmax over the chosen logits
+    Mat scores;                       // (T,E) sigmoid_grouped: σ(logits); empty otherwise
+    std::vector<std::size_t> chosen;  // (T·k) each row's experts, the largest first (logit, or choice score)
+    Mat weights;                      // (T,k) what each chosen expert's output is multiplied by
+    Cube shared;                      // (B,T,C) the shared expert's output, when there is one
     Cube output;                      // (B,T,C)
 };
 

@@ -296,8 +296,8 @@ public:
                            "c_KV = RMSNorm((" + in + "·W_DKVᵀ)[:r])", f.latent, tokens_features);
         c.note = "Latent attention (MLA): every head's keys and values are made from this one vector per token (" + short_name(n.kv_b) +
                  " up-projects it), so a cache keeps r = " + std::to_string(w.rank()) + " numbers and the " + std::to_string(w.rope) +
-                 " of keys_rope per token and layer, where multi-head attention would keep 2·H·d_h = " +
-                 std::to_string(2 * w.heads * w.qk_head()) + ".";
+                 " of keys_rope per token and layer, where the heads' keys and values would take H·(d_nope + d_rope + d_v) = " +
+                 std::to_string(w.heads * (w.qk_head() + w.value)) + ".";
         rec_.add("keys_rope", "The rotary key part, one for every head, after RoPE (" + std::to_string(w.rope) + " features" +
                                   (config_.latent_interleave ? ", pairs interleaved in the weights: rope_interleave" : "") + ")",
                  "k_rope = RoPE((" + in + "·W_DKVᵀ)[r:])", f.k_rope, tokens_features);
@@ -981,6 +981,13 @@ std::string cache_words(const DecoderCache& cache, const DecoderConfig& c, std::
         sum += (sum.empty() ? "" : " + ") + std::to_string(kept) + "·" + std::to_string(n);
     }
     const bool one = layers_keeping.size() == 1;
+    const Hyper& latent = cache.layers.front().keys();
+    if (!c.family->names.kv_a.empty() && latent.dimension() == 4) {  // MLA: the latent and the rotated rotary key, for every head at once
+        const std::size_t r = latent.shape(3), rope = cache.layers.front().values().shape(3);
+        return "The cache keeps the latent c_KV (r = " + std::to_string(r) + ") and k_rope (" + std::to_string(rope) + "), " + std::to_string(r + rope) +
+               " floats per token and layer, and makes every head's keys and values from them again: " + groups + " → " + (one ? sum : "(" + sum + ")") +
+               " × " + std::to_string(r + rope) + " × 4 bytes = " + format_number(cache.bytes(4)) + " bytes";
+    }
     return "The cache keeps K and V, G·d_h = " + std::to_string(width) + " floats each per token and layer: " + groups + " → " +
            (one ? sum : "(" + sum + ")") + " × 2 × " + std::to_string(width) + " × 4 bytes = " + format_number(cache.bytes(4)) + " bytes";
 }

@@ -2357,6 +2357,7 @@ class DsAttention(nn.Module):  # DeepseekV3Attention
         k_rot = k_rot.expand(*k_pass.shape[:-1], -1)
         query = torch.cat((q_pass, q_rot), dim=-1)
         key = torch.cat((k_pass, k_rot), dim=-1)
+        self.q_rotated = query
         self.k = key.transpose(1, 2).reshape(b, T, -1)
         self.v = value.transpose(1, 2).reshape(b, T, -1)
         self.scores = query @ key.transpose(2, 3)
@@ -2552,7 +2553,7 @@ def deepseek_v3_cases():
             b = m.layers[layer]
             a = b.self_attn
             exp = {"token_embeddings": m.tokens[0], "queries": a.q[0], "keys": a.k[0], "values": a.v[0], "latent_kv": a.latent[0],
-                   "keys_rope": a.k_rope[0], "scores": a.scores[0], "weights": a.w[0], "context": a.context[0], "output": b.attention[0],
+                   "keys_rope": a.k_rope[0], "queries_rotated": a.q_rotated[0], "scores": a.scores[0], "weights": a.w[0], "context": a.context[0], "output": b.attention[0],
                    "ln_f": m.ln_f[0]}
             for key in ["ln_1", "attention", "residual_1", "ln_2", "residual_2"]:
                 exp[f"layer{layer + 1}.{key}"] = getattr(b, key)[0]

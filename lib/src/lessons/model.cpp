@@ -109,7 +109,7 @@ const LessonDecl& gpt2_lesson() {  // GPT-2 alone: no QK-norm, no RoPE, no norms
     return lesson;
 }
 const LessonDecl& model_lesson() {
-    static const LessonDecl lesson{"model", "A Hugging Face model folder (Llama 3, Qwen, Gemma 3, OLMo, SmolLM, GPT-2): every layer, one in full, the next token.",
+    static const LessonDecl lesson{"model", "A Hugging Face model folder (Llama 3, Qwen, Gemma 3, OLMo, SmolLM, gpt-oss, DeepSeek-V3, GPT-2): every layer, one in full, the next token.",
                                    model_steps()};
     return lesson;
 }
@@ -223,6 +223,9 @@ Words words_of(const DecoderConfig& c, const DecoderWeights* weights = nullptr) 
     const bool shared = weights && std::any_of(weights->blocks.begin(), weights->blocks.end(), [](const BlockWeights& b) { return b.moe && b.moe->shared; });
     w.mlp_experts = "Σ_(e chosen) weight_e · expert_e(" + in + ")" + (shared ? " + shared(" + in + ")" : "");  // a mixture of experts
     if (c.attention_scale) w.scale = format_number(*c.attention_scale) + " (√" + f.fields.scale + ")";
+    const float plain = 1.0f / std::sqrt(static_cast<float>(c.head_size()));
+    if (c.latent_scaling && *c.latent_scaling != plain)  // DeepSeek-V3 with YaRN: (d_nope + d_rope)^(−1/2) × mscale²
+        w.scale = format_number(1.0f / *c.latent_scaling) + " (√" + std::to_string(c.head_size()) + " ÷ mscale²)";
     return w;
 }
 
@@ -267,6 +270,13 @@ public:
 
     std::vector<Cube> residuals;  // with the logit lens: the stream entering layer 1, then after every layer
 
+    std::string rope_words() const {
+        return config_.family->names.kv_a.empty()
+                   ? "No position embeddings: each layer rotates its queries and keys by position (RoPE)."
+                   : "No position embeddings: each layer rotates by position (RoPE) the last qk_rope_head_dim features of each head's query and "
+                     "the rotary key all heads share.";
+    }
+
     void embeddings(const Cube& tokens, const Cube* positions, const Cube& x) override {
         stream_ = x;  // the rows entering layer 1
         if (spec_.logit_lens) residuals.push_back(x);
@@ -278,10 +288,10 @@ public:
         } else if (config_.embed_scale) {
             rec_.add("embeddings", "The input of layer 1: the embeddings × √C", "x = " + E + "[ids] · " + format_number(*config_.embed_scale), x,
                      tokens_features)
-                .note = "No position embeddings: each layer rotates its queries and keys by position (RoPE).";
+                .note = rope_words();
         } else {
             rec_.add("embeddings", "The input of layer 1", "x = " + E + "[ids]", x, tokens_features).note =
-                "No position embeddings: each layer rotates its queries and keys by position (RoPE).";
+                rope_words();
         }
     }
 
@@ -331,6 +341,10 @@ public:
                      "Q = " + qsrc, f.q, tokens_features);
             rec_.add("keys", "Keys: per head [k_nope from c_KV·W_UKᵀ | the shared k_rope]", "K_h = [c_KV·W_UK,hᵀ | k_rope]", f.k, tokens_features);
             rec_.add("values", "Values: per head c_KV·W_UV,hᵀ (" + std::to_string(lw.value) + " features)", "V_h = c_KV·W_UV,hᵀ", f.v, tokens_features);
+            rec_.add("queries_rotated", "Each head's query after RoPE on its last " + rope + " features" +
+                                            (config_.latent_interleave ? " (their pairs de-interleaved first, as keys_rope's)" : ""),
+                     "Q_h = [q_nope | RoPE(q_rope)]", f.qh, head_tokens_features)
+                .note = "The scores are these rows times the keys: ω_h = Q_h·K_hᵀ = q_nope·k_nopeᵀ + q_rope·k_ropeᵀ.";
         } else if (words_.fused) {
             rec_.add("queries", "Layer " + std::to_string(l + 1) + ": queries (columns 0…C−1 of " + words_.fused_qkv + ")", qf, f.q, tokens_features);
             rec_.add("keys", "Keys (columns C…2C−1 of " + words_.fused_qkv + ")", kf, f.k, tokens_features);
@@ -467,13 +481,14 @@ public:
             Step& sc = rec_.add_plain(L + "router_scores", "Their scores: each logit through a sigmoid, on its own", "s = σ(r)", to_trace(r.scores),
                                       {Axis::token, Axis::feature});
             sc.labels = lg.labels;
-            sc.note = "The experts are chosen by s + the correction bias (e_score_correction_bias), only within the " + std::to_string(moe.top_groups) +
-                      " of " + std::to_string(moe.groups) + " groups whose two best choices sum highest; the bias chooses, it never weighs.";
+            sc.note = "The experts are chosen by s + the correction bias (e_score_correction_bias): the " + std::to_string(moe.top_groups) + " of " +
+                      std::to_string(moe.groups) + " groups whose two best choices sum highest keep theirs, the others' count 0 (Hugging Face's "
+                      "masked_fill; DeepSeek's own code puts −∞, which differs only where a choice is below 0); the bias chooses, it never weighs.";
         }
         std::vector<unsigned long long> chosen(r.chosen.begin(), r.chosen.end());
         Step& ch = rec_.add_plain(L + "experts_chosen", "The " + std::to_string(k) + " experts each token goes to (" +
                                                             (sigmoid ? "largest s + bias first" : "largest logit first") + ")",
-                                  sigmoid ? "top_k(s + b_corr in the best groups, " + std::to_string(k) + ")" : "top_k(r, " + std::to_string(k) + ")",
+                                  sigmoid ? "top_k(group_mask(s + b_corr), " + std::to_string(k) + ")" : "top_k(r, " + std::to_string(k) + ")",
                                   integer_tensor(chosen, {T, k}), {Axis::token, Axis::rank});
         ch.note = "A mixture of experts: each token runs through only " + std::to_string(k) + " of the " + std::to_string(E) +
                   " experts' MLPs; the rest of the layer's weights sit idle for it. Experts are numbered from 0, as the router's outputs are.";
@@ -557,12 +572,29 @@ public:
         : rec_(rec), spec_(spec), formula_("α_t = softmax(q_t·K_cacheᵀ / " + (words_of(config).scale.empty() ? "√d_h" : words_of(config).scale) + ")"), position_(position), token_(token),
           cache_(cache) {}
 
+    // Latent attention: what its cache keeps is the latent and the rotary key, not every head's keys.
+    void latent(std::size_t l, const LatentForward& f) override {
+        if (l != spec_.layer) return;
+        latent_ = true;
+        const std::size_t S = f.latent.shape(1), r = f.latent.shape(2), rope = f.k_rope.shape(2);
+        Cube kept = Cube::from_shape({1, S, r + rope});
+        for (std::size_t s = 0; s < S; ++s) {
+            for (std::size_t i = 0; i < r; ++i) kept(0, s, i) = f.latent(0, s, i);
+            for (std::size_t i = 0; i < rope; ++i) kept(0, s, r + i) = f.k_rope(0, s, i);
+        }
+        rec_.add("step" + std::to_string(position_ + 1) + ".keys_cache",
+                 "Token " + std::to_string(position_ + 1) + " (\"" + token_ + "\"): layer " + std::to_string(l + 1) + "'s latent cache, one row longer: c_KV (" +
+                     std::to_string(r) + ") then k_rope (" + std::to_string(rope) + ")",
+                 "cache = concat(cache, [c_KV,t | k_rope,t])", kept, tokens_features)
+            .note = "Every head's keys and values are made from these rows again at each step (kv_b_proj).";
+    }
+
     void attention(std::size_t l, const Forward& f) override {
         if (l != spec_.layer) return;
         const std::string N = "step" + std::to_string(position_ + 1) + ".", L = std::to_string(l + 1);
         const bool streaming = cache_.layers.at(l).streaming();  // StreamingLLM: the row over the tokens kept, named by them
         const std::size_t first = position_ + 1 - f.kh.shape(2);  // the oldest token kept (0 but on a sliding layer)
-        if (!streaming) {
+        if (!streaming && !latent_) {
             const std::string grown = f.window ? ", the last " + std::to_string(f.window) + " kept (sliding window)" : ", one row longer";
             rec_.add(N + "keys_cache", "Token " + std::to_string(position_ + 1) + " (\"" + token_ + "\"): layer " + L + "'s key cache" + grown,
                      "K_cache = concat(K_cache, k_t)", f.kh, head_tokens_features)
@@ -593,6 +625,7 @@ private:
     std::size_t position_;
     const std::string& token_;
     const DecoderCache& cache_;
+    bool latent_ = false;  // the layer shown is latent attention: its cache was recorded by latent()
 };
 
 // Every layer by the one forward with its T×T tensors (never the blocked path): the
@@ -1083,12 +1116,14 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, b
     const DecoderConfig& c = m.weights.config;
     const double L = static_cast<double>(c.layers), C = static_cast<double>(c.width), H = static_cast<double>(c.heads);
     const double G = static_cast<double>(c.key_heads()), d = static_cast<double>(c.head_size()), V = static_cast<double>(c.vocab);
-    const MoeWeights* moe = m.weights.blocks.empty() || !m.weights.blocks.front().moe ? nullptr : &*m.weights.blocks.front().moe;
-    const double I = m.weights.blocks.empty() ? 4.0 * C
-                     : moe                    ? 2.0 * static_cast<double>(moe->experts.front().down.in())  // an expert's gate and up, per token
-                                              : static_cast<double>(m.weights.blocks.front().up.out());
-    // a mixture of experts: the router, and each token through its k experts
-    const double mlp = moe ? moe_work(*moe, 1) : (gated(c.mlp) ? 3.0 : 2.0) * C * I;
+    // a mixture of experts (in every layer, or after DeepSeek's dense first ones): the router, and each token through its k experts
+    const auto moe_block = std::find_if(m.weights.blocks.begin(), m.weights.blocks.end(), [](const BlockWeights& b) { return b.moe.has_value(); });
+    const MoeWeights* moe = moe_block == m.weights.blocks.end() ? nullptr : &*moe_block->moe;
+    const auto dense_block = std::find_if(m.weights.blocks.begin(), m.weights.blocks.end(), [](const BlockWeights& b) { return !b.moe; });
+    const double dense_hidden = dense_block == m.weights.blocks.end() ? 0.0 : static_cast<double>(dense_block->up.out());
+    const double expert_hidden = moe ? 2.0 * static_cast<double>(moe->experts.front().down.in()) : 0.0;  // an expert's gate and up, per token
+    const double I = m.weights.blocks.empty() ? 4.0 * C : std::max(dense_hidden, expert_hidden);
+    const double mlp = std::max(moe ? moe_work(*moe, 1) : 0.0, dense_block == m.weights.blocks.end() ? 0.0 : (gated(c.mlp) ? 3.0 : 2.0) * C * dense_hidden);
     const double per_token = L * (C * (H + 2.0 * G) * d + H * d * C + mlp);  // the layers' multiply-adds for one token
     const auto attention = [&](double queries, double keys) { return L * H * queries * keys * (2.0 * d + 16.0); };
     const double N = static_cast<double>(std::min<std::size_t>(spec.generate, c.context > T ? c.context - T : 0));
@@ -1110,7 +1145,8 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, b
     const double working = layer_rows + latent_rows + (spec.view ? 4.0 * H * t * t : 0.0);
     const double view = spec.view ? 2.0 * L * H * t * t : 0.0;
     const double cache = N > 0 ? 2.0 * 2.0 * L * G * d * all + 6.0 * H * all * all : 0.0;  // and the recomputation's T×T
-    const bool sixteen = !m.weights.blocks.empty() && (m.weights.blocks.front().up.ext16 || m.weights.blocks.front().attn.query.ext16);  // 16-bit weights widened
+    const bool sixteen = !m.weights.blocks.empty() && (m.weights.blocks.front().up.ext16 || m.weights.blocks.front().attn.query.ext16 ||
+                                                       (m.weights.blocks.front().latent && m.weights.blocks.front().latent->kv_a_proj.ext16));  // 16-bit weights widened
     // a layer kept to be explained: its forward (the rows, Q, K, V and their heads, the T×T
     // tensors) and the rows entering it
     const double kept_layer = t * (2.0 * C + 3.0 * (H + 2.0 * G) * d) + 4.0 * H * t * t;
@@ -1241,11 +1277,14 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
         const bool sigmoid = m.weights.blocks[layers.front()].moe->routing == RouterKind::sigmoid_grouped;
         Step& s = rec.add_plain("experts_by_layer", std::string("The experts each token went to, layer by layer (") +
                                                         (sigmoid ? "largest score + bias first" : "largest router logit first") + ")",
-                                "top_k(r_l, " + std::to_string(k) + ")", integer_tensor(all, {layers.size(), T, k}), {Axis::layer, Axis::token, Axis::rank});
+                                sigmoid ? "top_k(group_mask(σ(r_l) + b_corr), " + std::to_string(k) + ")" : "top_k(r_l, " + std::to_string(k) + ")",
+                                integer_tensor(all, {layers.size(), T, k}), {Axis::layer, Axis::token, Axis::rank});
         s.note = "A token keeps no expert of its own: each layer's router picks again from the stream as it is there.";
         s.first_layer = layers.front();
         if (layers.front() > 0)
-            s.note += " Only the layers with experts, " + std::to_string(layers.front() + 1) + " to " + std::to_string(layers.back() + 1) + ": the first " +
+            s.note += " Only the layers with experts, " +
+                      (layers.size() == 1 ? "layer " + std::to_string(layers.front() + 1) : std::to_string(layers.front() + 1) + " to " + std::to_string(layers.back() + 1)) +
+                      ": the first " +
                       (layers.front() == 1 ? std::string("keeps") : std::to_string(layers.front()) + " keep") + " a dense MLP.";
     }
     const Words words = words_of(m.weights.config, &m.weights);

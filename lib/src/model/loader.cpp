@@ -399,7 +399,7 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
             throw InputError(cfg.file(), "$." + f.fields.experts_per_token,
                              "each token chooses at most the " + std::to_string(experts) + " experts there are, not " + std::to_string(moe_settings.top_k));
         expert_hidden = cfg.count(f.fields.expert_hidden, hidden);
-        if (!f.fields.first_dense.empty()) first_dense = cfg.count(f.fields.first_dense, 0, 0);
+        if (!f.fields.first_dense.empty()) first_dense = cfg.count(f.fields.first_dense, 3, 0);  // DeepseekV3Config's default
         if (!f.fields.shared_experts.empty()) shared_width = cfg.count(f.fields.shared_experts, 0, 0) * expert_hidden;
         if (f.expert_kind == ExpertKind::clamped_swiglu) {
             const double limit = cfg.number(f.fields.swiglu_limit, moe_settings.limit);  // the clamp when config.json gives none (ops/moe.hpp)
@@ -409,6 +409,9 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
             moe_settings.groups = cfg.count("n_group", 8);
             if (experts % moe_settings.groups != 0)
                 throw InputError(cfg.file(), "$.n_group", std::to_string(moe_settings.groups) + " groups do not divide " + std::to_string(experts) + " experts");
+            if (experts / moe_settings.groups < 2)
+                throw InputError(cfg.file(), "$.n_group", "each group needs at least 2 experts (a group is scored by its two best), not " +
+                                                              std::to_string(experts) + " experts in " + std::to_string(moe_settings.groups) + " groups");
             moe_settings.top_groups = cfg.count("topk_group", 4);
             if (moe_settings.top_groups > moe_settings.groups)
                 throw InputError(cfg.file(), "$.topk_group", "at most the " + std::to_string(moe_settings.groups) + " groups there are, not " +
@@ -426,7 +429,10 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
     const bool latent = !f.names.kv_a.empty();
     std::size_t q_rank = 0, kv_rank = 0, nope = 0, rope_part = 0, value_dim = 0;
     if (latent) {
-        q_rank = cfg.count("q_lora_rank", 0, 0);  // null: a plain q_proj
+        q_rank = cfg.count("q_lora_rank", 0, 1);  // null or absent: a plain q_proj
+        if (c.kv_heads != c.heads)
+            throw InputError(cfg.file(), "$.num_key_value_heads", "latent attention makes a key and a value for every head: expected " + std::to_string(c.heads) +
+                                                                      " (num_attention_heads), got " + std::to_string(c.kv_heads));
         kv_rank = cfg.count("kv_lora_rank");
         nope = cfg.count("qk_nope_head_dim", std::nullopt, 0);
         rope_part = cfg.count("qk_rope_head_dim", std::nullopt, 0);
@@ -537,6 +543,9 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
         if (experts && l >= first_dense) {
             MoeWeights moe = moe_settings;
             const std::string ex = p + n.experts + ".";
+            if (!r.find(p + n.router + ".weight") && r.find(p + n.gate + ".weight") && !f.fields.first_dense.empty())
+                throw InputError(cfg.file(), "$." + f.fields.first_dense, "layer " + std::to_string(l) + " of the checkpoint is a dense MLP (" + n.gate +
+                                                                              "), not experts: expected more than " + std::to_string(first_dense) + " dense layers");
             moe.router = r.linear(p + n.router + ".weight", C, experts, true);
             moe.experts.resize(experts);
             if (f.expert_kind == ExpertKind::swiglu) {  // each expert its own gate, up and down, named as the dense MLP's

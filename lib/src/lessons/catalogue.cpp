@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string_view>
+#include <unordered_map>
 
 namespace attnwalk {
 
@@ -61,9 +63,10 @@ std::vector<std::string> headline_of(const LessonDecl& lesson, bool view) {
 const std::vector<StepInfo>& step_catalogue() {
     static const std::vector<StepInfo> steps = [] {
         std::vector<StepInfo> all;
+        std::unordered_map<std::string_view, std::size_t> seen;  // every process records steps: no quadratic search at its start
         for (const LessonDecl* l : lessons())
             for (const StepDecl& s : l->steps)
-                if (std::none_of(all.begin(), all.end(), [&](const StepInfo& i) { return std::string(i.id) == s.id; })) all.push_back({s.id, s.meaning});
+                if (seen.emplace(s.id, all.size()).second) all.push_back({s.id, s.meaning});
         return all;
     }();
     return steps;
@@ -85,10 +88,13 @@ std::string family_key(const std::string& id) {
 }  // namespace
 
 const StepInfo* find_step(const std::string& id) {
-    const std::string key = family_key(id);
-    for (const StepInfo& s : step_catalogue())
-        if (key == s.id) return &s;
-    return nullptr;
+    static const std::unordered_map<std::string_view, const StepInfo*> by_id = [] {
+        std::unordered_map<std::string_view, const StepInfo*> m;
+        for (const StepInfo& s : step_catalogue()) m.emplace(s.id, &s);
+        return m;
+    }();
+    const auto it = by_id.find(family_key(id));
+    return it == by_id.end() ? nullptr : it->second;
 }
 
 bool declares(const LessonDecl& lesson, const std::string& id) {

@@ -15,10 +15,16 @@ namespace attnwalk {
 // What the compact view shows of a step: its headline (the default view), or the model view's.
 enum Headline : unsigned { detail = 0, headline = 1, view_headline = 2 };
 
+// Which models record a step of the model lessons: every one, or only today's families
+// (RoPE, QK-norm, norms after the sublayers, sinks, experts, latent attention, a
+// start-and-recent cache), which the gpt2 lesson therefore leaves out.
+enum class Models : unsigned char { all, beyond_gpt2 };
+
 struct StepDecl {
     const char* id;        // "weights"; "stepN.weights" for one of a numbered family
     const char* meaning;   // one line
     unsigned compact = detail;
+    Models models = Models::all;
 };
 
 struct LessonDecl {

@@ -311,6 +311,46 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
     }
 }
 
+// A written-out sum of vectors, one term a line: a line wider than the terminal breaks
+// after a ", " of its vector, the rest aligned under the vector's first number. The first
+// line follows the caller's `indent`; the others carry theirs.
+std::string wrap_vectors(const std::string& s, std::size_t indent, std::size_t columns) {
+    std::string out;
+    std::size_t begin = 0;
+    for (bool first_line = true;; first_line = false) {
+        const std::size_t nl = s.find('\n', begin);
+        const std::string line = s.substr(begin, nl == std::string::npos ? std::string::npos : nl - begin);
+        const std::size_t lead = first_line ? indent : 0;  // columns before the line's first character
+        const std::size_t open = line.find('[');
+        if (lead + width(line) <= columns || open == std::string::npos) {
+            out += line;
+        } else {
+            const std::string pad(lead + width(line.substr(0, open + 1)), ' ');
+            std::string current;
+            std::size_t used = lead, at = 0;
+            while (at < line.size()) {
+                const std::size_t comma = line.find(", ", at);
+                const std::size_t end = comma == std::string::npos ? line.size() : comma + 2;
+                const std::string piece = line.substr(at, end - at);
+                if (used + width(piece) > columns && used > pad.size()) {  // break, keeping at least one number a line
+                    while (!current.empty() && current.back() == ' ') current.pop_back();
+                    out += current + "\n";
+                    current = pad;
+                    used = pad.size();
+                }
+                current += piece;
+                used += width(piece);
+                at = end;
+            }
+            out += current;
+        }
+        if (nl == std::string::npos) break;
+        out += '\n';
+        begin = nl + 1;
+    }
+    return out;
+}
+
 // One written-out sum. Negative factors in parentheses, a named value as (name = value),
 // continuation lines aligned under the '='.
 std::string expansion_line(const Expansion& e, std::size_t label_width, const std::string& indent, const TextOptions& opt) {
@@ -347,7 +387,8 @@ std::string expansion_line(const Expansion& e, std::size_t label_width, const st
     }
     s += scalar ? " = " : cont + "= ";
     s += scalar ? fmt(e.result.at(0), precision) : vec(e.result);
-    if (!scalar || width(indent) + width(s) <= opt.columns) return s;
+    if (!scalar) return wrap_vectors(s, width(indent), opt.columns);
+    if (width(indent) + width(s) <= opt.columns) return s;
     // a long sum of numbers: broken before a " + " or the " = ", continuation lines aligned under the '='
     const std::size_t room = opt.columns > width(indent) + label_width + 12 ? opt.columns - width(indent) : label_width + 12;
     std::string out, line;

@@ -1132,7 +1132,9 @@ TEST_SUITE("cli.classroom") {
                                         "softmax -i '" + test::source_path("data/large_scores.json") + "'",
                                         std::string("context --seed 123 --init rand"), std::string("causal --seed 789"),
                                         std::string("dropout --seed 789 --dropout-seed 123"), std::string("mha --batch 2 --seed 123 --heads 2"),
-                                        std::string("softmax --explain journey,starts"), std::string("mha --summary --timing")}) {
+                                        std::string("softmax --explain journey,starts"), std::string("mha --summary --timing"),
+                                        // a model's cell written out: sums of 16-number vectors, wrapped
+                                        "model --model '" + test::source_path("tests/data/models/tiny_qwen3") + "' --ids 1,2,3,4 --explain 3,2 --no-heatmap"}) {
             for (const int columns : {80, 100}) {
                 const auto r = test::run_shell("COLUMNS=" + std::to_string(columns) + " " + test::binary() + " " + args);
                 CAPTURE(args);

@@ -1,5 +1,6 @@
 // The real binary beyond the chapter: the equalities each lesson prints, the numbers the
 // bonus material quotes, and one clear line for each kind of bad input.
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -361,6 +362,42 @@ TEST_SUITE("cli.beyond") {
         for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
                  {"model --model " + ds + " --ids 1,2,3 --generate 2 --streaming-cache 1,2", "latent attention caches its rotary key"},
                  {"model --model " + ds + " --ids 1,2,3 --layer 2 --explain 3,1", "latent attention (MLA)"}}) {
+            CAPTURE(args);
+            const auto r = test::run(args);
+            CHECK(r.exit_code == 2);
+            CHECK(r.err.find(message) != std::string::npos);
+        }
+    }
+
+    TEST_CASE("cli.beyond.qwen3_next_gated_deltanet_and_gated_attention") {
+        const std::string qn = test::source_path("tests/data/models/tiny_qwen3_next");
+        // a Gated DeltaNet layer: its effective attention matrix times the values gives its outputs
+        const json doc = run_json("model --model " + qn + " --ids 5,17,3,250,9,42 --layer 1");
+        const auto A = flat(step(doc, "effective_attention").at("data")), o = flat(step(doc, "head_outputs").at("data"));
+        const auto v = flat(step(doc, "values").at("data"));  // T × H_v·d_v, heads side by side
+        REQUIRE(A.size() == 4 * 6 * 6);
+        REQUIRE(o.size() == 4 * 6 * 6);
+        for (std::size_t h = 0; h < 4; ++h)
+            for (std::size_t t = 0; t < 6; ++t)
+                for (std::size_t i = 0; i < 6; ++i) {
+                    double sum = 0.0;
+                    for (std::size_t j = 0; j < 6; ++j) sum += A[(h * 6 + t) * 6 + j] * v[j * 24 + h * 6 + i];
+                    CHECK(o[(h * 6 + t) * 6 + i] == doctest::Approx(sum).epsilon(1e-4).scale(1e-3));
+                }
+        CHECK(step(doc, "state").at("shape") == json::array({4, 8, 6}));
+        CHECK(std::none_of(doc.at("steps").begin(), doc.at("steps").end(), [](const json& s) { return s.at("id") == "weights"; }));
+        // a gated full-attention layer: the gate's σ times the context is what o_proj reads
+        const json full = run_json("model --model " + qn + " --ids 5,17,3,250,9,42 --layer 2");
+        const auto z = flat(step(full, "context").at("data")), g = flat(step(full, "gate").at("data")), gated = flat(step(full, "gated").at("data"));
+        for (std::size_t i = 0; i < z.size(); ++i) CHECK(gated[i] == doctest::Approx(z[i] / (1.0 + std::exp(-g[i]))).epsilon(1e-5).scale(1e-6));
+        // decoding through the state and the convolution's inputs matches the whole sequence again
+        const json gen = run_json("model --model " + qn + " --ids 5,17,3,250,9 --generate 4");
+        CHECK(flat(step(gen, "max_difference").at("data"))[0] < 1e-5);
+        for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+                 {"model --model " + qn + " --ids 1,2,3 --view", "Gated DeltaNet layer"},
+                 {"model --model " + qn + " --ids 1,2,3 --rollout", "Gated DeltaNet layer"},
+                 {"model --model " + qn + " --ids 1,2,3 --layer 1 --explain 3,1", "Gated DeltaNet layer"},
+                 {"model --model " + qn + " --ids 1,2,3 --generate 2 --streaming-cache 1,2", "Gated DeltaNet layer"}}) {
             CAPTURE(args);
             const auto r = test::run(args);
             CHECK(r.exit_code == 2);

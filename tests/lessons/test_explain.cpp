@@ -69,7 +69,7 @@ TEST_SUITE("explain") {
                     spec.layer = layer;
                     spec.head = (i + layer) % c.heads;
                     spec.explain = Cell{i, j};
-                    if (m->weights.blocks[layer].latent) {  // MLA (DeepSeek-V3): refused with a reason, not written out wrongly
+                    if (m->weights.blocks[layer].latent || m->weights.blocks[layer].linear) {  // MLA, Gated DeltaNet: refused with a reason, not written out wrongly
                         CHECK_THROWS_AS(walk_model(m, ids, std::vector<std::string>(T, "#"), spec, {}), UsageError);
                         continue;
                     }

@@ -44,6 +44,13 @@ const std::vector<StepDecl>& model_steps() {
         {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline},
         {"head_outputs", "each head's context vectors A_h·V_h"},
         {"context", "the context vectors (heads concatenated)"},
+        {"gate", "gated attention (Qwen3-Next): the output gate, the second half of each head's q_proj", detail, beyond},
+        {"gated", "gated attention: the context times σ(gate), what o_proj reads", detail, beyond},
+        {"beta", "a Gated DeltaNet layer (Qwen3-Next): each token's write strength per head, β = σ(x·W_b)", detail, beyond},
+        {"decay", "a Gated DeltaNet layer: each token's decay per head, α = exp(−exp(A_log)·softplus(x·W_a + dt_bias))", detail, beyond},
+        {"effective_attention", "a Gated DeltaNet layer: the effective attention matrix per head (the delta rule's terms kept), o = A·V", detail, beyond},
+        {"state", "a Gated DeltaNet layer: each head's state S (d_k × d_v) after the last token, all it keeps", detail, beyond},
+        {"outputs_normed", "a Gated DeltaNet layer: the outputs through the gated RMSNorm, RMSNorm(o)·w ⊙ SiLU(z), what out_proj reads", detail, beyond},
         {"output", "the output projection of the context (or the context itself)"},
         {"layerN.attention", "the attention's output (c_proj)"},
         {"layerN.attention_norm", "Gemma 3: the RMSNorm of the attention's output (post_attention_layernorm)", detail, beyond},
@@ -104,7 +111,7 @@ const LessonDecl& gpt2_lesson() {  // GPT-2 alone: no QK-norm, no RoPE, no norms
     return lesson;
 }
 const LessonDecl& model_lesson() {
-    static const LessonDecl lesson{"model", "A Hugging Face model folder (Llama 3, Qwen, Gemma 3, OLMo, SmolLM, gpt-oss, DeepSeek-V3, GPT-2): every layer, one in full, the next token.",
+    static const LessonDecl lesson{"model", "A Hugging Face model folder (Llama 3, Qwen, Gemma 3, OLMo, SmolLM, gpt-oss, DeepSeek-V3, Qwen3-Next, GPT-2): every layer, one in full, the next token.",
                                    model_steps()};
     return lesson;
 }
@@ -308,6 +315,46 @@ public:
                  "k_rope = RoPE((" + in + "·W_DKVᵀ)[r:])", f.k_rope, tokens_features);
     }
 
+    // A Gated DeltaNet layer (Qwen3-Next's linear attention): its inputs, gates, state and outputs.
+    void linear(std::size_t l, const GatedDeltaNetForward& f) override {
+        if (l != spec_.layer) return;
+        const GatedDeltaNetWeights& w = *weights_.blocks[l].linear;
+        const std::string in = words_.pre ? words_.n1 + "(x)" : "x", L = std::to_string(l + 1);
+        const std::string Hk = std::to_string(w.k_heads), Hv = std::to_string(w.v_heads), K = std::to_string(w.taps());
+        rec_.add("queries", "Layer " + L + " (Gated DeltaNet): queries, " + Hk + " heads of " + std::to_string(w.d_k) + ", after a causal convolution of " + K +
+                                " taps and SiLU", "q = SiLU(conv(" + in + "·W_qᵀ))", f.q, tokens_features)
+            .note = "A linear-attention layer: no softmax and no cache of keys; each head keeps a state of d_k × d_v numbers that the delta rule "
+                    "writes token by token (see attnwalk deltanet).";
+        rec_.add("keys", "Keys, likewise (L2-normalised inside the delta rule)", "k = SiLU(conv(" + in + "·W_kᵀ))", f.k, tokens_features);
+        rec_.add("values", "Values, " + Hv + " heads of " + std::to_string(w.d_v), "v = SiLU(conv(" + in + "·W_vᵀ))", f.v, tokens_features);
+        rec_.add_plain("beta", "Each token's write strength per value head", "β = σ(" + in + "·W_bᵀ)", to_trace(Mat(xt::view(f.beta, 0))),
+                       {Axis::token, Axis::head});
+        rec_.add_plain("decay", "Each token's decay per value head: how much of the state it keeps", "α = exp(−exp(A_log)·softplus(" + in + "·W_aᵀ + dt_bias))",
+                       to_trace(Mat(xt::view(f.decay, 0))), {Axis::token, Axis::head});
+        // one value head chosen (--head): its matrices; else every head's
+        const std::optional<std::size_t> h = spec_.head && *spec_.head < w.v_heads ? spec_.head : std::nullopt;
+        const std::string of = h ? "Head " + std::to_string(*h + 1) + "'s " : "Each head's ";
+        if (f.effective.size()) {
+            const std::string title = h ? "Head " + std::to_string(*h + 1) + "'s effective attention matrix: o = A·V, the delta rule's terms kept"
+                                        : "The effective attention matrix of every value head: o = A·V, the delta rule's terms kept";
+            if (h) rec_.add("effective_attention", title, "A_h (not a softmax: rows need not sum to 1)", Cube(xt::view(f.effective, xt::all(), *h)), tokens_tokens);
+            else rec_.add("effective_attention", title, "A_h (not a softmax: rows need not sum to 1)", f.effective, head_tokens_tokens);
+        }
+        if (h) rec_.add("head_outputs", of + "outputs, read from its state: o_t = S_tᵀq_t", "o_h", Cube(xt::view(f.outputs, xt::all(), *h)), tokens_features);
+        else rec_.add("head_outputs", of + "outputs, read from its state: o_t = S_tᵀq_t", "o_h", f.outputs, head_tokens_features);
+        Step& st = h ? rec_.add_plain("state", of + "state after the last token: all this layer keeps, whatever the length", "S_h (d_k × d_v)",
+                                      to_trace(Mat(xt::view(f.state, 0, *h))), {Axis::feature, Axis::feature})
+                     : rec_.add_plain("state", of + "state after the last token: all this layer keeps, whatever the length", "S_h (d_k × d_v)",
+                                      to_trace(Cube(xt::view(f.state, 0))), {Axis::head, Axis::feature, Axis::feature});
+        st.note = std::to_string(w.v_heads) + " heads × " + std::to_string(w.d_k) + " × " + std::to_string(w.d_v) + " = " +
+                  std::to_string(w.v_heads * w.d_k * w.d_v) + " numbers, and the last " + std::to_string(w.taps() - 1) +
+                  " inputs of the convolution: a fixed size, where a KV cache grows with every token.";
+        rec_.add("gate", "The output gate z, per value head", "z = " + in + "·W_zᵀ", f.z, tokens_features);
+        rec_.add("outputs_normed", "The outputs through the gated RMSNorm (its weight as it is, not 1 + w)", "RMSNorm(o_h)·w ⊙ SiLU(z_h)", f.normed,
+                 tokens_features);
+        rec_.add("output", "The layer's output: out_proj", "·W_outᵀ", f.output, tokens_features);
+    }
+
     void attention(std::size_t l, const Forward& f) override {
         if (spec_.view) xt::view(grid, 0, l) = xt::view(f.weights, 0);
         if (spec_.rollout) {  // weights.mean(dim=heads), in float32 in the heads' order
@@ -454,6 +501,11 @@ public:
             rec_.add("head_outputs", "Each head's context vectors", "Z_h = A_h·V" + group, f.head_outputs, head_tokens_features);
         }
         rec_.add("context", "Heads concatenated", "Z", f.context, tokens_features);
+        if (f.gate.size()) {  // gated attention (Qwen3-Next): Z ⊙ σ(G) before o_proj
+            rec_.add("gate", "The output gate: the second half of each head's " + short_name(config_.family->names.query) + " rows", "G = " +
+                                 (words_.pre ? words_.n1 + "(x)" : std::string("x")) + "·W_gateᵀ", f.gate, tokens_features);
+            rec_.add("gated", "The context through the gate", "Z ⊙ σ(G)", f.gated, tokens_features);
+        }
         rec_.add("output", "The attention's output: " + words_.out, "Z·W_o" + words_.t + bias(bw.latent ? bw.latent->o_proj : bw.attn.out_proj.value(), "o"), f.output, tokens_features);
     }
 
@@ -468,9 +520,9 @@ public:
         const std::string L = "layer" + std::to_string(l + 1) + ".", Ls = std::to_string(l + 1);
         const std::size_t E = r.logits.shape(1), k = r.weights.shape(1), T = r.logits.shape(0);
         const MoeWeights& moe = *weights_.blocks[l].moe;
-        const bool sigmoid = moe.routing == RouterKind::sigmoid_grouped;
+        const bool sigmoid = moe.routing == RouterKind::sigmoid_grouped, all = moe.routing == RouterKind::softmax_all;
         Step& lg = rec_.add_plain(L + "router_logits", "Layer " + Ls + ": the router's logit for each of the " + std::to_string(E) + " experts",
-                                  "r = " + words_.n2 + "(x)·W_rᵀ" + (sigmoid ? "" : " + b_r"), to_trace(r.logits), {Axis::token, Axis::feature});
+                                  "r = " + words_.n2 + "(x)·W_rᵀ" + (moe.router.b.size() ? " + b_r" : ""), to_trace(r.logits), {Axis::token, Axis::feature});
         for (std::size_t e = 0; e < E; ++e) lg.labels.push_back("expert " + std::to_string(e));
         if (sigmoid) {
             Step& sc = rec_.add_plain(L + "router_scores", "Their scores: each logit through a sigmoid, on its own", "s = σ(r)", to_trace(r.scores),
@@ -479,24 +531,31 @@ public:
             sc.note = "The experts are chosen by s + the correction bias (e_score_correction_bias): the " + std::to_string(moe.top_groups) + " of " +
                       std::to_string(moe.groups) + " groups whose two best choices sum highest keep theirs, the others' count 0 (Hugging Face's "
                       "masked_fill; DeepSeek's own code puts −∞, which differs only where a choice is below 0); the bias chooses, it never weighs.";
+        } else if (all) {
+            rec_.add_plain(L + "router_scores", "Their probabilities: a softmax over every expert", "p = softmax(r)", to_trace(r.scores), {Axis::token, Axis::feature})
+                .labels = lg.labels;
         }
         std::vector<unsigned long long> chosen(r.chosen.begin(), r.chosen.end());
         Step& ch = rec_.add_plain(L + "experts_chosen", "The " + std::to_string(k) + " experts each token goes to (" +
-                                                            (sigmoid ? "largest s + bias first" : "largest logit first") + ")",
-                                  sigmoid ? "top_k(group_mask(s + b_corr), " + std::to_string(k) + ")" : "top_k(r, " + std::to_string(k) + ")",
+                                                            (sigmoid ? "largest s + bias first" : all ? "most probable first" : "largest logit first") + ")",
+                                  sigmoid ? "top_k(group_mask(s + b_corr), " + std::to_string(k) + ")"
+                                          : (all ? "top_k(p, " : "top_k(r, ") + std::to_string(k) + ")",
                                   integer_tensor(chosen, {T, k}), {Axis::token, Axis::rank});
         ch.note = "A mixture of experts: each token runs through only " + std::to_string(k) + " of the " + std::to_string(E) +
                   " experts' MLPs; the rest of the layer's weights sit idle for it. Experts are numbered from 0, as the router's outputs are.";
-        if (sigmoid) {
-            rec_.add_plain(L + "expert_weights", "Their weights: the chosen scores" + std::string(moe.normalise ? " over their sum" : "") + ", × " +
-                                                     format_number(moe.routed_scale) + " (routed_scaling_factor)",
-                           std::string(moe.normalise ? "s[top_k] / Σ s[top_k]" : "s[top_k]") + " · " + format_number(moe.routed_scale), to_trace(r.weights),
-                           {Axis::token, Axis::rank})
-                .note = "The MLP's output is Σ weight·expert(x) over the chosen experts" + std::string(moe.shared ? ", plus the shared expert's" : "") +
-                        "; each expert is a SwiGLU of its own, down(SiLU(gate(x)) ⊙ up(x)).";
+        const std::string shared_words = !moe.shared ? "" : moe.shared->scale ? ", plus the shared expert's scaled by its gate" : ", plus the shared expert's";
+        if (sigmoid || all) {
+            const std::string title = sigmoid ? "Their weights: the chosen scores" + std::string(moe.normalise ? " over their sum" : "") + ", × " +
+                                                    format_number(moe.routed_scale) + " (routed_scaling_factor)"
+                                              : "Their weights: the chosen probabilities" + std::string(moe.normalise ? " over their sum (norm_topk_prob)" : "");
+            const std::string v = sigmoid ? "s" : "p";
+            const std::string formula = (moe.normalise ? v + "[top_k] / Σ " + v + "[top_k]" : v + "[top_k]") + (sigmoid ? " · " + format_number(moe.routed_scale) : "");
+            rec_.add_plain(L + "expert_weights", title, formula, to_trace(r.weights), {Axis::token, Axis::rank}).note =
+                "The MLP's output is Σ weight·expert(x) over the chosen experts" + shared_words + "; each expert is a SwiGLU of its own, down(SiLU(gate(x)) ⊙ up(x)).";
             if (moe.shared)
-                rec_.add(L + "shared_expert", "The shared expert: a SwiGLU MLP every token goes through", "shared(x) = down(SiLU(gate(x)) ⊙ up(x))", r.shared,
-                         tokens_features);
+                rec_.add(L + "shared_expert",
+                         moe.shared->scale ? "The shared expert: a SwiGLU MLP every token goes through, scaled by σ(x·w_g)" : "The shared expert: a SwiGLU MLP every token goes through",
+                         moe.shared->scale ? "σ(x·w_g) · down(SiLU(gate(x)) ⊙ up(x))" : "shared(x) = down(SiLU(gate(x)) ⊙ up(x))", r.shared, tokens_features);
         } else {
             rec_.add_plain(L + "expert_weights", "Their weights: a softmax over the chosen logits only", "softmax(r[top_k])", to_trace(r.weights),
                            {Axis::token, Axis::rank})
@@ -1208,6 +1267,16 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     if (spec.explain && (spec.explain->i >= T || spec.explain->j >= T))
         throw UsageError("cell " + std::to_string(spec.explain->i + 1) + "," + std::to_string(spec.explain->j + 1) + " is out of range: the prompt has " +
                          std::to_string(T) + " tokens, counted from 1");
+    const auto linear = std::find_if(m.weights.blocks.begin(), m.weights.blocks.end(), [](const BlockWeights& b) { return b.linear.has_value(); });
+    if (linear != m.weights.blocks.end()) {  // Gated DeltaNet layers have no softmax weights to gather, average or switch off by head
+        const std::string first = std::to_string(static_cast<std::size_t>(linear - m.weights.blocks.begin()) + 1);
+        const char* asked = spec.view ? "the model view" : spec.rollout ? "attention rollout" : spec.roles ? "head roles" : !spec.ablate.empty() || spec.ablate_each ? "ablation" : nullptr;
+        if (asked)
+            throw UsageError(std::string(asked) + " reads the softmax weights of every layer, and layer " + first +
+                             " is a Gated DeltaNet layer (linear attention: a state, no softmax); show one layer instead, with its effective attention matrix");
+        if (spec.explain && m.weights.blocks[spec.layer].linear)
+            throw UsageError("layer " + std::to_string(spec.layer + 1) + " is a Gated DeltaNet layer, whose cells are not a softmax's: a cell is written out on a full-attention layer");
+    }
     if (spec.explain && spec.layer < m.weights.blocks.size() && m.weights.blocks[spec.layer].latent)
         throw UsageError("layer " + std::to_string(spec.layer + 1) + " is latent attention (MLA), whose cells are not written out yet: its steps show "
                          "the latent, the queries and keys as [nope | rope] and the weights; a cell is written out for heads of q/k/v projections");

@@ -138,8 +138,8 @@ Cube block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t 
         tap.attention(layer, f);
         return std::move(f.output);
     }
-    if (!tap.keeps_attention(layer) && (!kv || kv->seen() == 0) && spec.zero_heads.empty()) {  // no T×T tensor at all
-        const bool plain = !la.window && !la.rope && !c.attention_scale && !b.attn.q_norm && b.attn.key_heads() == b.attn.heads && !b.attn.sinks;
+    if (!tap.keeps_attention(layer) && (!kv || kv->seen() == 0) && spec.zero_heads.empty() && !b.attn.gate) {  // no T×T tensor at all (an output gate: the one forward applies it)
+        const bool plain = !la.window && !la.rope && !c.attention_scale && !b.attn.q_norm && b.attn.key_heads() == b.attn.heads && !b.attn.sinks && !b.attn.gate;
         if (plain) {  // GPT-2: the fused blocked path, projections included
             const fast::BlockedResult r = fast::blocked_attention(a, b.attn, true);
             Forward f;
@@ -199,6 +199,7 @@ void check_prompt(const LoadedModel& model, const std::vector<std::size_t>& ids)
 double DecoderCache::bytes(std::size_t bytes_per_value) const {
     double sum = 0.0;
     for (const KvCache& kv : layers) sum += kv.bytes(bytes_per_value);
+    for (const DeltaNetCache& d : linear) sum += d.bytes(bytes_per_value);
     return sum;
 }
 
@@ -208,12 +209,16 @@ DecoderCache make_cache(const DecoderConfig& config) {
         const std::size_t window = l < config.layer_attention.size() ? config.layer_attention[l].window.value_or(0) : 0;
         cache.layers.emplace_back(window);
     }
+    cache.linear.resize(config.layers);
     return cache;
 }
 
 DecoderCache make_start_recent_cache(const DecoderConfig& config, std::size_t start, std::size_t recent) {
     if (recent == 0) throw UsageError("a start-and-recent cache keeps at least the newest token: recent must be at least 1");
     for (std::size_t l = 0; l < config.layers && l < config.layer_attention.size(); ++l) {
+        if (config.layer_attention[l].linear)
+            throw UsageError("layer " + std::to_string(l + 1) + " is a Gated DeltaNet layer, which keeps a state of fixed size rather than tokens: a "
+                             "start-and-recent cache is for models whose every layer is softmax attention");
         if (config.layer_attention[l].window)
             throw UsageError("layer " + std::to_string(l + 1) + " is a sliding-window layer, which keeps its own window: a start-and-recent cache "
                              "is for models whose every layer attends to all tokens");
@@ -254,7 +259,15 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
             t.block(l, BlockPoint::norm_1, a);
         }
         const std::vector<std::size_t>* off = ablation && l < ablation->size() && !(*ablation)[l].empty() ? &(*ablation)[l] : nullptr;
-        Cube attn = block_attention(c, b, l, a, p0, cache ? &cache->layers[l] : nullptr, t, off);  // (1,T,C)
+        Cube attn;  // (1,T,C)
+        if (b.linear) {  // Gated DeltaNet: a state instead of a cache of tokens
+            GatedDeltaNetForward g = gated_deltanet_forward(a, *b.linear, cache && l < cache->linear.size() ? &cache->linear[l] : nullptr,
+                                                                t.keeps_attention(l));
+            t.linear(l, g);
+            attn = std::move(g.output);
+        } else {
+            attn = block_attention(c, b, l, a, p0, cache ? &cache->layers[l] : nullptr, t, off);
+        }
         t.block(l, BlockPoint::attention, attn);
         if (b.attention_norm) {
             attn = normalise(attn, *b.attention_norm, c.norm, c.norm_eps);

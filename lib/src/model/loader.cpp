@@ -274,17 +274,28 @@ std::string layer_name(const std::string& pattern, std::size_t index, const char
 std::string last_part(const std::string& name) { return name.substr(name.find_last_of('.') + 1); }
 
 // Which layers are sliding-window ones: config.json's layer_types, or the family's pattern.
-std::vector<bool> sliding_layers(ConfigFile& cfg, const FamilySpec& f, std::size_t layers) {
+// `linear`: which are Gated DeltaNet layers ("linear_attention"), for a family that has them.
+std::vector<bool> sliding_layers(ConfigFile& cfg, const FamilySpec& f, std::size_t layers, std::vector<bool>& linear) {
     std::vector<bool> sliding(layers, false);
+    linear.assign(layers, false);
+    const bool has_linear = !f.names.linear_attn.empty();
     if (const Value* types = cfg.get("layer_types")) {
         if (types->type != Value::Type::array || types->array.size() != layers)
             throw InputError(cfg.file(), "$.layer_types", "expected one entry per layer (" + std::to_string(layers) + ")");
         for (std::size_t l = 0; l < layers; ++l) {
             const Value& t = types->array[l];
-            if (t.type != Value::Type::string || (t.string != "sliding_attention" && t.string != "full_attention"))
-                throw InputError(cfg.file(), "$.layer_types[" + std::to_string(l) + "]", "expected \"sliding_attention\" or \"full_attention\"");
+            const bool known = t.type == Value::Type::string &&
+                               (has_linear ? t.string == "linear_attention" || t.string == "full_attention"
+                                           : t.string == "sliding_attention" || t.string == "full_attention");
+            if (!known)
+                throw InputError(cfg.file(), "$.layer_types[" + std::to_string(l) + "]",
+                                 has_linear ? "expected \"linear_attention\" or \"full_attention\"" : "expected \"sliding_attention\" or \"full_attention\"");
             sliding[l] = t.string == "sliding_attention";
+            linear[l] = t.string == "linear_attention";
         }
+    } else if (has_linear) {  // Qwen3NextConfig's default: every full_attention_interval-th layer full, the others linear
+        const std::size_t interval = cfg.count("full_attention_interval", 4);
+        for (std::size_t l = 0; l < layers; ++l) linear[l] = (l + 1) % interval != 0;
     } else if (f.window_pattern == WindowPattern::every_nth_full) {  // every pattern-th layer full
         const std::size_t pattern = cfg.count("sliding_window_pattern", f.window_pattern_default);
         for (std::size_t l = 0; l < layers; ++l) sliding[l] = (l + 1) % pattern != 0;
@@ -295,7 +306,8 @@ std::vector<bool> sliding_layers(ConfigFile& cfg, const FamilySpec& f, std::size
 // Each layer's window and RoPE, as the spec and config.json say.
 void layer_attention(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c) {
     const std::size_t L = c.layers;
-    const std::vector<bool> sliding = sliding_layers(cfg, f, L);
+    std::vector<bool> linear;
+    const std::vector<bool> sliding = sliding_layers(cfg, f, L, linear);
     std::optional<std::size_t> window;
     if (std::find(sliding.begin(), sliding.end(), true) != sliding.end()) window = cfg.count("sliding_window");
     // rope_theta and rope_scaling, or transformers 5's rope_parameters (one, or one per layer type)
@@ -345,6 +357,7 @@ void layer_attention(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c) {
     for (std::size_t l = 0; l < L; ++l) {
         LayerAttention& la = c.layer_attention[l];
         if (sliding[l]) la.window = window;
+        la.linear = linear[l];
         if (rotates[l]) la.rope = sliding[l] ? *local : full;
     }
 }
@@ -388,7 +401,8 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
             throw InputError(cfg.file(), "$." + refused, f.model_type + " with " + refused + " true is not supported: expected false");
     layer_attention(cfg, f, c);
     // a mixture of experts (the names say whether the family has one)
-    std::size_t experts = 0, expert_hidden = hidden, first_dense = 0, shared_width = 0;
+    std::size_t experts = 0, expert_hidden = hidden, first_dense = 0, shared_width = 0, sparse_step = 1;
+    std::vector<bool> dense_only(c.layers, false);
     MoeWeights moe_settings;  // what every layer's mixture shares: its routing and its experts' kind
     moe_settings.routing = f.routing;
     moe_settings.kind = f.expert_kind;
@@ -401,6 +415,20 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
         expert_hidden = cfg.count(f.fields.expert_hidden, hidden);
         if (!f.fields.first_dense.empty()) first_dense = cfg.count(f.fields.first_dense, 3, 0);  // DeepseekV3Config's default
         if (!f.fields.shared_experts.empty()) shared_width = cfg.count(f.fields.shared_experts, 0, 0) * expert_hidden;
+        if (!f.fields.shared_expert_width.empty()) shared_width = cfg.count(f.fields.shared_expert_width, 0, 0);
+        if (!f.fields.sparse_step.empty()) sparse_step = cfg.count(f.fields.sparse_step, 1);
+        if (!f.fields.dense_layers.empty())
+            if (const Value* list = cfg.get(f.fields.dense_layers)) {
+                const std::string at = "$." + f.fields.dense_layers;
+                if (list->type != Value::Type::array) throw InputError(cfg.file(), at, "expected a list of layer indices");
+                for (std::size_t i = 0; i < list->array.size(); ++i) {
+                    const Value& v = list->array[i];
+                    if (v.type != Value::Type::number || v.number < 0 || v.number != std::floor(v.number) || v.number >= static_cast<double>(c.layers))
+                        throw InputError(cfg.file(), at + "[" + std::to_string(i) + "]", "expected a layer index below " + std::to_string(c.layers));
+                    dense_only[static_cast<std::size_t>(v.number)] = true;
+                }
+            }
+        if (f.routing == RouterKind::softmax_all) moe_settings.normalise = cfg.flag("norm_topk_prob", true);
         if (f.expert_kind == ExpertKind::clamped_swiglu) {
             const double limit = cfg.number(f.fields.swiglu_limit, moe_settings.limit);  // the clamp when config.json gives none (ops/moe.hpp)
             moe_settings.limit = static_cast<float>(cfg.require(limit, limit > 0.0, "$." + f.fields.swiglu_limit, "a number above 0 (the SwiGLU's clamp)"));
@@ -424,6 +452,17 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
             const double scale = cfg.number("routed_scaling_factor", 2.5);
             moe_settings.routed_scale = static_cast<float>(cfg.require(scale, scale > 0.0, "$.routed_scaling_factor", "a number above 0"));
         }
+    }
+    // Gated DeltaNet layers: their heads and the convolution's taps, as Qwen3NextConfig names them
+    std::size_t lin_k_heads = 0, lin_v_heads = 0, lin_k_dim = 0, lin_v_dim = 0, lin_kernel = 0;
+    if (std::any_of(c.layer_attention.begin(), c.layer_attention.end(), [](const LayerAttention& la) { return la.linear; })) {
+        lin_k_heads = cfg.count("linear_num_key_heads");
+        lin_v_heads = cfg.count("linear_num_value_heads");
+        if (lin_v_heads % lin_k_heads != 0)
+            throw InputError(cfg.file(), "$.linear_num_value_heads", std::to_string(lin_k_heads) + " key heads do not divide " + std::to_string(lin_v_heads) + " value heads");
+        lin_k_dim = cfg.count("linear_key_head_dim");
+        lin_v_dim = cfg.count("linear_value_head_dim");
+        lin_kernel = cfg.count("linear_conv_kernel_dim", 4);
     }
     // latent attention (MLA): its ranks and head parts, as DeepseekV3Config names them
     const bool latent = !f.names.kv_a.empty();
@@ -498,7 +537,39 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
         AttentionWeights& a = b.attn;
         a.heads = H;
         a.kv_heads = G;
-        if (latent) {  // DeepseekV3Attention's projections; its two latent norms keep RMSNorm's default eps
+        if (c.layer_attention[l].linear) {  // Qwen3NextGatedDeltaNet's projections, convolution, decay and gated norm
+            const std::string g = p + n.linear_attn + ".";
+            GatedDeltaNetWeights lw;
+            lw.k_heads = lin_k_heads;
+            lw.v_heads = lin_v_heads;
+            lw.d_k = lin_k_dim;
+            lw.d_v = lin_v_dim;
+            lw.in_qkvz = r.linear(g + "in_proj_qkvz.weight", C, 2 * lw.key_dim() + 2 * lw.value_dim(), true);
+            lw.in_ba = r.linear(g + "in_proj_ba.weight", C, 2 * lw.v_heads, true);
+            lw.conv = r.mat(g + "conv1d.weight", {lw.conv_dim(), 1, lin_kernel}, lw.conv_dim(), lin_kernel);
+            lw.a_log = r.vec(g + "A_log", lw.v_heads);
+            lw.dt_bias = r.vec(g + "dt_bias", lw.v_heads);
+            lw.norm = r.vec(g + "norm.weight", lw.d_v);  // multiplied as it is, not (1 + w)
+            lw.out_proj = r.linear(g + "out_proj.weight", lw.value_dim(), C, true);
+            lw.eps = c.norm_eps;
+            b.linear = std::move(lw);
+        } else if (f.query_gate) {  // Qwen3NextAttention: q_proj makes per head [query | gate]
+            if (f.qkv_bias || attention_bias)
+                throw InputError(cfg.file(), "$.attention_bias", "biases with a gated query are not supported: expected false");
+            const Mat both = r.linear(p + n.query + ".weight", C, 2 * H * d, true).matrix();  // C × 2·H·d
+            Mat query = Mat::from_shape({C, H * d}), gate = Mat::from_shape({C, H * d});
+            for (std::size_t row = 0; row < C; ++row)
+                for (std::size_t h = 0; h < H; ++h)
+                    for (std::size_t i = 0; i < d; ++i) {
+                        query(row, h * d + i) = both(row, h * 2 * d + i);
+                        gate(row, h * d + i) = both(row, h * 2 * d + d + i);
+                    }
+            a.query = owned_linear(std::move(query));
+            a.gate = owned_linear(std::move(gate));
+            a.key = r.linear(p + n.key + ".weight", C, G * d, true);
+            a.value = r.linear(p + n.value + ".weight", C, G * d, true);
+            a.out_proj = r.linear(p + n.out + ".weight", H * d, C, true);
+        } else if (latent) {  // DeepseekV3Attention's projections; its two latent norms keep RMSNorm's default eps
             LatentWeights lw;
             if (q_rank) {
                 lw.q_a_proj = r.linear(p + n.q_a + ".weight", C, q_rank, true);
@@ -532,7 +603,7 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
                 if (attention_bias) a.out_proj->b = r.vec(p + n.out + ".bias", C);
             }
         }
-        if (f.qk_norm != QkNormSpan::none) {
+        if (f.qk_norm != QkNormSpan::none && !c.layer_attention[l].linear) {
             const bool whole = f.qk_norm == QkNormSpan::whole;
             a.q_norm = norm(p + n.q_norm, whole ? H * d : d).scale;
             a.k_norm = norm(p + n.k_norm, whole ? G * d : d).scale;
@@ -540,7 +611,7 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
             a.qk_norm_eps = c.norm_eps;
         }
         if (!n.sinks.empty()) a.sinks = r.vec(p + n.sinks, H);
-        if (experts && l >= first_dense) {
+        if (experts && l >= first_dense && !dense_only[l] && (l + 1) % sparse_step == 0) {
             MoeWeights moe = moe_settings;
             const std::string ex = p + n.experts + ".";
             if (!r.find(p + n.router + ".weight") && r.find(p + n.gate + ".weight") && !f.fields.first_dense.empty())
@@ -560,7 +631,8 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
                     const std::string sh = p + n.shared_experts + ".";
                     moe.shared = SharedExpert{r.linear(sh + last_part(n.gate) + ".weight", C, shared_width, true),
                                               r.linear(sh + last_part(n.up) + ".weight", C, shared_width, true),
-                                              r.linear(sh + last_part(n.down) + ".weight", shared_width, C, true)};
+                                              r.linear(sh + last_part(n.down) + ".weight", shared_width, C, true), std::nullopt};
+                    if (!n.shared_expert_gate.empty()) moe.shared->scale = r.linear(p + n.shared_expert_gate + ".weight", C, 1, true);
                 }
             } else {
                 moe.router.b = r.vec(p + n.router + "." + n.router_bias, experts);

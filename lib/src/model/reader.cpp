@@ -55,6 +55,13 @@ Mat Reader::mat(const std::string& name, std::size_t rows, std::size_t cols) con
     return m;
 }
 
+Mat Reader::mat(const std::string& name, const std::vector<std::size_t>& shape, std::size_t rows, std::size_t cols) const {
+    check(name, shape);
+    Mat m = Mat::from_shape({rows, cols});
+    file_of(name)->read_into(prefix_ + name, m.data());
+    return m;
+}
+
 std::shared_ptr<const void> Reader::owner_of(const SafeTensors* f) const {
     for (const auto& file : files_)
         if (file.get() == f) return file;

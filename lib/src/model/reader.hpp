@@ -30,6 +30,8 @@ public:
     void check(const std::string& name, const std::vector<std::size_t>& shape) const;
     Vec vec(const std::string& name, std::size_t n) const;
     Mat mat(const std::string& name, std::size_t rows, std::size_t cols) const;
+    // A tensor of `shape` (rows·cols numbers) read as rows×cols: a conv1d weight [C, 1, K] as C×K.
+    Mat mat(const std::string& name, const std::vector<std::size_t>& shape, std::size_t rows, std::size_t cols) const;
     // A layer of d_in×d_out, stored so (x·W, Conv1D) or as its d_out×d_in transpose
     // (nn.Linear); read where it lies when F32, else from a float32 copy it keeps.
     Linear linear(const std::string& name, std::size_t d_in, std::size_t d_out, bool transposed) const;

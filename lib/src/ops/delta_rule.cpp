@@ -49,7 +49,8 @@ DeltaRecurrent delta_rule_recurrent(const DeltaInputs& in, bool keep_steps) {
     DeltaRecurrent out;
     out.outputs = fresh<4>({s.B, s.H, s.T, s.dv});
     out.state = Hyper::from_shape({s.B, s.H, s.dk, s.dv});
-    out.state.fill(0.0f);
+    if (in.initial.size() == out.state.size()) std::copy(in.initial.begin(), in.initial.end(), out.state.begin());
+    else out.state.fill(0.0f);
     std::vector<float> column(s.dk);
     for (std::size_t t = 0; t < s.T; ++t) {
         DeltaStep step;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "attnwalk/errors.hpp"
@@ -144,6 +145,28 @@ void route_sigmoid_grouped(const MoeWeights& w, MoeOutput& out) {
     }
 }
 
+// Qwen3-Next: a softmax over every expert, the k largest, over their sum when normalised.
+void route_softmax_all(const MoeWeights& w, MoeOutput& out) {
+    const std::size_t N = out.logits.shape(0), E = out.logits.shape(1), k = w.top_k;
+    out.scores = Mat::from_shape({N, E});
+    std::vector<std::size_t> order(E);
+    for (std::size_t t = 0; t < N; ++t) {
+        float top = -std::numeric_limits<float>::infinity(), sum = 0.0f;
+        for (std::size_t e = 0; e < E; ++e) top = std::max(top, out.logits(t, e));
+        for (std::size_t e = 0; e < E; ++e) sum += (out.scores(t, e) = std::exp(out.logits(t, e) - top));
+        const float inv = 1.0f / sum;
+        for (std::size_t e = 0; e < E; ++e) out.scores(t, e) *= inv;
+        rank_largest(&out.scores(t, 0), order);
+        float chosen = 0.0f;
+        for (std::size_t i = 0; i < k; ++i) {
+            out.chosen[t * k + i] = order[i];
+            chosen += (out.weights(t, i) = out.scores(t, order[i]));
+        }
+        if (w.normalise)
+            for (std::size_t i = 0; i < k; ++i) out.weights(t, i) /= chosen;
+    }
+}
+
 // A dense gated MLP on n rows of C: down(SiLU(gate(x)) ⊙ up(x)).
 Cube swiglu_rows(const float* x, std::size_t n, std::size_t C, const Linear& gate, const Linear& up) {
     Cube in = Cube::from_shape({1, n, C});
@@ -158,7 +181,7 @@ double moe_work(const MoeWeights& w, std::size_t tokens) {
     const double per_expert = expert_work(w.experts.front(), w.kind);
     double shared = 0.0;
     if (w.shared)
-        shared = static_cast<double>(w.shared->gate.in()) * static_cast<double>(w.shared->gate.out()) * 3.0;
+        shared = static_cast<double>(w.shared->gate.in()) * (static_cast<double>(w.shared->gate.out()) * 3.0 + (w.shared->scale ? 1.0 : 0.0));
     return static_cast<double>(tokens) *
            (static_cast<double>(w.router.in()) * static_cast<double>(w.router.out()) + static_cast<double>(w.top_k) * per_expert + shared);
 }
@@ -186,6 +209,7 @@ MoeOutput moe_forward(const Cube& x, const MoeWeights& w) {
     out.chosen.resize(N * k);
     out.weights = Mat::from_shape({N, k});
     if (w.routing == RouterKind::sigmoid_grouped) route_sigmoid_grouped(w, out);
+    else if (w.routing == RouterKind::softmax_all) route_softmax_all(w, out);
     else route_softmax(w, out);
     std::vector<std::vector<std::size_t>> rows_of(E);  // per expert, the rows that chose it
     for (std::size_t t = 0; t < N; ++t)
@@ -241,6 +265,15 @@ MoeOutput moe_forward(const Cube& x, const MoeWeights& w) {
     if (w.shared) {  // every token through the shared expert, added after the routed ones
         out.shared = project(swiglu_rows(xs, N, C, w.shared->gate, w.shared->up), w.shared->down);
         out.shared.reshape({B, T, C});
+        if (w.shared->scale) {  // σ(x·w_g), one number per token
+            const Cube g = project(x, *w.shared->scale);  // (B,T,1)
+            out.shared_scale = Vec::from_shape({N});
+            for (std::size_t t = 0; t < N; ++t) {
+                const float s = 1.0f / (1.0f + std::exp(-g.data()[t]));
+                out.shared_scale(t) = s;
+                for (std::size_t c = 0; c < C; ++c) out.shared.data()[t * C + c] *= s;
+            }
+        }
         out.output += out.shared;
     }
     return out;

@@ -14,6 +14,7 @@
 //   final norm (1,T,C); logits of the last position = head·x_T           (1,V)
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -22,6 +23,7 @@
 
 #include "attnwalk/ops/activations.hpp"
 #include "attnwalk/ops/attention.hpp"
+#include "attnwalk/ops/gated_deltanet.hpp"
 #include "attnwalk/ops/kv_cache.hpp"
 #include "attnwalk/ops/latent_attention.hpp"
 #include "attnwalk/ops/linear.hpp"
@@ -44,6 +46,7 @@ enum class PositionKind {
 struct LayerAttention {
     std::optional<std::size_t> window;  // a sliding-window layer: each token sees itself and the W − 1 before it
     std::optional<RopeParams> rope;     // this layer's base and scaling; none: no RoPE here (learned positions, or a NoPE layer)
+    bool linear = false;                // a Gated DeltaNet layer in place of softmax attention (Qwen3-Next's linear_attention)
 };
 
 struct DecoderConfig {
@@ -73,6 +76,7 @@ struct BlockWeights {
     std::optional<Norm> attention_norm, mlp_norm; // after the attention, after the MLP (post-norm, Gemma)
     AttentionWeights attn;                        // the heads, out_proj (o_proj)
     std::optional<LatentWeights> latent;          // latent attention in place of attn's heads (DeepSeek-V3)
+    std::optional<GatedDeltaNetWeights> linear;   // a Gated DeltaNet in place of attention (Qwen3-Next)
     Linear up, down;                              // C -> hidden, hidden -> C
     Linear gate;                                  // C -> hidden, gated MLPs only
     std::optional<MoeWeights> moe;                // a mixture of experts in place of up, gate and down (gpt-oss)
@@ -115,6 +119,9 @@ public:
     // A latent attention layer's own intermediates, handed before attention(), which gets
     // the same layer as heads: Q = [q_nope | q_rope], K = [k_nope | k_rope], V.
     virtual void latent(std::size_t /*layer*/, const LatentForward& /*f*/) {}
+    // A Gated DeltaNet layer: its intermediates, in place of attention() (no softmax there;
+    // with keeps_attention(layer) and no state before, its effective attention matrix).
+    virtual void linear(std::size_t /*layer*/, const GatedDeltaNetForward& /*f*/) {}
     virtual void block(std::size_t /*layer*/, BlockPoint /*point*/, const Cube& /*t*/) {}
     // A mixture of experts' routing and output (before BlockPoint::mlp, which hands the output too).
     virtual void experts(std::size_t /*layer*/, const MoeOutput& /*routing*/) {}
@@ -125,7 +132,13 @@ public:
 // all MLA needs to make every head's keys and values again.
 struct DecoderCache {
     std::vector<KvCache> layers;
-    std::size_t tokens() const { return layers.empty() ? 0 : layers.front().seen(); }
+    std::vector<DeltaNetCache> linear;  // a Gated DeltaNet layer's convolution inputs and state (its KvCache stays empty)
+    std::size_t tokens() const {
+        std::size_t n = 0;
+        for (const KvCache& kv : layers) n = std::max(n, kv.seen());
+        for (const DeltaNetCache& d : linear) n = std::max(n, d.seen);
+        return n;
+    }
     double bytes(std::size_t bytes_per_value) const;
 };
 DecoderCache make_cache(const DecoderConfig& config);

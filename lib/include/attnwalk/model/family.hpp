@@ -74,6 +74,10 @@ struct TensorNames {
     std::string router_bias = "bias";
     std::string expert = "{E}.";
     std::string shared_experts;
+    std::string shared_expert_gate;                  // its own gate, σ(x·w) (Qwen3-Next: mlp.shared_expert_gate); empty: none
+    // Gated DeltaNet layers (Qwen3-Next's linear_attention): the module holding in_proj_qkvz,
+    // in_proj_ba, conv1d, A_log, dt_bias, norm and out_proj. Empty: the family has none.
+    std::string linear_attn;
     // Latent attention (MLA): the names of its projections and norms. Empty kv_a: heads of q/k/v.
     std::string q_a = "self_attn.q_a_proj", q_a_norm = "self_attn.q_a_layernorm", q_b = "self_attn.q_b_proj";
     std::string kv_a, kv_a_norm = "self_attn.kv_a_layernorm", kv_b = "self_attn.kv_b_proj";
@@ -99,6 +103,8 @@ struct ConfigFields {
     std::string expert_hidden = "intermediate_size";   // an expert's hidden size
     std::string first_dense;                             // the first layers keep a dense MLP (DeepSeek: first_k_dense_replace)
     std::string shared_experts;                          // how many experts' width the shared one has (n_shared_experts)
+    std::string shared_expert_width;                     // or its width itself (shared_expert_intermediate_size)
+    std::string sparse_step, dense_layers;               // every n-th layer has experts, but those listed (decoder_sparse_step, mlp_only_layers)
     std::string extra_layers;                            // layers the checkpoint holds beyond the forward's (num_nextn_predict_layers)
 };
 
@@ -118,6 +124,7 @@ struct FamilySpec {
     WindowPattern window_pattern = WindowPattern::none;
     std::size_t window_pattern_default = 0;  // with every_nth_full, when config.json gives no sliding_window_pattern
     bool sliding_layers_scaled = false;      // rope_scaling applies to sliding layers too (false: to the full ones only)
+    bool query_gate = false;  // q_proj makes each head's query, then its output gate: Z ⊙ σ(gate) before o_proj (Qwen3-Next)
     RouterKind routing{};     // a mixture of experts' router (ops/moe.hpp); {}: the first kind, gpt-oss's softmax over the top k
     ExpertKind expert_kind{}; // and its experts; {}: gpt-oss's clamped SwiGLU
 

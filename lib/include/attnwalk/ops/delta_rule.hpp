@@ -25,6 +25,7 @@ namespace attnwalk {
 struct DeltaInputs {
     Hyper q, k, v;
     Cube g, beta;
+    Hyper initial;  // (B,H,d_k,d_v) the state before the first token (a model's, decoding); empty: zeros
 };
 
 // One token's intermediates, every batch element and head.

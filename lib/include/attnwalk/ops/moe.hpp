@@ -19,6 +19,9 @@
 //   weights s[top_k] / (Σ s[top_k] + 1e−20) (norm_topk_prob) × routed_scaling_factor
 //   y_e = down(SiLU(gate(x)) ⊙ up(x)); y = Σ_e weight_e·y_e + shared(x)
 //
+// Qwen3-Next (Qwen3NextTopKRouter and Qwen3NextSparseMoeBlock): p = softmax(r) over every
+// expert, the k largest, over their sum (norm_topk_prob); y = Σ_e p_e·y_e + σ(x·w_g)·shared(x)
+//
 // The experts' matrices are read where they lie: float32 or 16-bit rows (a Linear, x·W
 // layout: gate_up_proj is [E, C, 2I]), or MXFP4 blocks as the released checkpoints keep
 // them (dequantised a row at a time as the products need it).
@@ -63,7 +66,8 @@ struct ExpertMatrix {
 // How the router turns its logits into the chosen experts and their weights.
 enum class RouterKind {
     softmax_top_k,   // the k largest logits, a softmax over them (gpt-oss)
-    sigmoid_grouped  // σ(logits), chosen with a correction bias within the best groups (DeepSeek-V3)
+    sigmoid_grouped, // σ(logits), chosen with a correction bias within the best groups (DeepSeek-V3)
+    softmax_all      // a softmax over every expert, the k largest, renormalised (norm_topk_prob: Qwen3-Next)
 };
 // What one expert computes.
 enum class ExpertKind {
@@ -77,9 +81,11 @@ struct Expert {
     Linear gate, up;             // C → I each (swiglu)
 };
 
-// A dense gated MLP every token goes through beside the routed experts (DeepSeek's shared experts).
+// A dense gated MLP every token goes through beside the routed experts (DeepSeek's shared
+// experts), scaled by σ(x·w_g) when it has a gate of its own (Qwen3-Next's shared_expert_gate).
 struct SharedExpert {
     Linear gate, up, down;
+    std::optional<Linear> scale;  // C → 1
 };
 
 struct MoeWeights {
@@ -99,7 +105,8 @@ struct MoeWeights {
 
 struct MoeOutput {
     Mat logits;                       // (T,E) the router's, all B·T rows
-    Mat scores;                       // (T,E) sigmoid_grouped: σ(logits); empty otherwise
+    Mat scores;                       // (T,E) sigmoid_grouped: σ(logits); softmax_all: softmax(logits); empty otherwise
+    Vec shared_scale;                 // (T) σ(x·w_g), a gated shared expert's
     std::vector<std::size_t> chosen;  // (T·k) each row's experts, the largest first (logit, or choice score)
     Mat weights;                      // (T,k) what each chosen expert's output is multiplied by
     Cube shared;                      // (B,T,C) the shared expert's output, when there is one

@@ -331,7 +331,7 @@ public:
                        {Axis::token, Axis::head});
         rec_.add_plain("decay", "Each token's decay per value head: how much of the state it keeps", "α = exp(−exp(A_log)·softplus(" + in + "·W_aᵀ + dt_bias))",
                        to_trace(Mat(xt::view(f.decay, 0))), {Axis::token, Axis::head});
-        // one value head chosen (--head): its matrices; else every head's
+        // one value head chosen (a head asked for): its matrices; else every head's
         const std::optional<std::size_t> h = spec_.head && *spec_.head < w.v_heads ? spec_.head : std::nullopt;
         const std::string of = h ? "Head " + std::to_string(*h + 1) + "'s " : "Each head's ";
         if (f.effective.size()) {

@@ -2637,8 +2637,14 @@ class NextDeltaNet(nn.Module):  # Qwen3NextGatedDeltaNet (no cache, no fast path
         self.key_dim, self.value_dim = self.Hk * self.dk, self.Hv * self.dv
         self.conv_dim = 2 * self.key_dim + self.value_dim
         self.conv1d = nn.Conv1d(self.conv_dim, self.conv_dim, bias=False, kernel_size=self.K, groups=self.conv_dim, padding=self.K - 1)
-        self.in_proj_qkvz = nn.Linear(C, 2 * self.key_dim + 2 * self.value_dim, bias=False)
-        self.in_proj_ba = nn.Linear(C, 2 * self.Hv, bias=False)
+        self.split = cfg.get("split", False)  # Qwen3_5GatedDeltaNet: four projections in order
+        if self.split:
+            self.in_proj_qkv = nn.Linear(C, 2 * self.key_dim + self.value_dim, bias=False)
+            self.in_proj_z = nn.Linear(C, self.value_dim, bias=False)
+            self.in_proj_b, self.in_proj_a = nn.Linear(C, self.Hv, bias=False), nn.Linear(C, self.Hv, bias=False)
+        else:
+            self.in_proj_qkvz = nn.Linear(C, 2 * self.key_dim + 2 * self.value_dim, bias=False)
+            self.in_proj_ba = nn.Linear(C, 2 * self.Hv, bias=False)
         self.dt_bias = nn.Parameter(torch.rand(self.Hv) - 0.5)
         self.A_log = nn.Parameter(torch.empty(self.Hv).uniform_(0.02, 0.5).log())  # decays of about 0.7 to 1, as a trained model's mostly are
         self.norm_weight = nn.Parameter(torch.empty(self.dv).uniform_(0.5, 1.5))
@@ -2648,13 +2654,18 @@ class NextDeltaNet(nn.Module):  # Qwen3NextGatedDeltaNet (no cache, no fast path
     def forward(self, x):
         B, T, _ = x.shape
         r = self.Hv // self.Hk
-        qkvz = self.in_proj_qkvz(x).view(B, T, self.Hk, 2 * self.dk + 2 * self.dv * r)
-        ba = self.in_proj_ba(x).view(B, T, self.Hk, 2 * r)
-        q, k, v, z = torch.split(qkvz, [self.dk, self.dk, r * self.dv, r * self.dv], dim=3)
-        b, a = torch.split(ba, [r, r], dim=3)
-        v, z = v.reshape(B, T, -1, self.dv), z.reshape(B, T, -1, self.dv)
-        b, a = b.reshape(B, T, self.Hv), a.reshape(B, T, self.Hv)
-        mixed = torch.cat([t.reshape(B, T, -1) for t in (q, k, v)], dim=-1).transpose(1, 2)
+        if self.split:
+            mixed = self.in_proj_qkv(x).transpose(1, 2)
+            z = self.in_proj_z(x).reshape(B, T, -1, self.dv)
+            b, a = self.in_proj_b(x), self.in_proj_a(x)
+        else:
+            qkvz = self.in_proj_qkvz(x).view(B, T, self.Hk, 2 * self.dk + 2 * self.dv * r)
+            ba = self.in_proj_ba(x).view(B, T, self.Hk, 2 * r)
+            q, k, v, z = torch.split(qkvz, [self.dk, self.dk, r * self.dv, r * self.dv], dim=3)
+            b, a = torch.split(ba, [r, r], dim=3)
+            v, z = v.reshape(B, T, -1, self.dv), z.reshape(B, T, -1, self.dv)
+            b, a = b.reshape(B, T, self.Hv), a.reshape(B, T, self.Hv)
+            mixed = torch.cat([t.reshape(B, T, -1) for t in (q, k, v)], dim=-1).transpose(1, 2)
         mixed = F.silu(self.conv1d(mixed)[:, :, :T]).transpose(1, 2)
         self.q, self.k, self.v = torch.split(mixed, [self.key_dim, self.key_dim, self.value_dim], dim=-1)
         self.z = z.reshape(B, T, -1)
@@ -2740,7 +2751,7 @@ class NextLayer(nn.Module):  # Qwen3NextDecoderLayer
         super().__init__()
         self.linear = cfg["types"][i] == "linear_attention"
         self.mixer = NextDeltaNet(cfg) if self.linear else NextAttention(cfg)
-        self.moe = i not in cfg["mlp_only"]
+        self.moe = cfg["experts"] > 0 and i not in cfg["mlp_only"]
         self.mlp = NextMoE(cfg) if self.moe else DsMLP(cfg["C"], cfg["hidden"])
         self.input_layernorm, self.post_attention_layernorm = NextRMSNorm(cfg["C"], cfg["eps"]), NextRMSNorm(cfg["C"], cfg["eps"])
 
@@ -2786,8 +2797,10 @@ def next_tensors(m):
         a = layer.mixer
         if layer.linear:
             q = p + "linear_attn."
-            t.update({q + "in_proj_qkvz.weight": a.in_proj_qkvz.weight, q + "in_proj_ba.weight": a.in_proj_ba.weight, q + "conv1d.weight": a.conv1d.weight,
-                      q + "dt_bias": a.dt_bias, q + "A_log": a.A_log, q + "norm.weight": a.norm_weight, q + "out_proj.weight": a.out_proj.weight})
+            names = ["in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"] if a.split else ["in_proj_qkvz", "in_proj_ba"]
+            t.update({q + n + ".weight": getattr(a, n).weight for n in names})
+            t.update({q + "conv1d.weight": a.conv1d.weight, q + "dt_bias": a.dt_bias, q + "A_log": a.A_log, q + "norm.weight": a.norm_weight,
+                      q + "out_proj.weight": a.out_proj.weight})
         else:
             for n in ["q_proj", "k_proj", "v_proj", "o_proj"]:
                 t[p + f"self_attn.{n}.weight"] = getattr(a, n).weight
@@ -2879,6 +2892,78 @@ def qwen3_next_cases():
     return cases
 
 
+# Qwen3.5 (dense) as modeling_qwen3_5.py computes it: Qwen3-Next's layers with the DeltaNet's four projections
+# and a dense MLP, in the image-and-text layout (text_config, model.language_model., a vision tower beside).
+QWEN3_5 = dict(QWEN3_NEXT, experts=0, split=True, tied=True, types=["linear_attention", "linear_attention", "full_attention"])
+
+
+def qwen3_5_tensors(m):
+    t = {("model.language_model." + k[len("model."):] if k.startswith("model.") else k): v for k, v in next_tensors(m).items()
+         if k != "lm_head.weight" and not k.startswith("mtp.")}
+    t["model.visual.patch_embed.proj.weight"] = torch.randn(16, 3, 2, 2, 2) * 0.02  # the vision tower, which the text model does not read
+    t["model.visual.merger.linear_fc1.weight"] = torch.randn(16, 16) * 0.02
+    return t
+
+
+def qwen3_5_cases():
+    cases = []
+    name, cfg, seed = "tiny_qwen3_5", QWEN3_5, 43
+    torch.manual_seed(seed)
+    m = NextModel(cfg)
+    with torch.no_grad():
+        m.lm_head.weight = m.embed_tokens.weight  # tied
+        for mod in m.modules():
+            if isinstance(mod, NextRMSNorm):
+                mod.weight.uniform_(-0.5, 0.5)
+        for prm in m.parameters():
+            prm.copy_(prm.bfloat16().float())
+    folder = os.path.join(HERE, "data", "models", name)
+    os.makedirs(folder, exist_ok=True)
+    for f in os.listdir(folder):
+        if f.startswith("model") or f == "tokenizer.json":
+            os.remove(os.path.join(folder, f))
+    text = next_config(cfg, "bfloat16")
+    for k in ["architectures", "num_experts", "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size", "decoder_sparse_step",
+              "mlp_only_layers", "norm_topk_prob", "tie_word_embeddings", "rope_theta", "rope_scaling", "partial_rotary_factor"]:
+        text.pop(k)
+    text.update({"model_type": "qwen3_5_text", "rope_parameters": {"rope_type": "default", "rope_theta": cfg["theta"], "partial_rotary_factor": cfg["partial"],
+                                                                    "mrope_section": [1, 1, 0], "mrope_interleaved": True}})
+    config = {"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5", "text_config": text,
+              "vision_config": {"model_type": "qwen3_5", "depth": 1, "hidden_size": 16, "out_hidden_size": cfg["C"]},
+              "image_token_id": 290, "video_token_id": 291, "tie_word_embeddings": True}
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    write_tensors(folder, qwen3_5_tensors(m), torch.bfloat16, 1)
+    doc, encode = tiny_tokenizer("byte_level", cfg["vocab"], "qwen3_5")
+    with open(os.path.join(folder, "tokenizer.json"), "w") as f:
+        json.dump(doc, f, ensure_ascii=False, indent=1)
+    g = torch.Generator().manual_seed(seed)
+    for T, layer in [(5, 0), (10, 1), (10, 2)]:
+        ids = torch.randint(0, cfg["vocab"], (1, T), generator=g)
+        with torch.no_grad():
+            logits = m(ids)[0, -1]
+        b = m.layers[layer]
+        a = b.mixer
+        exp = {"token_embeddings": m.tokens[0], "output": b.attention[0], "ln_f": m.ln_f[0]}
+        if b.linear:
+            exp.update({"queries": a.q[0], "keys": a.k[0], "values": a.v[0], "beta": a.beta[0], "decay": a.decay[0], "head_outputs": a.head_outputs[0],
+                        "state": a.state[0], "gate": a.z[0], "outputs_normed": a.normed[0]})
+        else:
+            exp.update({"queries": a.q[0], "keys": a.k[0], "values": a.v[0], "scores": a.scores[0], "weights": a.w[0], "context": a.context[0],
+                        "gate": a.gate[0], "gated": a.gated[0]})
+        for key in ["ln_1", "attention", "residual_1", "ln_2", "residual_2"]:
+            exp[f"layer{layer + 1}.{key}"] = getattr(b, key)[0]
+        exp[f"layer{layer + 1}.mlp"] = b.mlp_out[0]
+        probs = torch.softmax(logits, dim=-1)
+        top = torch.argsort(probs, descending=True, stable=True)[:5]
+        exp.update({"top_k_ids": top.float(), "top_k_logits": logits[top], "top_k_probs": probs[top]})
+        args = ["model", "--model", "@SRC@/tests/data/models/" + name, "--ids", ",".join(str(i) for i in ids[0].tolist()), "--layer", str(layer + 1)]
+        cases.append(case(f"{name}_T{T}_layer{layer + 1}", args, None, exp, ["top_k_ids"]))
+        if T == 5:
+            cases.append(greedy_case(name, m, ids, args, 6))
+    return cases
+
+
 def rng_sequences():
     seqs = []
     for seed in [0, 1, 123, 789, 2**32 + 5]:
@@ -2949,7 +3034,7 @@ def main():
     for name, cases in [("single_head", single_head_cases()), ("dropout", dropout_cases()), ("mha", mha_cases()),
                         ("mha_beyond", mha_beyond_cases()), ("kvcache", kvcache_cases()), ("mla", mla_cases()), ("deltanet", deltanet_cases()), ("heads", heads_cases()), ("rope", rope_cases()),
                         ("flash", flash_cases()), ("sdpa", sdpa_cases()), ("params", params_cases()),
-                        ("gpt2", gpt2_cases()), ("families", families_cases() + hf_families_cases() + gpt_oss_cases() + deepseek_v3_cases() + qwen3_next_cases())]:
+                        ("gpt2", gpt2_cases()), ("families", families_cases() + hf_families_cases() + gpt_oss_cases() + deepseek_v3_cases() + qwen3_next_cases() + qwen3_5_cases())]:
         with open(os.path.join(OUT, f"{name}.json"), "w") as f:
             json.dump({"generator": "tests/make_goldens.py", "torch": torch.__version__, "cases": cases}, f)
     with open(os.path.join(OUT, "torch_repr.json"), "w") as f:

@@ -111,7 +111,7 @@ const LessonDecl& gpt2_lesson() {  // GPT-2 alone: no QK-norm, no RoPE, no norms
     return lesson;
 }
 const LessonDecl& model_lesson() {
-    static const LessonDecl lesson{"model", "A Hugging Face model folder (Llama 3, Qwen, Gemma 3, OLMo, SmolLM, gpt-oss, DeepSeek-V3, Qwen3-Next, GPT-2): every layer, one in full, the next token.",
+    static const LessonDecl lesson{"model", "A Hugging Face model folder (Llama 3, Qwen, Gemma 3, OLMo, SmolLM, gpt-oss, DeepSeek-V3, Qwen3-Next and 3.5, GPT-2): every layer, one in full, the next token.",
                                    model_steps()};
     return lesson;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -19,8 +20,16 @@ std::string value_text(const json_input::Value& v);
 
 class ConfigFile {
 public:
-    ConfigFile(std::string file, json_input::Value doc);
+    // `root`: where the object lies in the file ("$", or "$.text_config" for a multimodal
+    // checkpoint's text model); messages name fields from it.
+    ConfigFile(std::string file, json_input::Value doc, std::string root = "$");
     const std::string& file() const { return file_; }
+    const std::string& root() const { return root_; }
+    std::string at(const std::string& key) const { return root_ + "." + key; }  // a field's path, for messages
+    // The object `key` as a ConfigFile of its own (its fields noted as key.field), or null
+    // when absent. A field it lacks is looked up here (a multimodal checkpoint keeps
+    // tie_word_embeddings at the top).
+    std::unique_ptr<ConfigFile> nested(const std::string& key);
     // The field, or null when absent or null; noted as read.
     const json_input::Value* get(const std::string& key);
     std::string text(const std::string& key);
@@ -37,6 +46,8 @@ public:
 private:
     std::string file_;
     json_input::Value doc_;
+    std::string root_;
+    ConfigFile* parent_ = nullptr;
     std::vector<std::pair<std::string, std::string>> used_;
 };
 

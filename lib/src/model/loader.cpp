@@ -48,21 +48,32 @@ std::string value_text(const Value& v) {
     return "";
 }
 
-ConfigFile::ConfigFile(std::string file, Value doc) : file_(std::move(file)), doc_(std::move(doc)) {
-    if (!doc_.is_object()) throw InputError(file_, "$", "expected a JSON object, got " + json_input::type_name(doc_));
+ConfigFile::ConfigFile(std::string file, Value doc, std::string root) : file_(std::move(file)), doc_(std::move(doc)), root_(std::move(root)) {
+    if (!doc_.is_object()) throw InputError(file_, root_, "expected a JSON object, got " + json_input::type_name(doc_));
+}
+
+std::unique_ptr<ConfigFile> ConfigFile::nested(const std::string& key) {
+    const Value* v = doc_.find(key);  // not noted: its fields are, one by one
+    if (!v || v->type == Value::Type::null) return nullptr;
+    if (!v->is_object()) throw InputError(file_, at(key), "expected an object, got " + json_input::type_name(*v));
+    auto inner = std::make_unique<ConfigFile>(file_, *v, at(key));
+    inner->parent_ = this;
+    return inner;
 }
 
 const Value* ConfigFile::get(const std::string& key) {
     const Value* v = doc_.find(key);
-    if (v && v->type != Value::Type::null && std::none_of(used_.begin(), used_.end(), [&](const auto& u) { return u.first == key; }))
-        used_.emplace_back(key, value_text(*v));
+    if ((!v || v->type == Value::Type::null) && parent_) return parent_->get(key);
+    const std::string name = root_ == "$" ? key : root_.substr(2) + "." + key;  // "text_config.hidden_size"
+    if (v && v->type != Value::Type::null && std::none_of(used_.begin(), used_.end(), [&](const auto& u) { return u.first == name; }))
+        used_.emplace_back(name, value_text(*v));
     return v && v->type != Value::Type::null ? v : nullptr;
 }
 
 std::string ConfigFile::text(const std::string& key) {
     const Value* v = get(key);
-    if (!v) throw InputError(file_, "$", "missing \"" + key + "\"");
-    if (v->type != Value::Type::string) throw InputError(file_, "$." + key, "expected a string, got " + json_input::type_name(*v));
+    if (!v) throw InputError(file_, root_, "missing \"" + key + "\"");
+    if (v->type != Value::Type::string) throw InputError(file_, at(key), "expected a string, got " + json_input::type_name(*v));
     return v->string;
 }
 
@@ -70,9 +81,9 @@ double ConfigFile::number(const std::string& key, std::optional<double> fallback
     const Value* v = get(key);
     if (!v) {
         if (fallback) return *fallback;
-        throw InputError(file_, "$", "missing \"" + key + "\"");
+        throw InputError(file_, root_, "missing \"" + key + "\"");
     }
-    return number_of(*v, "$." + key);
+    return number_of(*v, at(key));
 }
 
 double ConfigFile::number_of(const Value& v, const std::string& path) const {
@@ -90,17 +101,17 @@ std::size_t ConfigFile::count(const std::string& key, std::optional<std::size_t>
     const Value* v = get(key);
     if (!v) {
         if (fallback) return *fallback;
-        throw InputError(file_, "$", "missing \"" + key + "\"");
+        throw InputError(file_, root_, "missing \"" + key + "\"");
     }
     if (v->type != Value::Type::number || v->number != std::floor(v->number) || v->number < static_cast<double>(least) || v->number > 1e9)
-        throw InputError(file_, "$." + key, "expected a whole number from " + std::to_string(least) + " to 10^9, got " + value_text(*v));
+        throw InputError(file_, at(key), "expected a whole number from " + std::to_string(least) + " to 10^9, got " + value_text(*v));
     return static_cast<std::size_t>(v->number);
 }
 
 bool ConfigFile::flag(const std::string& key, bool fallback) {
     const Value* v = get(key);
     if (!v) return fallback;
-    if (v->type != Value::Type::boolean) throw InputError(file_, "$." + key, "expected true or false, got " + value_text(*v));
+    if (v->type != Value::Type::boolean) throw InputError(file_, at(key), "expected true or false, got " + value_text(*v));
     return v->boolean;
 }
 
@@ -281,14 +292,14 @@ std::vector<bool> sliding_layers(ConfigFile& cfg, const FamilySpec& f, std::size
     const bool has_linear = !f.names.linear_attn.empty();
     if (const Value* types = cfg.get("layer_types")) {
         if (types->type != Value::Type::array || types->array.size() != layers)
-            throw InputError(cfg.file(), "$.layer_types", "expected one entry per layer (" + std::to_string(layers) + ")");
+            throw InputError(cfg.file(), cfg.at("layer_types"), "expected one entry per layer (" + std::to_string(layers) + ")");
         for (std::size_t l = 0; l < layers; ++l) {
             const Value& t = types->array[l];
             const bool known = t.type == Value::Type::string &&
                                (has_linear ? t.string == "linear_attention" || t.string == "full_attention"
                                            : t.string == "sliding_attention" || t.string == "full_attention");
             if (!known)
-                throw InputError(cfg.file(), "$.layer_types[" + std::to_string(l) + "]",
+                throw InputError(cfg.file(), cfg.at("layer_types[" + std::to_string(l) + "]"),
                                  has_linear ? "expected \"linear_attention\" or \"full_attention\"" : "expected \"sliding_attention\" or \"full_attention\"");
             sliding[l] = t.string == "sliding_attention";
             linear[l] = t.string == "linear_attention";
@@ -312,18 +323,18 @@ void layer_attention(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c) {
     if (std::find(sliding.begin(), sliding.end(), true) != sliding.end()) window = cfg.count("sliding_window");
     // rope_theta and rope_scaling, or transformers 5's rope_parameters (one, or one per layer type)
     const Value* parameters = cfg.get("rope_parameters");
-    if (parameters && !parameters->is_object()) throw InputError(cfg.file(), "$.rope_parameters", "expected an object or null");
+    if (parameters && !parameters->is_object()) throw InputError(cfg.file(), cfg.at("rope_parameters"), "expected an object or null");
     const auto rope_of = [&](bool slide) -> RopeParams {
         const std::string type = slide ? "sliding_attention" : "full_attention";
         const Value* own = parameters ? parameters->find(type) : nullptr;
         const Value* p = own ? own : parameters && !parameters->find("full_attention") ? parameters : nullptr;
-        const std::string path = own ? "$.rope_parameters." + type : "$.rope_parameters";
+        const std::string path = own ? cfg.at("rope_parameters." + type) : cfg.at("rope_parameters");
         RopeParams r;
         const Value* theta = p ? p->find("rope_theta") : nullptr;
-        std::string from = "$.rope_theta";
+        std::string from = cfg.at("rope_theta");
         if (slide && !f.fields.sliding_rope_base.empty() && !own) {
             r.base = cfg.number(f.fields.sliding_rope_base, f.fields.sliding_rope_base_default);
-            from = "$." + f.fields.sliding_rope_base;
+            from = cfg.at(f.fields.sliding_rope_base);
         } else if (theta && theta->type != Value::Type::null) {
             r.base = cfg.number_of(*theta, path + ".rope_theta");
             from = path + ".rope_theta";
@@ -331,16 +342,19 @@ void layer_attention(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c) {
             r.base = cfg.number("rope_theta", f.fields.rope_theta_default);
         }
         cfg.require(r.base, r.base > 1.0, from, "a RoPE base above 1 (the frequencies are base^(−2i/d))");
-        if (!slide || f.sliding_layers_scaled || own) r.scaling = p ? rope_scaling(cfg, p, path, c.context) : rope_scaling(cfg, cfg.get("rope_scaling"), "$.rope_scaling", c.context);
-        const double partial = cfg.number("partial_rotary_factor", 1.0);
-        if (!(partial > 0.0 && partial <= 1.0)) throw InputError(cfg.file(), "$.partial_rotary_factor", "expected a number in (0, 1], got " + json_input::number_text(partial));
+        if (!slide || f.sliding_layers_scaled || own) r.scaling = p ? rope_scaling(cfg, p, path, c.context) : rope_scaling(cfg, cfg.get("rope_scaling"), cfg.at("rope_scaling"), c.context);
+        // partial_rotary_factor beside rope_theta, or inside rope_parameters (transformers 5, Qwen3.5)
+        const Value* inside = p ? p->find("partial_rotary_factor") : nullptr;
+        const std::string partial_at = inside && inside->type != Value::Type::null ? path + ".partial_rotary_factor" : cfg.at("partial_rotary_factor");
+        const double partial = inside && inside->type != Value::Type::null ? cfg.number_of(*inside, partial_at) : cfg.number("partial_rotary_factor", 1.0);
+        if (!(partial > 0.0 && partial <= 1.0)) throw InputError(cfg.file(), partial_at, "expected a number in (0, 1], got " + json_input::number_text(partial));
         if (partial < 1.0) r.rotary_dim = static_cast<std::size_t>(static_cast<double>(c.head_size()) * partial);
         return r;
     };
     std::vector<bool> rotates(L, true);
     if (!f.fields.no_rope_layers.empty())
         if (const Value* list = cfg.get(f.fields.no_rope_layers)) {
-            const std::string at = "$." + f.fields.no_rope_layers;
+            const std::string at = cfg.at(f.fields.no_rope_layers);
             if (list->type != Value::Type::array || list->array.size() != L)
                 throw InputError(cfg.file(), at, "expected one entry per layer (" + std::to_string(L) + "): 1 where it applies RoPE, 0 where not");
             for (std::size_t l = 0; l < L; ++l) {
@@ -373,17 +387,17 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
     c.heads = info.heads = cfg.count("num_attention_heads");
     c.kv_heads = cfg.count("num_key_value_heads", c.heads);
     if (c.heads % c.kv_heads != 0)
-        throw InputError(cfg.file(), "$.num_key_value_heads",
+        throw InputError(cfg.file(), cfg.at("num_key_value_heads"),
                          std::to_string(c.kv_heads) + " key/value heads do not divide " + std::to_string(c.heads) + " query heads");
     const bool explicit_head_dim = cfg.get("head_dim") != nullptr;
     if (!explicit_head_dim && c.width % c.heads != 0)
-        throw InputError(cfg.file(), "$", "hidden_size " + std::to_string(c.width) + " is not a multiple of num_attention_heads: give head_dim");
+        throw InputError(cfg.file(), cfg.root(), "hidden_size " + std::to_string(c.width) + " is not a multiple of num_attention_heads: give head_dim");
     c.head_dim = cfg.count("head_dim", c.width / c.heads);
     const std::size_t hidden = cfg.count("intermediate_size");
     c.context = info.context = cfg.count("max_position_embeddings");
     c.norm = f.norm;
     const double eps = cfg.number(f.fields.norm_eps, f.fields.norm_eps_default);
-    c.norm_eps = static_cast<float>(cfg.require(eps, eps >= 0.0, "$." + f.fields.norm_eps, "a number of at least 0 (added to the variance)"));
+    c.norm_eps = static_cast<float>(cfg.require(eps, eps >= 0.0, cfg.at(f.fields.norm_eps), "a number of at least 0 (added to the variance)"));
     c.positions = f.positions;
     c.mlp = f.mlp;
     c.tied_head = cfg.flag("tie_word_embeddings", f.fields.tied_default);
@@ -391,14 +405,14 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
     const std::string field = act_field == f.fields.activation.end() ? f.fields.activation.front() : *act_field;
     const std::string act = cfg.text(field);
     if (std::find(f.fields.activations.begin(), f.fields.activations.end(), act) == f.fields.activations.end())
-        throw InputError(cfg.file(), "$." + field, f.model_type + "'s MLP is " + f.fields.activations.front() + "; \"" + act + "\" is not supported");
+        throw InputError(cfg.file(), cfg.at(field), f.model_type + "'s MLP is " + f.fields.activations.front() + "; \"" + act + "\" is not supported");
     const bool attention_bias = cfg.flag("attention_bias", false);
-    if (cfg.flag("mlp_bias", false)) throw InputError(cfg.file(), "$.mlp_bias", "MLP biases are not supported");
+    if (cfg.flag("mlp_bias", false)) throw InputError(cfg.file(), cfg.at("mlp_bias"), "MLP biases are not supported");
     for (const char* capped : {"final_logit_softcapping", "attn_logit_softcapping"})
-        if (cfg.get(capped)) throw InputError(cfg.file(), std::string("$.") + capped, "soft-capping (Gemma 2) is not supported: expected null");
+        if (cfg.get(capped)) throw InputError(cfg.file(), cfg.at(capped), "soft-capping (Gemma 2) is not supported: expected null");
     for (const std::string& refused : f.fields.refused_true)
         if (cfg.flag(refused, false))
-            throw InputError(cfg.file(), "$." + refused, f.model_type + " with " + refused + " true is not supported: expected false");
+            throw InputError(cfg.file(), cfg.at(refused), f.model_type + " with " + refused + " true is not supported: expected false");
     layer_attention(cfg, f, c);
     // a mixture of experts (the names say whether the family has one)
     std::size_t experts = 0, expert_hidden = hidden, first_dense = 0, shared_width = 0, sparse_step = 1;
@@ -410,7 +424,7 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
         experts = cfg.count(f.fields.experts, std::nullopt, 1);
         moe_settings.top_k = cfg.count(f.fields.experts_per_token, std::nullopt, 1);
         if (moe_settings.top_k > experts)
-            throw InputError(cfg.file(), "$." + f.fields.experts_per_token,
+            throw InputError(cfg.file(), cfg.at(f.fields.experts_per_token),
                              "each token chooses at most the " + std::to_string(experts) + " experts there are, not " + std::to_string(moe_settings.top_k));
         expert_hidden = cfg.count(f.fields.expert_hidden, hidden);
         if (!f.fields.first_dense.empty()) first_dense = cfg.count(f.fields.first_dense, 3, 0);  // DeepseekV3Config's default
@@ -419,7 +433,7 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
         if (!f.fields.sparse_step.empty()) sparse_step = cfg.count(f.fields.sparse_step, 1);
         if (!f.fields.dense_layers.empty())
             if (const Value* list = cfg.get(f.fields.dense_layers)) {
-                const std::string at = "$." + f.fields.dense_layers;
+                const std::string at = cfg.at(f.fields.dense_layers);
                 if (list->type != Value::Type::array) throw InputError(cfg.file(), at, "expected a list of layer indices");
                 for (std::size_t i = 0; i < list->array.size(); ++i) {
                     const Value& v = list->array[i];
@@ -431,26 +445,26 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
         if (f.routing == RouterKind::softmax_all) moe_settings.normalise = cfg.flag("norm_topk_prob", true);
         if (f.expert_kind == ExpertKind::clamped_swiglu) {
             const double limit = cfg.number(f.fields.swiglu_limit, moe_settings.limit);  // the clamp when config.json gives none (ops/moe.hpp)
-            moe_settings.limit = static_cast<float>(cfg.require(limit, limit > 0.0, "$." + f.fields.swiglu_limit, "a number above 0 (the SwiGLU's clamp)"));
+            moe_settings.limit = static_cast<float>(cfg.require(limit, limit > 0.0, cfg.at(f.fields.swiglu_limit), "a number above 0 (the SwiGLU's clamp)"));
         }
         if (f.routing == RouterKind::sigmoid_grouped) {  // DeepseekV3TopkRouter's fields, with its defaults
             moe_settings.groups = cfg.count("n_group", 8);
             if (experts % moe_settings.groups != 0)
-                throw InputError(cfg.file(), "$.n_group", std::to_string(moe_settings.groups) + " groups do not divide " + std::to_string(experts) + " experts");
+                throw InputError(cfg.file(), cfg.at("n_group"), std::to_string(moe_settings.groups) + " groups do not divide " + std::to_string(experts) + " experts");
             if (experts / moe_settings.groups < 2)
-                throw InputError(cfg.file(), "$.n_group", "each group needs at least 2 experts (a group is scored by its two best), not " +
+                throw InputError(cfg.file(), cfg.at("n_group"), "each group needs at least 2 experts (a group is scored by its two best), not " +
                                                               std::to_string(experts) + " experts in " + std::to_string(moe_settings.groups) + " groups");
             moe_settings.top_groups = cfg.count("topk_group", 4);
             if (moe_settings.top_groups > moe_settings.groups)
-                throw InputError(cfg.file(), "$.topk_group", "at most the " + std::to_string(moe_settings.groups) + " groups there are, not " +
+                throw InputError(cfg.file(), cfg.at("topk_group"), "at most the " + std::to_string(moe_settings.groups) + " groups there are, not " +
                                                                  std::to_string(moe_settings.top_groups));
             if (moe_settings.top_k > moe_settings.top_groups * (experts / moe_settings.groups))
-                throw InputError(cfg.file(), "$." + f.fields.experts_per_token,
+                throw InputError(cfg.file(), cfg.at(f.fields.experts_per_token),
                                  "each token chooses its experts from the " + std::to_string(moe_settings.top_groups * (experts / moe_settings.groups)) +
                                      " in its best groups (topk_group × experts per group), not " + std::to_string(moe_settings.top_k));
             moe_settings.normalise = cfg.flag("norm_topk_prob", true);
             const double scale = cfg.number("routed_scaling_factor", 2.5);
-            moe_settings.routed_scale = static_cast<float>(cfg.require(scale, scale > 0.0, "$.routed_scaling_factor", "a number above 0"));
+            moe_settings.routed_scale = static_cast<float>(cfg.require(scale, scale > 0.0, cfg.at("routed_scaling_factor"), "a number above 0"));
         }
     }
     // Gated DeltaNet layers: their heads and the convolution's taps, as Qwen3NextConfig names them
@@ -459,7 +473,7 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
         lin_k_heads = cfg.count("linear_num_key_heads");
         lin_v_heads = cfg.count("linear_num_value_heads");
         if (lin_v_heads % lin_k_heads != 0)
-            throw InputError(cfg.file(), "$.linear_num_value_heads", std::to_string(lin_k_heads) + " key heads do not divide " + std::to_string(lin_v_heads) + " value heads");
+            throw InputError(cfg.file(), cfg.at("linear_num_value_heads"), std::to_string(lin_k_heads) + " key heads do not divide " + std::to_string(lin_v_heads) + " value heads");
         lin_k_dim = cfg.count("linear_key_head_dim");
         lin_v_dim = cfg.count("linear_value_head_dim");
         lin_kernel = cfg.count("linear_conv_kernel_dim", 4);
@@ -470,14 +484,14 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
     if (latent) {
         q_rank = cfg.count("q_lora_rank", 0, 1);  // null or absent: a plain q_proj
         if (c.kv_heads != c.heads)
-            throw InputError(cfg.file(), "$.num_key_value_heads", "latent attention makes a key and a value for every head: expected " + std::to_string(c.heads) +
+            throw InputError(cfg.file(), cfg.at("num_key_value_heads"), "latent attention makes a key and a value for every head: expected " + std::to_string(c.heads) +
                                                                       " (num_attention_heads), got " + std::to_string(c.kv_heads));
         kv_rank = cfg.count("kv_lora_rank");
         nope = cfg.count("qk_nope_head_dim", std::nullopt, 0);
         rope_part = cfg.count("qk_rope_head_dim", std::nullopt, 0);
         value_dim = cfg.count("v_head_dim");
-        if (nope + rope_part == 0) throw InputError(cfg.file(), "$.qk_nope_head_dim", "a head needs d_nope + d_rope ≥ 1");
-        if (rope_part % 2) throw InputError(cfg.file(), "$.qk_rope_head_dim", "expected an even number (RoPE turns pairs), got " + std::to_string(rope_part));
+        if (nope + rope_part == 0) throw InputError(cfg.file(), cfg.at("qk_nope_head_dim"), "a head needs d_nope + d_rope ≥ 1");
+        if (rope_part % 2) throw InputError(cfg.file(), cfg.at("qk_rope_head_dim"), "expected an even number (RoPE turns pairs), got " + std::to_string(rope_part));
         c.head_dim = nope + rope_part;  // the query and key heads; head_dim in config.json names the rotary part
         c.latent_interleave = cfg.flag("rope_interleave", true);
         // DeepseekV3Attention: (d_nope + d_rope)^(−1/2), × mscale² when rope_scaling has mscale_all_dim
@@ -485,8 +499,8 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
         if (const Value* sc = cfg.get("rope_scaling"); sc && sc->is_object()) {
             const Value* all = sc->find("mscale_all_dim");
             const Value* factor = sc->find("factor");
-            if (all && all->type != Value::Type::null && cfg.number_of(*all, "$.rope_scaling.mscale_all_dim") != 0.0 && factor) {
-                const double k = cfg.number_of(*factor, "$.rope_scaling.factor"), a = cfg.number_of(*all, "$.rope_scaling.mscale_all_dim");
+            if (all && all->type != Value::Type::null && cfg.number_of(*all, cfg.at("rope_scaling.mscale_all_dim")) != 0.0 && factor) {
+                const double k = cfg.number_of(*factor, cfg.at("rope_scaling.factor")), a = cfg.number_of(*all, cfg.at("rope_scaling.mscale_all_dim"));
                 const double mscale = k <= 1.0 ? 1.0 : 0.1 * a * std::log(k) + 1.0;
                 scaling *= mscale * mscale;
             }
@@ -496,7 +510,7 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
     if (f.embed_scale_sqrt_width) c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.width)));
     if (!f.fields.scale.empty()) {
         const double scalar = cfg.number(f.fields.scale, static_cast<double>(c.head_dim));
-        cfg.require(scalar, scalar > 0.0, "$." + f.fields.scale, "a number above 0 (the scores are divided by its square root)");
+        cfg.require(scalar, scalar > 0.0, cfg.at(f.fields.scale), "a number above 0 (the scores are divided by its square root)");
         c.attention_scale = static_cast<float>(std::sqrt(scalar));
     }
 
@@ -544,8 +558,15 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
             lw.v_heads = lin_v_heads;
             lw.d_k = lin_k_dim;
             lw.d_v = lin_v_dim;
-            lw.in_qkvz = r.linear(g + "in_proj_qkvz.weight", C, 2 * lw.key_dim() + 2 * lw.value_dim(), true);
-            lw.in_ba = r.linear(g + "in_proj_ba.weight", C, 2 * lw.v_heads, true);
+            if (r.find(g + "in_proj_qkvz.weight") || !r.find(g + "in_proj_qkv.weight")) {  // Qwen3-Next: two fused projections
+                lw.in_qkvz = r.linear(g + "in_proj_qkvz.weight", C, 2 * lw.key_dim() + 2 * lw.value_dim(), true);
+                lw.in_ba = r.linear(g + "in_proj_ba.weight", C, 2 * lw.v_heads, true);
+            } else {  // Qwen3.5: four, in the order they are used
+                lw.in_qkv = r.linear(g + "in_proj_qkv.weight", C, 2 * lw.key_dim() + lw.value_dim(), true);
+                lw.in_z = r.linear(g + "in_proj_z.weight", C, lw.value_dim(), true);
+                lw.in_b = r.linear(g + "in_proj_b.weight", C, lw.v_heads, true);
+                lw.in_a = r.linear(g + "in_proj_a.weight", C, lw.v_heads, true);
+            }
             lw.conv = r.mat(g + "conv1d.weight", {lw.conv_dim(), 1, lin_kernel}, lw.conv_dim(), lin_kernel);
             lw.a_log = r.vec(g + "A_log", lw.v_heads);
             lw.dt_bias = r.vec(g + "dt_bias", lw.v_heads);
@@ -555,7 +576,7 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
             b.linear = std::move(lw);
         } else if (f.query_gate) {  // Qwen3NextAttention: q_proj makes per head [query | gate]
             if (f.qkv_bias || attention_bias)
-                throw InputError(cfg.file(), "$.attention_bias", "biases with a gated query are not supported: expected false");
+                throw InputError(cfg.file(), cfg.at("attention_bias"), "biases with a gated query are not supported: expected false");
             const Mat both = r.linear(p + n.query + ".weight", C, 2 * H * d, true).matrix();  // C × 2·H·d
             Mat query = Mat::from_shape({C, H * d}), gate = Mat::from_shape({C, H * d});
             for (std::size_t row = 0; row < C; ++row)
@@ -615,7 +636,7 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
             MoeWeights moe = moe_settings;
             const std::string ex = p + n.experts + ".";
             if (!r.find(p + n.router + ".weight") && r.find(p + n.gate + ".weight") && !f.fields.first_dense.empty())
-                throw InputError(cfg.file(), "$." + f.fields.first_dense, "layer " + std::to_string(l) + " of the checkpoint is a dense MLP (" + n.gate +
+                throw InputError(cfg.file(), cfg.at(f.fields.first_dense), "layer " + std::to_string(l) + " of the checkpoint is a dense MLP (" + n.gate +
                                                                               "), not experts: expected more than " + std::to_string(first_dense) + " dense layers");
             moe.router = r.linear(p + n.router + ".weight", C, experts, true);
             moe.experts.resize(experts);
@@ -699,8 +720,12 @@ Model load_model(const std::string& path, double memory_budget) {
                     throw InputError(config_file, "$.model_type", "\"" + type + "\" is " + why + ". Supported: " + supported_families());
         throw InputError(config_file, "$.model_type", "\"" + type + "\" is not supported. Supported: " + supported_families());
     }
-    Model m = family->read_folder ? family->read_folder(path, cfg, memory_budget) : load_with_spec(dir, cfg, *family, memory_budget);
+    // a multimodal checkpoint (Qwen3.5): the text model's fields in text_config, read from there
+    const std::unique_ptr<ConfigFile> text = family->fields.nested.empty() ? nullptr : cfg.nested(family->fields.nested);
+    ConfigFile& fields = text ? *text : cfg;
+    Model m = family->read_folder ? family->read_folder(path, fields, memory_budget) : load_with_spec(dir, fields, *family, memory_budget);
     auto loaded = std::const_pointer_cast<LoadedModel>(m);
+    if (text) loaded->info.config.insert(loaded->info.config.begin(), cfg.used().begin(), cfg.used().end());
     loaded->info.end_ids = model_detail::end_ids(dir, loaded->info.vocab);
     return m;
 }

@@ -17,10 +17,18 @@ std::string n(std::size_t v) { return std::to_string(v); }
 void GatedDeltaNetWeights::check() const {
     if (k_heads == 0 || v_heads % k_heads != 0 || d_k == 0 || d_v == 0)
         throw UsageError("Gated DeltaNet needs key heads that divide the value heads (" + n(v_heads) + " / " + n(k_heads) + ") and d_k, d_v ≥ 1");
-    const std::size_t C = in_qkvz.in();
-    if (in_qkvz.out() != 2 * key_dim() + 2 * value_dim())
-        throw UsageError("in_proj_qkvz makes " + n(in_qkvz.out()) + " numbers; 2·H_k·d_k + 2·H_v·d_v = " + n(2 * key_dim() + 2 * value_dim()));
-    if (in_ba.in() != C || in_ba.out() != 2 * v_heads) throw UsageError("in_proj_ba makes " + n(in_ba.out()) + " numbers; 2·H_v = " + n(2 * v_heads));
+    const std::size_t C = out_proj.out();
+    if (in_qkv) {
+        if (!in_z || !in_b || !in_a) throw UsageError("in_proj_qkv comes with in_proj_z, in_proj_b and in_proj_a");
+        if (in_qkv->in() != C || in_qkv->out() != conv_dim())
+            throw UsageError("in_proj_qkv makes " + n(in_qkv->out()) + " numbers; 2·H_k·d_k + H_v·d_v = " + n(conv_dim()));
+        if (in_z->out() != value_dim() || in_b->out() != v_heads || in_a->out() != v_heads)
+            throw UsageError("in_proj_z, in_proj_b and in_proj_a make H_v·d_v = " + n(value_dim()) + ", H_v and H_v numbers");
+    } else {
+        if (in_qkvz.in() != C || in_qkvz.out() != 2 * key_dim() + 2 * value_dim())
+            throw UsageError("in_proj_qkvz makes " + n(in_qkvz.out()) + " numbers; 2·H_k·d_k + 2·H_v·d_v = " + n(2 * key_dim() + 2 * value_dim()));
+        if (in_ba.in() != C || in_ba.out() != 2 * v_heads) throw UsageError("in_proj_ba makes " + n(in_ba.out()) + " numbers; 2·H_v = " + n(2 * v_heads));
+    }
     if (conv.dimension() != 2 || conv.shape(0) != conv_dim() || conv.shape(1) < 1)
         throw UsageError("conv1d has " + n(conv.shape(0)) + " channels; 2·H_k·d_k + H_v·d_v = " + n(conv_dim()));
     if (a_log.size() != v_heads || dt_bias.size() != v_heads) throw UsageError("A_log and dt_bias need one number per value head (" + n(v_heads) + ")");
@@ -33,16 +41,28 @@ GatedDeltaNetForward gated_deltanet_forward(const Cube& x, const GatedDeltaNetWe
     const std::size_t B = x.shape(0), T = x.shape(1), Hk = w.k_heads, Hv = w.v_heads, dk = w.d_k, dv = w.d_v, r = Hv / Hk;
     const std::size_t kd = w.key_dim(), vd = w.value_dim(), cd = w.conv_dim(), K = w.taps();
     if (cache && B != 1) throw UsageError("a Gated DeltaNet cache holds one sequence");
-    const Cube qkvz = project(x, w.in_qkvz), ba = project(x, w.in_ba);
-    // Hugging Face's fix_query_key_value_ordering: per key head [q | k | v (r heads) | z (r heads)]
-    const std::size_t group = 2 * dk + 2 * r * dv;
     Cube mixed = Cube::from_shape({B, T, cd});  // [q of every key head | k | v of every value head]
     GatedDeltaNetForward f;
     f.z = Cube::from_shape({B, T, vd});
     f.beta = Cube::from_shape({B, T, Hv});
     f.decay = Cube::from_shape({B, T, Hv});
     Cube g = Cube::from_shape({B, T, Hv});
-    for (std::size_t b = 0; b < B; ++b)
+    if (w.in_qkv) {  // Qwen3.5: the projections in order
+        mixed = project(x, *w.in_qkv);
+        f.z = project(x, *w.in_z);
+        const Cube bs = project(x, *w.in_b), as = project(x, *w.in_a);
+        for (std::size_t b = 0; b < B; ++b)
+            for (std::size_t t = 0; t < T; ++t)
+                for (std::size_t vh = 0; vh < Hv; ++vh) {
+                    f.beta(b, t, vh) = sigmoid(bs(b, t, vh));
+                    g(b, t, vh) = -std::exp(w.a_log(vh)) * softplus(as(b, t, vh) + w.dt_bias(vh));
+                    f.decay(b, t, vh) = std::exp(g(b, t, vh));
+                }
+    }
+    // Qwen3-Next: Hugging Face's fix_query_key_value_ordering, per key head [q | k | v (r heads) | z (r heads)]
+    const Cube qkvz = w.in_qkv ? Cube() : project(x, w.in_qkvz), ba = w.in_qkv ? Cube() : project(x, w.in_ba);
+    const std::size_t group = 2 * dk + 2 * r * dv;
+    for (std::size_t b = 0; b < (w.in_qkv ? 0 : B); ++b)
         for (std::size_t t = 0; t < T; ++t) {
             for (std::size_t h = 0; h < Hk; ++h) {
                 const float* src = &qkvz(b, t, h * group);

@@ -106,6 +106,7 @@ struct ConfigFields {
     std::string shared_expert_width;                     // or its width itself (shared_expert_intermediate_size)
     std::string sparse_step, dense_layers;               // every n-th layer has experts, but those listed (decoder_sparse_step, mlp_only_layers)
     std::string extra_layers;                            // layers the checkpoint holds beyond the forward's (num_nextn_predict_layers)
+    std::string nested;                                  // the text model's fields lie in this object (a multimodal checkpoint's text_config)
 };
 
 struct FamilySpec {

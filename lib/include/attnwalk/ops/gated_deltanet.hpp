@@ -5,6 +5,7 @@
 //
 //   x (B,T,C) -> x·W_qkvzᵀ: per key head [q (d_k) | k (d_k) | v (r·d_v) | z (r·d_v)], r = H_v/H_k
 //                x·W_baᵀ:   per key head [b (r) | a (r)]
+//                (Qwen3.5: x·W_qkvᵀ = [q | k | v], x·W_zᵀ, x·W_bᵀ, x·W_aᵀ, each in the heads' order)
 //   [q | k | v] through a causal depthwise convolution of K taps, then SiLU
 //   β = σ(b), g = −exp(A_log)·softplus(a + dt_bias), α = exp(g)          (B,T,H_v)
 //   q, k repeated to the H_v heads, L2-normalised, q × 1/√d_k; the delta rule   (B,H_v,T,d_v)
@@ -12,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 
 #include "attnwalk/ops/linear.hpp"
 #include "attnwalk/ops/tensor.hpp"
@@ -19,7 +21,8 @@
 namespace attnwalk {
 
 struct GatedDeltaNetWeights {
-    Linear in_qkvz, in_ba, out_proj;
+    Linear in_qkvz, in_ba, out_proj;     // Qwen3-Next's fused projections (per key head [q | k | v | z], [b | a])
+    std::optional<Linear> in_qkv, in_z, in_b, in_a;  // or Qwen3.5's four, [q | k | v] already in order
     Mat conv;           // (conv_dim, K): conv1d.weight [conv_dim, 1, K], conv_dim = 2·H_k·d_k + H_v·d_v
     Vec a_log, dt_bias; // (H_v)
     Vec norm;           // (d_v) the gated RMSNorm's weight (multiplied as it is)

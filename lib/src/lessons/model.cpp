@@ -273,6 +273,9 @@ public:
     std::vector<Cube> residuals;  // with the logit lens: the stream entering layer 1, then after every layer
 
     std::string rope_words() const {
+        if (!config_.family->names.linear_attn.empty())
+            return "No position embeddings: each full-attention layer rotates its queries and keys by position (RoPE); the Gated DeltaNet layers "
+                   "use none, their convolution and state following the tokens' order.";
         return config_.family->names.kv_a.empty()
                    ? "No position embeddings: each layer rotates its queries and keys by position (RoPE)."
                    : "No position embeddings: each layer rotates by position (RoPE) the last qk_rope_head_dim features of each head's query and "
@@ -337,11 +340,17 @@ public:
         if (f.effective.size()) {
             const std::string title = h ? "Head " + std::to_string(*h + 1) + "'s effective attention matrix: o = A·V, the delta rule's terms kept"
                                         : "The effective attention matrix of every value head: o = A·V, the delta rule's terms kept";
+            rec_.mask_from_here(CellMask{true, 0});  // causal: the keys after a query are no part of it
             if (h) rec_.add("effective_attention", title, "A_h (not a softmax: rows need not sum to 1)", Cube(xt::view(f.effective, xt::all(), *h)), tokens_tokens);
             else rec_.add("effective_attention", title, "A_h (not a softmax: rows need not sum to 1)", f.effective, head_tokens_tokens);
+            rec_.mask_from_here(std::nullopt);
         }
-        if (h) rec_.add("head_outputs", of + "outputs, read from its state: o_t = S_tᵀq_t", "o_h", Cube(xt::view(f.outputs, xt::all(), *h)), tokens_features);
-        else rec_.add("head_outputs", of + "outputs, read from its state: o_t = S_tᵀq_t", "o_h", f.outputs, head_tokens_features);
+        const std::string read = "outputs, read from its state: o_t = S_tᵀq̂_t";
+        Step& ho = h ? rec_.add("head_outputs", of + read, "o_h", Cube(xt::view(f.outputs, xt::all(), *h)), tokens_features)
+                     : rec_.add("head_outputs", of + read, "o_h", f.outputs, head_tokens_features);
+        ho.note = "q̂ and k̂ are q and k L2-normalised, q̂ also × 1/√d_k = 1/√" + std::to_string(w.d_k) + "; value head h reads key head ⌈h / " +
+                  std::to_string(w.v_heads / w.k_heads) + "⌉ (both counted from 1)" +
+                  (h ? ": head " + std::to_string(*h + 1) + " reads key head " + std::to_string(*h / (w.v_heads / w.k_heads) + 1) : std::string()) + ".";
         Step& st = h ? rec_.add_plain("state", of + "state after the last token: all this layer keeps, whatever the length", "S_h (d_k × d_v)",
                                       to_trace(Mat(xt::view(f.state, 0, *h))), {Axis::feature, Axis::feature})
                      : rec_.add_plain("state", of + "state after the last token: all this layer keeps, whatever the length", "S_h (d_k × d_v)",
@@ -352,7 +361,7 @@ public:
         rec_.add("gate", "The output gate z, per value head", "z = " + in + "·W_zᵀ", f.z, tokens_features);
         rec_.add("outputs_normed", "The outputs through the gated RMSNorm (its weight as it is, not 1 + w)", "RMSNorm(o_h)·w ⊙ SiLU(z_h)", f.normed,
                  tokens_features);
-        rec_.add("output", "The layer's output: out_proj", "·W_outᵀ", f.output, tokens_features);
+        rec_.add("output", "The layer's output: out_proj", "outputs_normed·W_outᵀ", f.output, tokens_features);
     }
 
     void attention(std::size_t l, const Forward& f) override {
@@ -506,7 +515,9 @@ public:
                                  (words_.pre ? words_.n1 + "(x)" : std::string("x")) + "·W_gateᵀ", f.gate, tokens_features);
             rec_.add("gated", "The context through the gate", "Z ⊙ σ(G)", f.gated, tokens_features);
         }
-        rec_.add("output", "The attention's output: " + words_.out, "Z·W_o" + words_.t + bias(bw.latent ? bw.latent->o_proj : bw.attn.out_proj.value(), "o"), f.output, tokens_features);
+        rec_.add("output", "The attention's output: " + words_.out, std::string(f.gate.size() ? "(Z ⊙ σ(G))" : "Z") + "·W_o" + words_.t +
+                                                                        bias(bw.latent ? bw.latent->o_proj : bw.attn.out_proj.value(), "o"),
+                 f.output, tokens_features);
     }
 
     std::vector<std::vector<std::size_t>> chosen_by_layer;  // with the view: each layer's chosen experts (T·k)
@@ -1058,8 +1069,17 @@ void record_rollout(Recorder& rec, const std::vector<Mat>& means) {
 // window. "K and V of G·d_h = 16 floats per token and layer: 9 tokens in 2 layers, 4 (the
 // window) in 2 → (9·2 + 4·2) × 2 × 16 × 4 bytes = 3328 bytes".
 std::string cache_words(const DecoderCache& cache, const DecoderConfig& c, std::size_t tokens) {
-    std::map<std::size_t, std::size_t, std::greater<>> layers_keeping;  // tokens kept → layers
-    for (const KvCache& kv : cache.layers) ++layers_keeping[kv.length()];
+    std::map<std::size_t, std::size_t, std::greater<>> layers_keeping;  // tokens kept → layers (softmax attention's)
+    std::size_t linear_layers = 0;
+    double linear_floats = 0.0;  // a Gated DeltaNet layer's state and convolution inputs
+    for (std::size_t l = 0; l < cache.layers.size(); ++l) {
+        if (l < c.layer_attention.size() && c.layer_attention[l].linear && l < cache.linear.size()) {
+            ++linear_layers;
+            linear_floats = cache.linear[l].bytes(1);
+            continue;
+        }
+        ++layers_keeping[cache.layers[l].length()];
+    }
     const std::size_t width = c.key_heads() * c.head_size();
     std::string groups, sum;
     for (const auto& [kept, n] : layers_keeping) {
@@ -1068,15 +1088,21 @@ std::string cache_words(const DecoderCache& cache, const DecoderConfig& c, std::
         sum += (sum.empty() ? "" : " + ") + std::to_string(kept) + "·" + std::to_string(n);
     }
     const bool one = layers_keeping.size() == 1;
+    const std::string total = " = " + format_number(cache.bytes(4)) + " bytes";
+    const std::string linear_words =
+        linear_layers ? "; each of the " + std::to_string(linear_layers) + " Gated DeltaNet layers keeps its state and the convolution's last inputs instead, " +
+                            format_number(linear_floats) + " floats whatever the length: + " + std::to_string(linear_layers) + " × " +
+                            format_number(linear_floats) + " × 4 bytes"
+                      : "";
     const Hyper& latent = cache.layers.front().keys();
     if (!c.family->names.kv_a.empty() && latent.dimension() == 4) {  // MLA: the latent and the rotated rotary key, for every head at once
         const std::size_t r = latent.shape(3), rope = cache.layers.front().values().shape(3);
         return "The cache keeps the latent c_KV (r = " + std::to_string(r) + ") and k_rope (" + std::to_string(rope) + "), " + std::to_string(r + rope) +
                " floats per token and layer, and makes every head's keys and values from them again: " + groups + " → " + (one ? sum : "(" + sum + ")") +
-               " × " + std::to_string(r + rope) + " × 4 bytes = " + format_number(cache.bytes(4)) + " bytes";
+               " × " + std::to_string(r + rope) + " × 4 bytes" + linear_words + total;
     }
     return "The cache keeps K and V, G·d_h = " + std::to_string(width) + " floats each per token and layer: " + groups + " → " +
-           (one ? sum : "(" + sum + ")") + " × 2 × " + std::to_string(width) + " × 4 bytes = " + format_number(cache.bytes(4)) + " bytes";
+           (one ? sum : "(" + sum + ")") + " × 2 × " + std::to_string(width) + " × 4 bytes" + linear_words + total;
 }
 
 // StreamingLLM's cache against the full one, after generating `n` tokens past the prompt.
@@ -1244,9 +1270,12 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     check_prompt(m.weights.config, ids, 0);
     if (spec.generate && T + 1 > info.context)
         throw UsageError("no room to generate: the prompt fills the model's context of " + std::to_string(info.context));
-    if (spec.head && *spec.head >= info.heads)
-        throw UsageError("head " + std::to_string(*spec.head + 1) + " is out of range: the model has " + std::to_string(info.heads) +
-                         " heads, counted from 1");
+    const GatedDeltaNetWeights* shown_linear = spec.layer < m.weights.blocks.size() && m.weights.blocks[spec.layer].linear ? &*m.weights.blocks[spec.layer].linear : nullptr;
+    const std::size_t heads_shown = shown_linear ? shown_linear->v_heads : info.heads;  // a Gated DeltaNet layer: its value heads
+    if (spec.head && *spec.head >= heads_shown)
+        throw UsageError("head " + std::to_string(*spec.head + 1) + " is out of range: " +
+                         (shown_linear ? "layer " + std::to_string(spec.layer + 1) + " (Gated DeltaNet) has " : std::string("the model has ")) +
+                         std::to_string(heads_shown) + " heads, counted from 1");
     if (spec.layer >= info.layers)
         throw UsageError("layer " + std::to_string(spec.layer + 1) + " is out of range: the model has " + std::to_string(info.layers) +
                          " layers, counted from 1");
@@ -1270,10 +1299,17 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     const auto linear = std::find_if(m.weights.blocks.begin(), m.weights.blocks.end(), [](const BlockWeights& b) { return b.linear.has_value(); });
     if (linear != m.weights.blocks.end()) {  // Gated DeltaNet layers have no softmax weights to gather, average or switch off by head
         const std::string first = std::to_string(static_cast<std::size_t>(linear - m.weights.blocks.begin()) + 1);
-        const char* asked = spec.view ? "the model view" : spec.rollout ? "attention rollout" : spec.roles ? "head roles" : !spec.ablate.empty() || spec.ablate_each ? "ablation" : nullptr;
+        const char* asked = spec.view ? "the model view" : spec.rollout ? "attention rollout" : spec.roles ? "head roles" : nullptr;
         if (asked)
             throw UsageError(std::string(asked) + " reads the softmax weights of every layer, and layer " + first +
                              " is a Gated DeltaNet layer (linear attention: a state, no softmax); show one layer instead, with its effective attention matrix");
+        std::vector<std::size_t> ablated;
+        for (const auto& a : spec.ablate) ablated.push_back(a.first);
+        if (spec.ablate_each) ablated.push_back(*spec.ablate_each);
+        for (std::size_t l : ablated)
+            if (l < m.weights.blocks.size() && m.weights.blocks[l].linear)
+                throw UsageError("layer " + std::to_string(l + 1) + " is a Gated DeltaNet layer, whose heads are not switched off here: ablate the heads of a "
+                                 "full-attention layer");
         if (spec.explain && m.weights.blocks[spec.layer].linear)
             throw UsageError("layer " + std::to_string(spec.layer + 1) + " is a Gated DeltaNet layer, whose cells are not a softmax's: a cell is written out on a full-attention layer");
     }

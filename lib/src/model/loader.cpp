@@ -421,7 +421,9 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
     moe_settings.routing = f.routing;
     moe_settings.kind = f.expert_kind;
     if (!f.names.experts.empty()) {
-        experts = cfg.count(f.fields.experts, std::nullopt, 1);
+        experts = cfg.count(f.fields.experts, std::nullopt, 0);  // 0: every layer a dense MLP (Qwen3-Next allows it)
+    }
+    if (experts) {
         moe_settings.top_k = cfg.count(f.fields.experts_per_token, std::nullopt, 1);
         if (moe_settings.top_k > experts)
             throw InputError(cfg.file(), cfg.at(f.fields.experts_per_token),

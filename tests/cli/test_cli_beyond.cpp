@@ -393,7 +393,13 @@ TEST_SUITE("cli.beyond") {
         // decoding through the state and the convolution's inputs matches the whole sequence again
         const json gen = run_json("model --model " + qn + " --ids 5,17,3,250,9 --generate 4");
         CHECK(flat(step(gen, "max_difference").at("data"))[0] < 1e-5);
+        // the cache note counts each DeltaNet layer's state and convolution inputs: 2 × (4·8·6 + 3·56) floats beside 9 tokens' K and V in 2 layers (2304 bytes)
+        CHECK(step(gen, "max_difference").at("note").get<std::string>().find("= 5184 bytes") != std::string::npos);
+        // a full-attention layer's heads are switched off as any model's; a DeltaNet layer's are not
+        CHECK(step(run_json("model --model " + qn + " --ids 5,17,3 --ablate 2.1"), "ablation").at("shape").size() >= 1);
         for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+                 {"model --model " + qn + " --ids 1,2,3 --ablate 1.1", "Gated DeltaNet layer"},
+                 {"model --model " + qn + " --ids 1,2,3 --layer 1 --head 5", "layer 1 (Gated DeltaNet) has 4 heads"},
                  {"model --model " + qn + " --ids 1,2,3 --view", "Gated DeltaNet layer"},
                  {"model --model " + qn + " --ids 1,2,3 --rollout", "Gated DeltaNet layer"},
                  {"model --model " + qn + " --ids 1,2,3 --layer 1 --explain 3,1", "Gated DeltaNet layer"},

@@ -532,19 +532,21 @@ public:
         const std::size_t E = r.logits.shape(1), k = r.weights.shape(1), T = r.logits.shape(0);
         const MoeWeights& moe = *weights_.blocks[l].moe;
         const bool sigmoid = moe.routing == RouterKind::sigmoid_grouped, all = moe.routing == RouterKind::softmax_all;
-        Step& lg = rec_.add_plain(L + "router_logits", "Layer " + Ls + ": the router's logit for each of the " + std::to_string(E) + " experts",
-                                  "r = " + words_.n2 + "(x)·W_rᵀ" + (moe.router.b.size() ? " + b_r" : ""), to_trace(r.logits), {Axis::token, Axis::feature});
-        for (std::size_t e = 0; e < E; ++e) lg.labels.push_back("expert " + std::to_string(e));
+        std::vector<std::string> names;  // a copy: a step's reference does not outlive the next step added
+        for (std::size_t e = 0; e < E; ++e) names.push_back("expert " + std::to_string(e));
+        rec_.add_plain(L + "router_logits", "Layer " + Ls + ": the router's logit for each of the " + std::to_string(E) + " experts",
+                       "r = " + words_.n2 + "(x)·W_rᵀ" + (moe.router.b.size() ? " + b_r" : ""), to_trace(r.logits), {Axis::token, Axis::feature})
+            .labels = names;
         if (sigmoid) {
             Step& sc = rec_.add_plain(L + "router_scores", "Their scores: each logit through a sigmoid, on its own", "s = σ(r)", to_trace(r.scores),
                                       {Axis::token, Axis::feature});
-            sc.labels = lg.labels;
+            sc.labels = names;
             sc.note = "The experts are chosen by s + the correction bias (e_score_correction_bias): the " + std::to_string(moe.top_groups) + " of " +
                       std::to_string(moe.groups) + " groups whose two best choices sum highest keep theirs, the others' count 0 (Hugging Face's "
                       "masked_fill; DeepSeek's own code puts −∞, which differs only where a choice is below 0); the bias chooses, it never weighs.";
         } else if (all) {
             rec_.add_plain(L + "router_scores", "Their probabilities: a softmax over every expert", "p = softmax(r)", to_trace(r.scores), {Axis::token, Axis::feature})
-                .labels = lg.labels;
+                .labels = names;
         }
         std::vector<unsigned long long> chosen(r.chosen.begin(), r.chosen.end());
         Step& ch = rec_.add_plain(L + "experts_chosen", "The " + std::to_string(k) + " experts each token goes to (" +

@@ -247,9 +247,8 @@ RopeScaling rope_scaling(ConfigFile& cfg, const Value* scaling, const std::strin
         const Value* m = scaling->find("mscale");
         const Value* all = scaling->find("mscale_all_dim");
         if (!s.attention_factor && m && all && m->type != Value::Type::null && all->type != Value::Type::null) {
-            const auto mscale = [&](double scale, double k) { return scale <= 1.0 ? 1.0 : 0.1 * k * std::log(scale) + 1.0; };
             const double mv = cfg.number_of(*m, path + ".mscale"), av = cfg.number_of(*all, path + ".mscale_all_dim");
-            if (mv != 0.0 && av != 0.0) s.attention_factor = mscale(s.factor, mv) / mscale(s.factor, av);
+            if (mv != 0.0 && av != 0.0) s.attention_factor = yarn_mscale(s.factor, mv) / yarn_mscale(s.factor, av);
         }
         if (const Value* t = scaling->find("truncate"); t && t->type == Value::Type::boolean) s.truncate = t->boolean;
     } else {
@@ -503,7 +502,7 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
             const Value* factor = sc->find("factor");
             if (all && all->type != Value::Type::null && cfg.number_of(*all, cfg.at("rope_scaling.mscale_all_dim")) != 0.0 && factor) {
                 const double k = cfg.number_of(*factor, cfg.at("rope_scaling.factor")), a = cfg.number_of(*all, cfg.at("rope_scaling.mscale_all_dim"));
-                const double mscale = k <= 1.0 ? 1.0 : 0.1 * a * std::log(k) + 1.0;
+                const double mscale = yarn_mscale(k, a);
                 scaling *= mscale * mscale;
             }
         }

@@ -97,11 +97,12 @@ void yarn_frequencies(Rope& r, std::size_t d, double base, const RopeScaling& sc
         const float keep = 1.0f - ramp;  // the share of the unscaled frequency
         r.inv_freq(i) = interpolation * (1.0f - keep) + extrapolation * keep;
     }
-    const auto mscale = [](double scale, double m) { return scale <= 1.0 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; };
-    r.attention_scaling = static_cast<float>(sc.attention_factor.value_or(mscale(sc.factor, 1.0)));
+    r.attention_scaling = static_cast<float>(sc.attention_factor.value_or(yarn_mscale(sc.factor)));
 }
 
 }  // namespace
+
+double yarn_mscale(double scale, double m) { return scale <= 1.0 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; }
 
 Rope rope_tables(std::size_t head_dim, std::size_t T, std::size_t position0, const RopeParams& spec) {
     const double base = spec.base;

@@ -116,6 +116,10 @@ struct ForwardSpec {
     bool keep_masked_scaled = true;
 };
 
+// YaRN's get_mscale: 0.1·m·ln(scale) + 1 for a scale above 1, else 1 (its default
+// attention factor with m = 1; DeepSeek's ratio of two and its softmax scale's factor).
+double yarn_mscale(double scale, double m = 1.0);
+
 // RoPE's tables for positions p0 .. p0+T−1 over the d rotated features (even; d_h, or
 // rotary_dim of a partial rotary): the half-split form of the Llama reference code and of
 // Hugging Face's checkpoints (x_i pairs with x_{i+d/2}).

@@ -2254,6 +2254,21 @@ GPT_OSS = dict(family="gpt_oss", vocab=300, C=64, hidden=32, H=4, G=2, d=16, ctx
                              "truncate": False})
 
 
+def write_tiny_folder(name, config, tensors, dtype, shards, vocab, family):
+    """A tiny test folder of tests/data/models: config.json, the weights, tokenizer.json (the old weights removed first)."""
+    folder = os.path.join(HERE, "data", "models", name)
+    os.makedirs(folder, exist_ok=True)
+    for f in os.listdir(folder):
+        if f.startswith("model") or f == "tokenizer.json":
+            os.remove(os.path.join(folder, f))
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    write_tensors(folder, tensors, dtype, shards)
+    doc, _ = tiny_tokenizer("byte_level", vocab, family)
+    with open(os.path.join(folder, "tokenizer.json"), "w") as f:
+        json.dump(doc, f, ensure_ascii=False, indent=1)
+
+
 def gpt_oss_cases():
     cases = []
     torch.manual_seed(23)
@@ -2266,17 +2281,7 @@ def gpt_oss_cases():
             for norm in (layer.input_layernorm, layer.post_attention_layernorm):
                 norm.weight.uniform_(0.5, 1.5)
                 norm.weight.copy_(norm.weight.bfloat16().float())
-    folder = os.path.join(HERE, "data", "models", "tiny_gpt_oss")
-    os.makedirs(folder, exist_ok=True)
-    for f in os.listdir(folder):
-        if f.startswith("model") or f == "tokenizer.json":
-            os.remove(os.path.join(folder, f))
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(oss_config(cfg), f, indent=2)
-    write_tensors(folder, oss_tensors(m), torch.bfloat16, 1)
-    doc, encode = tiny_tokenizer("byte_level", cfg["vocab"], "gpt_oss")
-    with open(os.path.join(folder, "tokenizer.json"), "w") as f:
-        json.dump(doc, f, ensure_ascii=False, indent=1)
+    write_tiny_folder("tiny_gpt_oss", oss_config(cfg), oss_tensors(m), torch.bfloat16, 1, cfg["vocab"], "gpt_oss")
     g = torch.Generator().manual_seed(23)
     L = len(cfg["types"])
     for T, layer in [(5, 0), (10, 1), (10, 2)]:
@@ -2533,17 +2538,8 @@ def deepseek_v3_cases():
                     mod.weight.uniform_(0.5, 1.5)
             for prm in m.parameters():
                 prm.copy_(prm.to(dtype).float())
-        folder = os.path.join(HERE, "data", "models", name)
-        os.makedirs(folder, exist_ok=True)
-        for f in os.listdir(folder):
-            if f.startswith("model") or f == "tokenizer.json":
-                os.remove(os.path.join(folder, f))
-        with open(os.path.join(folder, "config.json"), "w") as f:
-            json.dump(ds_config(cfg, "bfloat16" if dtype == torch.bfloat16 else "float32"), f, indent=2)
-        write_tensors(folder, ds_tensors(m, cfg["extra"]), dtype, shards)
-        doc, encode = tiny_tokenizer("byte_level", cfg["vocab"], "deepseek_v3")
-        with open(os.path.join(folder, "tokenizer.json"), "w") as f:
-            json.dump(doc, f, ensure_ascii=False, indent=1)
+        write_tiny_folder(name, ds_config(cfg, "bfloat16" if dtype == torch.bfloat16 else "float32"), ds_tensors(m, cfg["extra"]), dtype, shards,
+                          cfg["vocab"], "deepseek_v3")
         g = torch.Generator().manual_seed(seed)
         L = cfg["layers"]
         for T, layer in [(5, 0), (10, L - 1)]:
@@ -2836,30 +2832,26 @@ QWEN3_NEXT = dict(vocab=300, C=32, hidden=40, H=4, G=2, d=8, partial=0.5, theta=
                   lin_k=4, experts=4, top_k=2, moe_hidden=16, shared_hidden=24, mlp_only=[2], norm_topk_prob=True)
 
 
-def qwen3_next_cases():
-    cases = []
-    name, cfg, seed = "tiny_qwen3_next", QWEN3_NEXT, 41
+def next_model(cfg, seed, tied=False):
+    """NextModel stored in BF16 (the reference computes with those numbers), the (1 + w) norms' w near 0."""
     torch.manual_seed(seed)
     m = NextModel(cfg)
-    with torch.no_grad():  # stored in BF16: the reference computes with those numbers; the (1 + w) norms' w near 0
+    with torch.no_grad():
+        if tied:
+            m.lm_head.weight = m.embed_tokens.weight
         for mod in m.modules():
             if isinstance(mod, NextRMSNorm):
                 mod.weight.uniform_(-0.5, 0.5)
         for prm in m.parameters():
             prm.copy_(prm.bfloat16().float())
-    folder = os.path.join(HERE, "data", "models", name)
-    os.makedirs(folder, exist_ok=True)
-    for f in os.listdir(folder):
-        if f.startswith("model") or f == "tokenizer.json":
-            os.remove(os.path.join(folder, f))
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(next_config(cfg, "bfloat16"), f, indent=2)
-    write_tensors(folder, next_tensors(m), torch.bfloat16, 1)
-    doc, encode = tiny_tokenizer("byte_level", cfg["vocab"], "qwen3_next")
-    with open(os.path.join(folder, "tokenizer.json"), "w") as f:
-        json.dump(doc, f, ensure_ascii=False, indent=1)
+    return m
+
+
+def next_cases(name, m, cfg, seed, plan):
+    """Every step of the layer shown for each (T, layer) of `plan`, and greedy decoding from the first prompt."""
+    cases = []
     g = torch.Generator().manual_seed(seed)
-    for T, layer in [(5, 0), (10, 1), (10, 2), (10, 3)]:
+    for T, layer in plan:
         ids = torch.randint(0, cfg["vocab"], (1, T), generator=g)
         with torch.no_grad():
             logits = m(ids)[0, -1]
@@ -2892,6 +2884,13 @@ def qwen3_next_cases():
     return cases
 
 
+def qwen3_next_cases():
+    name, cfg, seed = "tiny_qwen3_next", QWEN3_NEXT, 41
+    m = next_model(cfg, seed)
+    write_tiny_folder(name, next_config(cfg, "bfloat16"), next_tensors(m), torch.bfloat16, 1, cfg["vocab"], "qwen3_next")
+    return next_cases(name, m, cfg, seed, [(5, 0), (10, 1), (10, 2), (10, 3)])
+
+
 # Qwen3.5 (dense) as modeling_qwen3_5.py computes it: Qwen3-Next's layers with the DeltaNet's four projections
 # and a dense MLP, in the image-and-text layout (text_config, model.language_model., a vision tower beside).
 QWEN3_5 = dict(QWEN3_NEXT, experts=0, split=True, tied=True, types=["linear_attention", "linear_attention", "full_attention"])
@@ -2906,22 +2905,8 @@ def qwen3_5_tensors(m):
 
 
 def qwen3_5_cases():
-    cases = []
     name, cfg, seed = "tiny_qwen3_5", QWEN3_5, 43
-    torch.manual_seed(seed)
-    m = NextModel(cfg)
-    with torch.no_grad():
-        m.lm_head.weight = m.embed_tokens.weight  # tied
-        for mod in m.modules():
-            if isinstance(mod, NextRMSNorm):
-                mod.weight.uniform_(-0.5, 0.5)
-        for prm in m.parameters():
-            prm.copy_(prm.bfloat16().float())
-    folder = os.path.join(HERE, "data", "models", name)
-    os.makedirs(folder, exist_ok=True)
-    for f in os.listdir(folder):
-        if f.startswith("model") or f == "tokenizer.json":
-            os.remove(os.path.join(folder, f))
+    m = next_model(cfg, seed, tied=True)
     text = next_config(cfg, "bfloat16")
     for k in ["architectures", "num_experts", "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size", "decoder_sparse_step",
               "mlp_only_layers", "norm_topk_prob", "tie_word_embeddings", "rope_theta", "rope_scaling", "partial_rotary_factor"]:
@@ -2931,37 +2916,8 @@ def qwen3_5_cases():
     config = {"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5", "text_config": text,
               "vision_config": {"model_type": "qwen3_5", "depth": 1, "hidden_size": 16, "out_hidden_size": cfg["C"]},
               "image_token_id": 290, "video_token_id": 291, "tie_word_embeddings": True}
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(config, f, indent=2)
-    write_tensors(folder, qwen3_5_tensors(m), torch.bfloat16, 1)
-    doc, encode = tiny_tokenizer("byte_level", cfg["vocab"], "qwen3_5")
-    with open(os.path.join(folder, "tokenizer.json"), "w") as f:
-        json.dump(doc, f, ensure_ascii=False, indent=1)
-    g = torch.Generator().manual_seed(seed)
-    for T, layer in [(5, 0), (10, 1), (10, 2)]:
-        ids = torch.randint(0, cfg["vocab"], (1, T), generator=g)
-        with torch.no_grad():
-            logits = m(ids)[0, -1]
-        b = m.layers[layer]
-        a = b.mixer
-        exp = {"token_embeddings": m.tokens[0], "output": b.attention[0], "ln_f": m.ln_f[0]}
-        if b.linear:
-            exp.update({"queries": a.q[0], "keys": a.k[0], "values": a.v[0], "beta": a.beta[0], "decay": a.decay[0], "head_outputs": a.head_outputs[0],
-                        "state": a.state[0], "gate": a.z[0], "outputs_normed": a.normed[0]})
-        else:
-            exp.update({"queries": a.q[0], "keys": a.k[0], "values": a.v[0], "scores": a.scores[0], "weights": a.w[0], "context": a.context[0],
-                        "gate": a.gate[0], "gated": a.gated[0]})
-        for key in ["ln_1", "attention", "residual_1", "ln_2", "residual_2"]:
-            exp[f"layer{layer + 1}.{key}"] = getattr(b, key)[0]
-        exp[f"layer{layer + 1}.mlp"] = b.mlp_out[0]
-        probs = torch.softmax(logits, dim=-1)
-        top = torch.argsort(probs, descending=True, stable=True)[:5]
-        exp.update({"top_k_ids": top.float(), "top_k_logits": logits[top], "top_k_probs": probs[top]})
-        args = ["model", "--model", "@SRC@/tests/data/models/" + name, "--ids", ",".join(str(i) for i in ids[0].tolist()), "--layer", str(layer + 1)]
-        cases.append(case(f"{name}_T{T}_layer{layer + 1}", args, None, exp, ["top_k_ids"]))
-        if T == 5:
-            cases.append(greedy_case(name, m, ids, args, 6))
-    return cases
+    write_tiny_folder(name, config, qwen3_5_tensors(m), torch.bfloat16, 1, cfg["vocab"], "qwen3_5")
+    return next_cases(name, m, cfg, seed, [(5, 0), (10, 1), (10, 2)])
 
 
 def rng_sequences():

@@ -443,7 +443,7 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
                     dense_only[static_cast<std::size_t>(v.number)] = true;
                 }
             }
-        if (f.routing == RouterKind::softmax_all) moe_settings.normalise = cfg.flag("norm_topk_prob", true);
+        if (f.routing == RouterKind::softmax_all) moe_settings.normalise = cfg.flag("norm_topk_prob", moe_settings.normalise);  // MoeWeights' default when absent
         if (f.expert_kind == ExpertKind::clamped_swiglu) {
             const double limit = cfg.number(f.fields.swiglu_limit, moe_settings.limit);  // the clamp when config.json gives none (ops/moe.hpp)
             moe_settings.limit = static_cast<float>(cfg.require(limit, limit > 0.0, cfg.at(f.fields.swiglu_limit), "a number above 0 (the SwiGLU's clamp)"));
@@ -463,7 +463,7 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
                 throw InputError(cfg.file(), cfg.at(f.fields.experts_per_token),
                                  "each token chooses its experts from the " + std::to_string(moe_settings.top_groups * (experts / moe_settings.groups)) +
                                      " in its best groups (topk_group × experts per group), not " + std::to_string(moe_settings.top_k));
-            moe_settings.normalise = cfg.flag("norm_topk_prob", true);
+            moe_settings.normalise = cfg.flag("norm_topk_prob", moe_settings.normalise);  // MoeWeights' default when absent
             const double scale = cfg.number("routed_scaling_factor", 2.5);
             moe_settings.routed_scale = static_cast<float>(cfg.require(scale, scale > 0.0, cfg.at("routed_scaling_factor"), "a number above 0"));
         }

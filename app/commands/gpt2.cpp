@@ -33,15 +33,16 @@ std::vector<std::size_t> parse_ids(const std::string& text) {
 
 // A tokenizer from --tokenizer: a tokenizer.json file, a folder holding one, or a folder
 // with GPT-2's encoder.json and vocab.bpe. Without it, GPT-2's in data/gpt2 here, else the
-// source tree's.
-std::shared_ptr<const Tokenizer> load_tokenizer(const std::optional<std::string>& given, double memory_budget) {
+// source tree's. `use`: a prompt given as ids needs a tokenizer.json's names alone.
+std::shared_ptr<const Tokenizer> load_tokenizer(const std::optional<std::string>& given, double memory_budget,
+                                                TokenizerUse use = TokenizerUse::encode) {
     namespace fs = std::filesystem;
     if (given) {
         std::error_code ec;  // a link loop or an unreadable folder: the reader below says so
         const bool folder = fs::is_directory(*given, ec);
         if (folder && fs::exists(fs::symlink_status(fs::path(*given) / "tokenizer.json", ec)))
-            return load_tokenizer_json((fs::path(*given) / "tokenizer.json").string(), memory_budget);
-        if (!folder && fs::path(*given).extension() == ".json") return load_tokenizer_json(*given, memory_budget);
+            return load_tokenizer_json((fs::path(*given) / "tokenizer.json").string(), memory_budget, use);
+        if (!folder && fs::path(*given).extension() == ".json") return load_tokenizer_json(*given, memory_budget, use);
         return Bpe::load(*given);
     }
     if (const auto dir = shipped_file("gpt2/encoder.json")) return Bpe::load(fs::path(*dir).parent_path().string());
@@ -214,10 +215,12 @@ void add_model(CLI::App& cli, Shell& shell) {
             const double budget = parse_bytes(shell.max_memory);
             const Model model = load_model(o->model, budget);
             // the folder's tokenizer.json (or --tokenizer): needed for --text, else for labels
+            // (then its merges are not kept)
             std::shared_ptr<const Tokenizer> tokenizer;
+            const TokenizerUse use = shell.sentence ? TokenizerUse::encode : TokenizerUse::decode;
             const std::string own = (std::filesystem::path(o->model) / "tokenizer.json").string();
-            if (o->tokenizer) tokenizer = load_tokenizer(o->tokenizer, budget);
-            else if (std::error_code ec; std::filesystem::exists(std::filesystem::symlink_status(own, ec))) tokenizer = load_tokenizer_json(own, budget);
+            if (o->tokenizer) tokenizer = load_tokenizer(o->tokenizer, budget, use);
+            else if (std::error_code ec; std::filesystem::exists(std::filesystem::symlink_status(own, ec))) tokenizer = load_tokenizer_json(own, budget, use);
             else if (shell.sentence)
                 throw UsageError("the model folder has no tokenizer.json: give --tokenizer FILE, or the prompt as --ids");
             Trace trace = walk_prompt(shell, *o, model, tokenizer.get());
@@ -262,7 +265,7 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
                 throw UsageError(std::string(e.what()) + (o->heads ? "" : " with --heads H"));
             }
             std::shared_ptr<const Tokenizer> bpe;
-            if (shell.sentence || o->tokenizer) bpe = load_tokenizer(o->tokenizer, budget);
+            if (shell.sentence || o->tokenizer) bpe = load_tokenizer(o->tokenizer, budget, shell.sentence ? TokenizerUse::encode : TokenizerUse::decode);
             if (!bpe && info_of(*model).vocab == 50257) {  // GPT-2's vocabulary: name the tokens when the files are at hand
                 try {
                     bpe = load_tokenizer(std::nullopt, budget);

@@ -192,4 +192,33 @@ TEST_SUITE("model") {
                              doctest::Contains("$.model.merges[0]"), InputError);
         CHECK_THROWS_WITH_AS(llama->encode("bad \xff byte"), doctest::Contains("not UTF-8"), UsageError);
     }
+
+    TEST_CASE("io.tokenizer_json_read_to_decode_keeps_no_merges" * doctest::skip(!ATTNWALK_TOKENIZER_JSON)) {
+        const std::string file = test::source_path("tests/data/models/tiny_llama/tokenizer.json");
+        const auto full = load_tokenizer_json(file);
+        const auto names = load_tokenizer_json(file, 1e12, TokenizerUse::decode);
+        REQUIRE(names->vocab_size() == full->vocab_size());
+        for (std::size_t id = 0; id < full->vocab_size(); ++id) CHECK(names->decode(id) == full->decode(id));
+        CHECK(names->memory_bytes() < full->memory_bytes());
+        CHECK(names->describe().find("merges not read") != std::string::npos);
+        CHECK_THROWS_AS(names->encode("the cat"), std::logic_error);
+        CHECK_THROWS_AS(names->pieces("the cat"), std::logic_error);
+        // the merges are still read for their syntax, and the vocabulary checked in full
+        CHECK_THROWS_WITH_AS(load_tokenizer_json(test::temp_file(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b",]}})"), 1e12,
+                                                 TokenizerUse::decode),
+                             doctest::Contains("not valid JSON"), InputError);
+        CHECK_THROWS_WITH_AS(load_tokenizer_json(test::temp_file(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": []}})")),
+                             doctest::Contains("at $.model.vocab.b: id 0 is given twice"), InputError);
+        CHECK_THROWS_WITH_AS(load_tokenizer_json(test::temp_file(R"({"model": {"type": "BPE", "vocab": {"a": 0, "a": 1}, "merges": []}})")),
+                             doctest::Contains("at $.model.vocab.a: duplicate key \"a\""), InputError);
+        CHECK_THROWS_WITH_AS(load_tokenizer_json(test::temp_file(R"({"model": {"type": "BPE", "vocab": {"a": 0.5}, "merges": []}})")),
+                             doctest::Contains("at $.model.vocab.a: expected a token id"), InputError);
+        CHECK_THROWS_WITH_AS(load_tokenizer_json(test::temp_file(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b", "b"]}})")),
+                             doctest::Contains("at $.model.merges[1]: expected two symbols"), InputError);
+        CHECK_THROWS_WITH_AS(load_tokenizer_json(test::temp_file(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]}})")),
+                             doctest::Contains("at $.model.merges[0]: \"ab\" is not in the vocabulary"), InputError);
+        // merges before the vocabulary (the order is the file's): the same rules
+        const auto late = load_tokenizer_json(test::temp_file(R"({"model": {"type": "BPE", "merges": [["a", "b"]], "vocab": {"a": 0, "b": 1, "ab": 2}}})"));
+        CHECK(late->encode("ab") == std::vector<std::size_t>{2});
+    }
 }

@@ -113,8 +113,8 @@ private:
 
 class Parser {
 public:
-    Parser(const std::string& text, const std::string& file, bool tensors = true)
-        : text_(text), file_(file), p_(text.data()), end_(p_ + text.size()), tensors_(tensors) {}
+    Parser(const std::string& text, const std::string& file, bool tensors = true, const std::vector<Stream>* streams = nullptr)
+        : text_(text), file_(file), p_(text.data()), end_(p_ + text.size()), tensors_(tensors), streams_(streams) {}
 
     Value document(const std::vector<std::string>* keep) {
         skip_space();
@@ -404,9 +404,60 @@ private:
             const Where at{&path, &key};
             if (!seen.insert(key, 0)) throw InputError(file_, at.text(), "duplicate key \"" + key + "\": each key may appear once");
             const bool kept = store && (!keep || std::find(keep->begin(), keep->end(), key) != keep->end());
-            Value member = value(at, depth + 1, kept);
+            const Stream* stream = kept ? streamed(at, depth + 1) : nullptr;
+            Value member = stream ? streamed_value(*stream, at, depth + 1) : value(at, depth + 1, kept);
             if (kept) v.object.emplace_back(std::move(key), std::move(member));
             if (!more('}')) return v;
+        }
+    }
+
+    // The stream whose path leads to the member `at` (`depth` keys from the top), if any.
+    const Stream* streamed(const Where& at, std::size_t depth) const {
+        if (!streams_) return nullptr;
+        for (const Stream& s : *streams_) {
+            if (s.path.size() != depth) continue;
+            const Where* w = &at;
+            std::size_t k = depth;
+            while (k > 0 && w->key && *w->key == s.path[k - 1]) {
+                w = w->parent;
+                k -= 1;
+            }
+            if (k == 0 && !w->parent) return &s;
+        }
+        return nullptr;
+    }
+    // A streamed object or array: each member (element) handed to the stream's reader, not stored.
+    Value streamed_value(const Stream& stream, const Where& path, std::size_t depth) {
+        enter(depth);
+        skip_space();
+        if (p_ == end_ || (*p_ != '{' && *p_ != '[')) return value(path, depth, true);
+        Value v;
+        v.type = *p_ == '{' ? Value::Type::object : Value::Type::array;
+        if (!stream.each) {
+            value(path, depth, false);
+            return v;
+        }
+        const bool object = v.type == Value::Type::object;
+        ++p_;
+        skip_space();
+        if (p_ != end_ && *p_ == (object ? '}' : ']')) {
+            ++p_;
+            return v;
+        }
+        std::string key;
+        for (std::size_t i = 0;; ++i) {
+            if (object) {
+                skip_space();
+                key.clear();
+                string(&key);
+                skip_space();
+                if (p_ == end_ || *p_ != ':') expected("':' after a key");
+                ++p_;
+            }
+            const Where at = object ? Where{&path, &key} : Where{&path, nullptr, i};
+            if (!stream.each(object ? &key : nullptr, i, value(at, depth + 1, true)))
+                throw InputError(file_, at.text(), "duplicate key \"" + key + "\": each key may appear once");
+            if (!more(object ? '}' : ']')) return v;
         }
     }
 
@@ -414,7 +465,8 @@ private:
     const std::string& file_;
     const char* p_;
     const char* end_;
-    bool tensors_ = true;  // numeric arrays become Tensors
+    bool tensors_ = true;                        // numeric arrays become Tensors
+    const std::vector<Stream>* streams_ = nullptr;  // members handed over as they are read
 };
 
 }  // namespace
@@ -431,6 +483,10 @@ Value parse(const std::string& text, const std::string& file, const std::vector<
 
 Value parse_plain(const std::string& text, const std::string& file) {
     return Parser(text, file, false).document(nullptr);
+}
+
+Value parse_plain(const std::string& text, const std::string& file, const std::vector<Stream>& streams) {
+    return Parser(text, file, false, &streams).document(nullptr);
 }
 
 void check_parse_budget(const std::string& file, const std::string& what, double text_bytes, double memory_budget) {

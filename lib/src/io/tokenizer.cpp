@@ -10,7 +10,7 @@ namespace attnwalk {
 double string_bytes(const std::string& s) { return 32.0 + (s.size() > 15 ? static_cast<double>(s.size()) + 1.0 + 16.0 : 0.0); }
 
 #ifndef ATTNWALK_TOKENIZER_JSON
-std::shared_ptr<const Tokenizer> load_tokenizer_json(const std::string& path, double) {
+std::shared_ptr<const Tokenizer> load_tokenizer_json(const std::string& path, double, TokenizerUse) {
     throw InputError(path, "", "this build of attnwalk reads no tokenizer.json (it was built without PCRE2 and utf8proc)");
 }
 #endif

@@ -40,6 +40,10 @@ public:
             if (slots_[s].pair == empty) return nullptr;
         }
     }
+    // Brings the slot of `pair` toward the cache before an insert or find of it.
+    void prefetch(std::uint64_t pair) const {
+        if (!slots_.empty()) __builtin_prefetch(&slots_[hash(pair) & mask()]);
+    }
     void reserve(std::size_t n) {
         std::size_t slots = 16;
         while (4 * n > 3 * slots) slots *= 2;

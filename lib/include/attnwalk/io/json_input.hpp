@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -41,6 +42,19 @@ Value parse(const std::string& text, const std::string& file, const std::vector<
 // The same, with every array an array of Values: numbers stay doubles (exact integers up
 // to 2^53, e.g. the byte offsets of a safetensors header).
 Value parse_plain(const std::string& text, const std::string& file);
+
+// A large object or array handed over member by member (element by element) as it is
+// read, instead of stored in the tree: a tokenizer's 128,000-token vocabulary and 280,000
+// merges cost no Value each. The tree keeps an empty object (array) in its place; a value
+// of another type there is stored as usual, for its reader to refuse.
+struct Stream {
+    std::vector<std::string> path;  // the keys from the top object down: {"model", "vocab"}
+    // Gets each member's key (null for an array's element), its index and its value; a
+    // member returns false when its key came before (the parser then says "duplicate
+    // key"). Null: the value is read for its syntax alone and dropped.
+    std::function<bool(const std::string* key, std::size_t index, Value&& value)> each;
+};
+Value parse_plain(const std::string& text, const std::string& file, const std::vector<Stream>& streams);
 
 // What parsing JSON text into Values costs: about 21 bytes of memory per byte of text
 // (measured on a 67 MB safetensors header of a million entries: a 1.4 GB peak; 1.9 GB

@@ -35,9 +35,15 @@ public:
         }
     }
     // The id of `key`, or nothing.
-    std::optional<std::size_t> find(std::string_view key) const {
+    std::optional<std::size_t> find(std::string_view key) const { return find(key, hash(key)); }
+    // The same with the key's hash() given: a caller looking up many keys hashes a few ahead
+    // and prefetches their slots, so the table's cache misses overlap.
+    static std::uint64_t hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
+    void prefetch(std::uint64_t h) const {
+        if (!slots_.empty()) __builtin_prefetch(&slots_[h & mask()]);
+    }
+    std::optional<std::size_t> find(std::string_view key, std::uint64_t h) const {
         if (slots_.empty()) return std::nullopt;
-        const std::uint64_t h = hash(key);
         for (std::size_t s = h & mask();; s = (s + 1) & mask()) {
             const Slot& slot = slots_[s];
             if (slot.id == empty) return std::nullopt;
@@ -48,6 +54,12 @@ public:
         while (4 * n > 3 * slots_.size()) grow();
     }
     std::size_t size() const { return count_; }
+    // Calls f(key, id) for every key, in no particular order.
+    template <class F>
+    void for_each(F f) const {
+        for (const Slot& slot : slots_)
+            if (slot.id != empty) f(key_of(slot), static_cast<std::size_t>(slot.id));
+    }
     double memory_bytes() const { return static_cast<double>(slots_.capacity() * sizeof(Slot) + text_.capacity()); }
 
 private:
@@ -57,7 +69,6 @@ private:
         std::uint32_t offset = 0, length = 0;  // the key's bytes in text_
         std::uint32_t id = empty;
     };
-    static std::uint64_t hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
     static std::uint32_t tag(std::uint64_t h) { return static_cast<std::uint32_t>(h >> 32); }
     std::size_t mask() const { return slots_.size() - 1; }
     std::string_view key_of(const Slot& slot) const { return std::string_view(text_).substr(slot.offset, slot.length); }

@@ -40,11 +40,17 @@ double hash_map_bytes(const Map& map, KeyBytes key_bytes) {
     return bytes;
 }
 
+// What a tokenizer is read for: `encode` text (everything), or `decode` ids alone (the
+// names of a prompt given as ids): then the merges are read for their syntax and not kept,
+// and encode() and pieces() throw std::logic_error.
+enum class TokenizerUse { encode, decode };
+
 // A Hugging Face tokenizer.json of model type BPE with the normalizers, pre-tokenizers,
 // post-processors and decoders today's models use. An unsupported component is an
 // InputError naming it and its JSON path; UsageError when the file would take more than
 // `memory_budget` bytes to parse.
 std::shared_ptr<const Tokenizer> load_tokenizer_json(const std::string& path,
-                                                     double memory_budget = std::numeric_limits<double>::infinity());
+                                                     double memory_budget = std::numeric_limits<double>::infinity(),
+                                                     TokenizerUse use = TokenizerUse::encode);
 
 }  // namespace attnwalk

@@ -72,7 +72,7 @@ TEST_SUITE("contract") {
             for (const auto& [refused, why] : f->refused_types) names += "|" + refused;
         }
         const std::regex literal("\"(" + names + ")\"");
-        const std::regex command_name(R"(add_subcommand\("gpt2"|trace\.command = "gpt2";|LessonDecl lesson\{"gpt2",|\{"gpt2", add_gpt2\}|lesson\("gpt2"\))");
+        const std::regex command_name(R"(add_subcommand\("gpt2"|trace\.command = "gpt2";|LessonDecl lesson\{"gpt2",|\{"gpt2", add_gpt2\}|\{"gpt2", gpt2_lesson\}|lesson\("gpt2"\))");
         std::string found;
         for (const char* dir : {"lib", "app"})
             for (const auto& entry : fs::recursive_directory_iterator(test::source_path(dir))) {
@@ -103,7 +103,11 @@ TEST_SUITE("contract") {
         // The commands are the lessons' (and walkthrough, explore): the man page names
         // each, and bash completion offers each.
         std::vector<std::string> commands{"walkthrough", "explore"};
-        for (const attnwalk::LessonDecl* l : attnwalk::lessons()) commands.push_back(l->name);
+        for (const attnwalk::LessonDecl* l : attnwalk::lessons()) {
+            commands.push_back(l->name);
+            CHECK(attnwalk::find_lesson(l->name) == l);  // the registry's name for it is its own
+        }
+        CHECK(attnwalk::find_lesson("walkthrough") == nullptr);
         const std::string man = test::read_file(test::source_path("app/install/attnwalk.1"));
         const std::string completion = test::read_file(test::source_path("app/install/attnwalk.bash"));
         const std::size_t at = man.find(".SH COMMANDS");

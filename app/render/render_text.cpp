@@ -1,5 +1,6 @@
 // The text view: every step, labelled with tokens, aligned, N decimals.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -22,9 +23,12 @@ namespace {
 std::string fmt(float v, int precision) {
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    char buf[64];  // fixed point, or beyond 1e10 (an overflow's aftermath) scientific, as PyTorch would
-    std::snprintf(buf, sizeof buf, std::fabs(v) < 1e10f ? "%.*f" : "%.*e", precision, static_cast<double>(v));
-    return buf;
+    // fixed point, or beyond 1e10 (an overflow's aftermath) scientific, as PyTorch would;
+    // to_chars rounds the exact value as printf's %.*f and %.*e do, without parsing a format
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, static_cast<double>(v),
+                                 std::fabs(v) < 1e10f ? std::chars_format::fixed : std::chars_format::scientific, precision);
+    return std::string(buf, r.ptr);
 }
 
 // Element i of a tensor as text: a whole number as it is (an id, a count), else `precision` decimals.

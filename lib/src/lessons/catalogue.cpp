@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <stdexcept>
 #include <string_view>
 #include <unordered_map>
 
@@ -27,18 +28,40 @@ const LessonDecl& gpt2_lesson();
 const LessonDecl& model_lesson();
 const LessonDecl& tokenize_lesson();
 
+namespace {
+
+// The registry: each lesson's command and the function that declares it, so that a process
+// builds the declarations of its own lesson alone (a start costs what the command uses).
+struct Entry {
+    const char* name;
+    const LessonDecl& (*declare)();
+};
+constexpr Entry registry[] = {
+    {"scores", scores_lesson},     {"softmax", softmax_lesson}, {"context", context_lesson}, {"causal", causal_lesson},
+    {"dropout", dropout_lesson},   {"mha", mha_lesson},  // the chapter
+    {"kvcache", kvcache_lesson},   {"mla", mla_lesson},         {"deltanet", deltanet_lesson}, {"rope", rope_lesson},
+    {"flash", flash_lesson},       {"sdpa", sdpa_lesson},       {"params", params_lesson},  // beyond it
+    {"gpt2", gpt2_lesson},         {"model", model_lesson},     {"tokenize", tokenize_lesson},  // real models
+};
+
+}  // namespace
+
 const std::vector<const LessonDecl*>& lessons() {
-    static const std::vector<const LessonDecl*> all = {
-        &scores_lesson(), &softmax_lesson(), &context_lesson(), &causal_lesson(), &dropout_lesson(), &mha_lesson(),  // the chapter
-        &kvcache_lesson(), &mla_lesson(), &deltanet_lesson(), &rope_lesson(), &flash_lesson(), &sdpa_lesson(), &params_lesson(),                       // beyond it
-        &gpt2_lesson(), &model_lesson(), &tokenize_lesson(),                                                         // real models
-    };
+    static const std::vector<const LessonDecl*> all = [] {
+        std::vector<const LessonDecl*> out;
+        for (const Entry& e : registry) out.push_back(&e.declare());
+        return out;
+    }();
     return all;
 }
 
 const LessonDecl* find_lesson(const std::string& name) {
-    for (const LessonDecl* l : lessons())
-        if (l->name == name) return l;
+    for (const Entry& e : registry)
+        if (name == e.name) {
+            const LessonDecl& lesson = e.declare();
+            if (lesson.name != name) throw std::logic_error("the registry's lesson '" + name + "' declares itself as '" + lesson.name + "'");
+            return &lesson;
+        }
     return nullptr;
 }
 

@@ -41,6 +41,7 @@ namespace {
 // The command line with every command, or, given `only` (a command's name), with that one
 // command alone: a tiny command's whole process was mostly building fifteen commands'
 // options, so a command line that names its command builds just that one (run_cli).
+// `only` = "--version" builds none.
 void make_cli(CLI::App& cli, Shell& shell, const std::string& only = "") {
     cli.description("attnwalk — the attention mechanism of transformers, one printed step at a time.\n"
                     "Every command runs on the built-in sentence \"Your journey starts with one step\" unless given -i FILE.");
@@ -363,16 +364,35 @@ int after_parse(CLI::App& cli, Shell& shell, const char* argv0, std::ostream& ou
     return run_guarded(explored, out, err, terminal);
 }
 
+namespace {
+
+// --help or --version: CLI11 prints it; a write that fails is an error too.
+int print_and_exit(CLI::App& cli, const CLI::ParseError& e, std::ostream& out, std::ostream& err) {
+    const int code = cli.exit(e, out, err);
+    out.flush();
+    if (!out && errno != EPIPE) {
+        err << "attnwalk: error: cannot write the output: " << std::strerror(errno) << '\n';
+        return 1;
+    }
+    return code;
+}
+
+}  // namespace
+
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err, const Terminal& terminal) {
-    if (argc > 1 && names_a_command(argv[1])) {  // the named command alone; anything else (help, a
-        CLI::App cli;                              // mistake) again below, every command built
+    // the named command alone, or no command for a lone --version; anything else (help, a
+    // mistake) again below, every command built
+    const bool version = argc == 2 && std::string(argv[1]) == "--version";
+    if (argc > 1 && (version || names_a_command(argv[1]))) {
+        CLI::App cli;
         cli.formatter(help_formatter(terminal.columns));
         Shell shell;
-        make_cli(cli, shell, argv[1]);
+        make_cli(cli, shell, version ? "--version" : argv[1]);
         bool ok = true;
         try {
             cli.parse(argc, argv);
-        } catch (const CLI::ParseError&) {
+        } catch (const CLI::ParseError& e) {
+            if (version && e.get_exit_code() == 0) return print_and_exit(cli, e, out, err);
             ok = false;
         }
         if (ok) return after_parse(cli, shell, argv[0], out, err, terminal);
@@ -384,15 +404,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     try {
         cli.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) {  // --help, --version: a write that fails is an error too
-            const int code = cli.exit(e, out, err);
-            out.flush();
-            if (!out && errno != EPIPE) {
-                err << "attnwalk: error: cannot write the output: " << std::strerror(errno) << '\n';
-                return 1;
-            }
-            return code;
-        }
+        if (e.get_exit_code() == 0) return print_and_exit(cli, e, out, err);  // --help, --version
         const std::string what = e.what();
         const bool unknown = what.find("A subcommand is required") != std::string::npos ||
                              what.find("The following argument") != std::string::npos;

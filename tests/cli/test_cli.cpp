@@ -1452,6 +1452,8 @@ TEST_SUITE("cli.memory") {
               "model --model '" + tiny_qwen3 + "' --ids 1,2,3,4,5,6,7,8,9,10,11,12 --logit-lens --rollout",
               "model --model '" + tiny_qwen3 + "' --ids 1,2,3,4,5,6,7,8,9,10,11,12 --ablate 1.2,2.* --ablate-each 2",
               "model --model '" + tiny_qwen3 + "' --ids 1,2,3 --head-roles 30", std::string("tokenize --text 'Hello world is'"),
+              "tokenize --tokenizer '" + test::source_path("tests/data/models/tiny_llama") + "' --text 'the cat sat on the mat'",
+              "model --model '" + test::source_path("tests/data/models/tiny_llama") + "' --text 'the cat sat on the mat'",
               "mha " + in_npy + "--heads 4 --d-out 64", "causal " + in_npy + "--npy '" + npy_dir + "'"}) {
             CAPTURE(args);
             const double budget = accepted_budget(args + " --json");

@@ -64,5 +64,25 @@ TEST_SUITE("io") {
         CHECK_THROWS_WITH_AS(count(R"({"v": [1, 2,]})", true), doctest::Contains("line 1, column 13: expected a value"), InputError);
         CHECK_THROWS_WITH_AS(count(R"({"v": [1, "\x"]})", false), doctest::Contains("invalid escape"), InputError);
         CHECK_THROWS_WITH_AS(count(R"({"v": [1, {"a": 1, "a": 2}]})", true), doctest::Contains("at $.v[1].a: duplicate key"), InputError);
+        // the comma after an element is read before the element is handed over: a syntax
+        // error is said as such, not as what the reader thought of the element
+        std::vector<json_input::Stream> strict{{{"v"}, [](const std::string*, std::size_t i, Value&&) -> bool {
+                                                    if (i == 1) throw InputError("t.json", "$.v[1]", "the reader's complaint");
+                                                    return true;
+                                                }}};
+        CHECK_THROWS_WITH_AS(json_input::parse_plain("{\"v\": [1,\n2 3]}", "t.json", strict), doctest::Contains("line 2, column 3: expected ',' or ']'"),
+                             InputError);
+        CHECK_THROWS_WITH_AS(json_input::parse_plain(R"({"v": [1, 2, 3]})", "t.json", strict), doctest::Contains("the reader's complaint"), InputError);
+    }
+
+    TEST_CASE("io.json_depth_is_limited_inside_numeric_arrays_too") {
+        // an object inside an array of numbers used to be read at depth 0 again: a deep
+        // enough nesting overflowed the stack
+        std::string deep = R"({"tokens": ["a"], "embeddings": )";
+        for (int i = 0; i < 100; ++i) deep += R"([1, {"a": )";
+        deep += "1";
+        for (int i = 0; i < 100; ++i) deep += "}]";
+        deep += "}";
+        CHECK_THROWS_WITH_AS(json_input::parse(deep, "t.json"), doctest::Contains("nested more than 64 levels deep"), InputError);
     }
 }

@@ -217,6 +217,18 @@ TEST_SUITE("model") {
                              doctest::Contains("at $.model.merges[1]: expected two symbols"), InputError);
         CHECK_THROWS_WITH_AS(load_tokenizer_json(test::temp_file(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]}})")),
                              doctest::Contains("at $.model.merges[0]: \"ab\" is not in the vocabulary"), InputError);
+        // a file is refused in its reader's order, whatever order the parser meets the faults in:
+        // its syntax, then the model's type, then the vocabulary, then the merges
+        CHECK_THROWS_WITH_AS(load_tokenizer_json(test::temp_file("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": [\"a b\",\n\"a\" \"b\"]}}")),
+                             doctest::Contains("line 2, column 5: expected ',' or ']'"), InputError);
+        CHECK_THROWS_WITH_AS(load_tokenizer_json(test::temp_file(R"({"model": {"type": "BPE", "vocab": {"a": 0.5, "merges": ["a b"]}})")),
+                             doctest::Contains("not valid JSON"), InputError);
+        CHECK_THROWS_WITH_AS(load_tokenizer_json(test::temp_file(R"({"model": {"vocab": {"a": 0.5}, "type": "WordPiece"}})")),
+                             doctest::Contains("model type \"WordPiece\" is not supported"), InputError);
+        CHECK_THROWS_WITH_AS(load_tokenizer_json(test::temp_file(R"({"model": {"type": "BPE", "merges": ["x"], "vocab": {"a": 0.5}}})")),
+                             doctest::Contains("at $.model.vocab.a: expected a token id"), InputError);
+        CHECK_THROWS_WITH_AS(load_tokenizer_json(test::temp_file(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": {"a": 1}}})")),
+                             doctest::Contains("at $.model.merges: expected an array of merges"), InputError);
         // merges before the vocabulary (the order is the file's): the same rules
         const auto late = load_tokenizer_json(test::temp_file(R"({"model": {"type": "BPE", "merges": [["a", "b"]], "vocab": {"a": 0, "b": 1, "ab": 2}}})"));
         CHECK(late->encode("ab") == std::vector<std::size_t>{2});

@@ -282,7 +282,7 @@ private:
         Value v;
         switch (*p_) {
             case '{': return object(path, depth, nullptr, store);
-            case '[': return tensors_ && tensor_ahead() ? tensor(path, store) : array(path, depth, store);
+            case '[': return tensors_ && tensor_ahead() ? tensor(path, depth, store) : array(path, depth, store);
             case '"':
                 v.type = Value::Type::string;
                 string(store ? &v.string : nullptr);
@@ -310,7 +310,7 @@ private:
         return v;
     }
 
-    Value tensor(const Where& path, bool store) {
+    Value tensor(const Where& path, std::size_t depth, bool store) {
         TensorReader reader(file_, path);
         for (;;) {
             skip_space();
@@ -331,7 +331,7 @@ private:
                 const double v = number(start);
                 reader.number(v, start, static_cast<std::size_t>(p_ - start));
             } else if (c == '"' || c == '{' || c == 't' || c == 'f' || c == 'n') {
-                const Value other = value(path, 0, false);  // read it for the syntax, then say what it is
+                const Value other = value(path, depth + 1, false);  // read it for the syntax, then say what it is
                 reader.other(type_name(other));
             } else {
                 expected("a value");
@@ -455,9 +455,11 @@ private:
                 ++p_;
             }
             const Where at = object ? Where{&path, &key} : Where{&path, nullptr, i};
-            if (!stream.each(object ? &key : nullptr, i, value(at, depth + 1, true)))
+            Value member = value(at, depth + 1, true);
+            const bool again = more(object ? '}' : ']');  // the syntax first, as for a stored value
+            if (!stream.each(object ? &key : nullptr, i, std::move(member)))
                 throw InputError(file_, at.text(), "duplicate key \"" + key + "\": each key may appear once");
-            if (!more(object ? '}' : ']')) return v;
+            if (!again) return v;
         }
     }
 

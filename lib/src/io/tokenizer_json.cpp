@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <map>
 #include <optional>
@@ -177,7 +178,21 @@ struct Tables {
         merge_ends.push_back(static_cast<std::uint32_t>(merge_text.size()));
     }
 
+    // Deferred faults: a tokenizer.json is refused in the order its reader checks it (its
+    // syntax first, then the model's type, then the vocabulary, then the merges), whatever
+    // order the parser meets them in.
+    template <class Read>
+    void deferred(std::exception_ptr& fault, const Read& read) {
+        if (fault) return;
+        try {
+            read();
+        } catch (...) {
+            fault = std::current_exception();
+        }
+    }
+
     const std::string& file;
+    std::exception_ptr vocab_fault, merges_fault;
     StringIds vocab;
     std::vector<bool> seen;  // the ids given so far
     std::size_t size = 0;    // 1 + the largest id
@@ -482,6 +497,7 @@ JsonTokenizer::JsonTokenizer(const std::string& file, const Value& doc, Tables&&
     fuse_unk_ = flag(*model, "fuse_unk");
     const Value* vocab = member(*model, "vocab");
     if (!vocab || !vocab->is_object()) throw InputError(file, "$.model.vocab", "expected {\"token\": id, ...}");
+    if (tables.vocab_fault) std::rethrow_exception(tables.vocab_fault);
     const auto token_id = [&](const Value* id, const auto& at) { return attnwalk::token_id(file, id, at); };
     std::size_t size = tables.size;
     const Value* added = member(doc, "added_tokens");
@@ -498,6 +514,7 @@ JsonTokenizer::JsonTokenizer(const std::string& file, const Value& doc, Tables&&
     }
     const Value* merges = member(*model, "merges");
     if (!merges || merges->type != Value::Type::array) throw InputError(file, "$.model.merges", "expected an array of merges");
+    if (tables.merges_fault) std::rethrow_exception(tables.merges_fault);
     // Each merge's three symbols looked up, then its rule inserted. Both tables are larger
     // than the caches (Llama 3's 280,147 merges: 8 MiB of rules), so each pass hashes a few
     // merges ahead and prefetches their slots: the misses overlap instead of queueing.
@@ -686,9 +703,14 @@ std::shared_ptr<const Tokenizer> load_tokenizer_json(const std::string& path, do
     tables.merges_read = use == TokenizerUse::encode;
     // an object's members ("token": id) go to the table; an array (another model type's
     // vocabulary) is left for the model's type to refuse
-    const auto token = [&tables](const std::string* key, std::size_t, Value&& id) { return !key || tables.add_token(*key, id); };
-    const auto merge = [&tables](const std::string*, std::size_t rank, Value&& m) {
-        tables.add_merge(rank, m);
+    const auto token = [&tables](const std::string* key, std::size_t, Value&& id) {
+        bool fresh = true;
+        if (key) tables.deferred(tables.vocab_fault, [&] { fresh = tables.add_token(*key, id); });
+        return fresh;
+    };
+    // an array's elements; an object in its place is left for the reader to refuse
+    const auto merge = [&tables](const std::string* key, std::size_t rank, Value&& m) {
+        if (!key) tables.deferred(tables.merges_fault, [&] { tables.add_merge(rank, m); });
         return true;
     };
     std::vector<json_input::Stream> streams{{{"model", "vocab"}, token}, {{"model", "merges"}, nullptr}};

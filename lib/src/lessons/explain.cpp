@@ -9,6 +9,7 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/lessons/lessons.hpp"
+#include "steps.hpp"
 
 namespace attnwalk {
 
@@ -461,7 +462,9 @@ std::optional<CellRef> cell_of(const Trace& trace, const Step& step, std::size_t
 }
 
 std::vector<Step> explain(const Trace& trace, const CellRef& cell) {
-    return trace.explainer ? trace.explainer->explain(cell, trace.tokens) : std::vector<Step>{};
+    std::vector<Step> steps = trace.explainer ? trace.explainer->explain(cell, trace.tokens) : std::vector<Step>{};
+    steps::check_declared("", steps);  // the catalogue's ids: the explorer reaches depths its command's lesson need not declare
+    return steps;
 }
 
 }  // namespace attnwalk

@@ -134,6 +134,7 @@ Trace walk_params(const ParamsSpec& spec) {
         c.note = words + " bytes: " + (sizes.front() == sizes.back() ? std::string("the same as MHA.")
                                        : ratio.str() + (r >= 1.0 ? "× less than MHA." : "× more than MHA."));
     }
+    steps::check_declared(trace.command, trace.steps);
     return check_finite(std::move(trace));
 }
 

@@ -124,14 +124,16 @@ void charge_forward_time(Trace& trace, const Forward& f) {
     }
 }
 
-Trace finish(Trace trace, const Recording& recording, const Forward* f) {
-    // the lesson recorded only what it declares (catalogue.hpp): the declaration is the
-    // contract. A trace of no lesson's command keeps to the catalogue of every step
-    const LessonDecl* lesson = find_lesson(trace.command);
-    for (const Step& s : trace.steps) {
-        if (lesson && !declares(*lesson, s.id)) throw std::logic_error("the " + trace.command + " lesson records '" + s.id + "', which it does not declare");
+void check_declared(const std::string& command, const std::vector<Step>& steps) {
+    const LessonDecl* lesson = find_lesson(command);
+    for (const Step& s : steps) {
+        if (lesson && !declares(*lesson, s.id)) throw std::logic_error("the " + command + " lesson records '" + s.id + "', which it does not declare");
         if (!lesson && !find_step(s.id)) throw std::logic_error("step id '" + s.id + "' is not in the step catalogue");
     }
+}
+
+Trace finish(Trace trace, const Recording& recording, const Forward* f) {
+    check_declared(trace.command, trace.steps);
     if (f) charge_forward_time(trace, *f);
     trace = check_finite(std::move(trace));
     if (recording.summary) {  // the steps shared out over the cores: T×T tensors take a while

@@ -29,7 +29,12 @@ Trace start_trace(const std::string& command, const Embeddings& input, const Att
 // Adds each phase's time to the step of `trace` that shows its result (queries, keys,
 // values, scores, ..., output), for a timed trace: the walks record after the forward.
 void charge_forward_time(Trace& trace, const Forward& f);
-// Checks that nothing overflowed (check_finite), then keeps the trace as asked.
+// The lesson of `command` recorded only what it declares (catalogue.hpp): the declaration
+// is the contract. Steps of no lesson's command keep to the catalogue of every step.
+// std::logic_error names the first that does not. Every walk calls it, most through finish.
+void check_declared(const std::string& command, const std::vector<Step>& steps);
+// Checks the ids (check_declared) and that nothing overflowed (check_finite), then keeps
+// the trace as asked.
 Trace finish(Trace trace, const Recording& recording, const Forward* f = nullptr);
 // The trace, with the forward kept for writing out any of its cells after the walk when
 // the recording asks (trace.explainer): every head of batch element 0, down to `depth`.

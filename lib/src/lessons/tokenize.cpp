@@ -61,6 +61,7 @@ Trace walk_tokenize(const Tokenizer& bpe, const std::string& text) {
     std::string pieces;
     for (const std::string& p : bpe.pieces(text)) pieces += (pieces.empty() ? "" : " | ") + shown(p);
     rec.add_plain("token_ids", "Token ids", "BPE(pretokenize(text))", integer_tensor({ids.begin(), ids.end()}, {ids.size()}), {Axis::token}).note = "Pre-tokenised as: " + pieces + ". " + bpe.describe();
+    steps::check_declared(trace.command, trace.steps);
     return check_finite(std::move(trace));
 }
 

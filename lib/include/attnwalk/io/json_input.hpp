@@ -49,9 +49,10 @@ Value parse_plain(const std::string& text, const std::string& file);
 // of another type there is stored as usual, for its reader to refuse.
 struct Stream {
     std::vector<std::string> path;  // the keys from the top object down: {"model", "vocab"}
-    // Gets each member's key (null for an array's element), its index and its value; a
-    // member returns false when its key came before (the parser then says "duplicate
-    // key"). Null: the value is read for its syntax alone and dropped.
+    // Gets each member's key (null for an array's element), its index and its value, once
+    // the comma or bracket after it is read; a member returns false when its key came
+    // before (the parser then says "duplicate key"). An exception it throws ends the
+    // parse. Null: the value is read for its syntax alone and dropped.
     std::function<bool(const std::string* key, std::size_t index, Value&& value)> each;
 };
 Value parse_plain(const std::string& text, const std::string& file, const std::vector<Stream>& streams);

@@ -7,30 +7,20 @@
 #include <cstdlib>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "run_args.hpp"
+#include "scratch.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
     // "-i -" must not wait for a terminal.
     if (!std::freopen("/dev/null", "r", stdin)) return 1;
     // Files the CLI writes (--svg) land in a private directory, never elsewhere.
-    static char dir[] = "/tmp/attnwalk_fuzz_cli_XXXXXX";
+    char dir[] = "/tmp/attnwalk_fuzz_cli_XXXXXX";
     if (!::mkdtemp(dir) || ::chdir(dir) != 0) return 1;
-    std::atexit([] {  // what the CLI wrote there goes when the fuzzer exits; libFuzzer's own files stay
-        namespace fs = std::filesystem;
-        std::error_code ec;
-        for (const auto& entry : fs::directory_iterator(dir, ec)) {
-            const std::string name = entry.path().filename().string();
-            bool fuzzers = false;
-            for (const char* prefix : {"crash-", "leak-", "timeout-", "oom-", "slow-unit-", "fuzz-"}) fuzzers = fuzzers || name.rfind(prefix, 0) == 0;
-            if (!fuzzers) fs::remove_all(entry.path(), ec);
-        }
-        if (::chdir("/") == 0) fs::remove(dir, ec);  // only when nothing is left in it
-    });
+    fuzz::remove_at_exit(dir);
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/bpe.hpp"
 #include "attnwalk/io/embeddings.hpp"
+#include "scratch.hpp"
 
 namespace {
 
@@ -30,7 +31,9 @@ void write(const std::string& path, const std::string& text) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static const std::string dir = [] {
         char name[] = "/tmp/attnwalk_fuzz_gpt2_tokenizer_XXXXXX";
-        return std::string(::mkdtemp(name) ? name : "/tmp");
+        if (!::mkdtemp(name)) return std::string("/tmp");
+        fuzz::remove_at_exit(name);
+        return std::string(name);
     }();
     std::vector<std::string> parts(4);
     std::size_t k = 0;

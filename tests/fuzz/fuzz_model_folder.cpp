@@ -16,6 +16,7 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/lessons/lessons.hpp"
 #include "attnwalk/model/model.hpp"
+#include "scratch.hpp"
 
 namespace {
 
@@ -23,20 +24,11 @@ namespace fs = std::filesystem;
 
 const char* const folders[] = {"tiny_qwen3", "tiny_gemma3", "tiny_olmo3", "tiny_llama"};
 
-std::string made[4];  // the copies made so far, removed when the fuzzer exits
-
-void remove_copies() {
-    std::error_code ec;
-    for (const std::string& dir : made)
-        if (!dir.empty()) fs::remove_all(dir, ec);
-}
-
 // A copy of each test folder, made once: its files linked, config.json and the index copied
 // so that an input can replace them.
 std::string folder_for(std::size_t k) {
+    static std::string made[4];
     if (!made[k].empty()) return made[k];
-    static const bool cleanup = std::atexit(remove_copies) == 0;
-    (void)cleanup;
     const fs::path source = fs::path(ATTNWALK_SOURCE_DIR) / "tests" / "data" / "models" / folders[k];
     const fs::path dir = fs::temp_directory_path() / ("attnwalk_fuzz_folder_" + std::to_string(::getpid()) + "_" + folders[k]);
     fs::create_directories(dir);
@@ -46,6 +38,7 @@ std::string folder_for(std::size_t k) {
         fs::create_symlink(entry.path(), to);
     }
     made[k] = dir.string();
+    fuzz::remove_at_exit(made[k]);
     return made[k];
 }
 

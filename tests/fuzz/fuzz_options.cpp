@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "run_args.hpp"
+#include "scratch.hpp"
 
 namespace {
 
@@ -121,6 +122,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     if (!std::freopen("/dev/null", "r", stdin)) return 1;
     char dir[] = "/tmp/attnwalk_fuzz_options_XXXXXX";  // every file it reads or writes lives here
     if (!::mkdtemp(dir) || ::chdir(dir) != 0) return 1;
+    fuzz::remove_at_exit(dir);
     write("input.json", input_json);
     write("tokens.json", "{\"tokens\": [\"the\", \"\\u001b[2J\", \"a,b\", \"the\", \"0\"], \"embeddings\": [[1, 0], [0, 1], [1, 1], [1, 0], [0.5, 0.5]]}");
     write("weights.json", R"({"W_query": [[1, 2], [3, 4], [5, 6]], "W_key": [[1, 0], [0, 1], [1, 1]], "W_value": [[1, 1], [2, 2], [3, 3]],

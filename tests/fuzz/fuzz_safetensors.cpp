@@ -10,9 +10,14 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/model/model.hpp"
 #include "attnwalk/io/safetensors.hpp"
+#include "scratch.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    static const std::string path = "/tmp/attnwalk_fuzz_safetensors_" + std::to_string(::getpid());
+    static const std::string path = [] {
+        std::string p = "/tmp/attnwalk_fuzz_safetensors_" + std::to_string(::getpid());
+        fuzz::remove_at_exit(p);
+        return p;
+    }();
     if (FILE* f = std::fopen(path.c_str(), "wb")) {
         if (size) std::fwrite(data, 1, size, f);
         std::fclose(f);

@@ -1558,14 +1558,19 @@ HF_FAMILIES = [  # name, dtype, shards, seed, configuration
 ]
 
 
-def write_hf_folder(folder, m, dtype, shards, config):
+def write_weights_folder(folder, config, tensors, dtype, shards):
+    """config.json and the weights, the folder's old weights and tokenizer.json removed first."""
     os.makedirs(folder, exist_ok=True)
     for f in os.listdir(folder):
         if f.startswith("model") or f == "tokenizer.json":
             os.remove(os.path.join(folder, f))
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
-    write_tensors(folder, hf_tensors(m), dtype, shards)
+    write_tensors(folder, tensors, dtype, shards)
+
+
+def write_hf_folder(folder, m, dtype, shards, config):
+    write_weights_folder(folder, config, hf_tensors(m), dtype, shards)
 
 
 # ---- multi-head latent attention: DeepseekV3Attention's forward in modeling_deepseek_v3.py (eager path, no
@@ -2257,13 +2262,7 @@ GPT_OSS = dict(family="gpt_oss", vocab=300, C=64, hidden=32, H=4, G=2, d=16, ctx
 def write_tiny_folder(name, config, tensors, dtype, shards, vocab, family):
     """A tiny test folder of tests/data/models: config.json, the weights, tokenizer.json (the old weights removed first)."""
     folder = os.path.join(HERE, "data", "models", name)
-    os.makedirs(folder, exist_ok=True)
-    for f in os.listdir(folder):
-        if f.startswith("model") or f == "tokenizer.json":
-            os.remove(os.path.join(folder, f))
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(config, f, indent=2)
-    write_tensors(folder, tensors, dtype, shards)
+    write_weights_folder(folder, config, tensors, dtype, shards)
     doc, _ = tiny_tokenizer("byte_level", vocab, family)
     with open(os.path.join(folder, "tokenizer.json"), "w") as f:
         json.dump(doc, f, ensure_ascii=False, indent=1)

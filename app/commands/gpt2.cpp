@@ -34,8 +34,7 @@ std::vector<std::size_t> parse_ids(const std::string& text) {
 // A tokenizer from --tokenizer: a tokenizer.json file, a folder holding one, or a folder
 // with GPT-2's encoder.json and vocab.bpe. Without it, GPT-2's in data/gpt2 here, else the
 // source tree's. `use`: a prompt given as ids needs a tokenizer.json's names alone.
-std::shared_ptr<const Tokenizer> load_tokenizer(const std::optional<std::string>& given, double memory_budget,
-                                                TokenizerUse use = TokenizerUse::encode) {
+std::shared_ptr<const Tokenizer> load_tokenizer(const std::optional<std::string>& given, double memory_budget, TokenizerUse use) {
     namespace fs = std::filesystem;
     if (given) {
         std::error_code ec;  // a link loop or an unreadable folder: the reader below says so
@@ -66,7 +65,7 @@ void add_tokenize(CLI::App& cli, Shell& shell) {
         shell.headline = headline_of(lesson("tokenize"));
         shell.walk = [&shell, dir] {
             if (!shell.sentence) throw UsageError("tokenize needs --text \"...\"");
-            const auto tokenizer = load_tokenizer(*dir, parse_bytes(shell.max_memory));
+            const auto tokenizer = load_tokenizer(*dir, parse_bytes(shell.max_memory), TokenizerUse::encode);
             check_cost(shell, tokenize_cost(shell.sentence->size(), tokenizer.get()));
             return walk_tokenize(*tokenizer, *shell.sentence);
         };
@@ -268,7 +267,7 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
             if (shell.sentence || o->tokenizer) bpe = load_tokenizer(o->tokenizer, budget, shell.sentence ? TokenizerUse::encode : TokenizerUse::decode);
             if (!bpe && info_of(*model).vocab == 50257) {  // GPT-2's vocabulary: name the tokens when the files are at hand
                 try {
-                    bpe = load_tokenizer(std::nullopt, budget);
+                    bpe = load_tokenizer(std::nullopt, budget, TokenizerUse::decode);
                 } catch (const UsageError&) {
                 }
             }

@@ -43,6 +43,35 @@ void BM_sgemm(benchmark::State& state) {
 }
 BENCHMARK(BM_sgemm)->Args({2048, 2048, 2048})->Args({2048, 768, 768})->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// A few rows through a float32 layer in GPT-2's layout, x·W with W [d_in × d_out]: the MLP's
+// c_fc (768 × 3072) and c_proj (3072 × 768) for a short prompt (rows 10) and a generated
+// token (1). Eight copies of W are taken in turn (75 MiB, more than every cache here), so
+// the weights come from memory as in a forward. GB/s counts the weights read once a product.
+void BM_f32_xw_layer(benchmark::State& state) {
+    const std::size_t rows = static_cast<std::size_t>(state.range(0)), d_in = static_cast<std::size_t>(state.range(1)),
+                      d_out = static_cast<std::size_t>(state.range(2)), copies = 8;
+    const auto w = random_values(copies * d_in * d_out, 3);
+    const auto x = random_values(rows * d_in, 4);
+    std::vector<float> y(rows * d_out);
+    std::size_t turn = 0;
+    for (auto _ : state) {
+        attnwalk::sgemm(false, false, rows, d_out, d_in, 1.0f, x.data(), d_in, w.data() + turn * d_in * d_out, d_out, 0.0f, y.data(), d_out);
+        benchmark::DoNotOptimize(y.data());
+        turn = (turn + 1) % copies;
+    }
+    const double n = static_cast<double>(state.iterations());
+    state.counters["GB/s"] = benchmark::Counter(4.0 * static_cast<double>(d_in * d_out) * n, benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+    state.counters["GFLOP/s"] =
+        benchmark::Counter(2.0 * static_cast<double>(rows * d_in * d_out) * n, benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_f32_xw_layer)
+    ->Args({10, 768, 3072})
+    ->Args({10, 3072, 768})
+    ->Args({1, 768, 3072})
+    ->Args({16, 768, 3072})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // A few rows through a BF16 layer in nn.Linear's layout, [d_out × d_in] = Llama-3.2-1B's
 // gate projection (8192 × 2048, 32 MiB of weights, more than any cache here): a short prompt
 // (rows 10), a generated token (1), and past the direct kernel's limit (33, 128). GB/s counts

@@ -66,13 +66,15 @@ TEST_SUITE("blas") {
         check_product(8, 100, 1000);
         // each element accumulated over k in order with fused multiply-adds, as the plain
         // loop does: the same bits, whichever path ran. Shapes: odd and even row counts up to
-        // the kernel's 16, columns beyond its 48-wide tiles and 8-wide vectors, panels of 16
-        // rows of B and of 8 (a row stride that is a multiple of 4 KB), k not a multiple; each
-        // above blas_min_work, so the kernel runs where the CPU has AVX2 and FMA.
+        // the kernel's 16, columns beyond its 48-wide tiles and 8-wide vectors and across its
+        // 768-column chunks, panels of 16 rows of B and of 8 (a row stride that is a multiple
+        // of 4 KB, GPT-2's MLP), k not a multiple; each above blas_min_work, so the kernel runs
+        // where the CPU has AVX2 and FMA.
         struct Shape {
             std::size_t m, n, k;
         };
-        for (const Shape s : {Shape{7, 1037, 2999}, Shape{16, 2048, 37}, Shape{13, 100, 333}, Shape{2, 57, 2400}, Shape{1, 3000, 769}}) {
+        for (const Shape s : {Shape{7, 1037, 2999}, Shape{16, 2048, 37}, Shape{13, 100, 333}, Shape{2, 57, 2400}, Shape{1, 3000, 769},
+                              Shape{10, 3072, 100}, Shape{11, 4000, 21}}) {
             CAPTURE(s.m);
             CAPTURE(s.n);
             CAPTURE(s.k);

@@ -115,10 +115,6 @@ void sgemm_loop(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::s
 }
 
 
-// Products of at most this many rows through a matrix in x·W layout read it with the vector
-// kernel (measured against OpenBLAS here, GPT-2's four shapes: 1–12 rows 1.1–1.8× faster,
-// 16 about even, 24 slower; docs/performance.md, section 10).
-constexpr std::size_t few_rows = 16;
 // Products above this many multiply-adds are split over the cores.
 constexpr double split_threshold = 256.0 * 256.0 * 256.0;
 thread_local bool in_worker = false;  // a thread of ours already: never split again
@@ -157,7 +153,7 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
         });
         return;
     }
-    if (m <= few_rows && !trans_a && !trans_b && alpha == 1.0f && beta == 0.0f && fast::has_avx2_fma()) {
+    if (m <= fast::few_rows_most && !trans_a && !trans_b && alpha == 1.0f && beta == 0.0f && fast::has_avx2_fma()) {
         streamed = true;
         on_every_core(m * n * k, [&](std::size_t worker, std::size_t workers) {
             const WorkerShare s = worker_share(n, worker, workers, 16);
@@ -355,7 +351,7 @@ void on_every_core(std::size_t work, const std::function<void(std::size_t worker
 std::string blas_backend() {
     Backend& b = backend();
     if (b.loaded) return b.plugin->description();
-    return streamed ? "AVX2 + FMA vector kernels (each large product had one column or at most " + std::to_string(few_rows) +
+    return streamed ? "AVX2 + FMA vector kernels (each large product had one column or at most " + std::to_string(fast::few_rows_most) +
                           " rows; OpenBLAS not loaded)"
                     : "built-in loop (no product was large enough to load OpenBLAS)";
 }

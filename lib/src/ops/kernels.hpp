@@ -51,6 +51,11 @@ void x_sigmoid_avx2(float* x, const float* times, std::size_t n, Sigmoid kind);
 #endif
 void x_sigmoid(float* x, const float* times, std::size_t n, Sigmoid kind);
 
+// Products of at most this many rows through a matrix in x·W layout read it with
+// few_rows_avx2 (measured against OpenBLAS here, GPT-2's four shapes: 1–12 rows 1.1–1.8×
+// faster, 16 about even, 24 slower; docs/performance.md, section 10).
+constexpr std::size_t few_rows_most = 16;
+
 // A product that reads a large matrix once for one column (the head's logits of the last
 // position), where a BLAS spends its time packing: y[i] = A[i, :]·x for rows [i0, i1) of
 // A[·×k, lda], 4 × 8 lanes summed at the end. AVX2 + FMA only (has_avx2_fma); the caller
@@ -58,8 +63,8 @@ void x_sigmoid(float* x, const float* times, std::size_t n, Sigmoid kind);
 bool has_avx2_fma();
 #if defined(ATTNWALK_HAVE_AVX2)
 void one_column_avx2(std::size_t i0, std::size_t i1, std::size_t k, const float* a, std::size_t lda, const float* x, float* y);
-// A few rows (at most 16 where sgemm calls it) through a large matrix (a short prompt or a
-// generated token through a layer, x·W layout):
+// A few rows (at most few_rows_most) through a large matrix (a short prompt or a generated
+// token through a layer, x·W layout):
 // C[m×n, ldc] = A[m×k, lda]·B[k×n, ldb] for columns [j0, j1) of C, B read once, in tiles;
 // each element accumulated over k in order with fused multiply-adds, as sgemm's plain loop.
 void few_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a, std::size_t lda, const float* b,

@@ -118,24 +118,39 @@ __attribute__((target("avx2"))) void x_sigmoid_avx2(float* x, const float* times
 
 namespace {
 
-// Rows [p0, p1) of B's columns [0, 8·NR) into MR rows of C held in registers: each element
-// continues its sum over k in order with fused multiply-adds (from 0 when `first`). With
-// `ahead`, the same rows of the columns that far to the right are prefetched on the way.
+// The cache lines of B a few tiles ahead, handed out one at a time so that the requests to
+// memory are spread evenly over the arithmetic: rows [p, p1) × `lines` lines from `at`.
+struct Ahead {
+    const float* at = nullptr;
+    std::size_t ldb = 0, p = 0, p1 = 0, line = 0, lines = 0;
+    __attribute__((always_inline)) inline void next() {
+        if (p >= p1) return;
+        _mm_prefetch(reinterpret_cast<const char*>(at + p * ldb + 16 * line), _MM_HINT_T0);
+        if (++line == lines) {
+            line = 0;
+            ++p;
+        }
+    }
+};
+
+// B's rows [0, rows) (at b, ldb apart) and columns [0, 8·NR) into MR rows of C held in
+// registers: each element continues its sum over k in order with fused multiply-adds (from
+// 0 when `first`). Every step of k prefetches one line from `ahead`.
 template <int MR, int NR>
 __attribute__((target("avx2,fma"), always_inline)) inline void tile(const float* a, std::size_t lda, const float* b, std::size_t ldb,
-                                                                    float* c, std::size_t ldc, std::size_t p0, std::size_t p1,
-                                                                    bool first, std::size_t ahead) {
+                                                                    float* c, std::size_t ldc, std::size_t rows, bool first,
+                                                                    Ahead& ahead) {
     __m256 acc[MR][NR];
     for (int r = 0; r < MR; ++r)
         for (int q = 0; q < NR; ++q) acc[r][q] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc + 8 * q);
-    for (std::size_t p = p0; p < p1; ++p) {
+    for (std::size_t p = 0; p < rows; ++p) {
         const float* bp = b + p * ldb;
-        if (ahead)
-            for (int line = 0; line < NR * 8; line += 16) _mm_prefetch(reinterpret_cast<const char*>(bp + ahead + line), _MM_HINT_T0);
+        ahead.next();
         __m256 x[MR];
         for (int r = 0; r < MR; ++r) x[r] = _mm256_broadcast_ss(a + r * lda + p);
         for (int q = 0; q < NR; ++q) {
-            const __m256 bv = _mm256_loadu_ps(bp + 8 * q);
+            __m256 bv = _mm256_loadu_ps(bp + 8 * q);
+            if (MR > 1) asm("" : "+x"(bv));  // one load for all the rows, not one folded into each FMA
             for (int r = 0; r < MR; ++r) acc[r][q] = _mm256_fmadd_ps(x[r], bv, acc[r][q]);
         }
     }
@@ -143,41 +158,63 @@ __attribute__((target("avx2,fma"), always_inline)) inline void tile(const float*
         for (int q = 0; q < NR; ++q) _mm256_storeu_ps(c + r * ldc + 8 * q, acc[r][q]);
 }
 
-// Every row of C over B's rows [p0, p1) and the columns [0, 8·NR) at b and c.
+// Every row of C over B's rows [0, rows) and the columns [0, 8·NR) at b and c.
 template <int NR>
 __attribute__((target("avx2,fma"))) void tile_rows(std::size_t m, const float* a, std::size_t lda, const float* b, std::size_t ldb,
-                                                   float* c, std::size_t ldc, std::size_t p0, std::size_t p1, bool first,
-                                                   std::size_t ahead) {
+                                                   float* c, std::size_t ldc, std::size_t rows, bool first, Ahead& ahead) {
     std::size_t i = 0;
-    for (; i + 2 <= m; i += 2, ahead = 0)  // B's tile comes from memory for the first pair only
-        tile<2, NR>(a + i * lda, lda, b, ldb, c + i * ldc, ldc, p0, p1, first, ahead);
-    if (i < m) tile<1, NR>(a + i * lda, lda, b, ldb, c + i * ldc, ldc, p0, p1, first, ahead);
+    for (; i + 2 <= m; i += 2) tile<2, NR>(a + i * lda, lda, b, ldb, c + i * ldc, ldc, rows, first, ahead);
+    if (i < m) tile<1, NR>(a + i * lda, lda, b, ldb, c + i * ldc, ldc, rows, first, ahead);
 }
 
 }  // namespace
 
 __attribute__((target("avx2,fma"))) void few_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a,
                                                         std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc) {
-    // B is read once, in tiles of `panel` rows × 48 columns, left to right along a panel of
-    // rows, each tile prefetched two tiles ahead (its rows lie ldb apart: the hardware's
-    // prefetchers do not follow) and kept in L1 while every pair of rows of C takes its
-    // products from it in 12 registers. A panel is 16 rows, or 8 where ldb is a multiple of
-    // 4 KB (its rows would then share one L1 set, which holds 8). Each element is summed
-    // over k in order with fused multiply-adds, as sgemm's plain loop does: the same bits.
-    constexpr std::size_t width = 48;
+    // The columns are taken a chunk at a time. Within a chunk, B is read once, in tiles of
+    // `panel` rows × 48 columns, left to right along a panel of rows and panel after panel,
+    // each tile kept in L1 while every pair of rows of C takes its products from it in 12
+    // registers. The tile two ahead is prefetched a line per step of k, so that memory is
+    // kept busy all along, not only while the first pair waits (a tile's rows lie ldb
+    // apart: the hardware's prefetchers do not follow). C's chunk is summed in `sums`, its
+    // rows a little more than a chunk apart: C's own rows may lie a multiple of 4 KB apart
+    // and then share one L1 set with each other and with B's rows. A panel is 16 rows, or 8
+    // where ldb is a multiple of 4 KB (B's rows would share one set, which holds 8). Each
+    // element is summed over k in order with fused multiply-adds, as sgemm's plain loop
+    // does: the same bits. (docs/performance.md, section 15.)
+    constexpr std::size_t width = 48, chunk = 768, distance = 2, lines = width / 16;
     const std::size_t panel = ldb % 1024 == 0 ? 8 : 16;
-    for (std::size_t p0 = 0; p0 < k; p0 += panel) {
-        const std::size_t p1 = std::min(k, p0 + panel);
-        const bool first = p0 == 0;
-        std::size_t j = j0;
-        for (; j + width <= j1; j += width) tile_rows<6>(m, a, lda, b + j, ldb, c + j, ldc, p0, p1, first, 2 * width);
-        for (; j + 8 <= j1; j += 8) tile_rows<1>(m, a, lda, b + j, ldb, c + j, ldc, p0, p1, first, 0);
-        for (; j < j1; ++j)
-            for (std::size_t i = 0; i < m; ++i) {
-                float sum = first ? 0.0f : c[i * ldc + j];
-                for (std::size_t p = p0; p < p1; ++p) sum = std::fma(a[i * lda + p], b[p * ldb + j], sum);
-                c[i * ldc + j] = sum;
+    alignas(64) float sums[few_rows_most * (chunk + width + 32)];
+    for (std::size_t jc = j0; jc < j1;) {
+        const std::size_t end = j1 - jc < chunk + width ? j1 : jc + chunk;  // the last chunk takes the rest
+        const std::size_t wide = end - jc, lds = (wide + 15) / 16 * 16 + 16, tiles = wide / width;
+        const std::size_t next_tiles = ((j1 - end < chunk + width ? j1 : end + chunk) - end) / width;
+        Ahead none;
+        for (std::size_t p0 = 0; p0 < k; p0 += panel) {
+            const std::size_t rows = std::min(k - p0, panel), panels_left = (k - p0 + panel - 1) / panel;
+            const bool first = p0 == 0;
+            std::size_t j = 0;
+            for (std::size_t t = 0; t < tiles; ++t, j += width) {
+                Ahead ahead;  // the tile `distance` ahead: in this chunk, or the next chunk's first panel
+                const std::size_t u = t + distance;
+                if (u < panels_left * tiles) {
+                    const std::size_t q0 = p0 + u / tiles * panel;
+                    ahead = Ahead{b + jc + u % tiles * width, ldb, q0, std::min(k, q0 + panel), 0, lines};
+                } else if (u - panels_left * tiles < next_tiles) {
+                    ahead = Ahead{b + end + (u - panels_left * tiles) * width, ldb, 0, std::min(k, panel), 0, lines};
+                }
+                tile_rows<6>(m, a + p0, lda, b + p0 * ldb + jc + j, ldb, sums + j, lds, rows, first, ahead);
             }
+            for (; j + 8 <= wide; j += 8) tile_rows<1>(m, a + p0, lda, b + p0 * ldb + jc + j, ldb, sums + j, lds, rows, first, none);
+            for (; j < wide; ++j)
+                for (std::size_t i = 0; i < m; ++i) {
+                    float sum = first ? 0.0f : sums[i * lds + j];
+                    for (std::size_t p = p0; p < p0 + rows; ++p) sum = std::fma(a[i * lda + p], b[p * ldb + jc + j], sum);
+                    sums[i * lds + j] = sum;
+                }
+        }
+        for (std::size_t i = 0; i < m; ++i) std::memcpy(c + i * ldc + jc, sums + i * lds, wide * sizeof(float));
+        jc = end;
     }
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 #include "kernels.hpp"
 
@@ -184,6 +185,7 @@ __attribute__((target("avx2,fma"))) void few_rows_avx2(std::size_t m, std::size_
     // does: the same bits. (docs/performance.md, section 15.)
     constexpr std::size_t width = 48, chunk = 768, distance = 2, lines = width / 16;
     const std::size_t panel = ldb % 1024 == 0 ? 8 : 16;
+    if (m > few_rows_most) throw std::logic_error("few_rows_avx2 takes at most few_rows_most rows");
     alignas(64) float sums[few_rows_most * (chunk + width + 32)];
     for (std::size_t jc = j0; jc < j1;) {
         const std::size_t end = j1 - jc < chunk + width ? j1 : jc + chunk;  // the last chunk takes the rest

@@ -186,6 +186,10 @@ __attribute__((target("avx2,fma"))) void few_rows_avx2(std::size_t m, std::size_
     constexpr std::size_t width = 48, chunk = 768, distance = 2, lines = width / 16;
     const std::size_t panel = ldb % 1024 == 0 ? 8 : 16;
     if (m > few_rows_most) throw std::logic_error("few_rows_avx2 takes at most few_rows_most rows");
+    if (k == 0) {  // sums of nothing (sgemm never asks: no work goes to its plain loop)
+        for (std::size_t i = 0; i < m; ++i) std::fill(c + i * ldc + j0, c + i * ldc + j1, 0.0f);
+        return;
+    }
     alignas(64) float sums[few_rows_most * (chunk + width + 32)];
     for (std::size_t jc = j0; jc < j1;) {
         const std::size_t end = j1 - jc < chunk + width ? j1 : jc + chunk;  // the last chunk takes the rest

@@ -50,6 +50,23 @@ TEST_SUITE("kernels") {
         CHECK(rows == 68);
     }
 
+    TEST_CASE("kernels.few_rows_over_nothing_are_zeros") {
+        // k = 0: every sum is of nothing, in the columns asked for only (sgemm sends such a
+        // product to its plain loop; the kernel answers the same if called)
+        if (!cpu_has(has_avx2_fma(), "AVX2")) return;
+        const std::size_t m = 3, n = 20;
+        std::vector<float> c(m * n, NAN);
+        const float none = 0.0f;
+        few_rows_avx2(m, 4, 12, 0, &none, 1, &none, n, c.data(), n);
+        for (std::size_t i = 0; i < m; ++i)
+            for (std::size_t j = 0; j < n; ++j) {
+                CAPTURE(i);
+                CAPTURE(j);
+                if (j >= 4 && j < 12) CHECK(c[i * n + j] == 0.0f);
+                else CHECK(std::isnan(c[i * n + j]));
+            }
+    }
+
     TEST_CASE("kernels.row_stats_avx2_gives_the_scalar_bits") {
         if (!cpu_has(has_avx2_fma(), "AVX2")) return;
         std::mt19937 gen(11);

@@ -191,10 +191,10 @@ __attribute__((target("avx2,fma"))) void few_rows_avx2(std::size_t m, std::size_
         return;
     }
     alignas(64) float sums[few_rows_most * (chunk + width + 32)];
+    const auto chunk_end = [&](std::size_t from) { return j1 - from < chunk + width ? j1 : from + chunk; };  // the last takes the rest
     for (std::size_t jc = j0; jc < j1;) {
-        const std::size_t end = j1 - jc < chunk + width ? j1 : jc + chunk;  // the last chunk takes the rest
-        const std::size_t wide = end - jc, lds = (wide + 15) / 16 * 16 + 16, tiles = wide / width;
-        const std::size_t next_tiles = ((j1 - end < chunk + width ? j1 : end + chunk) - end) / width;
+        const std::size_t end = chunk_end(jc), wide = end - jc, lds = (wide + 15) / 16 * 16 + 16, tiles = wide / width;
+        const std::size_t next_tiles = (chunk_end(end) - end) / width;
         Ahead none;
         for (std::size_t p0 = 0; p0 < k; p0 += panel) {
             const std::size_t rows = std::min(k - p0, panel), panels_left = (k - p0 + panel - 1) / panel;

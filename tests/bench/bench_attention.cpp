@@ -28,6 +28,13 @@ std::vector<float> random_values(std::size_t n, unsigned seed) {
     return v;
 }
 
+// The rates a benchmark reports: `bytes` and `flops` done once per iteration.
+void report_rates(benchmark::State& state, double bytes, double flops) {
+    const double n = static_cast<double>(state.iterations());
+    if (bytes > 0) state.counters["GB/s"] = benchmark::Counter(bytes * n, benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+    state.counters["GFLOP/s"] = benchmark::Counter(flops * n, benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
 // C = A·B, m×k times k×n: what one core pair of this machine does at best.
 void BM_sgemm(benchmark::State& state) {
     const auto m = static_cast<std::size_t>(state.range(0)), n = static_cast<std::size_t>(state.range(1)),
@@ -38,8 +45,7 @@ void BM_sgemm(benchmark::State& state) {
         attnwalk::sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
         benchmark::DoNotOptimize(c.data());
     }
-    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(m * n * k) * static_cast<double>(state.iterations()),
-                                                   benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+    report_rates(state, 0.0, 2.0 * static_cast<double>(m * n * k));
 }
 BENCHMARK(BM_sgemm)->Args({2048, 2048, 2048})->Args({2048, 768, 768})->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -59,10 +65,7 @@ void BM_f32_xw_layer(benchmark::State& state) {
         benchmark::DoNotOptimize(y.data());
         turn = (turn + 1) % copies;
     }
-    const double n = static_cast<double>(state.iterations());
-    state.counters["GB/s"] = benchmark::Counter(4.0 * static_cast<double>(d_in * d_out) * n, benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
-    state.counters["GFLOP/s"] =
-        benchmark::Counter(2.0 * static_cast<double>(rows * d_in * d_out) * n, benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+    report_rates(state, 4.0 * static_cast<double>(d_in * d_out), 2.0 * static_cast<double>(rows * d_in * d_out));
 }
 BENCHMARK(BM_f32_xw_layer)
     ->Args({10, 768, 3072})
@@ -93,10 +96,7 @@ void BM_bf16_layer(benchmark::State& state) {
         attnwalk::Cube y = attnwalk::project(x, layer);
         benchmark::DoNotOptimize(y.data());
     }
-    const double n = static_cast<double>(state.iterations());
-    state.counters["GB/s"] = benchmark::Counter(2.0 * static_cast<double>(d_in * d_out) * n, benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
-    state.counters["GFLOP/s"] =
-        benchmark::Counter(2.0 * static_cast<double>(rows * d_in * d_out) * n, benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+    report_rates(state, 2.0 * static_cast<double>(d_in * d_out), 2.0 * static_cast<double>(rows * d_in * d_out));
 }
 BENCHMARK(BM_bf16_layer)->Arg(1)->Arg(10)->Arg(32)->Arg(33)->Arg(128)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -116,8 +116,7 @@ void BM_mha(benchmark::State& state) {
         benchmark::DoNotOptimize(r.output.data());
     }
     const double Td = static_cast<double>(T), dd = static_cast<double>(d);
-    state.counters["GFLOP/s"] = benchmark::Counter((4.0 * Td * dd * dd + 4.0 * Td * Td * dd) * static_cast<double>(state.iterations()),
-                                                   benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+    report_rates(state, 0.0, 4.0 * Td * dd * dd + 4.0 * Td * Td * dd);
 }
 BENCHMARK(BM_mha)->Arg(256)->Arg(512)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -119,34 +119,22 @@ __attribute__((target("avx2"))) void x_sigmoid_avx2(float* x, const float* times
 
 namespace {
 
-// The cache lines of B a few tiles ahead, handed out one at a time so that the requests to
-// memory are spread evenly over the arithmetic: rows [p, p1) × `lines` lines from `at`.
-struct Ahead {
-    const float* at = nullptr;
-    std::size_t ldb = 0, p = 0, p1 = 0, line = 0, lines = 0;
-    __attribute__((always_inline)) inline void next() {
-        if (p >= p1) return;
-        _mm_prefetch(reinterpret_cast<const char*>(at + p * ldb + 16 * line), _MM_HINT_T0);
-        if (++line == lines) {
-            line = 0;
-            ++p;
-        }
-    }
-};
-
 // B's rows [0, rows) (at b, ldb apart) and columns [0, 8·NR) into MR rows of C held in
 // registers: each element continues its sum over k in order with fused multiply-adds (from
-// 0 when `first`). Every step of k prefetches one line from `ahead`.
-template <int MR, int NR>
+// 0 when `first`). At every step p of k, PF lines of row p of a tile ahead are prefetched
+// (`Locality` as __builtin_prefetch takes it: 3 into L1, 2 into L2): from `ahead`,
+// `stride` lines apart, while p < ahead_rows.
+template <int MR, int NR, int PF, int Locality>
 __attribute__((target("avx2,fma"), always_inline)) inline void tile(const float* a, std::size_t lda, const float* b, std::size_t ldb,
                                                                     float* c, std::size_t ldc, std::size_t rows, bool first,
-                                                                    Ahead& ahead) {
+                                                                    const float* ahead, std::size_t ahead_rows, std::size_t stride) {
     __m256 acc[MR][NR];
     for (int r = 0; r < MR; ++r)
         for (int q = 0; q < NR; ++q) acc[r][q] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc + 8 * q);
     for (std::size_t p = 0; p < rows; ++p) {
         const float* bp = b + p * ldb;
-        ahead.next();
+        if (PF > 0 && p < ahead_rows)
+            for (int l = 0; l < PF; ++l) __builtin_prefetch(ahead + p * ldb + 16 * stride * l, 0, Locality);
         __m256 x[MR];
         for (int r = 0; r < MR; ++r) x[r] = _mm256_broadcast_ss(a + r * lda + p);
         for (int q = 0; q < NR; ++q) {
@@ -159,59 +147,70 @@ __attribute__((target("avx2,fma"), always_inline)) inline void tile(const float*
         for (int q = 0; q < NR; ++q) _mm256_storeu_ps(c + r * ldc + 8 * q, acc[r][q]);
 }
 
-// Every row of C over B's rows [0, rows) and the columns [0, 8·NR) at b and c.
-template <int NR>
-__attribute__((target("avx2,fma"))) void tile_rows(std::size_t m, const float* a, std::size_t lda, const float* b, std::size_t ldb,
-                                                   float* c, std::size_t ldc, std::size_t rows, bool first, Ahead& ahead) {
-    std::size_t i = 0;
-    for (; i + 2 <= m; i += 2) tile<2, NR>(a + i * lda, lda, b, ldb, c + i * ldc, ldc, rows, first, ahead);
-    if (i < m) tile<1, NR>(a + i * lda, lda, b, ldb, c + i * ldc, ldc, rows, first, ahead);
+// A tile whose number of prefetched lines per row (0 to 3) is known only at run time.
+template <int MR, int NR, int Locality>
+__attribute__((target("avx2,fma"), always_inline)) inline void tile_prefetching(int lines, const float* a, std::size_t lda, const float* b,
+                                                                                std::size_t ldb, float* c, std::size_t ldc, std::size_t rows,
+                                                                                bool first, const float* ahead, std::size_t ahead_rows,
+                                                                                std::size_t stride) {
+    switch (lines) {
+        case 0: tile<MR, NR, 0, Locality>(a, lda, b, ldb, c, ldc, rows, first, ahead, ahead_rows, stride); break;
+        case 1: tile<MR, NR, 1, Locality>(a, lda, b, ldb, c, ldc, rows, first, ahead, ahead_rows, stride); break;
+        case 2: tile<MR, NR, 2, Locality>(a, lda, b, ldb, c, ldc, rows, first, ahead, ahead_rows, stride); break;
+        default: tile<MR, NR, 3, Locality>(a, lda, b, ldb, c, ldc, rows, first, ahead, ahead_rows, stride); break;
+    }
 }
 
-}  // namespace
-
-__attribute__((target("avx2,fma"))) void few_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a,
-                                                        std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc) {
-    // The columns are taken a chunk at a time. Within a chunk, B is read once, in tiles of
-    // `panel` rows × 48 columns, left to right along a panel of rows and panel after panel,
-    // each tile kept in L1 while every pair of rows of C takes its products from it in 12
-    // registers. The tile two ahead is prefetched a line per step of k, so that memory is
-    // kept busy all along, not only while the first pair waits (a tile's rows lie ldb
-    // apart: the hardware's prefetchers do not follow). C's chunk is summed in `sums`, its
-    // rows a little more than a chunk apart: C's own rows may lie a multiple of 4 KB apart
-    // and then share one L1 set with each other and with B's rows. A panel is 16 rows, or 8
-    // where ldb is a multiple of 4 KB (B's rows would share one set, which holds 8). Each
-    // element is summed over k in order with fused multiply-adds, as sgemm's plain loop
-    // does: the same bits. (docs/performance.md, section 15.)
-    constexpr std::size_t width = 48, chunk = 768, distance = 2, lines = width / 16;
-    const std::size_t panel = ldb % 1024 == 0 ? 8 : 16;
-    if (m > few_rows_most) throw std::logic_error("few_rows_avx2 takes at most few_rows_most rows");
-    if (k == 0) {  // sums of nothing (sgemm never asks: no work goes to its plain loop)
-        for (std::size_t i = 0; i < m; ++i) std::fill(c + i * ldc + j0, c + i * ldc + j1, 0.0f);
-        return;
+// Every row of C over B's rows [0, rows) and the columns [0, 8·NR) at b and c, a pair of
+// rows at a time. The `lines` lines of each row of the tile ahead (ahead_rows rows from
+// `ahead`, or none) are shared out over the pairs: pair g takes lines g, g + stride, …
+template <int NR, int Locality>
+__attribute__((target("avx2,fma"))) void tile_rows(std::size_t m, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                                                   float* c, std::size_t ldc, std::size_t rows, bool first, const float* ahead,
+                                                   std::size_t ahead_rows, std::size_t lines) {
+    const std::size_t stride = std::max<std::size_t>(1, std::min((m + 1) / 2, lines));
+    for (std::size_t i = 0, g = 0; i < m; i += 2, ++g) {
+        const int count = !ahead || g >= lines ? 0 : static_cast<int>((lines - g + stride - 1) / stride);
+        const float* from = ahead ? ahead + 16 * g : nullptr;
+        if (i + 2 <= m)
+            tile_prefetching<2, NR, Locality>(count, a + i * lda, lda, b, ldb, c + i * ldc, ldc, rows, first, from, ahead_rows, stride);
+        else
+            tile_prefetching<1, NR, Locality>(count, a + i * lda, lda, b, ldb, c + i * ldc, ldc, rows, first, from, ahead_rows, stride);
     }
+}
+
+// few_rows_avx2 with its prefetches `distance` tiles ahead, into the cache `Locality` names.
+template <int Locality, std::size_t distance>
+__attribute__((target("avx2,fma"))) void few_rows_with(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a,
+                                                       std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc) {
+    constexpr std::size_t width = 48, chunk = 768, lines = width / 16;
+    const std::size_t panel = ldb % 1024 == 0 ? 8 : 16;
     alignas(64) float sums[few_rows_most * (chunk + width + 32)];
     const auto chunk_end = [&](std::size_t from) { return j1 - from < chunk + width ? j1 : from + chunk; };  // the last takes the rest
     for (std::size_t jc = j0; jc < j1;) {
         const std::size_t end = chunk_end(jc), wide = end - jc, lds = (wide + 15) / 16 * 16 + 16, tiles = wide / width;
         const std::size_t next_tiles = (chunk_end(end) - end) / width;
-        Ahead none;
         for (std::size_t p0 = 0; p0 < k; p0 += panel) {
             const std::size_t rows = std::min(k - p0, panel), panels_left = (k - p0 + panel - 1) / panel;
             const bool first = p0 == 0;
             std::size_t j = 0;
             for (std::size_t t = 0; t < tiles; ++t, j += width) {
-                Ahead ahead;  // the tile `distance` ahead: in this chunk, or the next chunk's first panel
+                // the tile `distance` ahead: in this chunk, or the next chunk's first panel
+                const float* ahead = nullptr;
+                std::size_t ahead_rows = 0;
                 const std::size_t u = t + distance;
                 if (u < panels_left * tiles) {
                     const std::size_t q0 = p0 + u / tiles * panel;
-                    ahead = Ahead{b + jc + u % tiles * width, ldb, q0, std::min(k, q0 + panel), 0, lines};
+                    ahead = b + q0 * ldb + jc + u % tiles * width;
+                    ahead_rows = std::min(k - q0, panel);
                 } else if (u - panels_left * tiles < next_tiles) {
-                    ahead = Ahead{b + end + (u - panels_left * tiles) * width, ldb, 0, std::min(k, panel), 0, lines};
+                    ahead = b + end + (u - panels_left * tiles) * width;
+                    ahead_rows = std::min(k, panel);
                 }
-                tile_rows<6>(m, a + p0, lda, b + p0 * ldb + jc + j, ldb, sums + j, lds, rows, first, ahead);
+                tile_rows<6, Locality>(m, a + p0, lda, b + p0 * ldb + jc + j, ldb, sums + j, lds, rows, first, ahead, ahead_rows, lines);
             }
-            for (; j + 8 <= wide; j += 8) tile_rows<1>(m, a + p0, lda, b + p0 * ldb + jc + j, ldb, sums + j, lds, rows, first, none);
+            for (; j + 8 <= wide; j += 8)
+                tile_rows<1, Locality>(m, a + p0, lda, b + p0 * ldb + jc + j, ldb, sums + j, lds, rows, first, nullptr, 0, 0);
             for (; j < wide; ++j)
                 for (std::size_t i = 0; i < m; ++i) {
                     float sum = first ? 0.0f : sums[i * lds + j];
@@ -222,6 +221,34 @@ __attribute__((target("avx2,fma"))) void few_rows_avx2(std::size_t m, std::size_
         for (std::size_t i = 0; i < m; ++i) std::memcpy(c + i * ldc + jc, sums + i * lds, wide * sizeof(float));
         jc = end;
     }
+}
+
+}  // namespace
+
+__attribute__((target("avx2,fma"))) void few_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a,
+                                                        std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc) {
+    // The columns are taken a chunk at a time. Within a chunk, B is read once, in tiles of
+    // `panel` rows × 48 columns, left to right along a panel of rows and panel after panel,
+    // each tile kept in L1 while every pair of rows of C takes its products from it in 12
+    // registers. A tile's rows lie ldb apart, which the hardware's prefetchers do not
+    // follow: a tile further on is prefetched a row per step of k, its lines shared out
+    // over the pairs, so that memory is kept busy all along. With two rows or more, 4
+    // tiles ahead into L2 (the arithmetic between requests is longer); with one, 2 tiles
+    // ahead into L1. C's chunk is summed in `sums`, its rows a little more than a chunk
+    // apart: C's own rows may lie a multiple of 4 KB apart and then share one L1 set with
+    // each other and with B's rows. A panel is 16 rows, or 8 where ldb is a multiple of
+    // 4 KB (B's rows would share one set, which holds 8). Each element is summed over k in
+    // order with fused multiply-adds, as sgemm's plain loop does: the same bits.
+    // (docs/performance.md, sections 15 and 16.)
+    if (m > few_rows_most) throw std::logic_error("few_rows_avx2 takes at most few_rows_most rows");
+    if (k == 0) {  // sums of nothing (sgemm never asks: no work goes to its plain loop)
+        for (std::size_t i = 0; i < m; ++i) std::fill(c + i * ldc + j0, c + i * ldc + j1, 0.0f);
+        return;
+    }
+    if (m >= 2)
+        few_rows_with<2, 4>(m, j0, j1, k, a, lda, b, ldb, c, ldc);  // L2, 4 tiles ahead
+    else
+        few_rows_with<3, 2>(m, j0, j1, k, a, lda, b, ldb, c, ldc);  // L1, 2 tiles ahead
 }
 
 void deinterleave16(const float* x, std::size_t m, std::size_t k, std::size_t ldx, float* xs) {

@@ -264,9 +264,12 @@ void deinterleave16(const float* x, std::size_t m, std::size_t k, std::size_t ld
 namespace {
 
 // MR rows of x through NR rows of W over the first k16 columns, each sum left in sums[r·NR + q].
-template <int MR, int NR>
+// Every other step of 16 columns also prefetches into L2 the same columns of PF rows of
+// the next group of W's rows, from `next`, `stride` rows apart.
+template <int MR, int NR, int PF>
 __attribute__((target("avx2,fma"), always_inline)) inline void bf16_tile(std::size_t k16, const float* xs, const std::uint16_t* w,
-                                                                        std::size_t ldw, float* sums, std::size_t ahead) {
+                                                                        std::size_t ldw, float* sums, const std::uint16_t* next,
+                                                                        std::size_t stride) {
     __m256 acc[MR][NR];
     for (int r = 0; r < MR; ++r)
         for (int q = 0; q < NR; ++q) acc[r][q] = _mm256_setzero_ps();
@@ -277,8 +280,8 @@ __attribute__((target("avx2,fma"), always_inline)) inline void bf16_tile(std::si
             even[r] = _mm256_loadu_ps(xs + r * k16 + p);
             odd[r] = _mm256_loadu_ps(xs + r * k16 + p + 8);
         }
-        if (ahead && p % 32 == 0)  // the next group of W's rows, the same columns: a whole group's work ahead
-            for (int q = 0; q < NR; ++q) _mm_prefetch(reinterpret_cast<const char*>(w + (ahead + q) * ldw + p), _MM_HINT_T0);
+        if (PF > 0 && p % 32 == 0)  // a 64-byte line of each of those rows
+            for (int q = 0; q < PF; ++q) __builtin_prefetch(next + q * stride * ldw + p, 0, 2);
         for (int q = 0; q < NR; ++q) {
             const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + q * ldw + p));
             const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(bits, 16));     // values p, p+2, …: the low halves
@@ -290,10 +293,28 @@ __attribute__((target("avx2,fma"), always_inline)) inline void bf16_tile(std::si
         for (int q = 0; q < NR; ++q) sums[r * NR + q] = hsum(acc[r][q]);
 }
 
+// A tile whose number of prefetched rows (0, 1, 2 or NR) is known only at run time.
+template <int MR, int NR>
+__attribute__((target("avx2,fma"), always_inline)) inline void bf16_tile_prefetching(int rows, std::size_t k16, const float* xs,
+                                                                                    const std::uint16_t* w, std::size_t ldw, float* sums,
+                                                                                    const std::uint16_t* next, std::size_t stride) {
+    switch (rows) {
+        case 0: bf16_tile<MR, NR, 0>(k16, xs, w, ldw, sums, next, stride); break;
+        case 1: bf16_tile<MR, NR, 1>(k16, xs, w, ldw, sums, next, stride); break;
+        case 2: bf16_tile<MR, NR, 2>(k16, xs, w, ldw, sums, next, stride); break;
+        default: bf16_tile<MR, NR, NR>(k16, xs, w, ldw, sums, next, stride); break;
+    }
+}
 
+// W's rows j … j+NR-1 (outputs j …) for every row of x, a pair of rows at a time: W's rows
+// come from memory for the first pair and from the cache after. While the pairs run, the
+// next group's NR rows (when they are in this worker's share, below j1) are prefetched, a
+// row per pair: pair g takes rows g, g + pairs, …, so that memory is busy all along rather
+// than only while the first pair waits (docs/performance.md, section 16).
 template <int NR>
-__attribute__((target("avx2,fma"))) void bf16_group(std::size_t m, std::size_t j, std::size_t k, const float* x, std::size_t ldx,
-                                                    const float* xs, const std::uint16_t* w, std::size_t ldw, float* y, std::size_t ldy) {
+__attribute__((target("avx2,fma"))) void bf16_group(std::size_t m, std::size_t j, std::size_t j1, std::size_t k, const float* x,
+                                                    std::size_t ldx, const float* xs, const std::uint16_t* w, std::size_t ldw, float* y,
+                                                    std::size_t ldy) {
     const std::size_t k16 = k / 16 * 16;
     float sums[2 * NR];
     const auto finish = [&](std::size_t i, std::size_t rows) {
@@ -309,14 +330,18 @@ __attribute__((target("avx2,fma"))) void bf16_group(std::size_t m, std::size_t j
                 y[(i + r) * ldy + j + q] = s;
             }
     };
-    std::size_t i = 0;
-    for (; i + 2 <= m; i += 2) {  // W's NR rows from memory for the first pair (which prefetches the next NR), from the cache after
-        bf16_tile<2, NR>(k16, xs + i * k16, w + j * ldw, ldw, sums, i == 0 ? NR : 0);
-        finish(i, 2);
-    }
-    if (i < m) {
-        bf16_tile<1, NR>(k16, xs + i * k16, w + j * ldw, ldw, sums, i == 0 ? NR : 0);
-        finish(i, 1);
+    const std::size_t pairs = (m + 1) / 2, stride = std::min<std::size_t>(pairs, NR);
+    const bool next = j + 2 * NR <= j1;
+    for (std::size_t i = 0, g = 0; i < m; i += 2, ++g) {
+        const int rows = !next || g >= NR ? 0 : static_cast<int>((NR - g + stride - 1) / stride);
+        const std::uint16_t* from = w + (j + NR + g) * ldw;
+        if (i + 2 <= m) {
+            bf16_tile_prefetching<2, NR>(rows, k16, xs + i * k16, w + j * ldw, ldw, sums, from, stride);
+            finish(i, 2);
+        } else {
+            bf16_tile_prefetching<1, NR>(rows, k16, xs + i * k16, w + j * ldw, ldw, sums, from, stride);
+            finish(i, 1);
+        }
     }
 }
 
@@ -326,8 +351,8 @@ __attribute__((target("avx2,fma"))) void bf16_rows_avx2(std::size_t m, std::size
                                                          std::size_t ldx, const float* xs, const std::uint16_t* w, std::size_t ldw,
                                                          float* y, std::size_t ldy) {
     std::size_t j = j0;
-    for (; j + 4 <= j1; j += 4) bf16_group<4>(m, j, k, x, ldx, xs, w, ldw, y, ldy);
-    for (; j < j1; ++j) bf16_group<1>(m, j, k, x, ldx, xs, w, ldw, y, ldy);
+    for (; j + 4 <= j1; j += 4) bf16_group<4>(m, j, j1, k, x, ldx, xs, w, ldw, y, ldy);
+    for (; j < j1; ++j) bf16_group<1>(m, j, j1, k, x, ldx, xs, w, ldw, y, ldy);
 }
 
 __attribute__((target("avx2,fma"))) void one_column_avx2(std::size_t i0, std::size_t i1, std::size_t k, const float* a, std::size_t lda,

@@ -171,7 +171,7 @@ __attribute__((target("avx2,fma"))) void tile_rows(std::size_t m, const float* a
     const std::size_t stride = std::max<std::size_t>(1, std::min((m + 1) / 2, lines));
     for (std::size_t i = 0, g = 0; i < m; i += 2, ++g) {
         const int count = !ahead || g >= lines ? 0 : static_cast<int>((lines - g + stride - 1) / stride);
-        const float* from = ahead ? ahead + 16 * g : nullptr;
+        const float* from = count ? ahead + 16 * g : nullptr;  // formed only where it lies in B
         if (i + 2 <= m)
             tile_prefetching<2, NR, Locality>(count, a + i * lda, lda, b, ldb, c + i * ldc, ldc, rows, first, from, ahead_rows, stride);
         else
@@ -309,7 +309,8 @@ __attribute__((target("avx2,fma"), always_inline)) inline void bf16_tile_prefetc
 // W's rows j … j+NR-1 (outputs j …) for every row of x, a pair of rows at a time: W's rows
 // come from memory for the first pair and from the cache after. While the pairs run, the
 // next group's NR rows (when they are in this worker's share, below j1) are prefetched, a
-// row per pair: pair g takes rows g, g + pairs, …, so that memory is busy all along rather
+// row per pair: pair g takes rows g, g + stride, … (stride: the number of pairs, at most NR),
+// so that memory is busy all along rather
 // than only while the first pair waits (docs/performance.md, section 16).
 template <int NR>
 __attribute__((target("avx2,fma"))) void bf16_group(std::size_t m, std::size_t j, std::size_t j1, std::size_t k, const float* x,
@@ -334,7 +335,7 @@ __attribute__((target("avx2,fma"))) void bf16_group(std::size_t m, std::size_t j
     const bool next = j + 2 * NR <= j1;
     for (std::size_t i = 0, g = 0; i < m; i += 2, ++g) {
         const int rows = !next || g >= NR ? 0 : static_cast<int>((NR - g + stride - 1) / stride);
-        const std::uint16_t* from = w + (j + NR + g) * ldw;
+        const std::uint16_t* from = rows ? w + (j + NR + g) * ldw : nullptr;  // formed only where it lies in W
         if (i + 2 <= m) {
             bf16_tile_prefetching<2, NR>(rows, k16, xs + i * k16, w + j * ldw, ldw, sums, from, stride);
             finish(i, 2);

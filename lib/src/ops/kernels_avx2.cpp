@@ -309,9 +309,9 @@ __attribute__((target("avx2,fma"), always_inline)) inline void bf16_tile_prefetc
 // W's rows j … j+NR-1 (outputs j …) for every row of x, a pair of rows at a time: W's rows
 // come from memory for the first pair and from the cache after. While the pairs run, the
 // next group's NR rows (when they are in this worker's share, below j1) are prefetched, a
-// row per pair: pair g takes rows g, g + stride, … (stride: the number of pairs, at most NR),
-// so that memory is busy all along rather
-// than only while the first pair waits (docs/performance.md, section 16).
+// row per pair: pair g takes rows g, g + stride, … (stride: the number of pairs, at most
+// NR), so that memory is busy all along rather than only while the first pair waits
+// (docs/performance.md, section 16).
 template <int NR>
 __attribute__((target("avx2,fma"))) void bf16_group(std::size_t m, std::size_t j, std::size_t j1, std::size_t k, const float* x,
                                                     std::size_t ldx, const float* xs, const std::uint16_t* w, std::size_t ldw, float* y,

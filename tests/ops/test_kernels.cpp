@@ -1,6 +1,7 @@
 // The vector kernels behind the library's public functions (lib/src/ops/kernels.hpp):
 // where two instruction sets compute the same step, the same bits.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -65,6 +66,37 @@ TEST_SUITE("kernels") {
                 if (j >= 4 && j < 12) CHECK(c[i * n + j] == 0.0f);
                 else CHECK(std::isnan(c[i * n + j]));
             }
+    }
+
+    TEST_CASE("kernels.sgemm_loop_avx2_gives_the_plain_bits") {
+        // The small products' loop built twice: fused multiply-adds as instructions give the
+        // bits of std::fma's calls, in every layout, with alpha and beta, odd shapes included
+        if (!cpu_has(has_avx2_fma(), "AVX2")) return;
+        std::mt19937 gen(5);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        std::size_t products = 0;
+        for (const auto& [m, n, k] : {std::array<std::size_t, 3>{1, 1, 1}, {3, 7, 5}, {10, 10, 64}, {10, 64, 10}, {9, 17, 33}, {16, 40, 1}}) {
+            for (int layout = 0; layout < 4; ++layout) {
+                const bool ta = layout & 1, tb = layout & 2;
+                const std::size_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 1;
+                std::vector<float> a((ta ? k : m) * lda), b((tb ? n : k) * ldb), c0(m * ldc);
+                for (float& v : a) v = normal(gen);
+                for (float& v : b) v = normal(gen);
+                for (float& v : c0) v = normal(gen);
+                for (const auto& [alpha, beta] : {std::array<float, 2>{1.0f, 0.0f}, {0.7f, 1.0f}, {-1.3f, 0.25f}}) {
+                    std::vector<float> plain = c0, avx2 = c0;
+                    sgemm_loop_plain(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, plain.data(), ldc);
+                    sgemm_loop_avx2(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, avx2.data(), ldc);
+                    CAPTURE(m);
+                    CAPTURE(n);
+                    CAPTURE(k);
+                    CAPTURE(layout);
+                    CHECK(std::memcmp(plain.data(), avx2.data(), 4 * plain.size()) == 0);
+                    ++products;
+                }
+            }
+        }
+        CHECK(products == 72);
     }
 
     TEST_CASE("kernels.row_stats_avx2_gives_the_scalar_bits") {

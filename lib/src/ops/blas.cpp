@@ -93,25 +93,13 @@ Backend& backend() {
     return b;
 }
 
-// The plain loop: row by row of C, accumulating in float over k in order with fused
-// multiply-adds, as OpenBLAS's kernels (and so PyTorch's CPU matmul) do for small k.
+// The plain loop (kernels.hpp), with fused multiply-adds in registers where the CPU has them.
 void sgemm_loop(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
                 std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
-    for (std::size_t i = 0; i < m; ++i) {
-        float* ci = c + i * ldc;
-        if (beta == 0.0f) {
-            for (std::size_t j = 0; j < n; ++j) ci[j] = 0.0f;
-        } else if (beta != 1.0f) {
-            for (std::size_t j = 0; j < n; ++j) ci[j] *= beta;
-        }
-        for (std::size_t p = 0; p < k; ++p) {
-            const float aip = alpha * (trans_a ? a[p * lda + i] : a[i * lda + p]);
-            if (trans_b)
-                for (std::size_t j = 0; j < n; ++j) ci[j] = std::fma(aip, b[j * ldb + p], ci[j]);
-            else
-                for (std::size_t j = 0; j < n; ++j) ci[j] = std::fma(aip, b[p * ldb + j], ci[j]);
-        }
-    }
+#if defined(ATTNWALK_HAVE_AVX2)
+    if (fast::has_avx2_fma()) return fast::sgemm_loop_avx2(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+#endif
+    fast::sgemm_loop_plain(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 

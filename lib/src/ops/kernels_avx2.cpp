@@ -400,4 +400,10 @@ std::pair<RowStats, RowStats> softmax_row_avx2(float* row, std::size_t n, float 
     return {raw, normalise_avx2(row, n, inv)};
 }
 
+__attribute__((target("avx2,fma"))) void sgemm_loop_avx2(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                                                     float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                                                     float beta, float* c, std::size_t ldc) {
+    sgemm_loop_body(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 }  // namespace attnwalk::fast

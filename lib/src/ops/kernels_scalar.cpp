@@ -92,6 +92,11 @@ void pack_keys(const float* k, std::size_t ldk, std::size_t n, std::size_t d, st
             for (std::size_t c = 0; c < key_panel; ++c) panel[p * key_panel + c] = c0 + c < n ? k[(c0 + c) * ldk + p] : 0.0f;
 }
 
+void sgemm_loop_plain(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
+                      std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
+    sgemm_loop_body(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 bool use_attention_kernels(std::size_t d, std::size_t rows) { return has_avx512() && d % 16 == 0 && rows >= key_panel; }
 
 RowStats row_stats(const float* v, std::size_t n) {

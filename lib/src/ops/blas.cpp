@@ -7,7 +7,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
-#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <filesystem>
@@ -93,7 +92,7 @@ Backend& backend() {
     return b;
 }
 
-// The plain loop (kernels.hpp), with fused multiply-adds in registers where the CPU has them.
+// The plain loop (kernels.hpp), its fused multiply-adds as instructions where the CPU has them.
 void sgemm_loop(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
                 std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
 #if defined(ATTNWALK_HAVE_AVX2)

@@ -274,7 +274,7 @@ Trace walk_deltanet(const Embeddings& input, const DeltaNetSpec& spec, const Rec
 
 Cost deltanet_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, const DeltaNetSpec& spec) {
     const double B = static_cast<double>(batch), T = static_cast<double>(tokens), D = static_cast<double>(spec.d_out),
-                 H = static_cast<double>(spec.heads), d = H ? D / H : 0.0, C = static_cast<double>(std::min(spec.chunk, std::max<std::size_t>(tokens, 1)));
+                 H = static_cast<double>(spec.heads), d = H > 0.0 ? D / H : 0.0, C = static_cast<double>(std::min(spec.chunk, std::max<std::size_t>(tokens, 1)));
     // per token: every step's state copies (decayed, write, state, twice in the trace), per head d×d
     const double steps = B * T * H * d * d * 8.0 + B * T * (D * 12.0 + H * 8.0);
     const double squares = B * H * T * T * 4.0 + T * T * 2.0;  // the effective matrix, its copy, U

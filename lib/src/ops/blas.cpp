@@ -92,16 +92,6 @@ Backend& backend() {
     return b;
 }
 
-// The plain loop (kernels.hpp), its fused multiply-adds as instructions where the CPU has them.
-void sgemm_loop(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
-                std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
-#if defined(ATTNWALK_HAVE_AVX2)
-    if (fast::has_avx2_fma()) return fast::sgemm_loop_avx2(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-#endif
-    fast::sgemm_loop_plain(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-
 // Products above this many multiply-adds are split over the cores.
 constexpr double split_threshold = 256.0 * 256.0 * 256.0;
 thread_local bool in_worker = false;  // a thread of ours already: never split again
@@ -123,7 +113,7 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
     if (m == 0 || n == 0) return;
     const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
     if (work < blas_min_work) {
-        sgemm_loop(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        fast::sgemm_loop(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
     // A large matrix read once for one column (the head's logits of one position) or for a
@@ -151,7 +141,7 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
 #endif
     const SgemmFn blas = backend().get().sgemm();
     if (!blas) {
-        sgemm_loop(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        fast::sgemm_loop(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
     // OpenBLAS runs single-threaded; large products are split over our own workers

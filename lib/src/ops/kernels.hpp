@@ -87,6 +87,8 @@ void sgemm_loop_plain(bool trans_a, bool trans_b, std::size_t m, std::size_t n, 
 void sgemm_loop_avx2(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
                      std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc);  // AVX2 + FMA only
 #endif
+void sgemm_loop(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a, std::size_t lda,
+                const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc);  // the best of the two for this CPU
 
 // Products of at most this many rows through a matrix in x·W layout read it with
 // few_rows_avx2 (measured against OpenBLAS here, GPT-2's four shapes: 1–12 rows 1.1–1.8×

@@ -167,6 +167,14 @@ void x_sigmoid_scalar(float* x, const float* times, std::size_t n, Sigmoid kind,
     }
 }
 
+void sgemm_loop(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a, std::size_t lda,
+                const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
+#if defined(ATTNWALK_HAVE_AVX2)
+    if (has_avx2_fma()) return sgemm_loop_avx2(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+#endif
+    sgemm_loop_plain(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 void x_sigmoid(float* x, const float* times, std::size_t n, Sigmoid kind) {
 #if defined(ATTNWALK_HAVE_AVX2)
     if (has_avx2()) return x_sigmoid_avx2(x, times, n, kind);

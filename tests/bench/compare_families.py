@@ -13,8 +13,8 @@ temporary directory. Measured, each the median of several runs:
   2. attnwalk's peak RSS at T = 128 (/usr/bin/time -v) against the file's size;
   3. the forward at T = 10 and at T = 512: attnwalk's steps (--summary --timing, their sum)
      against the reference in float32 on the same (BF16-rounded) weights, eval, no_grad,
-     2 threads; at T = 10 also the top-5 logits against the reference's (a short prompt goes
-     through the BF16 register kernel, a long one through sgemm).
+     2 threads; at T = 10 and T = 128 also the top-5 logits against the reference's (up to 128
+     rows go through the BF16 register kernel, more through sgemm).
 """
 import importlib.util
 import json
@@ -94,6 +94,16 @@ def main():
         r = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True, check=True)
         rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", r.stderr).group(1)) * 1024
         print(f"peak RSS at T = 128: {rss / 1e6:.0f} MB (the file: {size / 1e6:.0f} MB; file + 400 MB = {(size + 400e6) / 1e6:.0f} MB)")
+        mid_ids = ",".join(str(i) for i in mid[0].tolist())
+        out = subprocess.run([binary, "model", "--model", tmp, "--ids", mid_ids, "--steps", "top_k_ids,top_k_logits", "--json"], check=True,
+                             capture_output=True, text=True).stdout
+        top_ids, top_logits = (json.loads(out)["steps"][k]["data"] for k in (0, 1))
+        with torch.no_grad():
+            reference = model(mid)[0, -1]
+        theirs_top = torch.argsort(reference, descending=True, stable=True)[:5].tolist()
+        gap = (torch.tensor(top_logits) - reference[top_ids]).abs().max().item()
+        print(f"T = 128: top-5 ids {'equal' if top_ids == theirs_top else f'DIFFERENT: {top_ids} vs {theirs_top}'}, "
+              f"their logits within {gap:.2e} of the reference's")
 
         long = torch.randint(0, QWEN3_06B["vocab"], (1, 512), generator=g)
         long_ids = ",".join(str(i) for i in long[0].tolist())

@@ -51,6 +51,40 @@ TEST_SUITE("kernels") {
         CHECK(rows == 68);
     }
 
+    TEST_CASE("kernels.bf16_rows_avx512_gives_the_avx2_bits") {
+        // two of W's rows a register, four of x's rows a tile: every tail (rows of x past a
+        // tile, W's rows past a group of 8, columns past 16), a share that starts inside W,
+        // shares long enough to prefetch the next group, a leading dimension wider than k,
+        // and the 128 rows the Linear layer sends here at most
+        if (!cpu_has(has_avx512(), "AVX-512F")) return;
+        std::mt19937 gen(11);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        std::size_t products = 0;
+        for (std::size_t k : {16, 37, 64, 250})
+            for (std::size_t m : {1, 2, 3, 4, 5, 7, 10, 33, 128})
+                for (auto [j0, j1] : {std::pair<std::size_t, std::size_t>{0, 8}, {0, 3}, {5, 29}, {0, 40}, {16, 57}}) {
+                    const std::size_t ldw = k + 5, n = 57;
+                    std::vector<std::uint16_t> w(n * ldw);
+                    for (auto& b : w) {
+                        const float v = normal(gen);
+                        std::uint32_t bits;
+                        std::memcpy(&bits, &v, sizeof bits);
+                        b = static_cast<std::uint16_t>(bits >> 16);
+                    }
+                    std::vector<float> x(m * k);
+                    for (float& v : x) v = normal(gen);
+                    std::vector<float> xs(m * (k / 16 * 16));
+                    deinterleave16(x.data(), m, k, k, xs.data());
+                    std::vector<float> a(m * n, NAN), b(m * n, NAN);
+                    bf16_rows_avx2(m, j0, j1, k, x.data(), k, xs.data(), w.data(), ldw, a.data(), n);
+                    bf16_rows_avx512(m, j0, j1, k, x.data(), k, xs.data(), w.data(), ldw, b.data(), n);
+                    INFO("k " << k << " m " << m << " outputs " << j0 << ".." << j1);
+                    CHECK(std::memcmp(a.data(), b.data(), 4 * a.size()) == 0);  // the columns outside [j0, j1) untouched (NaN) in both
+                    ++products;
+                }
+        CHECK(products == 180);
+    }
+
     TEST_CASE("kernels.few_rows_over_nothing_are_zeros") {
         // k = 0: every sum is of nothing, in the columns asked for only (sgemm sends such a
         // product to its plain loop; the kernel answers the same if called)

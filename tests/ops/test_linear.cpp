@@ -65,14 +65,14 @@ TEST_SUITE("linear") {
     }
 
     TEST_CASE("linear.bf16_rows_through_every_path_equal_the_sums_in_double") {
-        // the register-widening kernel (a few rows) and the widened blocks (many), with tails
+        // the register-widening kernel (up to 128 rows) and the widened blocks (more), with tails
         // in every dimension: k not a multiple of 16, outputs not of 4, an odd number of rows,
         // a leading dimension wider than the row, and one output column alone
         std::uint32_t state = 12345;
         const auto next = [&] { state = state * 1664525u + 1013904223u; return static_cast<float>(state >> 8) / 16777216.0f - 0.5f; };
         for (std::size_t d_in : {5, 16, 37, 64, 100})
             for (std::size_t d_out : {1, 3, 4, 9})
-                for (std::size_t rows : {1, 2, 3, 7, 33, 40}) {
+                for (std::size_t rows : {1, 2, 3, 7, 33, 40, 129}) {
                     const std::size_t ld = d_in + 3;
                     std::vector<std::uint16_t> w(d_out * ld);
                     std::vector<float> wf(d_out * ld);

@@ -118,6 +118,10 @@ void few_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k,
 void deinterleave16(const float* x, std::size_t m, std::size_t k, std::size_t ldx, float* xs);
 void bf16_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* x, std::size_t ldx, const float* xs,
                     const std::uint16_t* w, std::size_t ldw, float* y, std::size_t ldy);
+// The same on AVX-512F (kernels_avx512.cpp; has_avx512), two of W's rows in one register:
+// each lane the same chain as its AVX2 lane, so the same bits (a test checks).
+void bf16_rows_avx512(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* x, std::size_t ldx, const float* xs,
+                      const std::uint16_t* w, std::size_t ldw, float* y, std::size_t ldy);
 #endif
 
 // exp(row[j] − max) in place for j < n, returning their sum: the softmax's middle step.

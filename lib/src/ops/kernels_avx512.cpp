@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "kernels.hpp"
 
@@ -176,6 +178,102 @@ void weighted_values_avx512(std::size_t rows, std::size_t n, std::size_t d, cons
             }
         }
     }
+}
+
+// ---- a few rows through BF16 weights -----------------------------------------------------
+
+namespace {
+
+// hsum of kernels_avx2.cpp: the 8 lanes added in the same order.
+inline float hsum8(const float* l) { return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7])); }
+
+// bf16_tile of kernels_avx2.cpp with two of W's rows in one register: lanes 0-7 hold row
+// 2c's 8 sums and lanes 8-15 row 2c + 1's, each lane the same chain of fused multiply-adds
+// as the AVX2 lane it stands for; x's 8 even and 8 odd values go into both halves. MR rows
+// of x through NP pairs of W's rows over the first k16 columns, each sum left in
+// sums[r·2NP + q]. Every other step of 16 columns also prefetches into L2 the same
+// columns of `prefetch` rows of the next group of W's rows, from `next`, `stride` rows apart.
+template <int MR, int NP>
+__attribute__((target("avx512f"), always_inline)) inline void bf16_tile_pairs(std::size_t k16, const float* xs, const std::uint16_t* w,
+                                                                             std::size_t ldw, float* sums, const std::uint16_t* next,
+                                                                             std::size_t prefetch, std::size_t stride) {
+    __m512 acc[MR][NP];
+    for (int r = 0; r < MR; ++r)
+        for (int c = 0; c < NP; ++c) acc[r][c] = _mm512_setzero_ps();
+    const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+    for (std::size_t p = 0; p < k16; p += 16) {
+        __m512 even[MR], odd[MR];
+        for (int r = 0; r < MR; ++r) {
+            even[r] = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_loadu_pd(reinterpret_cast<const double*>(xs + r * k16 + p))));
+            odd[r] = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_loadu_pd(reinterpret_cast<const double*>(xs + r * k16 + p + 8))));
+        }
+        if (p % 32 == 0)  // a 64-byte line of each of those rows
+            for (std::size_t q = 0; q < prefetch; ++q) __builtin_prefetch(next + q * stride * ldw + p, 0, 2);
+        for (int c = 0; c < NP; ++c) {
+            const __m512i bits = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 2 * c * ldw + p))),
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + (2 * c + 1) * ldw + p)), 1);
+            const __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(bits, 16));    // values p, p+2, …: the low halves
+            const __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(bits, high));  // p+1, p+3, …: the high halves
+            for (int r = 0; r < MR; ++r) acc[r][c] = _mm512_fmadd_ps(wo, odd[r], _mm512_fmadd_ps(we, even[r], acc[r][c]));
+        }
+    }
+    for (int r = 0; r < MR; ++r)
+        for (int c = 0; c < NP; ++c) {
+            float l[16];
+            _mm512_storeu_ps(l, acc[r][c]);
+            sums[r * 2 * NP + 2 * c] = hsum8(l);
+            sums[r * 2 * NP + 2 * c + 1] = hsum8(l + 8);
+        }
+}
+
+// W's rows j … j+7 (outputs j …) for every row of x, four rows of x at a time: W's rows
+// come from memory for the first four and from the cache after, and the next group's rows
+// (when they are in this worker's share, below j1) are prefetched a row per tile of x's
+// rows, as bf16_group of kernels_avx2.cpp does with four of W's rows and two of x's. The
+// wider tile is what AVX-512 buys: 8 multiply-adds of 16 lanes for each 16 columns of a
+// pair of W's rows, where AVX2 takes 8 of 8 lanes for one row.
+__attribute__((target("avx512f"))) void bf16_group8(std::size_t m, std::size_t j, std::size_t j1, std::size_t k, const float* x,
+                                                    std::size_t ldx, const float* xs, const std::uint16_t* w, std::size_t ldw, float* y,
+                                                    std::size_t ldy) {
+    constexpr std::size_t MR = 4, NR = 8;
+    const std::size_t k16 = k / 16 * 16;
+    float sums[MR * NR];
+    const std::size_t tiles = (m + MR - 1) / MR, stride = std::min(tiles, NR);
+    const bool next = j + 2 * NR <= j1;
+    for (std::size_t i = 0, g = 0; i < m; i += MR, ++g) {
+        const std::size_t prefetch = !next || g >= NR ? 0 : (NR - g + stride - 1) / stride;  // rows g, g + stride, … of the next group
+        const std::uint16_t* from = prefetch ? w + (j + NR + g) * ldw : nullptr;  // formed only where it lies in W
+        const float* xi = xs + i * k16;
+        const std::uint16_t* wj = w + j * ldw;
+        const std::size_t rows = std::min(MR, m - i);
+        switch (rows) {
+            case 4: bf16_tile_pairs<4, NR / 2>(k16, xi, wj, ldw, sums, from, prefetch, stride); break;
+            case 3: bf16_tile_pairs<3, NR / 2>(k16, xi, wj, ldw, sums, from, prefetch, stride); break;
+            case 2: bf16_tile_pairs<2, NR / 2>(k16, xi, wj, ldw, sums, from, prefetch, stride); break;
+            default: bf16_tile_pairs<1, NR / 2>(k16, xi, wj, ldw, sums, from, prefetch, stride); break;
+        }
+        for (std::size_t r = 0; r < rows; ++r)  // the columns past k16, in order
+            for (std::size_t q = 0; q < NR; ++q) {
+                float s = sums[r * NR + q];
+                for (std::size_t p = k16; p < k; ++p) {
+                    const std::uint32_t b = static_cast<std::uint32_t>(w[(j + q) * ldw + p]) << 16;
+                    float v;
+                    std::memcpy(&v, &b, sizeof v);
+                    s = std::fma(x[(i + r) * ldx + p], v, s);
+                }
+                y[(i + r) * ldy + j + q] = s;
+            }
+    }
+}
+
+}  // namespace
+
+void bf16_rows_avx512(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* x, std::size_t ldx, const float* xs,
+                      const std::uint16_t* w, std::size_t ldw, float* y, std::size_t ldy) {
+    std::size_t j = j0;
+    for (; j + 8 <= j1; j += 8) bf16_group8(m, j, j1, k, x, ldx, xs, w, ldw, y, ldy);
+    if (j < j1) bf16_rows_avx2(m, j, j1, k, x, ldx, xs, w, ldw, y, ldy);  // the last few of W's rows
 }
 
 }  // namespace attnwalk::fast

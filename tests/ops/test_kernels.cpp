@@ -51,6 +51,30 @@ TEST_SUITE("kernels") {
         CHECK(rows == 68);
     }
 
+    TEST_CASE("kernels.few_rows_avx512_gives_the_avx2_bits") {
+        // tiles of 4 rows (1 row: its own tile), every tail of rows and columns (past a tile
+        // of 48 or 96, past 16), several chunks of 768 columns, a share that starts inside B,
+        // k not a multiple of a panel, and B's rows 1024 floats apart (panels of 8)
+        if (!cpu_has(has_avx512(), "AVX-512F")) return;
+        std::mt19937 gen(13);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        std::size_t products = 0;
+        for (std::size_t k : {0, 1, 16, 37, 100})
+            for (std::size_t m : {1, 2, 3, 4, 5, 7, 10, 16})
+                for (auto [j0, j1, ldb] : {std::array<std::size_t, 3>{0, 48, 48}, {0, 7, 50}, {5, 100, 120}, {0, 1700, 1700}, {20, 1024, 1024}}) {
+                    std::vector<float> a(m * (k + 3)), b(std::max<std::size_t>(k, 1) * ldb);
+                    for (float& v : a) v = normal(gen);
+                    for (float& v : b) v = normal(gen);
+                    std::vector<float> x(m * ldb, NAN), y(m * ldb, NAN);
+                    few_rows_avx2(m, j0, j1, k, a.data(), k + 3, b.data(), ldb, x.data(), ldb);
+                    few_rows_avx512(m, j0, j1, k, a.data(), k + 3, b.data(), ldb, y.data(), ldb);
+                    INFO("k " << k << " m " << m << " columns " << j0 << ".." << j1 << " ldb " << ldb);
+                    CHECK(std::memcmp(x.data(), y.data(), 4 * x.size()) == 0);  // the columns outside [j0, j1) untouched (NaN) in both
+                    ++products;
+                }
+        CHECK(products == 200);
+    }
+
     TEST_CASE("kernels.bf16_rows_avx512_gives_the_avx2_bits") {
         // two of W's rows a register, four of x's rows a tile: every tail (rows of x past a
         // tile, W's rows past a group of 8, columns past 16), a share that starts inside W,

@@ -108,6 +108,10 @@ void one_column_avx2(std::size_t i0, std::size_t i1, std::size_t k, const float*
 // each element accumulated over k in order with fused multiply-adds, as sgemm's plain loop.
 void few_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a, std::size_t lda, const float* b,
                    std::size_t ldb, float* c, std::size_t ldc);
+// The same on AVX-512F (kernels_avx512.cpp; has_avx512), its tiles 16 lanes wide: each
+// element the same chain, so the same bits (a test checks).
+void few_rows_avx512(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a, std::size_t lda, const float* b,
+                     std::size_t ldb, float* c, std::size_t ldc);
 // A few rows through a layer of brain floats in nn.Linear's layout (a short prompt, or a
 // generated token, through a BF16 checkpoint): y[i, j] = Σ_p x[i, p]·W[j, p] for W's rows
 // [j0, j1) of W[n × k, ldw] (bfloat16 bits) and i < m, in float32. W is read once and each

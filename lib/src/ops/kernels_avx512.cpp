@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 
 #include "kernels.hpp"
 
@@ -274,6 +275,134 @@ void bf16_rows_avx512(std::size_t m, std::size_t j0, std::size_t j1, std::size_t
     std::size_t j = j0;
     for (; j + 8 <= j1; j += 8) bf16_group8(m, j, j1, k, x, ldx, xs, w, ldw, y, ldy);
     if (j < j1) bf16_rows_avx2(m, j, j1, k, x, ldx, xs, w, ldw, y, ldy);  // the last few of W's rows
+}
+
+// ---- a few rows through a float32 layer (x·W) ---------------------------------------------
+
+namespace {
+
+// tile of kernels_avx2.cpp on 16 lanes: B's rows [0, rows) and columns [0, 16·NV) into MR
+// rows of C held in registers, each element continuing its own sum over k in order with
+// fused multiply-adds (from 0 when `first`), so the same bits; PF lines of row p of a tile
+// ahead prefetched at each step p.
+template <int MR, int NV, int PF, int Locality>
+__attribute__((target("avx512f"), always_inline)) inline void f32_tile(const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                                                                       float* c, std::size_t ldc, std::size_t rows, bool first,
+                                                                       const float* ahead, std::size_t ahead_rows, std::size_t stride) {
+    __m512 acc[MR][NV];
+    for (int r = 0; r < MR; ++r)
+        for (int q = 0; q < NV; ++q) acc[r][q] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc + 16 * q);
+    for (std::size_t p = 0; p < rows; ++p) {
+        const float* bp = b + p * ldb;
+        if (PF > 0 && p < ahead_rows)
+            for (int l = 0; l < PF; ++l) __builtin_prefetch(ahead + p * ldb + 16 * stride * l, 0, Locality);
+        __m512 x[MR];
+        for (int r = 0; r < MR; ++r) x[r] = _mm512_set1_ps(a[r * lda + p]);
+        for (int q = 0; q < NV; ++q) {
+            __m512 bv = _mm512_loadu_ps(bp + 16 * q);
+            if (MR > 1) asm("" : "+v"(bv));  // one load for all the rows, not one folded into each FMA
+            for (int r = 0; r < MR; ++r) acc[r][q] = _mm512_fmadd_ps(x[r], bv, acc[r][q]);
+        }
+    }
+    for (int r = 0; r < MR; ++r)
+        for (int q = 0; q < NV; ++q) _mm512_storeu_ps(c + r * ldc + 16 * q, acc[r][q]);
+}
+
+template <int MR, int NV, int Locality>
+__attribute__((target("avx512f"), always_inline)) inline void f32_tile_prefetching(int lines, const float* a, std::size_t lda,
+                                                                                   const float* b, std::size_t ldb, float* c,
+                                                                                   std::size_t ldc, std::size_t rows, bool first,
+                                                                                   const float* ahead, std::size_t ahead_rows,
+                                                                                   std::size_t stride) {
+    switch (lines) {
+        case 0: f32_tile<MR, NV, 0, Locality>(a, lda, b, ldb, c, ldc, rows, first, ahead, ahead_rows, stride); break;
+        case 1: f32_tile<MR, NV, 1, Locality>(a, lda, b, ldb, c, ldc, rows, first, ahead, ahead_rows, stride); break;
+        case 2: f32_tile<MR, NV, 2, Locality>(a, lda, b, ldb, c, ldc, rows, first, ahead, ahead_rows, stride); break;
+        default: f32_tile<MR, NV, 3, Locality>(a, lda, b, ldb, c, ldc, rows, first, ahead, ahead_rows, stride); break;
+    }
+}
+
+// tile_rows of kernels_avx2.cpp: every row of C over B's rows [0, rows) and the columns
+// [0, 16·NV), MR rows at a time; the `lines` lines of each row of the tile ahead shared out
+// over the groups of rows: group g takes lines g, g + stride, …
+template <int MR, int NV, int Locality>
+__attribute__((target("avx512f"))) void f32_tile_rows(std::size_t m, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                                                      float* c, std::size_t ldc, std::size_t rows, bool first, const float* ahead,
+                                                      std::size_t ahead_rows, std::size_t lines) {
+    const std::size_t stride = std::max<std::size_t>(1, std::min((m + MR - 1) / MR, lines));
+    for (std::size_t i = 0, g = 0; i < m; i += MR, ++g) {
+        const int count = !ahead || g >= lines ? 0 : static_cast<int>((lines - g + stride - 1) / stride);
+        const float* from = count ? ahead + 16 * g : nullptr;  // formed only where it lies in B
+        const float* ai = a + i * lda;
+        float* ci = c + i * ldc;
+        switch (std::min<std::size_t>(MR, m - i)) {
+            case 4: f32_tile_prefetching<4 <= MR ? 4 : 1, NV, Locality>(count, ai, lda, b, ldb, ci, ldc, rows, first, from, ahead_rows, stride); break;
+            case 3: f32_tile_prefetching<3 <= MR ? 3 : 1, NV, Locality>(count, ai, lda, b, ldb, ci, ldc, rows, first, from, ahead_rows, stride); break;
+            case 2: f32_tile_prefetching<2 <= MR ? 2 : 1, NV, Locality>(count, ai, lda, b, ldb, ci, ldc, rows, first, from, ahead_rows, stride); break;
+            default: f32_tile_prefetching<1, NV, Locality>(count, ai, lda, b, ldb, ci, ldc, rows, first, from, ahead_rows, stride); break;
+        }
+    }
+}
+
+// few_rows_with of kernels_avx2.cpp, its tiles on 16 lanes: MR rows of C by 16·NV columns.
+template <int Locality, std::size_t distance, int MR, int NV>
+__attribute__((target("avx512f"))) void f32_few_rows_with(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a,
+                                                          std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc) {
+    constexpr std::size_t width = 16 * NV, chunk = 768, lines = width / 16;
+    const std::size_t panel = ldb % 1024 == 0 ? 8 : 16;
+    alignas(64) float sums[few_rows_most * (chunk + width + 32)];
+    const auto chunk_end = [&](std::size_t from) { return j1 - from < chunk + width ? j1 : from + chunk; };  // the last takes the rest
+    for (std::size_t jc = j0; jc < j1;) {
+        const std::size_t end = chunk_end(jc), wide = end - jc, lds = (wide + 15) / 16 * 16 + 16, tiles = wide / width;
+        const std::size_t next_tiles = (chunk_end(end) - end) / width;
+        for (std::size_t p0 = 0; p0 < k; p0 += panel) {
+            const std::size_t rows = std::min(k - p0, panel), panels_left = (k - p0 + panel - 1) / panel;
+            const bool first = p0 == 0;
+            std::size_t j = 0;
+            for (std::size_t t = 0; t < tiles; ++t, j += width) {
+                const float* ahead = nullptr;
+                std::size_t ahead_rows = 0;
+                const std::size_t u = t + distance;
+                if (u < panels_left * tiles) {
+                    const std::size_t q0 = p0 + u / tiles * panel;
+                    ahead = b + q0 * ldb + jc + u % tiles * width;
+                    ahead_rows = std::min(k - q0, panel);
+                } else if (u - panels_left * tiles < next_tiles) {
+                    ahead = b + end + (u - panels_left * tiles) * width;
+                    ahead_rows = std::min(k, panel);
+                }
+                f32_tile_rows<MR, NV, Locality>(m, a + p0, lda, b + p0 * ldb + jc + j, ldb, sums + j, lds, rows, first, ahead,
+                                                        ahead_rows, lines);
+            }
+            for (; j + 16 <= wide; j += 16)
+                f32_tile_rows<MR, 1, Locality>(m, a + p0, lda, b + p0 * ldb + jc + j, ldb, sums + j, lds, rows, first, nullptr, 0, 0);
+            for (; j < wide; ++j)
+                for (std::size_t i = 0; i < m; ++i) {
+                    float sum = first ? 0.0f : sums[i * lds + j];
+                    for (std::size_t p = p0; p < p0 + rows; ++p) sum = std::fma(a[i * lda + p], b[p * ldb + jc + j], sum);
+                    sums[i * lds + j] = sum;
+                }
+        }
+        for (std::size_t i = 0; i < m; ++i) std::memcpy(c + i * ldc + jc, sums + i * lds, wide * sizeof(float));
+        jc = end;
+    }
+}
+
+}  // namespace
+
+void few_rows_avx512(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a, std::size_t lda, const float* b,
+                     std::size_t ldb, float* c, std::size_t ldc) {
+    if (m > few_rows_most) throw std::logic_error("few_rows_avx512 takes at most few_rows_most rows");
+    if (k == 0) {  // sums of nothing
+        for (std::size_t i = 0; i < m; ++i) std::fill(c + i * ldc + j0, c + i * ldc + j1, 0.0f);
+        return;
+    }
+    // The prefetches as few_rows_avx2's. Tiles of 4 rows by 48 columns measured best for 10
+    // and 16 rows (of 2 × 96, 4 × 32, 4 × 64 and 4 × 96), and 96 columns for one row.
+    if (m >= 2)
+        f32_few_rows_with<2, 4, 4, 3>(m, j0, j1, k, a, lda, b, ldb, c, ldc);  // L2, 4 tiles ahead
+    else
+        f32_few_rows_with<3, 2, 1, 6>(m, j0, j1, k, a, lda, b, ldb, c, ldc);  // L1, 2 tiles ahead
 }
 
 }  // namespace attnwalk::fast

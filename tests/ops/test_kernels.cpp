@@ -52,16 +52,18 @@ TEST_SUITE("kernels") {
     }
 
     TEST_CASE("kernels.few_rows_avx512_gives_the_avx2_bits") {
-        // tiles of 4 rows (1 row: its own tile), every tail of rows and columns (past a tile
-        // of 48 or 96, past 16), several chunks of 768 columns, a share that starts inside B,
-        // k not a multiple of a panel, and B's rows 1024 floats apart (panels of 8)
+        // tiles of 4 rows, every tail of rows and columns (past a tile of 48, past a strip of
+        // 16), several chunks of 768 columns (the last one just past 768 + 48), a share that
+        // starts inside B, k not a multiple of a panel, and B's rows 1024 floats apart
+        // (panels of 8)
         if (!cpu_has(has_avx512(), "AVX-512F")) return;
         std::mt19937 gen(13);
         std::normal_distribution<float> normal(0.0f, 1.0f);
         std::size_t products = 0;
         for (std::size_t k : {0, 1, 16, 37, 100})
             for (std::size_t m : {1, 2, 3, 4, 5, 7, 10, 16})
-                for (auto [j0, j1, ldb] : {std::array<std::size_t, 3>{0, 48, 48}, {0, 7, 50}, {5, 100, 120}, {0, 1700, 1700}, {20, 1024, 1024}}) {
+                for (auto [j0, j1, ldb] : {std::array<std::size_t, 3>{0, 48, 48}, {0, 7, 50}, {5, 100, 120}, {0, 1700, 1700}, {20, 1024, 1024},
+                                               {0, 830, 830}}) {
                     std::vector<float> a(m * (k + 3)), b(std::max<std::size_t>(k, 1) * ldb);
                     for (float& v : a) v = normal(gen);
                     for (float& v : b) v = normal(gen);
@@ -72,22 +74,22 @@ TEST_SUITE("kernels") {
                     CHECK(std::memcmp(x.data(), y.data(), 4 * x.size()) == 0);  // the columns outside [j0, j1) untouched (NaN) in both
                     ++products;
                 }
-        CHECK(products == 200);
+        CHECK(products == 240);
     }
 
     TEST_CASE("kernels.bf16_rows_avx512_gives_the_avx2_bits") {
         // two of W's rows a register, four of x's rows a tile: every tail (rows of x past a
-        // tile, W's rows past a group of 8, columns past 16), a share that starts inside W,
-        // shares long enough to prefetch the next group, a leading dimension wider than k,
-        // and the 128 rows the Linear layer sends here at most
+        // tile, 1 to 7 of W's rows past a group of 8, columns past 16, k below 16), a share
+        // that starts inside W, shares long enough to prefetch the next group, rows of W
+        // packed or with room after them, and the 128 rows the Linear layer sends here at most
         if (!cpu_has(has_avx512(), "AVX-512F")) return;
         std::mt19937 gen(11);
         std::normal_distribution<float> normal(0.0f, 1.0f);
         std::size_t products = 0;
-        for (std::size_t k : {16, 37, 64, 250})
+        for (std::size_t k : {0, 1, 8, 16, 37, 64, 250})
             for (std::size_t m : {1, 2, 3, 4, 5, 7, 10, 33, 128})
-                for (auto [j0, j1] : {std::pair<std::size_t, std::size_t>{0, 8}, {0, 3}, {5, 29}, {0, 40}, {16, 57}}) {
-                    const std::size_t ldw = k + 5, n = 57;
+                for (auto [j0, j1] : {std::pair<std::size_t, std::size_t>{0, 8}, {0, 3}, {5, 29}, {0, 40}, {16, 57}, {0, 13}, {3, 17}}) {
+                    const std::size_t ldw = j1 == 57 ? k : k + 5, n = 57;  // rows of W packed (j1 = 57: the last row ends the buffer)
                     std::vector<std::uint16_t> w(n * ldw);
                     for (auto& b : w) {
                         const float v = normal(gen);
@@ -106,7 +108,7 @@ TEST_SUITE("kernels") {
                     CHECK(std::memcmp(a.data(), b.data(), 4 * a.size()) == 0);  // the columns outside [j0, j1) untouched (NaN) in both
                     ++products;
                 }
-        CHECK(products == 180);
+        CHECK(products == 441);
     }
 
     TEST_CASE("kernels.few_rows_over_nothing_are_zeros") {

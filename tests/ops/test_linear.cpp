@@ -72,7 +72,7 @@ TEST_SUITE("linear") {
         const auto next = [&] { state = state * 1664525u + 1013904223u; return static_cast<float>(state >> 8) / 16777216.0f - 0.5f; };
         for (std::size_t d_in : {5, 16, 37, 64, 100})
             for (std::size_t d_out : {1, 3, 4, 9})
-                for (std::size_t rows : {1, 2, 3, 7, 33, 40, 129}) {
+                for (std::size_t rows : {1, 2, 3, 7, 33, 40, 128, 129}) {
                     const std::size_t ld = d_in + 3;
                     std::vector<std::uint16_t> w(d_out * ld);
                     std::vector<float> wf(d_out * ld);

@@ -11,6 +11,7 @@
 //   a large matrix (one column, a few rows, BF16 rows) or take attention's heads.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -91,9 +92,78 @@ void sgemm_loop(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::s
                 const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc);  // the best of the two for this CPU
 
 // Products of at most this many rows through a matrix in x·W layout read it with
-// few_rows_avx2 (measured against OpenBLAS here, GPT-2's four shapes: 1–12 rows 1.1–1.8×
-// faster, 16 about even, 24 slower; docs/performance.md, section 10).
+// few_rows_avx2 or few_rows_avx512 (measured against OpenBLAS here, GPT-2's four shapes:
+// 1–12 rows 1.1–1.8× faster, 16 about even, 24 slower; docs/performance.md, section 10).
 constexpr std::size_t few_rows_most = 16;
+
+// The order of few_rows_avx2 and few_rows_avx512 (the same bits, whatever the tile):
+// columns [j0, j1) of C = A·B a chunk at a time; within a chunk B is read once, in tiles of
+// `panel` rows × `width` columns, left to right along a panel of rows and panel after panel.
+// `tile(a, b, sums, lds, rows, first, ahead, ahead_rows)` takes every row of C through one
+// tile (B's rows at b, ldb apart) into `sums` (from 0 when `first`), prefetching the tile
+// `distance` ahead (ahead_rows of its rows from `ahead`, or none); `strip` the same for
+// `strip_width` columns without prefetching; the last columns are summed one by one. Each
+// element of C is one chain of fused multiply-adds over k in order. A panel is 16 rows, or
+// 8 where ldb is a multiple of 4 KB (B's rows would share one L1 set, which holds 8);
+// C's chunk is summed in `sums`, its rows a little more than a chunk apart, since C's own
+// rows may lie a multiple of 4 KB apart too (docs/performance.md, sections 15 and 16).
+template <std::size_t width, std::size_t strip_width, std::size_t distance, class Tile, class Strip>
+__attribute__((always_inline)) inline void few_rows_order(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a,
+                                                          std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc,
+                                                          Tile tile, Strip strip) {
+    constexpr std::size_t chunk = 768;
+    const std::size_t panel = ldb % 1024 == 0 ? 8 : 16;
+    alignas(64) float sums[few_rows_most * (chunk + width + 32)];
+    const auto chunk_end = [&](std::size_t from) { return j1 - from < chunk + width ? j1 : from + chunk; };  // the last takes the rest
+    for (std::size_t jc = j0; jc < j1;) {
+        const std::size_t end = chunk_end(jc), wide = end - jc, lds = (wide + 15) / 16 * 16 + 16, tiles = wide / width;
+        const std::size_t next_tiles = (chunk_end(end) - end) / width;
+        for (std::size_t p0 = 0; p0 < k; p0 += panel) {
+            const std::size_t rows = std::min(k - p0, panel), panels_left = (k - p0 + panel - 1) / panel;
+            const bool first = p0 == 0;
+            std::size_t j = 0;
+            for (std::size_t t = 0; t < tiles; ++t, j += width) {
+                // the tile `distance` ahead: in this chunk, or the next chunk's first panel
+                const float* ahead = nullptr;
+                std::size_t ahead_rows = 0;
+                const std::size_t u = t + distance;
+                if (u < panels_left * tiles) {
+                    const std::size_t q0 = p0 + u / tiles * panel;
+                    ahead = b + q0 * ldb + jc + u % tiles * width;
+                    ahead_rows = std::min(k - q0, panel);
+                } else if (u - panels_left * tiles < next_tiles) {
+                    ahead = b + end + (u - panels_left * tiles) * width;
+                    ahead_rows = std::min(k, panel);
+                }
+                tile(a + p0, b + p0 * ldb + jc + j, sums + j, lds, rows, first, ahead, ahead_rows);
+            }
+            for (; j + strip_width <= wide; j += strip_width) strip(a + p0, b + p0 * ldb + jc + j, sums + j, lds, rows, first);
+            for (; j < wide; ++j)
+                for (std::size_t i = 0; i < m; ++i) {
+                    float sum = first ? 0.0f : sums[i * lds + j];
+                    for (std::size_t p = p0; p < p0 + rows; ++p) sum = std::fma(a[i * lda + p], b[p * ldb + jc + j], sum);
+                    sums[i * lds + j] = sum;
+                }
+        }
+        for (std::size_t i = 0; i < m; ++i)
+            for (std::size_t j = 0; j < wide; ++j) c[i * ldc + jc + j] = sums[i * lds + j];
+        jc = end;
+    }
+}
+
+// The BF16 kernels' sums (bf16_rows_avx2 and bf16_rows_avx512, the same bits): 8 lanes
+// added as ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), then x's columns [k16, k) times
+// W's row w, in order.
+inline float bf16_lanes_and_tail(const float* lanes, const float* x, const std::uint16_t* w, std::size_t k16, std::size_t k) {
+    float s = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    for (std::size_t p = k16; p < k; ++p) {
+        const std::uint32_t bits = static_cast<std::uint32_t>(w[p]) << 16;
+        float v;
+        __builtin_memcpy(&v, &bits, sizeof v);
+        s = std::fma(x[p], v, s);
+    }
+    return s;
+}
 
 // A product that reads a large matrix once for one column (the head's logits of the last
 // position), where a BLAS spends its time packing: y[i] = A[i, :]·x for rows [i0, i1) of

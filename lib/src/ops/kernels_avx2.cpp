@@ -179,67 +179,33 @@ __attribute__((target("avx2,fma"))) void tile_rows(std::size_t m, const float* a
     }
 }
 
-// few_rows_avx2 with its prefetches `distance` tiles ahead, into the cache `Locality` names.
+// few_rows_avx2 with its prefetches `distance` tiles ahead, into the cache `Locality` names:
+// tiles of 48 columns, strips of 8.
 template <int Locality, std::size_t distance>
 __attribute__((target("avx2,fma"))) void few_rows_with(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a,
                                                        std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc) {
-    constexpr std::size_t width = 48, chunk = 768, lines = width / 16;
-    const std::size_t panel = ldb % 1024 == 0 ? 8 : 16;
-    alignas(64) float sums[few_rows_most * (chunk + width + 32)];
-    const auto chunk_end = [&](std::size_t from) { return j1 - from < chunk + width ? j1 : from + chunk; };  // the last takes the rest
-    for (std::size_t jc = j0; jc < j1;) {
-        const std::size_t end = chunk_end(jc), wide = end - jc, lds = (wide + 15) / 16 * 16 + 16, tiles = wide / width;
-        const std::size_t next_tiles = (chunk_end(end) - end) / width;
-        for (std::size_t p0 = 0; p0 < k; p0 += panel) {
-            const std::size_t rows = std::min(k - p0, panel), panels_left = (k - p0 + panel - 1) / panel;
-            const bool first = p0 == 0;
-            std::size_t j = 0;
-            for (std::size_t t = 0; t < tiles; ++t, j += width) {
-                // the tile `distance` ahead: in this chunk, or the next chunk's first panel
-                const float* ahead = nullptr;
-                std::size_t ahead_rows = 0;
-                const std::size_t u = t + distance;
-                if (u < panels_left * tiles) {
-                    const std::size_t q0 = p0 + u / tiles * panel;
-                    ahead = b + q0 * ldb + jc + u % tiles * width;
-                    ahead_rows = std::min(k - q0, panel);
-                } else if (u - panels_left * tiles < next_tiles) {
-                    ahead = b + end + (u - panels_left * tiles) * width;
-                    ahead_rows = std::min(k, panel);
-                }
-                tile_rows<6, Locality>(m, a + p0, lda, b + p0 * ldb + jc + j, ldb, sums + j, lds, rows, first, ahead, ahead_rows, lines);
-            }
-            for (; j + 8 <= wide; j += 8)
-                tile_rows<1, Locality>(m, a + p0, lda, b + p0 * ldb + jc + j, ldb, sums + j, lds, rows, first, nullptr, 0, 0);
-            for (; j < wide; ++j)
-                for (std::size_t i = 0; i < m; ++i) {
-                    float sum = first ? 0.0f : sums[i * lds + j];
-                    for (std::size_t p = p0; p < p0 + rows; ++p) sum = std::fma(a[i * lda + p], b[p * ldb + jc + j], sum);
-                    sums[i * lds + j] = sum;
-                }
-        }
-        for (std::size_t i = 0; i < m; ++i) std::memcpy(c + i * ldc + jc, sums + i * lds, wide * sizeof(float));
-        jc = end;
-    }
+    constexpr std::size_t width = 48, lines = width / 16;
+    few_rows_order<width, 8, distance>(
+        m, j0, j1, k, a, lda, b, ldb, c, ldc,
+        [&](const float* ap, const float* bt, float* st, std::size_t lds, std::size_t rows, bool first, const float* ahead,
+            std::size_t ahead_rows) { tile_rows<6, Locality>(m, ap, lda, bt, ldb, st, lds, rows, first, ahead, ahead_rows, lines); },
+        [&](const float* ap, const float* bt, float* st, std::size_t lds, std::size_t rows, bool first) {
+            tile_rows<1, Locality>(m, ap, lda, bt, ldb, st, lds, rows, first, nullptr, 0, 0);
+        });
 }
 
 }  // namespace
 
 __attribute__((target("avx2,fma"))) void few_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a,
                                                         std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc) {
-    // The columns are taken a chunk at a time. Within a chunk, B is read once, in tiles of
-    // `panel` rows × 48 columns, left to right along a panel of rows and panel after panel,
-    // each tile kept in L1 while every pair of rows of C takes its products from it in 12
-    // registers. A tile's rows lie ldb apart, which the hardware's prefetchers do not
-    // follow: a tile further on is prefetched a row per step of k, its lines shared out
-    // over the pairs, so that memory is kept busy all along. With two rows or more, 4
-    // tiles ahead into L2 (the arithmetic between requests is longer); with one, 2 tiles
-    // ahead into L1. C's chunk is summed in `sums`, its rows a little more than a chunk
-    // apart: C's own rows may lie a multiple of 4 KB apart and then share one L1 set with
-    // each other and with B's rows. A panel is 16 rows, or 8 where ldb is a multiple of
-    // 4 KB (B's rows would share one set, which holds 8). Each element is summed over k in
-    // order with fused multiply-adds, as sgemm's plain loop does: the same bits.
-    // (docs/performance.md, sections 15 and 16.)
+    // In few_rows_order's order (kernels.hpp), tiles of `panel` rows × 48 columns, each kept
+    // in L1 while every pair of rows of C takes its products from it in 12 registers. A
+    // tile's rows lie ldb apart, which the hardware's prefetchers do not follow: a tile
+    // further on is prefetched a row per step of k, its lines shared out over the pairs, so
+    // that memory is kept busy all along. With two rows or more, 4 tiles ahead into L2 (the
+    // arithmetic between requests is longer); with one, 2 tiles ahead into L1. Each element
+    // is summed over k in order with fused multiply-adds, as sgemm's plain loop does: the
+    // same bits. (docs/performance.md, sections 15 and 16.)
     if (m > few_rows_most) throw std::logic_error("few_rows_avx2 takes at most few_rows_most rows");
     if (k == 0) {  // sums of nothing (sgemm never asks: no work goes to its plain loop)
         for (std::size_t i = 0; i < m; ++i) std::fill(c + i * ldc + j0, c + i * ldc + j1, 0.0f);
@@ -263,12 +229,13 @@ void deinterleave16(const float* x, std::size_t m, std::size_t k, std::size_t ld
 
 namespace {
 
-// MR rows of x through NR rows of W over the first k16 columns, each sum left in sums[r·NR + q].
+// MR rows of x through NR rows of W over the first k16 columns, the 8 lanes of each sum
+// left in lanes[(r·NR + q)·8 …].
 // Every other step of 16 columns also prefetches into L2 the same columns of PF rows of
 // the next group of W's rows, from `next`, `stride` rows apart.
 template <int MR, int NR, int PF>
 __attribute__((target("avx2,fma"), always_inline)) inline void bf16_tile(std::size_t k16, const float* xs, const std::uint16_t* w,
-                                                                        std::size_t ldw, float* sums, const std::uint16_t* next,
+                                                                        std::size_t ldw, float* lanes, const std::uint16_t* next,
                                                                         std::size_t stride) {
     __m256 acc[MR][NR];
     for (int r = 0; r < MR; ++r)
@@ -290,19 +257,19 @@ __attribute__((target("avx2,fma"), always_inline)) inline void bf16_tile(std::si
         }
     }
     for (int r = 0; r < MR; ++r)
-        for (int q = 0; q < NR; ++q) sums[r * NR + q] = hsum(acc[r][q]);
+        for (int q = 0; q < NR; ++q) _mm256_storeu_ps(lanes + (r * NR + q) * 8, acc[r][q]);
 }
 
 // A tile whose number of prefetched rows (0, 1, 2 or NR) is known only at run time.
 template <int MR, int NR>
 __attribute__((target("avx2,fma"), always_inline)) inline void bf16_tile_prefetching(int rows, std::size_t k16, const float* xs,
-                                                                                    const std::uint16_t* w, std::size_t ldw, float* sums,
+                                                                                    const std::uint16_t* w, std::size_t ldw, float* lanes,
                                                                                     const std::uint16_t* next, std::size_t stride) {
     switch (rows) {
-        case 0: bf16_tile<MR, NR, 0>(k16, xs, w, ldw, sums, next, stride); break;
-        case 1: bf16_tile<MR, NR, 1>(k16, xs, w, ldw, sums, next, stride); break;
-        case 2: bf16_tile<MR, NR, 2>(k16, xs, w, ldw, sums, next, stride); break;
-        default: bf16_tile<MR, NR, NR>(k16, xs, w, ldw, sums, next, stride); break;
+        case 0: bf16_tile<MR, NR, 0>(k16, xs, w, ldw, lanes, next, stride); break;
+        case 1: bf16_tile<MR, NR, 1>(k16, xs, w, ldw, lanes, next, stride); break;
+        case 2: bf16_tile<MR, NR, 2>(k16, xs, w, ldw, lanes, next, stride); break;
+        default: bf16_tile<MR, NR, NR>(k16, xs, w, ldw, lanes, next, stride); break;
     }
 }
 
@@ -312,24 +279,16 @@ __attribute__((target("avx2,fma"), always_inline)) inline void bf16_tile_prefetc
 // row per pair: pair g takes rows g, g + stride, … (stride: the number of pairs, at most
 // NR), so that memory is busy all along rather than only while the first pair waits
 // (docs/performance.md, section 16).
-template <int NR>
+template <std::size_t NR>
 __attribute__((target("avx2,fma"))) void bf16_group(std::size_t m, std::size_t j, std::size_t j1, std::size_t k, const float* x,
                                                     std::size_t ldx, const float* xs, const std::uint16_t* w, std::size_t ldw, float* y,
                                                     std::size_t ldy) {
     const std::size_t k16 = k / 16 * 16;
-    float sums[2 * NR];
+    float lanes[2 * NR * 8];
     const auto finish = [&](std::size_t i, std::size_t rows) {
         for (std::size_t r = 0; r < rows; ++r)
-            for (int q = 0; q < NR; ++q) {
-                float s = sums[r * NR + q];
-                for (std::size_t p = k16; p < k; ++p) {
-                    const std::uint32_t b = static_cast<std::uint32_t>(w[(j + q) * ldw + p]) << 16;
-                    float v;
-                    std::memcpy(&v, &b, sizeof v);
-                    s = std::fma(x[(i + r) * ldx + p], v, s);
-                }
-                y[(i + r) * ldy + j + q] = s;
-            }
+            for (std::size_t q = 0; q < NR; ++q)
+                y[(i + r) * ldy + j + q] = bf16_lanes_and_tail(lanes + (r * NR + q) * 8, x + (i + r) * ldx, w + (j + q) * ldw, k16, k);
     };
     const std::size_t pairs = (m + 1) / 2, stride = std::min<std::size_t>(pairs, NR);
     const bool next = j + 2 * NR <= j1;
@@ -337,10 +296,10 @@ __attribute__((target("avx2,fma"))) void bf16_group(std::size_t m, std::size_t j
         const int rows = !next || g >= NR ? 0 : static_cast<int>((NR - g + stride - 1) / stride);
         const std::uint16_t* from = rows ? w + (j + NR + g) * ldw : nullptr;  // formed only where it lies in W
         if (i + 2 <= m) {
-            bf16_tile_prefetching<2, NR>(rows, k16, xs + i * k16, w + j * ldw, ldw, sums, from, stride);
+            bf16_tile_prefetching<2, NR>(rows, k16, xs + i * k16, w + j * ldw, ldw, lanes, from, stride);
             finish(i, 2);
         } else {
-            bf16_tile_prefetching<1, NR>(rows, k16, xs + i * k16, w + j * ldw, ldw, sums, from, stride);
+            bf16_tile_prefetching<1, NR>(rows, k16, xs + i * k16, w + j * ldw, ldw, lanes, from, stride);
             finish(i, 1);
         }
     }

@@ -185,86 +185,72 @@ void weighted_values_avx512(std::size_t rows, std::size_t n, std::size_t d, cons
 
 namespace {
 
-// hsum of kernels_avx2.cpp: the 8 lanes added in the same order.
-inline float hsum8(const float* l) { return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7])); }
-
 // bf16_tile of kernels_avx2.cpp with two of W's rows in one register: lanes 0-7 hold row
 // 2c's 8 sums and lanes 8-15 row 2c + 1's, each lane the same chain of fused multiply-adds
 // as the AVX2 lane it stands for; x's 8 even and 8 odd values go into both halves. MR rows
-// of x through NP pairs of W's rows over the first k16 columns, each sum left in
-// sums[r·2NP + q]. Every other step of 16 columns also prefetches into L2 the same
-// columns of `prefetch` rows of the next group of W's rows, from `next`, `stride` rows apart.
-template <int MR, int NP>
+// of x through NP pairs of W's rows over the first k16 columns, the 8 lanes of each sum left
+// in lanes[(r·2NP + q)·8 …], as the AVX2 tile leaves them. Every other step of 16 columns
+// also prefetches into L2 the same columns of `prefetch` rows of the next group of W's
+// rows, from `next`, `stride` rows apart.
+template <std::size_t MR, std::size_t NP>
 __attribute__((target("avx512f"), always_inline)) inline void bf16_tile_pairs(std::size_t k16, const float* xs, const std::uint16_t* w,
-                                                                             std::size_t ldw, float* sums, const std::uint16_t* next,
+                                                                             std::size_t ldw, float* lanes, const std::uint16_t* next,
                                                                              std::size_t prefetch, std::size_t stride) {
     __m512 acc[MR][NP];
-    for (int r = 0; r < MR; ++r)
-        for (int c = 0; c < NP; ++c) acc[r][c] = _mm512_setzero_ps();
+    for (std::size_t r = 0; r < MR; ++r)
+        for (std::size_t c = 0; c < NP; ++c) acc[r][c] = _mm512_setzero_ps();
     const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
     for (std::size_t p = 0; p < k16; p += 16) {
         __m512 even[MR], odd[MR];
-        for (int r = 0; r < MR; ++r) {
-            even[r] = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_loadu_pd(reinterpret_cast<const double*>(xs + r * k16 + p))));
-            odd[r] = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_loadu_pd(reinterpret_cast<const double*>(xs + r * k16 + p + 8))));
+        for (std::size_t r = 0; r < MR; ++r) {  // the 8 values into both halves
+            even[r] = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(xs + r * k16 + p))));
+            odd[r] = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(xs + r * k16 + p + 8))));
         }
         if (p % 32 == 0)  // a 64-byte line of each of those rows
             for (std::size_t q = 0; q < prefetch; ++q) __builtin_prefetch(next + q * stride * ldw + p, 0, 2);
-        for (int c = 0; c < NP; ++c) {
+        for (std::size_t c = 0; c < NP; ++c) {
             const __m512i bits = _mm512_inserti64x4(
                 _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 2 * c * ldw + p))),
                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + (2 * c + 1) * ldw + p)), 1);
             const __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(bits, 16));    // values p, p+2, …: the low halves
             const __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(bits, high));  // p+1, p+3, …: the high halves
-            for (int r = 0; r < MR; ++r) acc[r][c] = _mm512_fmadd_ps(wo, odd[r], _mm512_fmadd_ps(we, even[r], acc[r][c]));
+            for (std::size_t r = 0; r < MR; ++r) acc[r][c] = _mm512_fmadd_ps(wo, odd[r], _mm512_fmadd_ps(we, even[r], acc[r][c]));
         }
     }
-    for (int r = 0; r < MR; ++r)
-        for (int c = 0; c < NP; ++c) {
-            float l[16];
-            _mm512_storeu_ps(l, acc[r][c]);
-            sums[r * 2 * NP + 2 * c] = hsum8(l);
-            sums[r * 2 * NP + 2 * c + 1] = hsum8(l + 8);
-        }
+    for (std::size_t r = 0; r < MR; ++r)
+        for (std::size_t c = 0; c < NP; ++c) _mm512_storeu_ps(lanes + (r * 2 * NP + 2 * c) * 8, acc[r][c]);  // rows 2c and 2c + 1
 }
 
-// W's rows j … j+7 (outputs j …) for every row of x, four rows of x at a time: W's rows
-// come from memory for the first four and from the cache after, and the next group's rows
-// (when they are in this worker's share, below j1) are prefetched a row per tile of x's
-// rows, as bf16_group of kernels_avx2.cpp does with four of W's rows and two of x's. The
-// wider tile is what AVX-512 buys: 8 multiply-adds of 16 lanes for each 16 columns of a
-// pair of W's rows, where AVX2 takes 8 of 8 lanes for one row.
+// W's rows j … j+7 (outputs j …) for every row of x, four of x's rows at a time: W's rows
+// come from memory for the first four and from the cache after. The next group's rows
+// (when they are in this worker's share, below j1) are prefetched while the tiles run:
+// tile g takes rows g, g + stride, … (stride: the number of tiles, at most 8), as
+// bf16_group of kernels_avx2.cpp shares them over its pairs of rows. The wider tile is what
+// AVX-512 buys: 8 multiply-adds of 16 lanes for 16 columns of two of W's rows and four of
+// x's, where the AVX2 kernel's tile takes 16 of 8 lanes for four of W's rows and two of x's.
 __attribute__((target("avx512f"))) void bf16_group8(std::size_t m, std::size_t j, std::size_t j1, std::size_t k, const float* x,
                                                     std::size_t ldx, const float* xs, const std::uint16_t* w, std::size_t ldw, float* y,
                                                     std::size_t ldy) {
     constexpr std::size_t MR = 4, NR = 8;
     const std::size_t k16 = k / 16 * 16;
-    float sums[MR * NR];
+    float lanes[MR * NR * 8];
     const std::size_t tiles = (m + MR - 1) / MR, stride = std::min(tiles, NR);
     const bool next = j + 2 * NR <= j1;
     for (std::size_t i = 0, g = 0; i < m; i += MR, ++g) {
-        const std::size_t prefetch = !next || g >= NR ? 0 : (NR - g + stride - 1) / stride;  // rows g, g + stride, … of the next group
+        const std::size_t prefetch = !next || g >= NR ? 0 : (NR - g + stride - 1) / stride;
         const std::uint16_t* from = prefetch ? w + (j + NR + g) * ldw : nullptr;  // formed only where it lies in W
         const float* xi = xs + i * k16;
         const std::uint16_t* wj = w + j * ldw;
         const std::size_t rows = std::min(MR, m - i);
         switch (rows) {
-            case 4: bf16_tile_pairs<4, NR / 2>(k16, xi, wj, ldw, sums, from, prefetch, stride); break;
-            case 3: bf16_tile_pairs<3, NR / 2>(k16, xi, wj, ldw, sums, from, prefetch, stride); break;
-            case 2: bf16_tile_pairs<2, NR / 2>(k16, xi, wj, ldw, sums, from, prefetch, stride); break;
-            default: bf16_tile_pairs<1, NR / 2>(k16, xi, wj, ldw, sums, from, prefetch, stride); break;
+            case 4: bf16_tile_pairs<4, NR / 2>(k16, xi, wj, ldw, lanes, from, prefetch, stride); break;
+            case 3: bf16_tile_pairs<3, NR / 2>(k16, xi, wj, ldw, lanes, from, prefetch, stride); break;
+            case 2: bf16_tile_pairs<2, NR / 2>(k16, xi, wj, ldw, lanes, from, prefetch, stride); break;
+            default: bf16_tile_pairs<1, NR / 2>(k16, xi, wj, ldw, lanes, from, prefetch, stride); break;
         }
-        for (std::size_t r = 0; r < rows; ++r)  // the columns past k16, in order
-            for (std::size_t q = 0; q < NR; ++q) {
-                float s = sums[r * NR + q];
-                for (std::size_t p = k16; p < k; ++p) {
-                    const std::uint32_t b = static_cast<std::uint32_t>(w[(j + q) * ldw + p]) << 16;
-                    float v;
-                    std::memcpy(&v, &b, sizeof v);
-                    s = std::fma(x[(i + r) * ldx + p], v, s);
-                }
-                y[(i + r) * ldy + j + q] = s;
-            }
+        for (std::size_t r = 0; r < rows; ++r)
+            for (std::size_t q = 0; q < NR; ++q)
+                y[(i + r) * ldy + j + q] = bf16_lanes_and_tail(lanes + (r * NR + q) * 8, x + (i + r) * ldx, w + (j + q) * ldw, k16, k);
     }
 }
 
@@ -283,109 +269,97 @@ namespace {
 
 // tile of kernels_avx2.cpp on 16 lanes: B's rows [0, rows) and columns [0, 16·NV) into MR
 // rows of C held in registers, each element continuing its own sum over k in order with
-// fused multiply-adds (from 0 when `first`), so the same bits; PF lines of row p of a tile
-// ahead prefetched at each step p.
-template <int MR, int NV, int PF, int Locality>
+// fused multiply-adds (from 0 when `first`), so the same bits. At every step p of k, PF
+// lines of row p of a tile ahead are prefetched (`Locality` as __builtin_prefetch takes
+// it): from `ahead`, `stride` lines apart, while p < ahead_rows.
+template <std::size_t MR, std::size_t NV, std::size_t PF, int Locality>
 __attribute__((target("avx512f"), always_inline)) inline void f32_tile(const float* a, std::size_t lda, const float* b, std::size_t ldb,
                                                                        float* c, std::size_t ldc, std::size_t rows, bool first,
                                                                        const float* ahead, std::size_t ahead_rows, std::size_t stride) {
     __m512 acc[MR][NV];
-    for (int r = 0; r < MR; ++r)
-        for (int q = 0; q < NV; ++q) acc[r][q] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc + 16 * q);
+    for (std::size_t r = 0; r < MR; ++r)
+        for (std::size_t q = 0; q < NV; ++q) acc[r][q] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc + 16 * q);
     for (std::size_t p = 0; p < rows; ++p) {
         const float* bp = b + p * ldb;
         if (PF > 0 && p < ahead_rows)
-            for (int l = 0; l < PF; ++l) __builtin_prefetch(ahead + p * ldb + 16 * stride * l, 0, Locality);
+            for (std::size_t l = 0; l < PF; ++l) __builtin_prefetch(ahead + p * ldb + 16 * stride * l, 0, Locality);
         __m512 x[MR];
-        for (int r = 0; r < MR; ++r) x[r] = _mm512_set1_ps(a[r * lda + p]);
-        for (int q = 0; q < NV; ++q) {
+        for (std::size_t r = 0; r < MR; ++r) x[r] = _mm512_set1_ps(a[r * lda + p]);
+        for (std::size_t q = 0; q < NV; ++q) {
             __m512 bv = _mm512_loadu_ps(bp + 16 * q);
             if (MR > 1) asm("" : "+v"(bv));  // one load for all the rows, not one folded into each FMA
-            for (int r = 0; r < MR; ++r) acc[r][q] = _mm512_fmadd_ps(x[r], bv, acc[r][q]);
+            for (std::size_t r = 0; r < MR; ++r) acc[r][q] = _mm512_fmadd_ps(x[r], bv, acc[r][q]);
         }
     }
-    for (int r = 0; r < MR; ++r)
-        for (int q = 0; q < NV; ++q) _mm512_storeu_ps(c + r * ldc + 16 * q, acc[r][q]);
+    for (std::size_t r = 0; r < MR; ++r)
+        for (std::size_t q = 0; q < NV; ++q) _mm512_storeu_ps(c + r * ldc + 16 * q, acc[r][q]);
 }
 
-template <int MR, int NV, int Locality>
-__attribute__((target("avx512f"), always_inline)) inline void f32_tile_prefetching(int lines, const float* a, std::size_t lda,
+// A tile whose number of prefetched lines per row (0 to NV, a line per 16 columns) is known
+// only at run time.
+template <std::size_t MR, std::size_t NV, int Locality>
+__attribute__((target("avx512f"), always_inline)) inline void f32_tile_prefetching(std::size_t lines, const float* a, std::size_t lda,
                                                                                    const float* b, std::size_t ldb, float* c,
                                                                                    std::size_t ldc, std::size_t rows, bool first,
                                                                                    const float* ahead, std::size_t ahead_rows,
                                                                                    std::size_t stride) {
-    switch (lines) {
+    static_assert(NV <= 6, "prefetches for at most 6 lines a row");
+    switch (std::min(lines, NV)) {
         case 0: f32_tile<MR, NV, 0, Locality>(a, lda, b, ldb, c, ldc, rows, first, ahead, ahead_rows, stride); break;
         case 1: f32_tile<MR, NV, 1, Locality>(a, lda, b, ldb, c, ldc, rows, first, ahead, ahead_rows, stride); break;
         case 2: f32_tile<MR, NV, 2, Locality>(a, lda, b, ldb, c, ldc, rows, first, ahead, ahead_rows, stride); break;
-        default: f32_tile<MR, NV, 3, Locality>(a, lda, b, ldb, c, ldc, rows, first, ahead, ahead_rows, stride); break;
+        case 3: f32_tile<MR, NV, 3, Locality>(a, lda, b, ldb, c, ldc, rows, first, ahead, ahead_rows, stride); break;
+        case 4: f32_tile<MR, NV, 4, Locality>(a, lda, b, ldb, c, ldc, rows, first, ahead, ahead_rows, stride); break;
+        case 5: f32_tile<MR, NV, 5, Locality>(a, lda, b, ldb, c, ldc, rows, first, ahead, ahead_rows, stride); break;
+        default: f32_tile<MR, NV, 6, Locality>(a, lda, b, ldb, c, ldc, rows, first, ahead, ahead_rows, stride); break;
     }
 }
 
 // tile_rows of kernels_avx2.cpp: every row of C over B's rows [0, rows) and the columns
-// [0, 16·NV), MR rows at a time; the `lines` lines of each row of the tile ahead shared out
-// over the groups of rows: group g takes lines g, g + stride, …
-template <int MR, int NV, int Locality>
+// [0, 16·NV), MR rows at a time (fewer for the last); the `lines` lines of each row of the
+// tile ahead are shared out over the groups of rows: group g takes lines g, g + stride, …
+template <std::size_t MR, std::size_t NV, int Locality>
 __attribute__((target("avx512f"))) void f32_tile_rows(std::size_t m, const float* a, std::size_t lda, const float* b, std::size_t ldb,
                                                       float* c, std::size_t ldc, std::size_t rows, bool first, const float* ahead,
                                                       std::size_t ahead_rows, std::size_t lines) {
     const std::size_t stride = std::max<std::size_t>(1, std::min((m + MR - 1) / MR, lines));
     for (std::size_t i = 0, g = 0; i < m; i += MR, ++g) {
-        const int count = !ahead || g >= lines ? 0 : static_cast<int>((lines - g + stride - 1) / stride);
+        const std::size_t count = !ahead || g >= lines ? 0 : (lines - g + stride - 1) / stride;
         const float* from = count ? ahead + 16 * g : nullptr;  // formed only where it lies in B
         const float* ai = a + i * lda;
         float* ci = c + i * ldc;
-        switch (std::min<std::size_t>(MR, m - i)) {
-            case 4: f32_tile_prefetching<4 <= MR ? 4 : 1, NV, Locality>(count, ai, lda, b, ldb, ci, ldc, rows, first, from, ahead_rows, stride); break;
-            case 3: f32_tile_prefetching<3 <= MR ? 3 : 1, NV, Locality>(count, ai, lda, b, ldb, ci, ldc, rows, first, from, ahead_rows, stride); break;
-            case 2: f32_tile_prefetching<2 <= MR ? 2 : 1, NV, Locality>(count, ai, lda, b, ldb, ci, ldc, rows, first, from, ahead_rows, stride); break;
-            default: f32_tile_prefetching<1, NV, Locality>(count, ai, lda, b, ldb, ci, ldc, rows, first, from, ahead_rows, stride); break;
+        const std::size_t here = std::min(MR, m - i);
+        if constexpr (MR == 4) {
+            if (here == 4) {
+                f32_tile_prefetching<4, NV, Locality>(count, ai, lda, b, ldb, ci, ldc, rows, first, from, ahead_rows, stride);
+                continue;
+            }
+            if (here == 3) {
+                f32_tile_prefetching<3, NV, Locality>(count, ai, lda, b, ldb, ci, ldc, rows, first, from, ahead_rows, stride);
+                continue;
+            }
+            if (here == 2) {
+                f32_tile_prefetching<2, NV, Locality>(count, ai, lda, b, ldb, ci, ldc, rows, first, from, ahead_rows, stride);
+                continue;
+            }
         }
+        f32_tile_prefetching<1, NV, Locality>(count, ai, lda, b, ldb, ci, ldc, rows, first, from, ahead_rows, stride);
     }
 }
 
-// few_rows_with of kernels_avx2.cpp, its tiles on 16 lanes: MR rows of C by 16·NV columns.
-template <int Locality, std::size_t distance, int MR, int NV>
+// few_rows_avx512 with its prefetches `distance` tiles ahead, into the cache `Locality`
+// names: MR rows of C by tiles of 16·NV columns, strips of 16.
+template <int Locality, std::size_t distance, std::size_t MR, std::size_t NV>
 __attribute__((target("avx512f"))) void f32_few_rows_with(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a,
                                                           std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc) {
-    constexpr std::size_t width = 16 * NV, chunk = 768, lines = width / 16;
-    const std::size_t panel = ldb % 1024 == 0 ? 8 : 16;
-    alignas(64) float sums[few_rows_most * (chunk + width + 32)];
-    const auto chunk_end = [&](std::size_t from) { return j1 - from < chunk + width ? j1 : from + chunk; };  // the last takes the rest
-    for (std::size_t jc = j0; jc < j1;) {
-        const std::size_t end = chunk_end(jc), wide = end - jc, lds = (wide + 15) / 16 * 16 + 16, tiles = wide / width;
-        const std::size_t next_tiles = (chunk_end(end) - end) / width;
-        for (std::size_t p0 = 0; p0 < k; p0 += panel) {
-            const std::size_t rows = std::min(k - p0, panel), panels_left = (k - p0 + panel - 1) / panel;
-            const bool first = p0 == 0;
-            std::size_t j = 0;
-            for (std::size_t t = 0; t < tiles; ++t, j += width) {
-                const float* ahead = nullptr;
-                std::size_t ahead_rows = 0;
-                const std::size_t u = t + distance;
-                if (u < panels_left * tiles) {
-                    const std::size_t q0 = p0 + u / tiles * panel;
-                    ahead = b + q0 * ldb + jc + u % tiles * width;
-                    ahead_rows = std::min(k - q0, panel);
-                } else if (u - panels_left * tiles < next_tiles) {
-                    ahead = b + end + (u - panels_left * tiles) * width;
-                    ahead_rows = std::min(k, panel);
-                }
-                f32_tile_rows<MR, NV, Locality>(m, a + p0, lda, b + p0 * ldb + jc + j, ldb, sums + j, lds, rows, first, ahead,
-                                                        ahead_rows, lines);
-            }
-            for (; j + 16 <= wide; j += 16)
-                f32_tile_rows<MR, 1, Locality>(m, a + p0, lda, b + p0 * ldb + jc + j, ldb, sums + j, lds, rows, first, nullptr, 0, 0);
-            for (; j < wide; ++j)
-                for (std::size_t i = 0; i < m; ++i) {
-                    float sum = first ? 0.0f : sums[i * lds + j];
-                    for (std::size_t p = p0; p < p0 + rows; ++p) sum = std::fma(a[i * lda + p], b[p * ldb + jc + j], sum);
-                    sums[i * lds + j] = sum;
-                }
-        }
-        for (std::size_t i = 0; i < m; ++i) std::memcpy(c + i * ldc + jc, sums + i * lds, wide * sizeof(float));
-        jc = end;
-    }
+    constexpr std::size_t width = 16 * NV, lines = NV;
+    few_rows_order<width, 16, distance>(
+        m, j0, j1, k, a, lda, b, ldb, c, ldc,
+        [&](const float* ap, const float* bt, float* st, std::size_t lds, std::size_t rows, bool first, const float* ahead,
+            std::size_t ahead_rows) { f32_tile_rows<MR, NV, Locality>(m, ap, lda, bt, ldb, st, lds, rows, first, ahead, ahead_rows, lines); },
+        [&](const float* ap, const float* bt, float* st, std::size_t lds, std::size_t rows, bool first) {
+            f32_tile_rows<MR, 1, Locality>(m, ap, lda, bt, ldb, st, lds, rows, first, nullptr, 0, 0);
+        });
 }
 
 }  // namespace
@@ -397,12 +371,14 @@ void few_rows_avx512(std::size_t m, std::size_t j0, std::size_t j1, std::size_t 
         for (std::size_t i = 0; i < m; ++i) std::fill(c + i * ldc + j0, c + i * ldc + j1, 0.0f);
         return;
     }
-    // The prefetches as few_rows_avx2's. Tiles of 4 rows by 48 columns measured best for 10
-    // and 16 rows (of 2 × 96, 4 × 32, 4 × 64 and 4 × 96), and 96 columns for one row.
+    // In few_rows_order's order, with few_rows_avx2's prefetches and its 48 columns a tile.
+    // Four rows a tile measured best for 10 and 16 rows (against 2 × 96, 4 × 32, 4 × 64 and
+    // 4 × 96 columns; for one row, 96 columns could not be told from 48: docs/performance.md,
+    // section 18).
     if (m >= 2)
         f32_few_rows_with<2, 4, 4, 3>(m, j0, j1, k, a, lda, b, ldb, c, ldc);  // L2, 4 tiles ahead
     else
-        f32_few_rows_with<3, 2, 1, 6>(m, j0, j1, k, a, lda, b, ldb, c, ldc);  // L1, 2 tiles ahead
+        f32_few_rows_with<3, 2, 1, 3>(m, j0, j1, k, a, lda, b, ldb, c, ldc);  // L1, 2 tiles ahead
 }
 
 }  // namespace attnwalk::fast

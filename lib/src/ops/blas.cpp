@@ -132,12 +132,9 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
     }
     if (m <= fast::few_rows_most && !trans_a && !trans_b && alpha == 1.0f && beta == 0.0f && fast::has_avx2_fma()) {
         streamed = true;
-        const bool wide = fast::has_avx512();  // the same bits either way
         on_every_core(m * n * k, [&](std::size_t worker, std::size_t workers) {
             const WorkerShare s = worker_share(n, worker, workers, 16);
-            if (s.end <= s.begin) return;
-            if (wide) fast::few_rows_avx512(m, s.begin, s.end, k, a, lda, b, ldb, c, ldc);
-            else fast::few_rows_avx2(m, s.begin, s.end, k, a, lda, b, ldb, c, ldc);
+            if (s.end > s.begin) fast::few_rows(m, s.begin, s.end, k, a, lda, b, ldb, c, ldc);
         });
         return;
     }

@@ -182,6 +182,8 @@ void few_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k,
 // element the same chain, so the same bits (a test checks).
 void few_rows_avx512(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a, std::size_t lda, const float* b,
                      std::size_t ldb, float* c, std::size_t ldc);
+void few_rows(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a, std::size_t lda, const float* b,
+              std::size_t ldb, float* c, std::size_t ldc);  // the better of the two for this CPU (AVX2 + FMA at least)
 // A few rows through a layer of brain floats in nn.Linear's layout (a short prompt, or a
 // generated token, through a BF16 checkpoint): y[i, j] = Σ_p x[i, p]·W[j, p] for W's rows
 // [j0, j1) of W[n × k, ldw] (bfloat16 bits) and i < m, in float32. W is read once and each
@@ -196,6 +198,8 @@ void bf16_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k
 // each lane the same chain as its AVX2 lane, so the same bits (a test checks).
 void bf16_rows_avx512(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* x, std::size_t ldx, const float* xs,
                       const std::uint16_t* w, std::size_t ldw, float* y, std::size_t ldy);
+void bf16_rows(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* x, std::size_t ldx, const float* xs,
+               const std::uint16_t* w, std::size_t ldw, float* y, std::size_t ldy);  // the better of the two for this CPU (AVX2 + FMA at least)
 #endif
 
 // exp(row[j] − max) in place for j < n, returning their sum: the softmax's middle step.

@@ -175,6 +175,20 @@ void sgemm_loop(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::s
     sgemm_loop_plain(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+#if defined(ATTNWALK_HAVE_AVX2)
+void few_rows(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a, std::size_t lda, const float* b,
+              std::size_t ldb, float* c, std::size_t ldc) {
+    if (has_avx512()) return few_rows_avx512(m, j0, j1, k, a, lda, b, ldb, c, ldc);
+    few_rows_avx2(m, j0, j1, k, a, lda, b, ldb, c, ldc);
+}
+
+void bf16_rows(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* x, std::size_t ldx, const float* xs,
+               const std::uint16_t* w, std::size_t ldw, float* y, std::size_t ldy) {
+    if (has_avx512()) return bf16_rows_avx512(m, j0, j1, k, x, ldx, xs, w, ldw, y, ldy);
+    bf16_rows_avx2(m, j0, j1, k, x, ldx, xs, w, ldw, y, ldy);
+}
+#endif
+
 void x_sigmoid(float* x, const float* times, std::size_t n, Sigmoid kind) {
 #if defined(ATTNWALK_HAVE_AVX2)
     if (has_avx2()) return x_sigmoid_avx2(x, times, n, kind);

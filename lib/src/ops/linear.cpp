@@ -87,8 +87,7 @@ float* widen_buffer(std::size_t floats) {
 }
 
 // A few rows through BF16 weights in nn.Linear's layout: each weight read once and widened
-// in registers (fast::bf16_rows_avx512 where the CPU has AVX-512F, else bf16_rows_avx2: the
-// same bits), every core its share of the outputs. More rows than direct_rows go through the
+// in registers (fast::bf16_rows: on AVX-512F or AVX2, the same bits), every core its share of the outputs. More rows than direct_rows go through the
 // widened blocks and sgemm. With AVX-512 the kernel beats them to 128 rows: a Llama-3.2-1B-
 // shaped forward took 0.90× the time at T = 128 and 0.78× at T = 64 against a limit of 32
 // (docs/performance.md, section 18). With AVX2 alone 128 costs about what 32 did (0.97× at
@@ -108,12 +107,9 @@ void bf16_rows(const float* x, std::size_t rows, const Linear& l, float* y, std:
     const std::size_t d_in = l.ext_in, d_out = l.ext_out;
     std::vector<float> xs(rows * (d_in / 16 * 16));
     fast::deinterleave16(x, rows, d_in, d_in, xs.data());
-    const bool wide = fast::has_avx512();  // the same bits either way
     on_every_core(rows * d_in * d_out, [&](std::size_t worker, std::size_t workers) {
         const WorkerShare s = worker_share(d_out, worker, workers, 8);
-        if (s.end <= s.begin) return;
-        if (wide) fast::bf16_rows_avx512(rows, s.begin, s.end, d_in, x, d_in, xs.data(), l.ext16, l.ext_ld, y, ldy);
-        else fast::bf16_rows_avx2(rows, s.begin, s.end, d_in, x, d_in, xs.data(), l.ext16, l.ext_ld, y, ldy);
+        if (s.end > s.begin) fast::bf16_rows(rows, s.begin, s.end, d_in, x, d_in, xs.data(), l.ext16, l.ext_ld, y, ldy);
     });
 #else
     (void)x, (void)rows, (void)l, (void)y, (void)ldy;

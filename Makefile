@@ -5,7 +5,7 @@
 # page and bash completion under PREFIX.
 BUILD ?= build
 PREFIX ?= /usr/local
-PACKAGES = cmake g++ make libxtensor-dev xtl-dev libxsimd-dev libxtensor-blas-dev libopenblas-dev \
+PACKAGES = cmake g++ make lld libxtensor-dev xtl-dev libxsimd-dev libxtensor-blas-dev libopenblas-dev \
            nlohmann-json3-dev libcli11-dev doctest-dev libpcre2-dev libutf8proc-dev libncurses-dev pkg-config python3 python3-jsonschema
 
 .PHONY: demo test deps build install clean

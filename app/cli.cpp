@@ -380,13 +380,16 @@ int print_and_exit(CLI::App& cli, const CLI::ParseError& e, std::ostream& out, s
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err, const Terminal& terminal) {
-    // the named command alone, or no command for a lone --version; anything else (help, a
-    // mistake) again below, every command built
+    // the named command alone with the options the command line names (options.hpp), or no
+    // command for a lone --version; anything else (help, a mistake, an option that needs one
+    // not built) again below, every command and option built
     const bool version = argc == 2 && std::string(argv[1]) == "--version";
     if (argc > 1 && (version || names_a_command(argv[1]))) {
         CLI::App cli;
         cli.formatter(help_formatter(terminal.columns));
         Shell shell;
+        NamedOptions named(argc, argv, 2);
+        shell.named = &named;
         make_cli(cli, shell, version ? "--version" : argv[1]);
         bool ok = true;
         try {
@@ -395,7 +398,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
             if (version && e.get_exit_code() == 0) return print_and_exit(cli, e, out, err);
             ok = false;
         }
-        if (ok) return after_parse(cli, shell, argv[0], out, err, terminal);
+        if (ok && named.complete()) return after_parse(cli, shell, argv[0], out, err, terminal);
     }
     CLI::App cli;
     cli.formatter(help_formatter(terminal.columns));  // the subcommands take it over

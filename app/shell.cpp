@@ -82,11 +82,11 @@ CLI::Validator non_empty() {
     return CLI::Validator([](std::string& text) { return text.empty() ? std::string("is empty") : std::string(); }, "", "non-empty");
 }
 
-void add_shell_options(CLI::App& sub, Shell& s, bool walk, InputKind kind) {
+void add_shell_options(OptionBuilder sub, Shell& s, bool walk, InputKind kind) {
     if (kind == InputKind::prompt) {
         sub.add_option("--text", s.sentence, "The text, cut into tokens by the tokenizer (UTF-8)")->check(non_empty())->group(input_group);
     } else {
-        CLI::Option* input =
+        MaybeOption input =
             sub.add_option("-i,--input", s.input, "Input: a JSON file ({\"tokens\", \"embeddings\"}), a NumPy .npy of the embeddings (T×d or B×T×d), or a safetensors file's tensor (FILE, or FILE:NAME of several); - reads stdin. Default: the built-in sentence")
                 ->check(non_empty())
                 ->group(input_group);
@@ -98,7 +98,7 @@ void add_shell_options(CLI::App& sub, Shell& s, bool walk, InputKind kind) {
             ->check(non_empty())
             ->group(input_group);
     }
-    CLI::Option* json = sub.add_flag("--json", s.json, "Print the whole trace as one JSON document (see docs/json.md)")->group(output_group);
+    MaybeOption json = sub.add_flag("--json", s.json, "Print the whole trace as one JSON document (see docs/json.md)")->group(output_group);
     sub.add_option("--json-nonfinite", s.json_nonfinite,
                    "How --json writes inf and NaN: string (\"inf\"), null, or literal (Python's Infinity, NaN)")
         ->check(CLI::IsMember({"string", "null", "literal"}))
@@ -120,7 +120,7 @@ void add_shell_options(CLI::App& sub, Shell& s, bool walk, InputKind kind) {
         ->group(output_group);
     json->excludes(sub.add_flag("--no-heatmap", s.no_heatmap, "Numbers only: no heatmaps under the token×token steps")->group(output_group));
     json->excludes(sub.add_flag("--full", s.text.full, "Print every row and column (tables with more than 16 are elided otherwise)")->group(output_group));
-    CLI::Option* compact = sub.add_flag("--compact", s.compact, "Only the steps the command is about (its headline tensors)")->group(output_group);
+    MaybeOption compact = sub.add_flag("--compact", s.compact, "Only the steps the command is about (its headline tensors)")->group(output_group);
     json->excludes(compact);
     sub.add_option("--max-memory", s.max_memory, "Refuse inputs that would need more memory (bytes, or with K/M/G/T)")
         ->check(CLI::Validator(
@@ -148,7 +148,7 @@ void add_shell_options(CLI::App& sub, Shell& s, bool walk, InputKind kind) {
         ->group(output_group);
     if (kind == InputKind::embeddings)
         sub.add_option("--batch", s.batch, "Stack the input N times along a batch axis (the textbook uses 2)")->check(whole_number(1))->group(input_group);
-    CLI::Option* svg = sub.add_option("--svg", s.svg, "Also write the heatmap of the final weights as an SVG file (for slides)")
+    MaybeOption svg = sub.add_option("--svg", s.svg, "Also write the heatmap of the final weights as an SVG file (for slides)")
                            ->check(non_empty())
                            ->group(output_group);
     sub.add_option("--svg-step", s.svg_step, "The step --svg draws (a token×token id, e.g. scores_masked; default: the final weights)")
@@ -160,7 +160,7 @@ void add_shell_options(CLI::App& sub, Shell& s, bool walk, InputKind kind) {
                    "the path of a clicked cell (no network needed)")
         ->check(non_empty())
         ->group(output_group);
-    CLI::Option* npy = sub.add_option("--npy", s.npy,
+    MaybeOption npy = sub.add_option("--npy", s.npy,
                                       "Also write each step's tensor as DIR/ID.npy (NumPy's format: numpy.load reads it, no text to "
                                       "parse); with --json the steps name their files instead of holding the numbers")
                            ->check(non_empty())
@@ -295,13 +295,13 @@ Cell parse_cell(const std::string& text, const std::vector<std::string>& tokens)
 
 constexpr Init default_init = Init::linear;
 
-void add_weights_options(CLI::App& sub, WeightsOptions& o, Shell& shell, bool default_seed) {
-    CLI::Option* file = sub.add_option("--weights", o.file, "JSON file with W_query, W_key, W_value (d_in×d_out, x·W layout); see docs/weights.md")
+void add_weights_options(OptionBuilder sub, WeightsOptions& o, Shell& shell, bool default_seed) {
+    MaybeOption file = sub.add_option("--weights", o.file, "JSON file with W_query, W_key, W_value (d_in×d_out, x·W layout); see docs/weights.md")
                             ->check(non_empty());
-    CLI::Option* seed = sub.add_option("--seed", o.seed, "Draw the weights like torch.manual_seed(N) would, bit for bit")
+    MaybeOption seed = sub.add_option("--seed", o.seed, "Draw the weights like torch.manual_seed(N) would, bit for bit")
                             ->check(whole_number(0))
                             ->excludes(file);
-    CLI::Option* drawn[] = {
+    MaybeOption drawn[] = {
         sub.add_option("--init", o.init, std::string("How seeded weights are drawn: rand | randn | linear (default: ") +
                                              init_name(default_init) + ")")
             ->check(CLI::IsMember({"rand", "randn", "linear"})),
@@ -310,41 +310,41 @@ void add_weights_options(CLI::App& sub, WeightsOptions& o, Shell& shell, bool de
             ->check(whole_number(1)),
         sub.add_flag("--qkv-bias", o.qkv_bias, "Seeded nn.Linear projections get a bias"),
     };
-    for (CLI::Option* option : drawn) {  // they say how weights are drawn: not for a file
+    for (MaybeOption& option : drawn) {  // they say how weights are drawn: not for a file
         option->excludes(file);
         if (!default_seed) option->needs(seed);
     }
     sub.add_flag("--show-weights", shell.text.show_weights, "Print the weight matrices used (the JSON always has them)");
 }
 
-void add_scale_option(CLI::App& sub, std::optional<double>& scale) {
+void add_scale_option(OptionBuilder sub, std::optional<double>& scale) {
     sub.add_option("--scale", scale, "Divide the scores by S first (default: 1, or √d_k with projections)")
         ->check(number_check(
             "S", [](double v) { return std::isfinite(static_cast<float>(v)) && static_cast<float>(v) >= std::numeric_limits<float>::min(); },
             "must be a positive number that float32 holds (about 1.2e-38 to 3.4e38)"));
 }
 
-CLI::Option* add_explain_option(CLI::App& sub, std::optional<std::string>& explain) {
+MaybeOption add_explain_option(OptionBuilder sub, std::optional<std::string>& explain) {
     return sub.add_option("--explain", explain, "Write out one cell I,J (query row, key column; positions from 1, or tokens): "
                                          "the dot product term by term, the scaling, each exp, the sum, the division, the weighted sum");
 }
 
-CLI::Option* add_counted_option(CLI::App& sub, const std::string& name, std::size_t& index, const std::string& description) {
+MaybeOption add_counted_option(OptionBuilder sub, const std::string& name, std::size_t& index, const std::string& description) {
     return sub.add_option_function<std::size_t>(name, [&index](const std::size_t& n) { index = n - 1; }, description)
         ->check(whole_number(1))
         ->default_str(std::to_string(index + 1));
 }
 
-CLI::Option* add_counted_option(CLI::App& sub, const std::string& name, std::optional<std::size_t>& index, const std::string& description) {
+MaybeOption add_counted_option(OptionBuilder sub, const std::string& name, std::optional<std::size_t>& index, const std::string& description) {
     return sub.add_option_function<std::size_t>(name, [&index](const std::size_t& n) { index = n - 1; }, description)
         ->check(whole_number(1));
 }
 
-void add_context_length_option(CLI::App& sub, std::optional<std::size_t>& context_length) {
+void add_context_length_option(OptionBuilder sub, std::optional<std::size_t>& context_length) {
     sub.add_option("--context-length", context_length, "Longest input allowed (error if there are more tokens)")->check(whole_number(1));
 }
 
-void add_dropout_options(CLI::App& sub, DropoutOptions& o, bool causal_flag) {
+void add_dropout_options(OptionBuilder sub, DropoutOptions& o, bool causal_flag) {
     sub.add_option("--dropout", o.p, "Dropout rate p in [0, 1)")
         ->check(number_check("P", [](double v) { return v == 0.0 || (v > 0.0 && v < 1.0 && 1.0 - v < 1.0); },
                              "must be 0 or in [1.2e-16, 1) (a smaller rate leaves 1 − p at 1)"))

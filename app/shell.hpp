@@ -14,6 +14,7 @@
 
 #include "attnwalk/io/embeddings.hpp"
 #include "attnwalk/lessons/lessons.hpp"
+#include "options.hpp"
 #include "render/render_text.hpp"
 
 namespace attnwalk::app {
@@ -55,6 +56,9 @@ struct Shell {
     // attnwalk explore COMMAND [OPTIONS]: the command line explored (the walk's trace goes
     // to the explorer instead of a renderer); empty otherwise.
     std::vector<std::string> explore;
+    // The options the command line names, when only those are built (options.hpp); null:
+    // every option.
+    NamedOptions* named = nullptr;
 };
 
 // Checks of option values, in the type used: a whole number ≥ min (no sign, no
@@ -69,7 +73,7 @@ CLI::Validator number_check(const char* name, bool (*ok)(double), const std::str
 // What a command reads: token embeddings (-i, or --text looked up in --vocab; --batch), or
 // a prompt for a real tokenizer (--text only: the model commands and tokenize).
 enum class InputKind { embeddings, prompt };
-void add_shell_options(CLI::App& sub, Shell& shell, bool walk, InputKind input = InputKind::embeddings);
+void add_shell_options(OptionBuilder sub, Shell& shell, bool walk, InputKind input = InputKind::embeddings);
 
 // "4G", "512M", "100000": --max-memory's bytes (K, M, G, T are powers of 1024).
 double parse_bytes(const std::string& text);
@@ -117,18 +121,18 @@ struct WeightsOptions {
 };
 // `default_seed`: the command draws weights without --seed too (mha), so --init, --d-out
 // and --qkv-bias do not need it.
-void add_weights_options(CLI::App& sub, WeightsOptions& options, Shell& shell, bool default_seed = false);
+void add_weights_options(OptionBuilder sub, WeightsOptions& options, Shell& shell, bool default_seed = false);
 
 // --scale S: a positive number that stays finite and non-zero in float32.
-void add_scale_option(CLI::App& sub, std::optional<double>& scale);
+void add_scale_option(OptionBuilder sub, std::optional<double>& scale);
 // --explain I,J
-CLI::Option* add_explain_option(CLI::App& sub, std::optional<std::string>& explain);
+MaybeOption add_explain_option(OptionBuilder sub, std::optional<std::string>& explain);
 // An option naming a head or a layer: typed counting from 1 (head 1 … H), stored as the
 // 0-based index the library takes.
-CLI::Option* add_counted_option(CLI::App& sub, const std::string& name, std::size_t& index, const std::string& description);
-CLI::Option* add_counted_option(CLI::App& sub, const std::string& name, std::optional<std::size_t>& index, const std::string& description);
+MaybeOption add_counted_option(OptionBuilder sub, const std::string& name, std::size_t& index, const std::string& description);
+MaybeOption add_counted_option(OptionBuilder sub, const std::string& name, std::optional<std::size_t>& index, const std::string& description);
 // --context-length N
-void add_context_length_option(CLI::App& sub, std::optional<std::size_t>& context_length);
+void add_context_length_option(OptionBuilder sub, std::optional<std::size_t>& context_length);
 
 // --dropout P (the command's default), --dropout-seed S, --eval, --causal/--no-causal.
 struct DropoutOptions {
@@ -138,7 +142,7 @@ struct DropoutOptions {
     bool causal = true;
 };
 // `causal_flag`: also --causal/--no-causal (dropout and mha; causal is always causal).
-void add_dropout_options(CLI::App& sub, DropoutOptions& options, bool causal_flag = true);
+void add_dropout_options(OptionBuilder sub, DropoutOptions& options, bool causal_flag = true);
 
 // The seeding policy, in one place. The weights come from --weights, or are drawn from
 // the --seed stream (or the command's default seed); the dropout draw continues that

@@ -68,7 +68,7 @@ Layer prepare_layer(const Shell& shell, const LayerOptions& o, bool out_proj, st
 
 // --explain I,J and --head H (the head --explain writes out).
 void add_explain_and_head(CLI::App& sub, std::optional<std::string>& explain, std::size_t& head) {
-    CLI::Option* e = add_explain_option(sub, explain);
+    const MaybeOption e = add_explain_option(sub, explain);
     add_counted_option(sub, "--head", head, "The head --explain writes out, counted from 1")->needs(e);
 }
 

@@ -26,13 +26,14 @@ void add_causal(CLI::App& cli, Shell& shell) {
                                 "  attnwalk causal --query journey      # one row: what \"journey\" may see\n"
                                 "  attnwalk causal --seed 789 --dropout 0.5   # CausalAttention with dropout\n");
     auto o = std::make_shared<CausalOptions>();
-    sub->add_option("--query", o->query, "Show one query only: its position (from 1) or its text")
+    const OptionBuilder options(*sub, shell.named);
+    options.add_option("--query", o->query, "Show one query only: its position (from 1) or its text")
         ->check(non_empty())
-        ->excludes(add_explain_option(*sub, o->explain));
-    add_weights_options(*sub, o->weights, shell);
-    add_scale_option(*sub, o->scale);
-    add_context_length_option(*sub, o->context_length);
-    add_dropout_options(*sub, o->dropout, false);
+        ->excludes(add_explain_option(options, o->explain));
+    add_weights_options(options, o->weights, shell);
+    add_scale_option(options, o->scale);
+    add_context_length_option(options, o->context_length);
+    add_dropout_options(options, o->dropout, false);
     sub->callback([&shell, o] {
         shell.headline = headline_of(lesson("causal"));
         shell.walk = [&shell, o] {

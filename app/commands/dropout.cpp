@@ -8,7 +8,7 @@ namespace attnwalk::app {
 
 namespace {
 
-struct Options {
+struct DropoutWalkOptions {
     WeightsOptions weights;
     std::optional<double> scale;
     std::optional<std::size_t> context_length;
@@ -23,16 +23,17 @@ void add_dropout(CLI::App& cli, Shell& shell) {
                                 "  attnwalk dropout --ones 6 --dropout-seed 123   # the textbook's 6×6 matrix of ones\n"
                                 "  attnwalk dropout --seed 789 --dropout-seed 123 # dropout on causal weights\n"
                                 "  attnwalk dropout --eval              # nothing changes at inference\n");
-    auto o = std::make_shared<Options>();
-    add_weights_options(*sub, o->weights, shell);
-    add_scale_option(*sub, o->scale);
-    add_context_length_option(*sub, o->context_length);
-    add_dropout_options(*sub, o->dropout);
-    CLI::Option* ones = sub->add_option("--ones", o->ones, "Apply dropout to an N×N matrix of ones instead (the textbook's example)")
-                            ->check(whole_number(1));
+    auto o = std::make_shared<DropoutWalkOptions>();
+    const OptionBuilder options(*sub, shell.named);
+    add_weights_options(options, o->weights, shell);
+    add_scale_option(options, o->scale);
+    add_context_length_option(options, o->context_length);
+    add_dropout_options(options, o->dropout);
+    MaybeOption ones = options.add_option("--ones", o->ones, "Apply dropout to an N×N matrix of ones instead (the textbook's example)")
+                   ->check(whole_number(1));
     for (const char* name : {"--input", "--text", "--vocab", "--weights", "--seed", "--init", "--d-out", "--qkv-bias", "--show-weights",
                              "--batch", "--scale", "--context-length", "--causal"})
-        ones->excludes(sub->get_option(name));  // the matrix of ones has no input, weights or scores
+        ones->excludes(options.find(name));  // the matrix of ones has no input, weights or scores
     sub->callback([&shell, o] {
         shell.headline = headline_of(lesson("dropout"));
         shell.walk = [&shell, o] {

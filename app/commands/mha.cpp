@@ -40,34 +40,35 @@ void add_mha(CLI::App& cli, Shell& shell) {
                                 "  attnwalk mha --sinks 0,2 --steps weights,sink_share    # learned sinks (gpt-oss)\n"
                                 "  attnwalk mha --head-roles --steps 'role_*'     # induction and previous-token scores, written out\n");
     auto o = std::make_shared<MhaOptions>();
-    CLI::Option* explain = add_explain_option(*sub, o->explain);
-    sub->add_option("--query", o->query, "Show one query only, in every head: its position (from 1) or its text")
+    const OptionBuilder options(*sub, shell.named);
+    MaybeOption explain = add_explain_option(options, o->explain);
+    options.add_option("--query", o->query, "Show one query only, in every head: its position (from 1) or its text")
         ->check(non_empty())
         ->excludes(explain);
-    add_counted_option(*sub, "--head", o->head, "The head --explain writes out, counted from 1")->needs(explain);
-    add_weights_options(*sub, o->weights, shell, true);
-    add_context_length_option(*sub, o->context_length);
-    add_dropout_options(*sub, o->dropout);
-    sub->add_option("--heads", o->heads, "Number of heads H")->check(whole_number(1))->capture_default_str();
-    sub->add_option("--variant", o->variant,
-                    "fused (MultiHeadAttention), wrapper (MultiHeadAttentionWrapper) or combined-qkv (one Linear(d_in, 3·d_out))")
+    add_counted_option(options, "--head", o->head, "The head --explain writes out, counted from 1")->needs(explain);
+    add_weights_options(options, o->weights, shell, true);
+    add_context_length_option(options, o->context_length);
+    add_dropout_options(options, o->dropout);
+    options.add_option("--heads", o->heads, "Number of heads H")->check(whole_number(1))->capture_default_str();
+    options.add_option("--variant", o->variant,
+                       "fused (MultiHeadAttention), wrapper (MultiHeadAttentionWrapper) or combined-qkv (one Linear(d_in, 3·d_out))")
         ->check(CLI::IsMember({"fused", "wrapper", "combined-qkv"}))->capture_default_str();
-    sub->add_option("--kv-heads", o->kv_heads,
-                    "Grouped-query attention: G key/value heads shared by the H query heads (G divides H; 1 = multi-query)")
+    options.add_option("--kv-heads", o->kv_heads,
+                       "Grouped-query attention: G key/value heads shared by the H query heads (G divides H; 1 = multi-query)")
         ->check(whole_number(1));
-    sub->add_option("--window", o->window, "Sliding-window attention: each token sees itself and the W − 1 tokens before it")
+    options.add_option("--window", o->window, "Sliding-window attention: each token sees itself and the W − 1 tokens before it")
         ->check(whole_number(1));
-    sub->add_flag("--output-gate", o->output_gate,
-                  "Gated attention (Qwen3-Next): the context times σ(X·W_gate) before out_proj; W_gate is drawn right after W_query, "
-                  "as the textbook's GatedMultiHeadAttention builds it");
-    sub->add_option("--sinks", o->sinks,
-                    "Learned sinks (gpt-oss): a logit per head (or one for all), separated by commas, joins each row's softmax and is "
-                    "dropped after, so the rows sum to less than 1; given, not drawn")
+    options.add_flag("--output-gate", o->output_gate,
+                     "Gated attention (Qwen3-Next): the context times σ(X·W_gate) before out_proj; W_gate is drawn right after W_query, "
+                     "as the textbook's GatedMultiHeadAttention builds it");
+    options.add_option("--sinks", o->sinks,
+                       "Learned sinks (gpt-oss): a logit per head (or one for all), separated by commas, joins each row's softmax and is "
+                       "dropped after, so the rows sum to less than 1; given, not drawn")
         ->check(non_empty());
-    sub->add_flag("--head-roles", o->head_roles,
-                  "Head roles on the input itself: its rows run twice, and per head the induction, previous-token and duplicate scores, "
-                  "each mean written out");
-    sub->add_flag("--show-einsum", o->show_einsum, "Write each operation in einsum notation too (in the steps' notes)");
+    options.add_flag("--head-roles", o->head_roles,
+                     "Head roles on the input itself: its rows run twice, and per head the induction, previous-token and duplicate scores, "
+                     "each mean written out");
+    options.add_flag("--show-einsum", o->show_einsum, "Write each operation in einsum notation too (in the steps' notes)");
     sub->callback([&shell, o] {
         shell.headline = headline_of(lesson("mha"));
         shell.walk = [&shell, o] {

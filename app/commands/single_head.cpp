@@ -15,7 +15,7 @@ const LessonDecl& lesson(const std::string& name) {
 CLI::App* add_command(CLI::App& cli, Shell& shell, const char* name, const char* examples) {
     CLI::App* sub = cli.add_subcommand(name, lesson(name).summary);
     sub->footer(std::string("Examples:\n") + examples);
-    add_shell_options(*sub, shell, std::string(name) != "walkthrough");
+    add_shell_options(OptionBuilder(*sub, shell.named), shell, std::string(name) != "walkthrough");
     return sub;
 }
 
@@ -34,11 +34,11 @@ void add_single_head(CLI::App& cli, Shell& shell, const char* name, const char* 
     CLI::App* sub = add_command(cli, shell, name, examples);
     const std::vector<std::string> headline = headline_of(lesson(name));
     auto o = std::make_shared<SingleHeadOptions>();
-    CLI::Option* query = sub->add_option("--query", o->query, "Show one query only: its position (from 1) or its text")
-                               ->check(non_empty());
-    query->excludes(add_explain_option(*sub, o->explain));  // --explain I,J already names the query I
-    add_weights_options(*sub, o->weights, shell);
-    add_scale_option(*sub, o->scale);
+    const OptionBuilder options(*sub, shell.named);
+    MaybeOption query = options.add_option("--query", o->query, "Show one query only: its position (from 1) or its text")->check(non_empty());
+    query->excludes(add_explain_option(options, o->explain));  // --explain I,J already names the query I
+    add_weights_options(options, o->weights, shell);
+    add_scale_option(options, o->scale);
     sub->callback([&shell, o, walk, headline] {
         shell.headline = headline;
         shell.walk = [&shell, o, walk] {

@@ -1000,6 +1000,11 @@ TEST_SUITE("cli.robustness") {
             {"dropout --ones 3 --batch 2", "--batch excludes --ones"},
             {"dropout --ones 3 --scale 2", "--scale excludes --ones"},
             {"context --qkv-bias", "--qkv-bias requires --seed"},
+            // an option that needs one the command line does not name (that one is not built
+            // in the first parse: the parse with every option says so)
+            {"softmax --json-nonfinite null", "--json-nonfinite requires --json"},
+            {"softmax --svg-step weights", "--svg-step requires --svg"},
+            {"mha --head 2", "--head requires --explain"},
             {"context --d-out 3", "--d-out requires --seed"},
             {"mha --weights x.json --d-out 4", "--weights excludes --d-out (--init, --d-out and --qkv-bias say how seeded weights are drawn)"},
             {"scores --json --format torch", "--json excludes --format"},

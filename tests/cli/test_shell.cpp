@@ -41,6 +41,55 @@ TEST_SUITE("shell") {
     }
 }
 
+TEST_SUITE("shell.options") {
+    TEST_CASE("shell.named_options_are_the_dashed_words_before_a_double_dash") {
+        const char* argv[] = {"attnwalk", "softmax", "--json", "--input=x.json", "-ab", "value", "-", "--", "--after"};
+        const app::NamedOptions named(9, argv, 2);
+        CHECK(named.any_of("--json"));
+        CHECK(named.any_of("-i,--input"));  // --input=x.json names --input
+        CHECK(named.any_of("-a"));
+        CHECK(named.any_of("-b"));          // -ab names -a and -b
+        CHECK(named.any_of("--causal,!-b"));  // a flag's negated name counts too
+        CHECK_FALSE(named.any_of("--after"));  // after "--": not options
+        CHECK_FALSE(named.any_of("--softmax"));
+        CHECK_FALSE(named.any_of("value"));
+        CHECK(named.complete());
+    }
+
+    TEST_CASE("shell.only_the_named_options_are_built_with_their_relations") {
+        const char* argv[] = {"attnwalk", "--a", "1", "--c"};
+        app::NamedOptions named(4, argv, 1);
+        CLI::App cli;
+        const app::OptionBuilder options(cli, &named);
+        int a = 0, b = 0;
+        bool c = false;
+        app::MaybeOption oa = options.add_option("--a", a, "");
+        app::MaybeOption ob = options.add_option("-b,--b", b, "")->check(CLI::Range(0, 3))->excludes(oa);
+        app::MaybeOption oc = options.add_flag("--c", c, "")->excludes(oa);
+        CHECK(oa.get() != nullptr);
+        CHECK(ob.get() == nullptr);  // not named: not built, its settings and relations skipped
+        CHECK(options.find("--b").get() == nullptr);
+        CHECK(options.find("--c").get() == oc.get());
+        CHECK_THROWS_AS(cli.parse(4, argv), CLI::ExcludesError);  // between two built options: CLI11's own check
+        CHECK(named.complete());
+        oc->needs(ob);  // needs an option not built: only the parse with every option can tell
+        CHECK_FALSE(named.complete());
+    }
+
+    TEST_CASE("shell.every_option_is_built_from_an_app_alone") {
+        CLI::App cli;
+        const app::OptionBuilder options(cli);
+        int a = 0;
+        bool b = false;
+        app::MaybeOption oa = options.add_option("--a", a, "");
+        app::MaybeOption ob = options.add_flag("--b", b, "")->needs(oa);
+        REQUIRE(oa.get() != nullptr);
+        REQUIRE(ob.get() != nullptr);
+        const char* argv[] = {"attnwalk", "--b"};
+        CHECK_THROWS_AS(cli.parse(2, argv), CLI::RequiresError);
+    }
+}
+
 TEST_SUITE("shell.signals") {
     TEST_CASE("shell.a_checkpoint_that_shrinks_while_mapped_is_one_line_not_a_crash") {
         const std::string path = test::scratch() + "/shrinking.safetensors", err = test::scratch() + "/sigbus_err";

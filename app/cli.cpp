@@ -387,8 +387,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (argc > 1 && (version || names_a_command(argv[1]))) {
         CLI::App cli;
         cli.formatter(help_formatter(terminal.columns));
+        NamedOptions named(argc, argv, 2);  // before the shell that points at it
         Shell shell;
-        NamedOptions named(argc, argv, 2);
         shell.named = &named;
         make_cli(cli, shell, version ? "--version" : argv[1]);
         bool ok = true;
@@ -408,7 +408,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         cli.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return print_and_exit(cli, e, out, err);  // --help, --version
-        const std::string what = e.what();
+        std::string what = e.what();
+        if (e.get_name() == "RequiresError" || e.get_name() == "ExcludesError") {  // the pair in declared order
+            const std::string pair = failed_requirement(cli);
+            if (!pair.empty()) what = pair;
+        }
         const bool unknown = what.find("A subcommand is required") != std::string::npos ||
                              what.find("The following argument") != std::string::npos;
         const std::string typo = unknown ? typo_message(cli, argc, argv) : "";

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "options.hpp"
 #include "render/text.hpp"
 
 namespace attnwalk::app {
@@ -28,9 +29,19 @@ public:
 
     // As CLI11's, with the groups in our order (make_groups is not virtual).
     std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override {
+        app_ = app;
         if (mode == CLI::AppFormatMode::Sub) return make_expanded(app);
         return make_description(app) + make_usage(app, name) + make_positionals(app) + groups(app, mode) +
                make_subcommands(app, mode) + "\n" + make_footer(app);
+    }
+
+    // A subcommand's options under --help-all: their needs and excludes are that subcommand's.
+    std::string make_expanded(const CLI::App* sub) const override {
+        const CLI::App* outer = app_;
+        app_ = sub;
+        std::string out = CLI::Formatter::make_expanded(sub);
+        app_ = outer;
+        return out;
     }
 
     std::string make_subcommand(const CLI::App* sub) const override {
@@ -59,8 +70,8 @@ public:
         while (left.back() == ' ') left.pop_back();
         std::string desc = opt->get_description();
         std::string needs, excludes;
-        for (const CLI::Option* o : opt->get_needs()) needs += (needs.empty() ? "" : ", ") + o->get_name();
-        for (const CLI::Option* o : opt->get_excludes()) excludes += (excludes.empty() ? "" : ", ") + o->get_name();
+        for (const CLI::Option* o : in_declared_order(*app_, opt->get_needs())) needs += (needs.empty() ? "" : ", ") + o->get_name();
+        for (const CLI::Option* o : in_declared_order(*app_, opt->get_excludes())) excludes += (excludes.empty() ? "" : ", ") + o->get_name();
         if (!needs.empty() || !excludes.empty())
             desc += " (" + (needs.empty() ? "" : "needs " + needs) + (needs.empty() || excludes.empty() ? "" : "; ") +
                     (excludes.empty() ? "" : "not with " + excludes) + ")";
@@ -149,6 +160,7 @@ private:
     }
 
     std::size_t columns_;
+    mutable const CLI::App* app_ = nullptr;  // the command whose help is being written (make_help, make_expanded)
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Options built only when named: what the command line names, and the relations kept.
 #include "options.hpp"
 
+#include <stdexcept>
 #include <utility>
 
 namespace attnwalk::app {
@@ -8,7 +9,7 @@ namespace attnwalk::app {
 NamedOptions::NamedOptions(int argc, const char* const* argv, int first) {
     for (int i = first; i < argc; ++i) {
         const std::string word = argv[i];
-        if (word == "--") break;  // what follows is not options
+        if (word == "--") break;  // CLI11 takes what follows as values (or the parse fails and is redone)
         if (word.size() < 2 || word[0] != '-') continue;
         if (word[1] == '-') {
             names_.push_back(word.substr(0, word.find('=')));
@@ -63,15 +64,49 @@ MaybeOption& MaybeOption::delimiter(char separator) {
     return *this;
 }
 
+namespace {
+// With every option built, a relation to one that does not exist is a misspelt name.
+void check_built(const CLI::Option* a, const CLI::Option* b, const NamedOptions* named, const char* relation) {
+    if (!named && (!a || !b)) throw std::logic_error(std::string("an option ") + relation + " one that no command declares");
+}
+}  // namespace
+
 MaybeOption& MaybeOption::excludes(MaybeOption other) {
+    NamedOptions* named = named_ ? named_ : other.named_;
+    check_built(option_, other.option_, named, "excludes");
     if (option_ && other.option_) option_->excludes(other.option_);
     return *this;
 }
 
 MaybeOption& MaybeOption::needs(MaybeOption other) {
+    NamedOptions* named = named_ ? named_ : other.named_;  // either may come from the filtered builder
+    check_built(option_, other.option_, named, "needs");
     if (option_ && other.option_) option_->needs(other.option_);
-    else if (option_ && named_) named_->mark_incomplete();
+    else if (option_) named->mark_incomplete();
     return *this;
+}
+
+std::vector<const CLI::Option*> in_declared_order(const CLI::App& app, const std::set<CLI::Option*>& related) {
+    std::vector<const CLI::Option*> out;
+    for (const CLI::Option* option : app.get_options())
+        if (related.count(const_cast<CLI::Option*>(option))) out.push_back(option);
+    return out;
+}
+
+std::string failed_requirement(const CLI::App& app) {
+    const CLI::App* chosen = nullptr;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+        if (sub->parsed()) chosen = sub;
+    if (!chosen) return "";
+    // CLI11's check (App::_process_requirements): options in order, each one's needs, then its excludes
+    for (const CLI::Option* option : chosen->get_options()) {
+        if (option->count() == 0) continue;
+        for (const CLI::Option* needed : in_declared_order(*chosen, option->get_needs()))
+            if (needed->count() == 0) return option->get_name() + " requires " + needed->get_name();
+        for (const CLI::Option* excluded : in_declared_order(*chosen, option->get_excludes()))
+            if (excluded->count() != 0) return option->get_name() + " excludes " + excluded->get_name();
+    }
+    return "";
 }
 
 }  // namespace attnwalk::app

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,8 +50,10 @@ public:
     MaybeOption& default_str(const std::string& text);
     MaybeOption& type_name(const std::string& name);
     MaybeOption& delimiter(char separator);
-    // Both built: CLI11's relation. Either not built: the option not built was not named, so
-    // it cannot have been given, and excluding it changes nothing.
+    // Both built: CLI11's relation. Either not built: it was not named, so it is not given
+    // (a word the first parse cannot place fails that parse, and the second decides), and
+    // excluding it changes nothing. With every option built, a missing one is a bug
+    // (std::logic_error).
     MaybeOption& excludes(MaybeOption other);
     // Both built: CLI11's relation. Only this one built: it needs one not given, which only
     // the parse with every option can judge (mark_incomplete).
@@ -61,10 +64,10 @@ private:
     NamedOptions* named_;
 };
 
-// Where a command adds its options: every one (from a CLI::App alone), or those `named`.
+// Where a command adds its options: every one (`named` null), or those `named`.
 class OptionBuilder {
 public:
-    OptionBuilder(CLI::App& app, NamedOptions* named = nullptr) : app_(&app), named_(named) {}
+    explicit OptionBuilder(CLI::App& app, NamedOptions* named = nullptr) : app_(&app), named_(named) {}
 
     template <typename T>
     MaybeOption add_option(const std::string& names, T& variable, const std::string& description) const {
@@ -80,7 +83,6 @@ public:
     }
     // An option added before by its name (not built: an empty MaybeOption).
     MaybeOption find(const std::string& name) const { return MaybeOption(app_->get_option_no_throw(name), named_); }
-    CLI::App& app() const { return *app_; }
 
 private:
     bool wanted(const std::string& names) const { return !named_ || named_->any_of(names); }
@@ -88,5 +90,15 @@ private:
     CLI::App* app_;
     NamedOptions* named_;
 };
+
+// The options of `app` that are in `related` (an option's needs or excludes), in the order the
+// command declares them. CLI11 keeps them in a set ordered by address, which depends on the
+// heap, so help and error messages name them in this order instead.
+std::vector<const CLI::Option*> in_declared_order(const CLI::App& app, const std::set<CLI::Option*>& related);
+
+// What CLI11's requirement check says when it fails ("--a requires --b", "--a excludes --b"),
+// for the subcommand parsed, with both options in declared order; empty when no requirement of
+// that subcommand fails.
+std::string failed_requirement(const CLI::App& app);
 
 }  // namespace attnwalk::app

@@ -20,7 +20,7 @@ struct LayerOptions {
 
 void add_layer_options(CLI::App& sub, LayerOptions& o, Shell& shell, std::size_t heads) {
     o.heads = heads;
-    add_weights_options(sub, o.weights, shell, true);
+    add_weights_options(OptionBuilder(sub), o.weights, shell, true);
     sub.add_option("--heads", o.heads, "Number of heads H")->check(whole_number(1))->capture_default_str();
     sub.add_option("--kv-heads", o.kv_heads, "Grouped-query attention: G key/value heads (G divides H; 1 = multi-query)")
         ->check(whole_number(1));
@@ -68,8 +68,8 @@ Layer prepare_layer(const Shell& shell, const LayerOptions& o, bool out_proj, st
 
 // --explain I,J and --head H (the head --explain writes out).
 void add_explain_and_head(CLI::App& sub, std::optional<std::string>& explain, std::size_t& head) {
-    const MaybeOption e = add_explain_option(sub, explain);
-    add_counted_option(sub, "--head", head, "The head --explain writes out, counted from 1")->needs(e);
+    const MaybeOption e = add_explain_option(OptionBuilder(sub), explain);
+    add_counted_option(OptionBuilder(sub), "--head", head, "The head --explain writes out, counted from 1")->needs(e);
 }
 
 // rope's default d_out: one head of d_h = 4, two frequencies to see.
@@ -155,12 +155,12 @@ void add_flash(CLI::App& cli, Shell& shell) {
         std::optional<std::string> explain;
     };
     auto o = std::make_shared<Options>();
-    add_explain_option(*sub, o->explain);
+    add_explain_option(OptionBuilder(*sub), o->explain);
     sub->add_option("--block", o->spec.block, "Keys per block")->check(whole_number(1))->capture_default_str();
     sub->add_flag("--causal", o->spec.causal, "Mask future tokens");
     sub->add_option("--window", o->spec.window, "Sliding window of W keys (with --causal)")->check(whole_number(1));
-    add_weights_options(*sub, o->weights, shell);
-    add_scale_option(*sub, o->spec.scale);
+    add_weights_options(OptionBuilder(*sub), o->weights, shell);
+    add_scale_option(OptionBuilder(*sub), o->spec.scale);
     sub->callback([&shell, o] {
         shell.headline = headline_of(lesson("flash"));
         shell.walk = [&shell, o] {
@@ -210,7 +210,7 @@ void add_sdpa(CLI::App& cli, Shell& shell) {
     sub->add_flag("--is-causal", o->is_causal, "is_causal=True: the top-left causal mask")->excludes(mask);
     sub->add_option("--scale", o->scale, "SDPA's scale, a multiplier (default 1/√d)")
         ->check(number_check("S", [](double v) { return std::isfinite(static_cast<float>(v)) && v > 0.0; }, "must be a positive number"));
-    add_weights_options(*sub, o->weights, shell);
+    add_weights_options(OptionBuilder(*sub), o->weights, shell);
     sub->callback([&shell, o] {
         shell.headline = headline_of(lesson("sdpa"));
         shell.walk = [&shell, o] {
@@ -242,7 +242,7 @@ void add_params(CLI::App& cli, Shell& shell) {
                 "  attnwalk params --heads 8 --kv-heads 4 --layers 34 --context 32768 --window 1024 --swa-ratio 5:1   # Gemma 3's 5:1 pattern\n"
                 "  attnwalk params --layers 35 --context 32768 --kv-producing-layers 15   # cross-layer KV sharing\n"
                 "  attnwalk params --layers 61 --kv-lora-rank 512 --qk-rope-head-dim 64   # MLA's latent cache\n");
-    add_shell_options(*sub, shell, false);
+    add_shell_options(OptionBuilder(*sub), shell, false);
     auto o = std::make_shared<ParamsSpec>();
     auto dtype = std::make_shared<std::string>("float32");
     sub->add_option("--d-in", o->d_in, "Input size d_in")->check(whole_number(1))->capture_default_str();

@@ -35,7 +35,10 @@ const LessonDecl& lesson(const std::string& name);
 using SingleHeadWalk = Trace (*)(const Embeddings&, const Weights&, const SingleHeadSpec&, const Recording&);
 void add_single_head(CLI::App& cli, Shell& shell, const char* name, const char* examples, SingleHeadWalk walk);
 
-// A subcommand with its lesson's summary, the examples footer and the shell's options.
+// A subcommand with its lesson's summary, the examples footer and the shell's options. The
+// shell's options are built only if the command line names them (shell.named, options.hpp):
+// reach one through OptionBuilder::find, not CLI::App::get_option, which throws for one not
+// built.
 CLI::App* add_command(CLI::App& cli, Shell& shell, const char* name, const char* examples);
 
 // Every command, in the order --help lists them: its name and what adds it.

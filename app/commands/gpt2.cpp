@@ -57,7 +57,7 @@ void add_tokenize(CLI::App& cli, Shell& shell) {
                 "  attnwalk tokenize --text \"Hello world is\"      # 15496 995 318\n"
                 "  attnwalk tokenize --text \"It's 2026, isn't it?\" --json\n"
                 "  attnwalk tokenize --tokenizer tests/data/models/tiny_llama --text \"Hello world\"   # its tokenizer.json\n");
-    add_shell_options(*sub, shell, false, InputKind::prompt);
+    add_shell_options(OptionBuilder(*sub), shell, false, InputKind::prompt);
     auto dir = std::make_shared<std::optional<std::string>>();
     sub->add_option("--tokenizer", *dir, "A tokenizer.json, a folder with one, or a folder with encoder.json and vocab.bpe (default: data/gpt2)")
         ->check(non_empty());
@@ -87,9 +87,9 @@ struct ModelOptions {
 void add_model_options(CLI::App& sub, ModelOptions& o, bool rope) {
     CLI::Option* ids_option = sub.add_option("--ids", o.ids, "The prompt as token ids, separated by commas (or --text)");
     ids_option->excludes(sub.get_option("--text"));
-    add_counted_option(sub, "--layer", o.spec.layer, "The layer whose attention is shown in full, counted from 1");
-    add_counted_option(sub, "--head", o.spec.head, "Only this head's matrices in the layer shown, counted from 1 (default every head); the head --explain writes out");
-    add_explain_option(sub, o.explain);
+    add_counted_option(OptionBuilder(sub), "--layer", o.spec.layer, "The layer whose attention is shown in full, counted from 1");
+    add_counted_option(OptionBuilder(sub), "--head", o.spec.head, "Only this head's matrices in the layer shown, counted from 1 (default every head); the head --explain writes out");
+    add_explain_option(OptionBuilder(sub), o.explain);
     sub.add_flag("--all-layers", o.spec.all_layers, "Every layer's steps in full (default: summaries but for --layer)");
     CLI::Option* view = sub.add_flag("--view", o.spec.view, "The model view: every layer's heads as small heatmaps, and numbers per head");
     sub.add_option("--sort", o.spec.sort, "With --view, rank the heads by entropy, max_weight, first_token, previous_token or diagonal")
@@ -107,7 +107,7 @@ void add_model_options(CLI::App& sub, ModelOptions& o, bool rope) {
                    "Switch heads off: L.H[,L.H…] (counted from 1; L.* every head of layer L), their outputs zeroed before the output "
                    "projection; shows the change of the next token's logit and probability and of the prompt's loss")
         ->check(non_empty());
-    add_counted_option(sub, "--ablate-each", o.spec.ablate_each, "Each head of layer L switched off alone: a table of the same changes");
+    add_counted_option(OptionBuilder(sub), "--ablate-each", o.spec.ablate_each, "Each head of layer L switched off alone: a table of the same changes");
     CLI::Option* roles = sub.add_option("--head-roles", o.spec.roles,
                                         "Head roles: N random ids run twice; per layer and head the induction, previous-token and "
                                         "duplicate-token scores (as TransformerLens computes them)")
@@ -199,7 +199,7 @@ void add_model(CLI::App& cli, Shell& shell) {
                 "  attnwalk model --model DIR --ids 1,2,3 --generate 4 --steps 'generated_ids,max_difference'\n"
                 "The family comes from config.json's model_type: " + supported_families() + ".\n"
                 "See docs/families.md for where to get each family's folder.\n");
-    add_shell_options(*sub, shell, true, InputKind::prompt);
+    add_shell_options(OptionBuilder(*sub), shell, true, InputKind::prompt);
     auto o = std::make_shared<ModelOptions>();
     sub->add_option("--model", o->model, "Hugging Face model folder: config.json and model.safetensors (or its shards), tokenizer.json")
         ->required()
@@ -239,7 +239,7 @@ void add_gpt2(CLI::App& cli, Shell& shell) {
                 "  attnwalk gpt2 --model model.safetensors --text \"The cat sat\" --view --sort first_token --compact\n"
                 "  attnwalk gpt2 --model model.safetensors --text \"Hello, my name is\" --generate 5 --steps 'step*.weights,generated_ids,max_difference'\n"
                 "See docs/models.md for where to get GPT-2's weights.\n");
-    add_shell_options(*sub, shell, true, InputKind::prompt);
+    add_shell_options(OptionBuilder(*sub), shell, true, InputKind::prompt);
     auto o = std::make_shared<ModelOptions>();
     sub->add_option("--model", o->model, "GPT-2 checkpoint in safetensors format (Hugging Face or nanoGPT names)")->required()->check(non_empty());
     sub->add_option("--tokenizer", o->tokenizer, "Directory with GPT-2's encoder.json and vocab.bpe (default: data/gpt2)")->check(non_empty());

@@ -15,7 +15,7 @@ const LessonDecl& lesson(const std::string& name) {
 CLI::App* add_command(CLI::App& cli, Shell& shell, const char* name, const char* examples) {
     CLI::App* sub = cli.add_subcommand(name, lesson(name).summary);
     sub->footer(std::string("Examples:\n") + examples);
-    add_shell_options(OptionBuilder(*sub, shell.named), shell, std::string(name) != "walkthrough");
+    add_shell_options(OptionBuilder(*sub, shell.named), shell, true);  // every command here walks a lesson
     return sub;
 }
 

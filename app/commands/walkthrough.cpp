@@ -91,7 +91,7 @@ const std::vector<SectionPlan>& beyond_plan() {
 void add_walkthrough(CLI::App& cli, Shell& shell) {
     // the walkthrough runs the chapter's lessons in turn: no lesson of its own
     CLI::App* sub = cli.add_subcommand("walkthrough", "The whole chapter in order: scores, softmax, context, projections, causal, dropout, multi-head.");
-    add_shell_options(*sub, shell, false);
+    add_shell_options(OptionBuilder(*sub), shell, false);
     sub->footer(std::string("Examples:\n") +
                                 "  attnwalk walkthrough                 # every section with the textbook's numbers\n"
                                 "  attnwalk walkthrough --step          # pause after each section (press Enter)\n"

@@ -1005,6 +1005,9 @@ TEST_SUITE("cli.robustness") {
             {"softmax --json-nonfinite null", "--json-nonfinite requires --json"},
             {"softmax --svg-step weights", "--svg-step requires --svg"},
             {"mha --head 2", "--head requires --explain"},
+            // three options that exclude one another: the pair in the order the command
+            // declares its options (CLI11's own choice depends on the heap)
+            {"scores --json --full --precision 2 --color never", "--json excludes --precision"},
             {"context --d-out 3", "--d-out requires --seed"},
             {"mha --weights x.json --d-out 4", "--weights excludes --d-out (--init, --d-out and --qkv-bias say how seeded weights are drawn)"},
             {"scores --json --format torch", "--json excludes --format"},

@@ -138,9 +138,7 @@ std::string why(const std::string& message) {
 
 // For an option the chosen command does not have: the commands that have it.
 std::string hint(CLI::App& cli, int argc, const char* const* argv) {
-    CLI::App* chosen = nullptr;
-    for (CLI::App* sub : cli.get_subcommands({}))
-        if (sub->parsed()) chosen = sub;
+    const CLI::App* chosen = parsed_command(cli);
     std::string out;
     for (int i = 1; i < argc; ++i) {
         std::string name = argv[i];
@@ -186,9 +184,7 @@ std::string closest(const std::string& typed, const std::vector<std::string>& na
 // ("A subcommand is required") and an unknown option ("The following arguments were not
 // expected"). Empty when it is neither.
 std::string typo_message(CLI::App& cli, int argc, const char* const* argv) {
-    CLI::App* chosen = nullptr;
-    for (CLI::App* sub : cli.get_subcommands({}))
-        if (sub->parsed()) chosen = sub;
+    const CLI::App* chosen = parsed_command(cli);
     if (!chosen) {
         if (argc < 2 || argv[1][0] == '-') return "";
         std::vector<std::string> commands;

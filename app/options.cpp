@@ -93,10 +93,15 @@ std::vector<const CLI::Option*> in_declared_order(const CLI::App& app, const std
     return out;
 }
 
-std::string failed_requirement(const CLI::App& app) {
+const CLI::App* parsed_command(const CLI::App& app) {
     const CLI::App* chosen = nullptr;
     for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
         if (sub->parsed()) chosen = sub;
+    return chosen;
+}
+
+std::string failed_requirement(const CLI::App& app) {
+    const CLI::App* chosen = parsed_command(app);
     if (!chosen) return "";
     // CLI11's check (App::_process_requirements): options in order, each one's needs, then its excludes
     for (const CLI::Option* option : chosen->get_options()) {

@@ -96,6 +96,9 @@ private:
 // heap, so help and error messages name them in this order instead.
 std::vector<const CLI::Option*> in_declared_order(const CLI::App& app, const std::set<CLI::Option*>& related);
 
+// The subcommand a parse chose (null when none was).
+const CLI::App* parsed_command(const CLI::App& app);
+
 // What CLI11's requirement check says when it fails ("--a requires --b", "--a excludes --b"),
 // for the subcommand parsed, with both options in declared order; empty when no requirement of
 // that subcommand fails.

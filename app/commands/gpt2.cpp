@@ -42,9 +42,9 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const std::optional<std::string>
         if (folder && fs::exists(fs::symlink_status(fs::path(*given) / "tokenizer.json", ec)))
             return load_tokenizer_json((fs::path(*given) / "tokenizer.json").string(), memory_budget, use);
         if (!folder && fs::path(*given).extension() == ".json") return load_tokenizer_json(*given, memory_budget, use);
-        return Bpe::load(*given);
+        return Bpe::load(*given, use);
     }
-    if (const auto dir = shipped_file("gpt2/encoder.json")) return Bpe::load(fs::path(*dir).parent_path().string());
+    if (const auto dir = shipped_file("gpt2/encoder.json")) return Bpe::load(fs::path(*dir).parent_path().string(), use);
     throw UsageError("GPT-2's tokenizer files (encoder.json, vocab.bpe) are not in data/gpt2 (looked in " + shipped_places() +
                      "): give --tokenizer DIR (see docs/models.md)");
 }

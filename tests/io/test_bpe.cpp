@@ -6,6 +6,8 @@
 #include "attnwalk/errors.hpp"
 #include "test_util.hpp"
 
+#include <stdexcept>
+
 using namespace attnwalk;
 
 TEST_SUITE("bpe") {
@@ -103,6 +105,21 @@ TEST_SUITE("bpe") {
         std::ofstream(dir + "/encoder.json") << R"({"a": 0, "b": 1})";
         std::ofstream(dir + "/vocab.bpe") << "#version: 0.2\na b\n\xff \xfe\n";
         CHECK_THROWS_WITH_AS(Bpe::load(dir), doctest::Contains("line 3: not UTF-8 text"), InputError);
+        CHECK_THROWS_WITH_AS(Bpe::load(dir, TokenizerUse::decode), doctest::Contains("line 3: not UTF-8 text"), InputError);  // read for its syntax
+        std::ofstream(dir + "/vocab.bpe") << "#version: 0.2\na b c\n";
+        CHECK_THROWS_WITH_AS(Bpe::load(dir, TokenizerUse::decode), doctest::Contains("line 2: expected two symbols"), InputError);
         CHECK_THROWS_AS(Bpe::load("/nonexistent"), InputError);
+    }
+
+    TEST_CASE("bpe.read_to_decode_ids_alone") {
+        // The merges are not kept: every id names the same text, and encoding is refused.
+        const auto all = Bpe::load(test::source_path("data/gpt2"));
+        const auto names = Bpe::load(test::source_path("data/gpt2"), TokenizerUse::decode);
+        REQUIRE(names->vocab_size() == all->vocab_size());
+        for (std::size_t id = 0; id < all->vocab_size(); id += 97) CHECK(names->decode(id) == all->decode(id));
+        CHECK(names->decode(50256) == all->decode(50256));
+        CHECK(names->memory_bytes() < all->memory_bytes() / 2);
+        CHECK_THROWS_AS((void)names->encode("Hello"), std::logic_error);
+        CHECK_THROWS_AS((void)names->pieces("Hello"), std::logic_error);
     }
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 
 #include "attnwalk/io/embeddings.hpp"
 #include "attnwalk/errors.hpp"
@@ -238,8 +239,9 @@ private:
 
 }  // namespace
 
-std::shared_ptr<const Bpe> Bpe::load(const std::string& dir) {
+std::shared_ptr<const Bpe> Bpe::load(const std::string& dir, TokenizerUse use) {
     auto b = std::make_shared<Bpe>();
+    b->merges_read_ = use == TokenizerUse::encode;
     const std::string enc_path = dir + "/encoder.json", bpe_path = dir + "/vocab.bpe";
     const auto members = EncoderReader(read_text_file(enc_path, true), enc_path).members();
     if (members.empty()) throw InputError(enc_path, "$", "no tokens");
@@ -255,7 +257,7 @@ std::shared_ptr<const Bpe> Bpe::load(const std::string& dir) {
         b->pieces_[id] = piece;
     }
     const std::string merges = read_text_file(bpe_path, true);
-    b->merges_.reserve(50000);
+    if (b->merges_read_) b->merges_.reserve(50000);
     const auto symbol = [&](const std::string& text) {
         const auto [it, added] = b->symbol_ids_.emplace(text, b->symbols_.size());
         if (added) b->symbols_.push_back(text);
@@ -274,6 +276,7 @@ std::shared_ptr<const Bpe> Bpe::load(const std::string& dir) {
         const auto space = line.find(' ');
         if (space == std::string::npos || space == 0 || space + 1 >= line.size() || line.find(' ', space + 1) != std::string::npos)
             throw InputError(bpe_path, "line " + std::to_string(number), "expected two symbols separated by one space");
+        if (!b->merges_read_) continue;  // read for its syntax alone
         const std::string first = line.substr(0, space), second = line.substr(space + 1);
         const std::size_t left = symbol(first), right = symbol(second), merged = symbol(first + second);
         b->merges_.insert(bpe_merge::key(left, right), bpe_merge::Rule{static_cast<std::uint32_t>(rank++), static_cast<std::uint32_t>(merged)});  // the first rank of a pair wins
@@ -325,6 +328,7 @@ std::vector<std::string> split_special(const std::string& text) {
 }  // namespace
 
 std::vector<std::string> Bpe::pieces(const std::string& text) const {
+    if (!merges_read_) throw std::logic_error("this GPT-2 tokenizer was read to decode ids alone");
     std::vector<std::string> out;
     for (const std::string& part : split_special(text)) {
         if (part == end_of_text && encoder_.count(end_of_text)) {
@@ -337,6 +341,7 @@ std::vector<std::string> Bpe::pieces(const std::string& text) const {
 }
 
 std::vector<std::size_t> Bpe::encode(const std::string& text) const {
+    if (!merges_read_) throw std::logic_error("this GPT-2 tokenizer was read to decode ids alone: its merges were not read");
     std::vector<std::size_t> ids;
     const auto special = encoder_.find(end_of_text);
     for (const std::string& part : split_special(text)) {

@@ -20,8 +20,11 @@ namespace attnwalk {
 
 class Bpe : public Tokenizer {
 public:
-    // Reads `dir`/encoder.json and `dir`/vocab.bpe. Throws InputError.
-    static std::shared_ptr<const Bpe> load(const std::string& dir);
+    // Reads `dir`/encoder.json and `dir`/vocab.bpe. Throws InputError. With
+    // TokenizerUse::decode the merges are read for their syntax and not kept (the names of a
+    // prompt given as ids need only encoder.json): encode() and pieces() then throw
+    // std::logic_error.
+    static std::shared_ptr<const Bpe> load(const std::string& dir, TokenizerUse use = TokenizerUse::encode);
 
     std::vector<std::size_t> encode(const std::string& text) const override;
     std::string decode(std::size_t id) const override;
@@ -41,6 +44,7 @@ private:
     std::unordered_map<std::string, std::size_t> symbol_ids_;  // text -> symbol
     std::vector<std::string> symbols_;                          // symbol -> text
     bpe_merge::Rules merges_;                                   // (first, second) -> rank, first+second
+    bool merges_read_ = true;                                   // false: read to decode ids alone
 };
 
 }  // namespace attnwalk

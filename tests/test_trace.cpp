@@ -1,5 +1,6 @@
 // The trace's own arithmetic: a Summary of many values at once is the Summary of the same
-// values added one by one (min, max, the double checksum in order, the non-finite count).
+// values added one by one (min, max, the double checksum of its running sums, the non-finite count).
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -29,6 +30,37 @@ TEST_SUITE("trace") {
         attnwalk::Summary empty;
         empty.add_all(nullptr, 0);
         CHECK(empty.count == 0);
+    }
+
+    TEST_CASE("trace.a_long_summary_in_any_runs_is_the_summary_of_each") {
+        // Long enough for the vector kernels: runs that start at every lane of the running
+        // sums; non-finite values, and zeros of both signs where the least value is zero.
+        std::vector<float> values(1000);
+        for (std::size_t i = 0; i < values.size(); ++i) values[i] = std::fabs(std::sin(static_cast<float>(i) + 0.5f)) * 3.0f;
+        for (std::size_t i = 5; i < values.size(); i += 9) values[i] = i % 2 ? NAN : INFINITY;
+        for (std::size_t i = 40; i < values.size(); i += 97) values[i] = i % 2 ? 0.0f : -0.0f;
+        for (float first_zero : {0.0f, -0.0f}) {
+            values[21] = first_zero;
+            attnwalk::Summary one;
+            for (float v : values) one.add(v);
+            CHECK(std::signbit(one.min) == std::signbit(first_zero));
+            for (std::size_t run : {1, 3, 16, 17, 250, 1000}) {
+                CAPTURE(run);
+                attnwalk::Summary many;
+                for (std::size_t at = 0; at < values.size(); at += run) many.add_all(values.data() + at, std::min(run, values.size() - at));
+                CHECK(std::signbit(many.min) == std::signbit(one.min));
+                CHECK(many.min == one.min);
+                CHECK(many.max == one.max);
+                CHECK(many.checksum == one.checksum);
+                CHECK(many.mean == one.mean);
+                CHECK(many.count == one.count);
+                CHECK(many.non_finite == one.non_finite);
+            }
+            double total = 0.0;
+            for (float v : values)
+                if (std::isfinite(v)) total += v;
+            CHECK(one.checksum == doctest::Approx(total).epsilon(1e-12));
+        }
     }
 
     TEST_CASE("trace.a_summary_shared_out_is_the_summary") {

@@ -4,42 +4,48 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/kernels.hpp"
+
 namespace attnwalk {
 
 void Stats::add(double value) {
+    const std::size_t lane = (count + non_finite) % lanes;
     if (!std::isfinite(value)) {
         ++non_finite;
         return;
     }
     min = count ? std::min(min, value) : value;
     max = count ? std::max(max, value) : value;
-    checksum += value;
+    sums[lane] += value;
     ++count;
-    mean = checksum / static_cast<double>(count);
+    sum_lanes();
 }
 
 void Stats::add_all(const float* values, std::size_t n) {
-    // as add() one by one: min and max of the new values in float (exact), the sum in double in order
-    float lo = 0.0f, hi = 0.0f;
-    double sum = checksum;
-    std::size_t fresh = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const float v = values[i];
-        if (!(v - v == 0.0f)) {  // inf or NaN
-            ++non_finite;
-            continue;
-        }
-        if (fresh++ == 0) lo = hi = v;
-        lo = v < lo ? v : lo;
-        hi = v > hi ? v : hi;
-        sum += static_cast<double>(v);
-    }
+    static_assert(lanes == fast::finite_lanes, "the kernel's lanes are the running sums");
+    const fast::FiniteRange r = fast::finite_sums(values, n, (count + non_finite) % lanes, sums);
+    const std::size_t fresh = n - r.non_finite;
+    non_finite += r.non_finite;
     if (fresh) {
+        // As add() one by one: where the least (or greatest) value is zero, the first zero's sign.
+        const auto first_zero = [&] {
+            for (std::size_t i = 0;; ++i)
+                if (values[i] == 0.0f) return values[i];
+        };
+        const float lo = r.min == 0.0f ? first_zero() : r.min, hi = r.max == 0.0f ? first_zero() : r.max;
         min = count ? std::min(min, static_cast<double>(lo)) : lo;
         max = count ? std::max(max, static_cast<double>(hi)) : hi;
         count += fresh;
     }
-    checksum = sum;
+    sum_lanes();
+}
+
+void Stats::sum_lanes() {
+    double s[lanes];
+    std::copy(sums, sums + lanes, s);
+    for (std::size_t half = lanes / 2; half > 0; half /= 2)
+        for (std::size_t q = 0; q < half; ++q) s[q] += s[q + half];
+    checksum = s[0];
     if (count) mean = checksum / static_cast<double>(count);
 }
 

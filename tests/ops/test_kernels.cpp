@@ -177,6 +177,44 @@ TEST_SUITE("kernels") {
         }
     }
 
+    TEST_CASE("kernels.finite_sums_give_the_same_bits_on_every_cpu") {
+        // A summary's running sums: each lane the same values in the same order, whatever the
+        // vector width; values not finite skipped; every start lane and every remainder.
+        std::mt19937 gen(5);
+        std::normal_distribution<float> normal(0.0f, 4.0f);
+        std::size_t cases = 0;
+        for (std::size_t n : {0, 1, 7, 15, 16, 17, 31, 32, 33, 100, 257, 1000}) {
+            std::vector<float> v(n);
+            for (float& x : v) x = normal(gen);
+            for (std::size_t i = 0; i < n; i += 7) v[i] = i % 3 == 0 ? NAN : i % 3 == 1 ? INFINITY : -INFINITY;
+            for (std::size_t i = 3; i < n; i += 11) v[i] = i % 2 ? 0.0f : -0.0f;
+            for (std::size_t lane0 = 0; lane0 < 2 * finite_lanes; lane0 += 3, ++cases) {
+                double plain[finite_lanes], avx2[finite_lanes], avx512[finite_lanes];
+                for (std::size_t q = 0; q < finite_lanes; ++q) plain[q] = avx2[q] = avx512[q] = 0.25 * static_cast<double>(q);
+                const FiniteRange a = finite_sums_scalar(v.data(), n, lane0, plain);
+                double expected[finite_lanes];
+                for (std::size_t q = 0; q < finite_lanes; ++q) expected[q] = 0.25 * static_cast<double>(q);
+                std::size_t non_finite = 0;
+                for (std::size_t i = 0; i < n; ++i)
+                    if (std::isfinite(v[i])) expected[(lane0 + i) % finite_lanes] += v[i];
+                    else ++non_finite;
+                CHECK(std::memcmp(plain, expected, sizeof plain) == 0);
+                CHECK(a.non_finite == non_finite);
+                if (cpu_has(has_avx2_fma(), "AVX2")) {
+                    const FiniteRange b = finite_sums_avx2(v.data(), n, lane0, avx2);
+                    CHECK(std::memcmp(plain, avx2, sizeof plain) == 0);
+                    CHECK((b.min == a.min && b.max == a.max && b.non_finite == a.non_finite));
+                }
+                if (cpu_has(has_avx512(), "AVX-512F")) {
+                    const FiniteRange c = finite_sums_avx512(v.data(), n, lane0, avx512);
+                    CHECK(std::memcmp(plain, avx512, sizeof plain) == 0);
+                    CHECK((c.min == a.min && c.max == a.max && c.non_finite == a.non_finite));
+                }
+            }
+        }
+        CHECK(cases == 132);
+    }
+
     TEST_CASE("kernels.attention_products_sum_in_order") {
         // Against the plain loop: each element a chain of fused multiply-adds over p (or j) in
         // order, so the same bits; rows and widths that leave every kind of remainder.

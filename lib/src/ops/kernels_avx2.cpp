@@ -333,6 +333,45 @@ __attribute__((target("avx2,fma"))) void one_column_avx2(std::size_t i0, std::si
     }
 }
 
+// The values before lane 0 and after the last whole 16 one by one, as the scalar version;
+// between them 16 at a time, each double lane summing the same values in the same order.
+namespace {
+FiniteRange merged(FiniteRange a, const FiniteRange& b) {
+    a.min = b.min < a.min ? b.min : a.min;
+    a.max = b.max > a.max ? b.max : a.max;
+    a.non_finite += b.non_finite;
+    return a;
+}
+}  // namespace
+
+__attribute__((target("avx2"))) FiniteRange finite_sums_avx2(const float* v, std::size_t n, std::size_t lane0, double* sums) {
+    const std::size_t head = std::min(n, (finite_lanes - lane0 % finite_lanes) % finite_lanes);
+    FiniteRange r = finite_sums_scalar(v, head, lane0, sums);
+    const std::size_t end = head + (n - head) / finite_lanes * finite_lanes;
+    if (end > head) {
+        __m256d s[4];
+        for (int q = 0; q < 4; ++q) s[q] = _mm256_loadu_pd(sums + 4 * q);
+        __m256 lo = _mm256_set1_ps(INFINITY), hi = _mm256_set1_ps(-INFINITY);
+        const __m256 zero = _mm256_setzero_ps(), up = _mm256_set1_ps(INFINITY), down = _mm256_set1_ps(-INFINITY);
+        for (std::size_t i = head; i < end; i += finite_lanes)
+            for (int half = 0; half < 2; ++half) {
+                const __m256 x = _mm256_loadu_ps(v + i + 8 * half);
+                const __m256 finite = _mm256_cmp_ps(_mm256_sub_ps(x, x), zero, _CMP_EQ_OQ);
+                r.non_finite += static_cast<std::size_t>(8 - __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(finite))));
+                // A value that is not finite adds +0, which leaves a lane as it is: a lane
+                // starts at +0 and a sum of doubles is never −0 in rounding to nearest.
+                const __m256 kept = _mm256_and_ps(x, finite);
+                s[2 * half] = _mm256_add_pd(s[2 * half], _mm256_cvtps_pd(_mm256_castps256_ps128(kept)));
+                s[2 * half + 1] = _mm256_add_pd(s[2 * half + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(kept, 1)));
+                lo = _mm256_min_ps(lo, _mm256_blendv_ps(up, x, finite));
+                hi = _mm256_max_ps(hi, _mm256_blendv_ps(down, x, finite));
+            }
+        for (int q = 0; q < 4; ++q) _mm256_storeu_pd(sums + 4 * q, s[q]);
+        r = merged(r, FiniteRange{hmin(lo), hmax(hi), 0});
+    }
+    return merged(r, finite_sums_scalar(v + end, n - end, lane0 + end, sums));
+}
+
 __attribute__((target("avx2"))) RowStats row_stats_avx2(const float* v, std::size_t n) {
     const std::size_t m = n / 8 * 8;
     if (m == 0) return row_stats_scalar(v, n);

@@ -381,4 +381,42 @@ void few_rows_avx512(std::size_t m, std::size_t j0, std::size_t j1, std::size_t 
         f32_few_rows_with<3, 2, 1, 3>(m, j0, j1, k, a, lda, b, ldb, c, ldc);  // L1, 2 tiles ahead
 }
 
+// finite_sums_avx2 on 16 lanes in two registers of doubles: the same sums in the same
+// order. Only the values of whole 16s are taken here; the rest one by one, as the scalar
+// version does.
+__attribute__((target("avx512f"))) FiniteRange finite_sums_avx512(const float* v, std::size_t n, std::size_t lane0, double* sums) {
+    const std::size_t head = std::min(n, (finite_lanes - lane0 % finite_lanes) % finite_lanes);
+    FiniteRange r = finite_sums_scalar(v, head, lane0, sums);
+    const std::size_t end = head + (n - head) / finite_lanes * finite_lanes;
+    if (end > head) {
+        __m512d s0 = _mm512_loadu_pd(sums), s1 = _mm512_loadu_pd(sums + 8);
+        __m512 lo = _mm512_set1_ps(INFINITY), hi = _mm512_set1_ps(-INFINITY);
+        const __m512 zero = _mm512_setzero_ps();
+        for (std::size_t i = head; i < end; i += finite_lanes) {
+            const __m512 x = _mm512_loadu_ps(v + i);
+            const __mmask16 finite = _mm512_cmp_ps_mask(_mm512_sub_ps(x, x), zero, _CMP_EQ_OQ);
+            r.non_finite += static_cast<std::size_t>(16 - __builtin_popcount(static_cast<unsigned>(finite)));
+            const __m256 low = _mm512_castps512_ps256(x), high = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1));
+            s0 = _mm512_mask_add_pd(s0, static_cast<__mmask8>(finite), s0, _mm512_cvtps_pd(low));
+            s1 = _mm512_mask_add_pd(s1, static_cast<__mmask8>(finite >> 8), s1, _mm512_cvtps_pd(high));
+            lo = _mm512_mask_min_ps(lo, finite, lo, x);
+            hi = _mm512_mask_max_ps(hi, finite, hi, x);
+        }
+        _mm512_storeu_pd(sums, s0);
+        _mm512_storeu_pd(sums + 8, s1);
+        alignas(64) float l[16], h[16];
+        _mm512_store_ps(l, lo);
+        _mm512_store_ps(h, hi);
+        for (int q = 0; q < 16; ++q) {
+            r.min = l[q] < r.min ? l[q] : r.min;
+            r.max = h[q] > r.max ? h[q] : r.max;
+        }
+    }
+    const FiniteRange tail = finite_sums_scalar(v + end, n - end, lane0 + end, sums);
+    r.min = tail.min < r.min ? tail.min : r.min;
+    r.max = tail.max > r.max ? tail.max : r.max;
+    r.non_finite += tail.non_finite;
+    return r;
+}
+
 }  // namespace attnwalk::fast

@@ -84,6 +84,29 @@ RowStats row_stats_scalar(const float* v, std::size_t n) {
     return r;
 }
 
+FiniteRange finite_sums_scalar(const float* v, std::size_t n, std::size_t lane0, double* sums) {
+    FiniteRange r{INFINITY, -INFINITY, 0};
+    for (std::size_t i = 0, lane = lane0 % finite_lanes; i < n; ++i, lane = lane + 1 == finite_lanes ? 0 : lane + 1) {
+        const float x = v[i];
+        if (!(x - x == 0.0f)) {  // inf or NaN
+            ++r.non_finite;
+            continue;
+        }
+        sums[lane] += static_cast<double>(x);
+        r.min = x < r.min ? x : r.min;
+        r.max = x > r.max ? x : r.max;
+    }
+    return r;
+}
+
+FiniteRange finite_sums(const float* v, std::size_t n, std::size_t lane0, double* sums) {
+#if defined(ATTNWALK_HAVE_AVX2)
+    if (has_avx512()) return finite_sums_avx512(v, n, lane0, sums);
+    if (has_avx2()) return finite_sums_avx2(v, n, lane0, sums);
+#endif
+    return finite_sums_scalar(v, n, lane0, sums);
+}
+
 void pack_keys(const float* k, std::size_t ldk, std::size_t n, std::size_t d, std::vector<float>& out) {
     out.resize((n + key_panel - 1) / key_panel * key_panel * d);
     float* panel = out.data();

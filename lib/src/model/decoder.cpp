@@ -141,11 +141,10 @@ Cube block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t 
     if (!tap.keeps_attention(layer) && (!kv || kv->seen() == 0) && spec.zero_heads.empty() && !b.attn.gate) {  // no T×T tensor at all (an output gate: the one forward applies it)
         const bool plain = !la.window && !la.rope && !c.attention_scale && !b.attn.q_norm && b.attn.key_heads() == b.attn.heads && !b.attn.sinks && !b.attn.gate;
         if (plain) {  // GPT-2: the fused blocked path, projections included
-            const fast::BlockedResult r = fast::blocked_attention(a, b.attn, true);
+            fast::BlockedResult r = fast::blocked_attention(a, b.attn, true);
             Forward f;
             f.causal = true;
-            f.output = Cube::from_shape({a.shape(0), a.shape(1), r.output.size() / (a.shape(0) * a.shape(1))});
-            std::copy(r.output.begin(), r.output.end(), f.output.begin());
+            f.output = std::move(r.output);
             if (kv) kv->append(split_heads(project(a, b.attn.key), b.attn.key_heads()), split_heads(project(a, b.attn.value), b.attn.key_heads()));
             tap.attention(layer, f);
             return std::move(f.output);
@@ -253,11 +252,8 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
     }
     for (std::size_t l = 0; l < c.layers; ++l) {
         const BlockWeights& b = w.blocks[l];
-        Cube a = x;  // post-norm: the attention reads the residual stream itself
-        if (b.norm_1) {
-            a = normalise(x, *b.norm_1, c.norm, c.norm_eps);  // (1,T,C)
-            t.block(l, BlockPoint::norm_1, a);
-        }
+        const Cube a = b.norm_1 ? normalise(x, *b.norm_1, c.norm, c.norm_eps) : x;  // (1,T,C); post-norm: the residual stream itself
+        if (b.norm_1) t.block(l, BlockPoint::norm_1, a);
         const std::vector<std::size_t>* off = ablation && l < ablation->size() && !(*ablation)[l].empty() ? &(*ablation)[l] : nullptr;
         Cube attn;  // (1,T,C)
         if (b.linear) {  // Gated DeltaNet: a state instead of a cache of tokens
@@ -275,11 +271,8 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
         }
         x += attn;
         t.block(l, BlockPoint::residual_1, x);
-        Cube m = x;
-        if (b.norm_2) {
-            m = normalise(x, *b.norm_2, c.norm, c.norm_eps);  // (1,T,C)
-            t.block(l, BlockPoint::norm_2, m);
-        }
+        const Cube m = b.norm_2 ? normalise(x, *b.norm_2, c.norm, c.norm_eps) : x;  // (1,T,C)
+        if (b.norm_2) t.block(l, BlockPoint::norm_2, m);
         Cube mlp;
         if (b.moe) {  // a mixture of experts: each token through the few its router chose
             MoeOutput routed = moe_forward(m, *b.moe);

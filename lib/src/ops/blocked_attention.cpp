@@ -220,9 +220,7 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
 
     // ---- the output projection -----------------------------------------------------------------
     t0 = Clock::now();
-    result.output.reserve(B * T * d_out);
-    advise_huge_pages(result.output.data(), B * T * d_out * sizeof(float));
-    result.output.resize(B * T * d_out);
+    result.output = fresh<3>({B, T, d_out});
     linear_into(z, *w.out_proj, result.output.data(), d_out);
     result.seconds.output = since(t0);
     Running out;

@@ -26,7 +26,7 @@ struct BlockedResult {
     Stats weights;                // with row sums; masked weights count as exact zeros
     Stats head_outputs;           // = the concatenated context
     Stats output_summary;
-    std::vector<float> output;      // (B,T,d_out)
+    Cube output;                    // (B,T,d_out)
     struct {
         double query = 0, key = 0, value = 0, scores = 0, softmax = 0, values = 0, output = 0;
     } seconds;                      // wall time per phase (the attention's phases split by thread time)

@@ -259,9 +259,9 @@ PointText point_text(BlockPoint p, const std::string& L, const Words& w, bool ex
 // attention with mha's ids, and for the view every layer's weights.
 class PromptTap : public DecoderTap {
 public:
-    PromptTap(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const Model& model, std::size_t T, bool summary, bool explainable)
+    PromptTap(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const Model& model, std::size_t T, bool explainable)
         : rec_(rec), spec_(spec), info_(info), model_(model), weights_(model->weights), config_(weights_.config),
-          words_(words_of(config_, &weights_)), T_(T), summary_(summary), explainable_(explainable) {
+          words_(words_of(config_, &weights_)), T_(T), explainable_(explainable) {
         if (spec.view) grid = xt::xtensor<float, 5>::from_shape({1, info.layers, info.heads, T, T});
     }
     xt::xtensor<float, 5> grid;  // (1,L,H,T,T): every layer's weights, for the view
@@ -493,15 +493,9 @@ public:
             rec_.add("head_outputs", "Its context vectors", "Z_h = A_h·V" + group, Cube(xt::view(f.head_outputs, xt::all(), h)), tokens_features);
         } else {
             const std::string weights_title = kind + " of every head (" + Hs + " heads of " + dh + ")";
-            if (summary_) {  // H·T² numbers each: summed where they are
-                rec_.add_summarised("scores", "Scores of every head", "ω_h = Q_h·K" + group + "ᵀ", f.scores, head_tokens_tokens);
-                rec_.mask_from_here(CellMask{true, f.window});
-                rec_.add_summarised("weights", weights_title, formula, f.weights, head_tokens_tokens, true);
-            } else {
-                rec_.add("scores", "Scores of every head", "ω_h = Q_h·K" + group + "ᵀ", f.scores, head_tokens_tokens);
-                rec_.mask_from_here(CellMask{true, f.window});
-                rec_.add_with_row_sums("weights", weights_title, formula, f.weights, head_tokens_tokens);
-            }
+            rec_.add("scores", "Scores of every head", "ω_h = Q_h·K" + group + "ᵀ", f.scores, head_tokens_tokens);  // a summary: summed where they are
+            rec_.mask_from_here(CellMask{true, f.window});
+            rec_.add_with_row_sums("weights", weights_title, formula, f.weights, head_tokens_tokens);
             rec_.mask_from_here(std::nullopt);
             if (sinks) {
                 rec_.trace().steps.back().note = sink_note;
@@ -627,7 +621,6 @@ private:
     const DecoderConfig& config_;
     Words words_;
     std::size_t T_;
-    bool summary_;  // a summary: the shown layer's T×T steps kept as their statistics only
     bool explainable_;
     Cube stream_, normed_;  // the rows entering the current layer, and after its norm
 };
@@ -1364,10 +1357,12 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
         id_step.note = "The checkpoint also holds " + std::to_string(info.unused.size()) + " tensor" +
                        (info.unused.size() == 1 ? "" : "s") + " this model does not use: " + names + ".";
     }
-    PromptTap tap(rec, spec, info, model, T, recording.summary, recording.explainable && !recording.summary);
+    PromptTap tap(rec, spec, info, model, T, recording.explainable && !recording.summary);
     DecoderCache cache = spec.start_recent ? make_start_recent_cache(m.weights.config, spec.start_recent->first, spec.start_recent->second)
                                            : make_cache(m.weights.config);
+    rec.summarise_from_here(recording.summary);  // the forward's steps: none ends the trace
     const Cube xf = decoder_forward(m.weights, ids, spec.generate ? &cache : nullptr, &tap);
+    rec.summarise_from_here(false);
     if (spec.view) record_view(rec, spec, info, m.weights.config, tap.grid, T);
     if (spec.view && !tap.chosen_by_layer.empty()) {  // a mixture of experts: which experts each token went to, layer by layer
         std::vector<std::size_t> layers;  // the layers with experts (DeepSeek-V3 keeps a dense MLP in its first ones)

@@ -25,6 +25,7 @@ public:
     template <std::size_t N>
     Step& add(std::string id, std::string title, std::string formula, const xt::xtensor<float, N>& t,
               std::vector<Axis> axes) {
+        if (summarising_) return add_summarised(std::move(id), std::move(title), std::move(formula), t, std::move(axes));
         return push(std::move(id), std::move(title), std::move(formula), per_batch(to_trace(t)),
                     with_batch(std::move(axes)));
     }
@@ -32,6 +33,7 @@ public:
     template <std::size_t N>
     Step& add_with_row_sums(std::string id, std::string title, std::string formula,
                             const xt::xtensor<float, N>& t, std::vector<Axis> axes) {
+        if (summarising_) return add_summarised(std::move(id), std::move(title), std::move(formula), t, std::move(axes), true);
         Step& step = add(std::move(id), std::move(title), std::move(formula), t, std::move(axes));
         step.row_sum = per_batch(to_trace(row_sums(t)));
         return step;
@@ -82,6 +84,10 @@ public:
         return t;
     }
     Trace& trace() { return trace_; }
+    // From here on (`on`) add and add_with_row_sums keep a step as add_summarised does: for
+    // a summary, where each tensor would be copied into the trace only to be summed at the
+    // end. Not for the step that ends a trace, which keeps its numbers.
+    void summarise_from_here(bool on) { summarising_ = on; }
 
 private:
     std::vector<Axis> with_batch(std::vector<Axis> axes) const {
@@ -108,6 +114,7 @@ private:
     Trace& trace_;
     Clock::time_point last_;
     std::optional<CellMask> mask_;
+    bool summarising_ = false;
 };
 
 }  // namespace attnwalk

@@ -283,7 +283,7 @@ public:
     }
 
     void embeddings(const Cube& tokens, const Cube* positions, const Cube& x) override {
-        stream_ = x;  // the rows entering layer 1
+        if (keeps_cells(0)) stream_ = x;  // the rows entering layer 1
         if (spec_.logit_lens) residuals.push_back(x);
         const std::string& E = words_.embed;
         rec_.add("token_embeddings", "Token embeddings: rows of " + E, E + "[ids]", tokens, tokens_features);
@@ -375,7 +375,7 @@ public:
             for (float& v : mean) v /= static_cast<float>(H);
             head_means.push_back(std::move(mean));
         }
-        if (f.scores.size() && (l == spec_.layer ? explainable_ || spec_.explain : explainable_ && spec_.view)) keep(l, f);
+        if (f.scores.size() && keeps_cells(l)) keep(l, f);
         if (l != spec_.layer) return;
         const BlockWeights& bw = weights_.blocks[l];
         const std::string in = words_.pre ? words_.n1 + "(x)" : "x", t = words_.t;
@@ -572,8 +572,11 @@ public:
     }
 
     void block(std::size_t l, BlockPoint p, const Cube& t) override {
-        if (p == BlockPoint::norm_1) normed_ = t;
-        if (p == BlockPoint::residual_2) stream_ = t, normed_ = Cube();  // the rows entering the next layer
+        if (p == BlockPoint::norm_1 && keeps_cells(l)) normed_ = t;
+        if (p == BlockPoint::residual_2) {
+            if (keeps_cells(l + 1)) stream_ = t;  // the rows entering the next layer
+            normed_ = Cube();
+        }
         if (p == BlockPoint::residual_2 && spec_.logit_lens) residuals.push_back(t);
         const PointText text = point_text(p, std::to_string(l + 1), words_, weights_.blocks[l].moe.has_value());
         const std::string id = "layer" + std::to_string(l + 1) + "." + text.id;
@@ -582,6 +585,10 @@ public:
     }
 
 private:
+    // Whether layer l's attention is kept for writing its cells out (then the rows entering
+    // it and their norm are kept too: copies of T×C each, made only then).
+    bool keeps_cells(std::size_t l) const { return l == spec_.layer ? explainable_ || spec_.explain : explainable_ && spec_.view; }
+
     // Layer l's attention as the explanation engine reads it: what entered the layer, its
     // norm, the weights (kept alive by the model), the forward.
     void keep(std::size_t l, const Forward& f) {

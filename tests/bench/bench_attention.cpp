@@ -1,11 +1,14 @@
 // Benchmarks (Google Benchmark): the machine's own sgemm throughput, multi-head attention
 // at model size through the library (the path `attnwalk mha --summary` takes), loading
-// embeddings JSON and writing the --json trace.
+// embeddings JSON and writing the --json trace; with ATTNWALK_BENCH_MODEL set, a real
+// checkpoint's forward, warm, as llama-bench times one.
 //   cmake --build build --target bench     (builds and runs; see docs/performance.md)
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -16,6 +19,8 @@
 #include "attnwalk/io/embeddings.hpp"
 #include "attnwalk/ops/rng.hpp"
 #include "attnwalk/lessons/lessons.hpp"
+#include "attnwalk/model/decoder.hpp"
+#include "attnwalk/model/model.hpp"
 #include "render/render_json.hpp"
 
 namespace {
@@ -173,6 +178,52 @@ void BM_write_context_json(benchmark::State& state) {
     state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * static_cast<std::int64_t>(state.iterations()));
 }
 BENCHMARK(BM_write_context_json)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A checkpoint's forward as llama-bench times one (`-p T -n 0`): the model read once, a
+// forward of the same T ids run once untimed (so every page of the weights has been read),
+// then each iteration timed: every layer on the blocked path (no layer shown, no trace),
+// the last position's logits. T ids drawn below the vocabulary's size (seed 1).
+// ATTNWALK_BENCH_MODEL names a GPT-2 .safetensors file or a Hugging Face folder; without it
+// the benchmark is not registered. tests/bench/compare_llamacpp.py --bench runs it.
+void BM_model_forward(benchmark::State& state, const attnwalk::Model& model) {
+    const auto T = static_cast<std::size_t>(state.range(0));
+    const attnwalk::DecoderWeights& w = model->weights;
+    std::mt19937 gen(1);
+    std::vector<std::size_t> ids(T);
+    for (auto& id : ids) id = gen() % w.config.vocab;
+    const auto forward = [&] {
+        const attnwalk::Cube x = attnwalk::decoder_forward(w, ids, nullptr, nullptr);
+        return attnwalk::decoder_logits(w, x, T - 1);
+    };
+    benchmark::DoNotOptimize(forward().data());  // the warm-up
+    for (auto _ : state) benchmark::DoNotOptimize(forward().data());
+}
+
+const bool model_registered = [] {
+    const char* path = std::getenv("ATTNWALK_BENCH_MODEL");
+    if (!path || !*path) return false;
+    std::error_code ec;
+    attnwalk::Model model;
+    try {
+        model = std::filesystem::is_directory(path, ec) ? attnwalk::load_model(path) : attnwalk::load_gpt2(path);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "ATTNWALK_BENCH_MODEL=%s: %s\n", path, e.what());
+        return false;
+    }
+    const char* lengths = std::getenv("ATTNWALK_BENCH_TOKENS");  // e.g. "10,128,512"
+    std::vector<long> tokens;
+    for (const char* p = lengths && *lengths ? lengths : "10,128,512,1024"; *p;) {
+        char* end = nullptr;
+        const long t = std::strtol(p, &end, 10);
+        if (end == p) break;
+        if (t > 0 && static_cast<std::size_t>(t) <= model->weights.config.context) tokens.push_back(t);
+        p = *end == ',' ? end + 1 : end;
+    }
+    auto* b = benchmark::RegisterBenchmark("BM_model_forward", BM_model_forward, model);
+    for (long t : tokens) b->Arg(t);
+    b->Unit(benchmark::kMillisecond)->UseRealTime();
+    return true;
+}();
 
 }  // namespace
 

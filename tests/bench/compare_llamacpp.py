@@ -4,7 +4,7 @@
 
     python3 tests/bench/compare_llamacpp.py --llama LLAMA_BUILD --gguf MODEL.gguf \\
         (--safetensors MODEL.safetensors | --folder DIR) [--attnwalk BINARY] [--rounds 3]
-        [--threads 2] [--env both]
+        [--threads 2] [--env both] [--bench BUILD/attnwalk_bench]
 
 LLAMA_BUILD is a llama.cpp build folder holding bin/llama-bench (and, for the whole
 process, a `topk` program beside it or bin/llama-simple: see section 10). MODEL.gguf must
@@ -16,7 +16,11 @@ Each round, for T random token ids below the vocabulary's size (seed 1, the same
 T = 10, 128 and 1024 for GPT-2, 10, 128 and 512 for a folder):
   - llama.cpp's forward: `llama-bench -p T -n 0 -t THREADS -r 3` (its samples);
   - attnwalk's forward: the sum of the step seconds of `--summary --timing --json`,
-    the layer shown (layer 1) in full included, 3 runs;
+    the layer shown (layer 1) in full included, 3 runs: the first forward of a process,
+    which reads every page of the weights for the first time;
+  - with --bench, attnwalk's forward warm, as llama-bench's is (its figure leaves out a
+    warm-up run): attnwalk_bench's BM_model_forward (no layer shown, no trace; its own ids
+    of the same lengths), 3 repetitions;
   - the whole process (load, prompt, one next token): attnwalk `--compact` against
     llama.cpp's topk/llama-simple, 3 runs each.
 Each tool's file is read through before its runs.
@@ -61,6 +65,19 @@ def llama_forward(bench, gguf, T, threads, runs, env):
     return [ns / 1e9 for row in json.loads(doc) for ns in row["samples_ns"]]
 
 
+def attnwalk_warm(bench, model, lengths, runs, env):
+    """BM_model_forward's repetitions (seconds) for each length, from one run of the bench."""
+    env = dict(env, ATTNWALK_BENCH_MODEL=model, ATTNWALK_BENCH_TOKENS=",".join(str(T) for T in lengths))
+    doc = subprocess.run([bench, "--benchmark_filter=BM_model_forward", f"--benchmark_repetitions={runs}", "--benchmark_format=json"],
+                         check=True, capture_output=True, text=True, env=env).stdout
+    out = {}
+    for b in json.loads(doc)["benchmarks"]:
+        if b.get("run_type") == "iteration":
+            T = int(b["run_name"].split("/")[1])
+            out.setdefault(T, []).append(b["real_time"] / 1e3)  # milliseconds
+    return out
+
+
 def warm(path):
     """Reads a file (or a folder's files) through, so that neither tool's runs begin with a
     disk read of pages the machine dropped from its cache meanwhile."""
@@ -85,6 +102,7 @@ def main():
     p.add_argument("--safetensors", help="the same model as GPT-2's safetensors (the gpt2 command)")
     p.add_argument("--folder", help="the same model as a Hugging Face folder (the model command)")
     p.add_argument("--attnwalk", default=os.path.join(ROOT, "build/app/attnwalk"))
+    p.add_argument("--bench", help="attnwalk_bench (cmake --build build --target attnwalk_bench): the forward warm too")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--env", choices=("asis", "haswell", "clean", "both"), default="asis",
@@ -129,17 +147,21 @@ def main():
                     add((name, "llama.cpp process", T), wall([topk, a.gguf, ids[T], str(a.threads)], 3, env))
                 elif os.access(simple, os.X_OK) and T == 10:  # a text prompt: llama-simple takes no ids
                     add((name, "llama.cpp process", T), wall([simple, "-m", a.gguf, "-n", "1", "one two three four five six seven eight nine"], 3, env))
+            if a.bench:
+                warm(model)
+                for T, seconds in attnwalk_warm(a.bench, model, lengths, 3, env).items():
+                    add((name, "attnwalk forward, warm", T), seconds)
 
     med = statistics.median
     for name, _ in envs:
         print(f"{name + ': seconds, median (n)':<32}" + "".join(f"{'T = ' + str(T):>20}" for T in lengths))
-        for what in ("llama.cpp forward", "attnwalk forward", "llama.cpp process", "attnwalk process"):
+        for what in ("llama.cpp forward", "attnwalk forward", "attnwalk forward, warm", "llama.cpp process", "attnwalk process"):
             cells = [f"{med(res[(name, what, T)]):.4f} ({len(res[(name, what, T)])})" if (name, what, T) in res else "-" for T in lengths]
             print(f"{what:<32}" + "".join(f"{c:>20}" for c in cells))
-        for what in ("forward", "process"):
+        for what, theirs_name in (("forward", "forward"), ("forward, warm", "forward"), ("process", "process")):
             cells = []
             for T in lengths:
-                mine, theirs = res.get((name, "attnwalk " + what, T)), res.get((name, "llama.cpp " + what, T))
+                mine, theirs = res.get((name, "attnwalk " + what, T)), res.get((name, "llama.cpp " + theirs_name, T))
                 cells.append(f"{med(mine) / med(theirs):.2f}×" if mine and theirs else "-")
             print(f"{'attnwalk / llama.cpp, ' + what:<32}" + "".join(f"{c:>20}" for c in cells))
     return 0

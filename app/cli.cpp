@@ -4,6 +4,9 @@
 
 #include <signal.h>
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -476,6 +479,15 @@ void on_sigbus(int, siginfo_t* info, void*) {
 }
 
 }  // namespace
+
+void keep_freed_memory() {
+#if defined(__GLIBC__)
+    // Measured: the Qwen3-0.6B-shaped forward at T = 512 ~4% faster, the same peak RSS
+    // (docs/performance.md).
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+}
 
 void report_shrunk_inputs() {
     struct sigaction action {};

@@ -25,4 +25,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 // one line on stderr naming the file, and exit code 1, instead of a crash.
 void report_shrunk_inputs();
 
+// The allocator's policy for a run (glibc; elsewhere nothing): big buffers come from the
+// heap and stay there once freed, so a model's next layer lands on pages the previous one
+// already faulted in, where fresh mappings would fault (and zero) every page again.
+// main() sets it first; the benchmarks of a forward do too.
+void keep_freed_memory();
+
 }  // namespace attnwalk::app

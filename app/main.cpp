@@ -1,8 +1,5 @@
 // attnwalk: the process around the command line (app/cli.cpp).
 #include <sys/ioctl.h>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 #include <unistd.h>
 
 #include <csignal>
@@ -46,14 +43,7 @@ attnwalk::app::Terminal read_terminal() {
 
 int main(int argc, char** argv) {
     std::signal(SIGPIPE, SIG_IGN);  // a closed pipe becomes EPIPE on write: a quiet exit
-#if defined(__GLIBC__)
-    // A model's layers each make tensors of the same few sizes (up to tens of MB) and free
-    // them: from the heap, kept once freed, the next layer's land on pages already faulted
-    // in, where fresh mappings would fault (and zero) every page again. Measured: the
-    // Qwen3-0.6B-shaped forward at T = 512 ~4% faster; the same peak RSS (docs/performance.md).
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
+    attnwalk::app::keep_freed_memory();
     attnwalk::app::report_shrunk_inputs();  // a checkpoint truncated while mapped: one line, not a crash
     return attnwalk::app::run_cli(argc, argv, std::cout, std::cerr, read_terminal());
 }

@@ -21,6 +21,7 @@
 #include "attnwalk/lessons/lessons.hpp"
 #include "attnwalk/model/decoder.hpp"
 #include "attnwalk/model/model.hpp"
+#include "cli.hpp"
 #include "render/render_json.hpp"
 
 namespace {
@@ -202,6 +203,7 @@ void BM_model_forward(benchmark::State& state, const attnwalk::Model& model) {
 const bool model_registered = [] {
     const char* path = std::getenv("ATTNWALK_BENCH_MODEL");
     if (!path || !*path) return false;
+    attnwalk::app::keep_freed_memory();  // as the binary's main() does
     std::error_code ec;
     attnwalk::Model model;
     try {

@@ -217,9 +217,16 @@ const bool model_registered = [] {
     for (const char* p = lengths && *lengths ? lengths : "10,128,512,1024"; *p;) {
         char* end = nullptr;
         const long t = std::strtol(p, &end, 10);
-        if (end == p) break;
+        if (end == p) {
+            ++p;  // not a number: skipped
+            continue;
+        }
         if (t > 0 && static_cast<std::size_t>(t) <= model->weights.config.context) tokens.push_back(t);
         p = *end == ',' ? end + 1 : end;
+    }
+    if (tokens.empty()) {
+        std::fprintf(stderr, "ATTNWALK_BENCH_TOKENS: no length from 1 to the model's context %zu\n", model->weights.config.context);
+        return false;
     }
     auto* b = benchmark::RegisterBenchmark("BM_model_forward", BM_model_forward, model);
     for (long t : tokens) b->Arg(t);

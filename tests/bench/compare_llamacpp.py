@@ -74,7 +74,7 @@ def attnwalk_warm(bench, model, lengths, runs, env):
     for b in json.loads(doc)["benchmarks"]:
         if b.get("run_type") == "iteration":
             T = int(b["run_name"].split("/")[1])
-            out.setdefault(T, []).append(b["real_time"] / 1e3)  # milliseconds
+            out.setdefault(T, []).append(b["real_time"] / 1e3)  # the benchmark reports milliseconds
     return out
 
 

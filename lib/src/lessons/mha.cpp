@@ -195,7 +195,7 @@ void record_blocked(Recorder& rec, const Cube& x, const AttentionWeights& w, con
         .seconds = 0.0;
     Step& out = rec.add_summary("output", m.output_title, m.output_formula, {T, d_out}, B, tokens_features, r.output_summary);
     out.seconds = r.seconds.output;
-    out.tensor.data.assign(r.output.begin(), r.output.end());
+    out.tensor.data.assign(r.output.data(), r.output.data() + r.output.size());
 }
 
 // show_einsum: the operation of a step in einsum notation, after its note.

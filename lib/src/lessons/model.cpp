@@ -574,7 +574,8 @@ public:
     void block(std::size_t l, BlockPoint p, const Cube& t) override {
         if (p == BlockPoint::norm_1 && keeps_cells(l)) normed_ = t;
         if (p == BlockPoint::residual_2) {
-            if (keeps_cells(l + 1)) stream_ = t;  // the rows entering the next layer
+            if (l + 1 < config_.layers && keeps_cells(l + 1)) stream_ = t;  // the rows entering the next layer
+            else stream_ = Cube();
             normed_ = Cube();
         }
         if (p == BlockPoint::residual_2 && spec_.logit_lens) residuals.push_back(t);

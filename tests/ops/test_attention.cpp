@@ -2,7 +2,9 @@
 #include "attnwalk/ops/attention.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <utility>
 
 #include "attnwalk/ops/blocked_attention.hpp"
 #include "attnwalk/errors.hpp"
@@ -12,6 +14,24 @@
 using namespace attnwalk;
 
 namespace {
+
+// Whether this CPU takes a head of 64 through the AVX-512 attention kernels.
+bool fast_kernels_here() {
+    Forward f;
+    f.heads = f.kv_heads = 1;
+    f.d_h = 64;
+    f.qh = Hyper::from_shape({1, 1, 32, 64});
+    f.kh = f.vh = f.qh;
+    f.qh.fill(0.0f);
+    f.kh.fill(0.0f);
+    f.vh.fill(0.0f);
+    ForwardSpec spec;
+    spec.square_summaries = true;
+    spec.keep_masked_scaled = false;
+    attend(f, nullptr, spec);
+    if (!f.square_summarised) MESSAGE("this CPU has no AVX-512F: the summed path is not taken, only its fallback checked");
+    return f.square_summarised;
+}
 
 Cube example() {  // (1,3,2)
     return Cube{{{0.3f, -1.2f}, {2.5f, 0.7f}, {-0.4f, 0.9f}}};
@@ -149,6 +169,86 @@ TEST_SUITE("attention") {
                 }
             }
         }
+    }
+
+    TEST_CASE("attention.square_summaries_are_the_tensors_statistics") {
+        // The T×T steps summed head by head in buffers of their own (a summary) against the
+        // same forward with its tensors: the statistics the tensors give and every other
+        // number, bit for bit. Two sequences, grouped heads, queries after a cache, causal or
+        // not, a window, learned sinks, a scale of 1 or a division; heads of 64 take the
+        // AVX-512 kernels where the CPU has them (else, and for heads of 8, the tensors).
+        std::mt19937 gen(29);
+        std::normal_distribution<float> normal(0.0f, 0.5f);
+        const std::size_t B = 2, H = 4, G = 2, T = 150, Tk = 170;
+        std::size_t streamed = 0;
+        for (const std::size_t d : {8, 64}) {
+            Hyper q = Hyper::from_shape({B, H, T, d}), k = Hyper::from_shape({B, G, Tk, d}), v = Hyper::from_shape({B, G, Tk, d});
+            for (float& x : q) x = normal(gen);
+            for (float& x : k) x = normal(gen);
+            for (float& x : v) x = normal(gen);
+            for (const bool causal : {true, false})
+                for (const std::size_t window : {std::size_t{0}, std::size_t{37}})
+                    for (const bool with_sinks : {false, true})
+                        for (const float scale : {1.0f, 8.0f}) {
+                            if (window && !causal) continue;
+                            CAPTURE(d);
+                            CAPTURE(causal);
+                            CAPTURE(window);
+                            CAPTURE(with_sinks);
+                            CAPTURE(scale);
+                            AttentionWeights w;
+                            w.heads = H;
+                            w.kv_heads = G;
+                            if (with_sinks) w.sinks = Vec{0.5f, -1.0f, 2.0f, 3.0f};
+                            ForwardSpec spec;
+                            spec.causal = causal;
+                            if (window) spec.window = window;
+                            spec.scale = scale;
+                            spec.keep_masked_scaled = false;
+                            const auto run = [&](bool summaries) {
+                                Forward f;
+                                f.heads = H;
+                                f.kv_heads = G;
+                                f.d_h = d;
+                                f.qh = q;
+                                f.kh = k;
+                                f.vh = v;
+                                spec.square_summaries = summaries;
+                                attend(f, &w, spec);
+                                return f;
+                            };
+                            const Forward tensors = run(false), summed = run(true);
+                            CHECK_FALSE(tensors.square_summarised);
+                            if (!summed.square_summarised) {
+                                CHECK(summed.scores == tensors.scores);
+                                continue;
+                            }
+                            ++streamed;
+                            CHECK(summed.scores.size() == 0);
+                            CHECK(summed.weights.size() == 0);
+                            Stats scores, weights;
+                            scores.add_all(tensors.scores.data(), tensors.scores.size());
+                            weights.add_all(tensors.weights.data(), tensors.weights.size());
+                            for (float s : row_sums(tensors.weights)) weights.add_row_sum(s);
+                            for (const auto& [a, b] : {std::pair{&scores, &summed.scores_stats}, std::pair{&weights, &summed.weights_stats}}) {
+                                CHECK(std::memcmp(&a->min, &b->min, sizeof(double)) == 0);
+                                CHECK(std::memcmp(&a->max, &b->max, sizeof(double)) == 0);
+                                CHECK(std::memcmp(&a->checksum, &b->checksum, sizeof(double)) == 0);
+                                CHECK(a->count == b->count);
+                                CHECK(a->non_finite == b->non_finite);
+                                CHECK(a->has_row_sums == b->has_row_sums);
+                                CHECK(a->row_sum_min == b->row_sum_min);
+                                CHECK(a->row_sum_max == b->row_sum_max);
+                            }
+                            CHECK(summed.head_outputs == tensors.head_outputs);
+                            CHECK(summed.context == tensors.context);
+                            CHECK(summed.output == tensors.output);
+                            CHECK(summed.row_max == tensors.row_max);
+                            CHECK(summed.row_sum == tensors.row_sum);
+                            CHECK(summed.sink_share == tensors.sink_share);
+                        }
+        }
+        if (fast_kernels_here()) CHECK(streamed == 12);
     }
 
     TEST_CASE("attention.the_full_forward_at_model_width_matches_a_plain_loop") {

@@ -268,6 +268,11 @@ public:
     std::vector<KeptAttention> kept;  // the attentions kept for writing cells out: the shown layer's, and with the view every layer's
 
     bool keeps_attention(std::size_t layer) const override { return layer == spec_.layer || spec_.view || spec_.rollout; }
+    // A summary of the layer shown, every head: its T×T steps are only summed (no view,
+    // rollout or cell written out reads them).
+    bool summarises_attention(std::size_t layer) const override {
+        return rec_.summarising() && layer == spec_.layer && !spec_.head && !spec_.view && !spec_.rollout && !keeps_cells(layer);
+    }
     std::vector<Mat> head_means;  // with the rollout: each layer's weights averaged over the heads (T×T)
 
     std::vector<Cube> residuals;  // with the logit lens: the stream entering layer 1, then after every layer
@@ -493,9 +498,17 @@ public:
             rec_.add("head_outputs", "Its context vectors", "Z_h = A_h·V" + group, Cube(xt::view(f.head_outputs, xt::all(), h)), tokens_features);
         } else {
             const std::string weights_title = kind + " of every head (" + Hs + " heads of " + dh + ")";
-            rec_.add("scores", "Scores of every head", "ω_h = Q_h·K" + group + "ᵀ", f.scores, head_tokens_tokens);  // a summary: summed where they are
-            rec_.mask_from_here(CellMask{true, f.window});
-            rec_.add_with_row_sums("weights", weights_title, formula, f.weights, head_tokens_tokens);
+            const std::string scores_title = "Scores of every head", scores_formula = "ω_h = Q_h·K" + group + "ᵀ";
+            if (f.square_summarised) {  // only their statistics were made
+                const std::vector<std::size_t> square = {f.heads, f.rows, f.kh.shape(2)};
+                rec_.add_summary("scores", scores_title, scores_formula, square, f.qh.shape(0), head_tokens_tokens, f.scores_stats);
+                rec_.mask_from_here(CellMask{true, f.window});
+                rec_.add_summary("weights", weights_title, formula, square, f.qh.shape(0), head_tokens_tokens, f.weights_stats);
+            } else {  // a summary: summed where they are
+                rec_.add("scores", scores_title, scores_formula, f.scores, head_tokens_tokens);
+                rec_.mask_from_here(CellMask{true, f.window});
+                rec_.add_with_row_sums("weights", weights_title, formula, f.weights, head_tokens_tokens);
+            }
             rec_.mask_from_here(std::nullopt);
             if (sinks) {
                 rec_.trace().steps.back().note = sink_note;

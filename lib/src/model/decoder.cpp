@@ -114,6 +114,7 @@ Cube block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t 
     spec.rope = la.rope;
     spec.scale = c.attention_scale;
     spec.keep_masked_scaled = false;  // the tap reads the scores and the weights
+    spec.square_summaries = tap.summarises_attention(layer);  // or their statistics alone
     if (kv && kv->streaming()) {
         // StreamingLLM: the keys enter the cache before RoPE; after the eviction every cached
         // key is rotated at its index in the cache, the new queries at the last indices

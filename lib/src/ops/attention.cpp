@@ -5,7 +5,10 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
+#include <vector>
 
 #include <xtensor/xview.hpp>
 
@@ -248,6 +251,98 @@ Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpe
     return f;
 }
 
+namespace {
+
+// The learned sinks of gpt-oss, one logit per head, and with the softmax their share of each row.
+void take_sinks(Forward& f, const AttentionWeights* w, bool softmax) {
+    if (!w || !w->sinks) return;
+    const std::size_t B = f.qh.shape(0), H = f.heads, R = f.rows;
+    if (w->sinks->size() != H)
+        throw UsageError("the learned sinks need one logit per head: " + std::to_string(H) + " heads, " + std::to_string(w->sinks->size()) +
+                         " sinks");
+    f.sinks = *w->sinks;
+    if (softmax) f.sink_share = Cube::from_shape({B, H, R});
+}
+
+// ForwardSpec::square_summaries taken: each core a (batch, head) pair at a time, its scores
+// and weights in buffers of the core's own, then its products with the values; the pair's
+// scores and weights are added to the statistics in the pairs' order (a pair waits for the
+// one before it), and the buffers reused. Every number is the tensors' path's: the same
+// kernels on the same rows, masked_fill then the division then the softmax row by row, and
+// Stats::add_all gives the same sums however the values are handed (stats.hpp).
+void attend_head_by_head(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
+    const std::size_t B = f.qh.shape(0), H = f.heads, group = H / f.kv_heads, d_h = f.d_h, R = f.rows, T = f.kh.shape(2);
+    take_sinks(f, w, true);
+    f.row_max = Cube::from_shape({B, H, R});
+    f.row_sum = Cube::from_shape({B, H, R});
+    f.head_outputs = fresh<4>({B, H, R, d_h});
+    const float* sinks = f.sinks.size() ? f.sinks.data() : nullptr;
+    const float neg_inf = -std::numeric_limits<float>::infinity(), scale = f.scale;
+    const std::size_t first = f.q_position0 + f.row0, window = f.window;
+    const bool causal = spec.causal, masking = causal || window > 0;
+    constexpr std::size_t block = 128;  // the values' rows at a time, as the tensors' path takes them
+    std::atomic<std::size_t> next{0}, summed{0};
+    std::atomic<bool> failed{false};
+    double busy[3] = {0, 0, 0};  // thread seconds: scores, softmax and statistics, values
+    std::mutex busy_lock;
+    on_every_core(B * H * R * T * d_h, [&](std::size_t, std::size_t) {
+        std::vector<float> keys, s(R * T), p(R * T);
+        double mine[3] = {0, 0, 0};
+        try {
+            for (std::size_t task; (task = next++) < B * H;) {
+                const std::size_t b = task / H, h = task % H;
+                auto t = Clock::now();
+                const float* k = &f.kh(b, h / group, 0, 0);
+                fast::pack_keys(k, d_h, T, d_h, keys);
+                fast::head_scores(true, R, T, d_h, &f.qh(b, h, f.row0, 0), d_h, k, d_h, keys.data(), s.data(), T);
+                mine[0] += since(t);
+                for (std::size_t r = 0; r < R; ++r) {
+                    const std::size_t row = task * R + r;
+                    const float* in = s.data() + r * T;
+                    float* out = p.data() + r * T;
+                    if (masking) {
+                        for (std::size_t j = 0; j < T; ++j) out[j] = masked_out(first + r, j, causal, window) ? neg_inf : in[j];
+                        in = out;
+                    }
+                    if (scale == 1.0f) {
+                        if (in != out) std::copy(in, in + T, out);
+                    } else {  // a division, as PyTorch's `scores / d_k**0.5`
+                        for (std::size_t j = 0; j < T; ++j) out[j] = in[j] / scale;
+                    }
+                    const RowSoftmax rs = sinks ? softmax_row_sink(out, T, sinks[h], f.sink_share.data() + row) : softmax_row(out, T);
+                    f.row_max.data()[row] = rs.max;
+                    f.row_sum.data()[row] = rs.sum;
+                }
+                mine[1] += since(t);
+                for (std::size_t r0 = 0; r0 < R; r0 += block) {  // causal: past a block's last row the weights are exact zeros
+                    const std::size_t n = std::min(block, R - r0), cols = causal ? std::min(T, first + r0 + n) : T;
+                    fast::head_values(true, n, cols, d_h, p.data() + r0 * T, T, &f.vh(b, h / group, 0, 0), d_h, &f.head_outputs(b, h, r0, 0), d_h);
+                }
+                mine[2] += since(t);
+                while (summed.load() != task)
+                    if (failed.load()) return;
+                    else std::this_thread::yield();
+                f.scores_stats.add_all(s.data(), R * T);
+                f.weights_stats.add_all(p.data(), R * T);
+                for (std::size_t r = 0; r < R; ++r) f.weights_stats.add_row_sum(sum_of(p.data() + r * T, T));
+                summed.store(task + 1);
+                mine[1] += since(t);
+            }
+        } catch (...) {
+            failed = true;  // the pairs after this one stop waiting; the pool rethrows
+            throw;
+        }
+        const std::lock_guard<std::mutex> hold(busy_lock);
+        for (int i = 0; i < 3; ++i) busy[i] += mine[i];
+    });
+    const double all = std::max(busy[0] + busy[1] + busy[2], 1e-12);
+    f.seconds.scores = busy[0] / all;
+    f.seconds.softmax = busy[1] / all;
+    f.seconds.context = busy[2] / all;
+}
+
+}  // namespace
+
 void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     auto clock = Clock::now();
     const std::size_t B = f.qh.shape(0), H = f.heads, G = f.kv_heads, group = H / G, d_h = f.d_h;
@@ -266,146 +361,150 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     const std::size_t R = f.rows;
     f.scale = spec.scale.value_or(w ? static_cast<float>(std::sqrt(static_cast<double>(d_h))) : 1.0f);
     if (!(std::isfinite(f.scale) && f.scale > 0.0f)) throw UsageError("the scale must be a positive finite number");
-    f.scores = fresh<4>({B, H, R, T});
     const bool kernels = fast::use_attention_kernels(d_h, R);
-    if (kernels) {  // the heads shared out over the cores, each head's keys packed once
-        std::atomic<std::size_t> next{0};
-        on_every_core(B * H * R * T * d_h, [&](std::size_t, std::size_t) {
-            std::vector<float> keys;
-            for (std::size_t task; (task = next++) < B * H;) {
-                const std::size_t b = task / H, h = task % H;
-                const float* k = &f.kh(b, h / group, 0, 0);
-                fast::pack_keys(k, d_h, T, d_h, keys);
-                fast::head_scores(true, R, T, d_h, &f.qh(b, h, f.row0, 0), d_h, k, d_h, keys.data(), &f.scores(b, h, 0, 0), T);
+    f.square_summarised = spec.square_summaries && kernels && spec.until == Stage::output && !(spec.dropout.p > 0.0) && !spec.bias &&
+                          !spec.scale_factor && !spec.keep_masked_scaled;
+    if (f.square_summarised) {
+        attend_head_by_head(f, w, spec);  // the phases' shares of the thread time, then of the wall time
+        const double wall = since(clock);
+        f.seconds.scores *= wall;
+        f.seconds.softmax *= wall;
+        f.seconds.context *= wall;
+    } else {
+        f.scores = fresh<4>({B, H, R, T});
+        if (kernels) {  // the heads shared out over the cores, each head's keys packed once
+            std::atomic<std::size_t> next{0};
+            on_every_core(B * H * R * T * d_h, [&](std::size_t, std::size_t) {
+                std::vector<float> keys;
+                for (std::size_t task; (task = next++) < B * H;) {
+                    const std::size_t b = task / H, h = task % H;
+                    const float* k = &f.kh(b, h / group, 0, 0);
+                    fast::pack_keys(k, d_h, T, d_h, keys);
+                    fast::head_scores(true, R, T, d_h, &f.qh(b, h, f.row0, 0), d_h, k, d_h, keys.data(), &f.scores(b, h, 0, 0), T);
+                }
+            });
+        } else {  // head by head, each product split over the cores
+            for (std::size_t b = 0; b < B; ++b)
+                for (std::size_t h = 0; h < H; ++h)
+                    fast::head_scores(false, R, T, d_h, &f.qh(b, h, f.row0, 0), d_h, &f.kh(b, h / group, 0, 0), d_h, nullptr,
+                                      &f.scores(b, h, 0, 0), T);
+        }
+        f.seconds.scores = since(clock);
+        const bool masking = spec.causal || f.window > 0;
+        if (spec.until == Stage::scores && !masking && f.scale == 1.0f && !spec.scale_factor && !spec.bias) return;
+        if (spec.bias && (spec.bias->shape(0) != R || spec.bias->shape(1) != T))
+            throw UsageError("the mask must be " + std::to_string(R) + "×" + std::to_string(T) + " (queries × keys), it is " +
+                             std::to_string(spec.bias->shape(0)) + "×" + std::to_string(spec.bias->shape(1)));
+        if (spec.scale_factor) f.scale = 1.0f / *spec.scale_factor;
+
+        // ---- row by row, on every core: masked_fill first, then the scale, in the textbook's
+        // order (SDPA: × scale_factor, + attn_bias), then the softmax ---------------------------
+        const bool softmax = spec.until != Stage::scores;
+        const bool keep = spec.keep_masked_scaled || !softmax;  // else each row is masked and scaled in the weights
+        if (masking && keep) f.masked = fresh<4>(f.scores.shape());
+        if (keep) f.scaled = fresh<4>(f.scores.shape());
+        if (softmax) {
+            f.weights = fresh<4>(f.scores.shape());
+            f.row_max = Cube::from_shape({B, H, R});
+            f.row_sum = Cube::from_shape({B, H, R});
+        }
+        take_sinks(f, w, softmax);
+        const float* sinks = f.sinks.size() ? f.sinks.data() : nullptr;
+        const float neg_inf = -std::numeric_limits<float>::infinity();
+        const std::size_t first = f.q_position0 + f.row0, window = f.window, rows = B * H * R;
+        const bool causal = spec.causal;
+        double seconds_mask_scale = 0.0;  // the first worker's share, as the phases' times
+        on_every_core(rows * T, [&](std::size_t worker, std::size_t workers) {
+            auto clock_here = Clock::now();
+            const WorkerShare share = worker_share(rows, worker, workers);
+            for (std::size_t row = share.begin; row < share.end; ++row) {
+                const std::size_t r = row % R, k0 = row * T;
+                const float* in = f.scores.data() + k0;
+                float* out = (keep ? f.scaled.data() : f.weights.data()) + k0;
+                if (masking) {
+                    float* m = keep ? f.masked.data() + k0 : out;
+                    for (std::size_t j = 0; j < T; ++j) m[j] = masked_out(first + r, j, causal, window) ? neg_inf : in[j];
+                    in = m;
+                }
+                if (spec.scale_factor) {
+                    const float factor = *spec.scale_factor;
+                    for (std::size_t j = 0; j < T; ++j) out[j] = in[j] * factor;
+                } else if (f.scale == 1.0f) {
+                    if (in != out) std::copy(in, in + T, out);
+                } else {  // a division, as PyTorch's `scores / d_k**0.5`
+                    const float scale = f.scale;
+                    for (std::size_t j = 0; j < T; ++j) out[j] = in[j] / scale;
+                }
+                if (spec.bias)
+                    for (std::size_t j = 0; j < T; ++j) out[j] += (*spec.bias)(r, j);
+            }
+            if (worker == 0) seconds_mask_scale = since(clock_here);
+            if (!softmax) return;
+            for (std::size_t row = share.begin; row < share.end; ++row) {
+                float* weights = f.weights.data() + row * T;
+                if (keep) std::copy(f.scaled.data() + row * T, f.scaled.data() + (row + 1) * T, weights);
+                const RowSoftmax s = sinks ? softmax_row_sink(weights, T, sinks[row / R % H], f.sink_share.data() + row)
+                                           : softmax_row(weights, T);
+                f.row_max.data()[row] = s.max;
+                f.row_sum.data()[row] = s.sum;
             }
         });
-    } else {  // head by head, each product split over the cores
-        for (std::size_t b = 0; b < B; ++b)
-            for (std::size_t h = 0; h < H; ++h)
-                fast::head_scores(false, R, T, d_h, &f.qh(b, h, f.row0, 0), d_h, &f.kh(b, h / group, 0, 0), d_h, nullptr,
-                                  &f.scores(b, h, 0, 0), T);
-    }
-    f.seconds.scores = since(clock);
-    const bool masking = spec.causal || f.window > 0;
-    if (spec.until == Stage::scores && !masking && f.scale == 1.0f && !spec.scale_factor && !spec.bias) return;
-    if (spec.bias && (spec.bias->shape(0) != R || spec.bias->shape(1) != T))
-        throw UsageError("the mask must be " + std::to_string(R) + "×" + std::to_string(T) + " (queries × keys), it is " +
-                         std::to_string(spec.bias->shape(0)) + "×" + std::to_string(spec.bias->shape(1)));
-    if (spec.scale_factor) f.scale = 1.0f / *spec.scale_factor;
-
-    // ---- row by row, on every core: masked_fill first, then the scale, in the textbook's
-    // order (SDPA: × scale_factor, + attn_bias), then the softmax ---------------------------
-    const bool softmax = spec.until != Stage::scores;
-    const bool keep = spec.keep_masked_scaled || !softmax;  // else each row is masked and scaled in the weights
-    if (masking && keep) f.masked = fresh<4>(f.scores.shape());
-    if (keep) f.scaled = fresh<4>(f.scores.shape());
-    if (softmax) {
-        f.weights = fresh<4>(f.scores.shape());
-        f.row_max = Cube::from_shape({B, H, R});
-        f.row_sum = Cube::from_shape({B, H, R});
-    }
-    if (w && w->sinks) {
-        if (w->sinks->size() != H)
-            throw UsageError("the learned sinks need one logit per head: " + std::to_string(H) + " heads, " +
-                             std::to_string(w->sinks->size()) + " sinks");
-        f.sinks = *w->sinks;
-        if (softmax) f.sink_share = Cube::from_shape({B, H, R});
-    }
-    const float* sinks = f.sinks.size() ? f.sinks.data() : nullptr;
-    const float neg_inf = -std::numeric_limits<float>::infinity();
-    const std::size_t first = f.q_position0 + f.row0, window = f.window, rows = B * H * R;
-    const bool causal = spec.causal;
-    double seconds_mask_scale = 0.0;  // the first worker's share, as the phases' times
-    on_every_core(rows * T, [&](std::size_t worker, std::size_t workers) {
-        auto clock_here = Clock::now();
-        const WorkerShare share = worker_share(rows, worker, workers);
-        for (std::size_t row = share.begin; row < share.end; ++row) {
-            const std::size_t r = row % R, k0 = row * T;
-            const float* in = f.scores.data() + k0;
-            float* out = (keep ? f.scaled.data() : f.weights.data()) + k0;
-            if (masking) {
-                float* m = keep ? f.masked.data() + k0 : out;
-                for (std::size_t j = 0; j < T; ++j) m[j] = masked_out(first + r, j, causal, window) ? neg_inf : in[j];
-                in = m;
-            }
-            if (spec.scale_factor) {
-                const float factor = *spec.scale_factor;
-                for (std::size_t j = 0; j < T; ++j) out[j] = in[j] * factor;
-            } else if (f.scale == 1.0f) {
-                if (in != out) std::copy(in, in + T, out);
-            } else {  // a division, as PyTorch's `scores / d_k**0.5`
-                const float scale = f.scale;
-                for (std::size_t j = 0; j < T; ++j) out[j] = in[j] / scale;
-            }
-            if (spec.bias)
-                for (std::size_t j = 0; j < T; ++j) out[j] += (*spec.bias)(r, j);
-        }
-        if (worker == 0) seconds_mask_scale = since(clock_here);
+        f.seconds.mask_scale = seconds_mask_scale;
+        f.seconds.softmax = since(clock) - seconds_mask_scale;
         if (!softmax) return;
-        for (std::size_t row = share.begin; row < share.end; ++row) {
-            float* weights = f.weights.data() + row * T;
-            if (keep) std::copy(f.scaled.data() + row * T, f.scaled.data() + (row + 1) * T, weights);
-            const RowSoftmax s = sinks ? softmax_row_sink(weights, T, sinks[row / R % H], f.sink_share.data() + row)
-                                       : softmax_row(weights, T);
-            f.row_max.data()[row] = s.max;
-            f.row_sum.data()[row] = s.sum;
-        }
-    });
-    f.seconds.mask_scale = seconds_mask_scale;
-    f.seconds.softmax = since(clock) - seconds_mask_scale;
-    if (!softmax) return;
 
-    // ---- dropout on the weights, in forward order ------------------------------------------
-    if (spec.dropout.p > 0.0) {
-        if (!spec.dropout.gen) throw UsageError("dropout needs a random generator");
-        f.dropped = true;
-        if (w && w->layout == HeadLayout::stacked && H > 1) {  // each head module draws its own (B,R,T) mask
-            f.keep = Hyper::from_shape(f.weights.shape());
-            f.weights_dropped = Hyper::from_shape(f.weights.shape());
-            for (std::size_t h = 0; h < H; ++h) {
-                const Cube head = xt::view(f.weights, xt::all(), h);
-                const auto d = dropout(head, spec.dropout.p, *spec.dropout.gen);
-                xt::view(f.keep, xt::all(), h) = d.keep;
-                xt::view(f.weights_dropped, xt::all(), h) = d.output;
+        // ---- dropout on the weights, in forward order ------------------------------------------
+        if (spec.dropout.p > 0.0) {
+            if (!spec.dropout.gen) throw UsageError("dropout needs a random generator");
+            f.dropped = true;
+            if (w && w->layout == HeadLayout::stacked && H > 1) {  // each head module draws its own (B,R,T) mask
+                f.keep = Hyper::from_shape(f.weights.shape());
+                f.weights_dropped = Hyper::from_shape(f.weights.shape());
+                for (std::size_t h = 0; h < H; ++h) {
+                    const Cube head = xt::view(f.weights, xt::all(), h);
+                    const auto d = dropout(head, spec.dropout.p, *spec.dropout.gen);
+                    xt::view(f.keep, xt::all(), h) = d.keep;
+                    xt::view(f.weights_dropped, xt::all(), h) = d.output;
+                    f.dropout_scale = d.scale;
+                }
+            } else {  // one draw over the whole (B,H,R,T) tensor
+                auto d = dropout(f.weights, spec.dropout.p, *spec.dropout.gen);
+                f.keep = std::move(d.keep);
+                f.weights_dropped = std::move(d.output);
                 f.dropout_scale = d.scale;
             }
-        } else {  // one draw over the whole (B,H,R,T) tensor
-            auto d = dropout(f.weights, spec.dropout.p, *spec.dropout.gen);
-            f.keep = std::move(d.keep);
-            f.weights_dropped = std::move(d.output);
-            f.dropout_scale = d.scale;
         }
-    }
-    f.seconds.dropout = since(clock);
-    if (spec.until == Stage::weights) return;
+        f.seconds.dropout = since(clock);
+        if (spec.until == Stage::weights) return;
 
-    // ---- each head's context, concatenated, projected ---------------------------------------
-    const Hyper& a = f.final_weights();
-    f.head_outputs = fresh<4>({B, H, R, d_h});
-    if (kernels) {
-        // Causal (and no added mask): a block of rows sees keys up to its last row only, the
-        // weights past them are exact zeros, so their products are skipped.
-        constexpr std::size_t block = 128;
-        const bool triangle = spec.causal && !spec.bias;
-        std::atomic<std::size_t> next{0};
-        const std::size_t blocks = (R + block - 1) / block;
-        on_every_core(B * H * R * T * d_h, [&](std::size_t, std::size_t) {
-            for (std::size_t task; (task = next++) < B * H * blocks;) {
-                const std::size_t bh = task / blocks, b = bh / H, h = bh % H, r0 = task % blocks * block, n = std::min(block, R - r0);
-                const std::size_t cols = triangle ? std::min(T, first + r0 + n) : T;
-                fast::head_values(true, n, cols, d_h, &a(b, h, r0, 0), T, &f.vh(b, h / group, 0, 0), d_h, &f.head_outputs(b, h, r0, 0),
-                                  d_h);
-            }
-        });
-    } else {
-        for (std::size_t b = 0; b < B; ++b)
-            for (std::size_t h = 0; h < H; ++h)
-                fast::head_values(false, R, T, d_h, &a(b, h, 0, 0), T, &f.vh(b, h / group, 0, 0), d_h, &f.head_outputs(b, h, 0, 0), d_h);
-    }
+        // ---- each head's context, concatenated, projected ---------------------------------------
+        const Hyper& a = f.final_weights();
+        f.head_outputs = fresh<4>({B, H, R, d_h});
+        if (kernels) {
+            // Causal (and no added mask): a block of rows sees keys up to its last row only, the
+            // weights past them are exact zeros, so their products are skipped.
+            constexpr std::size_t block = 128;
+            const bool triangle = spec.causal && !spec.bias;
+            std::atomic<std::size_t> next{0};
+            const std::size_t blocks = (R + block - 1) / block;
+            on_every_core(B * H * R * T * d_h, [&](std::size_t, std::size_t) {
+                for (std::size_t task; (task = next++) < B * H * blocks;) {
+                    const std::size_t bh = task / blocks, b = bh / H, h = bh % H, r0 = task % blocks * block, n = std::min(block, R - r0);
+                    const std::size_t cols = triangle ? std::min(T, first + r0 + n) : T;
+                    fast::head_values(true, n, cols, d_h, &a(b, h, r0, 0), T, &f.vh(b, h / group, 0, 0), d_h, &f.head_outputs(b, h, r0, 0),
+                                      d_h);
+                }
+            });
+        } else {
+            for (std::size_t b = 0; b < B; ++b)
+                for (std::size_t h = 0; h < H; ++h)
+                    fast::head_values(false, R, T, d_h, &a(b, h, 0, 0), T, &f.vh(b, h / group, 0, 0), d_h, &f.head_outputs(b, h, 0, 0), d_h);
+        }
+    }  // the tensors' path
     for (std::size_t h : spec.zero_heads)  // ablation: the head's output is replaced by zeros
         if (h < H) xt::view(f.head_outputs, xt::all(), h, xt::all(), xt::all()) = 0.0f;
     f.context = merge_heads(f.head_outputs);
-    f.seconds.context = since(clock);
+    f.seconds.context += since(clock);
     if (w && w->gate) {  // the rows of the gate that match the context's: R query rows from row0 (the last ones of a cache)
         if (f.gate.shape(2) != f.context.shape(2)) throw UsageError("the output gate needs H·d_h = " + std::to_string(f.context.shape(2)) + " columns");
         f.gated = f.context;

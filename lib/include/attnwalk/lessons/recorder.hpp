@@ -88,6 +88,7 @@ public:
     // a summary, where each tensor would be copied into the trace only to be summed at the
     // end. Not for the step that ends a trace, which keeps its numbers.
     void summarise_from_here(bool on) { summarising_ = on; }
+    bool summarising() const { return summarising_; }
 
 private:
     std::vector<Axis> with_batch(std::vector<Axis> axes) const {

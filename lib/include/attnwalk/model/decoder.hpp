@@ -113,6 +113,10 @@ public:
     // to attention(); otherwise a layer without a cache so far takes the blocked path,
     // which keeps none (ops/blocked_attention.hpp).
     virtual bool keeps_attention(std::size_t /*layer*/) const { return false; }
+    // Of a layer it keeps: whether the T×T scores and weights are wanted only as their
+    // statistics (ForwardSpec::square_summaries; attention() then finds them in
+    // Forward::scores_stats and weights_stats where Forward::square_summarised is set).
+    virtual bool summarises_attention(std::size_t /*layer*/) const { return false; }
     // The token embeddings' rows, the position embeddings' (null with RoPE), the first input.
     virtual void embeddings(const Cube& /*tokens*/, const Cube* /*positions*/, const Cube& /*x*/) {}
     virtual void attention(std::size_t /*layer*/, const Forward& /*f*/) {}

@@ -27,6 +27,7 @@
 #include <variant>
 
 #include "attnwalk/mask_rule.hpp"
+#include "attnwalk/stats.hpp"
 #include "attnwalk/ops/linear.hpp"
 #include "attnwalk/ops/rng.hpp"
 #include "attnwalk/ops/shapes.hpp"
@@ -114,6 +115,13 @@ struct ForwardSpec {
     // lessons show; false: each row goes from the scores straight into the weights, the
     // same numbers in two fewer T×T tensors (the decoder's tap reads scores and weights).
     bool keep_masked_scaled = true;
+    // The scores and the weights wanted only as their statistics (a summary): where the
+    // attention kernels take the heads (fast::use_attention_kernels), with no dropout, no
+    // added mask and masked_fill's tensors not kept, each head's T×T are made in a buffer of
+    // their own, summed in the heads' order into Forward::scores_stats and weights_stats
+    // (the statistics the tensors would give, bit for bit), and dropped. Elsewhere the
+    // tensors are made as always; Forward::square_summarised says which.
+    bool square_summaries = false;
 };
 
 // YaRN's get_mscale: 0.1·m·ln(scale) + 1 for a scale above 1, else 1 (its default
@@ -151,6 +159,8 @@ struct Forward {
     Hyper masked;                 // (B,H,R,T) ω with −∞ where masked (causal or window); kept as asked
     Hyper scaled;                 // (B,H,R,T) what the softmax reads; kept as asked
     Hyper weights;                // (B,H,R,T) softmax
+    bool square_summarised = false;  // spec.square_summaries taken: scores and weights empty, their statistics here
+    Stats scores_stats, weights_stats;  // (B,H,R,T) in order; the weights' with their row sums
     Cube row_max, row_sum;        // (B,H,R) the softmax's max and sum of exponentials per row (the sink's included)
     Vec sinks;                    // (H) the heads' learned sink logits; empty without
     Cube sink_share;              // (B,H,R) with sinks: the weight the sink took, 1 − the row's sum

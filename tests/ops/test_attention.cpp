@@ -21,10 +21,8 @@ bool fast_kernels_here() {
     f.heads = f.kv_heads = 1;
     f.d_h = 64;
     f.qh = Hyper::from_shape({1, 1, 32, 64});
-    f.kh = f.vh = f.qh;
     f.qh.fill(0.0f);
-    f.kh.fill(0.0f);
-    f.vh.fill(0.0f);
+    f.kh = f.vh = f.qh;
     ForwardSpec spec;
     spec.square_summaries = true;
     spec.keep_masked_scaled = false;

@@ -272,6 +272,9 @@ void take_sinks(Forward& f, const AttentionWeights* w, bool softmax) {
 // Stats::add_all gives the same sums however the values are handed (stats.hpp).
 void attend_head_by_head(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     const std::size_t B = f.qh.shape(0), H = f.heads, group = H / f.kv_heads, d_h = f.d_h, R = f.rows, T = f.kh.shape(2);
+    f.scores_stats = Stats{};
+    f.weights_stats = Stats{};
+    f.dropped = false;
     take_sinks(f, w, true);
     f.row_max = Cube::from_shape({B, H, R});
     f.row_sum = Cube::from_shape({B, H, R});
@@ -286,10 +289,14 @@ void attend_head_by_head(Forward& f, const AttentionWeights* w, const ForwardSpe
     double busy[3] = {0, 0, 0};  // thread seconds: scores, softmax and statistics, values
     std::mutex busy_lock;
     on_every_core(B * H * R * T * d_h, [&](std::size_t, std::size_t) {
-        std::vector<float> keys, s(R * T), p(R * T);
+        std::vector<float> keys, s, p;  // made at this core's first pair: never more buffers than pairs
         double mine[3] = {0, 0, 0};
         try {
-            for (std::size_t task; (task = next++) < B * H;) {
+            for (std::size_t task; !failed.load() && (task = next++) < B * H;) {
+                if (s.empty()) {
+                    s.resize(R * T);
+                    p.resize(R * T);
+                }
                 const std::size_t b = task / H, h = task % H;
                 auto t = Clock::now();
                 const float* k = &f.kh(b, h / group, 0, 0);
@@ -319,14 +326,15 @@ void attend_head_by_head(Forward& f, const AttentionWeights* w, const ForwardSpe
                     fast::head_values(true, n, cols, d_h, p.data() + r0 * T, T, &f.vh(b, h / group, 0, 0), d_h, &f.head_outputs(b, h, r0, 0), d_h);
                 }
                 mine[2] += since(t);
-                while (summed.load() != task)
+                while (summed.load() != task)  // the wait is no phase's work
                     if (failed.load()) return;
                     else std::this_thread::yield();
+                (void)since(t);
                 f.scores_stats.add_all(s.data(), R * T);
                 f.weights_stats.add_all(p.data(), R * T);
                 for (std::size_t r = 0; r < R; ++r) f.weights_stats.add_row_sum(sum_of(p.data() + r * T, T));
                 summed.store(task + 1);
-                mine[1] += since(t);
+                mine[1] += since(t);  // the statistics, with the softmax
             }
         } catch (...) {
             failed = true;  // the pairs after this one stop waiting; the pool rethrows
@@ -504,7 +512,7 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     for (std::size_t h : spec.zero_heads)  // ablation: the head's output is replaced by zeros
         if (h < H) xt::view(f.head_outputs, xt::all(), h, xt::all(), xt::all()) = 0.0f;
     f.context = merge_heads(f.head_outputs);
-    f.seconds.context += since(clock);
+    f.seconds.context = (f.square_summarised ? f.seconds.context : 0.0) + since(clock);  // the summed path's values, and the merge
     if (w && w->gate) {  // the rows of the gate that match the context's: R query rows from row0 (the last ones of a cache)
         if (f.gate.shape(2) != f.context.shape(2)) throw UsageError("the output gate needs H·d_h = " + std::to_string(f.context.shape(2)) + " columns");
         f.gated = f.context;

@@ -253,6 +253,29 @@ Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpe
 
 namespace {
 
+// One row of scores into what the softmax reads, in the textbook's order (SDPA: × scale_factor,
+// + attn_bias): masked_fill with −∞ into `masked` (which may be `out`) where row r, at key
+// position `position`, may not see, then × spec.scale_factor or ÷ scale (PyTorch's
+// `scores / d_k**0.5`), then + row r of spec.bias.
+void mask_and_scale_row(const float* in, float* masked, float* out, std::size_t T, std::size_t r, std::size_t position, bool masking,
+                        std::size_t window, float scale, const ForwardSpec& spec) {
+    if (masking) {
+        const float neg_inf = -std::numeric_limits<float>::infinity();
+        for (std::size_t j = 0; j < T; ++j) masked[j] = masked_out(position, j, spec.causal, window) ? neg_inf : in[j];
+        in = masked;
+    }
+    if (spec.scale_factor) {
+        const float factor = *spec.scale_factor;
+        for (std::size_t j = 0; j < T; ++j) out[j] = in[j] * factor;
+    } else if (scale == 1.0f) {
+        if (in != out) std::copy(in, in + T, out);
+    } else {
+        for (std::size_t j = 0; j < T; ++j) out[j] = in[j] / scale;
+    }
+    if (spec.bias)
+        for (std::size_t j = 0; j < T; ++j) out[j] += (*spec.bias)(r, j);
+}
+
 // The learned sinks of gpt-oss, one logit per head, and with the softmax their share of each row.
 void take_sinks(Forward& f, const AttentionWeights* w, bool softmax) {
     if (!w || !w->sinks) return;
@@ -280,7 +303,7 @@ void attend_head_by_head(Forward& f, const AttentionWeights* w, const ForwardSpe
     f.row_sum = Cube::from_shape({B, H, R});
     f.head_outputs = fresh<4>({B, H, R, d_h});
     const float* sinks = f.sinks.size() ? f.sinks.data() : nullptr;
-    const float neg_inf = -std::numeric_limits<float>::infinity(), scale = f.scale;
+    const float scale = f.scale;
     const std::size_t first = f.q_position0 + f.row0, window = f.window;
     const bool causal = spec.causal, masking = causal || window > 0;
     constexpr std::size_t block = 128;  // the values' rows at a time, as the tensors' path takes them
@@ -305,17 +328,8 @@ void attend_head_by_head(Forward& f, const AttentionWeights* w, const ForwardSpe
                 mine[0] += since(t);
                 for (std::size_t r = 0; r < R; ++r) {
                     const std::size_t row = task * R + r;
-                    const float* in = s.data() + r * T;
                     float* out = p.data() + r * T;
-                    if (masking) {
-                        for (std::size_t j = 0; j < T; ++j) out[j] = masked_out(first + r, j, causal, window) ? neg_inf : in[j];
-                        in = out;
-                    }
-                    if (scale == 1.0f) {
-                        if (in != out) std::copy(in, in + T, out);
-                    } else {  // a division, as PyTorch's `scores / d_k**0.5`
-                        for (std::size_t j = 0; j < T; ++j) out[j] = in[j] / scale;
-                    }
+                    mask_and_scale_row(s.data() + r * T, out, out, T, r, first + r, masking, window, scale, spec);
                     const RowSoftmax rs = sinks ? softmax_row_sink(out, T, sinks[h], f.sink_share.data() + row) : softmax_row(out, T);
                     f.row_max.data()[row] = rs.max;
                     f.row_sum.data()[row] = rs.sum;
@@ -418,9 +432,7 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
         }
         take_sinks(f, w, softmax);
         const float* sinks = f.sinks.size() ? f.sinks.data() : nullptr;
-        const float neg_inf = -std::numeric_limits<float>::infinity();
         const std::size_t first = f.q_position0 + f.row0, window = f.window, rows = B * H * R;
-        const bool causal = spec.causal;
         double seconds_mask_scale = 0.0;  // the first worker's share, as the phases' times
         on_every_core(rows * T, [&](std::size_t worker, std::size_t workers) {
             auto clock_here = Clock::now();
@@ -429,22 +441,7 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
                 const std::size_t r = row % R, k0 = row * T;
                 const float* in = f.scores.data() + k0;
                 float* out = (keep ? f.scaled.data() : f.weights.data()) + k0;
-                if (masking) {
-                    float* m = keep ? f.masked.data() + k0 : out;
-                    for (std::size_t j = 0; j < T; ++j) m[j] = masked_out(first + r, j, causal, window) ? neg_inf : in[j];
-                    in = m;
-                }
-                if (spec.scale_factor) {
-                    const float factor = *spec.scale_factor;
-                    for (std::size_t j = 0; j < T; ++j) out[j] = in[j] * factor;
-                } else if (f.scale == 1.0f) {
-                    if (in != out) std::copy(in, in + T, out);
-                } else {  // a division, as PyTorch's `scores / d_k**0.5`
-                    const float scale = f.scale;
-                    for (std::size_t j = 0; j < T; ++j) out[j] = in[j] / scale;
-                }
-                if (spec.bias)
-                    for (std::size_t j = 0; j < T; ++j) out[j] += (*spec.bias)(r, j);
+                mask_and_scale_row(in, keep ? f.masked.data() + k0 : out, out, T, r, first + r, masking, window, f.scale, spec);
             }
             if (worker == 0) seconds_mask_scale = since(clock_here);
             if (!softmax) return;

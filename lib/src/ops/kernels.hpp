@@ -212,6 +212,13 @@ struct FiniteRange {
     float min, max;
     std::size_t non_finite;
 };
+// Two runs' ranges as one (where the least or greatest is zero, either's sign).
+inline FiniteRange merged(FiniteRange a, const FiniteRange& b) {
+    a.min = b.min < a.min ? b.min : a.min;
+    a.max = b.max > a.max ? b.max : a.max;
+    a.non_finite += b.non_finite;
+    return a;
+}
 FiniteRange finite_sums_scalar(const float* v, std::size_t n, std::size_t lane0, double* sums);
 #if defined(ATTNWALK_HAVE_AVX2)
 FiniteRange finite_sums_avx2(const float* v, std::size_t n, std::size_t lane0, double* sums);

@@ -335,14 +335,6 @@ __attribute__((target("avx2,fma"))) void one_column_avx2(std::size_t i0, std::si
 
 // The values before lane 0 and after the last whole 16 one by one, as the scalar version;
 // between them 16 at a time, each double lane summing the same values in the same order.
-namespace {
-FiniteRange merged(FiniteRange a, const FiniteRange& b) {
-    a.min = b.min < a.min ? b.min : a.min;
-    a.max = b.max > a.max ? b.max : a.max;
-    a.non_finite += b.non_finite;
-    return a;
-}
-}  // namespace
 
 __attribute__((target("avx2"))) FiniteRange finite_sums_avx2(const float* v, std::size_t n, std::size_t lane0, double* sums) {
     const std::size_t head = std::min(n, (finite_lanes - lane0 % finite_lanes) % finite_lanes);

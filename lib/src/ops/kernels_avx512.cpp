@@ -407,16 +407,9 @@ __attribute__((target("avx512f"))) FiniteRange finite_sums_avx512(const float* v
         alignas(64) float l[16], h[16];
         _mm512_store_ps(l, lo);
         _mm512_store_ps(h, hi);
-        for (int q = 0; q < 16; ++q) {
-            r.min = l[q] < r.min ? l[q] : r.min;
-            r.max = h[q] > r.max ? h[q] : r.max;
-        }
+        for (int q = 0; q < 16; ++q) r = merged(r, FiniteRange{l[q], h[q], 0});
     }
-    const FiniteRange tail = finite_sums_scalar(v + end, n - end, lane0 + end, sums);
-    r.min = tail.min < r.min ? tail.min : r.min;
-    r.max = tail.max > r.max ? tail.max : r.max;
-    r.non_finite += tail.non_finite;
-    return r;
+    return merged(r, finite_sums_scalar(v + end, n - end, lane0 + end, sums));
 }
 
 }  // namespace attnwalk::fast

@@ -441,7 +441,7 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
                 const std::size_t r = row % R, k0 = row * T;
                 const float* in = f.scores.data() + k0;
                 float* out = (keep ? f.scaled.data() : f.weights.data()) + k0;
-                mask_and_scale_row(in, keep ? f.masked.data() + k0 : out, out, T, r, first + r, masking, window, f.scale, spec);
+                mask_and_scale_row(in, masking && keep ? f.masked.data() + k0 : out, out, T, r, first + r, masking, window, f.scale, spec);
             }
             if (worker == 0) seconds_mask_scale = since(clock_here);
             if (!softmax) return;

@@ -171,7 +171,7 @@ Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model,
         if (spec.start_recent->second == 0) throw UsageError("--streaming-cache: RECENT must be at least 1 (the newest token)");
     }
     check_prompt(*model, ids);  // the context is the limit that means something: before the memory estimate
-    check_cost(shell, model_walk_cost(model, ids.size(), spec, shell.recording.explainable));
+    check_cost(shell, model_walk_cost(model, ids.size(), spec, shell.recording));
     if (shell.svg) {  // the picture's size, before the walk: the shown layer's weights, or every layer's
         const ModelInfo& info = info_of(*model);
         // svg_of_weights draws the model view's grid unless --svg-step names another step

@@ -1443,6 +1443,8 @@ TEST_SUITE("cli.memory") {
         const std::string blas = "mha -i '" + test::temp_file(small + R"(], "embeddings": [)" + small_rows + "]}") + "' --heads 1 --d-out 64 --json";
         REQUIRE(test::run(blas + " --timing").out.find("OpenBLAS") != std::string::npos);
         const double baseline = std::max(peak_of("params").first, peak_of(blas).first);
+        std::string sixty = "1";  // a summary's shown layer summed in buffers of one head (from 32 rows, with AVX-512)
+        for (int i = 2; i <= 60; ++i) sixty += "," + std::to_string(i);
         for (const std::string& args :
              {"scores " + in, "softmax " + in, "context " + in, "causal " + in, "dropout " + in + "--dropout 0.5", std::string("dropout --ones 600 --dropout 0.5"),
               "mha " + in + "--heads 4 --d-out 64", "mha " + in + "--heads 4 --d-out 64 --variant wrapper --dropout 0.1",
@@ -1459,7 +1461,7 @@ TEST_SUITE("cli.memory") {
               "model --model '" + test::source_path("tests/data/models/tiny_deepseek_v3_f32") + "' --ids 1,2,3,4,5,6,7,8 --all-layers --logit-lens",
               "model --model '" + tiny_qwen3 + "' --ids 1,2,3,4,5,6,7,8,9,10,11,12 --logit-lens --rollout",
               "model --model '" + tiny_qwen3 + "' --ids 1,2,3,4,5,6,7,8,9,10,11,12 --ablate 1.2,2.* --ablate-each 2",
-              "model --model '" + tiny_qwen3 + "' --ids 1,2,3 --head-roles 30", std::string("tokenize --text 'Hello world is'"),
+              "model --model '" + tiny_qwen3 + "' --ids 1,2,3 --head-roles 30", "model --model '" + tiny_qwen3 + "' --ids " + sixty + " --summary", std::string("tokenize --text 'Hello world is'"),
               "tokenize --tokenizer '" + test::source_path("tests/data/models/tiny_llama") + "' --text 'the cat sat on the mat'",
               "model --model '" + test::source_path("tests/data/models/tiny_llama") + "' --text 'the cat sat on the mat'",
               "mha " + in_npy + "--heads 4 --d-out 64", "causal " + in_npy + "--npy '" + npy_dir + "'"}) {

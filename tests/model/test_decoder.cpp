@@ -12,6 +12,8 @@
 #include "attnwalk/io/tokenizer.hpp"
 #include "attnwalk/lessons/lessons.hpp"
 #include "attnwalk/model/decoder.hpp"
+#include "attnwalk/ops/attention.hpp"
+#include "attnwalk/ops/blas.hpp"
 #include "golden.hpp"
 
 using namespace attnwalk;
@@ -213,5 +215,30 @@ TEST_SUITE("model") {
         const Model hf = load_gpt2(test::source_path(tiny), 4);
         CHECK(hf->weights.config.tied_head);
         CHECK(&hf->weights.output_head() == &hf->weights.embed);
+    }
+
+    TEST_CASE("model.a_summarys_estimate_counts_only_what_its_forward_makes") {
+        // under --summary the layer shown makes its T×T steps in one head's buffers per core
+        // where attend sums them (ForwardSpec::square_summaries); the estimate follows the tap
+        const Model m = load_model(test::source_path("tests/data/models/tiny_qwen3"));
+        const DecoderConfig& c = m->weights.config;
+        const std::size_t T = 64;
+        ModelSpec spec;
+        Recording summary;
+        summary.summary = true;
+        const double full = model_walk_cost(m, T, spec, {}).bytes, summed = model_walk_cost(m, T, spec, summary).bytes;
+        const double H = static_cast<double>(c.heads), t = static_cast<double>(T);
+        if (sums_square_summaries(c.head_size(), T))
+            CHECK(full - summed == doctest::Approx(4.0 * (6.0 * H - 2.0 * std::min(H, static_cast<double>(cores()))) * t * t));
+        else
+            CHECK(summed == full);
+        Recording explainable = summary;  // a summary keeps nothing to explain: the same estimate
+        explainable.explainable = true;
+        CHECK(model_walk_cost(m, T, spec, explainable).bytes == summed);
+        spec.head = 0;  // one head's T×T tensors in full: the forward makes every head's
+        CHECK(model_walk_cost(m, T, spec, summary).bytes == full);
+        spec.head.reset();
+        spec.view = true;  // the view reads every layer's weights
+        CHECK(model_walk_cost(m, T, spec, summary).bytes == model_walk_cost(m, T, spec, {}).bytes);
     }
 }

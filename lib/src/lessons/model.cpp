@@ -14,6 +14,8 @@
 #include "attnwalk/lessons/explain.hpp"
 #include "attnwalk/lessons/recorder.hpp"
 #include "attnwalk/model/decoder.hpp"
+#include "attnwalk/ops/attention.hpp"
+#include "attnwalk/ops/blas.hpp"
 #include "attnwalk/ops/sampling.hpp"
 #include "steps.hpp"
 
@@ -125,6 +127,13 @@ const std::vector<std::string>& head_stat_names() {
 namespace {
 
 using ull = unsigned long long;
+
+// Whether the layer shown is only summed (ForwardSpec::square_summaries): a summary of every
+// head whose T×T steps nothing else reads (no view, rollout or cell written out). The tap
+// asks it in the forward and model_walk_cost before it, so the two agree.
+bool sums_shown_layer(const ModelSpec& spec, bool summary, bool explainable) {
+    return summary && !spec.head && !spec.view && !spec.rollout && !explainable && !spec.explain;
+}
 
 // A tensor's statistics, for a step kept as a summary.
 template <class Tensor>
@@ -271,7 +280,7 @@ public:
     // A summary of the layer shown, every head: its T×T steps are only summed (no view,
     // rollout or cell written out reads them).
     bool summarises_attention(std::size_t layer) const override {
-        return rec_.summarising() && layer == spec_.layer && !spec_.head && !spec_.view && !spec_.rollout && !keeps_cells(layer);
+        return layer == spec_.layer && sums_shown_layer(spec_, rec_.summarising(), explainable_);
     }
     std::vector<Mat> head_means;  // with the rollout: each layer's weights averaged over the heads (T×T)
 
@@ -1207,7 +1216,8 @@ void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids,
 
 }  // namespace
 
-Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, bool explainable) {
+Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, const Recording& recording) {
+    const bool explainable = recording.explainable && !recording.summary;  // as walk_model's tap keeps them
     const LoadedModel& m = *model;
     const DecoderConfig& c = m.weights.config;
     const double L = static_cast<double>(c.layers), C = static_cast<double>(c.width), H = static_cast<double>(c.heads);
@@ -1233,7 +1243,12 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, b
     // (every layer's weights), summaries of the rest, the logits, the cache
     // (a mixture of experts: an expert's rows in, its gate and up, its hidden, its output)
     const double layer_rows = t * (10.0 * C + 3.0 * (H + 2.0 * G) * d + 2.0 * I + (moe ? 2.0 * C + 1.5 * I : 0.0));
-    const double shown = (spec.all_layers ? L : 1.0) * layer_rows + 6.0 * H * t * t;
+    // (only summed: each core's scores and weights of one head at a time)
+    const BlockWeights* shown_block = spec.layer < m.weights.blocks.size() ? &m.weights.blocks[spec.layer] : nullptr;
+    const bool summed = sums_shown_layer(spec, recording.summary, explainable) && shown_block && !shown_block->latent &&
+                        !shown_block->linear && sums_square_summaries(c.head_size(), T);
+    const double shown_squares = summed ? 2.0 * std::min(H, static_cast<double>(cores())) * t * t : 6.0 * H * t * t;
+    const double shown = (spec.all_layers ? L : 1.0) * layer_rows + shown_squares;
     // latent attention (MLA) takes no blocked path: every layer makes its scores in two parts, their sum and the weights,
     // and its heads' keys and values from the latent
     const bool latent = std::any_of(m.weights.blocks.begin(), m.weights.blocks.end(), [](const BlockWeights& b) { return b.latent.has_value(); });

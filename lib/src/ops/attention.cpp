@@ -105,6 +105,8 @@ void yarn_frequencies(Rope& r, std::size_t d, double base, const RopeScaling& sc
 
 }  // namespace
 
+bool sums_square_summaries(std::size_t d_h, std::size_t rows) { return fast::use_attention_kernels(d_h, rows); }
+
 double yarn_mscale(double scale, double m) { return scale <= 1.0 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; }
 
 Rope rope_tables(std::size_t head_dim, std::size_t T, std::size_t position0, const RopeParams& spec) {
@@ -384,7 +386,7 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     f.scale = spec.scale.value_or(w ? static_cast<float>(std::sqrt(static_cast<double>(d_h))) : 1.0f);
     if (!(std::isfinite(f.scale) && f.scale > 0.0f)) throw UsageError("the scale must be a positive finite number");
     const bool kernels = fast::use_attention_kernels(d_h, R);
-    f.square_summarised = spec.square_summaries && kernels && spec.until == Stage::output && !(spec.dropout.p > 0.0) && !spec.bias &&
+    f.square_summarised = spec.square_summaries && sums_square_summaries(d_h, R) && spec.until == Stage::output && !(spec.dropout.p > 0.0) && !spec.bias &&
                           !spec.scale_factor && !spec.keep_masked_scaled;
     if (f.square_summarised) {
         attend_head_by_head(f, w, spec);  // the phases' shares of the thread time, then of the wall time

@@ -243,9 +243,10 @@ Trace walk_tokenize(const Tokenizer& tokenizer, const std::string& text);
 // products, the attention of every layer, the layer(s) shown in full, the view, the
 // logits, generation with the cache and the recomputation that checks it, and the tables
 // of spec.tokenizer.
-// `explainable`: the recording keeps the shown layer's (with the view every layer's)
-// attention for writing cells out after the walk.
-Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, bool explainable = false);
+// `recording`: a summary only sums the shown layer's T×T steps where nothing else reads
+// them; an explainable recording (not a summary) keeps the shown layer's (with the view every
+// layer's) attention for writing cells out after the walk.
+Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, const Recording& recording = {});
 // The same for the tokenizer on a text of n bytes (the merges take n log n), its tables
 // included.
 Cost tokenize_cost(std::size_t n, const Tokenizer* tokenizer);

@@ -124,6 +124,10 @@ struct ForwardSpec {
     bool square_summaries = false;
 };
 
+// Whether attend honours ForwardSpec::square_summaries on this CPU for heads of size d_h
+// and `rows` query rows (the memory estimates ask it before a walk).
+bool sums_square_summaries(std::size_t d_h, std::size_t rows);
+
 // YaRN's get_mscale: 0.1·m·ln(scale) + 1 for a scale above 1, else 1 (its default
 // attention factor with m = 1; DeepSeek's ratio of two and its softmax scale's factor).
 double yarn_mscale(double scale, double m = 1.0);

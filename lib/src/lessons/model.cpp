@@ -1247,7 +1247,12 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     const BlockWeights* shown_block = spec.layer < m.weights.blocks.size() ? &m.weights.blocks[spec.layer] : nullptr;
     const bool summed = sums_shown_layer(spec, recording.summary, explainable) && shown_block && !shown_block->latent &&
                         !shown_block->linear && sums_square_summaries(c.head_size(), T);
-    const double shown_squares = summed ? 2.0 * std::min(H, static_cast<double>(cores())) * t * t : 6.0 * H * t * t;
+    // (a layer with an output gate that is not shown still makes its scores and weights in full: the
+    // blocked path applies no gate)
+    const bool gated = std::any_of(m.weights.blocks.begin(), m.weights.blocks.end(),
+                                   [](const BlockWeights& b) { return !b.latent && !b.linear && b.attn.gate; });
+    const double shown_squares =
+        summed ? std::max(2.0 * std::min(H, static_cast<double>(cores())), gated ? 2.0 * H : 0.0) * t * t : 6.0 * H * t * t;
     const double shown = (spec.all_layers ? L : 1.0) * layer_rows + shown_squares;
     // latent attention (MLA) takes no blocked path: every layer makes its scores in two parts, their sum and the weights,
     // and its heads' keys and values from the latent

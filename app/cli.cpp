@@ -486,6 +486,12 @@ void keep_freed_memory() {
     // (docs/performance.md).
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    // the heap grows 64 MiB at a time (address space only until touched): main's allocator
+    // advises each growth for huge pages before the tensors land in it (app/main.cpp)
+    mallopt(M_TOP_PAD, 64 << 20);
+    // and every thread allocates from that heap: the cores' buffers are few and large, and
+    // a thread's own arena (a mapping of its own) would fault them in 4 KiB at a time
+    mallopt(M_ARENA_MAX, 1);
 #endif
 }
 

@@ -1,14 +1,68 @@
 // attnwalk: the process around the command line (app/cli.cpp).
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <new>
 #include <string>
 
+#include "attnwalk/ops/huge_pages.hpp"
 #include "cli.hpp"
+
+// Memory is offered transparent huge pages before its first touch: the heap as it grows
+// (glibc's brk heap, where keep_freed_memory keeps a forward's tensors) and every block of
+// 2 MiB or more (a thread's arena, a mapping of its own). A fresh heap is then faulted in
+// 2 MiB at a time where each 4 KiB page would trap once, 10–15 µs a trap on a virtual
+// machine (docs/performance.md, section 21). Not in a sanitized build, whose runtime owns
+// operator new.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ATTNWALK_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define ATTNWALK_SANITIZED 1
+#endif
+#if !defined(ATTNWALK_SANITIZED) && defined(__linux__)
+namespace {
+std::uintptr_t heap_start = 0;                // the heap's end when main began: advised from there on
+std::atomic<std::uintptr_t> advised_heap{0};  // the heap's end as last advised (0: main has not begun)
+
+void advise_new_memory(void* p, std::size_t bytes) {
+    if (bytes >= attnwalk::huge_page_bytes) attnwalk::advise_huge_pages(p, bytes);
+    const auto end = reinterpret_cast<std::uintptr_t>(::sbrk(0)) & ~std::uintptr_t{4095};  // glibc's cached break: no system call
+    std::uintptr_t seen = advised_heap.load(std::memory_order_relaxed);
+    if (seen == 0 || end <= seen || !advised_heap.compare_exchange_strong(seen, end, std::memory_order_relaxed)) return;
+    // from the huge page the last end fell in, within the heap grown since main began
+    const std::uintptr_t from = std::max(seen & ~(attnwalk::huge_page_bytes - 1), heap_start);
+    ::madvise(reinterpret_cast<void*>(from), end - from, MADV_HUGEPAGE);
+}
+}  // namespace
+
+void* operator new(std::size_t bytes) {
+    for (;;) {
+        if (void* p = std::malloc(bytes ? bytes : 1)) {
+            advise_new_memory(p, bytes);
+            return p;
+        }
+        const std::new_handler handler = std::get_new_handler();
+        if (!handler) throw std::bad_alloc();
+        handler();
+    }
+}
+void* operator new[](std::size_t bytes) { return ::operator new(bytes); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+#endif
 
 namespace {
 
@@ -44,6 +98,10 @@ attnwalk::app::Terminal read_terminal() {
 int main(int argc, char** argv) {
     std::signal(SIGPIPE, SIG_IGN);  // a closed pipe becomes EPIPE on write: a quiet exit
     attnwalk::app::keep_freed_memory();
+#if !defined(ATTNWALK_SANITIZED) && defined(__linux__)
+    heap_start = (reinterpret_cast<std::uintptr_t>(::sbrk(0)) + 4095) & ~std::uintptr_t{4095};
+    advised_heap.store(heap_start);
+#endif
     attnwalk::app::report_shrunk_inputs();  // a checkpoint truncated while mapped: one line, not a crash
     return attnwalk::app::run_cli(argc, argv, std::cout, std::cerr, read_terminal());
 }

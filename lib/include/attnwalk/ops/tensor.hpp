@@ -18,6 +18,8 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "attnwalk/ops/huge_pages.hpp"
+
 namespace attnwalk {
 
 using Vec = xt::xtensor<float, 1>;
@@ -29,10 +31,6 @@ using Hyper = xt::xtensor<float, 4>;  // B×H×T×T
 float half_to_float(std::uint16_t bits);
 float bfloat16_to_float(std::uint16_t bits);
 
-// Large buffers ask for transparent huge pages where the system has them: on a virtual
-// machine a 4 KiB page fault costs microseconds, and a 16 MB score tensor has 4096 of them.
-// Call before the buffer is first touched.
-void advise_huge_pages(void* p, std::size_t bytes);
 // A tensor of this shape, not yet touched, its memory so advised.
 template <std::size_t N>
 xt::xtensor<float, N> fresh(const std::array<std::size_t, N>& shape) {

@@ -30,19 +30,27 @@
 #if defined(__SANITIZE_ADDRESS__)
 #define ATTNWALK_SANITIZED 1
 #endif
-#if !defined(ATTNWALK_SANITIZED) && defined(__linux__)
+#if !defined(ATTNWALK_SANITIZED) && defined(__linux__) && defined(__GLIBC__)
 namespace {
 std::uintptr_t heap_start = 0;                // the heap's end when main began: advised from there on
 std::atomic<std::uintptr_t> advised_heap{0};  // the heap's end as last advised (0: main has not begun)
 
 void advise_new_memory(void* p, std::size_t bytes) {
-    if (bytes >= attnwalk::huge_page_bytes) attnwalk::advise_huge_pages(p, bytes);
     const auto end = reinterpret_cast<std::uintptr_t>(::sbrk(0)) & ~std::uintptr_t{4095};  // glibc's cached break: no system call
     std::uintptr_t seen = advised_heap.load(std::memory_order_relaxed);
-    if (seen == 0 || end <= seen || !advised_heap.compare_exchange_strong(seen, end, std::memory_order_relaxed)) return;
-    // from the huge page the last end fell in, within the heap grown since main began
-    const std::uintptr_t from = std::max(seen & ~(attnwalk::huge_page_bytes - 1), heap_start);
-    ::madvise(reinterpret_cast<void*>(from), end - from, MADV_HUGEPAGE);
+    if (seen == 0) return;  // before main
+    // the heap grown since it was last advised, from the huge page its last end fell in (a
+    // thread that loses the race to another's larger end has nothing left to advise)
+    while (end > seen) {
+        if (!advised_heap.compare_exchange_weak(seen, end, std::memory_order_relaxed)) continue;
+        const std::uintptr_t from = std::max(seen & ~(attnwalk::huge_page_bytes - 1), heap_start);
+        ::madvise(reinterpret_cast<void*>(from), end - from, MADV_HUGEPAGE);
+        break;
+    }
+    // a large block outside the advised heap: a mapping of its own
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    if (bytes >= attnwalk::huge_page_bytes && !(at >= heap_start && at < advised_heap.load(std::memory_order_relaxed)))
+        attnwalk::advise_huge_pages(p, bytes);
 }
 }  // namespace
 
@@ -98,7 +106,7 @@ attnwalk::app::Terminal read_terminal() {
 int main(int argc, char** argv) {
     std::signal(SIGPIPE, SIG_IGN);  // a closed pipe becomes EPIPE on write: a quiet exit
     attnwalk::app::keep_freed_memory();
-#if !defined(ATTNWALK_SANITIZED) && defined(__linux__)
+#if !defined(ATTNWALK_SANITIZED) && defined(__linux__) && defined(__GLIBC__)
     heap_start = (reinterpret_cast<std::uintptr_t>(::sbrk(0)) + 4095) & ~std::uintptr_t{4095};
     advised_heap.store(heap_start);
 #endif

@@ -203,7 +203,7 @@ void BM_model_forward(benchmark::State& state, const attnwalk::Model& model) {
 const bool model_registered = [] {
     const char* path = std::getenv("ATTNWALK_BENCH_MODEL");
     if (!path || !*path) return false;
-    attnwalk::app::keep_freed_memory();  // as the binary's main() does
+    attnwalk::app::keep_freed_memory();  // main()'s allocator settings (not its huge-page advice: a warm forward reuses its pages)
     std::error_code ec;
     attnwalk::Model model;
     try {

@@ -81,30 +81,48 @@ BENCHMARK(BM_f32_xw_layer)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// A few rows through a BF16 layer in nn.Linear's layout, [d_out × d_in] = Llama-3.2-1B's
-// gate projection (8192 × 2048, 32 MiB of weights, more than any cache here): a generated
-// token (rows 1), short prompts (10, 32), the register kernel's limit (128) and past it
-// (129: the widened blocks and sgemm). GB/s counts the weights read once per product.
+// A few rows through a BF16 layer in nn.Linear's layout, [d_out × d_in], args rows, d_in,
+// d_out: Llama-3.2-1B's gate projection (2048 → 8192) for a generated token (rows 1), short
+// prompts (10, 32), the register kernel's limit (128) and past it (129: the widened blocks
+// and sgemm); at 128 rows also its down (8192 → 2048), query (2048 → 2048) and key
+// (2048 → 512) projections. Copies of W (256 MiB in all, more than every cache here) are
+// taken in turn, so the weights come from memory as in a forward. GB/s counts the weights
+// read once per product.
 void BM_bf16_layer(benchmark::State& state) {
-    const std::size_t rows = static_cast<std::size_t>(state.range(0)), d_in = 2048, d_out = 8192;
-    const auto values = random_values(d_out * d_in, 3);
-    std::vector<std::uint16_t> w(values.size());
-    for (std::size_t i = 0; i < w.size(); ++i) {
+    const std::size_t rows = static_cast<std::size_t>(state.range(0)), d_in = static_cast<std::size_t>(state.range(1)),
+                      d_out = static_cast<std::size_t>(state.range(2));
+    const std::size_t n = d_out * d_in, copies = std::max<std::size_t>(1, (std::size_t{256} << 20) / (2 * n));
+    const auto values = random_values(n, 3);
+    std::vector<std::uint16_t> w(copies * n);
+    for (std::size_t i = 0; i < n; ++i) {
         std::uint32_t bits;
         std::memcpy(&bits, &values[i], sizeof bits);
         w[i] = static_cast<std::uint16_t>(bits >> 16);
     }
-    const attnwalk::Linear layer = attnwalk::external_linear16(w.data(), true, d_in, d_out, d_in, true, nullptr);
+    for (std::size_t c = 1; c < copies; ++c) std::copy(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(n), w.begin() + static_cast<std::ptrdiff_t>(c * n));
     attnwalk::Cube x = attnwalk::Cube::from_shape({1, rows, d_in});
     const auto xv = random_values(rows * d_in, 4);
     std::copy(xv.begin(), xv.end(), x.begin());
+    std::size_t turn = 0;
     for (auto _ : state) {
+        const attnwalk::Linear layer = attnwalk::external_linear16(w.data() + turn * n, true, d_in, d_out, d_in, true, nullptr);
         attnwalk::Cube y = attnwalk::project(x, layer);
         benchmark::DoNotOptimize(y.data());
+        turn = (turn + 1) % copies;
     }
     report_rates(state, 2.0 * static_cast<double>(d_in * d_out), 2.0 * static_cast<double>(rows * d_in * d_out));
 }
-BENCHMARK(BM_bf16_layer)->Arg(1)->Arg(10)->Arg(32)->Arg(128)->Arg(129)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_bf16_layer)
+    ->Args({1, 2048, 8192})
+    ->Args({10, 2048, 8192})
+    ->Args({32, 2048, 8192})
+    ->Args({128, 2048, 8192})
+    ->Args({129, 2048, 8192})
+    ->Args({128, 8192, 2048})
+    ->Args({128, 2048, 2048})
+    ->Args({128, 2048, 512})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // The fused, causal MultiHeadAttention forward pass: d_in = d_out = 768, 12 heads.
 // FLOPs counted as the issue does: 4·T·d² + 4·T²·d.

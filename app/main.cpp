@@ -33,18 +33,23 @@
 #if !defined(ATTNWALK_SANITIZED) && defined(__linux__) && defined(__GLIBC__)
 namespace {
 std::uintptr_t heap_start = 0;                // the heap's end when main began: advised from there on
-std::atomic<std::uintptr_t> advised_heap{0};  // the heap's end as last advised (0: main has not begun)
+std::uintptr_t page_mask = 0;                 // ~(the page size − 1)
+std::atomic<std::uintptr_t> advised_heap{0};  // the heap's end as last seen (0: main has not begun)
 
 void advise_new_memory(void* p, std::size_t bytes) {
-    const auto end = reinterpret_cast<std::uintptr_t>(::sbrk(0)) & ~std::uintptr_t{4095};  // glibc's cached break: no system call
     std::uintptr_t seen = advised_heap.load(std::memory_order_relaxed);
     if (seen == 0) return;  // before main
-    // the heap grown since it was last advised, from the huge page its last end fell in (a
-    // thread that loses the race to another's larger end has nothing left to advise)
-    while (end > seen) {
+    const auto end = reinterpret_cast<std::uintptr_t>(::sbrk(0)) & page_mask;  // glibc's cached break: no system call
+    // the heap grown since it was last seen, from the huge page its last end fell in (a
+    // thread that loses the race to another's end has nothing left to do). A heap trimmed
+    // is seen at its lower end, so that the part grown again is advised again: the kernel
+    // makes it a mapping of its own, without the advice.
+    while (end != seen) {
         if (!advised_heap.compare_exchange_weak(seen, end, std::memory_order_relaxed)) continue;
-        const std::uintptr_t from = std::max(seen & ~(attnwalk::huge_page_bytes - 1), heap_start);
-        ::madvise(reinterpret_cast<void*>(from), end - from, MADV_HUGEPAGE);
+        if (end > seen) {
+            const std::uintptr_t from = std::max(seen & ~(attnwalk::huge_page_bytes - 1), heap_start);
+            ::madvise(reinterpret_cast<void*>(from), end - from, MADV_HUGEPAGE);
+        }
         break;
     }
     // a large block outside the advised heap: a mapping of its own
@@ -107,7 +112,8 @@ int main(int argc, char** argv) {
     std::signal(SIGPIPE, SIG_IGN);  // a closed pipe becomes EPIPE on write: a quiet exit
     attnwalk::app::keep_freed_memory();
 #if !defined(ATTNWALK_SANITIZED) && defined(__linux__) && defined(__GLIBC__)
-    heap_start = (reinterpret_cast<std::uintptr_t>(::sbrk(0)) + 4095) & ~std::uintptr_t{4095};
+    page_mask = ~(static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE)) - 1);
+    heap_start = (reinterpret_cast<std::uintptr_t>(::sbrk(0)) + ~page_mask) & page_mask;
     advised_heap.store(heap_start);
 #endif
     attnwalk::app::report_shrunk_inputs();  // a checkpoint truncated while mapped: one line, not a crash

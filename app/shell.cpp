@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <sstream>
@@ -172,14 +173,29 @@ void add_shell_options(OptionBuilder sub, Shell& s, bool walk, InputKind kind) {
     sub.add_flag("--timing", s.recording.timing, "After the trace, the wall time of each step")->group(output_group);
 }
 
+namespace {
+// A count as a person would type it: 1000, 1e12, 2.5e9 (`significant` digits at most).
+std::string count_text(double n, int significant) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.*g", significant, n);
+    std::string out = buf;
+    const std::size_t e = out.find('e');
+    if (e == std::string::npos) return out;
+    std::string exponent = out.substr(e + 1);  // "+12", "-05"
+    const bool negative = exponent[0] == '-';
+    exponent.erase(0, exponent.find_first_not_of("+-0"));
+    return out.substr(0, e + 1) + (negative ? "-" : "") + (exponent.empty() ? "0" : exponent);
+}
+}  // namespace
+
 void check_cost(const Shell& s, const Cost& need) {
     const double budget = parse_bytes(s.max_memory);
     if (need.bytes > budget)
         throw UsageError("this walk would need about " + bytes_text(need.bytes) + " of memory, more than --max-memory " +
                          bytes_text(budget) + " (raise --max-memory, or use a smaller input or options)");
     if (need.work > s.max_work)
-        throw UsageError("this walk would take about " + format_number(need.work) + " multiply-adds, more than --max-work " +
-                         format_number(s.max_work) + " (raise --max-work, or use a smaller input or options)");
+        throw UsageError("this walk would take about " + count_text(need.work, need.work < 1e6 ? 6 : 2) + " multiply-adds, more than --max-work " +
+                         count_text(s.max_work, 6) + " (raise --max-work, or use a smaller input or options)");
 }
 
 namespace {

@@ -385,8 +385,8 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     const std::size_t R = f.rows;
     f.scale = spec.scale.value_or(w ? static_cast<float>(std::sqrt(static_cast<double>(d_h))) : 1.0f);
     if (!(std::isfinite(f.scale) && f.scale > 0.0f)) throw UsageError("the scale must be a positive finite number");
-    const bool kernels = fast::use_attention_kernels(d_h, R);
-    f.square_summarised = spec.square_summaries && sums_square_summaries(d_h, R) && spec.until == Stage::output && !(spec.dropout.p > 0.0) && !spec.bias &&
+    const bool kernels = fast::use_attention_kernels(d_h, R);  // as sums_square_summaries tells the estimate
+    f.square_summarised = spec.square_summaries && kernels && spec.until == Stage::output && !(spec.dropout.p > 0.0) && !spec.bias &&
                           !spec.scale_factor && !spec.keep_masked_scaled;
     if (f.square_summarised) {
         attend_head_by_head(f, w, spec);  // the phases' shares of the thread time, then of the wall time

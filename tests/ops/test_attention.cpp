@@ -249,6 +249,46 @@ TEST_SUITE("attention") {
         if (fast_kernels_here()) CHECK(streamed == 12);
     }
 
+    TEST_CASE("attention.a_gated_layer_summed_gives_the_outputs_of_its_tensors") {
+        // A layer with an output gate (Qwen3-Next) that nothing reads but its output: the
+        // decoder has attend sum its T×T steps (ForwardSpec::square_summaries); the gated
+        // context is the same bits as with the tensors kept.
+        std::mt19937 gen(31);
+        std::normal_distribution<float> normal(0.0f, 0.5f);
+        const std::size_t B = 1, H = 4, G = 2, T = 96, d = 64;
+        Hyper q = Hyper::from_shape({B, H, T, d}), k = Hyper::from_shape({B, G, T, d}), v = Hyper::from_shape({B, G, T, d});
+        Cube gate = Cube::from_shape({B, T, H * d});
+        for (Hyper* t : {&q, &k, &v})
+            for (float& x : *t) x = normal(gen);
+        for (float& x : gate) x = normal(gen);
+        AttentionWeights w;
+        w.heads = H;
+        w.kv_heads = G;
+        w.gate = Linear{};  // present: attend applies f.gate, as project_heads would have made it
+        ForwardSpec spec;
+        spec.causal = true;
+        spec.keep_masked_scaled = false;
+        const auto run = [&](bool summaries) {
+            Forward f;
+            f.heads = H;
+            f.kv_heads = G;
+            f.d_h = d;
+            f.qh = q;
+            f.kh = k;
+            f.vh = v;
+            f.gate = gate;
+            spec.square_summaries = summaries;
+            attend(f, &w, spec);
+            return f;
+        };
+        const Forward tensors = run(false), summed = run(true);
+        CHECK(summed.square_summarised == fast_kernels_here());
+        CHECK(tensors.gated.size() == B * T * H * d);
+        CHECK(summed.context == tensors.context);
+        CHECK(summed.gated == tensors.gated);
+        CHECK(summed.output == tensors.output);
+    }
+
     TEST_CASE("attention.the_full_forward_at_model_width_matches_a_plain_loop") {
         // One head of 64 (the AVX-512 kernels where the CPU has them): 70 query rows against
         // 90 keys (a cache of 20 before them), causal or not, with a window or not; every

@@ -662,6 +662,9 @@ public:
         : rec_(rec), spec_(spec), formula_("α_t = softmax(q_t·K_cacheᵀ / " + (words_of(config).scale.empty() ? "√d_h" : words_of(config).scale) + ")"), position_(position), token_(token),
           cache_(cache) {}
 
+    // The shown layer's new row of attention is read (attention()); the other layers' is not.
+    bool keeps_attention(std::size_t layer) const override { return layer == spec_.layer; }
+
     // Latent attention: what its cache keeps is the latent and the rotary key, not every head's keys.
     void latent(std::size_t l, const LatentForward& f) override {
         if (l != spec_.layer) return;
@@ -1245,14 +1248,10 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     const double layer_rows = t * (10.0 * C + 3.0 * (H + 2.0 * G) * d + 2.0 * I + (moe ? 2.0 * C + 1.5 * I : 0.0));
     // (only summed: each core's scores and weights of one head at a time)
     const BlockWeights* shown_block = spec.layer < m.weights.blocks.size() ? &m.weights.blocks[spec.layer] : nullptr;
-    const bool summed = sums_shown_layer(spec, recording.summary, explainable) && shown_block && !shown_block->latent &&
-                        !shown_block->linear && sums_square_summaries(c.head_size(), T);
-    // (a layer with an output gate that is not shown still makes its scores and weights in full: the
-    // blocked path applies no gate)
-    const bool gated = std::any_of(m.weights.blocks.begin(), m.weights.blocks.end(),
-                                   [](const BlockWeights& b) { return !b.latent && !b.linear && b.attn.gate; });
-    const double shown_squares =
-        summed ? std::max(2.0 * std::min(H, static_cast<double>(cores())), gated ? 2.0 * H : 0.0) * t * t : 6.0 * H * t * t;
+    const bool summed = sums_shown_layer(spec, recording.summary, explainable) && shown_block && shown_block->attends_with_heads() &&
+                        sums_square_summaries(c.head_size(), T);
+    // (a layer not shown makes no T×T tensor: the blocked path, or attend's sums where they are made)
+    const double shown_squares = summed ? 2.0 * std::min(H, static_cast<double>(cores())) * t * t : 6.0 * H * t * t;
     const double shown = (spec.all_layers ? L : 1.0) * layer_rows + shown_squares;
     // latent attention (MLA) takes no blocked path: every layer makes its scores in two parts, their sum and the weights,
     // and its heads' keys and values from the latent

@@ -80,6 +80,10 @@ struct BlockWeights {
     Linear up, down;                              // C -> hidden, hidden -> C
     Linear gate;                                  // C -> hidden, gated MLPs only
     std::optional<MoeWeights> moe;                // a mixture of experts in place of up, gate and down (gpt-oss)
+    // Whether the block attends with attn's heads through ops::attend (not latent, not
+    // linear): the attention that can sum its T×T steps where they are made
+    // (ForwardSpec::square_summaries) and that an output gate may follow.
+    bool attends_with_heads() const { return !latent && !linear; }
 };
 
 struct DecoderWeights {

@@ -43,13 +43,13 @@ void advise_new_memory(void* p, std::size_t bytes) {
     // the heap grown since it was last seen, from the huge page its last end fell in (a
     // thread that loses the race to another's end has nothing left to do). A heap trimmed
     // is seen at its lower end, so that the part grown again is advised again: the kernel
-    // makes it a mapping of its own, without the advice.
+    // makes it a mapping of its own, without the advice. (A thread holding a break read
+    // before another's trim may record the old end: the advice is a hint, and a part left
+    // unadvised only takes 4 KiB pages.)
     while (end != seen) {
         if (!advised_heap.compare_exchange_weak(seen, end, std::memory_order_relaxed)) continue;
-        if (end > seen) {
-            const std::uintptr_t from = std::max(seen & ~(attnwalk::huge_page_bytes - 1), heap_start);
-            ::madvise(reinterpret_cast<void*>(from), end - from, MADV_HUGEPAGE);
-        }
+        const std::uintptr_t from = std::max(seen & ~(attnwalk::huge_page_bytes - 1), heap_start);
+        if (end > seen && end > from) ::madvise(reinterpret_cast<void*>(from), end - from, MADV_HUGEPAGE);
         break;
     }
     // a large block outside the advised heap: a mapping of its own

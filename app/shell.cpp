@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
@@ -193,9 +194,12 @@ void check_cost(const Shell& s, const Cost& need) {
     if (need.bytes > budget)
         throw UsageError("this walk would need about " + bytes_text(need.bytes) + " of memory, more than --max-memory " +
                          bytes_text(budget) + " (raise --max-memory, or use a smaller input or options)");
-    if (need.work > s.max_work)
-        throw UsageError("this walk would take about " + count_text(need.work, need.work < 1e6 ? 6 : 2) + " multiply-adds, more than --max-work " +
-                         count_text(s.max_work, 6) + " (raise --max-work, or use a smaller input or options)");
+    if (need.work > s.max_work) {
+        int digits = need.work < 1e6 ? 6 : 2;  // a few, but enough to read as more than the limit
+        while (digits < 17 && !(std::strtod(count_text(need.work, digits).c_str(), nullptr) > s.max_work)) ++digits;
+        throw UsageError("this walk would take about " + count_text(need.work, digits) + " multiply-adds, more than --max-work " +
+                         count_text(s.max_work, std::max(digits, 6)) + " (raise --max-work, or use a smaller input or options)");
+    }
 }
 
 namespace {

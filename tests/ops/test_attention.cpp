@@ -251,8 +251,9 @@ TEST_SUITE("attention") {
 
     TEST_CASE("attention.a_gated_layer_summed_gives_the_outputs_of_its_tensors") {
         // A layer with an output gate (Qwen3-Next) that nothing reads but its output: the
-        // decoder has attend sum its T×T steps (ForwardSpec::square_summaries); the gated
-        // context is the same bits as with the tensors kept.
+        // decoder has attend make its T×T steps a head at a time (ForwardSpec::square_summaries),
+        // summed or not (square_statistics); the gated context is the same bits as with the
+        // tensors kept.
         std::mt19937 gen(31);
         std::normal_distribution<float> normal(0.0f, 0.5f);
         const std::size_t B = 1, H = 4, G = 2, T = 96, d = 64;
@@ -268,7 +269,7 @@ TEST_SUITE("attention") {
         ForwardSpec spec;
         spec.causal = true;
         spec.keep_masked_scaled = false;
-        const auto run = [&](bool summaries) {
+        const auto run = [&](bool summaries, bool statistics) {
             Forward f;
             f.heads = H;
             f.kv_heads = G;
@@ -278,15 +279,23 @@ TEST_SUITE("attention") {
             f.vh = v;
             f.gate = gate;
             spec.square_summaries = summaries;
+            spec.square_statistics = statistics;
             attend(f, &w, spec);
             return f;
         };
-        const Forward tensors = run(false), summed = run(true);
+        const Forward tensors = run(false, true), summed = run(true, true), dropped = run(true, false);
         CHECK(summed.square_summarised == fast_kernels_here());
         CHECK(tensors.gated.size() == B * T * H * d);
-        CHECK(summed.context == tensors.context);
-        CHECK(summed.gated == tensors.gated);
-        CHECK(summed.output == tensors.output);
+        for (const Forward* f : {&summed, &dropped}) {
+            CHECK(f->context == tensors.context);
+            CHECK(f->gated == tensors.gated);
+            CHECK(f->output == tensors.output);
+        }
+        if (dropped.square_summarised) {  // nothing summed: the statistics left empty
+            CHECK(summed.scores_stats.count == B * H * T * T);
+            CHECK(dropped.scores_stats.count == 0);
+            CHECK(dropped.weights_stats.count == 0);
+        }
     }
 
     TEST_CASE("attention.the_full_forward_at_model_width_matches_a_plain_loop") {

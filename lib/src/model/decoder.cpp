@@ -114,10 +114,12 @@ Cube block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t 
     spec.rope = la.rope;
     spec.scale = c.attention_scale;
     spec.keep_masked_scaled = false;  // the tap reads the scores and the weights
-    // the T×T steps as their statistics alone: where the tap asks, and in a layer it does not
-    // keep that takes no blocked path (a cache, an output gate, heads ablated), where nothing
-    // reads them (attend sums them where they are made, where its kernels take the heads)
+    // the T×T steps as their statistics alone where the tap asks; not even those in a layer
+    // it does not keep that takes no blocked path (a cache, an output gate, heads ablated),
+    // where nothing reads them (attend makes them a head at a time in buffers, where its
+    // kernels take the heads)
     spec.square_summaries = tap.summarises_attention(layer) || !tap.keeps_attention(layer);
+    spec.square_statistics = tap.summarises_attention(layer);
     if (kv && kv->streaming()) {
         // StreamingLLM: the keys enter the cache before RoPE; after the eviction every cached
         // key is rotated at its index in the cache, the new queries at the last indices

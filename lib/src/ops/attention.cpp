@@ -294,7 +294,8 @@ void take_sinks(Forward& f, const AttentionWeights* w, bool softmax) {
 // scores and weights are added to the statistics in the pairs' order (a pair waits for the
 // one before it), and the buffers reused. Every number is the tensors' path's: the same
 // kernels on the same rows, masked_fill then the division then the softmax row by row, and
-// Stats::add_all gives the same sums however the values are handed (stats.hpp).
+// Stats::add_all gives the same sums however the values are handed (stats.hpp). Without
+// spec.square_statistics the pairs are not summed and do not wait.
 void attend_head_by_head(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     const std::size_t B = f.qh.shape(0), H = f.heads, group = H / f.kv_heads, d_h = f.d_h, R = f.rows, T = f.kh.shape(2);
     f.scores_stats = Stats{};
@@ -342,6 +343,7 @@ void attend_head_by_head(Forward& f, const AttentionWeights* w, const ForwardSpe
                     fast::head_values(true, n, cols, d_h, p.data() + r0 * T, T, &f.vh(b, h / group, 0, 0), d_h, &f.head_outputs(b, h, r0, 0), d_h);
                 }
                 mine[2] += since(t);
+                if (!spec.square_statistics) continue;
                 while (summed.load() != task)  // the wait is no phase's work
                     if (failed.load()) return;
                     else std::this_thread::yield();

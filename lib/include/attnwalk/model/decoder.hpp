@@ -114,8 +114,11 @@ class DecoderTap {
 public:
     virtual ~DecoderTap() = default;
     // Whether layer l keeps every intermediate of its attention (the T×T tensors), handed
-    // to attention(); otherwise a layer without a cache so far takes the blocked path,
-    // which keeps none (ops/blocked_attention.hpp).
+    // to attention(). A tap reads T×T tensors only of the layers it keeps: a layer not kept
+    // takes the blocked path without a cache so far, which keeps none
+    // (ops/blocked_attention.hpp); elsewhere (an output gate, a cache, heads switched off)
+    // attend makes them a head at a time in buffers where its kernels take the heads, and
+    // whole on a CPU without them.
     virtual bool keeps_attention(std::size_t /*layer*/) const { return false; }
     // Of a layer it keeps: whether the T×T scores and weights are wanted only as their
     // statistics (ForwardSpec::square_summaries; attention() then finds them in

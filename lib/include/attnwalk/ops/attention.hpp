@@ -122,6 +122,10 @@ struct ForwardSpec {
     // (the statistics the tensors would give, bit for bit), and dropped. Elsewhere the
     // tensors are made as always; Forward::square_summarised says which.
     bool square_summaries = false;
+    // With square_summaries: false when nothing reads even the statistics (a layer the
+    // decoder's tap does not keep): the heads' T×T are made in the buffers and dropped, no
+    // head waiting for the one before it.
+    bool square_statistics = true;
 };
 
 // Whether attend honours ForwardSpec::square_summaries on this CPU for heads of size d_h

@@ -15,14 +15,23 @@ using namespace attnwalk;
 
 namespace {
 
+// A forward whose heads are given: H query heads over G key/value heads of size d.
+Forward given_heads(std::size_t H, std::size_t G, std::size_t d, const Hyper& q, const Hyper& k, const Hyper& v) {
+    Forward f;
+    f.heads = H;
+    f.kv_heads = G;
+    f.d_h = d;
+    f.qh = q;
+    f.kh = k;
+    f.vh = v;
+    return f;
+}
+
 // Whether this CPU takes a head of 64 through the AVX-512 attention kernels.
 bool fast_kernels_here() {
-    Forward f;
-    f.heads = f.kv_heads = 1;
-    f.d_h = 64;
-    f.qh = Hyper::from_shape({1, 1, 32, 64});
-    f.qh.fill(0.0f);
-    f.kh = f.vh = f.qh;
+    Hyper zeros = Hyper::from_shape({1, 1, 32, 64});
+    zeros.fill(0.0f);
+    Forward f = given_heads(1, 1, 64, zeros, zeros, zeros);
     ForwardSpec spec;
     spec.square_summaries = true;
     spec.keep_masked_scaled = false;
@@ -204,13 +213,7 @@ TEST_SUITE("attention") {
                             spec.scale = scale;
                             spec.keep_masked_scaled = false;
                             const auto run = [&](bool summaries) {
-                                Forward f;
-                                f.heads = H;
-                                f.kv_heads = G;
-                                f.d_h = d;
-                                f.qh = q;
-                                f.kh = k;
-                                f.vh = v;
+                                Forward f = given_heads(H, G, d, q, k, v);
                                 spec.square_summaries = summaries;
                                 attend(f, &w, spec);
                                 return f;
@@ -270,13 +273,7 @@ TEST_SUITE("attention") {
         spec.causal = true;
         spec.keep_masked_scaled = false;
         const auto run = [&](bool summaries, bool statistics) {
-            Forward f;
-            f.heads = H;
-            f.kv_heads = G;
-            f.d_h = d;
-            f.qh = q;
-            f.kh = k;
-            f.vh = v;
+            Forward f = given_heads(H, G, d, q, k, v);
             f.gate = gate;
             spec.square_summaries = summaries;
             spec.square_statistics = statistics;

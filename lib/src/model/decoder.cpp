@@ -118,8 +118,8 @@ Cube block_attention(const DecoderConfig& c, const BlockWeights& b, std::size_t 
     // it does not keep that takes no blocked path (a cache, an output gate, heads ablated),
     // where nothing reads them (attend makes them a head at a time in buffers, where its
     // kernels take the heads)
-    spec.square_summaries = tap.summarises_attention(layer) || !tap.keeps_attention(layer);
     spec.square_statistics = tap.summarises_attention(layer);
+    spec.square_summaries = spec.square_statistics || !tap.keeps_attention(layer);
     if (kv && kv->streaming()) {
         // StreamingLLM: the keys enter the cache before RoPE; after the eviction every cached
         // key is rotated at its index in the cache, the new queries at the last indices

@@ -310,12 +310,7 @@ TEST_SUITE("attention") {
             for (const std::size_t window : {std::size_t{0}, std::size_t{25}}) {
                 CAPTURE(causal);
                 CAPTURE(window);
-                Forward f;
-                f.heads = f.kv_heads = 1;
-                f.d_h = d;
-                f.qh = q;
-                f.kh = k;
-                f.vh = v;
+                Forward f = given_heads(1, 1, d, q, k, v);
                 ForwardSpec spec;
                 spec.causal = causal;
                 if (window) spec.window = window;

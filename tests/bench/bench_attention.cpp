@@ -5,6 +5,8 @@
 //   cmake --build build --target bench     (builds and runs; see docs/performance.md)
 #include <benchmark/benchmark.h>
 
+#include <chrono>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -135,12 +137,26 @@ void BM_mha(benchmark::State& state) {
     attnwalk::Cube x = attnwalk::Cube::from_shape({1, T, d});
     const auto values = random_values(T * d, 3);
     std::copy(values.begin(), values.end(), x.begin());
+    double projections = 0, scores = 0, softmax = 0, weighted = 0, all = 0;  // the forward's own split of its wall time
     for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
         const auto r = attnwalk::fast::blocked_attention(x, *w, true);
         benchmark::DoNotOptimize(r.output.data());
+        all += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        projections += r.seconds.query + r.seconds.key + r.seconds.value + r.seconds.output;
+        scores += r.seconds.scores;
+        softmax += r.seconds.softmax;
+        weighted += r.seconds.values;
     }
-    const double Td = static_cast<double>(T), dd = static_cast<double>(d);
+    const double Td = static_cast<double>(T), dd = static_cast<double>(d), n = static_cast<double>(state.iterations());
     report_rates(state, 0.0, 4.0 * Td * dd * dd + 4.0 * Td * Td * dd);
+    // milliseconds per forward: the four projections, the heads' three phases, and the rest
+    // (statistics, fresh pages, the pool's start and wait)
+    state.counters["proj_ms"] = 1e3 * projections / n;
+    state.counters["scores_ms"] = 1e3 * scores / n;
+    state.counters["softmax_ms"] = 1e3 * softmax / n;
+    state.counters["values_ms"] = 1e3 * weighted / n;
+    state.counters["rest_ms"] = 1e3 * (all - projections - scores - softmax - weighted) / n;
 }
 BENCHMARK(BM_mha)->Arg(256)->Arg(512)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -6,6 +6,7 @@
 
 extern "C" void openblas_set_num_threads(int);
 extern "C" char* openblas_get_config(void);
+extern "C" char* openblas_get_corename(void);
 
 extern "C" {
 
@@ -19,4 +20,7 @@ __attribute__((visibility("default"))) void attnwalk_plugin_sgemm(int trans_a, i
 __attribute__((visibility("default"))) void attnwalk_plugin_set_threads(int threads) { openblas_set_num_threads(threads); }
 
 __attribute__((visibility("default"))) const char* attnwalk_plugin_name() { return openblas_get_config(); }
+
+// The CPU whose kernels OpenBLAS chose (OPENBLAS_CORETYPE, where set, chooses for it).
+__attribute__((visibility("default"))) const char* attnwalk_plugin_corename() { return openblas_get_corename(); }
 }

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "attnwalk/ops/blas.hpp"
+#include "ops/kernels.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -93,6 +94,40 @@ TEST_SUITE("blas") {
                 }
             CHECK(same == s.m * s.n);
         }
+    }
+
+    TEST_CASE("blas.more_rows_take_the_avx512_kernel_where_openblas_has_none") {
+        // An AVX-512 CPU whose OpenBLAS multiplies with older kernels (OPENBLAS_CORETYPE=Haswell
+        // here): products of more than 16 rows in x·W layout go to the AVX-512 kernel, 128
+        // rows at a time, each element the plain loop's chain. Elsewhere OpenBLAS takes them,
+        // checked against double.
+        struct Shape {
+            std::size_t m, n, k;
+        };
+        const bool kernel = attnwalk::fast::has_avx512() && !attnwalk::blas_avx512();
+        if (!kernel) MESSAGE("OpenBLAS has AVX-512 kernels here, or the CPU has none: the products are checked against double only");
+        for (const Shape s : {Shape{17, 100, 37}, Shape{129, 333, 70}, Shape{300, 64, 768}, Shape{40, 2304, 50}}) {
+            CAPTURE(s.m);
+            CAPTURE(s.n);
+            CAPTURE(s.k);
+            check_product(s.m, s.n, s.k);
+            if (!kernel) continue;
+            std::mt19937 gen(5);
+            std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+            std::vector<float> a(s.m * s.k), b(s.k * s.n), c(s.m * s.n);
+            for (auto& v : a) v = u(gen);
+            for (auto& v : b) v = u(gen);
+            attnwalk::sgemm(false, false, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f, c.data(), s.n);
+            std::size_t same = 0;
+            for (std::size_t i = 0; i < s.m; ++i)
+                for (std::size_t j = 0; j < s.n; ++j) {
+                    float sum = 0.0f;
+                    for (std::size_t p = 0; p < s.k; ++p) sum = std::fma(a[i * s.k + p], b[p * s.n + j], sum);
+                    same += sum == c[i * s.n + j];
+                }
+            CHECK(same == s.m * s.n);
+        }
+        if (kernel) CHECK(attnwalk::blas_backend().find("products of more than 16 rows on AVX-512 vector kernels") != std::string::npos);
     }
 
     TEST_CASE("blas.on_every_core_runs_each_worker_once_and_rethrows") {

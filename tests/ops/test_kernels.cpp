@@ -77,6 +77,30 @@ TEST_SUITE("kernels") {
         CHECK(products == 240);
     }
 
+    TEST_CASE("kernels.many_rows_avx512_gives_the_plain_loops_bits") {
+        // tiles of 12 rows and every tail of them, strips of 32 columns and tails past 16 and
+        // below it, a share that starts inside B, k of 0, 1 and not a multiple of anything,
+        // and B's rows 1024 floats apart
+        if (!cpu_has(has_avx512(), "AVX-512F")) return;
+        std::mt19937 gen(17);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        std::size_t products = 0;
+        for (std::size_t k : {0, 1, 37, 300})
+            for (std::size_t m : {17, 23, 24, 29, 36, 128})
+                for (auto [j0, j1, ldb] : {std::array<std::size_t, 3>{0, 32, 32}, {0, 7, 50}, {5, 100, 120}, {16, 1024, 1024}, {0, 49, 64}}) {
+                    std::vector<float> a(m * (k + 3)), b(std::max<std::size_t>(k, 1) * ldb);
+                    for (float& v : a) v = normal(gen);
+                    for (float& v : b) v = normal(gen);
+                    std::vector<float> x(m * ldb, NAN), y(m * ldb, NAN);
+                    sgemm_loop_plain(false, false, m, j1 - j0, k, 1.0f, a.data(), k + 3, b.data() + j0, ldb, 0.0f, x.data() + j0, ldb);
+                    many_rows_avx512(m, j0, j1, k, a.data(), k + 3, b.data(), ldb, y.data(), ldb);
+                    INFO("k " << k << " m " << m << " columns " << j0 << ".." << j1 << " ldb " << ldb);
+                    CHECK(std::memcmp(x.data(), y.data(), 4 * x.size()) == 0);  // the columns outside [j0, j1) untouched (NaN) in both
+                    ++products;
+                }
+        CHECK(products == 120);
+    }
+
     TEST_CASE("kernels.bf16_rows_avx512_gives_the_avx2_bits") {
         // two of W's rows a register, four of x's rows a tile: every tail (rows of x past a
         // tile, 1 to 7 of W's rows past a group of 8, columns past 16, k below 16), a share

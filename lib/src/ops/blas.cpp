@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -50,10 +51,12 @@ public:
             const auto sgemm = reinterpret_cast<SgemmFn>(::dlsym(handle, "attnwalk_plugin_sgemm"));
             const auto set_threads = reinterpret_cast<ThreadsFn>(::dlsym(handle, "attnwalk_plugin_set_threads"));
             const auto name = reinterpret_cast<NameFn>(::dlsym(handle, "attnwalk_plugin_name"));
-            if (sgemm && set_threads && name) {
+            const auto corename = reinterpret_cast<NameFn>(::dlsym(handle, "attnwalk_plugin_corename"));
+            if (sgemm && set_threads && name && corename) {
                 sgemm_ = sgemm;
                 set_threads(1);  // OpenBLAS itself stays single-threaded (see sgemm)
                 description_ = std::string("OpenBLAS via xtensor-blas (") + name() + "), loaded from " + path;
+                avx512_ = avx512_core(corename());
                 return;
             }
             ::dlclose(handle);
@@ -66,10 +69,20 @@ public:
 
     SgemmFn sgemm() const { return sgemm_; }
     const std::string& description() const { return description_; }
+    // Whether OpenBLAS multiplies with AVX-512 kernels (false without OpenBLAS).
+    bool avx512() const { return avx512_; }
 
 private:
+    // OpenBLAS's names for the CPUs whose sgemm kernels are AVX-512 ones (dynamic.c).
+    static bool avx512_core(const char* name) {
+        std::string n = name ? name : "";
+        for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        return n == "skylakex" || n == "cooperlake" || n == "sapphirerapids";
+    }
+
     SgemmFn sgemm_ = nullptr;
     std::string description_;
+    bool avx512_ = false;
 };
 
 // The one plugin of the process, made on first use; `loaded` says whether it was.
@@ -96,6 +109,7 @@ Backend& backend() {
 constexpr double split_threshold = 256.0 * 256.0 * 256.0;
 thread_local bool in_worker = false;  // a thread of ours already: never split again
 std::atomic<bool> streamed{false};     // a large product ran on the vector kernels
+std::atomic<bool> many_rows{false};    // one ran on many_rows_avx512 where OpenBLAS has no AVX-512 kernels
 
 // The calling thread counts as a worker while this lives (an exception included).
 struct AsWorker {
@@ -127,6 +141,23 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
         on_every_core(m * k, [&](std::size_t worker, std::size_t workers) {
             const WorkerShare s = worker_share(m, worker, workers, 16);
             if (s.end > s.begin) fast::one_column_avx2(s.begin, s.end, k, a, lda, b, c);
+        });
+        return;
+    }
+    // More rows (a prompt through a layer, x·W layout) on an AVX-512 CPU where OpenBLAS's
+    // kernels are not AVX-512 ones (it does not know the CPU, or OPENBLAS_CORETYPE holds it
+    // back): the AVX-512 kernel, 128 rows at a time, multiplies faster than they do. GPT-2,
+    // a warm forward against OpenBLAS's Haswell kernels: 114 against 158-172 ms at 128 tokens,
+    // 0.76-0.81 against 1.13-1.16 s at 1024; where OpenBLAS has AVX-512 kernels, it keeps
+    // the products (docs/performance.md, section 23).
+    if (m > fast::few_rows_most && !trans_a && !trans_b && alpha == 1.0f && beta == 0.0f && fast::has_avx512() &&
+        !backend().get().avx512()) {
+        many_rows = true;
+        on_every_core(m * n * k, [&](std::size_t worker, std::size_t workers) {
+            const WorkerShare s = worker_share(n, worker, workers, 16);
+            if (s.end <= s.begin) return;
+            for (std::size_t i = 0; i < m; i += fast::many_rows_most)
+                fast::many_rows_avx512(std::min(fast::many_rows_most, m - i), s.begin, s.end, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
         });
         return;
     }
@@ -325,9 +356,14 @@ void on_every_core(std::size_t work, const std::function<void(std::size_t worker
     on_every_core(body);
 }
 
+bool blas_avx512() { return backend().get().avx512(); }
+
 std::string blas_backend() {
     Backend& b = backend();
-    if (b.loaded) return b.plugin->description();
+    if (b.loaded)
+        return b.plugin->description() + (many_rows ? "; products of more than " + std::to_string(fast::few_rows_most) +
+                                                          " rows on AVX-512 vector kernels"
+                                                    : std::string());
     return streamed ? "AVX2 + FMA vector kernels (each large product had one column or at most " + std::to_string(fast::few_rows_most) +
                           " rows; OpenBLAS not loaded)"
                     : "built-in loop (no product was large enough to load OpenBLAS)";

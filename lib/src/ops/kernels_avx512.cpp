@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "kernels.hpp"
 
@@ -379,6 +380,45 @@ void few_rows_avx512(std::size_t m, std::size_t j0, std::size_t j1, std::size_t 
         f32_few_rows_with<2, 4, 4, 3>(m, j0, j1, k, a, lda, b, ldb, c, ldc);  // L2, 4 tiles ahead
     else
         f32_few_rows_with<3, 2, 1, 3>(m, j0, j1, k, a, lda, b, ldb, c, ldc);  // L1, 2 tiles ahead
+}
+
+__attribute__((target("avx512f"))) void many_rows_avx512(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a,
+                                                        std::size_t lda, const float* b, std::size_t ldb, float* c, std::size_t ldc) {
+    // B's columns a strip of 32 at a time, packed as pack_keys packs keys (row p of the strip
+    // at strip[p·32], zeros past j1), where every tile of rows reads it in order: read in
+    // place, a strip's rows lie ldb apart, often a page each, and GPT-2's forward took 2.2-2.6× as long.
+    constexpr std::size_t MR = 12;
+    static thread_local std::vector<float> strip;
+    strip.resize(k * key_panel);
+    for (std::size_t c0 = j0; c0 < j1; c0 += key_panel) {
+        const std::size_t left = std::min(key_panel, j1 - c0);
+        const auto m0 = static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1),
+                   m1 = static_cast<__mmask16>(left >= 32 ? 0xFFFF : left > 16 ? (1u << (left - 16)) - 1 : 0);
+        for (std::size_t p = 0; p < k; ++p) {
+            _mm512_storeu_ps(strip.data() + p * key_panel, _mm512_maskz_loadu_ps(m0, b + p * ldb + c0));
+            _mm512_storeu_ps(strip.data() + p * key_panel + 16, _mm512_maskz_loadu_ps(m1, b + p * ldb + c0 + 16));
+        }
+        const float* panel = strip.data();
+        float* cc = c + c0;
+        std::size_t i = 0;
+        for (; i + MR <= m; i += MR) scores_tile<MR>(k, a + i * lda, lda, panel, cc + i * ldc, ldc, m0, m1);
+        const float* ai = a + i * lda;
+        float* ci = cc + i * ldc;
+        switch (m - i) {
+            case 11: scores_tile<11>(k, ai, lda, panel, ci, ldc, m0, m1); break;
+            case 10: scores_tile<10>(k, ai, lda, panel, ci, ldc, m0, m1); break;
+            case 9: scores_tile<9>(k, ai, lda, panel, ci, ldc, m0, m1); break;
+            case 8: scores_tile<8>(k, ai, lda, panel, ci, ldc, m0, m1); break;
+            case 7: scores_tile<7>(k, ai, lda, panel, ci, ldc, m0, m1); break;
+            case 6: scores_tile<6>(k, ai, lda, panel, ci, ldc, m0, m1); break;
+            case 5: scores_tile<5>(k, ai, lda, panel, ci, ldc, m0, m1); break;
+            case 4: scores_tile<4>(k, ai, lda, panel, ci, ldc, m0, m1); break;
+            case 3: scores_tile<3>(k, ai, lda, panel, ci, ldc, m0, m1); break;
+            case 2: scores_tile<2>(k, ai, lda, panel, ci, ldc, m0, m1); break;
+            case 1: scores_tile<1>(k, ai, lda, panel, ci, ldc, m0, m1); break;
+            default: break;
+        }
+    }
 }
 
 // finite_sums_avx2 on 16 lanes in two registers of doubles: the same sums in the same

@@ -21,6 +21,10 @@ constexpr double blas_min_work = 64.0 * 64.0 * 64.0;
 void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
            std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc);
 
+// Whether OpenBLAS multiplies with AVX-512 kernels on this CPU (it may not know the CPU, or
+// OPENBLAS_CORETYPE may hold it to older ones); false without OpenBLAS. Loads the plugin.
+bool blas_avx512();
+
 // How large products were computed: "OpenBLAS (...)", or the built-in loop and why.
 // Never loads the plugin itself.
 std::string blas_backend();

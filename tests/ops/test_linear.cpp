@@ -6,10 +6,13 @@
 #include <vector>
 
 #include "attnwalk/ops/activations.hpp"
+#include "attnwalk/ops/blas.hpp"
 #include "attnwalk/ops/linear.hpp"
 #include "attnwalk/ops/norms.hpp"
 
 #include <xtensor/xview.hpp>
+
+#include "ops/kernels.hpp"
 
 using namespace attnwalk;
 
@@ -101,6 +104,32 @@ TEST_SUITE("linear") {
                     const Mat one = project_row(l, &x(0, rows - 1, 0));
                     for (std::size_t j = 0; j < d_out; ++j) CHECK(std::fabs(one(0, j) - y(0, rows - 1, j)) <= 1e-6);
                 }
+    }
+
+    TEST_CASE("linear.bf16_rows_past_128_take_the_kernel_where_openblas_has_no_avx512") {
+        // An AVX-512 CPU whose OpenBLAS has older kernels: every row count goes through the
+        // register-widening kernel, 128 rows at a time, so 300 rows give the bits of their
+        // pieces of 128, 128 and 44 (elsewhere the widened blocks take them: the test above)
+        if (!fast::has_avx512() || blas_avx512()) {
+            MESSAGE("OpenBLAS has AVX-512 kernels here, or the CPU has none: skipped");
+            return;
+        }
+        std::uint32_t state = 777;
+        const auto next = [&] { state = state * 1664525u + 1013904223u; return static_cast<float>(state >> 8) / 16777216.0f - 0.5f; };
+        const std::size_t d_in = 100, d_out = 37, ld = 103, rows = 300;
+        std::vector<std::uint16_t> w(d_out * ld);
+        for (auto& v : w) v = static_cast<std::uint16_t>(0x3C00 + (static_cast<std::uint32_t>(next() * 4096.0f + 4096.0f) & 0x7FF));
+        const Linear l = external_linear16(w.data(), true, d_in, d_out, ld, true, nullptr);
+        Cube x = Cube::from_shape({1, rows, d_in});
+        for (float& v : x) v = next();
+        const Cube y = project(x, l);
+        for (std::size_t r0 = 0; r0 < rows; r0 += 128) {
+            const std::size_t n = std::min<std::size_t>(128, rows - r0);
+            Cube piece = Cube::from_shape({1, n, d_in});
+            std::copy(&x(0, r0, 0), &x(0, r0, 0) + n * d_in, piece.begin());
+            const Cube part = project(piece, l);
+            CHECK(std::memcmp(part.data(), &y(0, r0, 0), 4 * n * d_out) == 0);
+        }
     }
 
     TEST_CASE("linear.layer_norm_and_gelu") {

@@ -92,10 +92,14 @@ float* widen_buffer(std::size_t floats) {
 // shaped forward took 0.90× the time at T = 128 and 0.78× at T = 64 against a limit of 32
 // (docs/performance.md, section 18). With AVX2 alone 128 costs about what 32 did (0.97× at
 // T = 64, 1.03× at 128), and one limit for both keeps a result the same on either CPU.
+// Where OpenBLAS has no AVX-512 kernels on an AVX-512 CPU, the kernel takes every row count,
+// direct_rows at a time: the same forward at T = 512 took 4.1-4.2 s against 6.1 s through
+// OpenBLAS's Haswell kernels (against 3.8-4.0 s through its AVX-512 ones; section 23).
 constexpr std::size_t direct_rows = 128;
 bool bf16_direct(const Linear& l, std::size_t rows) {
 #if defined(ATTNWALK_HAVE_AVX2)
-    return l.ext16 && l.ext16_bf16 && l.ext_transposed && rows <= direct_rows && fast::has_avx2_fma();
+    return l.ext16 && l.ext16_bf16 && l.ext_transposed && fast::has_avx2_fma() &&
+           (rows <= direct_rows || (fast::has_avx512() && !blas_avx512()));
 #else
     (void)l;
     (void)rows;
@@ -109,7 +113,10 @@ void bf16_rows(const float* x, std::size_t rows, const Linear& l, float* y, std:
     fast::deinterleave16(x, rows, d_in, d_in, xs.data());
     on_every_core(rows * d_in * d_out, [&](std::size_t worker, std::size_t workers) {
         const WorkerShare s = worker_share(d_out, worker, workers, 8);
-        if (s.end > s.begin) fast::bf16_rows(rows, s.begin, s.end, d_in, x, d_in, xs.data(), l.ext16, l.ext_ld, y, ldy);
+        if (s.end <= s.begin) return;
+        for (std::size_t i = 0; i < rows; i += direct_rows)  // at most direct_rows at a time: W read once for each
+            fast::bf16_rows(std::min(direct_rows, rows - i), s.begin, s.end, d_in, x + i * d_in, d_in, xs.data() + i * (d_in / 16 * 16),
+                            l.ext16, l.ext_ld, y + i * ldy, ldy);
     });
 #else
     (void)x, (void)rows, (void)l, (void)y, (void)ldy;

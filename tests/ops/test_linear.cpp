@@ -110,7 +110,7 @@ TEST_SUITE("linear") {
         // An AVX-512 CPU whose OpenBLAS has older kernels: every row count goes through the
         // register-widening kernel, 128 rows at a time, so 300 rows give the bits of their
         // pieces of 128, 128 and 44 (elsewhere the widened blocks take them: the test above)
-        if (!fast::has_avx512() || blas_avx512()) {
+        if (!avx512_instead_of_blas()) {
             MESSAGE("OpenBLAS has AVX-512 kernels here, or the CPU has none: skipped");
             return;
         }

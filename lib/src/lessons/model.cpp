@@ -1286,7 +1286,7 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
         streamed = 2.0 * 2.0 * L * G * d * all + 2.0 * G * d * all + 4.0 * V + 4.0 * N;
     }
     // 16-bit weights: the widened blocks, or a product's input de-interleaved for the kernel that widens in registers
-    const double widening = sixteen ? 1048576.0 + t * std::max(C, I) : 0.0;
+    const double widening = sixteen ? 1048576.0 + all * std::max(C, I) : 0.0;
     cost.bytes = 4.0 * (shown + working + view + cache + streamed + kept + lens + rollout + ablation_bytes + roles_bytes + 2.0 * V + widening);
     if (spec.tokenizer) cost.bytes += spec.tokenizer->memory_bytes();  // held through the walk: it names the tokens
     return cost;

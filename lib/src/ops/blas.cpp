@@ -51,12 +51,13 @@ public:
             const auto sgemm = reinterpret_cast<SgemmFn>(::dlsym(handle, "attnwalk_plugin_sgemm"));
             const auto set_threads = reinterpret_cast<ThreadsFn>(::dlsym(handle, "attnwalk_plugin_set_threads"));
             const auto name = reinterpret_cast<NameFn>(::dlsym(handle, "attnwalk_plugin_name"));
+            // (a plugin built before it said its CPU is taken to have AVX-512 kernels, as then)
             const auto corename = reinterpret_cast<NameFn>(::dlsym(handle, "attnwalk_plugin_corename"));
-            if (sgemm && set_threads && name && corename) {
+            if (sgemm && set_threads && name) {
                 sgemm_ = sgemm;
                 set_threads(1);  // OpenBLAS itself stays single-threaded (see sgemm)
                 description_ = std::string("OpenBLAS via xtensor-blas (") + name() + "), loaded from " + path;
-                avx512_ = avx512_core(corename());
+                avx512_ = !corename || avx512_core(corename());
                 return;
             }
             ::dlclose(handle);
@@ -109,7 +110,7 @@ Backend& backend() {
 constexpr double split_threshold = 256.0 * 256.0 * 256.0;
 thread_local bool in_worker = false;  // a thread of ours already: never split again
 std::atomic<bool> streamed{false};     // a large product ran on the vector kernels
-std::atomic<bool> many_rows{false};    // one ran on many_rows_avx512 where OpenBLAS has no AVX-512 kernels
+std::atomic<bool> instead{false};      // some ran on AVX-512 kernels where OpenBLAS has none (avx512_instead_of_blas)
 
 // The calling thread counts as a worker while this lives (an exception included).
 struct AsWorker {
@@ -150,9 +151,7 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
     // a warm forward against OpenBLAS's Haswell kernels: 114 against 158-172 ms at 128 tokens,
     // 0.76-0.81 against 1.13-1.16 s at 1024; where OpenBLAS has AVX-512 kernels, it keeps
     // the products (docs/performance.md, section 23).
-    if (m > fast::few_rows_most && !trans_a && !trans_b && alpha == 1.0f && beta == 0.0f && fast::has_avx512() &&
-        !backend().get().avx512()) {
-        many_rows = true;
+    if (m > fast::few_rows_most && !trans_a && !trans_b && alpha == 1.0f && beta == 0.0f && avx512_instead_of_blas()) {
         on_every_core(m * n * k, [&](std::size_t worker, std::size_t workers) {
             const WorkerShare s = worker_share(n, worker, workers, 16);
             if (s.end <= s.begin) return;
@@ -356,14 +355,18 @@ void on_every_core(std::size_t work, const std::function<void(std::size_t worker
     on_every_core(body);
 }
 
-bool blas_avx512() { return backend().get().avx512(); }
+bool avx512_instead_of_blas() {
+    if (!fast::has_avx512() || backend().get().avx512()) return false;
+    instead = true;
+    return true;
+}
 
 std::string blas_backend() {
     Backend& b = backend();
     if (b.loaded)
-        return b.plugin->description() + (many_rows ? "; products of more than " + std::to_string(fast::few_rows_most) +
-                                                          " rows on AVX-512 vector kernels"
-                                                    : std::string());
+        return b.plugin->description() + (instead ? "; products of more than " + std::to_string(fast::few_rows_most) +
+                                                        " rows on AVX-512 vector kernels"
+                                                  : std::string());
     return streamed ? "AVX2 + FMA vector kernels (each large product had one column or at most " + std::to_string(fast::few_rows_most) +
                           " rows; OpenBLAS not loaded)"
                     : "built-in loop (no product was large enough to load OpenBLAS)";

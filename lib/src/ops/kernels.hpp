@@ -183,7 +183,7 @@ void few_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k,
 void few_rows_avx512(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a, std::size_t lda, const float* b,
                      std::size_t ldb, float* c, std::size_t ldc);
 void few_rows(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a, std::size_t lda, const float* b,
-              std::size_t ldb, float* c, std::size_t ldc);
+              std::size_t ldb, float* c, std::size_t ldc);  // the better of the two for this CPU (AVX2 + FMA at least)
 // More rows than few_rows takes, at most many_rows_most (a prompt through a layer, x·W
 // layout), on AVX-512F (has_avx512): C[m×n, ldc] = A[m×k, lda]·B[k×n, ldb] for columns
 // [j0, j1) of C, B packed a strip of 32 columns at a time, every tile of 12 rows taking the
@@ -192,7 +192,7 @@ void few_rows(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, cons
 // bits; a test checks).
 constexpr std::size_t many_rows_most = 128;
 void many_rows_avx512(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* a, std::size_t lda, const float* b,
-                      std::size_t ldb, float* c, std::size_t ldc);  // the better of the two for this CPU (AVX2 + FMA at least)
+                      std::size_t ldb, float* c, std::size_t ldc);
 // A few rows through a layer of brain floats in nn.Linear's layout (a short prompt, or a
 // generated token, through a BF16 checkpoint): y[i, j] = Σ_p x[i, p]·W[j, p] for W's rows
 // [j0, j1) of W[n × k, ldw] (bfloat16 bits) and i < m, in float32. W is read once and each

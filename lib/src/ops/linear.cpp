@@ -91,15 +91,14 @@ float* widen_buffer(std::size_t floats) {
 // widened blocks and sgemm. With AVX-512 the kernel beats them to 128 rows: a Llama-3.2-1B-
 // shaped forward took 0.90× the time at T = 128 and 0.78× at T = 64 against a limit of 32
 // (docs/performance.md, section 18). With AVX2 alone 128 costs about what 32 did (0.97× at
-// T = 64, 1.03× at 128), and one limit for both keeps a result the same on either CPU.
-// Where OpenBLAS has no AVX-512 kernels on an AVX-512 CPU, the kernel takes every row count,
+// T = 64, 1.03× at 128), and one limit for both keeps a result up to 128 rows the same on
+// either CPU. Where OpenBLAS has no AVX-512 kernels on an AVX-512 CPU, the kernel takes every row count,
 // direct_rows at a time: the same forward at T = 512 took 4.1-4.2 s against 6.1 s through
 // OpenBLAS's Haswell kernels (against 3.8-4.0 s through its AVX-512 ones; section 23).
 constexpr std::size_t direct_rows = 128;
 bool bf16_direct(const Linear& l, std::size_t rows) {
 #if defined(ATTNWALK_HAVE_AVX2)
-    return l.ext16 && l.ext16_bf16 && l.ext_transposed && fast::has_avx2_fma() &&
-           (rows <= direct_rows || (fast::has_avx512() && !blas_avx512()));
+    return l.ext16 && l.ext16_bf16 && l.ext_transposed && fast::has_avx2_fma() && (rows <= direct_rows || avx512_instead_of_blas());
 #else
     (void)l;
     (void)rows;

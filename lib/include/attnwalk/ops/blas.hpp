@@ -21,9 +21,11 @@ constexpr double blas_min_work = 64.0 * 64.0 * 64.0;
 void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
            std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc);
 
-// Whether OpenBLAS multiplies with AVX-512 kernels on this CPU (it may not know the CPU, or
-// OPENBLAS_CORETYPE may hold it to older ones); false without OpenBLAS. Loads the plugin.
-bool blas_avx512();
+// Whether attnwalk's AVX-512 kernels take the products of more than 16 rows that OpenBLAS
+// would: on an AVX-512 CPU whose OpenBLAS runs older kernels (it does not know the CPU, or
+// OPENBLAS_CORETYPE holds it back), or where there is no OpenBLAS. Loads the plugin (on
+// an AVX-512 CPU only). The caller then takes them, and blas_backend() says so.
+bool avx512_instead_of_blas();
 
 // How large products were computed: "OpenBLAS (...)", or the built-in loop and why.
 // Never loads the plugin itself.

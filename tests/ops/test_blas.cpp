@@ -39,6 +39,25 @@ void check_product(std::size_t m, std::size_t n, std::size_t k) {
         }
 }
 
+// How many elements of sgemm's C = A·B (m×k by k×n, x·W layout, values drawn from `seed`)
+// have the plain loop's bits: each element one chain of fused multiply-adds over k in order.
+std::size_t same_as_plain_loop(std::size_t m, std::size_t n, std::size_t k, unsigned seed) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> a(m * k), b(k * n), c(m * n);
+    for (auto& v : a) v = u(gen);
+    for (auto& v : b) v = u(gen);
+    attnwalk::sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+    std::size_t same = 0;
+    for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t j = 0; j < n; ++j) {
+            float sum = 0.0f;
+            for (std::size_t p = 0; p < k; ++p) sum = std::fma(a[i * k + p], b[p * n + j], sum);
+            same += sum == c[i * n + j];
+        }
+    return same;
+}
+
 }  // namespace
 
 TEST_SUITE("blas") {
@@ -79,20 +98,7 @@ TEST_SUITE("blas") {
             CAPTURE(s.m);
             CAPTURE(s.n);
             CAPTURE(s.k);
-            std::mt19937 gen(3);
-            std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-            std::vector<float> a(s.m * s.k), b(s.k * s.n), c(s.m * s.n);
-            for (auto& v : a) v = u(gen);
-            for (auto& v : b) v = u(gen);
-            attnwalk::sgemm(false, false, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f, c.data(), s.n);
-            std::size_t same = 0;
-            for (std::size_t i = 0; i < s.m; ++i)
-                for (std::size_t j = 0; j < s.n; ++j) {
-                    float sum = 0.0f;
-                    for (std::size_t p = 0; p < s.k; ++p) sum = std::fma(a[i * s.k + p], b[p * s.n + j], sum);
-                    same += sum == c[i * s.n + j];
-                }
-            CHECK(same == s.m * s.n);
+            CHECK(same_as_plain_loop(s.m, s.n, s.k, 3) == s.m * s.n);
         }
     }
 
@@ -112,20 +118,7 @@ TEST_SUITE("blas") {
             CAPTURE(s.k);
             check_product(s.m, s.n, s.k);
             if (!kernel) continue;
-            std::mt19937 gen(5);
-            std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-            std::vector<float> a(s.m * s.k), b(s.k * s.n), c(s.m * s.n);
-            for (auto& v : a) v = u(gen);
-            for (auto& v : b) v = u(gen);
-            attnwalk::sgemm(false, false, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f, c.data(), s.n);
-            std::size_t same = 0;
-            for (std::size_t i = 0; i < s.m; ++i)
-                for (std::size_t j = 0; j < s.n; ++j) {
-                    float sum = 0.0f;
-                    for (std::size_t p = 0; p < s.k; ++p) sum = std::fma(a[i * s.k + p], b[p * s.n + j], sum);
-                    same += sum == c[i * s.n + j];
-                }
-            CHECK(same == s.m * s.n);
+            CHECK(same_as_plain_loop(s.m, s.n, s.k, 5) == s.m * s.n);
         }
         if (kernel) CHECK(attnwalk::blas_backend().find("products of more than 16 rows on AVX-512 vector kernels") != std::string::npos);
     }

@@ -3,8 +3,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <cctype>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -148,9 +148,9 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
     // More rows (a prompt through a layer, x·W layout) on an AVX-512 CPU where OpenBLAS's
     // kernels are not AVX-512 ones (it does not know the CPU, or OPENBLAS_CORETYPE holds it
     // back): the AVX-512 kernel, 128 rows at a time, multiplies faster than they do. GPT-2,
-    // a warm forward against OpenBLAS's Haswell kernels: 114 against 158-172 ms at 128 tokens,
-    // 0.76-0.81 against 1.13-1.16 s at 1024; where OpenBLAS has AVX-512 kernels, it keeps
-    // the products (docs/performance.md, section 23).
+    // a warm forward against OpenBLAS's Haswell kernels: 92-94 against 141-152 ms at 128
+    // tokens, 0.74-0.75 against 1.09-1.15 s at 1024; where OpenBLAS has AVX-512 kernels, it
+    // keeps the products (docs/performance.md, section 23).
     if (m > fast::few_rows_most && !trans_a && !trans_b && alpha == 1.0f && beta == 0.0f && avx512_instead_of_blas()) {
         on_every_core(m * n * k, [&](std::size_t worker, std::size_t workers) {
             const WorkerShare s = worker_share(n, worker, workers, 16);

@@ -90,6 +90,34 @@ __attribute__((target("avx512f"))) void scores_tile(std::size_t d, const float* 
     }
 }
 
+// The first min(n, 16) lanes.
+inline __mmask16 first_lanes(std::size_t n) { return static_cast<__mmask16>(n >= 16 ? 0xFFFF : (1u << n) - 1); }
+
+// Rows [0, rows) of Q through one panel of 32 keys (the columns of m0 and m1 stored), 12
+// rows a tile, the last rows in one smaller tile.
+__attribute__((target("avx512f"))) void panel_rows(std::size_t rows, std::size_t d, const float* q, std::size_t ldq, const float* panel,
+                                                   float* s, std::size_t lds, __mmask16 m0, __mmask16 m1) {
+    constexpr std::size_t MR = 12;
+    std::size_t i = 0;
+    for (; i + MR <= rows; i += MR) scores_tile<MR>(d, q + i * ldq, ldq, panel, s + i * lds, lds, m0, m1);
+    const float* qi = q + i * ldq;
+    float* si = s + i * lds;
+    switch (rows - i) {
+        case 11: scores_tile<11>(d, qi, ldq, panel, si, lds, m0, m1); break;
+        case 10: scores_tile<10>(d, qi, ldq, panel, si, lds, m0, m1); break;
+        case 9: scores_tile<9>(d, qi, ldq, panel, si, lds, m0, m1); break;
+        case 8: scores_tile<8>(d, qi, ldq, panel, si, lds, m0, m1); break;
+        case 7: scores_tile<7>(d, qi, ldq, panel, si, lds, m0, m1); break;
+        case 6: scores_tile<6>(d, qi, ldq, panel, si, lds, m0, m1); break;
+        case 5: scores_tile<5>(d, qi, ldq, panel, si, lds, m0, m1); break;
+        case 4: scores_tile<4>(d, qi, ldq, panel, si, lds, m0, m1); break;
+        case 3: scores_tile<3>(d, qi, ldq, panel, si, lds, m0, m1); break;
+        case 2: scores_tile<2>(d, qi, ldq, panel, si, lds, m0, m1); break;
+        case 1: scores_tile<1>(d, qi, ldq, panel, si, lds, m0, m1); break;
+        default: break;
+    }
+}
+
 // MR rows of P·V and NR·16 of its columns in MR·NR registers, over keys [j0, j1): each
 // element's sum continues in order from what `out` holds (from 0 when j0 = 0).
 template <int MR, int NR>
@@ -130,31 +158,11 @@ void values_rows(std::size_t rows, std::size_t j0, std::size_t j1, const float* 
 
 void scores_avx512(std::size_t rows, std::size_t d, const float* q, std::size_t ldq, const float* keys, std::size_t cols, float* s,
                    std::size_t lds) {
-    constexpr std::size_t MR = 12;
     for (std::size_t c0 = 0; c0 < cols; c0 += key_panel) {  // a panel (d × 32 floats) stays in L1 while every row takes it
         const float* panel = keys + c0 * d;
         const std::size_t left = std::min(key_panel, cols - c0);
-        const auto m0 = static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1),
-                   m1 = static_cast<__mmask16>(left >= 32 ? 0xFFFF : left > 16 ? (1u << (left - 16)) - 1 : 0);
-        float* sc = s + c0;
-        std::size_t i = 0;
-        for (; i + MR <= rows; i += MR) scores_tile<MR>(d, q + i * ldq, ldq, panel, sc + i * lds, lds, m0, m1);
-        const float* qi = q + i * ldq;
-        float* si = sc + i * lds;
-        switch (rows - i) {
-            case 11: scores_tile<11>(d, qi, ldq, panel, si, lds, m0, m1); break;
-            case 10: scores_tile<10>(d, qi, ldq, panel, si, lds, m0, m1); break;
-            case 9: scores_tile<9>(d, qi, ldq, panel, si, lds, m0, m1); break;
-            case 8: scores_tile<8>(d, qi, ldq, panel, si, lds, m0, m1); break;
-            case 7: scores_tile<7>(d, qi, ldq, panel, si, lds, m0, m1); break;
-            case 6: scores_tile<6>(d, qi, ldq, panel, si, lds, m0, m1); break;
-            case 5: scores_tile<5>(d, qi, ldq, panel, si, lds, m0, m1); break;
-            case 4: scores_tile<4>(d, qi, ldq, panel, si, lds, m0, m1); break;
-            case 3: scores_tile<3>(d, qi, ldq, panel, si, lds, m0, m1); break;
-            case 2: scores_tile<2>(d, qi, ldq, panel, si, lds, m0, m1); break;
-            case 1: scores_tile<1>(d, qi, ldq, panel, si, lds, m0, m1); break;
-            default: break;
-        }
+        const __mmask16 m0 = first_lanes(left), m1 = first_lanes(left > 16 ? left - 16 : 0);
+        panel_rows(rows, d, q, ldq, panel, s + c0, lds, m0, m1);
     }
 }
 
@@ -387,37 +395,16 @@ __attribute__((target("avx512f"))) void many_rows_avx512(std::size_t m, std::siz
     // B's columns a strip of 32 at a time, packed as pack_keys packs keys (row p of the strip
     // at strip[p·32], zeros past j1), where every tile of rows reads it in order: read in
     // place, a strip's rows lie ldb apart, often a page each, and GPT-2's forward took 2.2-2.6× as long.
-    constexpr std::size_t MR = 12;
     static thread_local std::vector<float> strip;
     strip.resize(k * key_panel);
     for (std::size_t c0 = j0; c0 < j1; c0 += key_panel) {
         const std::size_t left = std::min(key_panel, j1 - c0);
-        const auto m0 = static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1),
-                   m1 = static_cast<__mmask16>(left >= 32 ? 0xFFFF : left > 16 ? (1u << (left - 16)) - 1 : 0);
+        const __mmask16 m0 = first_lanes(left), m1 = first_lanes(left > 16 ? left - 16 : 0);
         for (std::size_t p = 0; p < k; ++p) {
             _mm512_storeu_ps(strip.data() + p * key_panel, _mm512_maskz_loadu_ps(m0, b + p * ldb + c0));
             _mm512_storeu_ps(strip.data() + p * key_panel + 16, _mm512_maskz_loadu_ps(m1, b + p * ldb + c0 + 16));
         }
-        const float* panel = strip.data();
-        float* cc = c + c0;
-        std::size_t i = 0;
-        for (; i + MR <= m; i += MR) scores_tile<MR>(k, a + i * lda, lda, panel, cc + i * ldc, ldc, m0, m1);
-        const float* ai = a + i * lda;
-        float* ci = cc + i * ldc;
-        switch (m - i) {
-            case 11: scores_tile<11>(k, ai, lda, panel, ci, ldc, m0, m1); break;
-            case 10: scores_tile<10>(k, ai, lda, panel, ci, ldc, m0, m1); break;
-            case 9: scores_tile<9>(k, ai, lda, panel, ci, ldc, m0, m1); break;
-            case 8: scores_tile<8>(k, ai, lda, panel, ci, ldc, m0, m1); break;
-            case 7: scores_tile<7>(k, ai, lda, panel, ci, ldc, m0, m1); break;
-            case 6: scores_tile<6>(k, ai, lda, panel, ci, ldc, m0, m1); break;
-            case 5: scores_tile<5>(k, ai, lda, panel, ci, ldc, m0, m1); break;
-            case 4: scores_tile<4>(k, ai, lda, panel, ci, ldc, m0, m1); break;
-            case 3: scores_tile<3>(k, ai, lda, panel, ci, ldc, m0, m1); break;
-            case 2: scores_tile<2>(k, ai, lda, panel, ci, ldc, m0, m1); break;
-            case 1: scores_tile<1>(k, ai, lda, panel, ci, ldc, m0, m1); break;
-            default: break;
-        }
+        panel_rows(m, k, a, lda, strip.data(), c + c0, ldc, m0, m1);
     }
 }
 

@@ -152,12 +152,16 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
     // tokens, 0.74-0.75 against 1.09-1.15 s at 1024; where OpenBLAS has AVX-512 kernels, it
     // keeps the products (docs/performance.md, section 23).
     if (m > fast::few_rows_most && !trans_a && !trans_b && alpha == 1.0f && beta == 0.0f && avx512_instead_of_blas()) {
-        on_every_core(m * n * k, [&](std::size_t worker, std::size_t workers) {
+        const auto columns = [&](std::size_t worker, std::size_t workers) {
             const WorkerShare s = worker_share(n, worker, workers, 16);
             if (s.end <= s.begin) return;
             for (std::size_t i = 0; i < m; i += fast::many_rows_most)
                 fast::many_rows_avx512(std::min(fast::many_rows_most, m - i), s.begin, s.end, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
-        });
+        };
+        if (work < split_threshold)  // as OpenBLAS's products below: on the calling thread alone
+            columns(0, 1);
+        else
+            on_every_core(columns);
         return;
     }
     if (m <= fast::few_rows_most && !trans_a && !trans_b && alpha == 1.0f && beta == 0.0f && fast::has_avx2_fma()) {

@@ -106,6 +106,23 @@ TEST_SUITE("linear") {
                 }
     }
 
+    TEST_CASE("linear.bf16_rows_on_the_register_kernel_are_named_in_the_timing") {
+        // --timing's matrix_products: a product the BF16 register kernel took is not the
+        // built-in loop's, even where OpenBLAS was never loaded (a short prompt through BF16)
+        if (!fast::has_avx2_fma()) {
+            MESSAGE("no AVX2 + FMA here: the register kernel is not used");
+            return;
+        }
+        const std::size_t d_in = 64, d_out = 16;
+        std::vector<std::uint16_t> w(d_out * d_in, 0x3F80);  // every weight 1.0
+        const Linear l = external_linear16(w.data(), true, d_in, d_out, d_in, true, nullptr);
+        Cube x = Cube::from_shape({1, 3, d_in});
+        x.fill(0.5f);
+        const Cube y = project(x, l);
+        CHECK(y(0, 2, 15) == doctest::Approx(32.0f));
+        CHECK(blas_backend().find("built-in loop") != 0);
+    }
+
     TEST_CASE("linear.bf16_rows_past_128_take_the_kernel_where_openblas_has_no_avx512") {
         // An AVX-512 CPU whose OpenBLAS has older kernels: every row count goes through the
         // register-widening kernel, 128 rows at a time, so 300 rows give the bits of their

@@ -365,14 +365,16 @@ bool avx512_instead_of_blas() {
     return true;
 }
 
+void note_vector_kernels() { streamed = true; }
+
 std::string blas_backend() {
     Backend& b = backend();
     if (b.loaded)
         return b.plugin->description() + (instead ? "; products of more than " + std::to_string(fast::few_rows_most) +
                                                         " rows on AVX-512 vector kernels"
                                                   : std::string());
-    return streamed ? "AVX2 + FMA vector kernels (each large product had one column or at most " + std::to_string(fast::few_rows_most) +
-                          " rows; OpenBLAS not loaded)"
+    return streamed ? "vector kernels (each large product had one column, at most " + std::to_string(fast::few_rows_most) +
+                          " rows, or BF16 weights; OpenBLAS not loaded)"
                     : "built-in loop (no product was large enough to load OpenBLAS)";
 }
 

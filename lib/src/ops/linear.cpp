@@ -108,6 +108,7 @@ bool bf16_direct(const Linear& l, std::size_t rows) {
 void bf16_rows(const float* x, std::size_t rows, const Linear& l, float* y, std::size_t ldy) {
 #if defined(ATTNWALK_HAVE_AVX2)
     const std::size_t d_in = l.ext_in, d_out = l.ext_out;
+    note_vector_kernels();
     std::vector<float> xs(rows * (d_in / 16 * 16));
     fast::deinterleave16(x, rows, d_in, d_in, xs.data());
     on_every_core(rows * d_in * d_out, [&](std::size_t worker, std::size_t workers) {

@@ -27,9 +27,12 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
 // an AVX-512 CPU only). The caller then takes them, and blas_backend() says so.
 bool avx512_instead_of_blas();
 
-// How large products were computed: "OpenBLAS (...)", or the built-in loop and why.
-// Never loads the plugin itself.
+// How large products were computed: "OpenBLAS (...)", the vector kernels alone, or the
+// built-in loop and why. Never loads the plugin itself.
 std::string blas_backend();
+// Noted by a product that a vector kernel took outside sgemm (ops/linear.cpp's BF16
+// register kernel), so that blas_backend() names the kernels and not the loop.
+void note_vector_kernels();
 
 // The cores work is split over.
 std::size_t cores();

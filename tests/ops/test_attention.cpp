@@ -256,42 +256,48 @@ TEST_SUITE("attention") {
         // A layer with an output gate (Qwen3-Next) that nothing reads but its output: the
         // decoder has attend make its T×T steps a head at a time (ForwardSpec::square_summaries),
         // summed or not (square_statistics); the gated context is the same bits as with the
-        // tensors kept.
+        // tensors kept. The queries alone, or after a cache of 40 keys (a prompt's tokens
+        // generated from).
         std::mt19937 gen(31);
         std::normal_distribution<float> normal(0.0f, 0.5f);
         const std::size_t B = 1, H = 4, G = 2, T = 96, d = 64;
-        Hyper q = Hyper::from_shape({B, H, T, d}), k = Hyper::from_shape({B, G, T, d}), v = Hyper::from_shape({B, G, T, d});
-        Cube gate = Cube::from_shape({B, T, H * d});
-        for (Hyper* t : {&q, &k, &v})
-            for (float& x : *t) x = normal(gen);
-        for (float& x : gate) x = normal(gen);
-        AttentionWeights w;
-        w.heads = H;
-        w.kv_heads = G;
-        w.gate = Linear{};  // present: attend applies f.gate, as project_heads would have made it
-        ForwardSpec spec;
-        spec.causal = true;
-        spec.keep_masked_scaled = false;
-        const auto run = [&](bool summaries, bool statistics) {
-            Forward f = given_heads(H, G, d, q, k, v);
-            f.gate = gate;
-            spec.square_summaries = summaries;
-            spec.square_statistics = statistics;
-            attend(f, &w, spec);
-            return f;
-        };
-        const Forward tensors = run(false, true), summed = run(true, true), dropped = run(true, false);
-        CHECK(summed.square_summarised == fast_kernels_here());
-        CHECK(tensors.gated.size() == B * T * H * d);
-        for (const Forward* f : {&summed, &dropped}) {
-            CHECK(f->context == tensors.context);
-            CHECK(f->gated == tensors.gated);
-            CHECK(f->output == tensors.output);
-        }
-        if (dropped.square_summarised) {  // nothing summed: the statistics left empty
-            CHECK(summed.scores_stats.count == B * H * T * T);
-            CHECK(dropped.scores_stats.count == 0);
-            CHECK(dropped.weights_stats.count == 0);
+        for (const std::size_t cached : {std::size_t{0}, std::size_t{40}}) {
+            CAPTURE(cached);
+            const std::size_t Tk = T + cached;
+            Hyper q = Hyper::from_shape({B, H, T, d}), k = Hyper::from_shape({B, G, Tk, d}), v = Hyper::from_shape({B, G, Tk, d});
+            Cube gate = Cube::from_shape({B, T, H * d});
+            for (Hyper* t : {&q, &k, &v})
+                for (float& x : *t) x = normal(gen);
+            for (float& x : gate) x = normal(gen);
+            AttentionWeights w;
+            w.heads = H;
+            w.kv_heads = G;
+            w.gate = Linear{};  // present: attend applies f.gate, as project_heads would have made it
+            ForwardSpec spec;
+            spec.causal = true;
+            spec.keep_masked_scaled = false;
+            const auto run = [&](bool summaries, bool statistics) {
+                Forward f = given_heads(H, G, d, q, k, v);
+                f.gate = gate;
+                spec.square_summaries = summaries;
+                spec.square_statistics = statistics;
+                attend(f, &w, spec);
+                return f;
+            };
+            const Forward tensors = run(false, true), summed = run(true, true), dropped = run(true, false);
+            CHECK(summed.square_summarised == fast_kernels_here());
+            CHECK(tensors.gated.size() == B * T * H * d);
+            CHECK(tensors.weights.shape(3) == Tk);
+            for (const Forward* f : {&summed, &dropped}) {
+                CHECK(f->context == tensors.context);
+                CHECK(f->gated == tensors.gated);
+                CHECK(f->output == tensors.output);
+            }
+            if (dropped.square_summarised) {  // nothing summed: the statistics left empty
+                CHECK(summed.scores_stats.count == B * H * T * Tk);
+                CHECK(dropped.scores_stats.count == 0);
+                CHECK(dropped.weights_stats.count == 0);
+            }
         }
     }
 

@@ -288,6 +288,8 @@ TEST_SUITE("attention") {
             CHECK(summed.square_summarised == fast_kernels_here());
             CHECK(tensors.gated.size() == B * T * H * d);
             CHECK(tensors.weights.shape(3) == Tk);
+            CHECK(tensors.weights(0, 0, 0, cached) > 0.0f);  // the first query sees the cache and itself, no later key
+            CHECK(tensors.weights(0, 0, 0, cached + 1) == 0.0f);
             for (const Forward* f : {&summed, &dropped}) {
                 CHECK(f->context == tensors.context);
                 CHECK(f->gated == tensors.gated);

@@ -1286,10 +1286,10 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
         streamed = 2.0 * 2.0 * L * G * d * all + 2.0 * G * d * all + 4.0 * V + 4.0 * N;
     }
     // 16-bit weights: each core's widened block, or a product's input de-interleaved for the kernel that
-    // widens in registers; and each core's packed strip of 32 columns (products of float32 weights on the
-    // AVX-512 kernels), kept by its thread
+    // widens in registers; and each core's packed strip of 32 columns (products on the AVX-512 kernels:
+    // float32 weights, or the weights times the values, over every key), kept by its thread
     const double threads = static_cast<double>(cores());
-    const double widening = (sixteen ? threads * 1048576.0 + all * std::max(C, I) : 0.0) + threads * 32.0 * std::max(C, I);
+    const double widening = (sixteen ? threads * 1048576.0 + all * std::max(C, I) : 0.0) + threads * 32.0 * std::max({C, I, all});
     cost.bytes = 4.0 * (shown + working + view + cache + streamed + kept + lens + rollout + ablation_bytes + roles_bytes + 2.0 * V + widening);
     if (spec.tokenizer) cost.bytes += spec.tokenizer->memory_bytes();  // held through the walk: it names the tokens
     return cost;

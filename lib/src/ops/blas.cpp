@@ -369,8 +369,8 @@ void note_vector_kernels() { streamed = true; }
 
 std::string blas_backend() {
     Backend& b = backend();
-    if (b.loaded)
-        return b.plugin->description() + (instead ? "; products of more than " + std::to_string(fast::few_rows_most) +
+    if (b.loaded)  // (without a plugin, the products the vector kernels took are theirs, not the loop's)
+        return std::string(!b.plugin->sgemm() && streamed ? "vector kernels, and the " : "") + b.plugin->description() + (instead ? "; products of more than " + std::to_string(fast::few_rows_most) +
                                                         " rows on AVX-512 vector kernels"
                                                   : std::string());
     return streamed ? "vector kernels (each large product had one column, at most " + std::to_string(fast::few_rows_most) +

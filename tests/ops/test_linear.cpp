@@ -16,6 +16,19 @@
 
 using namespace attnwalk;
 
+namespace {
+
+// Values in [-0.5, 0.5) from a linear congruential generator: the same on every platform.
+struct Uniform {
+    std::uint32_t state;
+    float operator()() {
+        state = state * 1664525u + 1013904223u;
+        return static_cast<float>(state >> 8) / 16777216.0f - 0.5f;
+    }
+};
+
+}  // namespace
+
 TEST_SUITE("linear") {
     TEST_CASE("linear.either_layout_in_place_equals_owned") {
         // W (d_in 2, d_out 3) in x·W layout, and its transpose as nn.Linear stores it
@@ -71,8 +84,7 @@ TEST_SUITE("linear") {
         // the register-widening kernel (up to 128 rows) and the widened blocks (more), with tails
         // in every dimension: k not a multiple of 16, outputs not of 4, an odd number of rows,
         // a leading dimension wider than the row, and one output column alone
-        std::uint32_t state = 12345;
-        const auto next = [&] { state = state * 1664525u + 1013904223u; return static_cast<float>(state >> 8) / 16777216.0f - 0.5f; };
+        Uniform next{12345};
         for (std::size_t d_in : {5, 16, 37, 64, 100})
             for (std::size_t d_out : {1, 3, 4, 9})
                 for (std::size_t rows : {1, 2, 3, 7, 33, 40, 128, 129}) {
@@ -133,8 +145,7 @@ TEST_SUITE("linear") {
             MESSAGE("OpenBLAS has AVX-512 kernels here, or the CPU has none: skipped");
             return;
         }
-        std::uint32_t state = 777;
-        const auto next = [&] { state = state * 1664525u + 1013904223u; return static_cast<float>(state >> 8) / 16777216.0f - 0.5f; };
+        Uniform next{777};
         const std::size_t d_in = 100, d_out = 37, ld = 103, rows = 300;
         std::vector<std::uint16_t> w(d_out * ld);
         for (auto& v : w) v = static_cast<std::uint16_t>(0x3C00 + (static_cast<std::uint32_t>(next() * 4096.0f + 4096.0f) & 0x7FF));

@@ -369,10 +369,13 @@ void note_vector_kernels() { streamed = true; }
 
 std::string blas_backend() {
     Backend& b = backend();
-    if (b.loaded)  // (without a plugin, the products the vector kernels took are theirs, not the loop's)
-        return std::string(!b.plugin->sgemm() && streamed ? "vector kernels, and the " : "") + b.plugin->description() + (instead ? "; products of more than " + std::to_string(fast::few_rows_most) +
-                                                        " rows on AVX-512 vector kernels"
-                                                  : std::string());
+    if (b.loaded) {
+        // (without a plugin, the products the vector kernels took are theirs, not the loop's)
+        const std::string before = !b.plugin->sgemm() && streamed ? "vector kernels, and the " : "";
+        const std::string after =
+            instead ? "; products of more than " + std::to_string(fast::few_rows_most) + " rows on AVX-512 vector kernels" : "";
+        return before + b.plugin->description() + after;
+    }
     return streamed ? "vector kernels (each large product had one column, at most " + std::to_string(fast::few_rows_most) +
                           " rows, or BF16 weights; OpenBLAS not loaded)"
                     : "built-in loop (no product was large enough to load OpenBLAS)";

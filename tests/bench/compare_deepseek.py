@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """attnwalk model on a DeepSeek-V2-Lite-shaped random BF16 deepseek_v3 folder against the
-PyTorch reference of tests/make_goldens.py (DsModel, written as Hugging Face's
+PyTorch reference of tests/reference/deepseek_v3.py (DsModel, written as Hugging Face's
 modeling_deepseek_v3.py computes), one run, one machine (docs/performance.md). Needs Debian's
 python3-torch (/usr/bin/python3) and about 15 GB of memory; not run in CI.
 
@@ -17,7 +17,6 @@ about 4.5 GB at 4 layers, in a temporary directory. Measured:
      weights, eval, no_grad, 2 threads (median of 3, the weights already in memory);
   3. the top-5 ids and logits of both.
 """
-import importlib.util
 import json
 import os
 import re
@@ -30,9 +29,10 @@ import time
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-spec = importlib.util.spec_from_file_location("make_goldens", os.path.join(ROOT, "tests", "make_goldens.py"))
-goldens = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(goldens)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from reference.common import write_tensors  # noqa: E402
+from reference.deepseek_v3 import DsModel, ds_config, ds_tensors  # noqa: E402
+from reference.hf_blocks import HFRMSNorm  # noqa: E402
 
 
 def lite(layers):
@@ -47,19 +47,19 @@ def main():
     torch.manual_seed(1)
     torch.set_num_threads(2)
     with torch.no_grad():
-        model = goldens.DsModel(cfg).eval()
+        model = DsModel(cfg).eval()
         for p in model.parameters():
             p.normal_(0.0, 0.02)
             p.copy_(p.bfloat16().float())
         for m in model.modules():
-            if isinstance(m, goldens.HFRMSNorm):
+            if isinstance(m, HFRMSNorm):
                 m.weight.fill_(1.0)
     prompt = torch.tensor([[15, 2024, 99, 31337, 7, 420, 1000, 56789, 3, 77]])
     ids = ",".join(str(i) for i in prompt[0].tolist())
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "config.json"), "w") as f:
-            json.dump(goldens.ds_config(cfg, "bfloat16"), f)
-        goldens.write_tensors(tmp, goldens.ds_tensors(model, 0), torch.bfloat16, 1)
+            json.dump(ds_config(cfg, "bfloat16"), f)
+        write_tensors(tmp, ds_tensors(model, 0), torch.bfloat16, 1)
         size = os.path.getsize(os.path.join(tmp, "model.safetensors"))
         print(f"folder: {size / 1e9:.2f} GB of BF16, DeepSeek-V2-Lite-shaped, {cfg['layers']} layers, random (seed 1)")
         cmd = [binary, "model", "--model", tmp, "--ids", ids, "--steps", "top_k_ids,top_k_logits", "--json"]

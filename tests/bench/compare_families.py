@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """attnwalk model on a Qwen3-0.6B-shaped random BF16 folder against the PyTorch reference
-of tests/make_goldens.py (ModernModel, written as the textbook's standalone Qwen3
+of tests/reference/modern.py (ModernModel, written as the textbook's standalone Qwen3
 notebook), one run, one machine (docs/performance.md). Needs Debian's python3-torch
 (/usr/bin/python3); not run in CI.
 
@@ -29,9 +29,8 @@ import time
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-spec = importlib.util.spec_from_file_location("make_goldens", os.path.join(ROOT, "tests", "make_goldens.py"))
-goldens = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(goldens)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from reference.modern import ModernModel, write_folder  # noqa: E402
 spec = importlib.util.spec_from_file_location("compare_gpt2", os.path.join(ROOT, "tests", "bench", "compare_gpt2.py"))
 compare_gpt2 = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(compare_gpt2)
@@ -52,13 +51,13 @@ def main():
     binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/app/attnwalk"))
     torch.manual_seed(123)
     torch.set_num_threads(2)
-    model = goldens.ModernModel(QWEN3_06B).eval()
+    model = ModernModel(QWEN3_06B).eval()
     with torch.no_grad():
         for p in model.parameters():  # small weights, as a trained model's; the file holds BF16
             p.normal_(0.0, 0.02) if p.dim() > 1 else p.uniform_(0.5, 1.5)
             p.copy_(p.to(torch.bfloat16).float())
     with tempfile.TemporaryDirectory() as tmp:
-        goldens.write_folder(tmp, model, torch.bfloat16, 1)
+        write_folder(tmp, model, torch.bfloat16, 1)
         size = os.path.getsize(os.path.join(tmp, "model.safetensors"))
         print(f"folder: {size / 1e6:.0f} MB of BF16, Qwen3-0.6B-shaped, random (seed 123)")
         g = torch.Generator().manual_seed(1)

@@ -13,7 +13,6 @@ measures, each the median of several runs:
      whole process, against GPTModel (eval, no_grad, torch.set_num_threads(2)) in-process;
   3. attnwalk's peak RSS (/usr/bin/time -v) against the file's size.
 """
-import importlib.util
 import os
 import re
 import statistics
@@ -25,9 +24,9 @@ import time
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-spec = importlib.util.spec_from_file_location("make_goldens", os.path.join(ROOT, "tests", "make_goldens.py"))
-goldens = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(goldens)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from reference.common import write_safetensors  # noqa: E402
+from reference.gpt2 import BookGPT, gpt2_tensors  # noqa: E402
 
 
 def wall(cmd, runs):
@@ -44,9 +43,9 @@ def gpt2_124m(folder):
     threads, and its checkpoint (Hugging Face names, float32) written into `folder`."""
     torch.manual_seed(123)
     torch.set_num_threads(2)
-    model = goldens.BookGPT(50257, 1024, 768, 12, 12).eval()
+    model = BookGPT(50257, 1024, 768, 12, 12).eval()
     path = os.path.join(folder, "gpt2-124M-shaped.safetensors")
-    goldens.write_safetensors(path, goldens.gpt2_tensors(model, "huggingface"), torch.float32)
+    write_safetensors(path, gpt2_tensors(model, "huggingface"), torch.float32)
     return model, path
 
 

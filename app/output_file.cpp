@@ -85,6 +85,15 @@ std::string landing_place(const std::string& path, const char* hint = "--svg and
     }
 }
 
+// --npy's files are written in its folder under their own names, never through a link
+// (`shown`: the name as the user sees it).
+void refuse_link_in_npy_folder(const std::string& path, const std::string& shown) {
+    struct stat own {};
+    if (::lstat(path.c_str(), &own) == 0 && S_ISLNK(own.st_mode))
+        throw UsageError("refusing to write " + shown +
+                         ": it is a symbolic link (--npy writes its own files in its folder and never through a link; remove the link or give another folder)");
+}
+
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::string& content, bool npy) {
@@ -92,7 +101,11 @@ void write_file_atomically(const std::string& path, const std::string& content, 
     if (path == "-")
         throw UsageError(std::string(npy ? "--npy writes files into a folder" : "--svg and --html write a file") +
                          ", not standard output: give a " + (npy ? "folder" : "file") + " name instead of '-'");
-    const std::string place = landing_place(path);  // `path` itself, or the file its link names
+    // `path` itself, or for --svg and --html the file its link names. A file in --npy's folder
+    // is never written through a link: the link could lead anywhere (outside the folder, to a
+    // file of the user's), and --npy replaces only its own .npy files in that folder.
+    if (npy) refuse_link_in_npy_folder(path, path);
+    const std::string place = npy ? path : landing_place(path);
     struct stat target {};
     const bool exists = ::stat(place.c_str(), &target) == 0;
     if (exists && S_ISDIR(target.st_mode)) throw UsageError("cannot write " + path + ": it is a directory");
@@ -161,6 +174,7 @@ NpyWritten write_npy_files(const Trace& trace, const std::string& given, const s
         if (::mkdir(place.c_str(), 0777) != 0) fail("cannot make the folder", given, errno);
     } else {
         if (!S_ISDIR(st.st_mode)) throw UsageError("refusing to write into " + given + ": it is not a folder (--npy DIR makes or reuses a folder)");
+        refuse_link_in_npy_folder(place + "/" + npy_stamp, dir + "/" + npy_stamp);
         struct stat mark {};
         if (!(::lstat((place + "/" + npy_stamp).c_str(), &mark) == 0 && S_ISREG(mark.st_mode))) {  // not --npy's: only if empty
             std::error_code ec;
@@ -169,8 +183,8 @@ NpyWritten write_npy_files(const Trace& trace, const std::string& given, const s
             if (!empty) throw UsageError("refusing to write into " + given + ": it holds files that --npy did not write (give a new or an empty folder)");
         }
     }
-    // every file checked before any is written: none may be the input (-i FILE, or the file
-    // standard input reads for -i -)
+    // every file checked before any is written: none may be a link, nor the input (-i FILE, or
+    // the file standard input reads for -i -)
     struct stat in {};
     const bool have_input = input == "-" ? ::fstat(STDIN_FILENO, &in) == 0 && S_ISREG(in.st_mode)
                                          : !input.empty() && ::stat(input.c_str(), &in) == 0;
@@ -178,6 +192,7 @@ NpyWritten write_npy_files(const Trace& trace, const std::string& given, const s
     for (std::size_t i = 0; i < trace.steps.size(); ++i) {
         if (trace.steps[i].tensor.data.empty()) continue;
         const std::string path = place + "/" + names[i];
+        refuse_link_in_npy_folder(path, dir + "/" + names[i]);
         struct stat there {};
         if (have_input && ::stat(path.c_str(), &there) == 0 && there.st_dev == in.st_dev && there.st_ino == in.st_ino)
             throw UsageError("refusing to write " + dir + "/" + names[i] + ": it is the input file (-i); give --npy another folder");

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <sstream>
 
@@ -236,6 +237,35 @@ TEST_SUITE("cli") {
         CHECK(foreign.exit_code == 2);
         CHECK(foreign.err.find("holds files that --npy did not write") != std::string::npos);
         CHECK(test::run("scores --npy '" + dir + "' --summary").exit_code == 2);
+    }
+
+    TEST_CASE("cli.npy_never_writes_through_a_link") {
+        // a link inside --npy's folder, named like a step or like the folder's mark, is refused
+        // before anything is written: its target (outside the folder, empty or a .npy) stays as it was
+        const std::string base = test::scratch() + "/npy_links";
+        (void)std::system(("rm -rf '" + base + "' && mkdir -p '" + base + "/d'").c_str());
+        const std::string victim = base + "/victim.npy", empty = base + "/empty";
+        (void)std::system(("printf 'keep' > '" + victim + "' && : > '" + empty + "' && : > '" + base + "/d/.attnwalk-npy'").c_str());
+        const auto held = [&](const std::string& what, const std::string& target, const std::string& name) {
+            CAPTURE(what);
+            (void)std::system(("ln -sfn '" + target + "' '" + base + "/d/" + name + "'").c_str());
+            const auto r = test::run("scores --npy '" + base + "/d'");
+            CHECK(r.exit_code == 2);
+            CHECK(r.err.find("is a symbolic link") != std::string::npos);
+            CHECK(test::read_file(victim) == "keep");
+            CHECK(test::read_file(empty).empty());
+            std::size_t files = 0;  // refused before the first file: the folder holds the mark and the link
+            for ([[maybe_unused]] const auto& f : std::filesystem::directory_iterator(base + "/d")) ++files;
+            CHECK(files == (name == ".attnwalk-npy" ? 1U : 2U));
+            (void)std::system(("rm -f '" + base + "/d/" + name + "'").c_str());
+        };
+        held("a step's file, relative link", "../victim.npy", "scores.npy");
+        held("a step's file, absolute link", victim, "scores.npy");
+        held("a step's file, to an empty file", empty, "scores.npy");
+        held("the mark", empty, ".attnwalk-npy");
+        // the same folder with the links gone is --npy's again
+        (void)std::system((": > '" + base + "/d/.attnwalk-npy'").c_str());
+        CHECK(test::run("scores --npy '" + base + "/d'").exit_code == 0);
     }
 
     TEST_CASE("cli.help_and_version") {

@@ -90,6 +90,81 @@ TEST_SUITE("contract") {
         CHECK_MESSAGE(found.empty(), "a family's name outside lib/src/model/families/ (read the spec's fields instead):\n" << found);
     }
 
+    TEST_CASE("contract.a_kinds_fields_are_named_by_families_and_blocks_alone") {
+        // Each kind of block (lib/src/model/blocks/) reads its own config.json fields, named by
+        // the family's spec (lib/src/model/families/, their defaults in model/family.hpp) or by
+        // the kind itself: nothing else on a model's path names one in its code, so a family or
+        // a kind lands in those two folders. The decoder's own fields (read by loader.cpp and
+        // blocks/layers.cpp: sizes, norms, layer types, windows, RoPE) are every family's. (The
+        // chapter's mla, deltanet and params lessons name DeepSeek's and Qwen's fields as their
+        // own parameters on purpose: that is what they teach.)
+        std::set<std::string> fields;
+        const auto add = [&](const std::string& name) {
+            if (!name.empty()) fields.insert(name);
+        };
+        for (const attnwalk::FamilySpec* f : attnwalk::families()) {
+            add(f->heads.scale_field);
+            add(f->layers.sliding_rope_base);
+            add(f->layers.no_rope_layers);
+            for (const std::string& a : f->dense.activation_fields) add(a);
+            for (const std::string* s : {&f->latent.query_rank, &f->latent.rank, &f->latent.nope, &f->latent.rope, &f->latent.value, &f->latent.interleave})
+                add(*s);
+            if (f->deltanet)
+                for (const std::string* s : {&f->deltanet->key_heads, &f->deltanet->value_heads, &f->deltanet->key_dim, &f->deltanet->value_dim,
+                                             &f->deltanet->kernel, &f->deltanet->interval})
+                    add(*s);
+            if (f->experts) {
+                const attnwalk::ExpertsPart& e = *f->experts;
+                for (const std::string* s : {&e.count, &e.per_token, &e.swiglu_limit, &e.hidden, &e.first_dense, &e.shared_count, &e.shared_width,
+                                             &e.sparse_step, &e.dense_layers, &e.normalise, &e.groups, &e.top_groups, &e.routed_scale})
+                    add(*s);
+            }
+            add(f->fields.extra_layers);
+            add(f->fields.nested);
+            for (const std::string& r : f->fields.refused_true) add(r);
+        }
+        const std::regex read(R"re(cfg\.(count|number|flag|text|get|at)\("([A-Za-z_]+)")re");
+        std::set<std::string> decoders;  // the decoder's own fields
+        for (const auto& entry : fs::recursive_directory_iterator(test::source_path("lib/src/model"))) {
+            if (!entry.is_regular_file() || entry.path().parent_path().filename() == "families") continue;
+            const std::string text = test::read_file(entry.path().string());
+            const bool kind = entry.path().parent_path().filename() == "blocks" && entry.path().filename() != "layers.cpp";
+            for (auto m = std::sregex_iterator(text.begin(), text.end(), read); m != std::sregex_iterator(); ++m)
+                (kind ? fields : decoders).insert((*m)[2].str());
+        }
+        for (const std::string& d : decoders) fields.erase(d);
+        REQUIRE(fields.count("kv_lora_rank"));
+        REQUIRE(fields.count("linear_num_key_heads"));
+        REQUIRE(fields.count("routed_scaling_factor"));
+        REQUIRE_FALSE(fields.count("hidden_size"));
+        std::string words;
+        for (const std::string& f : fields) words += (words.empty() ? "" : "|") + f;
+        const std::regex named("\\b(" + words + ")\\b");
+        const std::regex literal(R"re("([^"\\]|\\.)*")re");
+        std::string found;
+        std::size_t files = 0;
+        for (const char* dir : {"lib/src/model", "lib/include/attnwalk/model", "lib/src/lessons/model", "app"})
+            for (const auto& entry : fs::recursive_directory_iterator(test::source_path(dir))) {
+                const std::string folder = entry.path().parent_path().filename().string();
+                const std::string file = entry.path().filename().string();
+                const bool concept = folder == "commands" && (file == "mla.cpp" || file == "deltanet.cpp" || file == "beyond.cpp");  // those lessons' commands
+                if (!entry.is_regular_file() || folder == "families" || folder == "blocks" || file == "family.hpp" || concept) continue;
+                ++files;
+                std::ifstream in(entry.path());
+                std::size_t n = 0;
+                for (std::string line; std::getline(in, line);) {
+                    ++n;
+                    const std::string code = line.substr(0, line.find("//"));
+                    for (auto m = std::sregex_iterator(code.begin(), code.end(), literal); m != std::sregex_iterator(); ++m) {
+                        const std::string s = m->str();
+                        if (std::regex_search(s, named)) found += entry.path().string() + ":" + std::to_string(n) + ": " + line + "\n";
+                    }
+                }
+            }
+        CHECK(files > 20);
+        CHECK_MESSAGE(found.empty(), "a kind's config.json field named outside families/ and blocks/ (read it from the spec):\n" << found);
+    }
+
     TEST_CASE("contract.no_child_processes") {
         // The explorer and the page explain a cell through the library, in the process:
         // nothing in lib/ or app/ starts a shell or another program.

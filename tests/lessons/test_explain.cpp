@@ -87,14 +87,14 @@ TEST_SUITE("explain") {
                         CHECK(r->tensor.data == part(*step_of(t, "queries_rotated"), i * d, d));
                         CHECK(step_of(t, "explain_key_rotated")->tensor.data == part(*step_of(t, "keys_rotated"), j * d, d));
                     } else {
-                        CHECK((c.positions != PositionKind::rope || !c.layer_attention[layer].rope));
+                        CHECK((c.positions != PositionKind::rope || !c.layer_specs[layer].rope));
                     }
                     const Step* input = step_of(t, "explain_input_query");
                     const Step* ln1 = step_of(t, "layer" + std::to_string(layer + 1) + ".ln_1");
                     if (ln1) CHECK(input->tensor.data == part(*ln1, i * c.width, c.width));
                     CHECK(step_of(t, "explain_weight")->tensor.data[0] == step_of(t, "weights")->tensor.data[i * T + j]);
                     CHECK(step_of(t, "explain_context")->tensor.data == part(*step_of(t, "head_outputs"), i * d, d));
-                    const bool masked = j > i || (c.layer_attention[layer].window && j + *c.layer_attention[layer].window <= i);
+                    const bool masked = j > i || (c.layer_specs[layer].window && j + *c.layer_specs[layer].window <= i);
                     CHECK(step_of(t, "explain_mask")->tensor.integers.at(0) == (masked ? 0u : 1u));
                     if (masked) CHECK(step_of(t, "explain_weight")->tensor.data[0] == 0.0f);
                     windowed += masked && j <= i;

@@ -41,18 +41,18 @@ TEST_SUITE("model") {
         CHECK(c.positions == PositionKind::rope);
         CHECK(c.head_size() == 8);
         CHECK(c.key_heads() == 2);
-        REQUIRE(c.layer_attention.size() == 4);
-        CHECK(c.layer_attention[0].window == std::optional<std::size_t>(4));
-        CHECK(!c.layer_attention[2].window);  // the global layer
-        CHECK(c.layer_attention[0].rope->base == 10000.0);
-        CHECK(c.layer_attention[2].rope->base == 1000000.0);
+        REQUIRE(c.layer_specs.size() == 4);
+        CHECK(c.layer_specs[0].window == std::optional<std::size_t>(4));
+        CHECK(!c.layer_specs[2].window);  // the global layer
+        CHECK(c.layer_specs[0].rope->base == 10000.0);
+        CHECK(c.layer_specs[2].rope->base == 1000000.0);
         CHECK(*c.attention_scale == 4.0f);  // √query_pre_attn_scalar, not √d_h
         const ModelInfo& info = info_of(*m);
         CHECK(std::any_of(info.config.begin(), info.config.end(), [](const auto& f) { return f.first == "sliding_window" && f.second == "4"; }));
         const Model llama = load_model(test::source_path("tests/data/models/tiny_llama"));
         CHECK(llama->files.size() == 2);  // the shards of model.safetensors.index.json
         CHECK(!llama->weights.config.tied_head);
-        CHECK(llama->weights.config.layer_attention[0].rope->scaling.kind == RopeScaling::Kind::llama3);
+        CHECK(llama->weights.config.layer_specs[0].rope->scaling.kind == RopeScaling::Kind::llama3);
     }
 
     TEST_CASE("model.a_family_is_read_from_its_spec") {
@@ -66,7 +66,7 @@ TEST_SUITE("model") {
         CHECK(b.attn.k_norm->size() == 2 * 8);
         // OLMo 3: three sliding layers and a full one; YaRN on the full layer only
         const Model olmo3 = load_model(test::source_path("tests/data/models/tiny_olmo3"));
-        const auto& la = olmo3->weights.config.layer_attention;
+        const auto& la = olmo3->weights.config.layer_specs;
         REQUIRE(la.size() == 4);
         CHECK(la[0].window == std::optional<std::size_t>(3));
         CHECK(!la[3].window);
@@ -76,7 +76,7 @@ TEST_SUITE("model") {
         CHECK(olmo3->files.size() == 2);
         // SmolLM3: no_rope_layers [1, 1, 1, 0]
         const Model smol = load_model(test::source_path("tests/data/models/tiny_smollm3"));
-        const auto& sl = smol->weights.config.layer_attention;
+        const auto& sl = smol->weights.config.layer_specs;
         CHECK((sl[0].rope && sl[2].rope && !sl[3].rope));
         CHECK(smol->weights.config.tied_head);
         // every family the registry lists is found by its model_type

@@ -4,8 +4,6 @@
 
 #include <cctype>
 
-#include "attnwalk/ops/norms.hpp"
-
 namespace attnwalk {
 
 const FamilySpec& gpt2_family();

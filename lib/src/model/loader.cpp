@@ -2,7 +2,8 @@
 // (model/family.hpp). config.json says the family (model_type) and the sizes; the
 // weights are model.safetensors or the shards model.safetensors.index.json names; each
 // tensor is found by the spec's names and read where it lies (F32) or widened as used
-// (BF16, F16). No family is named here: everything that differs is in the spec.
+// (BF16, F16). No family is named here, nor any kind's field or tensor: everything that
+// differs is in the spec, and each kind of block reads its own part (blocks/).
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "attnwalk/io/json_input.hpp"
 #include "attnwalk/io/safetensors.hpp"
 #include "attnwalk/model/decoder.hpp"
+#include "blocks/blocks.hpp"
 #include "config.hpp"
 
 namespace attnwalk {
@@ -207,174 +209,6 @@ void check_layer_names(const Files& files, const std::string& prefix, std::size_
                                                          ".…\"), but " + config + " says num_hidden_layers = " + std::to_string(layers));
 }
 
-// A rope_scaling object (or a rope_parameters one) read into RoPE's scaling.
-RopeScaling rope_scaling(ConfigFile& cfg, const Value* scaling, const std::string& path, std::size_t context) {
-    RopeScaling s;
-    if (!scaling) return s;
-    if (!scaling->is_object()) throw InputError(cfg.file(), path, "expected an object or null");
-    const Value* type = scaling->find("rope_type");
-    if (!type) type = scaling->find("type");
-    const std::string kind = type && type->type == Value::Type::string ? type->string : "";
-    auto num = [&](const char* key, std::optional<double> fallback) {
-        const Value* v = scaling->find(key);
-        if (!v || v->type == Value::Type::null) {
-            if (fallback) return *fallback;
-            throw InputError(cfg.file(), path, std::string("missing \"") + key + "\" for rope_type " + kind);
-        }
-        return cfg.number_of(*v, path + "." + key);
-    };
-    if (kind == "default" || kind.empty()) return s;
-    if (kind == "linear") {
-        s.kind = RopeScaling::Kind::linear;
-        s.factor = num("factor", std::nullopt);
-    } else if (kind == "llama3") {
-        s.kind = RopeScaling::Kind::llama3;
-        s.factor = num("factor", std::nullopt);
-        s.low_freq_factor = num("low_freq_factor", std::nullopt);
-        s.high_freq_factor = num("high_freq_factor", std::nullopt);
-        s.original_context = num("original_max_position_embeddings", std::nullopt);
-    } else if (kind == "yarn") {
-        s.kind = RopeScaling::Kind::yarn;
-        s.original_context = num("original_max_position_embeddings", static_cast<double>(context));
-        if (!scaling->find("factor"))  // the factor it implies is context / original: name the field it comes from
-            cfg.require(s.original_context, s.original_context >= 1.0 && s.original_context <= static_cast<double>(context),
-                        path + ".original_max_position_embeddings",
-                        "a context from 1 to max_position_embeddings (" + std::to_string(context) + ") when no factor is given");
-        s.factor = num("factor", static_cast<double>(context) / s.original_context);
-        s.beta_fast = num("beta_fast", 32.0);
-        s.beta_slow = num("beta_slow", 1.0);
-        if (const Value* a = scaling->find("attention_factor"); a && a->type != Value::Type::null) s.attention_factor = cfg.number_of(*a, path + ".attention_factor");
-        const Value* m = scaling->find("mscale");
-        const Value* all = scaling->find("mscale_all_dim");
-        if (!s.attention_factor && m && all && m->type != Value::Type::null && all->type != Value::Type::null) {
-            const double mv = cfg.number_of(*m, path + ".mscale"), av = cfg.number_of(*all, path + ".mscale_all_dim");
-            if (mv != 0.0 && av != 0.0) s.attention_factor = yarn_mscale(s.factor, mv) / yarn_mscale(s.factor, av);
-        }
-        if (const Value* t = scaling->find("truncate"); t && t->type == Value::Type::boolean) s.truncate = t->boolean;
-    } else {
-        throw InputError(cfg.file(), path, "rope_type \"" + kind + "\" is not supported (default, linear, llama3 and yarn are)");
-    }
-    // Each value named where it stands, before the arithmetic would turn it into an overflow
-    // or a NaN far from its cause.
-    cfg.require(s.factor, s.factor >= 1.0, path + ".factor", "a factor of at least 1 (how many times the original context it stretches to)");
-    if (s.kind == RopeScaling::Kind::llama3) {
-        cfg.require(s.low_freq_factor, s.low_freq_factor > 0.0, path + ".low_freq_factor", "a number above 0");
-        cfg.require(s.high_freq_factor, s.high_freq_factor > s.low_freq_factor, path + ".high_freq_factor",
-                    "a number above low_freq_factor (" + json_input::number_text(s.low_freq_factor) + ")");
-    }
-    if (s.kind != RopeScaling::Kind::linear)
-        cfg.require(s.original_context, s.original_context >= 1.0, path + ".original_max_position_embeddings", "a context of at least 1 token");
-    if (s.kind == RopeScaling::Kind::yarn) {
-        cfg.require(s.beta_fast, s.beta_fast > 0.0, path + ".beta_fast", "a number above 0");
-        cfg.require(s.beta_slow, s.beta_slow > 0.0, path + ".beta_slow", "a number above 0");
-        if (s.attention_factor) cfg.require(*s.attention_factor, *s.attention_factor > 0.0, path + ".attention_factor", "a number above 0");
-    }
-    return s;
-}
-
-// `pattern` with `mark` ("{L}" a layer, "{E}" an expert) replaced by the index.
-std::string layer_name(const std::string& pattern, std::size_t index, const char* mark = "{L}") {
-    std::string out = pattern;
-    const std::size_t at = out.find(mark);
-    if (at != std::string::npos) out.replace(at, 3, std::to_string(index));
-    return out;
-}
-
-// "mlp.gate_proj" -> "gate_proj": a dense MLP's projection as an expert names it.
-std::string last_part(const std::string& name) { return name.substr(name.find_last_of('.') + 1); }
-
-// Which layers are sliding-window ones: config.json's layer_types, or the family's pattern.
-// `linear`: which are Gated DeltaNet layers ("linear_attention"), for a family that has them.
-std::vector<bool> sliding_layers(ConfigFile& cfg, const FamilySpec& f, std::size_t layers, std::vector<bool>& linear) {
-    std::vector<bool> sliding(layers, false);
-    linear.assign(layers, false);
-    const bool has_linear = !f.names.linear_attn.empty();
-    if (const Value* types = cfg.get("layer_types")) {
-        if (types->type != Value::Type::array || types->array.size() != layers)
-            throw InputError(cfg.file(), cfg.at("layer_types"), "expected one entry per layer (" + std::to_string(layers) + ")");
-        for (std::size_t l = 0; l < layers; ++l) {
-            const Value& t = types->array[l];
-            const bool known = t.type == Value::Type::string &&
-                               (has_linear ? t.string == "linear_attention" || t.string == "full_attention"
-                                           : t.string == "sliding_attention" || t.string == "full_attention");
-            if (!known)
-                throw InputError(cfg.file(), cfg.at("layer_types[" + std::to_string(l) + "]"),
-                                 has_linear ? "expected \"linear_attention\" or \"full_attention\"" : "expected \"sliding_attention\" or \"full_attention\"");
-            sliding[l] = t.string == "sliding_attention";
-            linear[l] = t.string == "linear_attention";
-        }
-    } else if (has_linear) {  // Qwen3NextConfig's default: every full_attention_interval-th layer full, the others linear
-        const std::size_t interval = cfg.count("full_attention_interval", 4);
-        for (std::size_t l = 0; l < layers; ++l) linear[l] = (l + 1) % interval != 0;
-    } else if (f.window_pattern == WindowPattern::every_nth_full) {  // every pattern-th layer full
-        const std::size_t pattern = cfg.count("sliding_window_pattern", f.window_pattern_default);
-        for (std::size_t l = 0; l < layers; ++l) sliding[l] = (l + 1) % pattern != 0;
-    }
-    return sliding;
-}
-
-// Each layer's window and RoPE, as the spec and config.json say.
-void layer_attention(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c) {
-    const std::size_t L = c.layers;
-    std::vector<bool> linear;
-    const std::vector<bool> sliding = sliding_layers(cfg, f, L, linear);
-    std::optional<std::size_t> window;
-    if (std::find(sliding.begin(), sliding.end(), true) != sliding.end()) window = cfg.count("sliding_window");
-    // rope_theta and rope_scaling, or transformers 5's rope_parameters (one, or one per layer type)
-    const Value* parameters = cfg.get("rope_parameters");
-    if (parameters && !parameters->is_object()) throw InputError(cfg.file(), cfg.at("rope_parameters"), "expected an object or null");
-    const auto rope_of = [&](bool slide) -> RopeParams {
-        const std::string type = slide ? "sliding_attention" : "full_attention";
-        const Value* own = parameters ? parameters->find(type) : nullptr;
-        const Value* p = own ? own : parameters && !parameters->find("full_attention") ? parameters : nullptr;
-        const std::string path = own ? cfg.at("rope_parameters." + type) : cfg.at("rope_parameters");
-        RopeParams r;
-        const Value* theta = p ? p->find("rope_theta") : nullptr;
-        std::string from = cfg.at("rope_theta");
-        if (slide && !f.fields.sliding_rope_base.empty() && !own) {
-            r.base = cfg.number(f.fields.sliding_rope_base, f.fields.sliding_rope_base_default);
-            from = cfg.at(f.fields.sliding_rope_base);
-        } else if (theta && theta->type != Value::Type::null) {
-            r.base = cfg.number_of(*theta, path + ".rope_theta");
-            from = path + ".rope_theta";
-        } else {
-            r.base = cfg.number("rope_theta", f.fields.rope_theta_default);
-        }
-        cfg.require(r.base, r.base > 1.0, from, "a RoPE base above 1 (the frequencies are base^(−2i/d))");
-        if (!slide || f.sliding_layers_scaled || own) r.scaling = p ? rope_scaling(cfg, p, path, c.context) : rope_scaling(cfg, cfg.get("rope_scaling"), cfg.at("rope_scaling"), c.context);
-        // partial_rotary_factor beside rope_theta, or inside rope_parameters (transformers 5, Qwen3.5)
-        const Value* inside = p ? p->find("partial_rotary_factor") : nullptr;
-        const std::string partial_at = inside && inside->type != Value::Type::null ? path + ".partial_rotary_factor" : cfg.at("partial_rotary_factor");
-        const double partial = inside && inside->type != Value::Type::null ? cfg.number_of(*inside, partial_at) : cfg.number("partial_rotary_factor", 1.0);
-        if (!(partial > 0.0 && partial <= 1.0)) throw InputError(cfg.file(), partial_at, "expected a number in (0, 1], got " + json_input::number_text(partial));
-        if (partial < 1.0) r.rotary_dim = static_cast<std::size_t>(static_cast<double>(c.head_size()) * partial);
-        return r;
-    };
-    std::vector<bool> rotates(L, true);
-    if (!f.fields.no_rope_layers.empty())
-        if (const Value* list = cfg.get(f.fields.no_rope_layers)) {
-            const std::string at = cfg.at(f.fields.no_rope_layers);
-            if (list->type != Value::Type::array || list->array.size() != L)
-                throw InputError(cfg.file(), at, "expected one entry per layer (" + std::to_string(L) + "): 1 where it applies RoPE, 0 where not");
-            for (std::size_t l = 0; l < L; ++l) {
-                const Value& v = list->array[l];
-                if (v.type != Value::Type::number || (v.number != 0.0 && v.number != 1.0))
-                    throw InputError(cfg.file(), at + "[" + std::to_string(l) + "]", "expected 1 (RoPE) or 0 (no RoPE), got " + model_detail::value_text(v));
-                rotates[l] = v.number == 1.0;
-            }
-        }
-    const RopeParams full = rope_of(false);
-    std::optional<RopeParams> local;
-    if (window) local = rope_of(true);
-    c.layer_attention.assign(L, LayerAttention{});
-    for (std::size_t l = 0; l < L; ++l) {
-        LayerAttention& la = c.layer_attention[l];
-        if (sliding[l]) la.window = window;
-        la.linear = linear[l];
-        if (rotates[l]) la.rope = sliding[l] ? *local : full;
-    }
-}
-
 Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, double memory_budget) {
     auto m = std::make_shared<LoadedModel>();
     ModelInfo& info = m->info;
@@ -400,11 +234,7 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
     c.positions = f.positions;
     c.mlp = f.mlp;
     c.tied_head = cfg.flag("tie_word_embeddings", f.fields.tied_default);
-    const auto act_field = std::find_if(f.fields.activation.begin(), f.fields.activation.end(), [&](const std::string& k) { return cfg.get(k); });
-    const std::string field = act_field == f.fields.activation.end() ? f.fields.activation.front() : *act_field;
-    const std::string act = cfg.text(field);
-    if (std::find(f.fields.activations.begin(), f.fields.activations.end(), act) == f.fields.activations.end())
-        throw InputError(cfg.file(), cfg.at(field), f.model_type + "'s MLP is " + f.fields.activations.front() + "; \"" + act + "\" is not supported");
+    model_detail::check_activation(cfg, f);
     const bool attention_bias = cfg.flag("attention_bias", false);
     if (cfg.flag("mlp_bias", false)) throw InputError(cfg.file(), cfg.at("mlp_bias"), "MLP biases are not supported");
     for (const char* capped : {"final_logit_softcapping", "attn_logit_softcapping"})
@@ -412,108 +242,14 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
     for (const std::string& refused : f.fields.refused_true)
         if (cfg.flag(refused, false))
             throw InputError(cfg.file(), cfg.at(refused), f.model_type + " with " + refused + " true is not supported: expected false");
-    layer_attention(cfg, f, c);
-    // a mixture of experts (the names say whether the family has one)
-    std::size_t experts = 0, expert_hidden = hidden, first_dense = 0, shared_width = 0, sparse_step = 1;
-    std::vector<bool> dense_only(c.layers, false);
-    MoeWeights moe_settings;  // what every layer's mixture shares: its routing and its experts' kind
-    moe_settings.routing = f.routing;
-    moe_settings.kind = f.expert_kind;
-    if (!f.names.experts.empty()) {
-        experts = cfg.count(f.fields.experts, std::nullopt, 0);  // 0: every layer a dense MLP (Qwen3-Next allows it)
-    }
-    if (experts) {
-        moe_settings.top_k = cfg.count(f.fields.experts_per_token, std::nullopt, 1);
-        if (moe_settings.top_k > experts)
-            throw InputError(cfg.file(), cfg.at(f.fields.experts_per_token),
-                             "each token chooses at most the " + std::to_string(experts) + " experts there are, not " + std::to_string(moe_settings.top_k));
-        expert_hidden = cfg.count(f.fields.expert_hidden, hidden);
-        if (!f.fields.first_dense.empty()) first_dense = cfg.count(f.fields.first_dense, 3, 0);  // DeepseekV3Config's default
-        if (!f.fields.shared_experts.empty()) shared_width = cfg.count(f.fields.shared_experts, 0, 0) * expert_hidden;
-        if (!f.fields.shared_expert_width.empty()) shared_width = cfg.count(f.fields.shared_expert_width, 0, 0);
-        if (!f.fields.sparse_step.empty()) sparse_step = cfg.count(f.fields.sparse_step, 1);
-        if (!f.fields.dense_layers.empty())
-            if (const Value* list = cfg.get(f.fields.dense_layers)) {
-                const std::string at = cfg.at(f.fields.dense_layers);
-                if (list->type != Value::Type::array) throw InputError(cfg.file(), at, "expected a list of layer indices");
-                for (std::size_t i = 0; i < list->array.size(); ++i) {
-                    const Value& v = list->array[i];
-                    if (v.type != Value::Type::number || v.number < 0 || v.number != std::floor(v.number) || v.number >= static_cast<double>(c.layers))
-                        throw InputError(cfg.file(), at + "[" + std::to_string(i) + "]", "expected a layer index below " + std::to_string(c.layers));
-                    dense_only[static_cast<std::size_t>(v.number)] = true;
-                }
-            }
-        if (f.routing == RouterKind::softmax_all) moe_settings.normalise = cfg.flag("norm_topk_prob", moe_settings.normalise);  // MoeWeights' default when absent
-        if (f.expert_kind == ExpertKind::clamped_swiglu) {
-            const double limit = cfg.number(f.fields.swiglu_limit, moe_settings.limit);  // the clamp when config.json gives none (ops/moe.hpp)
-            moe_settings.limit = static_cast<float>(cfg.require(limit, limit > 0.0, cfg.at(f.fields.swiglu_limit), "a number above 0 (the SwiGLU's clamp)"));
-        }
-        if (f.routing == RouterKind::sigmoid_grouped) {  // DeepseekV3TopkRouter's fields, with its defaults
-            moe_settings.groups = cfg.count("n_group", 8);
-            if (experts % moe_settings.groups != 0)
-                throw InputError(cfg.file(), cfg.at("n_group"), std::to_string(moe_settings.groups) + " groups do not divide " + std::to_string(experts) + " experts");
-            if (experts / moe_settings.groups < 2)
-                throw InputError(cfg.file(), cfg.at("n_group"), "each group needs at least 2 experts (a group is scored by its two best), not " +
-                                                              std::to_string(experts) + " experts in " + std::to_string(moe_settings.groups) + " groups");
-            moe_settings.top_groups = cfg.count("topk_group", 4);
-            if (moe_settings.top_groups > moe_settings.groups)
-                throw InputError(cfg.file(), cfg.at("topk_group"), "at most the " + std::to_string(moe_settings.groups) + " groups there are, not " +
-                                                                 std::to_string(moe_settings.top_groups));
-            if (moe_settings.top_k > moe_settings.top_groups * (experts / moe_settings.groups))
-                throw InputError(cfg.file(), cfg.at(f.fields.experts_per_token),
-                                 "each token chooses its experts from the " + std::to_string(moe_settings.top_groups * (experts / moe_settings.groups)) +
-                                     " in its best groups (topk_group × experts per group), not " + std::to_string(moe_settings.top_k));
-            moe_settings.normalise = cfg.flag("norm_topk_prob", moe_settings.normalise);  // MoeWeights' default when absent
-            const double scale = cfg.number("routed_scaling_factor", 2.5);
-            moe_settings.routed_scale = static_cast<float>(cfg.require(scale, scale > 0.0, cfg.at("routed_scaling_factor"), "a number above 0"));
-        }
-    }
-    // Gated DeltaNet layers: their heads and the convolution's taps, as Qwen3NextConfig names them
-    std::size_t lin_k_heads = 0, lin_v_heads = 0, lin_k_dim = 0, lin_v_dim = 0, lin_kernel = 0;
-    if (std::any_of(c.layer_attention.begin(), c.layer_attention.end(), [](const LayerAttention& la) { return la.linear; })) {
-        lin_k_heads = cfg.count("linear_num_key_heads");
-        lin_v_heads = cfg.count("linear_num_value_heads");
-        if (lin_v_heads % lin_k_heads != 0)
-            throw InputError(cfg.file(), cfg.at("linear_num_value_heads"), std::to_string(lin_k_heads) + " key heads do not divide " + std::to_string(lin_v_heads) + " value heads");
-        lin_k_dim = cfg.count("linear_key_head_dim");
-        lin_v_dim = cfg.count("linear_value_head_dim");
-        lin_kernel = cfg.count("linear_conv_kernel_dim", 4);
-    }
-    // latent attention (MLA): its ranks and head parts, as DeepseekV3Config names them
-    const bool latent = !f.names.kv_a.empty();
-    std::size_t q_rank = 0, kv_rank = 0, nope = 0, rope_part = 0, value_dim = 0;
-    if (latent) {
-        q_rank = cfg.count("q_lora_rank", 0, 1);  // null or absent: a plain q_proj
-        if (c.kv_heads != c.heads)
-            throw InputError(cfg.file(), cfg.at("num_key_value_heads"), "latent attention makes a key and a value for every head: expected " + std::to_string(c.heads) +
-                                                                      " (num_attention_heads), got " + std::to_string(c.kv_heads));
-        kv_rank = cfg.count("kv_lora_rank");
-        nope = cfg.count("qk_nope_head_dim", std::nullopt, 0);
-        rope_part = cfg.count("qk_rope_head_dim", std::nullopt, 0);
-        value_dim = cfg.count("v_head_dim");
-        if (nope + rope_part == 0) throw InputError(cfg.file(), cfg.at("qk_nope_head_dim"), "a head needs d_nope + d_rope ≥ 1");
-        if (rope_part % 2) throw InputError(cfg.file(), cfg.at("qk_rope_head_dim"), "expected an even number (RoPE turns pairs), got " + std::to_string(rope_part));
-        c.head_dim = nope + rope_part;  // the query and key heads; head_dim in config.json names the rotary part
-        c.latent_interleave = cfg.flag("rope_interleave", true);
-        // DeepseekV3Attention: (d_nope + d_rope)^(−1/2), × mscale² when rope_scaling has mscale_all_dim
-        double scaling = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
-        if (const Value* sc = cfg.get("rope_scaling"); sc && sc->is_object()) {
-            const Value* all = sc->find("mscale_all_dim");
-            const Value* factor = sc->find("factor");
-            if (all && all->type != Value::Type::null && cfg.number_of(*all, cfg.at("rope_scaling.mscale_all_dim")) != 0.0 && factor) {
-                const double k = cfg.number_of(*factor, cfg.at("rope_scaling.factor")), a = cfg.number_of(*all, cfg.at("rope_scaling.mscale_all_dim"));
-                const double mscale = yarn_mscale(k, a);
-                scaling *= mscale * mscale;
-            }
-        }
-        c.latent_scaling = static_cast<float>(scaling);
-    }
+    // each layer's kinds, window and RoPE; then each kind's own fields, read once
+    model_detail::plan_layers(cfg, f, c);
+    const auto experts = model_detail::experts_reader(cfg, f, c, hidden);
+    const auto deltanet = model_detail::deltanet_reader(cfg, f, c);
+    const auto latent = model_detail::latent_reader(cfg, f, c, attention_bias);
     if (f.embed_scale_sqrt_width) c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.width)));
-    if (!f.fields.scale.empty()) {
-        const double scalar = cfg.number(f.fields.scale, static_cast<double>(c.head_dim));
-        cfg.require(scalar, scalar > 0.0, cfg.at(f.fields.scale), "a number above 0 (the scores are divided by its square root)");
-        c.attention_scale = static_cast<float>(std::sqrt(scalar));
-    }
+    const auto heads = model_detail::heads_reader(cfg, f, c, attention_bias);
+    const auto mlp = model_detail::mlp_reader(f, c.width, hidden);
 
     std::string described;
     const Files files = model_detail::open_weights(dir, described, memory_budget);
@@ -531,168 +267,31 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
     const std::size_t extra = f.fields.extra_layers.empty() ? 0 : cfg.count(f.fields.extra_layers, 0, 0);
     check_layer_names(files, n.prefix + n.layer.substr(0, n.layer.find("{L}")), c.layers + extra, cfg.file());
 
-    const std::size_t C = c.width, H = c.heads, G = c.kv_heads, d = c.head_dim;
+    const std::size_t C = c.width;
     DecoderWeights& w = m->weights;
     w.embed = r.linear(n.embed, C, c.vocab, true);  // [vocab, C]
-    // a norm stored around 0 and multiplied by (1 + w) is read as 1 + w, in float32
-    auto norm = [&](const std::string& name, std::size_t size) {
-        Norm nm = r.norm(name, size, f.norm);
-        if (f.norm_adds_one)
-            for (float& v : nm.scale) v = 1.0f + v;
-        return nm;
-    };
     const bool pre = f.placement != NormPlacement::post, post = f.placement != NormPlacement::pre;
+    const model_detail::KindReader* attention_readers[] = {heads.get(), latent.get(), deltanet.get()};  // by AttentionKind
     for (std::size_t l = 0; l < c.layers; ++l) {
-        const std::string p = layer_name(n.layer, l);
+        const std::string p = model_detail::indexed(n.layer, l);
+        const LayerSpec& ls = c.layer_specs[l];
         BlockWeights b;
-        if (pre) b.norm_1 = norm(p + n.pre_attention_norm, C);
-        if (post) b.attention_norm = norm(p + n.post_attention_norm, C);
-        if (pre) b.norm_2 = norm(p + n.pre_mlp_norm, C);
-        if (post) b.mlp_norm = norm(p + n.post_mlp_norm, C);
-        AttentionWeights& a = b.attn;
-        a.heads = H;
-        a.kv_heads = G;
-        if (c.layer_attention[l].linear) {  // Qwen3NextGatedDeltaNet's projections, convolution, decay and gated norm
-            const std::string g = p + n.linear_attn + ".";
-            GatedDeltaNetWeights lw;
-            lw.k_heads = lin_k_heads;
-            lw.v_heads = lin_v_heads;
-            lw.d_k = lin_k_dim;
-            lw.d_v = lin_v_dim;
-            if (r.find(g + "in_proj_qkvz.weight") || !r.find(g + "in_proj_qkv.weight")) {  // Qwen3-Next: two fused projections
-                lw.in_qkvz = r.linear(g + "in_proj_qkvz.weight", C, 2 * lw.key_dim() + 2 * lw.value_dim(), true);
-                lw.in_ba = r.linear(g + "in_proj_ba.weight", C, 2 * lw.v_heads, true);
-            } else {  // Qwen3.5: four, in the order they are used
-                lw.in_qkv = r.linear(g + "in_proj_qkv.weight", C, 2 * lw.key_dim() + lw.value_dim(), true);
-                lw.in_z = r.linear(g + "in_proj_z.weight", C, lw.value_dim(), true);
-                lw.in_b = r.linear(g + "in_proj_b.weight", C, lw.v_heads, true);
-                lw.in_a = r.linear(g + "in_proj_a.weight", C, lw.v_heads, true);
-            }
-            lw.conv = r.mat(g + "conv1d.weight", {lw.conv_dim(), 1, lin_kernel}, lw.conv_dim(), lin_kernel);
-            lw.a_log = r.vec(g + "A_log", lw.v_heads);
-            lw.dt_bias = r.vec(g + "dt_bias", lw.v_heads);
-            lw.norm = r.vec(g + "norm.weight", lw.d_v);  // multiplied as it is, not (1 + w)
-            lw.out_proj = r.linear(g + "out_proj.weight", lw.value_dim(), C, true);
-            lw.eps = c.norm_eps;
-            b.linear = std::move(lw);
-        } else if (f.query_gate) {  // Qwen3NextAttention: q_proj makes per head [query | gate]
-            if (f.qkv_bias || attention_bias)
-                throw InputError(cfg.file(), cfg.at("attention_bias"), "biases with a gated query are not supported: expected false");
-            const Mat both = r.linear(p + n.query + ".weight", C, 2 * H * d, true).matrix();  // C × 2·H·d
-            Mat query = Mat::from_shape({C, H * d}), gate = Mat::from_shape({C, H * d});
-            for (std::size_t row = 0; row < C; ++row)
-                for (std::size_t h = 0; h < H; ++h)
-                    for (std::size_t i = 0; i < d; ++i) {
-                        query(row, h * d + i) = both(row, h * 2 * d + i);
-                        gate(row, h * d + i) = both(row, h * 2 * d + d + i);
-                    }
-            a.query = owned_linear(std::move(query));
-            a.gate = owned_linear(std::move(gate));
-            a.key = r.linear(p + n.key + ".weight", C, G * d, true);
-            a.value = r.linear(p + n.value + ".weight", C, G * d, true);
-            a.out_proj = r.linear(p + n.out + ".weight", H * d, C, true);
-        } else if (latent) {  // DeepseekV3Attention's projections; its two latent norms keep RMSNorm's default eps
-            LatentWeights lw;
-            if (q_rank) {
-                lw.q_a_proj = r.linear(p + n.q_a + ".weight", C, q_rank, true);
-                if (attention_bias) lw.q_a_proj->b = r.vec(p + n.q_a + ".bias", q_rank);
-                lw.q_a_norm = r.norm(p + n.q_a_norm, q_rank, NormKind::rms_norm).scale;
-                lw.q_b_proj = r.linear(p + n.q_b + ".weight", q_rank, H * d, true);
-            } else {
-                lw.q_proj = r.linear(p + n.query + ".weight", C, H * d, true);
-            }
-            lw.kv_a_proj = r.linear(p + n.kv_a + ".weight", C, kv_rank + rope_part, true);
-            if (attention_bias) lw.kv_a_proj.b = r.vec(p + n.kv_a + ".bias", kv_rank + rope_part);
-            lw.kv_a_norm = r.norm(p + n.kv_a_norm, kv_rank, NormKind::rms_norm).scale;
-            lw.kv_b_proj = r.linear(p + n.kv_b + ".weight", kv_rank, H * (nope + value_dim), true);
-            lw.o_proj = r.linear(p + n.out + ".weight", H * value_dim, C, true);
-            if (attention_bias) lw.o_proj.b = r.vec(p + n.out + ".bias", C);
-            lw.heads = H;
-            lw.nope = nope;
-            lw.rope = rope_part;
-            lw.value = value_dim;
-            lw.eps = 1e-6f;
-            b.latent = std::move(lw);
-        } else {
-            a.query = r.linear(p + n.query + ".weight", C, H * d, true);
-            a.key = r.linear(p + n.key + ".weight", C, G * d, true);
-            a.value = r.linear(p + n.value + ".weight", C, G * d, true);
-            a.out_proj = r.linear(p + n.out + ".weight", H * d, C, true);
-            if (f.qkv_bias || attention_bias) {
-                a.query.b = r.vec(p + n.query + ".bias", H * d);
-                a.key.b = r.vec(p + n.key + ".bias", G * d);
-                a.value.b = r.vec(p + n.value + ".bias", G * d);
-                if (attention_bias) a.out_proj->b = r.vec(p + n.out + ".bias", C);
-            }
-        }
-        if (f.qk_norm != QkNormSpan::none && !c.layer_attention[l].linear) {
-            const bool whole = f.qk_norm == QkNormSpan::whole;
-            a.q_norm = norm(p + n.q_norm, whole ? H * d : d).scale;
-            a.k_norm = norm(p + n.k_norm, whole ? G * d : d).scale;
-            a.qk_norm_whole = whole;
-            a.qk_norm_eps = c.norm_eps;
-        }
-        if (!n.sinks.empty()) a.sinks = r.vec(p + n.sinks, H);
-        if (experts && l >= first_dense && !dense_only[l] && (l + 1) % sparse_step == 0) {
-            MoeWeights moe = moe_settings;
-            const std::string ex = p + n.experts + ".";
-            if (!r.find(p + n.router + ".weight") && r.find(p + n.gate + ".weight") && !f.fields.first_dense.empty())
-                throw InputError(cfg.file(), cfg.at(f.fields.first_dense), "layer " + std::to_string(l) + " of the checkpoint is a dense MLP (" + n.gate +
-                                                                              "), not experts: expected more than " + std::to_string(first_dense) + " dense layers");
-            moe.router = r.linear(p + n.router + ".weight", C, experts, true);
-            moe.experts.resize(experts);
-            if (f.expert_kind == ExpertKind::swiglu) {  // each expert its own gate, up and down, named as the dense MLP's
-                if (f.routing == RouterKind::sigmoid_grouped) moe.correction_bias = r.vec(p + n.router + "." + n.router_bias, experts);
-                for (std::size_t e = 0; e < experts; ++e) {
-                    const std::string one = ex + layer_name(n.expert, e, "{E}");
-                    moe.experts[e].gate = r.linear(one + last_part(n.gate) + ".weight", C, expert_hidden, true);
-                    moe.experts[e].up = r.linear(one + last_part(n.up) + ".weight", C, expert_hidden, true);
-                    moe.experts[e].down.dense = r.linear(one + last_part(n.down) + ".weight", expert_hidden, C, true);
-                }
-                if (shared_width) {
-                    const std::string sh = p + n.shared_experts + ".";
-                    moe.shared = SharedExpert{r.linear(sh + last_part(n.gate) + ".weight", C, shared_width, true),
-                                              r.linear(sh + last_part(n.up) + ".weight", C, shared_width, true),
-                                              r.linear(sh + last_part(n.down) + ".weight", shared_width, C, true), std::nullopt};
-                    if (!n.shared_expert_gate.empty()) moe.shared->scale = r.linear(p + n.shared_expert_gate + ".weight", C, 1, true);
-                }
-            } else {
-                moe.router.b = r.vec(p + n.router + "." + n.router_bias, experts);
-                // each projection where it lies: MXFP4 blocks (the released checkpoints) or a stacked float tensor
-                if (r.find(ex + "gate_up_proj_blocks") || r.find(ex + "gate_up_proj_scales")) {
-                    const auto rows = r.mxfp4(ex + "gate_up_proj", experts, 2 * expert_hidden, C);
-                    for (std::size_t e = 0; e < experts; ++e) moe.experts[e].gate_up.mxfp4 = rows[e];
-                } else {
-                    const auto layers = r.stacked_linears(ex + "gate_up_proj", experts, C, 2 * expert_hidden);
-                    for (std::size_t e = 0; e < experts; ++e) moe.experts[e].gate_up.dense = layers[e];
-                }
-                if (r.find(ex + "down_proj_blocks") || r.find(ex + "down_proj_scales")) {
-                    const auto rows = r.mxfp4(ex + "down_proj", experts, C, expert_hidden);
-                    for (std::size_t e = 0; e < experts; ++e) moe.experts[e].down.mxfp4 = rows[e];
-                } else {
-                    const auto layers = r.stacked_linears(ex + "down_proj", experts, expert_hidden, C);
-                    for (std::size_t e = 0; e < experts; ++e) moe.experts[e].down.dense = layers[e];
-                }
-                const Mat gate_up_bias = r.mat(ex + "gate_up_proj_bias", experts, 2 * expert_hidden), down_bias = r.mat(ex + "down_proj_bias", experts, C);
-                for (std::size_t e = 0; e < experts; ++e) {
-                    moe.experts[e].gate_up_bias = xt::view(gate_up_bias, e, xt::all());
-                    moe.experts[e].down_bias = xt::view(down_bias, e, xt::all());
-                }
-            }
-            b.moe = std::move(moe);
-        } else {
-            b.gate = r.linear(p + n.gate + ".weight", C, hidden, true);
-            b.up = r.linear(p + n.up + ".weight", C, hidden, true);
-            b.down = r.linear(p + n.down + ".weight", hidden, C, true);
-        }
+        if (pre) b.norm_1 = model_detail::read_norm(r, f, p + n.pre_attention_norm, C);
+        if (post) b.attention_norm = model_detail::read_norm(r, f, p + n.post_attention_norm, C);
+        if (pre) b.norm_2 = model_detail::read_norm(r, f, p + n.pre_mlp_norm, C);
+        if (post) b.mlp_norm = model_detail::read_norm(r, f, p + n.post_mlp_norm, C);
+        b.attn.heads = c.heads;
+        b.attn.kv_heads = c.kv_heads;
+        attention_readers[static_cast<std::size_t>(ls.attention)]->read(r, p, l, b);
+        (ls.feed_forward == FeedForwardKind::experts ? *experts : *mlp).read(r, p, l, b);
         w.blocks.push_back(std::move(b));
     }
-    w.final_norm = norm(n.final_norm, C);
+    w.final_norm = model_detail::read_norm(r, f, n.final_norm, C);
     if (!c.tied_head) w.head = r.with_prefix("").linear(n.head, C, c.vocab, true);
     info.unused = r.unused();
     r.touch_in_background();
-    info.kv_heads = G;
-    info.head_dim = d;
+    info.kv_heads = c.kv_heads;
+    info.head_dim = c.head_dim;
     info.config = cfg.used();
     return m;
 }

@@ -1,7 +1,9 @@
 // One decoder-only transformer, configured by each model family: the block is written
-// once, in decoder.cpp, and every family is a spec (model/family.hpp) that the loader
-// turns into a DecoderConfig and DecoderWeights. The forward writes no text: it hands
-// each intermediate to a tap (an observer), which a lesson turns into steps.
+// once, in decoder.cpp, each kind of block (attention heads, latent attention, Gated
+// DeltaNet, the dense MLP, experts) in a file of lib/src/model/blocks/, and every family is a
+// spec (model/family.hpp) that the loader turns into a DecoderConfig (each layer's kinds
+// named in layer_specs) and DecoderWeights. The forward writes no text: it hands each
+// intermediate to a tap (an observer), which a lesson turns into steps.
 //
 //   ids (T) -> x = embed[ids] (× embed_scale) (+ positions[p0 : p0+T], learned)   (1,T,C)
 //   per block:  a = norm_1(x) (or x: post-norm); y = attention(a)   (the one forward,
@@ -34,19 +36,12 @@
 
 namespace attnwalk {
 
-// What a family chooses (NormKind: ops/norms.hpp, MlpKind: ops/activations.hpp); a new
-// kind adds a value and its branch only where it computes something new
-// (docs/architecture.md: how to add a family).
-enum class PositionKind {
-    learned,  // a table of position embeddings added to the tokens (GPT-2)
-    rope      // none added: each layer rotates its queries and keys (LayerAttention::rope)
-};
-
-// What may differ from layer to layer (sliding and full layers, layers without RoPE).
-struct LayerAttention {
+// What may differ from layer to layer: its kinds of block (blocks/), a sliding window, RoPE.
+struct LayerSpec {
+    AttentionKind attention = AttentionKind::heads;      // heads, latent attention (MLA) or Gated DeltaNet
+    FeedForwardKind feed_forward = FeedForwardKind::mlp;  // the dense MLP or a mixture of experts
     std::optional<std::size_t> window;  // a sliding-window layer: each token sees itself and the W − 1 before it
     std::optional<RopeParams> rope;     // this layer's base and scaling; none: no RoPE here (learned positions, or a NoPE layer)
-    bool linear = false;                // a Gated DeltaNet layer in place of softmax attention (Qwen3-Next's linear_attention)
 };
 
 struct DecoderConfig {
@@ -58,7 +53,7 @@ struct DecoderConfig {
     float norm_eps = 1e-5f;
     MlpKind mlp = MlpKind::gelu_tanh;
     PositionKind positions = PositionKind::learned;
-    std::vector<LayerAttention> layer_attention;  // one per layer
+    std::vector<LayerSpec> layer_specs;  // one per layer: its kinds, window and RoPE
     std::optional<float> attention_scale;  // the scores are divided by this (default √d_h)
     std::optional<float> embed_scale;      // the token embeddings are multiplied by this (Gemma: √C)
     bool tied_head = true;  // the logits use the token embeddings (else DecoderWeights::head)
@@ -80,10 +75,6 @@ struct BlockWeights {
     Linear up, down;                              // C -> hidden, hidden -> C
     Linear gate;                                  // C -> hidden, gated MLPs only
     std::optional<MoeWeights> moe;                // a mixture of experts in place of up, gate and down (gpt-oss)
-    // Whether the block attends with attn's heads through ops::attend (not latent, not
-    // linear): the attention that can sum its T×T steps where they are made
-    // (ForwardSpec::square_summaries) and that an output gate may follow.
-    bool attends_with_heads() const { return !latent && !linear; }
 };
 
 struct DecoderWeights {

@@ -1,20 +1,25 @@
-// A model family as data: what its blocks are made of, where its checkpoints keep each
-// tensor, and which config.json fields say its sizes. One loader (model/loader.cpp) and
-// one decoder (model/decoder.hpp) read a spec; the lessons name a family's parts from
-// it ("RMSNorm with (1 + w)", "no RoPE in this layer"). Each family is one file of
-// lib/src/model/families/ and one line of its registry (families.cpp); nothing else
-// compares a family's name (tests/test_contract.cpp holds that).
+// A model family as data: which kinds of block its layers are made of, where its
+// checkpoints keep each tensor, and which config.json fields say its sizes. One loader
+// (model/loader.cpp) and one decoder (model/decoder.hpp) read a spec; each kind of block
+// (lib/src/model/blocks/: attention heads, latent attention, Gated DeltaNet, the dense MLP,
+// experts) reads its own part of it, its own config.json fields and its own tensors; the
+// lessons name a family's parts from it ("RMSNorm with (1 + w)", "no RoPE in this layer").
+// Each family is one file of lib/src/model/families/ and one line of its registry
+// (families.cpp); nothing else compares a family's name, and no file outside families/ and
+// blocks/ names a field of a kind (tests/test_contract.cpp holds both).
 //
 // In the manner of gemma.cpp's ModelConfig/LayerConfig: plain fields, no behaviour.
 // Light: no xtensor here.
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "attnwalk/model/model.hpp"
+#include "attnwalk/ops/kinds.hpp"
 
 namespace attnwalk {
 
@@ -22,11 +27,11 @@ namespace model_detail {
 class ConfigFile;  // config.json, each field read noted (lib/src/model/config.hpp)
 }
 
-enum class NormKind;     // ops/norms.hpp
-enum class MlpKind;      // ops/activations.hpp
-enum class PositionKind; // model/decoder.hpp
-enum class RouterKind;   // ops/moe.hpp
-enum class ExpertKind;   // ops/moe.hpp
+// How the tokens learn their positions.
+enum class PositionKind {
+    learned,  // a table of position embeddings added to the tokens (GPT-2)
+    rope      // none added: each layer rotates its queries and keys (LayerSpec::rope)
+};
 
 // Where a block normalises (the residual stream x, a sublayer f: attention or MLP):
 enum class NormPlacement {
@@ -49,8 +54,101 @@ enum class WindowPattern {
     every_nth_full // every pattern-th layer full, the others sliding (Gemma 3: 6, OLMo 3: 4)
 };
 
-// The names a checkpoint gives each tensor. `{L}` stands for the layer's index; an empty
-// name: the family has no such tensor. Norms are named without ".weight".
+// The kinds of block a layer is made of, one file each in lib/src/model/blocks/. The
+// decoder's config names each layer's (DecoderConfig::layer_specs).
+enum class AttentionKind {
+    heads,    // attention heads of q/k/v projections: MHA, GQA, MQA; windows, sinks, an output gate, QK-norm
+    latent,   // multi-head latent attention (MLA, DeepSeek-V3): keys and values from a small latent per token
+    deltanet  // Gated DeltaNet (Qwen3-Next's linear_attention): a state written by the delta rule, no softmax
+};
+enum class FeedForwardKind {
+    mlp,     // the dense MLP
+    experts  // a mixture of experts: a router and the few experts each token goes to
+};
+
+// Each kind's part of a family: the names of its tensors within a layer and the config.json
+// fields it reads. An empty name: the family has no such tensor.
+
+// Attention heads (blocks/heads.cpp).
+struct HeadsPart {
+    std::string query = "self_attn.q_proj", key = "self_attn.k_proj", value = "self_attn.v_proj", out = "self_attn.o_proj";
+    std::string fused_qkv;                       // one tensor for Q | K | V (GPT-2's c_attn): the three above unused
+    std::string q_norm = "self_attn.q_norm", k_norm = "self_attn.k_norm";
+    std::string sinks;                           // learned attention sinks, one logit per head (gpt-oss: self_attn.sinks)
+    QkNormSpan qk_norm = QkNormSpan::none;
+    bool qkv_bias = false;                       // biases on q, k and v always (Qwen2); else config's attention_bias puts one on all four
+    bool query_gate = false;                     // q_proj makes each head's query, then its output gate: Z ⊙ σ(gate) before o_proj (Qwen3-Next)
+    std::string scale_field;                     // the scores are divided by √(this field) (Gemma: query_pre_attn_scalar)
+};
+
+// Positions and windows, layer by layer (blocks/layers.cpp): which layers slide, RoPE's
+// base and scaling on each.
+struct LayersPart {
+    WindowPattern window_pattern = WindowPattern::none;
+    std::size_t window_pattern_default = 0;      // with every_nth_full, when config.json gives no pattern
+    bool sliding_layers_scaled = false;          // rope_scaling applies to sliding layers too (false: to the full ones only)
+    double rope_theta_default = 10000.0;         // rope_theta when config.json has none
+    std::string sliding_rope_base;               // a sliding layer's own base (Gemma 3: rope_local_base_freq)
+    double sliding_rope_base_default = 10000.0;
+    std::string no_rope_layers;                  // a list, 0 where a layer applies no RoPE (SmolLM3)
+};
+
+// Latent attention, MLA (blocks/latent.cpp): its projections and norms, and the fields that
+// size it (DeepseekV3Config's).
+struct LatentPart {
+    std::string query = "self_attn.q_proj";      // without a query latent
+    std::string q_a = "self_attn.q_a_proj", q_a_norm = "self_attn.q_a_layernorm", q_b = "self_attn.q_b_proj";
+    std::string kv_a = "self_attn.kv_a_proj_with_mqa", kv_a_norm = "self_attn.kv_a_layernorm", kv_b = "self_attn.kv_b_proj";
+    std::string out = "self_attn.o_proj";
+    std::string query_rank = "q_lora_rank", rank = "kv_lora_rank";  // r_q (null: no query latent) and r
+    std::string nope = "qk_nope_head_dim", rope = "qk_rope_head_dim", value = "v_head_dim";
+    std::string interleave = "rope_interleave";  // the rotary pairs are (0,1), (2,3), … in the weights
+};
+
+// Gated DeltaNet (blocks/deltanet.cpp): the module holding in_proj_qkvz and in_proj_ba (or
+// in_proj_qkv, in_proj_z, in_proj_b and in_proj_a), conv1d, A_log, dt_bias, norm, out_proj;
+// and the fields that size it (Qwen3NextConfig's).
+struct DeltaNetPart {
+    std::string module = "linear_attn";
+    std::string key_heads = "linear_num_key_heads", value_heads = "linear_num_value_heads";
+    std::string key_dim = "linear_key_head_dim", value_dim = "linear_value_head_dim";
+    std::string kernel = "linear_conv_kernel_dim";
+    std::string interval = "full_attention_interval";  // without layer_types: every n-th layer full, the others DeltaNet
+};
+
+// The dense MLP (blocks/mlp.cpp).
+struct MlpPart {
+    std::string gate = "mlp.gate_proj", up = "mlp.up_proj", down = "mlp.down_proj";  // gate: gated kinds only
+    std::vector<std::string> activation_fields = {"hidden_act"};  // the first present names the activation
+    std::vector<std::string> activations = {"silu"};              // the values accepted for it
+};
+
+// A mixture of experts (blocks/experts.cpp): the router (.weight [E, C], its bias or a
+// choice bias), the experts (stacked gate_up_proj [E, C, 2I] and down_proj [E, I, C], + _bias,
+// or their _blocks and _scales in MXFP4; or each expert its own gate/up/down, named as the
+// dense MLP's), a shared expert beside them; and the fields that say how many, which layers.
+struct ExpertsPart {
+    RouterKind routing = RouterKind::softmax_top_k;
+    ExpertKind kind = ExpertKind::clamped_swiglu;
+    std::string router = "mlp.router", experts = "mlp.experts";
+    std::string router_bias = "bias";            // after router, without ".weight" (DeepSeek: e_score_correction_bias)
+    std::string expert = "{E}.";                 // each expert's own projections ("{E}" its index)
+    std::string shared_experts;                  // a shared expert every token goes through
+    std::string shared_expert_gate;              // its own gate, σ(x·w) (Qwen3-Next: mlp.shared_expert_gate); empty: none
+    std::string count = "num_local_experts", per_token = "num_experts_per_tok", swiglu_limit = "swiglu_limit";
+    std::string hidden = "intermediate_size";    // an expert's hidden size
+    std::string first_dense;                     // the first layers keep a dense MLP (DeepSeek: first_k_dense_replace)
+    std::string shared_count;                    // how many experts' width the shared one has (n_shared_experts)
+    std::string shared_width;                    // or its width itself (shared_expert_intermediate_size)
+    std::string sparse_step, dense_layers;       // every n-th layer has experts, but those listed (decoder_sparse_step, mlp_only_layers)
+    std::string normalise = "norm_topk_prob";    // the chosen weights over their sum (softmax_all, sigmoid_grouped)
+    bool normalise_default = true;               // when config.json does not say
+    std::string groups = "n_group", top_groups = "topk_group";  // sigmoid_grouped: the groups, the best kept
+    std::string routed_scale = "routed_scaling_factor";         // sigmoid_grouped: the weights' multiplier
+};
+
+// The names a checkpoint gives the tensors outside the blocks' own. `{L}` stands for the
+// layer's index. Norms are named without ".weight".
 struct TensorNames {
     std::string prefix = "model.";                   // before every name but the head's
     std::string embed = "embed_tokens.weight";
@@ -60,53 +158,18 @@ struct TensorNames {
     std::string post_attention_norm;                 // after the attention (placement post or both)
     std::string pre_mlp_norm = "post_attention_layernorm";
     std::string post_mlp_norm;                       // after the MLP (placement post or both)
-    std::string query = "self_attn.q_proj", key = "self_attn.k_proj", value = "self_attn.v_proj", out = "self_attn.o_proj";
-    std::string fused_qkv;                           // one tensor for Q | K | V (GPT-2's c_attn): the three above unused
-    std::string q_norm = "self_attn.q_norm", k_norm = "self_attn.k_norm";
-    std::string gate = "mlp.gate_proj", up = "mlp.up_proj", down = "mlp.down_proj";
-    std::string sinks;                               // learned attention sinks, one logit per head (gpt-oss: self_attn.sinks)
-    // A mixture of experts in place of gate/up/down (ops/moe.hpp): the router (.weight [E, C],
-    // .bias) and the experts' stacked gate_up_proj [E, C, 2I] and down_proj [E, I, C] (+ _bias),
-    // or their _blocks and _scales in MXFP4. Empty: a dense MLP.
-    std::string router, experts;
-    // DeepSeek's layout: the router's choice bias (after router, without ".weight"), each expert
-    // its own gate/up/down ("{E}" the expert's index), a shared expert beside them
-    std::string router_bias = "bias";
-    std::string expert = "{E}.";
-    std::string shared_experts;
-    std::string shared_expert_gate;                  // its own gate, σ(x·w) (Qwen3-Next: mlp.shared_expert_gate); empty: none
-    // Gated DeltaNet layers (Qwen3-Next's linear_attention): the module holding in_proj_qkvz,
-    // in_proj_ba, conv1d, A_log, dt_bias, norm and out_proj. Empty: the family has none.
-    std::string linear_attn;
-    // Latent attention (MLA): the names of its projections and norms. Empty kv_a: heads of q/k/v.
-    std::string q_a = "self_attn.q_a_proj", q_a_norm = "self_attn.q_a_layernorm", q_b = "self_attn.q_b_proj";
-    std::string kv_a, kv_a_norm = "self_attn.kv_a_layernorm", kv_b = "self_attn.kv_b_proj";
     std::string final_norm = "norm";
     std::string head = "lm_head.weight";             // an untied head, without the prefix
 };
 
-// config.json's field names for what differs between families, and their defaults.
+// config.json's field names for what differs between families outside the blocks, and their defaults.
 struct ConfigFields {
-    std::vector<std::string> activation = {"hidden_act"};  // the first present names the MLP's activation
-    std::vector<std::string> activations = {"silu"};       // the values accepted for it
     std::string norm_eps = "rms_norm_eps";
     double norm_eps_default = 1e-6;
-    double rope_theta_default = 10000.0;                    // rope_theta when config.json has none
-    std::string sliding_rope_base;                          // a sliding layer's own base (Gemma 3: rope_local_base_freq)
-    double sliding_rope_base_default = 10000.0;
-    std::string no_rope_layers;                             // a list, 0 where a layer applies no RoPE (SmolLM3)
-    std::string scale;                                      // the scores are divided by √(this field) (Gemma: query_pre_attn_scalar)
-    bool tied_default = false;                              // tie_word_embeddings when absent
-    std::vector<std::string> refused_true;                  // flags this family's support needs false (Qwen's use_sliding_window)
-    // A mixture of experts: how many, how many each token chooses, the SwiGLU's clamp.
-    std::string experts = "num_local_experts", experts_per_token = "num_experts_per_tok", swiglu_limit = "swiglu_limit";
-    std::string expert_hidden = "intermediate_size";   // an expert's hidden size
-    std::string first_dense;                             // the first layers keep a dense MLP (DeepSeek: first_k_dense_replace)
-    std::string shared_experts;                          // how many experts' width the shared one has (n_shared_experts)
-    std::string shared_expert_width;                     // or its width itself (shared_expert_intermediate_size)
-    std::string sparse_step, dense_layers;               // every n-th layer has experts, but those listed (decoder_sparse_step, mlp_only_layers)
-    std::string extra_layers;                            // layers the checkpoint holds beyond the forward's (num_nextn_predict_layers)
-    std::string nested;                                  // the text model's fields lie in this object (a multimodal checkpoint's text_config)
+    bool tied_default = false;                   // tie_word_embeddings when absent
+    std::vector<std::string> refused_true;       // flags this family's support needs false (Qwen's use_sliding_window)
+    std::string extra_layers;                    // layers the checkpoint holds beyond the forward's (num_nextn_predict_layers)
+    std::string nested;                          // the text model's fields lie in this object (a multimodal checkpoint's text_config)
 };
 
 struct FamilySpec {
@@ -118,16 +181,17 @@ struct FamilySpec {
     bool norm_adds_one = false;        // Gemma: the checkpoint stores w, the norm multiplies by (1 + w)
     NormPlacement placement = NormPlacement::pre;
     MlpKind mlp;
-    QkNormSpan qk_norm = QkNormSpan::none;
     PositionKind positions;
     bool embed_scale_sqrt_width = false;  // Gemma: the embeddings × √C
-    bool qkv_bias = false;                // biases on q, k and v always (Qwen2); else config's attention_bias puts one on all four
-    WindowPattern window_pattern = WindowPattern::none;
-    std::size_t window_pattern_default = 0;  // with every_nth_full, when config.json gives no sliding_window_pattern
-    bool sliding_layers_scaled = false;      // rope_scaling applies to sliding layers too (false: to the full ones only)
-    bool query_gate = false;  // q_proj makes each head's query, then its output gate: Z ⊙ σ(gate) before o_proj (Qwen3-Next)
-    RouterKind routing{};     // a mixture of experts' router (ops/moe.hpp); {}: the first kind, gpt-oss's softmax over the top k
-    ExpertKind expert_kind{}; // and its experts; {}: gpt-oss's clamped SwiGLU
+
+    // the kinds its layers are made of, and each kind's part
+    AttentionKind attention = AttentionKind::heads;  // full and sliding layers: heads, or latent attention
+    HeadsPart heads;
+    LayersPart layers;
+    LatentPart latent;                               // with attention = latent
+    std::optional<DeltaNetPart> deltanet;            // layer_types' linear_attention layers are Gated DeltaNet ones
+    MlpPart dense;                                   // the dense MLP: its names, its activation
+    std::optional<ExpertsPart> experts;              // a mixture of experts in place of the MLP, on the layers it says
 
     TensorNames names;
     ConfigFields fields;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "attnwalk/ops/linear.hpp"
+#include "attnwalk/ops/kinds.hpp"
 #include "attnwalk/ops/tensor.hpp"
 
 namespace attnwalk {
@@ -13,13 +14,7 @@ Cube gelu_tanh(Cube x);
 // SiLU (swish): x·σ(x) = x / (1 + e^(−x)).
 Cube silu(Cube x);
 
-// The kinds of MLP a model family may choose; a family adds its kind here and in
-// mlp_hidden().
-enum class MlpKind {
-    gelu_tanh,   // down(GELU_tanh(up(x)))                  GPT-2
-    swiglu,      // down(SiLU(gate(x)) ⊙ up(x))              Llama, Qwen
-    geglu_tanh   // down(GELU_tanh(gate(x)) ⊙ up(x))         Gemma
-};
+// MlpKind: ops/kinds.hpp
 bool gated(MlpKind kind);
 
 // The hidden layer, (B,T,hidden): what the MLP's `down` projection reads. act(up(x)), or

@@ -33,6 +33,7 @@
 #include <optional>
 #include <vector>
 
+#include "attnwalk/ops/kinds.hpp"
 #include "attnwalk/ops/linear.hpp"
 #include "attnwalk/ops/tensor.hpp"
 
@@ -63,17 +64,7 @@ struct ExpertMatrix {
     Mat matrix() const;
 };
 
-// How the router turns its logits into the chosen experts and their weights.
-enum class RouterKind {
-    softmax_top_k,   // the k largest logits, a softmax over them (gpt-oss)
-    sigmoid_grouped, // σ(logits), chosen with a correction bias within the best groups (DeepSeek-V3)
-    softmax_all      // a softmax over every expert, the k largest, renormalised (norm_topk_prob: Qwen3-Next)
-};
-// What one expert computes.
-enum class ExpertKind {
-    clamped_swiglu,  // gate_up interleaved, clamped, (up + 1)·gate·σ(α·gate), with biases (gpt-oss)
-    swiglu           // down(SiLU(gate(x)) ⊙ up(x)), as a dense Llama MLP (DeepSeek-V3)
-};
+// RouterKind and ExpertKind: ops/kinds.hpp.
 
 struct Expert {
     ExpertMatrix gate_up, down;  // C → 2I (gate and up interleaved: clamped_swiglu), I → C

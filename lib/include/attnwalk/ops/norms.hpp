@@ -1,15 +1,12 @@
 // Normalisation over the last axis (C features) of (B,T,C).
 #pragma once
 
+#include "attnwalk/ops/kinds.hpp"
 #include "attnwalk/ops/tensor.hpp"
 
 namespace attnwalk {
 
-// The kinds a model family may choose; a family adds its kind here and in normalise().
-enum class NormKind {
-    layer_norm,  // nn.LayerNorm: scale and shift (GPT-2)
-    rms_norm     // RMSNorm: scale only, no mean subtracted (Llama, Qwen, Gemma: Gemma's (1 + w) is its loader's)
-};
+// NormKind: ops/kinds.hpp.
 
 // The weights of one norm: scale (and shift) of C.
 struct Norm {

@@ -5,7 +5,7 @@
 // first_k_dense_replace layers is a mixture of experts: a sigmoid router whose correction
 // bias chooses within the best groups of experts, the chosen scores normalised and scaled,
 // SwiGLU experts each stored on its own, and a shared expert every token goes through.
-#include "attnwalk/model/decoder.hpp"
+#include "attnwalk/model/family.hpp"
 
 namespace attnwalk {
 
@@ -16,17 +16,17 @@ const FamilySpec& deepseek_v3_family() {
         FamilySpec f = llama_family();
         f.model_type = "deepseek_v3";
         f.models = "DeepSeek-V3, Kimi K2, Moonlight";
-        f.names.kv_a = "self_attn.kv_a_proj_with_mqa";
-        f.names.router = "mlp.gate";
-        f.names.router_bias = "e_score_correction_bias";
-        f.names.experts = "mlp.experts";
-        f.names.shared_experts = "mlp.shared_experts";
-        f.routing = RouterKind::sigmoid_grouped;
-        f.expert_kind = ExpertKind::swiglu;
-        f.fields.experts = "n_routed_experts";
-        f.fields.expert_hidden = "moe_intermediate_size";
-        f.fields.first_dense = "first_k_dense_replace";
-        f.fields.shared_experts = "n_shared_experts";
+        f.attention = AttentionKind::latent;
+        ExpertsPart& e = f.experts.emplace();
+        e.routing = RouterKind::sigmoid_grouped;
+        e.kind = ExpertKind::swiglu;
+        e.router = "mlp.gate";
+        e.router_bias = "e_score_correction_bias";
+        e.shared_experts = "mlp.shared_experts";
+        e.count = "n_routed_experts";
+        e.hidden = "moe_intermediate_size";
+        e.first_dense = "first_k_dense_replace";
+        e.shared_count = "n_shared_experts";
         f.fields.extra_layers = "num_nextn_predict_layers";  // the multi-token-prediction layers the forward does not run
         return f;
     }();

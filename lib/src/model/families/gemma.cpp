@@ -1,6 +1,6 @@
 // Gemma (the first): the embeddings × √C; RMSNorm with (1 + w) before each sublayer;
 // GeGLU (tanh GELU); multi-query attention in the 2B; the head tied to the embeddings.
-#include "attnwalk/model/decoder.hpp"
+#include "attnwalk/model/family.hpp"
 
 namespace attnwalk {
 
@@ -14,8 +14,8 @@ const FamilySpec& gemma_family() {
         f.mlp = MlpKind::geglu_tanh;
         f.positions = PositionKind::rope;
         f.embed_scale_sqrt_width = true;
-        f.fields.activation = {"hidden_activation", "hidden_act"};
-        f.fields.activations = {"gelu_pytorch_tanh", "gelu_tanh", "gelu"};
+        f.dense.activation_fields = {"hidden_activation", "hidden_act"};
+        f.dense.activations = {"gelu_pytorch_tanh", "gelu_tanh", "gelu"};
         f.fields.tied_default = true;
         return f;
     }();

@@ -55,13 +55,13 @@ const FamilySpec& gpt2_family() {
         f.names.layer = "h.{L}.";
         f.names.pre_attention_norm = "ln_1";
         f.names.pre_mlp_norm = "ln_2";
-        f.names.fused_qkv = "attn.c_attn";
-        f.names.query = f.names.key = f.names.value = "";
-        f.names.out = "attn.c_proj";
-        f.names.q_norm = f.names.k_norm = "";
-        f.names.gate = "";
-        f.names.up = "mlp.c_fc";
-        f.names.down = "mlp.c_proj";
+        f.heads.fused_qkv = "attn.c_attn";
+        f.heads.query = f.heads.key = f.heads.value = "";
+        f.heads.out = "attn.c_proj";
+        f.heads.q_norm = f.heads.k_norm = "";
+        f.dense.gate = "";
+        f.dense.up = "mlp.c_fc";
+        f.dense.down = "mlp.c_proj";
         f.names.final_norm = "ln_f";
         f.math_xw = true;
         f.norm_1_symbol = "ln_1";
@@ -137,7 +137,7 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads, doubl
     c.norm_eps = 1e-5f;
     c.mlp = MlpKind::gelu_tanh;
     c.positions = PositionKind::learned;
-    c.layer_attention.assign(info.layers, LayerAttention{});
+    c.layer_specs.assign(info.layers, LayerSpec{});
     c.tied_head = st.find("lm_head.weight") == nullptr;  // a file's own head is used (an untied, fine-tuned one)
 
     Reader r({map}, prefix);

@@ -3,7 +3,7 @@
 // and full layers alternating (layer_types), YaRN RoPE, and a mixture of experts in
 // place of the MLP: a top-k router with a softmax over the chosen logits and experts with
 // a clamped SwiGLU, kept in MXFP4 in the released checkpoints.
-#include "attnwalk/model/decoder.hpp"
+#include "attnwalk/model/family.hpp"
 
 namespace attnwalk {
 
@@ -14,11 +14,10 @@ const FamilySpec& gpt_oss_family() {
         FamilySpec f = llama_family();
         f.model_type = "gpt_oss";
         f.models = "gpt-oss";
-        f.names.sinks = "self_attn.sinks";
-        f.names.router = "mlp.router";
-        f.names.experts = "mlp.experts";
+        f.heads.sinks = "self_attn.sinks";
+        f.experts.emplace();  // ExpertsPart's defaults: the router mlp.router, softmax over the top k, clamped SwiGLU experts
         f.fields.norm_eps_default = 1e-5;
-        f.sliding_layers_scaled = true;  // one rotary embedding for every layer: YaRN on the sliding ones too
+        f.layers.sliding_layers_scaled = true;  // one rotary embedding for every layer: YaRN on the sliding ones too
         return f;
     }();
     return spec;

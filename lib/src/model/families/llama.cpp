@@ -1,6 +1,6 @@
 // Llama 3 (and SmolLM2, which is a Llama): RMSNorm before each sublayer, SwiGLU, RoPE
 // (rope_theta, rope_scaling llama3 or linear), grouped-query attention.
-#include "attnwalk/model/decoder.hpp"
+#include "attnwalk/model/family.hpp"
 
 namespace attnwalk {
 

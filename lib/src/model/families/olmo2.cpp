@@ -1,7 +1,7 @@
 // OLMo 2: a Llama made post-norm (the norm is applied to the attention's and the MLP's
 // outputs before each residual add, none before them), with an RMSNorm over the whole
 // query and key projections before RoPE.
-#include "attnwalk/model/decoder.hpp"
+#include "attnwalk/model/family.hpp"
 
 namespace attnwalk {
 
@@ -13,7 +13,7 @@ const FamilySpec& olmo2_family() {
         f.model_type = "olmo2";
         f.models = "OLMo 2";
         f.placement = NormPlacement::post;
-        f.qk_norm = QkNormSpan::whole;
+        f.heads.qk_norm = QkNormSpan::whole;
         f.names.pre_attention_norm = "";
         f.names.post_attention_norm = "post_attention_layernorm";
         f.names.pre_mlp_norm = "";

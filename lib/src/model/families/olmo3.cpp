@@ -1,6 +1,6 @@
 // OLMo 3: OLMo 2's blocks with layer_types of sliding-window and full attention (every
 // fourth layer full); YaRN's rope_scaling applies to the full layers only.
-#include "attnwalk/model/decoder.hpp"
+#include "attnwalk/model/family.hpp"
 
 namespace attnwalk {
 
@@ -11,9 +11,9 @@ const FamilySpec& olmo3_family() {
         FamilySpec f = olmo2_family();
         f.model_type = "olmo3";
         f.models = "OLMo 3";
-        f.window_pattern = WindowPattern::every_nth_full;
-        f.window_pattern_default = 4;
-        f.fields.rope_theta_default = 500000.0;
+        f.layers.window_pattern = WindowPattern::every_nth_full;
+        f.layers.window_pattern_default = 4;
+        f.layers.rope_theta_default = 500000.0;
         return f;
     }();
     return spec;

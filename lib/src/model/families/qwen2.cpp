@@ -1,5 +1,5 @@
 // Qwen2 and Qwen2.5: a Llama with biases on the queries, keys and values.
-#include "attnwalk/model/decoder.hpp"
+#include "attnwalk/model/family.hpp"
 
 namespace attnwalk {
 
@@ -10,7 +10,7 @@ const FamilySpec& qwen2_family() {
         FamilySpec f = llama_family();
         f.model_type = "qwen2";
         f.models = "Qwen2, Qwen2.5";
-        f.qkv_bias = true;
+        f.heads.qkv_bias = true;
         f.fields.refused_true = {"use_sliding_window"};  // Qwen's window rule (max_window_layers) is not read
         return f;
     }();

@@ -1,6 +1,6 @@
 // Qwen3 (dense): a Llama with QK-norm, an RMSNorm on each head's queries and keys before
 // RoPE, and its own head_dim.
-#include "attnwalk/model/decoder.hpp"
+#include "attnwalk/model/family.hpp"
 
 namespace attnwalk {
 
@@ -11,7 +11,7 @@ const FamilySpec& qwen3_family() {
         FamilySpec f = llama_family();
         f.model_type = "qwen3";
         f.models = "Qwen3";
-        f.qk_norm = QkNormSpan::per_head;
+        f.heads.qk_norm = QkNormSpan::per_head;
         f.fields.refused_true = {"use_sliding_window"};
         return f;
     }();

@@ -4,7 +4,7 @@
 // vision tower's beside them are named as unused); the DeltaNet's projections are four
 // (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a). Its multimodal RoPE (mrope_section)
 // turns every section by the same position for text alone, which is plain RoPE.
-#include "attnwalk/model/decoder.hpp"
+#include "attnwalk/model/family.hpp"
 
 namespace attnwalk {
 
@@ -16,10 +16,7 @@ const FamilySpec& qwen3_5_family() {
         f.model_type = "qwen3_5";
         f.models = "Qwen3.5";
         f.names.prefix = "model.language_model.";
-        f.names.router.clear();  // a dense MLP in every layer
-        f.names.experts.clear();
-        f.names.shared_experts.clear();
-        f.names.shared_expert_gate.clear();
+        f.experts.reset();  // a dense MLP in every layer
         f.fields.nested = "text_config";
         f.refused_types = {{"qwen3_5_moe", "Qwen3.5's mixture of experts, which this version does not read (the dense qwen3_5 it does)"}};
         return f;

@@ -4,7 +4,7 @@
 // output gate too), three to one by default; RMSNorms that multiply by (1 + w); and a
 // mixture of experts whose router takes a softmax over every expert, with a shared expert
 // scaled by a sigmoid gate of its own.
-#include "attnwalk/model/decoder.hpp"
+#include "attnwalk/model/family.hpp"
 
 namespace attnwalk {
 
@@ -16,19 +16,19 @@ const FamilySpec& qwen3_next_family() {
         f.model_type = "qwen3_next";
         f.models = "Qwen3-Next";
         f.norm_adds_one = true;
-        f.query_gate = true;
-        f.names.linear_attn = "linear_attn";
-        f.names.router = "mlp.gate";
-        f.names.experts = "mlp.experts";
-        f.names.shared_experts = "mlp.shared_expert";
-        f.names.shared_expert_gate = "mlp.shared_expert_gate";
-        f.routing = RouterKind::softmax_all;
-        f.expert_kind = ExpertKind::swiglu;
-        f.fields.experts = "num_experts";
-        f.fields.expert_hidden = "moe_intermediate_size";
-        f.fields.shared_expert_width = "shared_expert_intermediate_size";
-        f.fields.sparse_step = "decoder_sparse_step";
-        f.fields.dense_layers = "mlp_only_layers";
+        f.heads.query_gate = true;
+        f.deltanet.emplace();  // DeltaNetPart's default: the module linear_attn
+        ExpertsPart& e = f.experts.emplace();
+        e.routing = RouterKind::softmax_all;
+        e.kind = ExpertKind::swiglu;
+        e.router = "mlp.gate";
+        e.shared_experts = "mlp.shared_expert";
+        e.shared_expert_gate = "mlp.shared_expert_gate";
+        e.count = "num_experts";
+        e.hidden = "moe_intermediate_size";
+        e.shared_width = "shared_expert_intermediate_size";
+        e.sparse_step = "decoder_sparse_step";
+        e.dense_layers = "mlp_only_layers";
         return f;
     }();
     return spec;

@@ -1,6 +1,6 @@
 // SmolLM3: a Llama whose no_rope_layers list leaves some layers without RoPE (0: no
 // rotation there; every fourth layer in the released 3B).
-#include "attnwalk/model/decoder.hpp"
+#include "attnwalk/model/family.hpp"
 
 namespace attnwalk {
 
@@ -11,9 +11,9 @@ const FamilySpec& smollm3_family() {
         FamilySpec f = llama_family();
         f.model_type = "smollm3";
         f.models = "SmolLM3";
-        f.fields.no_rope_layers = "no_rope_layers";
+        f.layers.no_rope_layers = "no_rope_layers";
         f.fields.tied_default = true;
-        f.fields.rope_theta_default = 2000000.0;
+        f.layers.rope_theta_default = 2000000.0;
         f.fields.refused_true = {"use_sliding_window"};
         return f;
     }();

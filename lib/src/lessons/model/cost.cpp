@@ -1,0 +1,90 @@
+// What the model walk will hold and compute, from the sizes alone (and the tokenizer's).
+#include "model_walk.hpp"
+
+namespace attnwalk {
+
+using namespace model_walk;
+
+Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, const Recording& recording) {
+    const bool explainable = recording.explainable && !recording.summary;  // as walk_model's tap keeps them
+    const LoadedModel& m = *model;
+    const DecoderConfig& c = m.weights.config;
+    const double L = static_cast<double>(c.layers), C = static_cast<double>(c.width), H = static_cast<double>(c.heads);
+    const double G = static_cast<double>(c.key_heads()), d = static_cast<double>(c.head_size()), V = static_cast<double>(c.vocab);
+    // a mixture of experts (in every layer, or after DeepSeek's dense first ones): the router, and each token through its k experts
+    const auto moe_block = std::find_if(m.weights.blocks.begin(), m.weights.blocks.end(), [](const BlockWeights& b) { return b.moe.has_value(); });
+    const MoeWeights* moe = moe_block == m.weights.blocks.end() ? nullptr : &*moe_block->moe;
+    const auto dense_block = std::find_if(m.weights.blocks.begin(), m.weights.blocks.end(), [](const BlockWeights& b) { return !b.moe; });
+    const double dense_hidden = dense_block == m.weights.blocks.end() ? 0.0 : static_cast<double>(dense_block->up.out());
+    const double expert_hidden = moe ? 2.0 * static_cast<double>(moe->experts.front().down.in()) : 0.0;  // an expert's gate and up, per token
+    const double I = m.weights.blocks.empty() ? 4.0 * C : std::max(dense_hidden, expert_hidden);
+    const double mlp = std::max(moe ? moe_work(*moe, 1) : 0.0, dense_block == m.weights.blocks.end() ? 0.0 : (gated(c.mlp) ? 3.0 : 2.0) * C * dense_hidden);
+    const double per_token = L * (C * (H + 2.0 * G) * d + H * d * C + mlp);  // the layers' multiply-adds for one token
+    const auto attention = [&](double queries, double keys) { return L * H * queries * keys * (2.0 * d + 16.0); };
+    const double N = static_cast<double>(std::min<std::size_t>(spec.generate, c.context > T ? c.context - T : 0));
+    const double t = static_cast<double>(T), all = t + N;
+    Cost cost;
+    // the prompt, every generated token against the cache, then the whole sequence again
+    cost.work = per_token * t + attention(t, t) + V * C;
+    if (N > 0) cost.work += per_token * N + attention(N, all) + N * V * C + per_token * all + attention(all, all) + V * C;
+    // floats kept: a layer's working set (x, norms, q/k/v, the MLP's hidden), the layer shown
+    // in full (its T×T tensors four times in the forward, twice in the trace), the view
+    // (every layer's weights), summaries of the rest, the logits, the cache
+    // (a mixture of experts: an expert's rows in, its gate and up, its hidden, its output)
+    const double layer_rows = t * (10.0 * C + 3.0 * (H + 2.0 * G) * d + 2.0 * I + (moe ? 2.0 * C + 1.5 * I : 0.0));
+    // (only summed: each core's scores and weights of one head at a time)
+    const BlockWeights* shown_block = spec.layer < m.weights.blocks.size() ? &m.weights.blocks[spec.layer] : nullptr;
+    const bool summed = sums_shown_layer(spec, recording.summary, explainable) && shown_block && c.layer_specs[spec.layer].attention == AttentionKind::heads &&
+                        sums_square_summaries(c.head_size(), T);
+    // (a layer not shown makes no T×T tensor: the blocked path, or attend's sums where they are made)
+    const double shown_squares = summed ? 2.0 * std::min(H, static_cast<double>(cores())) * t * t : 6.0 * H * t * t;
+    const double shown = (spec.all_layers ? L : 1.0) * layer_rows + shown_squares;
+    // latent attention (MLA) takes no blocked path: every layer makes its scores in two parts, their sum and the weights,
+    // and its heads' keys and values from the latent
+    const bool latent = std::any_of(m.weights.blocks.begin(), m.weights.blocks.end(), [](const BlockWeights& b) { return b.latent.has_value(); });
+    const double latent_rows = latent ? 5.0 * H * t * t + 4.0 * t * H * d : 0.0;
+    const double working = layer_rows + latent_rows + (spec.view ? 4.0 * H * t * t : 0.0);
+    const double view = spec.view ? 2.0 * L * H * t * t : 0.0;
+    const double cache = N > 0 ? 2.0 * 2.0 * L * G * d * all + 6.0 * H * all * all : 0.0;  // and the recomputation's T×T
+    const bool sixteen = !m.weights.blocks.empty() && (m.weights.blocks.front().up.ext16 || m.weights.blocks.front().attn.query.ext16 ||
+                                                       (m.weights.blocks.front().latent && m.weights.blocks.front().latent->kv_a_proj.ext16));  // 16-bit weights widened
+    // a layer kept to be explained: its forward (the rows, Q, K, V and their heads, the T×T
+    // tensors) and the rows entering it
+    const double kept_layer = t * (2.0 * C + 3.0 * (H + 2.0 * G) * d) + 4.0 * H * t * t;
+    const double kept = spec.explain || explainable ? (explainable && spec.view ? L : 1.0) * kept_layer : 0.0;
+    // the logit lens: every layer's stream kept, each through the final norm and the head (T×V logits at a time)
+    const double lens = spec.logit_lens ? (L + 1.0) * t * C * 2.0 + 2.0 * t * V + 4.0 * (L + 1.0) * t : 0.0;
+    if (spec.logit_lens) cost.work += (L + 1.0) * t * V * (C + 16.0);
+    const double rollout = spec.rollout ? (L + 4.0) * t * t + 4.0 * H * t * t : 0.0;  // every layer's mean, and its forward's T×T tensors
+    if (spec.rollout) cost.work += L * t * t * (t + H);
+    // ablation: the original and each ablated forward again, with all T rows of logits
+    const double ablations = (spec.ablate.empty() ? 0.0 : 2.0) + (spec.ablate_each ? H + 1.0 : 0.0);
+    cost.work += ablations * (per_token * t + attention(t, t) + t * V * (C + 16.0));
+    const double ablation_bytes = ablations > 0 ? 2.0 * t * V + layer_rows + 4.0 * H * t * t : 0.0;
+    const double r2 = 2.0 * static_cast<double>(spec.roles);  // head roles: every layer's weights for the 2n tokens
+    if (spec.roles) cost.work += per_token * r2 + attention(r2, r2);
+    const double roles_bytes = spec.roles ? L * H * r2 * r2 * 2.0 + r2 * (10.0 * C + 2.0 * I) : 0.0;
+    // StreamingLLM's cache: a full cache beside it (the prompt again, each token again with its
+    // logits), every cached key rotated again at each step
+    double streamed = 0.0;
+    if (spec.start_recent && N > 0) {
+        cost.work += per_token * t + attention(t, t) + per_token * N + attention(N, all) + N * V * C + N * L * G * d * all * 4.0;
+        streamed = 2.0 * 2.0 * L * G * d * all + 2.0 * G * d * all + 4.0 * V + 4.0 * N;
+    }
+    // 16-bit weights: each core's widened block, or a product's input de-interleaved for the kernel that
+    // widens in registers; and each core's packed strip of 32 columns (products on the AVX-512 kernels:
+    // float32 weights, or the weights times the values, over every key), kept by its thread
+    const double threads = static_cast<double>(cores());
+    const double widening = (sixteen ? threads * 1048576.0 + all * std::max(C, I) : 0.0) + threads * 32.0 * std::max({C, I, all});
+    cost.bytes = 4.0 * (shown + working + view + cache + streamed + kept + lens + rollout + ablation_bytes + roles_bytes + 2.0 * V + widening);
+    if (spec.tokenizer) cost.bytes += spec.tokenizer->memory_bytes();  // held through the walk: it names the tokens
+    return cost;
+}
+
+Cost tokenize_cost(std::size_t n, const Tokenizer* tokenizer) {
+    const double b = static_cast<double>(n);
+    // the pieces, symbols and heap, and the tokenizer's tables; the merges
+    return {256.0 * b + (tokenizer ? tokenizer->memory_bytes() : 0.0), 64.0 * b * (1.0 + std::log2(b + 1.0))};
+}
+
+}  // namespace attnwalk

@@ -1,0 +1,150 @@
+// The model walk's parts, internal to lib/src/lessons/model/: the words of a family's parts,
+// the prompt's tap (its generic points in prompt.cpp, each block kind's narration in a file of
+// its own: heads.cpp, latent.cpp, deltanet.cpp, experts.cpp), the analyses (view.cpp, lens.cpp,
+// ablation.cpp, roles.cpp), generation and its caches (generate.cpp), the cost estimate
+// (cost.cpp) and the walk that calls them in order (walk.cpp).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+#include <xtensor/xview.hpp>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/io/tokenizer.hpp"
+#include "attnwalk/lessons/explain.hpp"
+#include "attnwalk/lessons/recorder.hpp"
+#include "attnwalk/model/decoder.hpp"
+#include "attnwalk/ops/attention.hpp"
+#include "attnwalk/ops/blas.hpp"
+#include "attnwalk/ops/sampling.hpp"
+#include "../steps.hpp"
+
+namespace attnwalk::model_walk {
+
+using namespace steps;
+using ull = unsigned long long;
+
+// Whether the layer shown is only summed (ForwardSpec::square_summaries): a summary of every
+// head whose T×T steps nothing else reads (no view, rollout or cell written out). The tap
+// asks it in the forward and model_walk_cost before it, so the two agree.
+inline bool sums_shown_layer(const ModelSpec& spec, bool summary, bool explainable) {
+    return summary && !spec.head && !spec.view && !spec.rollout && !explainable && !spec.explain;
+}
+
+// A tensor's statistics, for a step kept as a summary.
+template <class Tensor>
+Summary summary_of(const Tensor& t) {
+    Summary s;
+    s.add_all(t.data(), t.size());
+    return s;
+}
+
+// 1000000 rather than 1e+06.
+std::string whole_or_number(double v);
+// A tensor's short name: "self_attn.o_proj" -> "o_proj", "wte.weight" -> "wte".
+std::string short_name(std::string name);
+// A weight's symbol in formulas: "c_fc" -> "W_fc", "gate_proj" -> "W_gate".
+std::string weight_symbol(const std::string& name);
+
+// The words of a family's parts, from its spec (model/family.hpp): its tensors' names
+// (wte, ln_1, c_attn, c_proj; embed_tokens, input_layernorm, q_proj, o_proj), its norm,
+// where the norms sit, its activation, and how its math is written.
+struct Words {
+    const FamilySpec* family = nullptr;
+    bool fused = false;  // one fused Q | K | V tensor (c_attn)
+    bool pre = true, post = false;  // norms before the sublayers, after them
+    std::string embed, norm, norm_1, norm_2, post_attention, post_mlp, out, final_norm, fused_qkv;
+    std::string n1, n2;  // the norms in formulas
+    std::string t;       // "ᵀ" for Linear's [out, in] weights, "" for x·W
+    std::string mlp_hidden_title, mlp_hidden, mlp;
+    std::string mlp_experts;  // a layer with a mixture of experts: its output
+    std::string scale;  // what the scores are divided by, when not √d_h
+};
+
+Words words_of(const DecoderConfig& c, const DecoderWeights* weights = nullptr);
+
+// The words of each point of layer L of a block: id, title, formula.
+struct PointText {
+    std::string id, title, formula;
+};
+// `experts`: the layer's MLP is a mixture of experts.
+PointText point_text(BlockPoint p, const std::string& L, const Words& w, bool experts);
+
+// The prompt's pass: the embeddings, every layer's points (the layer shown, or every
+// layer when all are asked for, in full; the others as summaries), the shown layer's
+// attention with mha's ids, and for the view every layer's weights.
+class PromptTap : public DecoderTap {
+public:
+    PromptTap(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const Model& model, std::size_t T, bool explainable);
+    xt::xtensor<float, 5> grid;  // (1,L,H,T,T): every layer's weights, for the view
+    std::vector<KeptAttention> kept;  // the attentions kept for writing cells out: the shown layer's, and with the view every layer's
+
+    bool keeps_attention(std::size_t layer) const override { return layer == spec_.layer || spec_.view || spec_.rollout; }
+    // A summary of the layer shown, every head: its T×T steps are only summed (no view,
+    // rollout or cell written out reads them).
+    bool summarises_attention(std::size_t layer) const override {
+        return layer == spec_.layer && sums_shown_layer(spec_, rec_.summarising(), explainable_);
+    }
+    std::vector<Mat> head_means;  // with the rollout: each layer's weights averaged over the heads (T×T)
+
+    std::vector<Cube> residuals;  // with the logit lens: the stream entering layer 1, then after every layer
+
+    std::string rope_words() const;
+    void embeddings(const Cube& tokens, const Cube* positions, const Cube& x) override;
+    void latent(std::size_t l, const LatentForward& f) override;        // latent.cpp
+    void linear(std::size_t l, const GatedDeltaNetForward& f) override;  // deltanet.cpp
+    void attention(std::size_t l, const Forward& f) override;            // heads.cpp
+
+    std::vector<std::vector<std::size_t>> chosen_by_layer;  // with the view: each layer's chosen experts (T·k)
+    void experts(std::size_t l, const MoeOutput& r) override;            // experts.cpp
+    void block(std::size_t l, BlockPoint p, const Cube& t) override;
+
+private:
+    // Whether layer l's attention is kept for writing its cells out (then the rows entering
+    // it and their norm are kept too: copies of T×C each, made only then).
+    bool keeps_cells(std::size_t l) const { return l == spec_.layer ? explainable_ || spec_.explain : explainable_ && spec_.view; }
+    // Layer l's attention as the explanation engine reads it: what entered the layer, its
+    // norm, the weights (kept alive by the model), the forward.
+    void keep(std::size_t l, const Forward& f);
+    // A latent attention layer's queries, keys and values as heads (latent.cpp).
+    void latent_heads(std::size_t l, const Forward& f, const std::string& in);
+
+    Recorder& rec_;
+    const ModelSpec& spec_;
+    const ModelInfo& info_;
+    const Model& model_;
+    const DecoderWeights& weights_;
+    const DecoderConfig& config_;
+    Words words_;
+    std::size_t T_;
+    bool explainable_;
+    Cube stream_, normed_;  // the rows entering the current layer, and after its norm
+};
+
+// The analyses of the prompt's pass, each a step or a few after the candidates.
+// Per head, averaged over the query rows: the entropy of the row (nats), its largest
+// weight, its weight on token 0 (the attention sink), on the previous token (rows 1…),
+// on itself (view.cpp).
+std::vector<double> head_stats(const float* a, std::size_t T);
+void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const DecoderConfig& config, const xt::xtensor<float, 5>& grid,
+                 std::size_t T);
+// A mixture of experts in the model view: which experts each token went to, layer by layer (experts.cpp).
+void record_experts_by_layer(Recorder& rec, const DecoderWeights& w, const std::vector<std::vector<std::size_t>>& chosen_by_layer, std::size_t T);
+// Attention rollout (view.cpp).
+void record_rollout(Recorder& rec, const std::vector<Mat>& means);
+// The next token's candidates (generate.cpp).
+void record_candidates(Recorder& rec, const ModelSpec& spec, const Mat& logits, const DecoderConfig& config);
+void record_logit_lens(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<Cube>& residuals);
+void record_ablation(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t target);
+void record_roles(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w);
+// Greedy decoding through the KV cache, checked against the whole sequence (generate.cpp).
+void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids, DecoderCache cache, Mat logits, const ModelSpec& spec);
+
+}  // namespace attnwalk::model_walk

@@ -1,0 +1,88 @@
+// The prompt's tap: the embeddings, every layer's points (the layer shown, or every layer
+// when all are asked for, in full; the others as summaries), and the attention kept for
+// writing its cells out. Each kind of block narrates its own layer in a file of its own.
+#include "model_walk.hpp"
+
+namespace attnwalk::model_walk {
+
+PromptTap::PromptTap(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const Model& model, std::size_t T, bool explainable)
+    : rec_(rec), spec_(spec), info_(info), model_(model), weights_(model->weights), config_(weights_.config),
+      words_(words_of(config_, &weights_)), T_(T), explainable_(explainable) {
+    if (spec.view) grid = xt::xtensor<float, 5>::from_shape({1, info.layers, info.heads, T, T});
+}
+
+std::string PromptTap::rope_words() const {
+    const auto any = [&](AttentionKind kind) {
+        return std::any_of(config_.layer_specs.begin(), config_.layer_specs.end(), [&](const LayerSpec& ls) { return ls.attention == kind; });
+    };
+    if (any(AttentionKind::deltanet))
+        return "No position embeddings: each full-attention layer rotates its queries and keys by position (RoPE); the Gated DeltaNet layers "
+               "use none, their convolution and state following the tokens' order.";
+    return !any(AttentionKind::latent)
+               ? "No position embeddings: each layer rotates its queries and keys by position (RoPE)."
+               : "No position embeddings: each layer rotates by position (RoPE) the last " + config_.family->latent.rope + " features of each head's query and "
+                 "the rotary key all heads share.";
+}
+
+void PromptTap::embeddings(const Cube& tokens, const Cube* positions, const Cube& x) {
+    if (keeps_cells(0)) stream_ = x;  // the rows entering layer 1
+    if (spec_.logit_lens) residuals.push_back(x);
+    const std::string& E = words_.embed;
+    rec_.add("token_embeddings", "Token embeddings: rows of " + E, E + "[ids]", tokens, tokens_features);
+    if (positions) {
+        rec_.add("position_embeddings", "Position embeddings: rows 0…T−1 of wpe", "wpe[0:T]", *positions, tokens_features);
+        rec_.add("embeddings", "The input of layer 1", "x = wte[ids] + wpe[0:T]", x, tokens_features);
+    } else if (config_.embed_scale) {
+        rec_.add("embeddings", "The input of layer 1: the embeddings × √C", "x = " + E + "[ids] · " + format_number(*config_.embed_scale), x,
+                 tokens_features)
+            .note = rope_words();
+    } else {
+        rec_.add("embeddings", "The input of layer 1", "x = " + E + "[ids]", x, tokens_features).note =
+            rope_words();
+    }
+}
+
+void PromptTap::block(std::size_t l, BlockPoint p, const Cube& t) {
+    if (p == BlockPoint::norm_1 && keeps_cells(l)) normed_ = t;
+    if (p == BlockPoint::residual_2) {
+        if (l + 1 < config_.layers && keeps_cells(l + 1)) stream_ = t;  // the rows entering the next layer
+        else stream_ = Cube();
+        normed_ = Cube();
+    }
+    if (p == BlockPoint::residual_2 && spec_.logit_lens) residuals.push_back(t);
+    const PointText text = point_text(p, std::to_string(l + 1), words_, weights_.blocks[l].moe.has_value());
+    const std::string id = "layer" + std::to_string(l + 1) + "." + text.id;
+    if (l == spec_.layer || spec_.all_layers) rec_.add(id, text.title, text.formula, t, tokens_features);
+    else rec_.add_summary(id, text.title, text.formula, {T_, t.shape(2)}, 1, tokens_features, summary_of(t), false);
+}
+
+void PromptTap::keep(std::size_t l, const Forward& f) {
+    const FamilySpec& fam = *config_.family;
+    const BlockWeights& b = weights_.blocks[l];
+    const LayerSpec& la = config_.layer_specs[l];
+    if (la.attention != AttentionKind::heads) return;  // latent attention's cells are not written out (yet): its query, key and value come from other weights
+    KeptAttention k;
+    k.f = f;
+    k.x = b.norm_1 ? normed_ : stream_;
+    k.weights = std::shared_ptr<const AttentionWeights>(model_, &b.attn);
+    k.scale.value = f.scale;
+    k.scale.symbol = words_.scale.empty() ? "√d_h" : words_.scale;
+    k.scale.words = words_.scale.empty() ? "√d_h = √" + std::to_string(f.d_h) : words_.scale;
+    LayerSource L;
+    L.layer = l;
+    L.stream = stream_;
+    L.norm = b.norm_1;
+    L.norm_kind = config_.norm;
+    L.eps = config_.norm_eps;
+    L.norm_words = fam.norm_words();
+    L.norm_name = fam.names.pre_attention_norm;
+    L.norm_adds_one = fam.norm_adds_one;
+    L.layer_has_rope = config_.positions != PositionKind::rope || la.rope.has_value();
+    if (la.rope && la.window) L.rope_words = "A sliding-window layer (W = " + std::to_string(*la.window) + "): RoPE base " + whole_or_number(la.rope->base) + ".";
+    L.q_name = words_.fused ? words_.fused_qkv : short_name(fam.heads.query);
+    L.k_name = words_.fused ? words_.fused_qkv : short_name(fam.heads.key);
+    k.layer = std::move(L);
+    kept.push_back(std::move(k));
+}
+
+}  // namespace attnwalk::model_walk

@@ -1,0 +1,109 @@
+// The model walk's declaration: the steps the gpt2 and model lessons record, under two names.
+#include "model_walk.hpp"
+
+namespace attnwalk {
+
+using namespace steps;
+
+// gpt2 and model run the same walk: one declaration of its steps, under two names.
+const std::vector<StepDecl>& model_steps() {
+    constexpr Models beyond = Models::beyond_gpt2;  // a step only today's families record (the gpt2 lesson leaves it out)
+    static const std::vector<StepDecl> steps = joined({{
+        {"token_ids", "the input's token ids"},
+        {"token_embeddings", "the rows of wte for the ids"},
+        {"position_embeddings", "the rows 0…T−1 of wpe"},
+        {"embeddings", "token plus position embeddings: the input of layer 1"},
+        {"layerN.ln_1", "LayerNorm before the attention"},
+        {"queries", "Q = X·W_query (+ b)"},
+        {"keys", "K = X·W_key (+ b)"},
+        {"values", "V = X·W_value (+ b)"},
+        {"queries_normed", "QK-norm: each head's queries after their RMSNorm (q_norm), before RoPE", detail, beyond},
+        {"keys_normed", "QK-norm: each key head's keys after their RMSNorm (k_norm), before RoPE", detail, beyond},
+        {"rope_angles", "the rotation angles, position × frequency", detail, beyond},
+        {"latent_kv", "latent attention (DeepSeek-V3): c_KV, each token's latent after its RMSNorm, what the cache keeps (with keys_rope)", detail, beyond},
+        {"keys_rope", "latent attention: the rotary key part every head shares, after RoPE (cached too)", detail, beyond},
+        {"queries_rotated", "the queries after RoPE", detail, beyond},
+        {"keys_rotated", "the keys after RoPE", detail, beyond},
+        {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)"},
+        {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline},
+        {"head_outputs", "each head's context vectors A_h·V_h"},
+        {"context", "the context vectors (heads concatenated)"},
+        {"gate", "gated attention (Qwen3-Next): the output gate, the second half of each head's q_proj", detail, beyond},
+        {"gated", "gated attention: the context times σ(gate), what o_proj reads", detail, beyond},
+        {"beta", "a Gated DeltaNet layer (Qwen3-Next): each token's write strength per head, β = σ(x·W_b)", detail, beyond},
+        {"decay", "a Gated DeltaNet layer: each token's decay per head, α = exp(−exp(A_log)·softplus(x·W_a + dt_bias))", detail, beyond},
+        {"effective_attention", "a Gated DeltaNet layer: the effective attention matrix per head (the delta rule's terms kept), o = A·V", detail, beyond},
+        {"state", "a Gated DeltaNet layer: each head's state S (d_k × d_v) after the last token, all it keeps", detail, beyond},
+        {"outputs_normed", "a Gated DeltaNet layer: the outputs through the gated RMSNorm, RMSNorm(o)·w ⊙ SiLU(z), what out_proj reads", detail, beyond},
+        {"output", "the output projection of the context (or the context itself)"},
+        {"layerN.attention", "the attention's output (c_proj)"},
+        {"layerN.attention_norm", "Gemma 3: the RMSNorm of the attention's output (post_attention_layernorm)", detail, beyond},
+        {"layerN.residual_1", "the layer's input plus the attention"},
+        {"layerN.ln_2", "LayerNorm before the MLP"},
+        {"layerN.mlp_hidden", "GELU of the first MLP layer (4C)"},
+        {"layerN.mlp", "the MLP's output"},
+        {"layerN.mlp_norm", "Gemma 3: the RMSNorm of the MLP's output (post_feedforward_layernorm)", detail, beyond},
+        {"layerN.residual_2", "the layer's output: residual_1 plus the MLP"},
+        {"attention_grid", "every layer's and head's attention weights (the model view)", view_headline},
+        {"head_entropy", "per head: the mean entropy of its rows", view_headline},
+        {"head_max_weight", "per head: the mean largest weight of a row", view_headline},
+        {"head_first_token", "per head: the mean weight on token 0 (the attention sink)", view_headline},
+        {"head_previous_token", "per head: the mean weight on the previous token", view_headline},
+        {"head_diagonal", "per head: the mean weight on the token itself", view_headline},
+        {"sink_by_depth", "per layer: the weight on token 0 from the later tokens, averaged over the heads (how the sink grows with depth)", view_headline},
+        {"heads_sorted", "the heads ranked by one of those numbers", view_headline},
+        {"ln_f", "the final LayerNorm"},
+        {"logits", "the next token's logits (last position × wteᵀ)"},
+        {"top_k_ids", "the ids of the most likely next tokens", headline | view_headline},
+        {"top_k_logits", "their logits"},
+        {"top_k_probs", "their probabilities, softmax(logits / temperature)", headline | view_headline},
+        {"stepN.keys_cache", "the keys cached so far, the new one appended"},
+        {"stepN.weights", "the new row of attention weights, per head"},
+        {"generated_ids", "the tokens generated greedily, each through the KV cache", headline},
+        {"max_difference", "the largest |difference| between two ways that must agree (causal: (a) and (b))", headline},
+        {"sink_share", "learned sinks (gpt-oss): the share of each row the sink took, 1 − the row's sum of weights", detail, beyond},
+        {"layerN.router_logits", "a mixture of experts (gpt-oss): the router's logit for every expert, per token", detail, beyond},
+        {"layerN.experts_chosen", "a mixture of experts: the experts each token goes to, the largest logit first", detail, beyond},
+        {"layerN.expert_weights", "a mixture of experts: their weights (gpt-oss: a softmax over the chosen logits; DeepSeek-V3: the chosen sigmoid scores, normalised and scaled)", detail, beyond},
+        {"layerN.router_scores", "a sigmoid router (DeepSeek-V3): σ(logit) for every expert, per token", detail, beyond},
+        {"layerN.shared_expert", "a shared expert (DeepSeek-V3): the dense MLP every token goes through beside its routed experts", detail, beyond},
+        {"experts_by_layer", "a mixture of experts in the model view: the experts each token went to, in every layer", view_headline, beyond},
+        {"cache_kept", "StreamingLLM's cache: the positions it keeps at the end, the first tokens and the most recent", headline, beyond},
+        {"cache_kl", "StreamingLLM's cache: KL(full ‖ kept) of each generated step's next-token distribution", headline, beyond},
+        {"cache_top_k_overlap", "StreamingLLM's cache: how many of the full cache's top-k next tokens the kept cache shares", detail, beyond},
+        {"lens_top_ids", "the logit lens: per layer and position, the top token of the residual stream through the final norm and the unembedding", headline},
+        {"lens_top_probs", "the logit lens: that token's probability", headline},
+        {"lens_final_rank", "the logit lens: the rank of the model's final prediction at that position (1 = already on top)"},
+        {"ablation", "ablation: the change of the next token's logit and probability and of the prompt's loss with the heads switched off", headline},
+        {"ablation_per_head", "ablation: the same changes for each head of one layer switched off alone"},
+        {"roles_ids", "head roles: the random ids, run twice in a row"},
+        {"role_induction", "head roles: per layer and head the mean weight from each token of the second run to the token after its first occurrence", headline},
+        {"role_previous", "head roles: per layer and head the mean weight on the previous token"},
+        {"role_duplicate", "head roles: per layer and head the mean weight on the same token's first occurrence"},
+        {"roles_ranked", "head roles: every head ranked by its induction score, with its other scores, its weight on the first token and its entropy", headline},
+        {"rollout", "attention rollout: how much each position draws on each input token through all the layers", headline},
+    }, explain_steps()});
+    return steps;
+}
+const LessonDecl& gpt2_lesson() {  // GPT-2 alone: no QK-norm, no RoPE, no norms after the sublayers
+    static const LessonDecl lesson{"gpt2", "A pretrained GPT-2 (safetensors): every layer, one layer's attention in full, the next token.", [] {
+                                       std::vector<StepDecl> steps;
+                                       for (const StepDecl& s : model_steps())
+                                           if (s.models == Models::all) steps.push_back(s);
+                                       return steps;
+                                   }()};
+    return lesson;
+}
+const LessonDecl& model_lesson() {
+    static const LessonDecl lesson{"model", "A Hugging Face model folder (Llama 3, Qwen, Gemma 3, OLMo, SmolLM, gpt-oss, DeepSeek-V3, Qwen3-Next and 3.5, GPT-2): every layer, one in full, the next token.",
+                                   model_steps()};
+    return lesson;
+}
+
+
+const std::vector<std::string>& head_stat_names() {
+    static const std::vector<std::string> names = {"entropy", "max_weight", "first_token", "previous_token", "diagonal"};
+    return names;
+}
+
+}  // namespace attnwalk

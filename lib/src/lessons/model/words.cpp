@@ -1,0 +1,86 @@
+// The words of a family's parts, from its spec, for titles and formulas.
+#include "model_walk.hpp"
+
+namespace attnwalk::model_walk {
+
+// 1000000 rather than 1e+06.
+std::string whole_or_number(double v) {
+    return v == std::floor(v) && std::fabs(v) < 1e15 ? std::to_string(static_cast<long long>(v)) : format_number(v);
+}
+
+// A tensor's short name: "self_attn.o_proj" -> "o_proj", "wte.weight" -> "wte".
+std::string short_name(std::string name) {
+    if (name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0) name.resize(name.size() - 7);
+    const std::size_t dot = name.rfind('.');
+    return dot == std::string::npos ? name : name.substr(dot + 1);
+}
+// A weight's symbol in formulas: "c_fc" -> "W_fc", "gate_proj" -> "W_gate".
+std::string weight_symbol(const std::string& name) {
+    std::string s = short_name(name);
+    if (s.rfind("c_", 0) == 0) s = s.substr(2);
+    if (s.size() > 5 && s.compare(s.size() - 5, 5, "_proj") == 0) s.resize(s.size() - 5);
+    return "W_" + s;
+}
+
+Words words_of(const DecoderConfig& c, const DecoderWeights* weights) {
+    const FamilySpec& f = *c.family;
+    const TensorNames& n = f.names;
+    const HeadsPart& h = f.heads;
+    const MlpPart& m = f.dense;
+    Words w;
+    w.family = &f;
+    w.fused = !h.fused_qkv.empty();
+    w.pre = f.placement != NormPlacement::post;
+    w.post = f.placement != NormPlacement::pre;
+    w.embed = short_name(n.embed);
+    w.norm = f.norm_words();
+    w.norm_1 = n.pre_attention_norm;
+    w.norm_2 = n.pre_mlp_norm;
+    w.post_attention = n.post_attention_norm;
+    w.post_mlp = n.post_mlp_norm;
+    w.out = short_name(h.out);
+    w.final_norm = n.final_norm;
+    w.fused_qkv = short_name(h.fused_qkv);
+    w.n1 = f.norm_1_symbol;
+    w.n2 = f.norm_2_symbol;
+    w.t = f.math_xw ? "" : "ᵀ";
+    const bool bias = weights && !weights->blocks.empty() && weights->blocks.front().up.b.size() != 0;
+    const std::string act = c.mlp == MlpKind::swiglu ? "SiLU" : c.mlp == MlpKind::geglu_tanh ? "GELU_tanh" : "GELU";
+    const std::string in = w.pre ? "m" : "x";  // what the MLP reads: the normed stream, or the stream itself
+    if (gated(c.mlp)) {
+        w.mlp_hidden_title = "The MLP's hidden layer: " + act + "(" + short_name(m.gate) + ") ⊙ " + short_name(m.up);
+        w.mlp_hidden = act + "(" + in + "·" + weight_symbol(m.gate) + w.t + ") ⊙ (" + in + "·" + weight_symbol(m.up) + w.t + ")";
+    } else {
+        const std::size_t hidden = weights && !weights->blocks.empty() ? weights->blocks.front().up.out() : 4 * c.width;
+        w.mlp_hidden_title = "The MLP's hidden layer (" + (hidden == 4 * c.width ? std::string("4C") : std::to_string(hidden)) + "), after " + act;
+        w.mlp_hidden = act + "(" + (w.pre ? w.n2 + "(x)" : "x") + "·" + weight_symbol(m.up) + w.t + " + b_" + weight_symbol(m.up).substr(2) + ")";
+    }
+    w.mlp = "hidden·" + weight_symbol(m.down) + w.t + (bias ? " + b_" + weight_symbol(m.down).substr(2) : "");
+    const bool shared = weights && std::any_of(weights->blocks.begin(), weights->blocks.end(), [](const BlockWeights& b) { return b.moe && b.moe->shared; });
+    w.mlp_experts = "Σ_(e chosen) weight_e · expert_e(" + in + ")" + (shared ? " + shared(" + in + ")" : "");  // a mixture of experts
+    if (c.attention_scale) w.scale = format_number(*c.attention_scale) + " (√" + h.scale_field + ")";
+    const float plain = 1.0f / std::sqrt(static_cast<float>(c.head_size()));
+    if (c.latent_scaling && *c.latent_scaling != plain)  // DeepSeek-V3 with YaRN: (d_nope + d_rope)^(−1/2) × mscale²
+        w.scale = format_number(1.0f / *c.latent_scaling) + " (√" + std::to_string(c.head_size()) + " ÷ mscale²)";
+    return w;
+}
+
+PointText point_text(BlockPoint p, const std::string& L, const Words& w, bool experts) {
+    const std::string attn = "attn(" + (w.pre ? w.n1 + "(x)" : std::string("x")) + ")", mlp = "mlp(" + (w.pre ? w.n2 + "(x)" : std::string("x")) + ")";
+    switch (p) {
+        case BlockPoint::norm_1: return {"ln_1", "Layer " + L + ": " + w.norm + " before attention (" + w.norm_1 + ")", w.n1 + "(x)"};
+        case BlockPoint::attention: return {"attention", "Layer " + L + ": the attention's output", attn};
+        case BlockPoint::attention_norm:
+            return {"attention_norm", w.norm + " of the attention's output (" + w.post_attention + ")", "norm(" + attn + ")"};
+        case BlockPoint::residual_1:
+            return {"residual_1", "Residual: added to the layer's input", "x + " + (w.post ? "norm(" + attn + ")" : attn)};
+        case BlockPoint::norm_2: return {"ln_2", w.norm + " before the MLP (" + w.norm_2 + ")", w.n2 + "(x)"};
+        case BlockPoint::mlp_hidden: return {"mlp_hidden", w.mlp_hidden_title, w.mlp_hidden};
+        case BlockPoint::mlp: return experts ? PointText{"mlp", "The mixture of experts' output", w.mlp_experts} : PointText{"mlp", "The MLP's output", w.mlp};
+        case BlockPoint::mlp_norm: return {"mlp_norm", w.norm + " of the MLP's output (" + w.post_mlp + ")", "norm(" + mlp + ")"};
+        case BlockPoint::residual_2: return {"residual_2", "Layer " + L + "'s output", "x + " + (w.post ? "norm(" + mlp + ")" : mlp)};
+    }
+    return {};
+}
+
+}  // namespace attnwalk::model_walk

@@ -1,0 +1,78 @@
+// The kinds of block a decoder layer is made of, one file each: what each reads of
+// config.json (once for the model), what it reads of the checkpoint (layer by layer,
+// through the Reader) and its call into ops/ in the forward, handing the tap what it made.
+// The loader and the decoder name a kind, never a kind's field or tensor. Internal to
+// lib/src/model/.
+//
+//   layers.cpp    each layer's kinds, window and RoPE (layer_types, the family's pattern)
+//   heads.cpp     attention heads: MHA, GQA, MQA; windows, sinks, an output gate, QK-norm
+//   latent.cpp    multi-head latent attention (MLA)
+//   deltanet.cpp  Gated DeltaNet
+//   mlp.cpp       the dense MLP
+//   experts.cpp   a mixture of experts: routers, experts (float rows or MXFP4), a shared expert
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnwalk/model/decoder.hpp"
+#include "../config.hpp"
+#include "../reader.hpp"
+
+namespace attnwalk::model_detail {
+
+// ---- reading ---------------------------------------------------------------------------
+
+// One kind's reader: made from config.json's fields (the sizes and settings every layer of
+// the kind shares, read once), it reads one layer's tensors into the block's weights.
+class KindReader {
+public:
+    virtual ~KindReader() = default;
+    // `prefix`: the layer's tensors' prefix ("layers.3."), `layer` its index.
+    virtual void read(const Reader& r, const std::string& prefix, std::size_t layer, BlockWeights& b) const = 0;
+};
+
+// layers.cpp: each layer's attention kind, window and RoPE into c.layer_specs (its
+// feed-forward kind is the MLP's until experts_reader says otherwise).
+void plan_layers(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c);
+// "mlp.gate_proj" -> "gate_proj": a dense MLP's projection as an expert names it.
+std::string last_part(const std::string& name);
+// `pattern` with `mark` ("{L}" a layer, "{E}" an expert) replaced by the index.
+std::string indexed(const std::string& pattern, std::size_t index, const char* mark = "{L}");
+
+// mlp.cpp: the activation config.json names, checked against the family's; the dense MLP of
+// `hidden` features.
+void check_activation(ConfigFile& cfg, const FamilySpec& f);
+std::unique_ptr<KindReader> mlp_reader(const FamilySpec& f, std::size_t C, std::size_t hidden);
+// experts.cpp: null when the family has no experts or config.json sets none; marks the layers
+// that have them (c.layer_specs[l].feed_forward).
+std::unique_ptr<KindReader> experts_reader(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c, std::size_t hidden);
+// deltanet.cpp: null without Gated DeltaNet layers. Its fields name the layers when
+// config.json has no layer_types (deltanet_layers).
+std::unique_ptr<KindReader> deltanet_reader(ConfigFile& cfg, const FamilySpec& f, const DecoderConfig& c);
+std::vector<bool> deltanet_layers(ConfigFile& cfg, const FamilySpec& f, std::size_t layers);
+// latent.cpp: null unless the family's attention is latent; sets the decoder's latent
+// settings (head size, interleave, scaling).
+std::unique_ptr<KindReader> latent_reader(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c, bool attention_bias);
+// heads.cpp: the scale field (into c.attention_scale), biases as the family and
+// attention_bias say.
+std::unique_ptr<KindReader> heads_reader(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c, bool attention_bias);
+// A norm stored around 0 and multiplied by (1 + w) is read as 1 + w, in float32 (Gemma's).
+Norm read_norm(const Reader& r, const FamilySpec& f, const std::string& name, std::size_t size);
+
+// ---- the forward -----------------------------------------------------------------------
+
+// Each kind's attention on a = norm_1(x) (1,T,C) of layer `layer`, at positions position0…,
+// on its cache when given; `zero_heads`: heads whose outputs are zeroed (ablation).
+Cube heads_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t layer, const Cube& a, std::size_t position0, KvCache* kv,
+                   DecoderTap& tap, const std::vector<std::size_t>* zero_heads);
+Cube latent_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t layer, const Cube& a, std::size_t position0, KvCache* kv,
+                    DecoderTap& tap, const std::vector<std::size_t>* zero_heads);
+Cube deltanet_forward(const BlockWeights& b, std::size_t layer, const Cube& a, DeltaNetCache* cache, DecoderTap& tap);
+// Each kind's feed-forward on m = norm_2(x) (1,T,C).
+Cube mlp_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t layer, const Cube& m, DecoderTap& tap);
+Cube experts_forward(const BlockWeights& b, std::size_t layer, const Cube& m, DecoderTap& tap);
+
+}  // namespace attnwalk::model_detail

@@ -10,6 +10,7 @@ const FamilySpec& gpt2_family();
 const FamilySpec& llama_family();
 const FamilySpec& qwen2_family();
 const FamilySpec& qwen3_family();
+const FamilySpec& qwen3_moe_family();
 const FamilySpec& gemma_family();
 const FamilySpec& gemma3_family();
 const FamilySpec& olmo2_family();
@@ -22,7 +23,7 @@ const FamilySpec& qwen3_5_family();
 
 const std::vector<const FamilySpec*>& families() {
     static const std::vector<const FamilySpec*> all = {
-        &gpt2_family(),  &llama_family(), &qwen2_family(), &qwen3_family(),
+        &gpt2_family(),  &llama_family(), &qwen2_family(), &qwen3_family(), &qwen3_moe_family(),
         &gemma_family(), &gemma3_family(), &olmo2_family(), &olmo3_family(), &smollm3_family(),
         &gpt_oss_family(), &deepseek_v3_family(), &qwen3_next_family(), &qwen3_5_family(),
     };

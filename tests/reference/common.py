@@ -1,6 +1,7 @@
 """What every reference file shares: the paths, the cases' JSON (a case names the attnwalk command
 line that must reproduce it), the inputs, the safetensors files and the tiny Hugging Face folders
-they go into, and the text and greedy-decoding cases the model families share."""
+they go into, and the cases the model families share: a layer's steps for a prompt of ids, a text,
+greedy decoding."""
 import json
 import math
 import os
@@ -107,7 +108,7 @@ def as_stored(m, dtype, norm_scale):
         for mod in m.modules():
             scale = norm_scale(mod)
             if scale is not None:
-                scale.uniform_(-0.5, 0.5) if mod.gemma else scale.uniform_(0.5, 1.5)
+                scale.uniform_(-0.5, 0.5) if getattr(mod, "gemma", False) else scale.uniform_(0.5, 1.5)
         for p_ in m.parameters():  # the model computes with what the file holds
             p_.copy_(p_.to(dtype).float())
     m.eval()
@@ -135,3 +136,27 @@ def greedy_case(name, m, ids, args, n):
             seq = torch.cat([seq, nxt], dim=1)
     return case(f"{name}_T{T}_generate{n}", args + ["--generate", str(n)], None,
                 {"generated_ids": seq[0, T:].float()}, ["generated_ids"])
+
+
+def layer_cases(name, m, vocab, seed, plan, expect, encode=None, text_at=None, n_generate=6):
+    """For each (T, layer) of `plan`: T random ids through `attnwalk model --ids … --layer …`, expecting the steps
+    expect(T, layer) gives (with those of them that must match exactly) and the next token's top 5; a text through
+    the folder's tokenizer.json after the case text_at names; greedy decoding from the prompt of 5."""
+    cases = []
+    g = torch.Generator().manual_seed(seed)
+    for T, layer in plan:
+        ids = torch.randint(0, vocab, (1, T), generator=g)
+        with torch.no_grad():
+            logits = m(ids)[0, -1]
+        exp, exact = expect(T, layer)
+        probs = torch.softmax(logits, dim=-1)
+        top = torch.argsort(probs, descending=True, stable=True)[:5]
+        exp.update({"top_k_ids": top.float(), "top_k_logits": logits[top], "top_k_probs": probs[top]})
+        args = ["model", "--model", "@SRC@/tests/data/models/" + name, "--ids", ",".join(str(i) for i in ids[0].tolist()),
+                "--layer", str(layer + 1)]
+        cases.append(case(f"{name}_T{T}_layer{layer + 1}", args, None, exp, ["top_k_ids"] + exact))
+        if encode and (T, layer) == text_at:
+            cases.append(text_case(name, m, encode))
+        if T == 5:  # greedy, the whole sequence again for every token; attnwalk decodes through its cache (or state)
+            cases.append(greedy_case(name, m, ids, args, n_generate))
+    return cases

@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .common import case, greedy_case, write_tiny_folder
+from .common import layer_cases, write_tiny_folder
 from .hf_blocks import DsMLP, HFRMSNorm, HFRotary, hf_default_inv_freq, hf_rotate_half, hf_yarn_inv_freq
 
 
@@ -229,12 +229,9 @@ def deepseek_v3_cases():
                 prm.copy_(prm.to(dtype).float())
         write_tiny_folder(name, ds_config(cfg, "bfloat16" if dtype == torch.bfloat16 else "float32"), ds_tensors(m, cfg["extra"]), dtype, shards,
                           cfg["vocab"], "deepseek_v3")
-        g = torch.Generator().manual_seed(seed)
         L = cfg["layers"]
-        for T, layer in [(5, 0), (10, L - 1)]:
-            ids = torch.randint(0, cfg["vocab"], (1, T), generator=g)
-            with torch.no_grad():
-                logits = m(ids)[0, -1]
+
+        def expect(T, layer):
             b = m.layers[layer]
             a = b.self_attn
             exp = {"token_embeddings": m.tokens[0], "queries": a.q[0], "keys": a.k[0], "values": a.v[0], "latent_kv": a.latent[0],
@@ -243,19 +240,13 @@ def deepseek_v3_cases():
             for key in ["ln_1", "attention", "residual_1", "ln_2", "residual_2"]:
                 exp[f"layer{layer + 1}.{key}"] = getattr(b, key)[0]
             exp[f"layer{layer + 1}.mlp"] = b.mlp_out[0]
-            exact = ["top_k_ids"]
+            exact = []
             if b.moe:
                 e = b.mlp
                 exp.update({f"layer{layer + 1}.router_logits": e.logits, f"layer{layer + 1}.router_scores": e.scores,
                             f"layer{layer + 1}.experts_chosen": e.indices.float(), f"layer{layer + 1}.expert_weights": e.top_weights,
                             f"layer{layer + 1}.shared_expert": e.shared[0]})
                 exact.append(f"layer{layer + 1}.experts_chosen")
-            probs = torch.softmax(logits, dim=-1)
-            top = torch.argsort(probs, descending=True, stable=True)[:5]
-            exp.update({"top_k_ids": top.float(), "top_k_logits": logits[top], "top_k_probs": probs[top]})
-            args = ["model", "--model", "@SRC@/tests/data/models/" + name, "--ids", ",".join(str(i) for i in ids[0].tolist()),
-                    "--layer", str(layer + 1)]
-            cases.append(case(f"{name}_T{T}_layer{layer + 1}", args, None, exp, exact))
-            if T == 5:  # greedy, the whole sequence again for every token; attnwalk decodes through its latent cache
-                cases.append(greedy_case(name, m, ids, args, 6))
+            return exp, exact
+        cases += layer_cases(name, m, cfg["vocab"], seed, [(5, 0), (10, L - 1)], expect)
     return cases

@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .common import case, greedy_case, write_tiny_folder
+from .common import layer_cases, write_tiny_folder
 from .hf_blocks import HFRMSNorm, hf_repeat_kv, hf_yarn_inv_freq
 
 
@@ -175,7 +175,6 @@ GPT_OSS = dict(family="gpt_oss", vocab=300, C=64, hidden=32, H=4, G=2, d=16, ctx
 
 
 def gpt_oss_cases():
-    cases = []
     torch.manual_seed(23)
     cfg = GPT_OSS
     m = OssModel(cfg)
@@ -187,12 +186,8 @@ def gpt_oss_cases():
                 norm.weight.uniform_(0.5, 1.5)
                 norm.weight.copy_(norm.weight.bfloat16().float())
     write_tiny_folder("tiny_gpt_oss", oss_config(cfg), oss_tensors(m), torch.bfloat16, 1, cfg["vocab"], "gpt_oss")
-    g = torch.Generator().manual_seed(23)
-    L = len(cfg["types"])
-    for T, layer in [(5, 0), (10, 1), (10, 2)]:
-        ids = torch.randint(0, cfg["vocab"], (1, T), generator=g)
-        with torch.no_grad():
-            logits = m(ids)[0, -1]
+
+    def expect(T, layer):
         b = m.layers[layer]
         a, e = b.self_attn, b.mlp
         exp = {"token_embeddings": m.tokens[0], "queries": a.q[0], "keys": a.k[0], "values": a.v[0], "queries_rotated": a.q_rot[0],
@@ -204,12 +199,5 @@ def gpt_oss_cases():
         exp[f"layer{layer + 1}.router_logits"] = e.logits
         exp[f"layer{layer + 1}.experts_chosen"] = e.indices.float()
         exp[f"layer{layer + 1}.expert_weights"] = e.top_weights
-        probs = torch.softmax(logits, dim=-1)
-        top = torch.argsort(probs, descending=True, stable=True)[:5]
-        exp.update({"top_k_ids": top.float(), "top_k_logits": logits[top], "top_k_probs": probs[top]})
-        args = ["model", "--model", "@SRC@/tests/data/models/tiny_gpt_oss", "--ids", ",".join(str(i) for i in ids[0].tolist()),
-                "--layer", str(layer + 1)]
-        cases.append(case(f"tiny_gpt_oss_T{T}_layer{layer + 1}", args, None, exp, ["top_k_ids", f"layer{layer + 1}.experts_chosen"]))
-        if T == 5:  # greedy, the whole sequence again for every token; attnwalk decodes through its cache
-            cases.append(greedy_case("tiny_gpt_oss", m, ids, args, 6))
-    return cases
+        return exp, [f"layer{layer + 1}.experts_chosen"]
+    return layer_cases("tiny_gpt_oss", m, cfg["vocab"], 23, [(5, 0), (10, 1), (10, 2)], expect)

@@ -1,8 +1,9 @@
 """The pieces Hugging Face's modeling files share, written the way they compute: the RMSNorm's float32
 and its cast back (GemmaRMSNorm's (1 + w) with gemma=True), the rotary tables of modeling_rope_utils.py
-(default and yarn) and their float32 angles, rotate_half, repeat_kv, and the gated MLP of the MoE
-families' experts. Used by OLMo 2/3, SmolLM3, Gemma, multi-head latent attention, gpt-oss,
-DeepSeek-V3 and Qwen3-Next."""
+(default and yarn) and their float32 angles (Cohere's interleaved too), rotate_half (Cohere's on the
+even and odd features too), repeat_kv, the gated MLP of the MoE families' experts and the softmax
+router's experts of Qwen3-MoE and Qwen3-Next. Used by OLMo 2/3, SmolLM3, Gemma, multi-head latent
+attention, gpt-oss, DeepSeek-V3, Qwen3-Next, Qwen3-MoE and Cohere2."""
 import math
 
 import torch
@@ -64,15 +65,16 @@ def hf_yarn_inv_freq(base, dim, rope, max_position_embeddings):  # _compute_yarn
 
 
 class HFRotary(nn.Module):  # Olmo2RotaryEmbedding.forward: float32 angles, cos and sin × attention_scaling
-    def __init__(self, inv_freq, attention_scaling):
+    def __init__(self, inv_freq, attention_scaling, interleave=False):
         super().__init__()
-        self.inv_freq, self.attention_scaling = inv_freq, attention_scaling
+        self.inv_freq, self.attention_scaling, self.interleave = inv_freq, attention_scaling, interleave
 
     def forward(self, x, position_ids):
         inv_freq_expanded = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
         position_ids_expanded = position_ids[:, None, :].float()
         freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
-        emb = torch.cat((freqs, freqs), dim=-1)
+        # Cohere2RotaryEmbedding: "we interleave() instead of cat()", each angle twice in a row
+        emb = torch.repeat_interleave(freqs, 2, dim=-1) if self.interleave else torch.cat((freqs, freqs), dim=-1)
         self.angles = emb[0]
         return (emb.cos() * self.attention_scaling).to(x.dtype), (emb.sin() * self.attention_scaling).to(x.dtype)
 
@@ -80,6 +82,11 @@ class HFRotary(nn.Module):  # Olmo2RotaryEmbedding.forward: float32 angles, cos 
 def hf_rotate_half(x):
     x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
     return torch.cat((-x2, x1), dim=-1)
+
+
+def hf_rotate_interleaved(x):  # rotate_half of modeling_cohere.py: the pairs (x0, x1), (x2, x3), … turn
+    x1, x2 = x[..., ::2], x[..., 1::2]
+    return torch.stack([-x2, x1], dim=-1).flatten(-2)
 
 
 def hf_repeat_kv(hidden_states, n_rep):
@@ -97,3 +104,34 @@ class DsMLP(nn.Module):  # DeepseekV3MLP; Qwen3NextMLP (the experts, the shared 
 
     def forward(self, x):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class SoftmaxMoE(nn.Module):
+    """Qwen3MoeSparseMoeBlock (and Qwen3-Next's routed experts): p = softmax(router logits) over every expert in
+    float32, the top_k largest, over their sum with norm_topk_prob; each chosen expert's SwiGLU weighted and
+    index_add_-ed into the output, expert by expert in their order."""
+    def __init__(self, cfg):
+        super().__init__()
+        C, E = cfg["C"], cfg["experts"]
+        self.E, self.top_k, self.norm = E, cfg["top_k"], cfg["norm_topk_prob"]
+        self.gate = nn.Linear(C, E, bias=False)
+        self.experts = nn.ModuleList([DsMLP(C, cfg["moe_hidden"]) for _ in range(E)])
+
+    def routed(self, h):  # h: (tokens, C)
+        self.logits = F.linear(h, self.gate.weight)
+        self.scores = F.softmax(self.logits, dtype=torch.float, dim=-1)
+        top, self.indices = torch.topk(self.scores, self.top_k, dim=-1)
+        if self.norm:
+            top = top / top.sum(dim=-1, keepdim=True)
+        self.top_weights = top
+        out = torch.zeros_like(h)
+        mask = F.one_hot(self.indices, num_classes=self.E).permute(2, 1, 0)
+        for e in range(self.E):
+            slot, tok = torch.where(mask[e])
+            if tok.numel() > 0:
+                out.index_add_(0, tok, self.experts[e](h[tok]) * self.top_weights[tok, slot, None])
+        return out
+
+    def forward(self, x):
+        B, T, C = x.shape
+        return self.routed(x.view(-1, C)).reshape(B, T, C)

@@ -1,48 +1,59 @@
 """OLMo 2, OLMo 3, SmolLM3 (and Gemma): written the way Hugging Face's modeling_olmo2.py, modeling_olmo3.py
 and modeling_smollm3.py compute (eager attention, repeat_kv, rotate_half, the RMSNorm's float32 and its
 cast back), with the rotary tables of modeling_rope_utils.py (default and yarn), those pieces in
-hf_blocks.py. One class for the three: what differs is the config, as in the library. Each is saved as
-a tiny Hugging Face folder: golden families."""
+hf_blocks.py. One class for the three: what differs is the config, as in the library (Qwen3-MoE and
+Cohere2 build on the same attention, qwen3_moe.py and cohere2.py). Each is saved as a tiny Hugging
+Face folder: golden families; SmolLM3 once more with sliding windows (smollm3_swa_cases)."""
 import json
 import os
 
 import torch
 import torch.nn as nn
 
-from .common import HERE, as_stored, case, greedy_case, text_case, write_weights_folder
-from .hf_blocks import HFRMSNorm, HFRotary, hf_default_inv_freq, hf_repeat_kv, hf_rotate_half, hf_yarn_inv_freq
+from .common import HERE, as_stored, layer_cases, write_weights_folder
+from .hf_blocks import HFRMSNorm, HFRotary, SoftmaxMoE, hf_default_inv_freq, hf_repeat_kv, hf_rotate_half, hf_rotate_interleaved, hf_yarn_inv_freq
 from .tokenizer import tiny_tokenizer
 
 
-class HFAttention(nn.Module):  # Olmo2Attention / Olmo3Attention / SmolLM3Attention, eager
+class HFAttention(nn.Module):  # Olmo2Attention / Olmo3Attention / SmolLM3Attention / Qwen3MoeAttention / Cohere2Attention, eager
     def __init__(self, cfg, layer_idx):
         super().__init__()
         C, H, G, d = cfg["C"], cfg["H"], cfg["G"], cfg["d"]
+        bias = cfg.get("attention_bias", False)
         self.head_dim, self.num_key_value_groups, self.scaling = d, H // G, d ** -0.5
-        self.q_proj = nn.Linear(C, H * d, bias=False)
-        self.k_proj = nn.Linear(C, G * d, bias=False)
-        self.v_proj = nn.Linear(C, G * d, bias=False)
-        self.o_proj = nn.Linear(H * d, C, bias=False)
+        self.q_proj = nn.Linear(C, H * d, bias=bias)
+        self.k_proj = nn.Linear(C, G * d, bias=bias)
+        self.v_proj = nn.Linear(C, G * d, bias=bias)
+        self.o_proj = nn.Linear(H * d, C, bias=bias)
         self.olmo = cfg["family"] in ("olmo2", "olmo3")
         if self.olmo:  # over the whole projections
             self.q_norm, self.k_norm = HFRMSNorm(H * d, cfg["eps"]), HFRMSNorm(G * d, cfg["eps"])
+        self.head_norm = cfg["family"] == "qwen3_moe"
+        if self.head_norm:  # Qwen3: "unlike olmo, only on the head dim", each head's features before RoPE
+            self.q_norm, self.k_norm = HFRMSNorm(d, cfg["eps"]), HFRMSNorm(d, cfg["eps"])
         self.sliding_window = cfg["window"] if cfg["types"][layer_idx] == "sliding_attention" else None
         self.use_rope = cfg.get("no_rope", [1] * len(cfg["types"]))[layer_idx]
+        self.rotate = hf_rotate_half
+        if cfg["family"] == "cohere2":  # Cohere2Attention: RoPE on the sliding layers only, on the interleaved pairs
+            self.use_rope, self.rotate = self.sliding_window is not None, hf_rotate_interleaved
 
     def forward(self, hidden_states, position_embeddings, attention_mask):
         input_shape = hidden_states.shape[:-1]
         hidden_shape = (*input_shape, -1, self.head_dim)
         self.q, self.k, self.v = self.q_proj(hidden_states), self.k_proj(hidden_states), self.v_proj(hidden_states)
         q, k = (self.q_norm(self.q), self.k_norm(self.k)) if self.olmo else (self.q, self.k)
-        query_states = q.view(hidden_shape).transpose(1, 2)
-        key_states = k.view(hidden_shape).transpose(1, 2)
+        q, k = q.view(hidden_shape), k.view(hidden_shape)
+        if self.head_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        query_states = q.transpose(1, 2)
+        key_states = k.transpose(1, 2)
         value_states = self.v.view(hidden_shape).transpose(1, 2)
         self.q_normed, self.k_normed = query_states, key_states
         if self.use_rope:
             cos, sin = position_embeddings
             cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
-            query_states = (query_states * cos) + (hf_rotate_half(query_states) * sin)
-            key_states = (key_states * cos) + (hf_rotate_half(key_states) * sin)
+            query_states = (query_states * cos) + (self.rotate(query_states) * sin)
+            key_states = (key_states * cos) + (self.rotate(key_states) * sin)
         self.q_rot, self.k_rot = query_states, key_states
         key_states = hf_repeat_kv(key_states, self.num_key_value_groups)
         value_states = hf_repeat_kv(value_states, self.num_key_value_groups)
@@ -75,7 +86,7 @@ class HFDecoderLayer(nn.Module):
     def __init__(self, cfg, layer_idx):
         super().__init__()
         gemma = cfg["family"] == "gemma"
-        self.self_attn, self.mlp = HFAttention(cfg, layer_idx), HFMLP(cfg["C"], cfg["hidden"], gelu=gemma)
+        self.self_attn, self.mlp = HFAttention(cfg, layer_idx), self.make_mlp(cfg, layer_idx)
         self.post_norm = cfg["family"] in ("olmo2", "olmo3")
         if self.post_norm:  # Olmo2DecoderLayer: the norms after each sublayer
             self.post_attention_layernorm = HFRMSNorm(cfg["C"], cfg["eps"])
@@ -83,6 +94,9 @@ class HFDecoderLayer(nn.Module):
         else:  # LlamaDecoderLayer, GemmaDecoderLayer
             self.input_layernorm = HFRMSNorm(cfg["C"], cfg["eps"], gemma)
             self.post_attention_layernorm = HFRMSNorm(cfg["C"], cfg["eps"], gemma)
+
+    def make_mlp(self, cfg, layer_idx):
+        return HFMLP(cfg["C"], cfg["hidden"], gelu=cfg["family"] == "gemma")
 
     def forward(self, hidden_states, attention_mask, position_embeddings):
         residual = hidden_states
@@ -96,7 +110,7 @@ class HFDecoderLayer(nn.Module):
         if not self.post_norm:
             hidden_states = self.ln_2 = self.post_attention_layernorm(hidden_states)
         hidden_states = self.mlp_out = self.mlp(hidden_states)
-        self.mlp_hidden = self.mlp.hidden
+        self.mlp_hidden = getattr(self.mlp, "hidden", None)  # a mixture of experts has none
         if self.post_norm:
             hidden_states = self.mlp_norm = self.post_feedforward_layernorm(hidden_states)
         self.residual_2 = residual + hidden_states
@@ -104,11 +118,13 @@ class HFDecoderLayer(nn.Module):
 
 
 class HFModel(nn.Module):  # Olmo2ForCausalLM / Olmo3ForCausalLM / SmolLM3ForCausalLM
+    layer_class = HFDecoderLayer
+
     def __init__(self, cfg):
         super().__init__()
         self.cfg = cfg
         self.embed_tokens = nn.Embedding(cfg["vocab"], cfg["C"])
-        self.layers = nn.ModuleList([HFDecoderLayer(cfg, i) for i in range(len(cfg["types"]))])
+        self.layers = nn.ModuleList([self.layer_class(cfg, i) for i in range(len(cfg["types"]))])
         self.norm = HFRMSNorm(cfg["C"], cfg["eps"], cfg["family"] == "gemma")
         self.lm_head = nn.Linear(cfg["C"], cfg["vocab"], bias=False)
         rope = cfg.get("rope_scaling")
@@ -148,15 +164,20 @@ def hf_tensors(m):
         a = layer.self_attn
         for name in ["q_proj", "k_proj", "v_proj", "o_proj"]:
             t[p + f"self_attn.{name}.weight"] = getattr(a, name).weight
-        if a.olmo:
+            if getattr(a, name).bias is not None:
+                t[p + f"self_attn.{name}.bias"] = getattr(a, name).bias
+        if a.olmo or a.head_norm:
             t[p + "self_attn.q_norm.weight"], t[p + "self_attn.k_norm.weight"] = a.q_norm.weight, a.k_norm.weight
-            t[p + "post_attention_layernorm.weight"] = layer.post_attention_layernorm.weight
-            t[p + "post_feedforward_layernorm.weight"] = layer.post_feedforward_layernorm.weight
-        else:
-            t[p + "input_layernorm.weight"] = layer.input_layernorm.weight
-            t[p + "post_attention_layernorm.weight"] = layer.post_attention_layernorm.weight
-        for name in ["gate_proj", "up_proj", "down_proj"]:
-            t[p + f"mlp.{name}.weight"] = getattr(layer.mlp, name).weight
+        for name in ["input_layernorm", "post_attention_layernorm", "post_feedforward_layernorm"]:  # those the layer has
+            if hasattr(layer, name):
+                t[p + name + ".weight"] = getattr(layer, name).weight
+        mlps = {"mlp.": layer.mlp}
+        if isinstance(layer.mlp, SoftmaxMoE):  # the router, and the experts one by one as the checkpoints store them
+            t[p + "mlp.gate.weight"] = layer.mlp.gate.weight
+            mlps = {f"mlp.experts.{e}.": x for e, x in enumerate(layer.mlp.experts)}
+        for q, mlp in mlps.items():
+            for name in ["gate_proj", "up_proj", "down_proj"]:
+                t[p + q + name + ".weight"] = getattr(mlp, name).weight
     if not m.cfg["tied"]:
         t["lm_head.weight"] = m.lm_head.weight
     return t
@@ -175,7 +196,7 @@ def hf_config(cfg, dtype):
     if family == "gemma":
         c.update({"head_dim": cfg["d"], "hidden_activation": "gelu_pytorch_tanh", "hidden_act": "gelu"})
     if family == "smollm3":
-        c.update({"no_rope_layers": cfg["no_rope"], "use_sliding_window": False, "sliding_window": None, "mlp_bias": False,
+        c.update({"no_rope_layers": cfg["no_rope"], "use_sliding_window": "window" in cfg, "sliding_window": cfg.get("window"), "mlp_bias": False,
                   "layer_types": cfg["types"], "no_rope_layer_interval": 4})
     return c
 
@@ -199,44 +220,66 @@ def write_hf_folder(folder, m, dtype, shards, config):
     write_weights_folder(folder, config, hf_tensors(m), dtype, shards)
 
 
+def hf_family_folder(name, dtype, shards, seed, cfg, model=HFModel, config=hf_config, norms=(HFRMSNorm,)):
+    """The model (its norms away from 1, every parameter as the file holds it) and its tiny folder; the tokenizer's encoder."""
+    torch.manual_seed(seed)
+    m = model(cfg)
+    if "embed_std" in cfg:  # tied embeddings drawn small: the stream is not its token's own row, greedy decoding does not repeat it
+        with torch.no_grad():
+            m.embed_tokens.weight.normal_(0, cfg["embed_std"])
+    as_stored(m, dtype, lambda mod: mod.weight if isinstance(mod, norms) else None)
+    folder = os.path.join(HERE, "data", "models", name)
+    write_hf_folder(folder, m, dtype, shards, config(cfg, dtype))
+    doc, encode = tiny_tokenizer(cfg["tokenizer"], cfg["vocab"], cfg.get("tokenizer_family", cfg["family"]))
+    with open(os.path.join(folder, "tokenizer.json"), "w") as f:
+        json.dump(doc, f, ensure_ascii=False, indent=1)
+    return m, encode
+
+
+def hf_layer_cases(name, m, cfg, seed, encode, plan):
+    """Every step of the layer shown for each (T, layer) of `plan` (a mixture of experts' router too), a text through
+    the folder's tokenizer.json after (10, the last layer), greedy decoding from the prompt of 5."""
+    def expect(T, layer):
+        b = m.layers[layer]
+        a = b.self_attn
+        rotary = m.rotary_sliding if a.sliding_window else m.rotary_full
+        exp = {"token_embeddings": m.tokens[0], "embeddings": m.embeddings[0], "queries": a.q[0], "keys": a.k[0], "values": a.v[0],
+               "scores": a.scores[0], "weights": a.w[0], "context": a.context[0], "output": b.attention[0], "ln_f": m.ln_f[0]}
+        if a.use_rope:
+            exp.update({"queries_rotated": a.q_rot[0], "keys_rotated": a.k_rot[0], "rope_angles": rotary.angles[:T]})
+        if a.olmo or a.head_norm:
+            exp["queries_normed"], exp["keys_normed"] = a.q_normed[0], a.k_normed[0]
+        keys = ["attention", "residual_1", "mlp_hidden", "residual_2", "attention_norm", "mlp_norm", "ln_1", "ln_2"]
+        for key in [k for k in keys if getattr(b, k, None) is not None]:  # the points the layer has
+            exp[f"layer{layer + 1}.{key}"] = getattr(b, key)[0]
+        exp[f"layer{layer + 1}.mlp"] = b.mlp_out[0]
+        exact = []
+        if isinstance(b.mlp, SoftmaxMoE):  # the steps qwen3_next.py's cases name, over every token
+            e = b.mlp
+            exp.update({f"layer{layer + 1}.router_logits": e.logits, f"layer{layer + 1}.router_scores": e.scores,
+                        f"layer{layer + 1}.experts_chosen": e.indices.float(), f"layer{layer + 1}.expert_weights": e.top_weights})
+            exact.append(f"layer{layer + 1}.experts_chosen")
+        return exp, exact
+    return layer_cases(name, m, cfg["vocab"], seed, plan, expect, encode, (10, len(cfg["types"]) - 1))
+
+
 def hf_families_cases():
     cases = []
     for name, dtype, shards, seed, cfg in HF_FAMILIES:
-        torch.manual_seed(seed)
-        m = HFModel(cfg)
-        as_stored(m, dtype, lambda mod: mod.weight if isinstance(mod, HFRMSNorm) else None)
-        folder = os.path.join(HERE, "data", "models", name)
-        write_hf_folder(folder, m, dtype, shards, hf_config(cfg, dtype))
-        doc, encode = tiny_tokenizer(cfg["tokenizer"], cfg["vocab"], cfg["family"])
-        with open(os.path.join(folder, "tokenizer.json"), "w") as f:
-            json.dump(doc, f, ensure_ascii=False, indent=1)
-        g = torch.Generator().manual_seed(seed)
+        m, encode = hf_family_folder(name, dtype, shards, seed, cfg)
         L = len(cfg["types"])
-        for T, layer in [(5, 0), (10, L - 1)] + ([(10, 0)] if "window" in cfg else []):
-            ids = torch.randint(0, cfg["vocab"], (1, T), generator=g)
-            with torch.no_grad():
-                logits = m(ids)[0, -1]
-            b = m.layers[layer]
-            a = b.self_attn
-            rotary = m.rotary_sliding if a.sliding_window else m.rotary_full
-            exp = {"token_embeddings": m.tokens[0], "embeddings": m.embeddings[0], "queries": a.q[0], "keys": a.k[0], "values": a.v[0],
-                   "scores": a.scores[0], "weights": a.w[0], "context": a.context[0], "output": b.attention[0], "ln_f": m.ln_f[0]}
-            if a.use_rope:
-                exp.update({"queries_rotated": a.q_rot[0], "keys_rotated": a.k_rot[0], "rope_angles": rotary.angles[:T]})
-            if a.olmo:
-                exp["queries_normed"], exp["keys_normed"] = a.q_normed[0], a.k_normed[0]
-            keys = ["attention", "residual_1", "mlp_hidden", "residual_2"] + (["attention_norm", "mlp_norm"] if b.post_norm else ["ln_1", "ln_2"])
-            for key in keys:
-                exp[f"layer{layer + 1}.{key}"] = getattr(b, key)[0]
-            exp[f"layer{layer + 1}.mlp"] = b.mlp_out[0]
-            probs = torch.softmax(logits, dim=-1)
-            top = torch.argsort(probs, descending=True, stable=True)[:5]
-            exp.update({"top_k_ids": top.float(), "top_k_logits": logits[top], "top_k_probs": probs[top]})
-            args = ["model", "--model", "@SRC@/tests/data/models/" + name, "--ids", ",".join(str(i) for i in ids[0].tolist()),
-                    "--layer", str(layer + 1)]
-            cases.append(case(f"{name}_T{T}_layer{layer + 1}", args, None, exp, ["top_k_ids"]))
-            if T == 10 and layer == L - 1:  # a text through the folder's tokenizer.json
-                cases.append(text_case(name, m, encode))
-            if T == 5:  # greedy, the whole sequence again for every token; attnwalk decodes through its cache
-                cases.append(greedy_case(name, m, ids, args, 6))
+        cases += hf_layer_cases(name, m, cfg, seed, encode, [(5, 0), (10, L - 1)] + ([(10, 0)] if "window" in cfg else []))
     return cases
+
+
+# SmolLM3 with use_sliding_window: SmolLM3Attention's sliding_window is config.sliding_window where layer_types says
+# "sliding_attention" (the eager path takes that layer type's mask). Without layer_types the config would slide the
+# NoPE layers only (no_rope_layers 0); this one lists its own, a RoPE layer sliding too, so the list is what counts.
+SMOLLM3_SWA = dict(HF_FAMILIES[2][4], window=3, types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention"],
+                   embed_std=0.1)
+
+
+def smollm3_swa_cases():
+    name, seed, cfg = "tiny_smollm3_swa", 20, SMOLLM3_SWA
+    m, encode = hf_family_folder(name, torch.float32, 1, seed, cfg)
+    return hf_layer_cases(name, m, cfg, seed, encode, [(5, 0), (10, 1), (10, 3)])

@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 
 from .beyond import apply_rope
-from .common import HERE, as_stored, case, greedy_case, text_case, write_tensors
+from .common import HERE, as_stored, layer_cases, write_tensors
 from .tokenizer import tiny_tokenizer
 
 
@@ -247,12 +247,9 @@ def families_cases():
             doc, encode = tiny_tokenizer(cfg["tokenizer"], cfg["vocab"], cfg["family"])
             with open(os.path.join(folder, "tokenizer.json"), "w") as f:
                 json.dump(doc, f, ensure_ascii=False, indent=1)
-        g = torch.Generator().manual_seed(seed)
         L = len(cfg["sliding"])
-        for T, layer in [(5, 0), (10, L - 1)] + ([(10, 0)] if cfg["family"] == "gemma3_text" else []):
-            ids = torch.randint(0, cfg["vocab"], (1, T), generator=g)
-            with torch.no_grad():
-                logits = m(ids)[0, -1]
+
+        def expect(T, layer):
             b = m.trf_blocks[layer]
             a = b.att
             exp = {"token_embeddings": m.tokens[0], "embeddings": m.embeddings[0], "queries": a.q[0], "keys": a.k[0], "values": a.v[0],
@@ -266,14 +263,7 @@ def families_cases():
                 keys += ["attention_norm", "mlp_norm"]
             for key in keys:
                 exp[f"layer{layer + 1}.{key}"] = getattr(b, key)[0]
-            probs = torch.softmax(logits, dim=-1)
-            top = torch.argsort(probs, descending=True, stable=True)[:5]
-            exp.update({"top_k_ids": top.float(), "top_k_logits": logits[top], "top_k_probs": probs[top]})
-            args = ["model", "--model", "@SRC@/tests/data/models/" + name, "--ids", ",".join(str(i) for i in ids[0].tolist()),
-                    "--layer", str(layer + 1)]
-            cases.append(case(f"{name}_T{T}_layer{layer + 1}", args, None, exp, ["top_k_ids"]))
-            if encode and T == 10 and layer == L - 1:  # a text through the folder's tokenizer.json
-                cases.append(text_case(name, m, encode))
-            if T == 5:  # greedy, the whole sequence again for every token
-                cases.append(greedy_case(name, m, ids, args, 4))
+            return exp, []
+        cases += layer_cases(name, m, cfg["vocab"], seed, [(5, 0), (10, L - 1)] + ([(10, 0)] if cfg["family"] == "gemma3_text" else []), expect,
+                             encode, (10, L - 1), 4)
     return cases

@@ -6,8 +6,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .common import case, greedy_case, write_tiny_folder
-from .hf_blocks import DsMLP, HFRotary, hf_default_inv_freq, hf_repeat_kv, hf_rotate_half
+from .common import layer_cases, write_tiny_folder
+from .hf_blocks import DsMLP, HFRotary, SoftmaxMoE, hf_default_inv_freq, hf_repeat_kv, hf_rotate_half
 
 
 class NextRMSNorm(nn.Module):  # Qwen3NextRMSNorm: x·rsqrt(mean(x²) + eps) × (1 + w), in float32
@@ -147,31 +147,17 @@ class NextAttention(nn.Module):  # Qwen3NextAttention, eager
         return self.o_proj(self.gated)
 
 
-class NextMoE(nn.Module):  # Qwen3NextTopKRouter + Qwen3NextSparseMoeBlock, experts one by one as the checkpoints store them
+class NextMoE(SoftmaxMoE):  # Qwen3NextTopKRouter + Qwen3NextSparseMoeBlock, experts one by one as the checkpoints store them
     def __init__(self, cfg):
-        super().__init__()
-        C, E = cfg["C"], cfg["experts"]
-        self.E, self.top_k, self.norm = E, cfg["top_k"], cfg["norm_topk_prob"]
-        self.gate = nn.Linear(C, E, bias=False)
-        self.experts = nn.ModuleList([DsMLP(C, cfg["moe_hidden"]) for _ in range(E)])
+        super().__init__(cfg)
+        C = cfg["C"]
         self.shared_expert = DsMLP(C, cfg["shared_hidden"])
         self.shared_expert_gate = nn.Linear(C, 1, bias=False)
 
     def forward(self, x):
         B, T, C = x.shape
         h = x.view(-1, C)
-        self.logits = F.linear(h, self.gate.weight)
-        self.scores = F.softmax(self.logits, dtype=torch.float, dim=-1)
-        top, self.indices = torch.topk(self.scores, self.top_k, dim=-1)
-        if self.norm:
-            top = top / top.sum(dim=-1, keepdim=True)
-        self.top_weights = top
-        out = torch.zeros_like(h)
-        mask = F.one_hot(self.indices, num_classes=self.E).permute(2, 1, 0)
-        for e in range(self.E):
-            slot, tok = torch.where(mask[e])
-            if tok.numel() > 0:
-                out.index_add_(0, tok, self.experts[e](h[tok]) * self.top_weights[tok, slot, None])
+        out = self.routed(h)
         self.shared = F.sigmoid(self.shared_expert_gate(h)) * self.shared_expert(h)
         return (out + self.shared).reshape(B, T, C)
 
@@ -283,12 +269,7 @@ def next_model(cfg, seed, tied=False):
 
 def next_cases(name, m, cfg, seed, plan):
     """Every step of the layer shown for each (T, layer) of `plan`, and greedy decoding from the first prompt."""
-    cases = []
-    g = torch.Generator().manual_seed(seed)
-    for T, layer in plan:
-        ids = torch.randint(0, cfg["vocab"], (1, T), generator=g)
-        with torch.no_grad():
-            logits = m(ids)[0, -1]
+    def expect(T, layer):
         b = m.layers[layer]
         a = b.mixer
         exp = {"token_embeddings": m.tokens[0], "output": b.attention[0], "ln_f": m.ln_f[0]}
@@ -301,21 +282,15 @@ def next_cases(name, m, cfg, seed, plan):
         for key in ["ln_1", "attention", "residual_1", "ln_2", "residual_2"]:
             exp[f"layer{layer + 1}.{key}"] = getattr(b, key)[0]
         exp[f"layer{layer + 1}.mlp"] = b.mlp_out[0]
-        exact = ["top_k_ids"]
+        exact = []
         if b.moe:
             e = b.mlp
             exp.update({f"layer{layer + 1}.router_logits": e.logits, f"layer{layer + 1}.router_scores": e.scores,
                         f"layer{layer + 1}.experts_chosen": e.indices.float(), f"layer{layer + 1}.expert_weights": e.top_weights,
                         f"layer{layer + 1}.shared_expert": e.shared})
             exact.append(f"layer{layer + 1}.experts_chosen")
-        probs = torch.softmax(logits, dim=-1)
-        top = torch.argsort(probs, descending=True, stable=True)[:5]
-        exp.update({"top_k_ids": top.float(), "top_k_logits": logits[top], "top_k_probs": probs[top]})
-        args = ["model", "--model", "@SRC@/tests/data/models/" + name, "--ids", ",".join(str(i) for i in ids[0].tolist()), "--layer", str(layer + 1)]
-        cases.append(case(f"{name}_T{T}_layer{layer + 1}", args, None, exp, exact))
-        if T == 5:  # greedy, the whole sequence again for every token; attnwalk decodes through its state and cache
-            cases.append(greedy_case(name, m, ids, args, 6))
-    return cases
+        return exp, exact
+    return layer_cases(name, m, cfg["vocab"], seed, plan, expect)
 
 
 def qwen3_next_cases():

@@ -24,6 +24,7 @@
 #include <CLI/CLI.hpp>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/io/did_you_mean.hpp"
 #include "attnwalk/io/safetensors.hpp"
 #include "commands/commands.hpp"
 #include "commands/walkthrough.hpp"
@@ -156,25 +157,13 @@ std::string hint(CLI::App& cli, int argc, const char* const* argv) {
     return out;
 }
 
-// Edits (insert, delete, replace, swap two neighbours) from a to b.
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i)
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-        }
-    return d[a.size()][b.size()];
-}
-
-// The closest of `names` to `typed` if it is near enough to be a typo (a third of its letters).
-std::string closest(const std::string& typed, const std::vector<std::string>& names) {
+// The closest of `names` to `typed` if it is near enough to be a typo (a third of its
+// letters; a swap of two neighbours is one edit), the first of them on a tie.
+std::string typo_of(const std::string& typed, const std::vector<std::string>& names) {
     std::string best;
     std::size_t best_distance = std::max<std::size_t>(1, typed.size() / 3) + 1;
     for (const std::string& n : names) {
-        const std::size_t d = edit_distance(typed, n);
+        const std::size_t d = edit_distance(typed, n, true);
         if (d < best_distance) {
             best_distance = d;
             best = n;
@@ -192,7 +181,7 @@ std::string typo_message(CLI::App& cli, int argc, const char* const* argv) {
         if (argc < 2 || argv[1][0] == '-') return "";
         std::vector<std::string> commands;
         for (CLI::App* sub : cli.get_subcommands({})) commands.push_back(sub->get_name());
-        const std::string typed = argv[1], guess = closest(typed, commands);
+        const std::string typed = argv[1], guess = typo_of(typed, commands);
         std::string all;
         for (const std::string& c : commands) all += (all.empty() ? "" : ", ") + c;
         return "unknown command '" + printable(typed) + "'" + (guess.empty() ? "; the commands are: " + all : "; did you mean '" + guess + "'?");
@@ -205,7 +194,7 @@ std::string typo_message(CLI::App& cli, int argc, const char* const* argv) {
         std::vector<std::string> own;
         for (const CLI::Option* o : chosen->get_options())
             for (const std::string& l : o->get_lnames()) own.push_back("--" + l);
-        const std::string guess = closest(name, own);
+        const std::string guess = typo_of(name, own);
         std::string owners;  // the commands that have it as it is typed
         for (CLI::App* sub : cli.get_subcommands({}))
             if (sub != chosen && sub->get_option_no_throw(name)) owners += (owners.empty() ? "" : ", ") + sub->get_name();

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "attnwalk/errors.hpp"
-#include "attnwalk/io/json_input.hpp"
+#include "attnwalk/io/did_you_mean.hpp"
 
 namespace attnwalk::app {
 
@@ -40,7 +40,7 @@ std::size_t position(const Trace& trace, const std::string& id, const std::strin
         known.push_back(s.id);
     }
     // a typo (a third of its letters or fewer, at least 2): the id it most likely meant first
-    const std::vector<std::string> near = json_input::closest(id, known, 1, std::max<std::size_t>(2, id.size() / 3));
+    const std::vector<std::string> near = closest(id, known, 1, std::max<std::size_t>(2, id.size() / 3));
     throw UsageError("--steps '" + pattern + "': this trace has no step '" + id + "'" + (near.empty() ? "" : "; did you mean '" + near.front() + "'?") +
                      " (its steps: " + ids + ")");
 }

@@ -16,22 +16,28 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Every line of the files under `dirs` (below the source tree) that `pattern` finds, with
-// its file and line number; `code_only` looks only before a // comment. `files` counts.
+// Every line of the files under `dirs` (below the source tree; a file names itself) that
+// `pattern` finds, with its file and line number; `code_only` looks only before a //
+// comment. `files` counts.
 std::string lines_matching(const std::vector<std::string>& dirs, const std::regex& pattern, bool code_only, std::size_t& files) {
     std::string found;
-    for (const std::string& dir : dirs)
-        for (const auto& entry : fs::recursive_directory_iterator(test::source_path(dir))) {
-            if (!entry.is_regular_file()) continue;
-            ++files;
-            std::ifstream in(entry.path());
-            std::size_t n = 0;
-            for (std::string line; std::getline(in, line);) {
-                ++n;
-                const std::string text = code_only ? line.substr(0, line.find("//")) : line;
-                if (std::regex_search(text, pattern)) found += entry.path().string() + ":" + std::to_string(n) + ": " + line + "\n";
-            }
+    const auto read = [&](const fs::path& file) {
+        ++files;
+        std::ifstream in(file);
+        std::size_t n = 0;
+        for (std::string line; std::getline(in, line);) {
+            ++n;
+            const std::string text = code_only ? line.substr(0, line.find("//")) : line;
+            if (std::regex_search(text, pattern)) found += file.string() + ":" + std::to_string(n) + ": " + line + "\n";
         }
+    };
+    for (const std::string& dir : dirs) {
+        const fs::path root = test::source_path(dir);
+        if (fs::is_regular_file(root)) read(root);
+        else
+            for (const auto& entry : fs::recursive_directory_iterator(root))
+                if (entry.is_regular_file()) read(entry.path());
+    }
     return found;
 }
 
@@ -60,6 +66,17 @@ TEST_SUITE("contract") {
                                                  narrating, true, files);
         CHECK(files > 30);
         CHECK_MESSAGE(found.empty(), "ops/ and model/ compute; recording steps is the lessons' work:\n" << found);
+    }
+
+    TEST_CASE("contract.stats_includes_nothing_of_ops") {
+        // ops/ computes statistics (Forward's, the blocked path's) and the trace shows them:
+        // the includes run one way, ops/ -> stats. The one kernel stats needs is declared
+        // on its side (stats_sums.hpp) and defined in ops/.
+        const std::regex ops_header(R"(#include\s*"[^"]*\bops/)");
+        std::size_t files = 0;
+        const std::string found = lines_matching({"lib/include/attnwalk/stats.hpp", "lib/src/stats.cpp", "lib/src/stats_sums.hpp"}, ops_header, true, files);
+        CHECK(files == 3);
+        CHECK_MESSAGE(found.empty(), "stats includes nothing of ops/ (ops/ includes stats):\n" << found);
     }
 
     TEST_CASE("contract.no_family_name_outside_the_family_files") {

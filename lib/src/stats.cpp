@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/kernels.hpp"
+#include "stats_sums.hpp"
 
 namespace attnwalk {
 
@@ -22,7 +22,6 @@ void Stats::add(double value) {
 }
 
 void Stats::add_all(const float* values, std::size_t n) {
-    static_assert(lanes == fast::finite_lanes, "the kernel's lanes are the running sums");
     const fast::FiniteRange r = fast::finite_sums(values, n, (count + non_finite) % lanes, sums);
     const std::size_t fresh = n - r.non_finite;
     non_finite += r.non_finite;

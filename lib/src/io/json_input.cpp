@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/io/did_you_mean.hpp"
 #include "attnwalk/io/string_ids.hpp"
 
 namespace attnwalk::json_input {
@@ -621,35 +622,6 @@ const Tensor& tensor_of(const Value& value, const std::string& file, const std::
         throw InputError(file, path, name + " has the wrong shape: expected " + shape_string(expected) + ", got " +
                                          shape_string(t.shape));
     return t;
-}
-
-namespace {
-
-// Edit distance (insertions, deletions, substitutions).
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t above = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diagonal = above;
-        }
-    }
-    return row[b.size()];
-}
-
-}  // namespace
-
-std::vector<std::string> closest(const std::string& name, const std::vector<std::string>& known, std::size_t n, std::size_t max_distance) {
-    std::vector<std::pair<std::size_t, std::string>> ranked;
-    for (const auto& k : known) ranked.emplace_back(edit_distance(name, k), k);
-    std::sort(ranked.begin(), ranked.end());
-    std::vector<std::string> out;
-    for (std::size_t i = 0; i < ranked.size() && i < n && ranked[i].first <= max_distance; ++i) out.push_back(ranked[i].second);
-    return out;
 }
 
 void check_keys(const Value& object, const std::string& file, const std::string& path, const std::vector<std::string>& known) {

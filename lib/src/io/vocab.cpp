@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/io/did_you_mean.hpp"
 #include "attnwalk/io/json_input.hpp"
 
 namespace attnwalk {
@@ -48,10 +49,10 @@ Embeddings embed_text(const std::string& text, const Vocab& vocab, const std::st
     for (const auto& w : words) {
         const auto it = std::find(vocab.words.begin(), vocab.words.end(), w);
         if (it == vocab.words.end()) {
-            std::string closest;
-            for (const auto& known : json_input::closest(w, vocab.words, 3)) closest += (closest.empty() ? "" : ", ") + known;
+            std::string near;
+            for (const auto& known : closest(w, vocab.words, 3)) near += (near.empty() ? "" : ", ") + known;
             throw UsageError("'" + w.substr(0, 64) + "' is not in the vocabulary " + vocab.source +
-                             " (closest: " + closest + ")");
+                             " (closest: " + near + ")");
         }
         const auto& v = vocab.vectors[static_cast<std::size_t>(it - vocab.words.begin())];
         out.x.data.insert(out.x.data.end(), v.begin(), v.end());

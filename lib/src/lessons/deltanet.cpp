@@ -10,6 +10,7 @@
 #include "attnwalk/io/weights.hpp"
 #include "attnwalk/ops/activations.hpp"
 #include "attnwalk/ops/delta_rule.hpp"
+#include "attnwalk/ops/gated_deltanet.hpp"
 #include "attnwalk/ops/norms.hpp"
 #include "steps.hpp"
 
@@ -102,8 +103,6 @@ Cube per_head(const Cube& x, std::size_t H) {
     return out;
 }
 
-float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }  // torch's, threshold 20
-
 float worst(const Hyper& a, const Hyper& b) {
     float m = 0.0f;
     for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a.data()[i] - b.data()[i]));
@@ -161,17 +160,10 @@ Trace walk_deltanet(const Embeddings& input, const DeltaNetSpec& spec, const Rec
         "exactly.";
     rec.add("values_split", "Values of each head", "v = V_h", in.v, head_tokens_features);
 
-    Cube beta = project(x, w.beta), a = project(x, w.alpha);
-    for (float& b : beta) b = 1.0f / (1.0f + std::exp(-b));
-    Cube g = a;
-    for (std::size_t i = 0; i < g.size(); ++i) {
-        const std::size_t h = i % H;
-        g.data()[i] = -std::exp(w.a_log(h)) * softplus(a.data()[i] + w.dt_bias(h));
-    }
-    in.beta = per_head(beta, H);
-    in.g = per_head(g, H);
-    Cube alpha = in.g;
-    for (float& e : alpha) e = std::exp(e);
+    const GatedDeltaNetGates gates = gated_deltanet_gates(project(x, w.beta), project(x, w.alpha), w.a_log, w.dt_bias);
+    in.beta = per_head(gates.beta, H);
+    in.g = per_head(gates.g, H);
+    const Cube alpha = per_head(gates.decay, H);
     rec.add("beta", "Write strength per head and token", "β = σ(x·W_beta)", in.beta, {Axis::head, Axis::token}).note =
         "β near 1 replaces what the state holds along k_t by v_t; near 0 the token writes little.";
     rec.add("decay_log", "The decay, in log space", "g = −exp(A_log)·softplus(x·W_alpha + dt_bias)", in.g, {Axis::head, Axis::token});

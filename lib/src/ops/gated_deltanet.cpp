@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/ops/delta_rule.hpp"
@@ -36,6 +37,20 @@ void GatedDeltaNetWeights::check() const {
     if (out_proj.in() != value_dim() || out_proj.out() != C) throw UsageError("out_proj takes H_v·d_v = " + n(value_dim()) + " numbers to C = " + n(C));
 }
 
+GatedDeltaNetGates gated_deltanet_gates(const Cube& b, const Cube& a, const Vec& a_log, const Vec& dt_bias) {
+    const std::size_t H = a_log.size();
+    if (b.shape() != a.shape() || b.shape(2) != H || dt_bias.size() != H)
+        throw UsageError("the gates need b and a of one shape, (B,T,H_v), and A_log and dt_bias of H_v = " + n(H) + " numbers");
+    GatedDeltaNetGates out{Cube::from_shape(b.shape()), Cube::from_shape(a.shape()), Cube::from_shape(a.shape())};
+    for (std::size_t i = 0; i < b.size(); ++i) {
+        const std::size_t h = i % H;
+        out.beta.data()[i] = sigmoid(b.data()[i]);
+        out.g.data()[i] = -std::exp(a_log(h)) * softplus(a.data()[i] + dt_bias(h));
+        out.decay.data()[i] = std::exp(out.g.data()[i]);
+    }
+    return out;
+}
+
 GatedDeltaNetForward gated_deltanet_forward(const Cube& x, const GatedDeltaNetWeights& w, DeltaNetCache* cache, bool effective) {
     w.check();
     const std::size_t B = x.shape(0), T = x.shape(1), Hk = w.k_heads, Hv = w.v_heads, dk = w.d_k, dv = w.d_v, r = Hv / Hk;
@@ -44,22 +59,15 @@ GatedDeltaNetForward gated_deltanet_forward(const Cube& x, const GatedDeltaNetWe
     Cube mixed = Cube::from_shape({B, T, cd});  // [q of every key head | k | v of every value head]
     GatedDeltaNetForward f;
     f.z = Cube::from_shape({B, T, vd});
-    f.beta = Cube::from_shape({B, T, Hv});
-    f.decay = Cube::from_shape({B, T, Hv});
-    Cube g = Cube::from_shape({B, T, Hv});
+    Cube bs = Cube::from_shape({B, T, Hv}), as = Cube::from_shape({B, T, Hv});  // the gates' projections, b and a
     if (w.in_qkv) {  // Qwen3.5: the projections in order
         mixed = project(x, *w.in_qkv);
         f.z = project(x, *w.in_z);
-        const Cube bs = project(x, *w.in_b), as = project(x, *w.in_a);
-        for (std::size_t b = 0; b < B; ++b)
-            for (std::size_t t = 0; t < T; ++t)
-                for (std::size_t vh = 0; vh < Hv; ++vh) {
-                    f.beta(b, t, vh) = sigmoid(bs(b, t, vh));
-                    g(b, t, vh) = -std::exp(w.a_log(vh)) * softplus(as(b, t, vh) + w.dt_bias(vh));
-                    f.decay(b, t, vh) = std::exp(g(b, t, vh));
-                }
+        bs = project(x, *w.in_b);
+        as = project(x, *w.in_a);
     }
     // Qwen3-Next: Hugging Face's fix_query_key_value_ordering, per key head [q | k | v (r heads) | z (r heads)]
+    // and [b (r heads) | a (r heads)]
     const Cube qkvz = w.in_qkv ? Cube() : project(x, w.in_qkvz), ba = w.in_qkv ? Cube() : project(x, w.in_ba);
     const std::size_t group = 2 * dk + 2 * r * dv;
     for (std::size_t b = 0; b < (w.in_qkv ? 0 : B); ++b)
@@ -75,13 +83,15 @@ GatedDeltaNetForward gated_deltanet_forward(const Cube& x, const GatedDeltaNetWe
                     f.z(b, t, h * r * dv + i) = src[2 * dk + r * dv + i];
                 }
                 for (std::size_t i = 0; i < r; ++i) {
-                    const std::size_t vh = h * r + i;
-                    f.beta(b, t, vh) = sigmoid(ba(b, t, h * 2 * r + i));
-                    g(b, t, vh) = -std::exp(w.a_log(vh)) * softplus(ba(b, t, h * 2 * r + r + i) + w.dt_bias(vh));
-                    f.decay(b, t, vh) = std::exp(g(b, t, vh));
+                    bs(b, t, h * r + i) = ba(b, t, h * 2 * r + i);
+                    as(b, t, h * r + i) = ba(b, t, h * 2 * r + r + i);
                 }
             }
         }
+    GatedDeltaNetGates gates = gated_deltanet_gates(bs, as, w.a_log, w.dt_bias);
+    f.beta = std::move(gates.beta);
+    f.decay = std::move(gates.decay);
+    const Cube& g = gates.g;
     // the causal depthwise convolution over [earlier inputs | these], then SiLU
     const std::size_t P = K - 1;
     Mat past = Mat::from_shape({P, cd});

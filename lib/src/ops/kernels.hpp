@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "../stats_sums.hpp"
+
 namespace attnwalk::fast {
 
 // Cephes' expf, the constants every version uses (exp_scalar, exp8, exp16): arguments are
@@ -211,17 +213,9 @@ void bf16_rows(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, con
                const std::uint16_t* w, std::size_t ldw, float* y, std::size_t ldy);  // the better of the two for this CPU (AVX2 + FMA at least)
 #endif
 
-// A summary's pass over n floats (Stats::add_all, stats.hpp): finite value i is added, as a
-// double, to running sum (lane0 + i) mod finite_lanes of `sums`, in order; returns the least
-// and the greatest finite value (+inf and −inf when none; where they are zero, either sign:
-// the caller takes the first zero's) and how many values were not finite. Every version
-// gives the same bits (a test checks), so a checksum does not depend on the CPU.
-inline constexpr std::size_t finite_lanes = 16;
-struct FiniteRange {
-    float min, max;
-    std::size_t non_finite;
-};
-// Two runs' ranges as one (where the least or greatest is zero, either's sign).
+// A summary's pass over n floats, finite_sums (declared on stats' side: stats_sums.hpp), in
+// its three versions, which give the same bits (a test checks): portable, AVX2, AVX-512.
+// merged: two runs' ranges as one (where the least or greatest is zero, either's sign).
 inline FiniteRange merged(FiniteRange a, const FiniteRange& b) {
     a.min = b.min < a.min ? b.min : a.min;
     a.max = b.max > a.max ? b.max : a.max;
@@ -233,7 +227,6 @@ FiniteRange finite_sums_scalar(const float* v, std::size_t n, std::size_t lane0,
 FiniteRange finite_sums_avx2(const float* v, std::size_t n, std::size_t lane0, double* sums);
 FiniteRange finite_sums_avx512(const float* v, std::size_t n, std::size_t lane0, double* sums);  // has_avx512 only
 #endif
-FiniteRange finite_sums(const float* v, std::size_t n, std::size_t lane0, double* sums);  // the best for this CPU
 
 // exp(row[j] − max) in place for j < n, returning their sum: the softmax's middle step.
 // The AVX-512 version (kernels_avx512.cpp; has_avx512) takes 16 lanes at a time and gives

@@ -88,11 +88,6 @@ const Tensor& tensor_of(const Value& value, const std::string& file, const std::
 
 std::string shape_string(const std::vector<std::size_t>& shape);
 
-// The `n` names of `known` closest to `name` (edit distance), for "did you mean"; only
-// those within `max_distance` edits.
-std::vector<std::string> closest(const std::string& name, const std::vector<std::string>& known, std::size_t n,
-                                 std::size_t max_distance = static_cast<std::size_t>(-1));
-
 // Refuses a member of `object` (at `path`) whose key is not in `known`, naming the closest
 // known key. Keys starting with '_' are comments and always allowed.
 void check_keys(const Value& object, const std::string& file, const std::string& path, const std::vector<std::string>& known);

@@ -56,6 +56,15 @@ struct GatedDeltaNetForward {
     Cube output;       // (B,T,C)
 };
 
+// The gates of each token and value head from its two projections b and a (B,T,H_v) and
+// the parameters A_log and dt_bias (H_v): β = σ(b), g = −exp(A_log)·softplus(a + dt_bias)
+// (torch's softplus, threshold 20), α = exp(g); each in float32, in that order. The
+// layer's forward takes them here, and so does the deltanet lesson.
+struct GatedDeltaNetGates {
+    Cube beta, g, decay;  // (B,T,H_v) β, g and α = exp(g)
+};
+GatedDeltaNetGates gated_deltanet_gates(const Cube& b, const Cube& a, const Vec& a_log, const Vec& dt_bias);
+
 // `cache` (batch 1): its state and inputs are read first and updated after. `effective`:
 // also the effective attention matrix (without a state before).
 GatedDeltaNetForward gated_deltanet_forward(const Cube& x, const GatedDeltaNetWeights& w, DeltaNetCache* cache, bool effective);

@@ -96,7 +96,8 @@ void explain_input(Recorder& rec, const std::string& id, const LayerSource& L, c
     const std::string w = L.norm_adds_one ? "(1 + w)" : "w";
     Step& s = rec.add_plain(id, "The " + role + " row " + quoted(token) + " entering layer " + layer + ", through " + L.norm_words + " (" + L.norm_name + ")",
                             L.norm_kind == NormKind::rms_norm ? "n_" + T + " = x_" + T + " / √(mean_c x_" + T + "c² + ε) ⊙ " + w
-                                                              : "n_" + T + " = (x_" + T + " − μ) / √(σ² + ε) ⊙ w + b",
+                            : L.norm_kind == NormKind::layer_norm ? "n_" + T + " = (x_" + T + " − μ) / √(σ² + ε) ⊙ w + b"
+                                                                  : "n_" + T + " = (x_" + T + " − μ) / √(σ² + ε) ⊙ w",
                             vector_tensor(slice_of(normed, t, 0, C)), {Axis::feature});
     const float scale0 = L.norm->scale(0);
     if (L.norm_kind == NormKind::rms_norm) {
@@ -111,8 +112,8 @@ void explain_input(Recorder& rec, const std::string& id, const LayerSource& L, c
         for (std::size_t c = 0; c < C; ++c) var += (x[c] - mean) * (x[c] - mean);
         var /= static_cast<double>(C);
         s.note = "Over its C = " + std::to_string(C) + " features: μ = " + num(mean) + ", σ² = " + num(var) + ". Feature 1: (" + num(x[0]) + " − " +
-                 num(mean) + ") / √(" + num(var) + " + " + num(L.eps) + ") × " + num(scale0) + " + " + num(L.norm->shift(0)) + " = " +
-                 num(normed(0, t, 0)) + ".";
+                 num(mean) + ") / √(" + num(var) + " + " + num(L.eps) + ") × " + num(scale0) +
+                 (L.norm->shift.size() ? " + " + num(L.norm->shift(0)) : std::string()) + " = " + num(normed(0, t, 0)) + ".";
     }
 }
 
@@ -219,7 +220,7 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
         const std::size_t dims = f.rope->dims(), half = dims / 2;
         const auto angles = [&](std::size_t t) {
             std::string out;
-            for (std::size_t c = 0; c < half; ++c) out += (c ? ", " : "") + format_number(f.rope->angles(t, c));
+            for (std::size_t c = 0; c < half; ++c) out += (c ? ", " : "") + format_number(f.rope->angles(t, f.rope->interleaved ? 2 * c : c));
             return out;
         };
         // RoPE's angle is p·θ with the model's position id p, which counts from 0: the
@@ -232,7 +233,7 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
                                  vector_tensor(q), {Axis::feature});
         std::string freqs;
         for (std::size_t c = 0; c < half; ++c) freqs += (c ? ", " : "") + format_number(f.rope->inv_freq(c));
-        rq.note = "Pairs (c, c + " + std::to_string(half) + ") turn by the angles φ(p) = p·θ = " + angles(i) +
+        rq.note = std::string(f.rope->interleaved ? "Pairs (2c, 2c + 1)" : "Pairs (c, c + " + std::to_string(half) + ")") + " turn by the angles φ(p) = p·θ = " + angles(i) +
                   " (radians; θ = " + freqs + "); position ids count from 0, so token " + I + " has p = " + pi + ".";
         if (dims < d) rq.note += " Partial rotary: only the first " + std::to_string(dims) + " of " + std::to_string(d) + " features turn.";
         if (f.rope->attention_scaling != 1.0f)

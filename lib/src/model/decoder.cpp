@@ -8,7 +8,7 @@
 #include <xtensor/xview.hpp>
 
 #include "attnwalk/errors.hpp"
-#include "blocks/blocks.hpp"
+#include "kinds.hpp"
 
 namespace attnwalk {
 
@@ -100,9 +100,9 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
             attn = normalise(attn, *b.attention_norm, c.norm, c.norm_eps);
             t.block(l, BlockPoint::attention_norm, attn);
         }
-        x += attn;
+        x += attn;  // a parallel block: (x + attn) + mlp, as the reference adds them
         t.block(l, BlockPoint::residual_1, x);
-        const Cube m = b.norm_2 ? normalise(x, *b.norm_2, c.norm, c.norm_eps) : x;  // (1,T,C)
+        const Cube m = c.parallel ? a : b.norm_2 ? normalise(x, *b.norm_2, c.norm, c.norm_eps) : x;  // (1,T,C); parallel: what the attention read
         if (b.norm_2) t.block(l, BlockPoint::norm_2, m);
         Cube mlp = c.layer_specs[l].feed_forward == FeedForwardKind::experts ? model_detail::experts_forward(b, l, m, t)
                                                                               : model_detail::mlp_forward(c, b, l, m, t);
@@ -118,7 +118,17 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
 }
 
 Mat decoder_logits(const DecoderWeights& w, const Cube& final_x, std::size_t row) {
-    return project_row(w.output_head(), &final_x(0, row, 0));  // (1,V)
+    Mat logits = project_row(w.output_head(), &final_x(0, row, 0));  // (1,V)
+    if (w.config.logit_scale)
+        for (float& v : logits) v *= *w.config.logit_scale;
+    return logits;
+}
+
+Cube decoder_all_logits(const DecoderWeights& w, const Cube& final_x) {
+    Cube logits = project(final_x, w.output_head());  // (1,T,V)
+    if (w.config.logit_scale)
+        for (float& v : logits) v *= *w.config.logit_scale;
+    return logits;
 }
 
 }  // namespace attnwalk

@@ -20,12 +20,13 @@ const FamilySpec& gpt_oss_family();
 const FamilySpec& deepseek_v3_family();
 const FamilySpec& qwen3_next_family();
 const FamilySpec& qwen3_5_family();
+const FamilySpec& cohere2_family();
 
 const std::vector<const FamilySpec*>& families() {
     static const std::vector<const FamilySpec*> all = {
         &gpt2_family(),  &llama_family(), &qwen2_family(), &qwen3_family(), &qwen3_moe_family(),
         &gemma_family(), &gemma3_family(), &olmo2_family(), &olmo3_family(), &smollm3_family(),
-        &gpt_oss_family(), &deepseek_v3_family(), &qwen3_next_family(), &qwen3_5_family(),
+        &gpt_oss_family(), &deepseek_v3_family(), &qwen3_next_family(), &qwen3_5_family(), &cohere2_family(),
     };
     return all;
 }
@@ -52,6 +53,7 @@ std::string supported_families() {
 
 std::string FamilySpec::norm_words() const {
     if (norm == NormKind::layer_norm) return "LayerNorm";
+    if (norm == NormKind::layer_norm_no_bias) return "LayerNorm without a bias";
     return norm_adds_one ? "RMSNorm with (1 + w)" : "RMSNorm";
 }
 

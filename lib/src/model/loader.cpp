@@ -18,7 +18,7 @@
 #include "attnwalk/io/json_input.hpp"
 #include "attnwalk/io/safetensors.hpp"
 #include "attnwalk/model/decoder.hpp"
-#include "blocks/blocks.hpp"
+#include "kinds.hpp"
 #include "config.hpp"
 
 namespace attnwalk {
@@ -222,10 +222,12 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
     if (c.heads % c.kv_heads != 0)
         throw InputError(cfg.file(), cfg.at("num_key_value_heads"),
                          std::to_string(c.kv_heads) + " key/value heads do not divide " + std::to_string(c.heads) + " query heads");
-    const bool explicit_head_dim = cfg.get("head_dim") != nullptr;
+    const std::string& head_dim = f.fields.head_dim;  // empty: the family takes d_h = C/H whatever config.json says
+    const bool explicit_head_dim = !head_dim.empty() && cfg.get(head_dim) != nullptr;
     if (!explicit_head_dim && c.width % c.heads != 0)
-        throw InputError(cfg.file(), cfg.root(), "hidden_size " + std::to_string(c.width) + " is not a multiple of num_attention_heads: give head_dim");
-    c.head_dim = cfg.count("head_dim", c.width / c.heads);
+        throw InputError(cfg.file(), cfg.root(), "hidden_size " + std::to_string(c.width) + " is not a multiple of num_attention_heads" +
+                                                     (head_dim.empty() ? std::string() : ": give " + head_dim));
+    c.head_dim = explicit_head_dim ? cfg.count(head_dim) : c.width / c.heads;
     const std::size_t hidden = cfg.count("intermediate_size");
     c.context = info.context = cfg.count("max_position_embeddings");
     c.norm = f.norm;
@@ -234,6 +236,12 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
     c.positions = f.positions;
     c.mlp = f.mlp;
     c.tied_head = cfg.flag("tie_word_embeddings", f.fields.tied_default);
+    if (!f.fields.logit_scale.empty()) {
+        const double scale = cfg.number(f.fields.logit_scale, f.fields.logit_scale_default);
+        c.logit_scale = static_cast<float>(cfg.require(scale, std::isfinite(scale) && scale != 0.0 && std::fabs(scale) < 1e30, cfg.at(f.fields.logit_scale),
+                                                       "a finite number other than 0 (the logits are multiplied by it)"));
+    }
+    c.parallel = f.placement == NormPlacement::parallel;
     model_detail::check_activation(cfg, f);
     const bool attention_bias = cfg.flag("attention_bias", false);
     if (cfg.flag("mlp_bias", false)) throw InputError(cfg.file(), cfg.at("mlp_bias"), "MLP biases are not supported");
@@ -270,7 +278,8 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
     const std::size_t C = c.width;
     DecoderWeights& w = m->weights;
     w.embed = r.linear(n.embed, C, c.vocab, true);  // [vocab, C]
-    const bool pre = f.placement != NormPlacement::post, post = f.placement != NormPlacement::pre;
+    const bool pre = f.placement != NormPlacement::post;
+    const bool post = f.placement == NormPlacement::post || f.placement == NormPlacement::both;
     const model_detail::KindReader* attention_readers[] = {heads.get(), latent.get(), deltanet.get()};  // by AttentionKind
     for (std::size_t l = 0; l < c.layers; ++l) {
         const std::string p = model_detail::indexed(n.layer, l);
@@ -278,7 +287,7 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
         BlockWeights b;
         if (pre) b.norm_1 = model_detail::read_norm(r, f, p + n.pre_attention_norm, C);
         if (post) b.attention_norm = model_detail::read_norm(r, f, p + n.post_attention_norm, C);
-        if (pre) b.norm_2 = model_detail::read_norm(r, f, p + n.pre_mlp_norm, C);
+        if (pre && !c.parallel) b.norm_2 = model_detail::read_norm(r, f, p + n.pre_mlp_norm, C);
         if (post) b.mlp_norm = model_detail::read_norm(r, f, p + n.post_mlp_norm, C);
         b.attn.heads = c.heads;
         b.attn.kv_heads = c.kv_heads;

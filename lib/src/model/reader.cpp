@@ -117,7 +117,7 @@ std::vector<Mxfp4Rows> Reader::mxfp4(const std::string& name, std::size_t E, std
 Vec Reader::bias(const std::string& name, std::size_t n) const { return biases_ ? vec(name, n) : Vec(xt::zeros<float>({n})); }
 
 Norm Reader::norm(const std::string& name, std::size_t C, NormKind kind) const {
-    if (kind == NormKind::rms_norm) return {vec(name + ".weight", C), {}};
+    if (kind != NormKind::layer_norm) return {vec(name + ".weight", C), {}};  // RMSNorm, or a LayerNorm without a shift
     return {vec(name + ".weight", C), bias(name + ".bias", C)};
 }
 

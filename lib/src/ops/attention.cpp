@@ -166,9 +166,10 @@ Rope rope_tables(std::size_t head_dim, std::size_t T, std::size_t position0, con
     r.cos = Mat::from_shape({T, d});
     r.sin = Mat::from_shape({T, d});
     const float scaling = r.attention_scaling;
+    r.interleaved = spec.interleaved;
     for (std::size_t t = 0; t < T; ++t)
         for (std::size_t c = 0; c < d; ++c) {
-            const float a = static_cast<float>(position0 + t) * r.inv_freq(c % half);
+            const float a = static_cast<float>(position0 + t) * r.inv_freq(r.pair_of(c));
             r.angles(t, c) = a;
             r.cos(t, c) = static_cast<float>(std::cos(static_cast<double>(a)));
             r.sin(t, c) = static_cast<float>(std::sin(static_cast<double>(a)));
@@ -187,7 +188,8 @@ Hyper apply_rope(const Hyper& x, const Rope& rope) {
         for (std::size_t h = 0; h < H; ++h)
             for (std::size_t t = 0; t < T; ++t) {
                 for (std::size_t c = 0; c < d; ++c) {
-                    const float rotated = c < half ? -x(b, h, t, c + half) : x(b, h, t, c - half);
+                    const bool first = rope.interleaved ? c % 2 == 0 : c < half;  // the pair's first feature turns by −its partner
+                    const float rotated = first ? -x(b, h, t, rope.partner(c)) : x(b, h, t, rope.partner(c));
                     out(b, h, t, c) = x(b, h, t, c) * rope.cos(t, c) + rotated * rope.sin(t, c);
                 }
                 for (std::size_t c = d; c < D; ++c) out(b, h, t, c) = x(b, h, t, c);  // partial rotary: the rest passes

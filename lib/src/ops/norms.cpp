@@ -48,9 +48,30 @@ Cube rms_norm(const Cube& x, const Vec& scale, float eps) {
     return y;
 }
 
+Cube layer_norm_no_bias(const Cube& x, const Vec& scale, float eps) {
+    const std::size_t C = x.shape(2), rows = x.size() / (C ? C : 1);
+    if (C == 0) throw UsageError("layer norm over 0 features: the model's width is 0");
+    Cube y = fresh<3>(x.shape());
+    std::vector<float> centred(C), squares(C);
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* in = x.data() + r * C;
+        float* out = y.data() + r * C;
+        const float mean = sum_of(in, C) / static_cast<float>(C);  // torch.mean: its sum's order
+        for (std::size_t c = 0; c < C; ++c) {
+            centred[c] = in[c] - mean;
+            squares[c] = centred[c] * centred[c];
+        }
+        const float variance = sum_of(squares.data(), C) / static_cast<float>(C);
+        const float inv = 1.0f / std::sqrt(variance + eps);  // torch.rsqrt
+        for (std::size_t c = 0; c < C; ++c) out[c] = scale(c) * (centred[c] * inv);
+    }
+    return y;
+}
+
 Cube normalise(const Cube& x, const Norm& norm, NormKind kind, float eps) {
     switch (kind) {
         case NormKind::layer_norm: return layer_norm(x, norm.scale, norm.shift, eps);
+        case NormKind::layer_norm_no_bias: return layer_norm_no_bias(x, norm.scale, eps);
         case NormKind::rms_norm: return rms_norm(x, norm.scale, eps);
     }
     throw std::logic_error("unknown norm kind");

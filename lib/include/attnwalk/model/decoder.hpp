@@ -57,6 +57,8 @@ struct DecoderConfig {
     std::optional<float> attention_scale;  // the scores are divided by this (default √d_h)
     std::optional<float> embed_scale;      // the token embeddings are multiplied by this (Gemma: √C)
     bool tied_head = true;  // the logits use the token embeddings (else DecoderWeights::head)
+    std::optional<float> logit_scale;  // the logits are multiplied by it (Cohere)
+    bool parallel = false;  // the attention and the MLP both read norm_1(x) and add to x (NormPlacement::parallel)
     // Latent attention (MLA) layers: rope_interleave, and the scores' multiplier when it is
     // not (d_nope + d_rope)^(−1/2) (YaRN's mscale, DeepSeek-V3)
     bool latent_interleave = false;
@@ -165,7 +167,9 @@ using Ablation = std::vector<std::vector<std::size_t>>;
 // `ablation` (one entry per layer, or empty) zeroes those heads' outputs.
 Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& ids, DecoderCache* cache, DecoderTap* tap,
                      const Ablation* ablation = nullptr);
-// The logits of row `row` of the final norm's output: (1,V).
+// The logits of row `row` of the final norm's output: (1,V); of every row: (1,T,V). Both
+// through the head, × the logit scale when the model has one.
 Mat decoder_logits(const DecoderWeights& w, const Cube& final_x, std::size_t row);
+Cube decoder_all_logits(const DecoderWeights& w, const Cube& final_x);
 
 }  // namespace attnwalk

@@ -37,7 +37,8 @@ enum class PositionKind {
 enum class NormPlacement {
     pre,   // x + f(norm(x))          GPT-2, Llama, Qwen, SmolLM
     post,  // x + norm(f(x))          OLMo 2 and 3
-    both   // x + norm(f(norm(x)))    Gemma 2 and 3
+    both,    // x + norm(f(norm(x)))    Gemma 2 and 3
+    parallel // x + attn(norm(x)) + mlp(norm(x)), one norm    Cohere (Command R7B, Tiny Aya)
 };
 
 // QK-norm: an RMSNorm on the queries and keys before RoPE.
@@ -51,7 +52,8 @@ enum class QkNormSpan {
 // `layer_types` list.
 enum class WindowPattern {
     none,          // every layer full
-    every_nth_full // every pattern-th layer full, the others sliding (Gemma 3: 6, OLMo 3: 4)
+    every_nth_full, // every pattern-th layer full, the others sliding (Gemma 3: 6, OLMo 3: 4)
+    nope_layers     // the layers without RoPE slide, when sliding_window is set (SmolLM3)
 };
 
 // The kinds of block a layer is made of, one file each in lib/src/model/blocks/. The
@@ -84,6 +86,13 @@ struct HeadsPart {
 // Positions and windows, layer by layer (blocks/layers.cpp): which layers slide, RoPE's
 // base and scaling on each.
 struct LayersPart {
+    // Whether the family has sliding-window layers at all (layer_types' sliding_attention,
+    // or the window pattern); without, such entries are full attention, as Hugging Face's
+    // classes that take no window from them compute.
+    bool windows = false;
+    std::string windows_flag;                    // a flag config.json must set for them (SmolLM3's use_sliding_window)
+    bool rope_on_sliding_only = false;           // the full layers apply no RoPE (Cohere 2)
+    bool rope_interleaved = false;               // RoPE's pairs are (0,1), (2,3), … (Cohere), not (i, i + d/2)
     WindowPattern window_pattern = WindowPattern::none;
     std::size_t window_pattern_default = 0;      // with every_nth_full, when config.json gives no pattern
     bool sliding_layers_scaled = false;          // rope_scaling applies to sliding layers too (false: to the full ones only)
@@ -170,6 +179,9 @@ struct ConfigFields {
     std::vector<std::string> refused_true;       // flags this family's support needs false (Qwen's use_sliding_window)
     std::string extra_layers;                    // layers the checkpoint holds beyond the forward's (num_nextn_predict_layers)
     std::string nested;                          // the text model's fields lie in this object (a multimodal checkpoint's text_config)
+    std::string head_dim = "head_dim";           // d_h when not C/H; empty: always C/H (Cohere 2 ignores the field)
+    std::string logit_scale;                     // the logits are multiplied by this field (Cohere: logit_scale)
+    double logit_scale_default = 1.0;
 };
 
 struct FamilySpec {

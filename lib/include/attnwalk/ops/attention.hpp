@@ -95,6 +95,7 @@ struct RopeParams {
     double base = 10000.0;
     RopeScaling scaling;
     std::size_t rotary_dim = 0;  // partial rotary: only the first rotary_dim features of a head turn (0: all d_h)
+    bool interleaved = false;    // the pairs are (0,1), (2,3), … (Cohere's layout), not (i, i + d/2)
 };
 
 struct ForwardSpec {
@@ -141,15 +142,20 @@ double yarn_mscale(double scale, double m = 1.0);
 // Hugging Face's checkpoints (x_i pairs with x_{i+d/2}).
 struct Rope {
     Vec inv_freq;      // (d/2)  base^(−2i/d), rescaled
-    Mat angles;        // (T,d)  position · inv_freq, the d/2 angles repeated twice
+    Mat angles;        // (T,d)  position · inv_freq, the d/2 angles repeated twice (interleaved: each twice in a row)
     Mat cos, sin;      // (T,d)  × attention_scaling
     float attention_scaling = 1.0f;  // YaRN's attention factor (1 otherwise)
+    bool interleaved = false;        // the pairs (2i, 2i + 1) turn by θ_i; else (i, i + d/2)
     std::size_t dims() const { return inv_freq.size() * 2; }
+    // The feature that turns with feature c, and the frequency index of c's pair.
+    std::size_t partner(std::size_t c) const { return interleaved ? c ^ 1U : (c < dims() / 2 ? c + dims() / 2 : c - dims() / 2); }
+    std::size_t pair_of(std::size_t c) const { return interleaved ? c / 2 : c % (dims() / 2); }
 };
 // `d` is the head size d_h; spec.rotary_dim (when set) the features that turn.
 Rope rope_tables(std::size_t d, std::size_t T, std::size_t position0, const RopeParams& spec);
 // x·cos + rotate_half(x)·sin over the first rope.dims() features of the last axis of
-// (B,H,T,d_h), rotate_half(x) = (−x₂, x₁); the other features pass unchanged.
+// (B,H,T,d_h), rotate_half(x) = (−x₂, x₁) (interleaved: (−x₁, x₀, −x₃, x₂, …)); the other
+// features pass unchanged.
 Hyper apply_rope(const Hyper& x, const Rope& rope);
 
 struct Forward {

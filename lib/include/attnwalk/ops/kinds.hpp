@@ -8,7 +8,8 @@ namespace attnwalk {
 // The norms (ops/norms.hpp: normalise); a family adds its kind here and there.
 enum class NormKind {
     layer_norm,  // nn.LayerNorm: scale and shift (GPT-2)
-    rms_norm     // RMSNorm: scale only, no mean subtracted (Llama, Qwen, Gemma: Gemma's (1 + w) is its loader's)
+    rms_norm,    // RMSNorm: scale only, no mean subtracted (Llama, Qwen, Gemma: Gemma's (1 + w) is its loader's)
+    layer_norm_no_bias  // a LayerNorm with a scale and no shift, its mean and variance as torch.mean sums (Cohere)
 };
 
 // The MLPs (ops/activations.hpp: mlp_hidden); a family adds its kind here and there.

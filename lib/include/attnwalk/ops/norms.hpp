@@ -15,6 +15,9 @@ struct Norm {
 
 // y = (x − mean) / √(var + eps) · scale + shift, the biased variance (nn.LayerNorm).
 Cube layer_norm(const Cube& x, const Vec& scale, const Vec& shift, float eps);
+// y = scale · ((x − mean) / √(var + eps)), mean and var as torch.mean sums them (Cohere's
+// LayerNorm: no shift).
+Cube layer_norm_no_bias(const Cube& x, const Vec& scale, float eps);
 // y = x / √(mean(x²) + eps) · scale, in float32 with torch's sum order for the mean
 // (HF's LlamaRMSNorm and the textbook's RMSNorm).
 Cube rms_norm(const Cube& x, const Vec& scale, float eps);

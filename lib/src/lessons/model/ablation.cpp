@@ -12,7 +12,7 @@ struct Effect {
 };
 Effect effect_of(const DecoderWeights& w, const std::vector<std::size_t>& ids, const Ablation* ablation, std::size_t target) {
     const Cube xf = decoder_forward(w, ids, nullptr, nullptr, ablation);
-    const Cube logits = project(xf, w.output_head());  // (1,T,V)
+    const Cube logits = decoder_all_logits(w, xf);  // (1,T,V)
     const std::size_t T = ids.size(), V = logits.shape(2);
     Effect e;
     for (std::size_t t = 0; t < T; ++t) {

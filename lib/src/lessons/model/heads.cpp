@@ -74,9 +74,12 @@ void PromptTap::attention(std::size_t l, const Forward& f) {
         if (f.rope) {
             const std::size_t rotated = f.rope->dims();
             Step& a = rec_.add_plain("rope_angles", "RoPE: the angles, position × θ_i (base " + whole_or_number(la.rope->base) + ")",
-                               "φ_p,i = p·θ_(i mod " + std::string(rotated == f.d_h ? "d_h" : "r") + "/2)", to_trace(f.rope->angles), tokens_features);
-            a.note = "Hugging Face's layout (rotate_half): feature i is rotated with feature i + " + std::to_string(rotated / 2) +
-                     ", as the checkpoints store " + short_name(n.query) + " and " + short_name(n.key) + ".";
+                               f.rope->interleaved ? "φ_p,i = p·θ_⌊i/2⌋" : "φ_p,i = p·θ_(i mod " + std::string(rotated == f.d_h ? "d_h" : "r") + "/2)",
+                               to_trace(f.rope->angles), tokens_features);
+            a.note = f.rope->interleaved ? "The interleaved layout: feature 2i is rotated with feature 2i + 1, as the checkpoints store " +
+                                               short_name(n.query) + " and " + short_name(n.key) + "."
+                                         : "Hugging Face's layout (rotate_half): feature i is rotated with feature i + " + std::to_string(rotated / 2) +
+                                               ", as the checkpoints store " + short_name(n.query) + " and " + short_name(n.key) + ".";
             if (rotated < f.d_h)
                 a.note += " Partial rotary: only the first r = " + std::to_string(rotated) + " of the " + std::to_string(f.d_h) +
                           " features of a head turn; the others pass unchanged.";

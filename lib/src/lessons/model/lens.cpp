@@ -15,7 +15,7 @@ void record_logit_lens(Recorder& rec, const ModelSpec& spec, const DecoderWeight
     std::vector<std::size_t> final_top(T);
     for (std::size_t k = K; k-- > 0;) {  // the last first: its top tokens are the model's predictions
         const Cube normed = normalise(residuals[k], w.final_norm, c.norm, c.norm_eps);
-        const Cube logits = project(normed, w.output_head());  // (1,T,V)
+        const Cube logits = decoder_all_logits(w, normed);  // (1,T,V)
         const std::size_t V = logits.shape(2);
         for (std::size_t t = 0; t < T; ++t) {
             const float* row = &logits(0, t, 0);

@@ -31,7 +31,7 @@ Words words_of(const DecoderConfig& c, const DecoderWeights* weights) {
     w.family = &f;
     w.fused = !h.fused_qkv.empty();
     w.pre = f.placement != NormPlacement::post;
-    w.post = f.placement != NormPlacement::pre;
+    w.post = f.placement == NormPlacement::post || f.placement == NormPlacement::both;
     w.embed = short_name(n.embed);
     w.norm = f.norm_words();
     w.norm_1 = n.pre_attention_norm;
@@ -44,6 +44,10 @@ Words words_of(const DecoderConfig& c, const DecoderWeights* weights) {
     w.n1 = f.norm_1_symbol;
     w.n2 = f.norm_2_symbol;
     w.t = f.math_xw ? "" : "ᵀ";
+    if (f.placement == NormPlacement::parallel) {  // the MLP reads the attention's norm of the layer's input
+        w.norm_2 = w.norm_1;
+        w.n2 = w.n1;
+    }
     const bool bias = weights && !weights->blocks.empty() && weights->blocks.front().up.b.size() != 0;
     const std::string act = c.mlp == MlpKind::swiglu ? "SiLU" : c.mlp == MlpKind::geglu_tanh ? "GELU_tanh" : "GELU";
     const std::string in = w.pre ? "m" : "x";  // what the MLP reads: the normed stream, or the stream itself

@@ -9,7 +9,7 @@
 #include <xtensor/xview.hpp>
 
 #include "attnwalk/errors.hpp"
-#include "blocks.hpp"
+#include "../kinds.hpp"
 
 namespace attnwalk::model_detail {
 

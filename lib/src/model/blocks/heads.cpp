@@ -6,7 +6,7 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/ops/blocked_attention.hpp"
-#include "blocks.hpp"
+#include "../kinds.hpp"
 
 namespace attnwalk::model_detail {
 

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "attnwalk/errors.hpp"
-#include "blocks.hpp"
+#include "../kinds.hpp"
 
 namespace attnwalk::model_detail {
 
@@ -79,12 +79,32 @@ RopeScaling rope_scaling(ConfigFile& cfg, const Value* scaling, const std::strin
     return s;
 }
 
-// Which layers are sliding-window ones: config.json's layer_types, or the family's pattern.
-// `linear`: which are Gated DeltaNet layers ("linear_attention"), for a family that has them.
+// Which layers apply RoPE: all but those the family's list (no_rope_layers) marks 0.
+std::vector<bool> rotating_layers(ConfigFile& cfg, const FamilySpec& f, std::size_t L) {
+    std::vector<bool> rotates(L, true);
+    if (!f.layers.no_rope_layers.empty())
+        if (const Value* list = cfg.get(f.layers.no_rope_layers)) {
+            const std::string at = cfg.at(f.layers.no_rope_layers);
+            if (list->type != Value::Type::array || list->array.size() != L)
+                throw InputError(cfg.file(), at, "expected one entry per layer (" + std::to_string(L) + "): 1 where it applies RoPE, 0 where not");
+            for (std::size_t l = 0; l < L; ++l) {
+                const Value& v = list->array[l];
+                if (v.type != Value::Type::number || (v.number != 0.0 && v.number != 1.0))
+                    throw InputError(cfg.file(), at + "[" + std::to_string(l) + "]", "expected 1 (RoPE) or 0 (no RoPE), got " + model_detail::value_text(v));
+                rotates[l] = v.number == 1.0;
+            }
+        }
+    return rotates;
+}
+
+// Which layers are sliding-window ones: config.json's layer_types, or the family's pattern;
+// none where the family takes no window from them, or its flag is off. `linear`: which are
+// Gated DeltaNet layers ("linear_attention"), for a family that has them.
 std::vector<bool> sliding_layers(ConfigFile& cfg, const FamilySpec& f, std::size_t layers, std::vector<bool>& linear) {
     std::vector<bool> sliding(layers, false);
     linear.assign(layers, false);
     const bool has_linear = f.deltanet.has_value();
+    const bool windows = f.layers.windows && (f.layers.windows_flag.empty() || cfg.flag(f.layers.windows_flag, false));
     if (const Value* types = cfg.get("layer_types")) {
         if (types->type != Value::Type::array || types->array.size() != layers)
             throw InputError(cfg.file(), cfg.at("layer_types"), "expected one entry per layer (" + std::to_string(layers) + ")");
@@ -96,14 +116,17 @@ std::vector<bool> sliding_layers(ConfigFile& cfg, const FamilySpec& f, std::size
             if (!known)
                 throw InputError(cfg.file(), cfg.at("layer_types[" + std::to_string(l) + "]"),
                                  has_linear ? "expected \"linear_attention\" or \"full_attention\"" : "expected \"sliding_attention\" or \"full_attention\"");
-            sliding[l] = t.string == "sliding_attention";
+            sliding[l] = windows && t.string == "sliding_attention";
             linear[l] = t.string == "linear_attention";
         }
     } else if (has_linear) {  // the Gated DeltaNet's own rule
         linear = deltanet_layers(cfg, f, layers);
-    } else if (f.layers.window_pattern == WindowPattern::every_nth_full) {  // every pattern-th layer full
+    } else if (windows && f.layers.window_pattern == WindowPattern::every_nth_full) {  // every pattern-th layer full
         const std::size_t pattern = cfg.count("sliding_window_pattern", f.layers.window_pattern_default);
         for (std::size_t l = 0; l < layers; ++l) sliding[l] = (l + 1) % pattern != 0;
+    } else if (windows && f.layers.window_pattern == WindowPattern::nope_layers && cfg.get("sliding_window")) {
+        const std::vector<bool> rotates = rotating_layers(cfg, f, layers);  // SmolLM3: the layers without RoPE slide
+        for (std::size_t l = 0; l < layers; ++l) sliding[l] = !rotates[l];
     }
     return sliding;
 }
@@ -132,6 +155,7 @@ void plan_layers(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c) {
     const std::size_t L = c.layers;
     std::vector<bool> linear;
     const std::vector<bool> sliding = sliding_layers(cfg, f, L, linear);
+    const std::vector<bool> rotates = rotating_layers(cfg, f, L);
     std::optional<std::size_t> window;
     if (std::find(sliding.begin(), sliding.end(), true) != sliding.end()) window = cfg.count("sliding_window");
     // rope_theta and rope_scaling, or transformers 5's rope_parameters (one, or one per layer type)
@@ -162,21 +186,9 @@ void plan_layers(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c) {
         const double partial = inside && inside->type != Value::Type::null ? cfg.number_of(*inside, partial_at) : cfg.number("partial_rotary_factor", 1.0);
         if (!(partial > 0.0 && partial <= 1.0)) throw InputError(cfg.file(), partial_at, "expected a number in (0, 1], got " + json_input::number_text(partial));
         if (partial < 1.0) r.rotary_dim = static_cast<std::size_t>(static_cast<double>(c.head_size()) * partial);
+        r.interleaved = f.layers.rope_interleaved;
         return r;
     };
-    std::vector<bool> rotates(L, true);
-    if (!f.layers.no_rope_layers.empty())
-        if (const Value* list = cfg.get(f.layers.no_rope_layers)) {
-            const std::string at = cfg.at(f.layers.no_rope_layers);
-            if (list->type != Value::Type::array || list->array.size() != L)
-                throw InputError(cfg.file(), at, "expected one entry per layer (" + std::to_string(L) + "): 1 where it applies RoPE, 0 where not");
-            for (std::size_t l = 0; l < L; ++l) {
-                const Value& v = list->array[l];
-                if (v.type != Value::Type::number || (v.number != 0.0 && v.number != 1.0))
-                    throw InputError(cfg.file(), at + "[" + std::to_string(l) + "]", "expected 1 (RoPE) or 0 (no RoPE), got " + model_detail::value_text(v));
-                rotates[l] = v.number == 1.0;
-            }
-        }
     const RopeParams full = rope_of(false);
     std::optional<RopeParams> local;
     if (window) local = rope_of(true);
@@ -185,7 +197,7 @@ void plan_layers(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c) {
         LayerSpec& ls = c.layer_specs[l];
         if (sliding[l]) ls.window = window;
         ls.attention = linear[l] ? AttentionKind::deltanet : f.attention;
-        if (rotates[l]) ls.rope = sliding[l] ? *local : full;
+        if (rotates[l] && (sliding[l] || !f.layers.rope_on_sliding_only)) ls.rope = sliding[l] ? *local : full;
     }
 }
 

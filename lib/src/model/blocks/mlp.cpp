@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "attnwalk/errors.hpp"
-#include "blocks.hpp"
+#include "../kinds.hpp"
 
 namespace attnwalk::model_detail {
 

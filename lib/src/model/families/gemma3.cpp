@@ -10,6 +10,7 @@ const FamilySpec& gemma_family();
 const FamilySpec& gemma3_family() {
     static const FamilySpec spec = [] {
         FamilySpec f = gemma_family();
+        f.layers.windows = true;  // its sliding layers, as layer_types (or the pattern) say
         f.model_type = "gemma3_text";
         f.models = "Gemma 3 270M and 1B";
         f.placement = NormPlacement::both;

@@ -12,6 +12,7 @@ const FamilySpec& llama_family();
 const FamilySpec& gpt_oss_family() {
     static const FamilySpec spec = [] {
         FamilySpec f = llama_family();
+        f.layers.windows = true;  // its sliding layers, as layer_types (or the pattern) say
         f.model_type = "gpt_oss";
         f.models = "gpt-oss";
         f.heads.sinks = "self_attn.sinks";

@@ -9,6 +9,7 @@ const FamilySpec& olmo2_family();
 const FamilySpec& olmo3_family() {
     static const FamilySpec spec = [] {
         FamilySpec f = olmo2_family();
+        f.layers.windows = true;  // its sliding layers, as layer_types (or the pattern) say
         f.model_type = "olmo3";
         f.models = "OLMo 3";
         f.layers.window_pattern = WindowPattern::every_nth_full;

@@ -14,7 +14,10 @@ const FamilySpec& smollm3_family() {
         f.layers.no_rope_layers = "no_rope_layers";
         f.fields.tied_default = true;
         f.layers.rope_theta_default = 2000000.0;
-        f.fields.refused_true = {"use_sliding_window"};
+        f.fields.refused_true.clear();
+        f.layers.windows = true;  // as layer_types say, or the layers without RoPE, once use_sliding_window is true
+        f.layers.windows_flag = "use_sliding_window";
+        f.layers.window_pattern = WindowPattern::nope_layers;
         return f;
     }();
     return spec;

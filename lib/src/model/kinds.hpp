@@ -1,8 +1,9 @@
-// The kinds of block a decoder layer is made of, one file each: what each reads of
-// config.json (once for the model), what it reads of the checkpoint (layer by layer,
-// through the Reader) and its call into ops/ in the forward, handing the tap what it made.
-// The loader and the decoder name a kind, never a kind's field or tensor. Internal to
-// lib/src/model/.
+// The kinds of block a decoder layer is made of, as the loader and the decoder call them;
+// each is one file of blocks/: what it reads of config.json (once for the model), what it
+// reads of the checkpoint (layer by layer, through the Reader) and its call into ops/ in the
+// forward, handing the tap what it made. The loader and the decoder name a kind, never a
+// kind's field or tensor; blocks/ implement this header and include nothing else of model/'s
+// sources but config.hpp and reader.hpp. Internal to lib/src/model/.
 //
 //   layers.cpp    each layer's kinds, window and RoPE (layer_types, the family's pattern)
 //   heads.cpp     attention heads: MHA, GQA, MQA; windows, sinks, an output gate, QK-norm
@@ -18,8 +19,8 @@
 #include <vector>
 
 #include "attnwalk/model/decoder.hpp"
-#include "../config.hpp"
-#include "../reader.hpp"
+#include "config.hpp"
+#include "reader.hpp"
 
 namespace attnwalk::model_detail {
 

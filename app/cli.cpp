@@ -212,7 +212,7 @@ NonFinite non_finite_of(const Shell& s) {
 
 // What --svg or --html wrote, on stderr: a file written silently is easy to miss.
 void wrote(std::ostream& err, const std::string& path, const std::string& content, const char* what) {
-    err << "attnwalk: wrote " << path << " (" << what << ", " << bytes_text(static_cast<double>(content.size())) << ")\n";
+    err << "attnwalk: wrote " << printable(path) << " (" << what << ", " << bytes_text(static_cast<double>(content.size())) << ")\n";
 }
 
 int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
@@ -287,7 +287,7 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
         if (s.npy) {
             const NpyWritten w = write_npy_files(trace, *s.npy, input_file(s));
             npy_dir = w.dir;
-            err << "attnwalk: wrote " << w.dir << "/ (" << w.files << " .npy file" << (w.files == 1 ? "" : "s") << ", "
+            err << "attnwalk: wrote " << printable(w.dir) << "/ (" << w.files << " .npy file" << (w.files == 1 ? "" : "s") << ", "
                 << bytes_text(w.bytes) << ")\n";
         }
         if (s.html) {  // the JSON's own text, inside the page

@@ -85,4 +85,11 @@ TEST_SUITE("io") {
         deep += "}";
         CHECK_THROWS_WITH_AS(json_input::parse(deep, "t.json"), doctest::Contains("nested more than 64 levels deep"), InputError);
     }
+
+    TEST_CASE("io.json_subnormal_numbers_are_numbers") {
+        // a subnormal is written as the shortest text that reads back, never an error
+        CHECK(json_input::number_text(1e-310) == "1e-310");
+        CHECK(json_input::number_text(-4.9406564584124654e-324) == "-5e-324");  // the shortest text that reads back
+        CHECK(json_input::number_text(2.2250738585072009e-308) != "");
+    }
 }

@@ -100,5 +100,9 @@ TEST_SUITE("npy") {
         std::string v9 = npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", raw<float>({1}));
         v9[6] = 9;
         fails(v9, "format version 9.0");
+        // a key twice: numpy keeps the last, so either reading would be another array's
+        fails(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'shape': (2,), }", raw<float>({1, 2})), "'shape' appears twice");
+        fails(npy("{'descr': '<f4', 'descr': '<f8', 'fortran_order': False, 'shape': (1,), }", raw<float>({1, 2})), "'descr' appears twice");
+        fails(npy("{\"descr\": '<f4', 'fortran_order': False, 'shape': (1,), 'fortran_order': True, }", raw<float>({1})), "'fortran_order' appears twice");
     }
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -541,7 +542,8 @@ std::string number_text(double value) {
         std::ostringstream out;
         out.precision(precision);
         out << value;
-        if (precision >= 17 || std::stod(out.str()) == value) return out.str();
+        // strtod, not std::stod: a subnormal is a number (stod throws on its ERANGE)
+        if (precision >= 17 || std::strtod(out.str().c_str(), nullptr) == value) return out.str();
     }
 }
 

@@ -22,6 +22,9 @@ std::string entry(const std::string& header, const std::string& key, const std::
     std::size_t at = header.find("'" + key + "'");
     if (at == std::string::npos) at = header.find("\"" + key + "\"");
     if (at == std::string::npos) throw InputError(source, "header", "no '" + key + "' in the header " + header);
+    // a key given twice: numpy's dict keeps the last, a reader taking the first would read another array
+    if (header.find("'" + key + "'", at + 1) != std::string::npos || header.find("\"" + key + "\"", at + 1) != std::string::npos)
+        throw InputError(source, "header", "'" + key + "' appears twice in the header " + header + ": expected each key once");
     at = header.find(':', at);
     if (at == std::string::npos) throw InputError(source, "header", "no ':' after '" + key + "'");
     ++at;

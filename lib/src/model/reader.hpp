@@ -51,6 +51,7 @@ public:
     // Every tensor of the files that nothing read.
     std::vector<std::string> unused() const;
     const Files& files() const { return files_; }
+    const std::string& prefix() const { return prefix_; }
     // Each file reads the pages of the weights handed out where they lie, in the background
     // (SafeTensors::touch_in_background): call once every tensor is read.
     void touch_in_background() const;

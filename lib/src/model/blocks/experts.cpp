@@ -35,7 +35,15 @@ public:
         moe.router = r.linear(p + n.router + ".weight", C, E, true);
         moe.experts.resize(E);
         if (n.kind == ExpertKind::swiglu) {  // each expert its own gate, up and down, named as the dense MLP's
-            if (n.routing == RouterKind::sigmoid_grouped) moe.correction_bias = r.vec(p + n.router + "." + n.router_bias, E);
+            if (n.routing == RouterKind::sigmoid_grouped) {
+                moe.correction_bias = r.vec(p + n.router + "." + n.router_bias, E);
+                // it only chooses experts, so nothing after it would go non-finite: check it here
+                for (std::size_t e = 0; e < E; ++e)
+                    if (!std::isfinite(moe.correction_bias(e)))
+                        throw InputError(r.file_of(p + n.router + "." + n.router_bias)->file(), "$[\"" + r.prefix() + p + n.router + "." + n.router_bias + "\"]",
+                                         "holds " + std::string(std::isnan(moe.correction_bias(e)) ? "NaN" : "inf") + " (element " + std::to_string(e) +
+                                             "): the choice bias of the experts is finite numbers");
+            }
             for (std::size_t e = 0; e < E; ++e) {
                 const std::string one = ex + indexed(n.expert, e, "{E}");
                 moe.experts[e].gate = r.linear(one + last_part(dense.gate) + ".weight", C, I, true);

@@ -19,8 +19,11 @@ RopeScaling rope_scaling(ConfigFile& cfg, const Value* scaling, const std::strin
     RopeScaling s;
     if (!scaling) return s;
     if (!scaling->is_object()) throw InputError(cfg.file(), path, "expected an object or null");
-    const Value* type = scaling->find("rope_type");
-    if (!type) type = scaling->find("type");
+    const char* type_key = scaling->find("rope_type") ? "rope_type" : "type";
+    const Value* type = scaling->find(type_key);
+    if (type && type->type != Value::Type::null && type->type != Value::Type::string)  // Hugging Face fails on it too: never the default RoPE silently
+        throw InputError(cfg.file(), path + "." + type_key, "expected the name of a RoPE type (default, linear, llama3, yarn), got " +
+                                                                model_detail::value_text(*type));
     const std::string kind = type && type->type == Value::Type::string ? type->string : "";
     auto num = [&](const char* key, std::optional<double> fallback) {
         const Value* v = scaling->find(key);
@@ -161,7 +164,7 @@ void plan_layers(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c) {
     // rope_theta and rope_scaling, or transformers 5's rope_parameters (one, or one per layer type)
     const Value* parameters = cfg.get("rope_parameters");
     if (parameters && !parameters->is_object()) throw InputError(cfg.file(), cfg.at("rope_parameters"), "expected an object or null");
-    const auto rope_of = [&](bool slide) -> RopeParams {
+    const auto rope_of = [&](bool slide, bool& none) -> RopeParams {
         const std::string type = slide ? "sliding_attention" : "full_attention";
         const Value* own = parameters ? parameters->find(type) : nullptr;
         const Value* p = own ? own : parameters && !parameters->find("full_attention") ? parameters : nullptr;
@@ -185,19 +188,27 @@ void plan_layers(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c) {
         const std::string partial_at = inside && inside->type != Value::Type::null ? path + ".partial_rotary_factor" : cfg.at("partial_rotary_factor");
         const double partial = inside && inside->type != Value::Type::null ? cfg.number_of(*inside, partial_at) : cfg.number("partial_rotary_factor", 1.0);
         if (!(partial > 0.0 && partial <= 1.0)) throw InputError(cfg.file(), partial_at, "expected a number in (0, 1], got " + json_input::number_text(partial));
-        if (partial < 1.0) r.rotary_dim = static_cast<std::size_t>(static_cast<double>(c.head_size()) * partial);
+        if (partial < 1.0) {  // int(head_dim · factor) features turn, as Hugging Face counts them; none when that is 0
+            r.rotary_dim = static_cast<std::size_t>(static_cast<double>(c.head_size()) * partial);
+            none = r.rotary_dim == 0;  // rotary_dim 0 means all of d_h to the ops: these layers apply none
+            if (r.rotary_dim % 2)
+                throw InputError(cfg.file(), partial_at, "expected a factor that turns an even number of features (RoPE turns pairs): " +
+                                                             std::to_string(c.head_size()) + " × " + json_input::number_text(partial) + " gives " +
+                                                             std::to_string(r.rotary_dim));
+        }
         r.interleaved = f.layers.rope_interleaved;
         return r;
     };
-    const RopeParams full = rope_of(false);
+    bool full_none = false, local_none = false;  // a partial rotary factor that turns no feature
+    const RopeParams full = rope_of(false, full_none);
     std::optional<RopeParams> local;
-    if (window) local = rope_of(true);
+    if (window) local = rope_of(true, local_none);
     c.layer_specs.assign(L, LayerSpec{});
     for (std::size_t l = 0; l < L; ++l) {
         LayerSpec& ls = c.layer_specs[l];
         if (sliding[l]) ls.window = window;
         ls.attention = linear[l] ? AttentionKind::deltanet : f.attention;
-        if (rotates[l] && (sliding[l] || !f.layers.rope_on_sliding_only)) ls.rope = sliding[l] ? *local : full;
+        if (rotates[l] && (sliding[l] || !f.layers.rope_on_sliding_only) && !(sliding[l] ? local_none : full_none)) ls.rope = sliding[l] ? *local : full;
     }
 }
 

@@ -2,7 +2,7 @@
 """The fifth hostile round (docs/robustness.md, "The fifth round"): files written through a
 link in --npy's folder; rotations and windows applied where the model has none; a choice
 bias that is not a number; a RoPE type that is not a name; subnormal numbers in config.json;
-the line that says where a file was written, with escapes in its name.
+the line that says where a file was written, with escapes in its name; values named where they stand.
 
 Each case runs the real binary and must end as its class says (an error: exit 1 or 2 and
 one line starting "attnwalk: error:"; or a result: exit 0), never by a signal or a hang,
@@ -35,6 +35,28 @@ class Round(FourthRound):
         self.choice_bias()
         self.subnormals()
         self.wrote_lines()
+        self.named_where_they_stand()
+
+    # 6 ---- each value named where it stands ------------------------------------------------------------
+    def named_where_they_stand(self):
+        def yarn(**kw):
+            return dict({"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 16, "beta_fast": 32, "beta_slow": 1}, **kw)
+        cases = [
+            ("tiny_olmo3", "mscale -100", lambda c: c.update(rope_scaling=yarn(mscale=-100, mscale_all_dim=1)), ["rope_scaling.mscale", "-100"], ["attention_factor"]),
+            ("tiny_olmo3", "mscale 1e300", lambda c: c.update(rope_scaling=yarn(mscale=1e300, mscale_all_dim=1)), ["rope_scaling.mscale", "1e+300"], ["scale the embeddings"]),
+            ("tiny_olmo3", "mscale_all_dim -7.2", lambda c: c.update(rope_scaling=yarn(mscale=1, mscale_all_dim=-7.2)), ["rope_scaling.mscale_all_dim", "-7.2"], ["attention_factor"]),
+            ("tiny_olmo3", "attention_factor 1e300", lambda c: c["rope_scaling"].update(attention_factor=1e300), ["rope_scaling.attention_factor", "1e+300"], ["scale the embeddings"]),
+            ("tiny_deepseek_v3_f32", "routed_scaling_factor 1e300", lambda c: c.update(routed_scaling_factor=1e300), ["routed_scaling_factor", "1e+300"], ["scale the embeddings"]),
+            ("tiny_qwen3_next", "mlp_only_layers [1.5]", lambda c: c.update(mlp_only_layers=[1.5]), ["mlp_only_layers[0]", "1.5"], []),
+            ("tiny_qwen3_5", "top-level tie_word_embeddings \"false\"", lambda c: c.update(tie_word_embeddings="false"), ["$.tie_word_embeddings", '"false"'], ["text_config.tie_word_embeddings"]),
+        ]
+        for family, name, edit, words, never in cases:
+            d = self.folder(family)
+            config = json.loads((d / "config.json").read_text())
+            edit(config)
+            (d / "config.json").write_text(json.dumps(config))
+            self.add("named where they stand", f"{family}: {name}", ["model", "--model", str(d), "--ids", "1,2,3"], ERROR,
+                     check=both(says("config.json", *words), never_says(*never)) if never else says("config.json", *words))
 
     # 5 ---- the "wrote NAME" line shows a name's escapes as stand-ins ------------------------------------
     def wrote_lines(self):

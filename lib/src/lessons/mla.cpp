@@ -235,7 +235,7 @@ Trace walk_mla(const Embeddings& input, const MlaSpec& spec, const Recording& re
 Cost mla_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, const MlaSpec& spec) {
     const double B = static_cast<double>(batch), T = static_cast<double>(tokens), d = static_cast<double>(d_in),
                  H = static_cast<double>(spec.heads), r = static_cast<double>(spec.rank), rq = static_cast<double>(spec.query_rank),
-                 qk = static_cast<double>(spec.nope + spec.rope), dv = static_cast<double>(spec.value),
+                 qk = static_cast<double>(spec.nope) + static_cast<double>(spec.rope), dv = static_cast<double>(spec.value),  // in double: never wraps
                  dr = static_cast<double>(spec.rope);
     // the weights (drawn, then copied into the trace's parameter steps)
     const double weights = (rq ? d * rq + rq * H * qk : d * H * qk) + d * (r + dr) + r * H * (qk - dr + dv) + H * dv * d;

@@ -100,7 +100,7 @@ Trace walk_params(const ParamsSpec& spec) {
         label = "KV sharing";
         trace.set_param("kv_producing_layers", static_cast<ull>(spec.kv_producing_layers));
     } else if (spec.kv_lora_rank) {
-        bytes = T * static_cast<double>(spec.kv_lora_rank + spec.qk_rope_head_dim) * L * static_cast<double>(spec.bytes_per_value);
+        bytes = T * (static_cast<double>(spec.kv_lora_rank) + static_cast<double>(spec.qk_rope_head_dim)) * L * static_cast<double>(spec.bytes_per_value);  // in double: never wraps
         formula = "T·(r + d_rope)·layers·bytes";
         note = std::to_string(spec.context_length) + " tokens × (r " + std::to_string(spec.kv_lora_rank) + " + d_rope " +
                std::to_string(spec.qk_rope_head_dim) + ") × " + std::to_string(spec.layers) + " × " + tail +

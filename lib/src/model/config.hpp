@@ -15,8 +15,9 @@
 
 namespace attnwalk::model_detail {
 
-// The JSON text of a value, for the header and messages.
-std::string value_text(const json_input::Value& v);
+// The JSON text of a value, for the header and messages; `quoted`: a string in quotes (a
+// message's "got": the string "false" is not the flag false).
+std::string value_text(const json_input::Value& v, bool quoted = false);
 
 class ConfigFile {
 public:
@@ -26,6 +27,8 @@ public:
     const std::string& file() const { return file_; }
     const std::string& root() const { return root_; }
     std::string at(const std::string& key) const { return root_ + "." + key; }  // a field's path, for messages
+    // The path of the field where it lies: here, or in the object this one falls back on.
+    std::string where(const std::string& key) const;
     // The object `key` as a ConfigFile of its own (its fields noted as key.field), or null
     // when absent. A field it lacks is looked up here (a multimodal checkpoint keeps
     // tie_word_embeddings at the top).

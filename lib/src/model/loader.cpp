@@ -28,7 +28,8 @@ namespace model_detail {
 using json_input::Value;
 namespace fs = std::filesystem;
 
-std::string value_text(const Value& v) {
+std::string value_text(const Value& v, bool quoted) {
+    if (quoted && v.type == Value::Type::string) return json_input::quote(v.string);
     switch (v.type) {
         case Value::Type::null: return "null";
         case Value::Type::boolean: return v.boolean ? "true" : "false";
@@ -72,10 +73,16 @@ const Value* ConfigFile::get(const std::string& key) {
     return v && v->type != Value::Type::null ? v : nullptr;
 }
 
+std::string ConfigFile::where(const std::string& key) const {
+    const Value* v = doc_.find(key);
+    if ((!v || v->type == Value::Type::null) && parent_) return parent_->where(key);
+    return at(key);
+}
+
 std::string ConfigFile::text(const std::string& key) {
     const Value* v = get(key);
     if (!v) throw InputError(file_, root_, "missing \"" + key + "\"");
-    if (v->type != Value::Type::string) throw InputError(file_, at(key), "expected a string, got " + json_input::type_name(*v));
+    if (v->type != Value::Type::string) throw InputError(file_, where(key), "expected a string, got " + json_input::type_name(*v));
     return v->string;
 }
 
@@ -85,7 +92,7 @@ double ConfigFile::number(const std::string& key, std::optional<double> fallback
         if (fallback) return *fallback;
         throw InputError(file_, root_, "missing \"" + key + "\"");
     }
-    return number_of(*v, at(key));
+    return number_of(*v, where(key));
 }
 
 double ConfigFile::number_of(const Value& v, const std::string& path) const {
@@ -106,14 +113,14 @@ std::size_t ConfigFile::count(const std::string& key, std::optional<std::size_t>
         throw InputError(file_, root_, "missing \"" + key + "\"");
     }
     if (v->type != Value::Type::number || v->number != std::floor(v->number) || v->number < static_cast<double>(least) || v->number > 1e9)
-        throw InputError(file_, at(key), "expected a whole number from " + std::to_string(least) + " to 10^9, got " + value_text(*v));
+        throw InputError(file_, where(key), "expected a whole number from " + std::to_string(least) + " to 10^9, got " + value_text(*v, true));
     return static_cast<std::size_t>(v->number);
 }
 
 bool ConfigFile::flag(const std::string& key, bool fallback) {
     const Value* v = get(key);
     if (!v) return fallback;
-    if (v->type != Value::Type::boolean) throw InputError(file_, at(key), "expected true or false, got " + value_text(*v));
+    if (v->type != Value::Type::boolean) throw InputError(file_, where(key), "expected true or false, got " + value_text(*v, true));
     return v->boolean;
 }
 

@@ -134,7 +134,8 @@ Rope rope_tables(std::size_t head_dim, std::size_t T, std::size_t position0, con
     // is no longer exact, and the angles (and the shift check) would drift
     constexpr std::size_t exact = std::size_t{1} << 24;
     if (T > 0 && (position0 > exact || T - 1 > exact - position0))
-        throw UsageError("RoPE position " + std::to_string(position0 + T - 1) + " is beyond 16,777,216 (2^24), the last position float32 "
+        throw UsageError("RoPE position " + std::to_string(position0 > exact ? position0 : position0 + (T - 1)) +  // never a wrapped sum
+                         " is beyond 16,777,216 (2^24), the last position float32 "
                          "holds exactly: give a smaller shift or fewer tokens");
     Rope r;
     const std::size_t half = d / 2;

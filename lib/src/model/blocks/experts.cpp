@@ -120,7 +120,7 @@ std::unique_ptr<KindReader> experts_reader(ConfigFile& cfg, const FamilySpec& f,
             for (std::size_t i = 0; i < list->array.size(); ++i) {
                 const Value& v = list->array[i];
                 if (v.type != Value::Type::number || v.number < 0 || v.number != std::floor(v.number) || v.number >= static_cast<double>(c.layers))
-                    throw InputError(cfg.file(), at + "[" + std::to_string(i) + "]", "expected a layer index below " + std::to_string(c.layers));
+                    throw InputError(cfg.file(), at + "[" + std::to_string(i) + "]", "expected a layer index below " + std::to_string(c.layers) + ", got " + value_text(v, true));
                 dense_only[static_cast<std::size_t>(v.number)] = true;
             }
         }
@@ -146,7 +146,8 @@ std::unique_ptr<KindReader> experts_reader(ConfigFile& cfg, const FamilySpec& f,
                                  " in its best groups (" + n.top_groups + " × experts per group), not " + std::to_string(s.top_k));
         s.normalise = cfg.flag(n.normalise, s.normalise);  // the family's default when absent
         const double scale = cfg.number(n.routed_scale, 2.5);
-        s.routed_scale = static_cast<float>(cfg.require(scale, scale > 0.0, cfg.at(n.routed_scale), "a number above 0"));
+        s.routed_scale = static_cast<float>(cfg.require(scale, scale > 0.0 && std::isfinite(static_cast<float>(scale)), cfg.at(n.routed_scale),
+                                                        "a number above 0 that float32 holds (the experts' weights are multiplied by it)"));
     }
     for (std::size_t l = 0; l < c.layers; ++l)
         if (l >= first_dense && !dense_only[l] && (l + 1) % sparse_step == 0) c.layer_specs[l].feed_forward = FeedForwardKind::experts;

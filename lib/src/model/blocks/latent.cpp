@@ -108,6 +108,8 @@ std::unique_ptr<KindReader> latent_reader(ConfigFile& cfg, const FamilySpec& f, 
         if (all && all->type != Value::Type::null && cfg.number_of(*all, cfg.at("rope_scaling.mscale_all_dim")) != 0.0 && factor) {
             const double k = cfg.number_of(*factor, cfg.at("rope_scaling.factor")), a = cfg.number_of(*all, cfg.at("rope_scaling.mscale_all_dim"));
             const double mscale = yarn_mscale(k, a);
+            cfg.require(a, std::isfinite(mscale) && mscale > 0.0 && std::isfinite(static_cast<float>(mscale * mscale * scaling)),
+                        cfg.at("rope_scaling.mscale_all_dim"), "a number that keeps YaRN's 0.1·mscale_all_dim·ln(factor) + 1 above 0 and its square within float32");
             scaling *= mscale * mscale;
         }
     }

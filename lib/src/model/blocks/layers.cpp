@@ -3,6 +3,7 @@
 // transformers 5's rope_parameters (one, or one per layer type), partial_rotary_factor, and
 // the layers a family leaves without RoPE.
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "attnwalk/errors.hpp"
@@ -58,7 +59,14 @@ RopeScaling rope_scaling(ConfigFile& cfg, const Value* scaling, const std::strin
         const Value* all = scaling->find("mscale_all_dim");
         if (!s.attention_factor && m && all && m->type != Value::Type::null && all->type != Value::Type::null) {
             const double mv = cfg.number_of(*m, path + ".mscale"), av = cfg.number_of(*all, path + ".mscale_all_dim");
-            if (mv != 0.0 && av != 0.0) s.attention_factor = yarn_mscale(s.factor, mv) / yarn_mscale(s.factor, av);
+            if (mv != 0.0 && av != 0.0) {  // each named where it stands: never an attention_factor the file does not have
+                const double top = yarn_mscale(s.factor, mv), bottom = yarn_mscale(s.factor, av);
+                const auto held = [](double v) { return std::isfinite(v) && v > 0.0 && std::isfinite(static_cast<float>(v)); };
+                cfg.require(mv, held(top), path + ".mscale", "a number that keeps YaRN's 0.1·mscale·ln(factor) + 1 above 0 and within float32");
+                cfg.require(av, held(bottom), path + ".mscale_all_dim", "a number that keeps YaRN's 0.1·mscale_all_dim·ln(factor) + 1 above 0 and within float32");
+                cfg.require(top / bottom, held(top / bottom), path + ".mscale", "an attention factor mscale / mscale_all_dim within float32");
+                s.attention_factor = top / bottom;
+            }
         }
         if (const Value* t = scaling->find("truncate"); t && t->type == Value::Type::boolean) s.truncate = t->boolean;
     } else {
@@ -77,7 +85,9 @@ RopeScaling rope_scaling(ConfigFile& cfg, const Value* scaling, const std::strin
     if (s.kind == RopeScaling::Kind::yarn) {
         cfg.require(s.beta_fast, s.beta_fast > 0.0, path + ".beta_fast", "a number above 0");
         cfg.require(s.beta_slow, s.beta_slow > 0.0, path + ".beta_slow", "a number above 0");
-        if (s.attention_factor) cfg.require(*s.attention_factor, *s.attention_factor > 0.0, path + ".attention_factor", "a number above 0");
+        if (s.attention_factor)
+            cfg.require(*s.attention_factor, *s.attention_factor > 0.0 && std::isfinite(static_cast<float>(*s.attention_factor)), path + ".attention_factor",
+                        "a number above 0 that float32 holds (cos and sin are multiplied by it)");
     }
     return s;
 }

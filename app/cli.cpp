@@ -254,7 +254,7 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
             for (const SectionPlan& p : beyond_plan())
                 sections.push_back({p.id, p.title, p.explanation, p.formula, p.args, trace_of(p, s, input, parts)});
         if (s.html) {
-            const std::string page = html_of(sections, s.text.color_scale);
+            const std::string page = html_of(sections, s.text.color_scale, s.text.precision);
             write_file_atomically(*s.html, page);
             wrote(err, *s.html, page, "a page");
         }
@@ -302,7 +302,7 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
                 << bytes_text(w.bytes) << ")\n";
         }
         if (s.html) {  // the JSON's own text, inside the page
-            const std::string page = html_of(trace, s.text.color_scale);
+            const std::string page = html_of(trace, s.text.color_scale, s.text.precision);
             write_file_atomically(*s.html, page);
             wrote(err, *s.html, page, "a page");
         }

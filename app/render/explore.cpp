@@ -10,8 +10,8 @@
 #include <clocale>
 #include <cmath>
 #include <csignal>
-#include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -103,13 +103,8 @@ std::vector<std::string> wrap_line(const std::string& line, std::size_t width) {
 
 namespace {
 
-std::string number(float v) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    char buf[32];
-    std::snprintf(buf, sizeof buf, std::fabs(v) < 1e10f ? "%.4f" : "%.4e", static_cast<double>(v));
-    return buf;
-}
+// A value as the text view writes it, at its precision.
+std::string number(float v) { return value_text(v, TextOptions{}.precision); }
 
 std::string quoted(const std::string& t) { return "\"" + t + "\""; }
 
@@ -288,14 +283,12 @@ const char* const key_help[] = {"arrows (or j/k)  move the cell",     "Home / En
                                 "l / L            next / previous layer", "PgDn / PgUp      the explanation's pages",
                                 "?                this list",             "q, Esc, Ctrl-C   quit"};
 
-// A value that fits `w` characters: as many decimals as fit, "…" when none does.
+// A value that fits `w` characters: written as everywhere (value_text) with as many
+// decimals as fit, "…" when none does.
 std::string fit(float v, std::size_t w) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    if (!std::isfinite(v)) return value_text(v, 0);
     for (int d = 3; d >= 0; --d) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.*f", d, static_cast<double>(v));
-        std::string s = buf;
+        std::string s = value_text(v, d);
         if (d > 0 && s.rfind("0.", 0) == 0 && w < 5) s = s.substr(1);  // ".21" where "0.21" does not fit
         if (d > 0 && s.rfind("-0.", 0) == 0 && w < 6) s = "-" + s.substr(2);
         if (s.size() <= w) return s;
@@ -337,8 +330,9 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line) {
         figures.push_back(figure_of(trace, i, ColorScale::automatic, PanelScale::apart));
     }
     ExploreView v;
-    for (std::size_t k = 0; k < steps.size(); ++k)  // start at the final weights, as --svg does
-        if (trace.steps[steps[k]].id == "weights" || trace.steps[steps[k]].id == "attention_grid") v.step = k;
+    const std::optional<std::size_t> opening = opening_step(trace);  // as --svg and the page
+    for (std::size_t k = 0; k < steps.size(); ++k)
+        if (steps[k] == opening) v.step = k;
     Screen screen(term);
     const bool colour = has_colors() && COLORS >= 256 && COLOR_PAIRS > 2 * levels;
     if (colour) init_pairs();

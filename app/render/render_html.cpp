@@ -45,7 +45,7 @@ table.vals td.k{text-align:left;color:#555}tr.here{background:#fff3c4}
 .zoom{position:fixed;right:8px;bottom:8px;background:#fff;border:1px solid #ccc;border-radius:4px;padding:2px}
 .zoom button{font-size:1em;min-width:2.2em}
 .xstep{margin:8px 0;padding-top:4px;border-top:1px solid #eee}.xstep .t{font-weight:600}
-.xline{font-family:monospace;white-space:pre-wrap;word-break:break-word}aside .xline{font-size:0.8em}
+.xline{font-family:monospace;white-space:pre-wrap;word-break:break-word}aside .xline{font-size:0.8em}.numbers{font-family:monospace;font-size:0.85em;white-space:pre;overflow-x:auto}
 </style></head><body>
 <nav id="steps"></nav><main id="view"></main><aside id="explain"><p>Click a cell of a heatmap: it is written out here, with its value in every step.</p></aside>
 <div id="tip"></div><div class="zoom"><button id="zoomout" title="smaller">A−</button> <button id="zoomin" title="larger (a projector)">A+</button></div>
@@ -211,7 +211,7 @@ function show() {
   document.querySelectorAll("nav a").forEach((a, k) => a.classList.toggle("on", k === state.step));
   view.replaceChildren(el("h1", { text: s.title || s.id }), el("div", { class: "formula", text: s.id + " · " + (s.formula || "") + " · shape " + JSON.stringify(s.shape) }));
   if (s.note) view.append(el("p", { class: "note", text: s.note }));
-  if (f.text !== undefined) { view.append(el("div", { class: "xline", text: f.text })); return; }
+  if (f.text !== undefined) { view.append(el("div", { class: "numbers", text: f.text })); return; }  // the text view's table, aligned
   const open = (p, i, j) => { state.cell = { step: state.step, p, i, j }; state.panel = p;
     if (f.attention) { const query = f.query_at[i], key = f.key_at[j]; state.sel = { query, key, ql: tokens[query], kl: tokens[key] }; }
     show(); explain(f, p, i, j); };
@@ -573,9 +573,8 @@ std::string html_of(const Trace& trace, ColorScale scale, int precision, std::si
     text.precision = precision;
     text.color_scale = scale;
     text.heatmap = false;
-    TextOptions aside = text;  // a written-out cell's steps, in the column beside the heatmap
-    aside.columns = 60;
-    const Written written = written_cells(trace, aside, explain_budget);
+    text.columns = 60;  // about what the aside (27em) holds of its smaller monospace font
+    const Written written = written_cells(trace, text, explain_budget);
     return page_doctype + std::string(html_generator) + page_head + script_safe(json.str()) +
            "</script>\n<script type=\"application/json\" id=\"figures\">" + script_safe(figures_json(trace, text, written)) +
            "</script>\n<script type=\"application/json\" id=\"cells\">" + script_safe(written.json) + page_tail;

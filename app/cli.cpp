@@ -287,7 +287,7 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
         if (s.json || s.svg || s.html || s.npy || s.recording.summary)
             throw UsageError("explore shows its own screen: give the command without --json, --svg, --html, --npy or --summary");
         // every character as the text view shows it: control and bidi characters as stand-ins
-        return explore(printable(s.compact ? compact(s.walk(), s.headline) : select_steps(s.walk(), s.steps)), s.explore);
+        return explore(printable(s.compact ? compact(s.walk(), s.headline) : select_steps(s.walk(), s.steps)), s.explore, s.text.precision);
     } else {
         Trace trace = s.compact ? compact(s.walk(), s.headline) : select_steps(s.walk(), s.steps);
         if (std::any_of(trace.steps.begin(), trace.steps.end(), [&](const Step& st) {

@@ -103,13 +103,11 @@ std::vector<std::string> wrap_line(const std::string& line, std::size_t width) {
 
 namespace {
 
-// A value as the text view writes it, at its precision.
-std::string number(float v) { return value_text(v, TextOptions{}.precision); }
 
 std::string quoted(const std::string& t) { return "\"" + t + "\""; }
 
-// The explanation engine's steps as the text view prints them, at `width` columns.
-std::vector<std::string> written_out(const Trace& trace, const std::vector<Step>& steps, std::size_t width) {
+// The explanation engine's steps as the text view prints them, at `width` columns and `precision`.
+std::vector<std::string> written_out(const Trace& trace, const std::vector<Step>& steps, std::size_t width, int precision) {
     if (steps.empty()) return {};
     Trace t;
     t.command = trace.command;
@@ -118,6 +116,7 @@ std::vector<std::string> written_out(const Trace& trace, const std::vector<Step>
     t.steps = steps;
     TextOptions opt;
     opt.columns = width;
+    opt.precision = precision;
     opt.heatmap = false;
     std::ostringstream out;
     render_text(t, opt, out);
@@ -134,7 +133,8 @@ std::vector<std::string> written_out(const Trace& trace, const std::vector<Step>
 
 }  // namespace
 
-std::vector<std::string> panel_lines(const Trace& trace, const Figure& f, const ExploreView& v, std::size_t width) {
+std::vector<std::string> panel_lines(const Trace& trace, const Figure& f, const ExploreView& v, std::size_t width, int precision) {
+    const auto number = [&](float x) { return value_text(x, precision); };  // as the text view writes it
     std::vector<std::string> lines;
     const auto add = [&](const std::string& line) {
         for (std::string& piece : wrap_line(line, width)) lines.push_back(std::move(piece));
@@ -169,7 +169,7 @@ std::vector<std::string> panel_lines(const Trace& trace, const Figure& f, const 
     const ExploreShape e = explore_shape(s);
     if (!s.row_sum.data.empty() && s.row_sum.data.size() == e.panels * e.rows) add("row sum " + number(s.row_sum.data[v.panel * e.rows + v.row]));
     if (cell) {
-        const std::vector<std::string> more = written_out(trace, explain(trace, *cell), width);
+        const std::vector<std::string> more = written_out(trace, explain(trace, *cell), width, precision);
         if (!more.empty()) {
             lines.push_back("");
             lines.insert(lines.end(), more.begin(), more.end());
@@ -315,7 +315,7 @@ void init_pairs() {
 
 }  // namespace
 
-int explore(const Trace& trace, const std::vector<std::string>& command_line) {
+int explore(const Trace& trace, const std::vector<std::string>& command_line, int precision) {
     const char* term = std::getenv("TERM");
     if (!::isatty(0) || !::isatty(1) || !term || !*term || std::string(term) == "dumb")
         throw UsageError("explore needs a terminal (standard input and output a terminal, TERM set and not dumb); "
@@ -434,7 +434,7 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line) {
         const std::string key = std::to_string(v.step) + "/" + std::to_string(v.panel) + "/" + std::to_string(v.row) + "/" + std::to_string(v.col) + "/" +
                                 std::to_string(panel_w);
         if (key != cache_key) {
-            explanation = panel_lines(trace, f, v, static_cast<std::size_t>(std::max(panel_w, 12)));
+            explanation = panel_lines(trace, f, v, static_cast<std::size_t>(std::max(panel_w, 12)), precision);
             cache_key = key;
         }
         const std::size_t page = static_cast<std::size_t>(std::max(1, LINES - 3));

@@ -1,5 +1,6 @@
 // The renderers of app/: --format torch against PyTorch's own repr(); the page draws what
 // the trace holds; one value prints the same in every view.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -106,7 +107,7 @@ TEST_SUITE("render") {
             CHECK_MESSAGE(page.find(computes) == std::string::npos, computes);
     }
 
-    TEST_CASE("render.a_value_prints_the_same_in_text_svg_and_page") {
+    TEST_CASE("render.a_value_prints_the_same_in_text_svg_page_and_explorer") {
         using namespace attnwalk::app;
         attnwalk::Trace trace = small_trace();
         trace.steps.erase(trace.steps.begin());  // the weights alone: what --svg draws
@@ -118,10 +119,16 @@ TEST_SUITE("render") {
             render_text(trace, options, text);
             const std::string svg = svg_of_weights(trace, options);
             const auto cells = page_json(html_of(trace, ColorScale::automatic, precision), "figures").at("steps").at(0).at("cells").at(0);
+            const Figure figure = figure_of(trace, 0, ColorScale::automatic, PanelScale::apart);
             for (std::size_t k = 0; k < 9; ++k) {
                 const std::string written = value_text(trace.steps[0].tensor.data[k], precision);
                 CAPTURE(written);
                 CHECK(cells.at("text").at(k) == written);
+                ExploreView cursor;
+                cursor.row = k / 3;
+                cursor.col = k % 3;
+                const auto lines = panel_lines(trace, figure, cursor, 60, precision);
+                CHECK(std::find(lines.begin(), lines.end(), "> weights  " + written) != lines.end());  // the cell in each step
                 CHECK(text.str().find(" " + written) != std::string::npos);
                 CHECK(svg.find(": " + written + "</title>") != std::string::npos);  // the cell's hover text
                 CHECK(svg.find(">" + written + "</text>") != std::string::npos);    // the number in the cell

@@ -1,13 +1,9 @@
 // The --json view: one document, documented in docs/json.md, streamed straight to the
 // output (no document tree in memory: a context trace at T = 4096 holds 34 million numbers).
 #include <cctype>
-#include <charconv>
-#include <type_traits>
-#include <cmath>
-#include <cstdint>
-#include <cstring>
 #include <set>
 #include <string>
+#include <type_traits>
 
 #include "json_writer.hpp"
 #include "render_json.hpp"

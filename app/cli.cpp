@@ -243,7 +243,7 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
             for (const SectionPlan& p : beyond_plan())
                 sections.push_back({p.id, p.title, p.explanation, p.formula, p.args, trace_of(p, s, input, parts)});
         if (s.html) {
-            const std::string page = html_of(sections, s.text.color_scale);
+            const std::string page = html_of(sections, s.text.color_scale, s.text.precision);
             write_file_atomically(*s.html, page);
             wrote(err, *s.html, page, "a page");
         }
@@ -276,7 +276,7 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
         if (s.json || s.svg || s.html || s.npy || s.recording.summary)
             throw UsageError("explore shows its own screen: give the command without --json, --svg, --html, --npy or --summary");
         // every character as the text view shows it: control and bidi characters as stand-ins
-        return explore(printable(s.compact ? compact(s.walk(), s.headline) : select_steps(s.walk(), s.steps)), s.explore);
+        return explore(printable(s.compact ? compact(s.walk(), s.headline) : select_steps(s.walk(), s.steps)), s.explore, s.text.precision);
     } else {
         Trace trace = s.compact ? compact(s.walk(), s.headline) : select_steps(s.walk(), s.steps);
         if (std::any_of(trace.steps.begin(), trace.steps.end(), [&](const Step& st) {
@@ -291,7 +291,7 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
                 << bytes_text(w.bytes) << ")\n";
         }
         if (s.html) {  // the JSON's own text, inside the page
-            const std::string page = html_of(trace, s.text.color_scale);
+            const std::string page = html_of(trace, s.text.color_scale, s.text.precision);
             write_file_atomically(*s.html, page);
             wrote(err, *s.html, page, "a page");
         }

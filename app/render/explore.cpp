@@ -10,8 +10,8 @@
 #include <clocale>
 #include <cmath>
 #include <csignal>
-#include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -103,18 +103,11 @@ std::vector<std::string> wrap_line(const std::string& line, std::size_t width) {
 
 namespace {
 
-std::string number(float v) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    char buf[32];
-    std::snprintf(buf, sizeof buf, std::fabs(v) < 1e10f ? "%.4f" : "%.4e", static_cast<double>(v));
-    return buf;
-}
 
 std::string quoted(const std::string& t) { return "\"" + t + "\""; }
 
-// The explanation engine's steps as the text view prints them, at `width` columns.
-std::vector<std::string> written_out(const Trace& trace, const std::vector<Step>& steps, std::size_t width) {
+// The explanation engine's steps as the text view prints them, at `width` columns and `precision`.
+std::vector<std::string> written_out(const Trace& trace, const std::vector<Step>& steps, std::size_t width, int precision) {
     if (steps.empty()) return {};
     Trace t;
     t.command = trace.command;
@@ -123,6 +116,7 @@ std::vector<std::string> written_out(const Trace& trace, const std::vector<Step>
     t.steps = steps;
     TextOptions opt;
     opt.columns = width;
+    opt.precision = precision;
     opt.heatmap = false;
     std::ostringstream out;
     render_text(t, opt, out);
@@ -139,7 +133,8 @@ std::vector<std::string> written_out(const Trace& trace, const std::vector<Step>
 
 }  // namespace
 
-std::vector<std::string> panel_lines(const Trace& trace, const Figure& f, const ExploreView& v, std::size_t width) {
+std::vector<std::string> panel_lines(const Trace& trace, const Figure& f, const ExploreView& v, std::size_t width, int precision) {
+    const auto number = [&](float x) { return value_text(x, precision); };  // as the text view writes it
     std::vector<std::string> lines;
     const auto add = [&](const std::string& line) {
         for (std::string& piece : wrap_line(line, width)) lines.push_back(std::move(piece));
@@ -174,7 +169,7 @@ std::vector<std::string> panel_lines(const Trace& trace, const Figure& f, const 
     const ExploreShape e = explore_shape(s);
     if (!s.row_sum.data.empty() && s.row_sum.data.size() == e.panels * e.rows) add("row sum " + number(s.row_sum.data[v.panel * e.rows + v.row]));
     if (cell) {
-        const std::vector<std::string> more = written_out(trace, explain(trace, *cell), width);
+        const std::vector<std::string> more = written_out(trace, explain(trace, *cell), width, precision);
         if (!more.empty()) {
             lines.push_back("");
             lines.insert(lines.end(), more.begin(), more.end());
@@ -288,14 +283,12 @@ const char* const key_help[] = {"arrows (or j/k)  move the cell",     "Home / En
                                 "l / L            next / previous layer", "PgDn / PgUp      the explanation's pages",
                                 "?                this list",             "q, Esc, Ctrl-C   quit"};
 
-// A value that fits `w` characters: as many decimals as fit, "…" when none does.
+// A value that fits `w` characters: written as everywhere (value_text) with as many
+// decimals as fit, "…" when none does.
 std::string fit(float v, std::size_t w) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    if (!std::isfinite(v)) return value_text(v, 0);
     for (int d = 3; d >= 0; --d) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.*f", d, static_cast<double>(v));
-        std::string s = buf;
+        std::string s = value_text(v, d);
         if (d > 0 && s.rfind("0.", 0) == 0 && w < 5) s = s.substr(1);  // ".21" where "0.21" does not fit
         if (d > 0 && s.rfind("-0.", 0) == 0 && w < 6) s = "-" + s.substr(2);
         if (s.size() <= w) return s;
@@ -322,7 +315,7 @@ void init_pairs() {
 
 }  // namespace
 
-int explore(const Trace& trace, const std::vector<std::string>& command_line) {
+int explore(const Trace& trace, const std::vector<std::string>& command_line, int precision) {
     const char* term = std::getenv("TERM");
     if (!::isatty(0) || !::isatty(1) || !term || !*term || std::string(term) == "dumb")
         throw UsageError("explore needs a terminal (standard input and output a terminal, TERM set and not dumb); "
@@ -337,8 +330,9 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line) {
         figures.push_back(figure_of(trace, i, ColorScale::automatic, PanelScale::apart));
     }
     ExploreView v;
-    for (std::size_t k = 0; k < steps.size(); ++k)  // start at the final weights, as --svg does
-        if (trace.steps[steps[k]].id == "weights" || trace.steps[steps[k]].id == "attention_grid") v.step = k;
+    const std::optional<std::size_t> opening = opening_step(trace);  // as --svg and the page
+    for (std::size_t k = 0; k < steps.size(); ++k)
+        if (steps[k] == opening) v.step = k;
     Screen screen(term);
     const bool colour = has_colors() && COLORS >= 256 && COLOR_PAIRS > 2 * levels;
     if (colour) init_pairs();
@@ -440,7 +434,7 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line) {
         const std::string key = std::to_string(v.step) + "/" + std::to_string(v.panel) + "/" + std::to_string(v.row) + "/" + std::to_string(v.col) + "/" +
                                 std::to_string(panel_w);
         if (key != cache_key) {
-            explanation = panel_lines(trace, f, v, static_cast<std::size_t>(std::max(panel_w, 12)));
+            explanation = panel_lines(trace, f, v, static_cast<std::size_t>(std::max(panel_w, 12)), precision);
             cache_key = key;
         }
         const std::size_t page = static_cast<std::size_t>(std::max(1, LINES - 3));

@@ -47,8 +47,9 @@ ExploreView press(ExploreView view, ExploreKey key, const std::vector<ExploreSha
 // The lines of the panel beside the heatmap, each at most `width` columns: the cell named
 // (its axes' names, counted from 1), its panel, the cell in every step that holds the same
 // attention cell (at that step's own coordinates), its row's sum, then the cell written
-// out by the explanation engine.
-std::vector<std::string> panel_lines(const Trace& trace, const Figure& figure, const ExploreView& view, std::size_t width);
+// out by the explanation engine; every number as the text view writes it at `precision`.
+std::vector<std::string> panel_lines(const Trace& trace, const Figure& figure, const ExploreView& view, std::size_t width,
+                                     int precision = TextOptions{}.precision);
 
 // A line of text wrapped to `width` columns: at spaces where it can, the continuation
 // lines indented two more than the line itself.
@@ -58,8 +59,8 @@ std::vector<std::string> wrap_line(const std::string& line, std::size_t width);
 // h/H head · l/L layer · PgDn more · ? keys · q quit", without those that do nothing here.
 std::string key_bar(const ExploreShape& shape, std::size_t steps, bool more_pages);
 
-// Runs the explorer on `trace` (COMMAND [OPTIONS] names it in the title). Throws
-// UsageError without a terminal. Returns the exit code: 0, or 128 + N after signal N.
-int explore(const Trace& trace, const std::vector<std::string>& command_line);
+// Runs the explorer on `trace` (COMMAND [OPTIONS] names it in the title), its numbers at
+// `precision` (--precision), as the text view's. Throws UsageError without a terminal. Returns the exit code: 0, or 128 + N after signal N.
+int explore(const Trace& trace, const std::vector<std::string>& command_line, int precision = TextOptions{}.precision);
 
 }  // namespace attnwalk::app

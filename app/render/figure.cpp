@@ -151,7 +151,7 @@ Figure figure_of(const Trace& trace, std::size_t index, ColorScale asked, PanelS
     // their positions are not first_key + j)
     f.attention = square || (s.query && s.axes[rank - 2] == Axis::head && s.axes[rank - 1] == Axis::token && s.labels.empty());
     f.token_rows = !square && s.axes[rank - 2] == Axis::token;
-    f.weights = !s.row_sum.data.empty() || s.id == "attention_grid";
+    f.weights = !s.row_sum.data.empty() || s.heads_grid;
     // the panels: every index of the leading axes
     const std::size_t inner = f.rows * f.cols;
     std::size_t all = 1;
@@ -230,6 +230,21 @@ Figure figure_of(const Trace& trace, std::size_t index, ColorScale asked, PanelS
 
 Figure figure_of(const Trace& trace, const Step& step, ColorScale asked, PanelScale panels) {
     return figure_of(trace, static_cast<std::size_t>(&step - trace.steps.data()), asked, panels);
+}
+
+std::optional<std::size_t> opening_step(const Trace& trace) {
+    const auto square = [](const Step& s) {
+        const std::size_t rank = s.tensor.shape.size();
+        return rank >= 2 && s.axes[rank - 1] == Axis::token && s.axes[rank - 2] == Axis::token;
+    };
+    for (std::size_t i = 0; i < trace.steps.size(); ++i)
+        if (trace.steps[i].heads_grid && square(trace.steps[i])) return i;
+    for (const char* id : {"weights_dropped", "weights"})  // the lessons' final weights, by their documented ids
+        for (std::size_t i = 0; i < trace.steps.size(); ++i)
+            if (trace.steps[i].id == id && square(trace.steps[i])) return i;
+    for (std::size_t i = trace.steps.size(); i-- > 0;)
+        if (square(trace.steps[i])) return i;
+    return std::nullopt;
 }
 
 Block average(const Figure& f, std::size_t p, std::size_t r0, std::size_t c0, std::size_t kr, std::size_t kc) {

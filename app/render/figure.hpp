@@ -13,7 +13,7 @@
 
 #include "attnwalk/lessons/explainer.hpp"
 #include "attnwalk/trace.hpp"
-#include "render_text.hpp"
+#include "style.hpp"
 
 namespace attnwalk::app {
 
@@ -83,6 +83,11 @@ bool drawable(const Step& step);
 Figure figure_of(const Trace& trace, std::size_t index, ColorScale asked, PanelScale panels = PanelScale::together);
 // The same for one of trace.steps.
 Figure figure_of(const Trace& trace, const Step& step, ColorScale asked, PanelScale panels = PanelScale::together);
+
+// The step a drawing opens on (--svg without --svg-step, the explorer, the page): the model
+// view's grid of every head; else the final weights, after dropout if there was one; else
+// the last token×token step. None when the trace has no token×token step.
+std::optional<std::size_t> opening_step(const Trace& trace);
 
 // One drawn cell standing for a kr × kc block of a panel: the mean of its shown values;
 // masked when every value of the block is hidden, invalid when it holds NaN.

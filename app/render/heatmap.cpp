@@ -13,16 +13,6 @@
 
 namespace attnwalk::app {
 
-namespace {
-
-std::string fixed(double v, int precision) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", precision, v);
-    return buf;
-}
-
-}  // namespace
-
 ColorScale automatic_scale(bool weights, std::size_t longest, bool any_finite, float min, float max) {
     if (weights) return longest <= 16 ? ColorScale::unit : ColorScale::row;  // past 16 tokens no cell carries its number, and 0…1 shows little
     return any_finite && min < 0.0f && max > 0.0f ? ColorScale::symmetric : ColorScale::range;
@@ -128,11 +118,11 @@ void print_heatmap(const Figure& f, std::size_t pi, const TextOptions& opt, std:
     for (int i = 0; i <= steps; ++i) legend += paint(i / static_cast<double>(steps), opt.palette == Palette::none ? 1 : 2, opt.palette, f.diverging(pi));
     const bool plain = kind == ColorScale::range || kind == ColorScale::each;  // "min 0.29 ░▒▓█ max 1.49"
     out << indent << "heatmap" << (plain ? "" : " (" + scale_words(kind) + ")") << ": " << (plain ? "min " : "")
-        << (kind == ColorScale::unit || kind == ColorScale::row ? "0" : fixed(f.lo[pi], opt.precision)) << " " << legend << " "
-        << (plain ? "max " + fixed(f.hi[pi], opt.precision)
+        << (kind == ColorScale::unit || kind == ColorScale::row ? "0" : value_text(f.lo[pi], opt.precision)) << " " << legend << " "
+        << (plain ? "max " + value_text(f.hi[pi], opt.precision)
                   : kind == ColorScale::unit ? std::string("1")
                   : kind == ColorScale::row  ? std::string("row max")
-                                             : fixed(f.hi[pi], opt.precision))
+                                             : value_text(f.hi[pi], opt.precision))
         << (any_masked ? ", · masked" : "") << (any_nan ? ", ? NaN" : "") << '\n';
     if (kr > 1 || kc > 1)
         out << indent << "(each cell: the mean of a " << kr << "×" << kc << " block, to fit " << opt.columns << " columns"
@@ -268,7 +258,7 @@ std::string heatmap_svg(const Figure& f, const std::vector<std::size_t>& order, 
                 if (f.hidden(p, r, c)) continue;
                 const double t = f.at(p, r, 1, v);
                 any_nan = any_nan || std::isnan(v);
-                const std::string value = std::isnan(v) ? "nan" : std::isinf(v) ? "∞" : fixed(v, std::min(precision, 4));
+                const std::string value = value_text(v, precision);
                 if (!hover) {
                     const double level = std::round(t * 63.0) / 63.0;  // 64 shades: one path each
                     const std::string fill = std::isnan(v) ? "#d62728" : std::isfinite(v) ? hex(f.colour(p, level)) : "#e6e6e6";
@@ -278,11 +268,12 @@ std::string heatmap_svg(const Figure& f, const std::vector<std::size_t>& order, 
                 const std::string fill = std::isnan(v) ? "#d62728" : std::isfinite(v) ? hex(f.colour(p, t)) : "#e6e6e6";
                 svg << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << cell << "\" height=\"" << cell << "\" fill=\"" << fill
                     << "\"><title>" << xml_escape(f.row_labels[r] + " → " + f.col_labels[c] + ": " + value) << "</title></rect>\n";
-                if (numbers)
-                    svg << "<text x=\"" << x + cell / 2.0 << "\" y=\"" << y + cell / 2.0 + 4.0
-                        << "\" font-size=\"10\" text-anchor=\"middle\" pointer-events=\"none\" fill=\""
+                if (numbers)  // the value as everywhere, its font small enough for the cell (about 0.62 em a character)
+                    svg << "<text x=\"" << x + cell / 2.0 << "\" y=\"" << y + cell / 2.0 + 4.0 << "\" font-size=\""
+                        << std::min(10.0, std::floor(10.0 * (cell - 4.0) / (0.62 * static_cast<double>(value.size()))) / 10.0)
+                        << "\" text-anchor=\"middle\" pointer-events=\"none\" fill=\""
                         << (f.diverging(p) ? (t < 0.2 || t > 0.8 ? "white" : "black") : t < 0.6 || std::isnan(v) ? "white" : "black") << "\">"
-                        << (std::isnan(v) ? "nan" : std::isinf(v) ? "∞" : fixed(v, std::min(precision, 3))) << "</text>\n";
+                        << value << "</text>\n";
             }
         }
         if (!paths.empty()) {
@@ -295,10 +286,10 @@ std::string heatmap_svg(const Figure& f, const std::vector<std::size_t>& order, 
     const bool ends_as_words = kind == ColorScale::each || kind == ColorScale::row;
     const std::size_t first = order.empty() ? 0 : order.front();
     const std::string top_text = kind == ColorScale::each ? "its max" : kind == ColorScale::row ? "row max"
-                                 : kind == ColorScale::unit ? "1" : fixed(f.hi[first], precision);
+                                 : kind == ColorScale::unit ? "1" : value_text(f.hi[first], precision);
     const std::string bottom_text = ends_as_words && kind == ColorScale::each ? "its min"
                                     : kind == ColorScale::unit || kind == ColorScale::row ? "0"
-                                                                                          : fixed(f.lo[first], precision);
+                                                                                          : value_text(f.lo[first], precision);
     const double bx = width - bar_w + 10.0, by = top + 24.0 + col_label_h, bh = cell * static_cast<double>(n);
     svg << "<defs><linearGradient id=\"scale\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">";
     for (int i = 0; i <= 10; ++i) svg << "<stop offset=\"" << i / 10.0 << "\" stop-color=\"" << hex(f.colour(first, i / 10.0)) << "\"/>";

@@ -1,19 +1,25 @@
 // --html FILE: see render_html.hpp. The page is this file's template with three JSON
-// documents inside: the --json document (its large tensors packed, render_json.hpp), the
-// figures (figure.hpp), and the written-out cells of the explanation engine.
+// documents inside, all written by the --json writer (json_writer.hpp): the --json document
+// (its large tensors packed, render_json.hpp), every step as the page shows it (a figure's
+// cells, figure.hpp, or the text view's numbers), and the written-out cells of the
+// explanation engine.
 #include "render_html.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "../output_file.hpp"
 #include "attnwalk/lessons/explainer.hpp"
 #include "figure.hpp"
 #include "heatmap.hpp"
+#include "json_writer.hpp"
 #include "render_json.hpp"
+#include "render_text.hpp"
 
 namespace attnwalk::app {
 
@@ -39,7 +45,7 @@ table.vals td.k{text-align:left;color:#555}tr.here{background:#fff3c4}
 .zoom{position:fixed;right:8px;bottom:8px;background:#fff;border:1px solid #ccc;border-radius:4px;padding:2px}
 .zoom button{font-size:1em;min-width:2.2em}
 .xstep{margin:8px 0;padding-top:4px;border-top:1px solid #eee}.xstep .t{font-weight:600}
-.xline{font-family:monospace;white-space:pre-wrap;word-break:break-word}
+.xline{font-family:monospace;white-space:pre-wrap;word-break:break-word}aside .xline{font-size:0.8em}.numbers{font-family:monospace;font-size:0.85em;white-space:pre;overflow-x:auto}
 </style></head><body>
 <nav id="steps"></nav><main id="view"></main><aside id="explain"><p>Click a cell of a heatmap: it is written out here, with its value in every step.</p></aside>
 <div id="tip"></div><div class="zoom"><button id="zoomout" title="smaller">A−</button> <button id="zoomin" title="larger (a projector)">A+</button></div>
@@ -48,6 +54,8 @@ table.vals td.k{text-align:left;color:#555}tr.here{background:#fff3c4}
 const char* const page_tail = R"HTML(</script>
 <script>
 "use strict";
+// Draws what attnwalk wrote and handles input: every number arrives written (the text
+// view's rule), every cell with its colour's index, every label and name spelled out.
 (function () {
 const T = JSON.parse(document.getElementById("trace").textContent);
 const F = JSON.parse(document.getElementById("figures").textContent);
@@ -62,26 +70,10 @@ const el = (tag, attrs, ...kids) => {
   for (const c of kids) e.append(c);
   return e;
 };
-const num = v => typeof v === "number" ? v : v === "inf" || v === "Infinity" ? Infinity : v === "-inf" || v === "-Infinity" ? -Infinity : NaN;
-const flat = d => (Array.isArray(d) ? d.flat(Infinity) : d === undefined || d === null ? [] : [d]).map(num);
-const fmt = v => Number.isFinite(v) ? (Number.isInteger(v) && Math.abs(v) < 1e9 ? String(v) : Math.abs(v) >= 1e5 || (v !== 0 && Math.abs(v) < 1e-4) ? v.toExponential(3) : v.toFixed(4)) : v > 0 ? "inf" : v < 0 ? "−∞" : "nan";
-// A large tensor comes packed (render_json.hpp): its float32 bits in base64, little-endian.
-const unpack = b64 => { const bin = atob(b64), bytes = new Uint8Array(bin.length); for (let i = 0; i < bin.length; ++i) bytes[i] = bin.charCodeAt(i);
-  const dv = new DataView(bytes.buffer), out = new Array(bytes.length >> 2); for (let i = 0; i < out.length; ++i) out[i] = dv.getFloat32(4 * i, true); return out; };
-const cache = new Map();
-const values = s => { if (!cache.has(s)) cache.set(s, s.data && typeof s.data.f32 === "string" ? unpack(s.data.f32) : flat(s.data)); return cache.get(s); };
-const steps = T.steps || [];
-const figs = new Map(F.figures.map(f => [f.step, f]));
+const steps = T.steps || [], tokens = T.tokens || [];
 const state = { step: 0, panel: 0, cell: null, zoom: 1, sel: null };  // sel: the attention cell last chosen, kept across steps
-const rgbOf = hex => [1, 3, 5].map(k => parseInt(hex.slice(k, k + 2), 16));
-const seq = F.palette.map(rgbOf), div = F.diverging.map(rgbOf);
-// Where a value sits on the figure's scale, 0…1 (the ends and row maxima come from attnwalk).
-function place(f, p, i, x) {
-  if (f.scales[p] === "row") { const top = f.row_top[p][i]; return top > 0 ? Math.max(0, Math.min(1, x / top)) : 1; }
-  return f.hi[p] > f.lo[p] ? (x - f.lo[p]) / (f.hi[p] - f.lo[p]) : 1;
-}
-const colourAt = (f, p, t) => { const pal = f.scales[p] === "symmetric" ? div : seq; return pal[Math.round(Math.max(0, Math.min(1, t)) * (pal.length - 1))]; };
-const hidden = (f, p, i, j, x) => (f.masked && f.masked[i * f.cols + j] === "1") || x === -Infinity;
+const rgb = F.colours.map(hex => [1, 3, 5].map(k => parseInt(hex.slice(k, k + 2), 16)));
+const css = c => `rgb(${c[0]},${c[1]},${c[2]})`;
 const tip = document.getElementById("tip");
 let hatch = null;
 function pattern(g) {
@@ -91,109 +83,92 @@ function pattern(g) {
   h.beginPath(); h.moveTo(0, 8); h.lineTo(8, 0); h.moveTo(-2, 2); h.lineTo(2, -2); h.moveTo(6, 10); h.lineTo(10, 6); h.stroke();
   return g.createPattern(hatch, "repeat");
 }
-// The cell key the written-out cells are filed under, for an entry of a figure.
-function cellKey(f, p, i, j) {
-  if (!f.attention) return null;
-  const head = f.query !== undefined ? i : f.panel_head[p], query = f.query !== undefined ? f.query : f.first_row + i;
-  return [f.panel_layer[p], head, query, f.first_key + j].join(",");
-}
 // One panel of a figure on a canvas: labels, axis names, cells (values in them when they
 // are big enough), masked cells hatched, the cursor. `size`: a thumbnail's cell size.
 function heatmap(f, p, size, onclick) {
-  const s = steps[f.step], v = values(s), R = f.rows, C = f.cols, base = f.offsets[p], z = state.zoom;
+  const R = f.rows, C = f.cols, cells = f.cells[p], z = state.zoom;
   const cell = size || Math.max(3, Math.min(Math.round(54 * z), Math.floor(640 * z / Math.max(R, C))));
   const fs = Math.round(14 * z), labels = !size && cell >= 12;
   const longest = labels ? Math.min(12, Math.max(...f.row_labels.map(l => l.length), ...f.col_labels.map(l => l.length))) : 0;
   const padX = labels ? Math.round(fs * 0.62 * longest + fs * 2.2) : 0, padY = labels ? Math.round(fs * 0.62 * longest + fs * 2.2) : 0;
-  const cv = el("canvas", { width: padX + C * cell, height: padY + R * cell, "data-step": s.id, "data-panel": p, "data-cell": cell, "data-pad-x": padX, "data-pad-y": padY, "data-rows": R, "data-cols": C });
+  const cv = el("canvas", { width: padX + C * cell, height: padY + R * cell, "data-step": steps[f.step].id, "data-panel": p, "data-cell": cell, "data-pad-x": padX, "data-pad-y": padY, "data-rows": R, "data-cols": C });
   const g = cv.getContext("2d");
   g.font = fs + "px system-ui,sans-serif"; g.fillStyle = "#222"; g.textBaseline = "middle";
   if (labels) {
-    for (let i = 0; i < R; ++i) g.fillText(String(f.row_labels[i]).slice(0, 12), fs * 1.6, padY + (i + 0.5) * cell);
-    for (let j = 0; j < C; ++j) { g.save(); g.translate(padX + (j + 0.5) * cell, padY - 6); g.rotate(-Math.PI / 3); g.fillText(String(f.col_labels[j]).slice(0, 12), 0, 0); g.restore(); }
+    for (let i = 0; i < R; ++i) g.fillText(f.row_labels[i].slice(0, 12), fs * 1.6, padY + (i + 0.5) * cell);
+    for (let j = 0; j < C; ++j) { g.save(); g.translate(padX + (j + 0.5) * cell, padY - 6); g.rotate(-Math.PI / 3); g.fillText(f.col_labels[j].slice(0, 12), 0, 0); g.restore(); }
     g.fillStyle = "#555";  // the axis names: rows, columns
     g.save(); g.translate(fs * 0.7, padY + R * cell / 2); g.rotate(-Math.PI / 2); g.textAlign = "center"; g.fillText("← " + f.row_axis, 0, 0); g.restore();
     g.textAlign = "left"; g.fillText(f.col_axis + " →", padX, fs * 0.8);
   }
   g.fillStyle = pattern(g); g.fillRect(padX, padY, C * cell, R * cell);  // the masked cells: the pattern behind the drawn ones
   for (let i = 0; i < R; ++i) for (let j = 0; j < C; ++j) {
-    const x = v[base + i * C + j];
-    if (hidden(f, p, i, j, x)) continue;
-    const c = Number.isFinite(x) ? colourAt(f, p, place(f, p, i, x)) : [214, 39, 40];
-    g.fillStyle = `rgb(${c[0]},${c[1]},${c[2]})`; g.fillRect(padX + j * cell, padY + i * cell, cell, cell);
-    if (cell >= 36 * z && !size) {  // the number in its cell, dark or light on its colour
+    const k = i * C + j, colour = cells.colour[k];
+    if (colour < 0) continue;  // masked
+    const c = rgb[colour];
+    g.fillStyle = css(c); g.fillRect(padX + j * cell, padY + i * cell, cell, cell);
+    if (cell >= 36 * z && !size) {  // the number in its cell, as small as it must be to fit, dark or light on its colour
+      const text = cells.text[k];
       g.fillStyle = 0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2] > 140 ? "#111" : "#fff"; g.textAlign = "center";
-      g.font = Math.round(cell * 0.27) + "px system-ui,sans-serif"; g.fillText(Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(Math.abs(x) >= 10 ? 1 : 2), padX + (j + 0.5) * cell, padY + (i + 0.5) * cell);
+      g.font = Math.min(Math.round(cell * 0.27), Math.floor((cell - 4) / (0.58 * text.length))) + "px system-ui,sans-serif";
+      g.fillText(text, padX + (j + 0.5) * cell, padY + (i + 0.5) * cell);
       g.textAlign = "left";
     }
   }
   if (state.cell && state.cell.step === f.step && state.cell.p === p && !size) { g.strokeStyle = "#000"; g.lineWidth = 3; g.strokeRect(padX + state.cell.j * cell + 1.5, padY + state.cell.i * cell + 1.5, cell - 3, cell - 3); }
-  if (state.sel && f.token_rows && !size)  // the chosen cell's query row (blue) and key row (orange, dashed) in Q, K, V and the like
-    [[state.sel.query, "#1f77b4", []], [state.sel.key, "#ff7f0e", [6, 4]]].forEach(([t, colour, dash]) => { const r = t - f.first_row; if (r < 0 || r >= R) return;
+  if (state.sel && f.token_at && !size)  // the chosen cell's query row (blue) and key row (orange, dashed) in Q, K, V and the like
+    [[state.sel.query, "#1f77b4", []], [state.sel.key, "#ff7f0e", [6, 4]]].forEach(([t, colour, dash]) => { const r = f.token_at.indexOf(t); if (r < 0) return;
       g.strokeStyle = colour; g.lineWidth = 3; g.setLineDash(dash); g.strokeRect(padX + 1.5, padY + r * cell + 1.5, C * cell - 3, cell - 3); g.setLineDash([]); });
   const at = e => { const b = cv.getBoundingClientRect(), k = cv.width / b.width, j = Math.floor(((e.clientX - b.left) * k - padX) / cell), i = Math.floor(((e.clientY - b.top) * k - padY) / cell); return i >= 0 && j >= 0 && i < R && j < C ? { i, j } : null; };
   cv.addEventListener("mousemove", e => { const c = at(e); if (!c) { tip.style.display = "none"; return; }
-    tip.textContent = f.row_labels[c.i] + " → " + f.col_labels[c.j] + ": " + fmt(v[base + c.i * C + c.j]);
+    tip.textContent = f.row_labels[c.i] + " → " + f.col_labels[c.j] + ": " + cells.text[c.i * C + c.j];
     tip.style.left = (e.clientX + 12) + "px"; tip.style.top = (e.clientY + 12) + "px"; tip.style.display = "block"; });
   cv.addEventListener("mouseleave", () => { tip.style.display = "none"; });
   cv.addEventListener("click", e => { const c = at(e); if (c) onclick(c.i, c.j); });
   return cv;
 }
-// The colour bar of a figure: its scale in words, the ends, the masked swatch.
+// The colour bar of a panel: its scale in words, the ends, the masked swatch.
 function colourBar(f, p) {
-  const z = state.zoom, w = Math.round(240 * z), h = Math.round(16 * z), cv = el("canvas", { width: w, height: h, class: "bar" }), g = cv.getContext("2d");
-  for (let x = 0; x < w; ++x) { const c = colourAt(f, p, x / (w - 1)); g.fillStyle = `rgb(${c[0]},${c[1]},${c[2]})`; g.fillRect(x, 0, 1, h); }
-  const lo = f.scales[p] === "row" || f.scales[p] === "unit" ? "0" : fmt(f.lo[p]), hi = f.scales[p] === "row" ? "row max" : f.scales[p] === "unit" ? "1" : fmt(f.hi[p]);
-  const box = el("div", { class: "legend" }, el("span", { text: "colour: " + f.words + "   " + lo + " " }), cv, el("span", { text: " " + hi }));
-  if (f.masked || f.any_hidden) { const m = el("canvas", { width: h, height: h }); const g2 = m.getContext("2d"); g2.fillStyle = pattern(g2); g2.fillRect(0, 0, h, h); box.append(el("span", { text: "   " }), m, el("span", { text: " masked" })); }
+  const lg = f.legend[p], z = state.zoom, w = Math.round(240 * z), h = Math.round(16 * z), cv = el("canvas", { width: w, height: h, class: "bar" }), g = cv.getContext("2d");
+  lg.bar.forEach((c, k) => { g.fillStyle = css(rgb[c]); g.fillRect(Math.floor(k * w / lg.bar.length), 0, Math.ceil(w / lg.bar.length), h); });
+  const box = el("div", { class: "legend" }, el("span", { text: "colour: " + lg.words + "   " + lg.lo + " " }), cv, el("span", { text: " " + lg.hi }));
+  if (f.masked) { const m = el("canvas", { width: h, height: h }); const g2 = m.getContext("2d"); g2.fillStyle = pattern(g2); g2.fillRect(0, 0, h, h); box.append(el("span", { text: "   " }), m, el("span", { text: " masked" })); }
   return box;
 }
 const valueTable = rows => el("table", { class: "vals" }, ...rows.map(([k, v, here]) => el("tr", here ? { class: "here" } : {}, el("td", { class: "k", text: k }), el("td", { text: v }))));
-// One written-out step as the engine recorded it: title, formula, the sum term by term,
-// the numbers, the note.
+// One written-out step: its title, formula, its numbers as the text view prints them, its note.
 function writtenStep(s, k) {
-  const box = el("div", { class: "xstep" }, el("div", { class: "t", text: `[${k + 1}] ${s.title}` }), el("div", { class: "formula", text: s.formula || "" }));
-  for (const e of s.expansion || []) {
-    const scalar = e.terms.length && flat(e.terms[0].value).length === 1;
-    const vec = v => { const a = flat(v); return a.length <= 10 ? "[" + a.map(fmt).join(", ") + "]" : "[" + a.slice(0, 4).map(fmt).join(", ") + ", …, " + a.slice(-2).map(fmt).join(", ") + "]"; };
-    const parts = e.terms.map(t => { const v = flat(t.value), val = scalar ? fmt(v[0]) : vec(v);
-      return fmt(num(t.coef)) + "·" + (t.value_name ? "(" + t.value_name + " = " + val + ")" : scalar && v[0] < 0 ? "(" + val + ")" : val); });
-    if (e.omitted) parts.splice(e.omitted_after, 0, `… (${e.omitted} more terms)`);
-    box.append(el("div", { class: "xline", text: e.label + " = " + parts.join(scalar ? " + " : "\n   + ") + (scalar ? " = " : "\n   = ") + (scalar ? fmt(flat(e.result)[0]) : vec(e.result)) }));
-  }
-  const v = values(s);
-  if (!s.expansion || v.length !== 1) box.append(el("div", { class: "xline", text: v.length === 1 ? "= " + fmt(v[0]) : v.length <= 12 ? "[" + v.map(fmt).join(", ") + "]" : "[" + v.slice(0, 6).map(fmt).join(", ") + ", …, " + v.slice(-3).map(fmt).join(", ") + "]  (" + v.length + " numbers)" }));
+  const box = el("div", { class: "xstep" }, el("div", { class: "t", text: `[${k + 1}] ${s.title}` }), el("div", { class: "formula", text: s.formula }));
+  box.append(el("div", { class: "xline", text: s.text }));
   if (s.note) box.append(el("div", { class: "note", text: s.note }));
   return box;
 }
-// A clicked cell: named, its path through the steps and its written-out steps (both from attnwalk).
+// A clicked cell: named, its path through the steps and its written-out steps (all from attnwalk).
 function explain(f, p, i, j) {
-  const s = steps[f.step], box = document.getElementById("explain"), v = values(s);
-  box.replaceChildren(el("h2", { text: `${f.row_axis} ${f.query !== undefined ? f.row_labels[i] : (f.first_row + i + 1) + " “" + f.row_labels[i] + "”"}, ${f.col_axis} ${f.own_keys ? "" : (f.first_key + j + 1) + " "}“${f.col_labels[j]}”` }));
-  if (f.panel_names[p]) box.append(el("div", { text: f.panel_names[p] + (f.panel_marks[p] ? " · " + f.panel_marks[p] : "") }));
-  const key = cellKey(f, p, i, j), written = key && X.cells[key];
-  if (written) {
+  const box = document.getElementById("explain"), cells = f.cells[p], w = cells.written ? cells.written[i * f.cols + j] : -1;
+  box.replaceChildren(el("h2", { text: f.row_names[i] + ", " + f.col_names[j] }));
+  if (f.titles[p]) box.append(el("div", { text: f.titles[p] }));
+  if (w >= 0) {
+    const written = X.cells[w];
     box.append(el("div", { class: "legend", text: "This cell in each step:" }),
-      valueTable(written.path.map(([si, , , , x]) => [steps[si].id, fmt(num(x)), si === f.step])));
+      valueTable(written.path.map(([si, text]) => [steps[si].id, text, si === f.step])));
     box.append(el("h2", { text: "Written out" }));
     written.s.forEach((k, n) => box.append(writtenStep(X.steps[k], n)));
   } else {
-    const row = [];
-    for (let k = 0; k < f.cols; ++k) row.push([f.col_labels[k], fmt(v[f.offsets[p] + i * f.cols + k]), k === j]);
-    box.append(el("div", { class: "legend", text: `Its row in ${s.id}:` }), valueTable(row));
-    if (key) box.append(el("p", { class: "note", text: X.note || "This cell is not among those written out in this page." }));
+    box.append(el("div", { class: "legend", text: `Its row in ${steps[f.step].id}:` }),
+      valueTable(f.col_labels.map((label, k) => [label, cells.text[i * f.cols + k], k === j])));
+    if (f.attention) box.append(el("p", { class: "note", text: X.note || "This cell is not among those written out in this page." }));
   }
 }
 // Bertviz's head view: tokens twice, a line from query i to key j as strong as the weight; a colour a head.
 const headColours = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22", "#393b79", "#637939"];
 function headView(f) {
-  const s = steps[f.step], R = f.rows, C = f.cols, v = values(s), panels = f.first_batch;
-  if (R > 64 || !panels.length) return null;
+  const R = f.rows, C = f.cols, panels = f.drawn;
   if (!state.heads || state.heads.length !== panels.length) state.heads = panels.map((_, h) => h === 0);
   const wrap = el("div", {}, el("h2", { text: "Head view" })), picks = el("div", { class: "heads" });
   panels.forEach((p, h) => { const box = el("input", { type: "checkbox" }); box.checked = state.heads[h];
     box.addEventListener("change", () => { state.heads[h] = box.checked; draw(); });
-    picks.append(el("label", { style: `color:${headColours[h % headColours.length]};font-weight:600` }, box, " " + (f.panel_names[p] || "the weights"))); });
+    picks.append(el("label", { style: `color:${headColours[h % headColours.length]};font-weight:600` }, box, " " + (f.titles[p] || "the weights"))); });
   const NS = "http://www.w3.org/2000/svg", z = state.zoom, row = Math.round(22 * z), H = 20 + Math.max(R, C) * row, W = Math.round(480 * z);
   const svg = document.createElementNS(NS, "svg"); svg.setAttribute("width", W); svg.setAttribute("height", H); svg.setAttribute("id", "headview");
   wrap.append(picks, svg);
@@ -203,15 +178,14 @@ function headView(f) {
     const text = (x, y, t, anchor, i) => { const e = document.createElementNS(NS, "text"); e.setAttribute("x", x); e.setAttribute("y", y); e.setAttribute("text-anchor", anchor); e.setAttribute("font-size", Math.round(15 * z)); e.textContent = t;
       if (i !== undefined) { e.style.cursor = "pointer"; e.addEventListener("mouseenter", () => { hover = i; draw(); }); e.addEventListener("mouseleave", () => { hover = -1; draw(); }); } svg.append(e); };
     const x1 = W * 0.3, x2 = W * 0.7;
-    for (let i = 0; i < R; ++i) text(x1 - 6, 20 + i * row, String(f.row_labels[i]).slice(0, 14), "end", i);
-    for (let j = 0; j < C; ++j) text(x2 + 6, 20 + j * row, String(f.col_labels[j]).slice(0, 14), "start");
+    for (let i = 0; i < R; ++i) text(x1 - 6, 20 + i * row, f.row_labels[i].slice(0, 14), "end", i);
+    for (let j = 0; j < C; ++j) text(x2 + 6, 20 + j * row, f.col_labels[j].slice(0, 14), "start");
     const shown = panels.filter((_, h) => state.heads[h]);
     panels.forEach((p, h) => { if (!state.heads[h]) return;
       const off = (shown.indexOf(p) - (shown.length - 1) / 2) * 2.5;  // each head its own track, so two heads stay two colours
-      for (let i = 0; i < R; ++i) { if (hover >= 0 && hover !== i) continue;
-        for (let j = 0; j < C; ++j) { const w = v[f.offsets[p] + i * C + j]; if (!Number.isFinite(w) || w < 0.02) continue;
-          const l = document.createElementNS(NS, "line"); l.setAttribute("x1", x1); l.setAttribute("y1", 15 + i * row + off); l.setAttribute("x2", x2); l.setAttribute("y2", 15 + j * row + off);
-          l.setAttribute("stroke", headColours[h % headColours.length]); l.setAttribute("stroke-width", 2.5); l.setAttribute("stroke-opacity", Math.min(1, w)); svg.append(l); } } });
+      for (const [i, j, opacity] of f.head_view[p]) { if (hover >= 0 && hover !== i) continue;
+        const l = document.createElementNS(NS, "line"); l.setAttribute("x1", x1); l.setAttribute("y1", 15 + i * row + off); l.setAttribute("x2", x2); l.setAttribute("y2", 15 + j * row + off);
+        l.setAttribute("stroke", headColours[h % headColours.length]); l.setAttribute("stroke-width", 2.5); l.setAttribute("stroke-opacity", opacity); svg.append(l); } });
   }
   draw();
   return wrap;
@@ -219,54 +193,45 @@ function headView(f) {
 // The layers × heads grid of a model view: one small heatmap per head, each layer's kind
 // beside it; a click opens the head.
 function grid(f) {
-  const H = f.grid_heads, L = f.panels / H, table = el("table", {});
-  table.append(el("tr", {}, el("td", {}), ...Array.from({ length: H }, (_, h) => el("td", { class: "legend", text: "head " + (h + 1) }))));
-  for (let l = 0; l < L; ++l) {
-    const mark = f.panel_marks[l * H];
-    const tr = el("tr", {}, el("td", { class: "legend" }, el("div", { text: "layer " + (l + 1) }), el("div", { class: "mark", text: mark || "" })));
+  const H = f.grid.head_names.length, table = el("table", {});
+  table.append(el("tr", {}, el("td", {}), ...f.grid.head_names.map(name => el("td", { class: "legend", text: name }))));
+  f.grid.layers.forEach(([name, mark], l) => {
+    const tr = el("tr", {}, el("td", { class: "legend" }, el("div", { text: name }), el("div", { class: "mark", text: mark })));
     for (let h = 0; h < H; ++h) {
-      const cv = heatmap(f, l * H + h, Math.max(1, Math.floor(72 * state.zoom / f.cols)), () => { state.panel = l * H + h; state.cell = null; show(); });
-      cv.setAttribute("title", `layer ${l + 1}, head ${h + 1}${mark ? " (" + mark + ")" : ""}: click to open`);
+      const p = l * H + h, cv = heatmap(f, p, Math.max(1, Math.floor(72 * state.zoom / f.cols)), () => { state.panel = p; state.cell = null; show(); });
+      cv.setAttribute("title", f.titles[p] + ": click to open");
       tr.append(el("td", {}, cv));
     }
     table.append(tr);
-  }
+  });
   return table;
 }
 function show() {
-  const s = steps[state.step], view = document.getElementById("view"), f = figs.get(state.step);
+  const s = steps[state.step], view = document.getElementById("view"), f = F.steps[state.step];
   document.querySelectorAll("nav a").forEach((a, k) => a.classList.toggle("on", k === state.step));
   view.replaceChildren(el("h1", { text: s.title || s.id }), el("div", { class: "formula", text: s.id + " · " + (s.formula || "") + " · shape " + JSON.stringify(s.shape) }));
   if (s.note) view.append(el("p", { class: "note", text: s.note }));
-  if (s.data === undefined) {
-    const m = s.summary || {};
-    view.append(el("p", { text: "Kept as a summary (--summary):" }), valueTable(Object.keys(m).map(k => [k, typeof m[k] === "number" ? fmt(m[k]) : String(m[k])])));
-    return;
-  }
-  const v = values(s);
-  if (!f) { view.append(valueTable(v.map((x, i) => [s.labels && s.labels[i] !== undefined ? s.labels[i] : String(i + 1), fmt(x)]))); return; }
+  if (f.text !== undefined) { view.append(el("div", { class: "numbers", text: f.text })); return; }  // the text view's table, aligned
   const open = (p, i, j) => { state.cell = { step: state.step, p, i, j }; state.panel = p;
-    if (f.attention) { const query = f.query !== undefined ? f.query : f.first_row + i, key = f.first_key + j;
-      state.sel = { query, key, ql: f.query !== undefined ? (T.tokens || [])[query] : f.row_labels[i], kl: f.col_labels[j] }; }
+    if (f.attention) { const query = f.query_at[i], key = f.key_at[j]; state.sel = { query, key, ql: tokens[query], kl: tokens[key] }; }
     show(); explain(f, p, i, j); };
-  if (f.token_rows && state.sel)
+  if (f.token_at && state.sel)
     view.append(el("p", { class: "legend", id: "rows-chosen", text: `Outlined: the row of the query “${state.sel.ql}” (blue) and of the key “${state.sel.kl}” (orange, dashed): the cell last chosen, query ${state.sel.query + 1}, key ${state.sel.key + 1}.` }));
-  if (f.grid_heads) {
+  if (f.grid) {
     view.append(grid(f));
     const p = Math.min(state.panel, f.panels - 1);
-    view.append(el("h2", { text: f.panel_names[p] + (f.panel_marks[p] ? " · " + f.panel_marks[p] : "") }), colourBar(f, p), heatmap(f, p, 0, (i, j) => open(p, i, j)));
+    view.append(el("h2", { text: f.titles[p] }), colourBar(f, p), heatmap(f, p, 0, (i, j) => open(p, i, j)));
     return;
   }
-  view.append(colourBar(f, f.first_batch[0] || 0));
+  view.append(colourBar(f, f.drawn[0] || 0));
   const panels = el("div", { class: "panels" });
-  f.first_batch.slice(0, 64).forEach(p => panels.append(el("div", { class: "panel" },
-    el("b", { text: f.panel_names[p] + (f.panel_marks[p] ? " · " + f.panel_marks[p] : "") }), heatmap(f, p, 0, (i, j) => open(p, i, j)))));
+  f.drawn.slice(0, 64).forEach(p => panels.append(el("div", { class: "panel" }, el("b", { text: f.titles[p] }), heatmap(f, p, 0, (i, j) => open(p, i, j)))));
   view.append(panels);
-  if (f.first_batch.length > 64) view.append(el("p", { text: `${f.first_batch.length - 64} more panels are in the JSON.` }));
-  if (f.attention && f.weights && f.query === undefined) { const hv = headView(f); if (hv) view.append(hv); }
+  if (f.drawn.length > 64) view.append(el("p", { text: `${f.drawn.length - 64} more panels are in the JSON.` }));
+  if (f.head_view) view.append(headView(f));
 }
 const nav = document.getElementById("steps");
-nav.append(el("div", { class: "legend", text: "attnwalk " + T.command + ((T.tokens || []).length ? " · " + T.tokens.length + " tokens" : "") }));
+nav.append(el("div", { class: "legend", text: "attnwalk " + T.command + (tokens.length ? " · " + tokens.length + " tokens" : "") }));
 if (X.note) nav.append(el("div", { class: "legend", text: X.note }));
 steps.forEach((s, k) => nav.append(el("a", { href: "#" + s.id, class: s.kind === "parameter" ? "param" : "", text: s.id,
   title: s.title || "", onclick: e => { e.preventDefault(); state.step = k; state.panel = 0; state.cell = null; show(); } })));
@@ -280,163 +245,312 @@ if (steps.length) show();
 </script></body></html>
 )HTML";
 
+// The page's colours: the sequential scale's levels, the diverging scale's, then NaN's and
+// inf's (as the SVG draws them). A cell's colour is its index here; −1: masked.
+constexpr int levels = 64;
+constexpr int nan_colour = 2 * levels, inf_colour = 2 * levels + 1;
+
 std::string hex(Rgb c) {
     char buf[8];
     std::snprintf(buf, sizeof buf, "#%02x%02x%02x", c.r, c.g, c.b);
     return buf;
 }
 
-// A JSON string (the labels are the trace's printable text).
-std::string quote(const std::string& s) {
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') out += '\\', out += c;
-        else if (static_cast<unsigned char>(c) < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-        } else out += c;
-    }
-    return out + "\"";
+int colour_of(const Figure& f, std::size_t p, std::size_t r, std::size_t c) {
+    const float v = f.value(p, r, c);
+    if (f.hidden(p, r, c)) return -1;
+    if (std::isnan(v)) return nan_colour;
+    if (std::isinf(v)) return inf_colour;
+    const double t = std::clamp(f.at(p, r, 1, v), 0.0, 1.0);
+    return (f.diverging(p) ? levels : 0) + static_cast<int>(std::lround(t * (levels - 1)));
 }
-std::string number(double v) {
-    if (!std::isfinite(v)) return "0";
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.9g", v);
-    return buf;
-}
+
 template <class T, class F>
-std::string array(const std::vector<T>& items, F each) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + each(items[i]);
-    return out + "]";
-}
-
-const char* scale_name(ColorScale k) {
-    const char* names[] = {"automatic", "range", "each", "unit", "symmetric", "row"};
-    return names[static_cast<int>(k)];
-}
-
-// Each drawable step's figure (figure.hpp), and the palettes: the page draws them and decides nothing.
-std::string figures_json(const Trace& trace, ColorScale asked, std::size_t& start) {
-    std::string out = "{\"palette\":[";
-    for (int k = 0; k < 64; ++k) out += (k ? "," : "") + quote(hex(heat_rgb(k / 63.0)));
-    out += "],\"diverging\":[";
-    for (int k = 0; k < 64; ++k) out += (k ? "," : "") + quote(hex(diverging_rgb(k / 63.0)));
-    out += "],\"figures\":[";
-    bool first = true;
-    std::size_t last_square = trace.steps.size();
-    start = 0;
-    for (std::size_t i = 0; i < trace.steps.size(); ++i) {
-        const Step& s = trace.steps[i];
-        if (!drawable(s)) continue;
-        const Figure f = figure_of(trace, i, asked, PanelScale::together);
-        if (f.attention && !s.query) last_square = i;
-        if (s.id == "attention_grid") start = i + 1;  // the model view opens on its grid
-        const auto str = [](const std::string& x) { return quote(x); };
-        const auto whole = [](std::size_t x) { return std::to_string(x); };
-        const auto real = [](float x) { return number(x); };
-        std::string masked;
-        for (unsigned char m : f.masked) masked += m ? '1' : '0';
-        bool any_hidden = false;
-        for (std::size_t p : f.first_batch())
-            for (std::size_t r = 0; r < f.rows && !any_hidden; ++r)
-                for (std::size_t c = 0; c < f.cols && !any_hidden; ++c) any_hidden = f.hidden(p, r, c);
-        out += std::string(first ? "" : ",") + "{\"step\":" + std::to_string(i) + ",\"panels\":" + std::to_string(f.panels) +
-               ",\"rows\":" + std::to_string(f.rows) + ",\"cols\":" + std::to_string(f.cols) + ",\"offsets\":" + array(f.offsets, whole) +
-               ",\"first_batch\":" + array(f.first_batch(), whole) + ",\"panel_names\":" + array(f.panel_names, str) +
-               ",\"panel_marks\":" + array(f.panel_marks, str) + ",\"panel_layer\":" + array(f.panel_layer, whole) +
-               ",\"panel_head\":" + array(f.panel_head, whole) + ",\"row_axis\":" + quote(f.row_axis) + ",\"col_axis\":" + quote(f.col_axis) +
-               ",\"row_labels\":" + array(f.row_labels, str) + ",\"col_labels\":" + array(f.col_labels, str) +
-               ",\"attention\":" + (f.attention ? "true" : "false") + ",\"token_rows\":" + (f.token_rows ? "true" : "false") + ",\"weights\":" + (f.weights ? "true" : "false") +
-               ",\"first_row\":" + std::to_string(s.first_row) + ",\"first_key\":" + std::to_string(s.first_key) +
-               (s.axes.back() == Axis::token && !s.labels.empty() ? ",\"own_keys\":true" : "") +
-               (s.query ? ",\"query\":" + std::to_string(*s.query) : "") + (f.masked.empty() ? "" : ",\"masked\":" + quote(masked)) +
-               ",\"any_hidden\":" + (any_hidden ? "true" : "false") + ",\"scales\":" +
-               array(f.scales, [](ColorScale k) { return quote(scale_name(k)); }) + ",\"words\":" + quote(scale_words(f.scale(0))) +
-               ",\"lo\":" + array(f.lo, real) + ",\"hi\":" + array(f.hi, real) + ",\"row_top\":" +
-               array(f.row_top, [&](const std::vector<float>& r) { return array(r, real); }) +
-               (s.id == "attention_grid" ? ",\"grid_heads\":" + std::to_string(s.tensor.shape[1]) : "") + "}";
-        first = false;
+void array(JsonWriter& w, const std::vector<T>& items, F each) {
+    w.raw('[');
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i) w.raw(',');
+        each(items[i]);
     }
-    if (!start) start = last_square < trace.steps.size() ? last_square + 1 : 1;
-    return out + "],\"start\":" + std::to_string(start - 1) + "}";
+    w.raw(']');
+}
+void strings(JsonWriter& w, const std::vector<std::string>& items) {
+    array(w, items, [&](const std::string& s) { w.string(s); });
+}
+void wholes(JsonWriter& w, const std::vector<std::size_t>& items) {
+    array(w, items, [&](std::size_t x) { w.integer(x); });
+}
+
+using CellKey = std::array<std::size_t, 4>;  // layer, head, query, key
+CellKey key_of(const CellRef& c) { return {c.layer, c.head, c.query, c.key}; }
+
+// The written-out cells (the "cells" document) and where each cell is in its list.
+struct Written {
+    std::string json;
+    std::map<CellKey, std::size_t> index;
+};
+
+// A written-out step as the page shows it: title, formula, its numbers as the text view
+// prints them, its note.
+std::string written_step_json(const Trace& trace, const Step& step, const TextOptions& text) {
+    std::ostringstream out;
+    {
+        JsonWriter w(out, NonFinite::string);
+        w.raw('{').key("title").string(step.title).raw(',').key("formula").string(step.formula);
+        w.raw(',').key("text").string(step_numbers_text(trace, step, text)).raw(',').key("note").string(step.note).raw('}');
+    }
+    return out.str();
 }
 
 // The written-out cells: the engine's steps and the cell's path, for every (layer, head)
 // the run kept, in order — the shown head first — while they fit the budget. A step that
 // several cells share (a query's row through the norm, its projection, its row's softmax)
 // is written once: `steps` holds each distinct step, a cell lists its steps' indices.
-std::string cells_json(const Trace& trace, std::size_t budget) {
-    if (!trace.explainer) return "{\"steps\":[],\"cells\":{}}";
-    auto heads = trace.explainer->covered();
-    std::optional<std::size_t> chosen;  // --head: that head first
-    for (const auto& [name, value] : trace.params)
-        if (name == "head_index")
-            if (const Index* at = std::get_if<Index>(&value); at && !at->at.empty()) chosen = static_cast<std::size_t>(at->at[0]);
-    if (chosen) std::stable_partition(heads.begin(), heads.end(), [&](const auto& lh) { return lh.second == *chosen; });
-    const std::size_t T = trace.tokens.size();
-    std::map<std::string, std::size_t> index;  // a step's JSON -> its place in `steps`
-    std::string steps = "[", cells = "{";
-    std::size_t used = 0, whole = 0, rows_of_last = 0;  // heads written whole; query rows of a head written in part
-    bool full = false;
-    for (const auto& [layer, head] : heads) {
-        for (std::size_t i = 0; i < T && !full; ++i) {  // a query row at a time: what a row adds, or nothing
-            std::string new_steps, new_cells;
-            std::map<std::string, std::size_t> added;
-            for (std::size_t j = 0; j < T; ++j) {
-                const CellRef cell{layer, head, i, j};
-                const std::vector<Step> explained = explain(trace, cell);
-                if (explained.empty()) continue;
-                std::string list = "[";
-                for (const Step& step : explained) {
-                    std::ostringstream one;
-                    render_steps_json({step}, one, true);
-                    std::string text = one.str();
-                    text = text.substr(1, text.size() - 2);  // the object, without the array's brackets
-                    std::size_t k;
-                    if (auto at = index.find(text); at != index.end()) k = at->second;
-                    else if (auto here = added.find(text); here != added.end()) k = here->second;
-                    else {
-                        k = index.size() + added.size();
-                        added.emplace(text, k);
-                        new_steps += (steps.size() + new_steps.size() > 1 ? "," : "") + text;
+Written written_cells(const Trace& trace, const TextOptions& text, std::size_t budget) {
+    Written out;
+    std::vector<std::string> steps, cells;  // each a JSON value the writer wrote
+    std::string note;
+    if (trace.explainer) {
+        auto heads = trace.explainer->covered();
+        std::optional<std::size_t> chosen;  // --head: that head first
+        for (const auto& [name, value] : trace.params)
+            if (name == "head_index")
+                if (const Index* at = std::get_if<Index>(&value); at && !at->at.empty()) chosen = static_cast<std::size_t>(at->at[0]);
+        if (chosen) std::stable_partition(heads.begin(), heads.end(), [&](const auto& lh) { return lh.second == *chosen; });
+        const std::size_t T = trace.tokens.size();
+        std::map<std::string, std::size_t> known;  // a step's JSON -> its place in `steps`
+        std::size_t used = 0, whole = 0, rows_of_last = 0;  // heads written whole; query rows of a head written in part
+        bool full = false;
+        for (const auto& [layer, head] : heads) {
+            for (std::size_t i = 0; i < T && !full; ++i) {  // a query row at a time: what a row adds, or nothing
+                std::vector<std::string> new_steps, new_cells;
+                std::vector<CellKey> new_keys;
+                std::map<std::string, std::size_t> added;
+                std::size_t bytes = 0;
+                for (std::size_t j = 0; j < T; ++j) {
+                    const CellRef cell{layer, head, i, j};
+                    const std::vector<Step> explained = explain(trace, cell);
+                    if (explained.empty()) continue;
+                    std::vector<std::size_t> list;
+                    for (const Step& step : explained) {
+                        std::string json = written_step_json(trace, step, text);
+                        std::size_t k;
+                        if (auto at = known.find(json); at != known.end()) k = at->second;
+                        else if (auto here = added.find(json); here != added.end()) k = here->second;
+                        else {
+                            k = steps.size() + new_steps.size();
+                            bytes += json.size() + 1;
+                            added.emplace(json, k);
+                            new_steps.push_back(std::move(json));
+                        }
+                        list.push_back(k);
                     }
-                    list += (list.size() > 1 ? "," : "") + std::to_string(k);
+                    std::ostringstream one;
+                    {
+                        JsonWriter w(one, NonFinite::string);
+                        w.raw('{').key("s");
+                        wholes(w, list);
+                        w.raw(',').key("path");
+                        array(w, cell_path(trace, cell), [&](const PathEntry& e) {
+                            w.raw('[').integer(e.step).raw(',').string(value_text(e.value, text.precision)).raw(']');
+                        });
+                        w.raw('}');
+                    }
+                    bytes += one.str().size() + 1;
+                    new_cells.push_back(one.str());
+                    new_keys.push_back(key_of(cell));
                 }
-                std::string path = "[";
-                for (const PathEntry& e : cell_path(trace, cell))
-                    path += (path.size() > 1 ? "," : "") + std::string("[") + std::to_string(e.step) + "," + std::to_string(e.panel) + "," +
-                            std::to_string(e.row) + "," + std::to_string(e.col) + "," +
-                            (std::isfinite(e.value) ? number(e.value) : std::string(e.value > 0 ? "\"inf\"" : e.value < 0 ? "\"-inf\"" : "\"nan\"")) + "]";
-                new_cells += (cells.size() + new_cells.size() > 1 ? "," : "") +
-                             quote(std::to_string(layer) + "," + std::to_string(head) + "," + std::to_string(i) + "," + std::to_string(j)) + ":{\"s\":" + list +
-                             "],\"path\":" + path + "]}";
+                if (used + bytes > budget) {
+                    full = true;
+                    break;
+                }
+                used += bytes;
+                for (std::size_t n = 0; n < new_keys.size(); ++n) out.index.emplace(new_keys[n], cells.size() + n);
+                for (std::string& c : new_cells) cells.push_back(std::move(c));
+                for (std::string& s : new_steps) steps.push_back(std::move(s));
+                for (auto& [json, k] : added) known.emplace(json, k);
+                rows_of_last = i + 1;
             }
-            if (used + new_steps.size() + new_cells.size() > budget) {
-                full = true;
-                break;
-            }
-            used += new_steps.size() + new_cells.size();
-            steps += new_steps;
-            cells += new_cells;
-            for (auto& [text, k] : added) index.emplace(std::move(text), k);
-            rows_of_last = i + 1;
+            if (full) break;
+            ++whole;
+            rows_of_last = 0;
         }
-        if (full) break;
-        ++whole;
-        rows_of_last = 0;
+        if (full) {
+            std::string what = whole ? std::to_string(whole) + " head" + (whole == 1 ? "" : "s") : std::string();
+            if (rows_of_last)
+                what += (whole ? " and " : "") + std::string("query rows 1–") + std::to_string(rows_of_last) + " of " + (whole ? "the next head" : "the first head");
+            if (what.empty()) what = "no head";
+            note = "Cells of " + what + " are written out in this page (all of them would make it too large): run with --head H (and --layer L) " +
+                   "for another head first, or --explain I,J for one cell.";
+        }
     }
-    std::string out = "{\"steps\":" + steps + "],\"cells\":" + cells + "}";
-    if (full) {
-        std::string what = whole ? std::to_string(whole) + " head" + (whole == 1 ? "" : "s") : std::string();
-        if (rows_of_last)
-            what += (whole ? " and " : "") + std::string("query rows 1–") + std::to_string(rows_of_last) + " of " + (whole ? "the next head" : "the first head");
-        if (what.empty()) what = "no head";
-        out += ",\"note\":" + quote("Cells of " + what + " are written out in this page (all of them would make it too large): run with --head H (and --layer L) " +
-                                    "for another head first, or --explain I,J for one cell.");
+    std::ostringstream doc;
+    {
+        JsonWriter w(doc, NonFinite::string);
+        w.raw('{').key("steps");
+        array(w, steps, [&](const std::string& s) { w.raw(s); });
+        w.raw(',').key("cells");
+        array(w, cells, [&](const std::string& c) { w.raw(c); });
+        if (!note.empty()) w.raw(',').key("note").string(note);
+        w.raw('}');
     }
-    return out + "}";
+    out.json = doc.str();
+    return out;
+}
+
+// One drawable step as the page draws it: the Figure's labels, names and panels, and each
+// cell's value as text, its colour and the written-out cell it is (figure.hpp does the
+// working out; this writes it down).
+void figure_json(JsonWriter& w, const Trace& trace, std::size_t index, const TextOptions& text, const Written& written) {
+    const Figure f = figure_of(trace, index, text.color_scale, PanelScale::together);
+    const Step& s = *f.step;
+    const std::vector<std::size_t> drawn = f.first_batch();
+    std::vector<unsigned char> is_drawn(f.panels, 0);
+    for (std::size_t p : drawn) is_drawn[p] = 1;
+    std::vector<std::string> titles, row_names, col_names;
+    for (std::size_t p = 0; p < f.panels; ++p) titles.push_back(f.panel_names[p] + (f.panel_marks[p].empty() ? "" : " · " + f.panel_marks[p]));
+    // a cell named in the explanation: "query 3 “starts”, key 1 “Your”" (one query's row per head: by its label alone)
+    for (std::size_t r = 0; r < f.rows; ++r)
+        row_names.push_back(f.row_axis + " " + (s.query ? f.row_labels[r] : std::to_string(s.first_row + r + 1) + " “" + f.row_labels[r] + "”"));
+    const bool own_keys = s.axes.back() == Axis::token && !s.labels.empty();
+    for (std::size_t c = 0; c < f.cols; ++c)
+        col_names.push_back(f.col_axis + " " + (own_keys ? "" : std::to_string(s.first_key + c + 1) + " ") + "“" + f.col_labels[c] + "”");
+    bool any_hidden = !f.masked.empty();
+    for (std::size_t p : drawn)
+        for (std::size_t r = 0; r < f.rows && !any_hidden; ++r)
+            for (std::size_t c = 0; c < f.cols && !any_hidden; ++c) any_hidden = f.hidden(p, r, c);
+
+    w.raw('{').key("step").integer(index).raw(',').key("panels").integer(f.panels).raw(',').key("rows").integer(f.rows);
+    w.raw(',').key("cols").integer(f.cols).raw(',').key("drawn");
+    wholes(w, drawn);
+    w.raw(',').key("titles");
+    strings(w, titles);
+    w.raw(',').key("row_axis").string(f.row_axis).raw(',').key("col_axis").string(f.col_axis).raw(',').key("row_labels");
+    strings(w, f.row_labels);
+    w.raw(',').key("col_labels");
+    strings(w, f.col_labels);
+    w.raw(',').key("row_names");
+    strings(w, row_names);
+    w.raw(',').key("col_names");
+    strings(w, col_names);
+    w.raw(',').key("attention").boolean(f.attention).raw(',').key("masked").boolean(any_hidden);
+    if (f.attention) {  // the query and key positions of each row and column (the cell outlined in Q, K, V)
+        const std::size_t p0 = drawn.empty() ? 0 : drawn.front();
+        std::vector<std::size_t> query_at, key_at;
+        for (std::size_t r = 0; r < f.rows; ++r) query_at.push_back(f.cell(trace, p0, r, 0).value_or(CellRef{}).query);
+        for (std::size_t c = 0; c < f.cols; ++c) key_at.push_back(f.cell(trace, p0, 0, c).value_or(CellRef{}).key);
+        w.raw(',').key("query_at");
+        wholes(w, query_at);
+        w.raw(',').key("key_at");
+        wholes(w, key_at);
+    }
+    if (f.token_rows) {
+        std::vector<std::size_t> token_at;
+        for (std::size_t r = 0; r < f.rows; ++r) token_at.push_back(s.first_row + r);
+        w.raw(',').key("token_at");
+        wholes(w, token_at);
+    }
+    w.raw(',').key("legend").raw('[');
+    for (std::size_t p = 0; p < f.panels; ++p) {
+        const ColorScale kind = f.scale(p);
+        std::vector<std::size_t> bar;
+        for (int k = 0; k < levels; ++k) bar.push_back(static_cast<std::size_t>((f.diverging(p) ? levels : 0) + k));
+        (p ? w.raw(',') : w).raw('{').key("words").string(scale_words(kind)).raw(',').key("lo");
+        w.string(kind == ColorScale::row || kind == ColorScale::unit ? "0" : value_text(f.lo[p], text.precision)).raw(',').key("hi");
+        w.string(kind == ColorScale::row ? "row max" : kind == ColorScale::unit ? "1" : value_text(f.hi[p], text.precision)).raw(',').key("bar");
+        wholes(w, bar);
+        w.raw('}');
+    }
+    w.raw(']').raw(',').key("cells").raw('[');
+    for (std::size_t p = 0; p < f.panels; ++p) {
+        if (p) w.raw(',');
+        if (!is_drawn[p]) {  // another batch element: no picture draws it
+            w.raw("null");
+            continue;
+        }
+        w.raw('{').key("text").raw('[');
+        for (std::size_t k = 0; k < f.rows * f.cols; ++k) (k ? w.raw(',') : w).string(value_text(f.value(p, k / f.cols, k % f.cols), text.precision));
+        w.raw(']').raw(',').key("colour").raw('[');
+        for (std::size_t k = 0; k < f.rows * f.cols; ++k) {
+            if (k) w.raw(',');
+            const int colour = colour_of(f, p, k / f.cols, k % f.cols);
+            if (colour < 0) w.raw("-1");
+            else w.integer(static_cast<unsigned long long>(colour));
+        }
+        w.raw(']');
+        if (f.attention && !written.index.empty()) {  // the written-out cell each entry is, or −1
+            std::vector<long long> at(f.rows * f.cols, -1);
+            bool any = false;
+            for (std::size_t k = 0; k < at.size(); ++k)
+                if (const auto cell = f.cell(trace, p, k / f.cols, k % f.cols))
+                    if (const auto it = written.index.find(key_of(*cell)); it != written.index.end()) {
+                        at[k] = static_cast<long long>(it->second);
+                        any = true;
+                    }
+            if (any) {
+                w.raw(',').key("written");
+                array(w, at, [&](long long x) { x < 0 ? w.raw("-1") : w.integer(static_cast<unsigned long long>(x)); });
+            }
+        }
+        w.raw('}');
+    }
+    w.raw(']');
+    if (f.attention && f.weights && !s.query && f.rows <= 64 && !drawn.empty()) {  // the head view: a line per weight worth drawing
+        w.raw(',').key("head_view").raw('[');
+        for (std::size_t p = 0; p < f.panels; ++p) {
+            if (p) w.raw(',');
+            if (!is_drawn[p]) {
+                w.raw("null");
+                continue;
+            }
+            w.raw('[');
+            bool first = true;
+            for (std::size_t r = 0; r < f.rows; ++r)
+                for (std::size_t c = 0; c < f.cols; ++c) {
+                    const float v = f.value(p, r, c);
+                    if (!std::isfinite(v) || v < 0.02f) continue;
+                    (first ? w : w.raw(',')).raw('[').integer(r).raw(',').integer(c).raw(',').number(std::min(v, 1.0f)).raw(']');
+                    first = false;
+                }
+            w.raw(']');
+        }
+        w.raw(']');
+    }
+    if (s.heads_grid) {  // the model view: a layer a row, a head a column
+        const std::size_t L = s.tensor.shape[0], H = s.tensor.shape[1];
+        w.raw(',').key("grid").raw('{').key("layers").raw('[');
+        for (std::size_t l = 0; l < L; ++l)
+            (l ? w.raw(',') : w).raw('[').string(label_at(trace, s, 0, l)).raw(',').string(f.panel_marks[l * H]).raw(']');
+        std::vector<std::string> heads;
+        for (std::size_t h = 0; h < H; ++h) heads.push_back(label_at(trace, s, 1, h));
+        w.raw(']').raw(',').key("head_names");
+        strings(w, heads);
+        w.raw('}');
+    }
+    w.raw('}');
+}
+
+// Every step as the page shows it: a drawable step's figure (figure_json), any other its
+// numbers as the text view prints them; the colours; the step the page opens on.
+std::string figures_json(const Trace& trace, const TextOptions& text, const Written& written) {
+    std::ostringstream out;
+    {
+        JsonWriter w(out, NonFinite::string);
+        w.raw('{').key("colours").raw('[');
+        for (int k = 0; k < levels; ++k) (k ? w.raw(',') : w).string(hex(heat_rgb(k / (levels - 1.0))));
+        for (int k = 0; k < levels; ++k) w.raw(',').string(hex(diverging_rgb(k / (levels - 1.0))));
+        w.raw(',').string("#d62728").raw(',').string("#e6e6e6").raw(']');  // NaN, inf
+        const std::optional<std::size_t> opening = opening_step(trace);
+        w.raw(',').key("start").integer(opening && drawable(trace.steps[*opening]) ? *opening : 0).raw(',').key("steps").raw('[');
+        for (std::size_t i = 0; i < trace.steps.size(); ++i) {
+            if (i) w.raw(',');
+            const Step& s = trace.steps[i];
+            if (drawable(s)) figure_json(w, trace, i, text, written);
+            else w.raw('{').key("text").string(s.summarised || s.tensor.data.size() == s.tensor.size() ? step_numbers_text(trace, s, text) : "").raw('}');
+        }
+        w.raw("]}");
+    }
+    return out.str();
 }
 
 // '<' appears only inside JSON strings: as \u003c no "</script" or "<!--" can end the element.
@@ -452,14 +566,18 @@ std::string script_safe(const std::string& json) {
 
 }  // namespace
 
-std::string html_of(const Trace& trace, ColorScale scale, std::size_t explain_budget) {
+std::string html_of(const Trace& trace, ColorScale scale, int precision, std::size_t explain_budget) {
     std::ostringstream json;
     render_json(trace, json, NonFinite::string, /*packed=*/true);
-    std::size_t start = 0;
-    const std::string figures = figures_json(trace, scale, start);
+    TextOptions text;  // the text view's rule for every number; its own heatmaps left out (the page draws them)
+    text.precision = precision;
+    text.color_scale = scale;
+    text.heatmap = false;
+    text.columns = 60;  // about what the aside (27em) holds of its smaller monospace font
+    const Written written = written_cells(trace, text, explain_budget);
     return page_doctype + std::string(html_generator) + page_head + script_safe(json.str()) +
-           "</script>\n<script type=\"application/json\" id=\"figures\">" + script_safe(figures) +
-           "</script>\n<script type=\"application/json\" id=\"cells\">" + script_safe(cells_json(trace, explain_budget)) + page_tail;
+           "</script>\n<script type=\"application/json\" id=\"figures\">" + script_safe(figures_json(trace, text, written)) +
+           "</script>\n<script type=\"application/json\" id=\"cells\">" + script_safe(written.json) + page_tail;
 }
 
 namespace {
@@ -481,7 +599,7 @@ std::string html_text(const std::string& s) {
 
 }  // namespace
 
-std::string html_of(const std::vector<Section>& sections, ColorScale scale) {
+std::string html_of(const std::vector<Section>& sections, ColorScale scale, int precision) {
     std::string parts, list;
     const std::size_t budget = (4u << 20) / std::max<std::size_t>(sections.size(), 1);  // the parts share one page's budget
     for (std::size_t n = 0; n < sections.size(); ++n) {
@@ -491,7 +609,7 @@ std::string html_of(const std::vector<Section>& sections, ColorScale scale) {
         parts += "<section id=\"" + id + "\"><h2>Part " + std::to_string(n + 1) + " of " + std::to_string(sections.size()) + ": " + title +
                  "</h2>\n<p>" + html_text(s.explanation) + "</p>\n<div class=\"formula\">" + html_text(s.formula) +
                  "</div>\n<div class=\"run\">run alone: attnwalk " + html_text(s.args) + "</div>\n<iframe title=\"" + title +
-                 "\" loading=\"lazy\" srcdoc=\"" + html_text(html_of(s.trace, scale, budget)) + "\"></iframe></section>\n";
+                 "\" loading=\"lazy\" srcdoc=\"" + html_text(html_of(s.trace, scale, precision, budget)) + "\"></iframe></section>\n";
     }
     return page_doctype + std::string(html_generator) +
            "<meta name=\"viewport\" content=\"width=device-width\"><title>attnwalk walkthrough</title>\n<style>"

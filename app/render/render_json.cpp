@@ -1,161 +1,19 @@
 // The --json view: one document, documented in docs/json.md, streamed straight to the
 // output (no document tree in memory: a context trace at T = 4096 holds 34 million numbers).
 #include <cctype>
-#include <charconv>
-#include <type_traits>
-#include <cmath>
-#include <cstdint>
-#include <cstring>
 #include <set>
 #include <string>
+#include <type_traits>
 
+#include "json_writer.hpp"
 #include "render_json.hpp"
-#include "printable.hpp"
 
 namespace attnwalk::app {
 
 namespace {
 
-class Writer {
-public:
-    Writer(std::ostream& out, NonFinite non_finite, bool pack = false) : packed(pack), out_(out), non_finite_(non_finite) {
-        buf_.reserve(chunk + 256);
-    }
-    const bool packed;  // large float tensors as {"f32": base64}: see render_json.hpp
-    ~Writer() { flush(); }
-    Writer(const Writer&) = delete;
-    Writer& operator=(const Writer&) = delete;
-
-    void flush() {
-        out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-        buf_.clear();
-    }
-    Writer& raw(const char* s) {
-        buf_ += s;
-        return spill();
-    }
-    Writer& raw(char c) {
-        buf_ += c;
-        return spill();
-    }
-    // A JSON string: UTF-8 passes through; control characters are escaped and invalid
-    // UTF-8 (a file name, say) becomes U+FFFD, so the document always parses.
-    Writer& string(const std::string& s) {
-        buf_ += '"';
-        for (std::size_t i = 0; i < s.size();) {
-            const auto c = static_cast<unsigned char>(s[i]);
-            if (c == '"' || c == '\\') {
-                buf_ += '\\';
-                buf_ += static_cast<char>(c);
-                ++i;
-            } else if (c < 0x20) {
-                static const char* hex = "0123456789abcdef";
-                if (c == '\n') buf_ += "\\n";
-                else if (c == '\t') buf_ += "\\t";
-                else if (c == '\r') buf_ += "\\r";
-                else buf_ += std::string("\\u00") + hex[c >> 4] + hex[c & 15];
-                ++i;
-            } else if (c < 0x80) {
-                buf_ += static_cast<char>(c);
-                ++i;
-            } else {
-                unsigned code = 0;
-                const std::size_t n = utf8_sequence(s, i, code);
-                if (n == 0) {
-                    buf_ += "\\ufffd";
-                    ++i;
-                } else {
-                    buf_.append(s, i, n);
-                    i += n;
-                }
-            }
-        }
-        buf_ += '"';
-        return spill();
-    }
-    // A non-finite value: "nan", "inf", "-inf" (strings), null, or Python's literals NaN,
-    // Infinity, -Infinity (which json.loads and then torch.tensor accept).
-    Writer& non_finite(double v) {
-        switch (non_finite_) {
-            case NonFinite::null: return raw("null");
-            case NonFinite::literal: return raw(std::isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
-            case NonFinite::string: break;
-        }
-        return string(std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
-    }
-    // float32: the shortest text that reads back to the same float, with ".0" on whole
-    // numbers (so that readers see a float).
-    // (double for statistics and parameters, the same way.)
-    template <class F>
-    Writer& number(F v) {
-        static_assert(std::is_floating_point_v<F>);
-        if (!std::isfinite(v)) return non_finite(static_cast<double>(v));
-        char tmp[40];
-        const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
-        append_number(tmp, r.ptr);
-        return spill();
-    }
-    Writer& integer(unsigned long long v) {
-        char tmp[24];
-        const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
-        buf_.append(tmp, r.ptr);
-        return spill();
-    }
-    Writer& boolean(bool v) { return raw(v ? "true" : "false"); }
-    // The values' float32 bits, 4 little-endian bytes each, in base64 (RFC 4648, padded),
-    // as a JSON string.
-    Writer& base64_f32(const std::vector<float>& values) {
-        static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        buf_ += '"';
-        std::uint32_t group = 0;
-        int held = 0;  // bytes in group
-        const auto put = [&](std::uint8_t byte) {
-            group = group << 8 | byte;
-            if (++held < 3) return;
-            for (int shift = 18; shift >= 0; shift -= 6) buf_ += alphabet[group >> shift & 63];
-            group = 0;
-            held = 0;
-            if (buf_.size() >= chunk) flush();
-        };
-        for (float v : values) {
-            std::uint32_t bits;
-            std::memcpy(&bits, &v, sizeof bits);
-            for (int b = 0; b < 4; ++b) put(static_cast<std::uint8_t>(bits >> (8 * b)));
-        }
-        if (held) {
-            group <<= 8 * (3 - held);
-            for (int k = 0; k <= held; ++k) buf_ += alphabet[group >> (18 - 6 * k) & 63];
-            for (int k = held; k < 3; ++k) buf_ += '=';
-        }
-        buf_ += '"';
-        return spill();
-    }
-    Writer& key(const char* k) {
-        string(k);
-        return raw(':');
-    }
-
-private:
-    static constexpr std::size_t chunk = 1 << 20;
-
-    Writer& spill() {
-        if (buf_.size() >= chunk) flush();
-        return *this;
-    }
-    void append_number(const char* begin, const char* end) {
-        buf_.append(begin, end);
-        for (const char* p = begin; p != end; ++p)
-            if (*p == '.' || *p == 'e') return;
-        buf_ += ".0";
-    }
-
-    std::ostream& out_;
-    NonFinite non_finite_;
-    std::string buf_;
-};
-
 // Nested arrays matching `shape`, from row-major data starting at `offset`.
-void nested(Writer& w, const Tensor& t, std::size_t axis, std::size_t offset) {
+void nested(JsonWriter& w, const Tensor& t, std::size_t axis, std::size_t offset) {
     if (axis == t.shape.size()) {
         if (t.is_integer_at(offset)) w.integer(t.integer_at(offset));  // ids, counts, layers: exact, without ".0"
         else w.number(t.data[offset]);
@@ -171,7 +29,7 @@ void nested(Writer& w, const Tensor& t, std::size_t axis, std::size_t offset) {
     w.raw(']');
 }
 
-void numbers(Writer& w, const std::vector<float>& values) {
+void numbers(JsonWriter& w, const std::vector<float>& values) {
     w.raw('[');
     for (std::size_t i = 0; i < values.size(); ++i) {
         if (i) w.raw(',');
@@ -183,7 +41,7 @@ void numbers(Writer& w, const std::vector<float>& values) {
 // Tensors from this many values on are packed where the writer packs.
 constexpr std::size_t packed_from = 64;
 
-void step_json(Writer& w, const Step& step, bool timed, const std::string& npy = "") {
+void step_json(JsonWriter& w, const Step& step, bool timed, const std::string& npy = "") {
     w.raw('{').key("id").string(step.id);
     w.raw(',').key("title").string(step.title);
     w.raw(',').key("formula").string(step.formula);
@@ -255,7 +113,7 @@ void step_json(Writer& w, const Step& step, bool timed, const std::string& npy =
     w.raw('}');
 }
 
-void param_json(Writer& w, const ParamValue& value) {
+void param_json(JsonWriter& w, const ParamValue& value) {
     std::visit([&](const auto& v) {
         using V = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<V, bool>) w.boolean(v);
@@ -271,7 +129,7 @@ void param_json(Writer& w, const ParamValue& value) {
     }, value);
 }
 
-void trace_json(Writer& w, const Trace& trace, const std::string& npy_dir = "") {
+void trace_json(JsonWriter& w, const Trace& trace, const std::string& npy_dir = "") {
     const std::vector<std::string> npy = npy_dir.empty() ? std::vector<std::string>() : npy_file_names(trace);
     w.raw('{').key("format_version").integer(json_format_version).raw(',').key("command").string(trace.command);
     w.raw(',').key("tokens").raw('[');
@@ -316,13 +174,13 @@ std::vector<std::string> npy_file_names(const Trace& trace) {
 }
 
 void render_json(const Trace& trace, std::ostream& out, NonFinite non_finite, bool packed, const std::string& npy_dir) {
-    Writer w(out, non_finite, packed);
+    JsonWriter w(out, non_finite, packed);
     trace_json(w, trace, npy_dir);
     w.raw('\n');
 }
 
 void render_steps_json(const std::vector<Step>& steps, std::ostream& out, bool packed) {
-    Writer w(out, NonFinite::string, packed);
+    JsonWriter w(out, NonFinite::string, packed);
     w.raw('[');
     for (std::size_t i = 0; i < steps.size(); ++i) {
         if (i) w.raw(',');
@@ -332,7 +190,7 @@ void render_steps_json(const std::vector<Step>& steps, std::ostream& out, bool p
 }
 
 void render_json(const std::vector<Section>& sections, std::ostream& out, NonFinite non_finite) {
-    Writer w(out, non_finite);
+    JsonWriter w(out, non_finite);
     w.raw('{').key("format_version").integer(json_format_version).raw(',').key("command").string("walkthrough").raw(',').key("sections").raw('[');
     for (std::size_t i = 0; i < sections.size(); ++i) {
         const Section& s = sections[i];

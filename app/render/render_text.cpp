@@ -1,6 +1,5 @@
 // The text view: every step, labelled with tokens, aligned, N decimals.
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -20,20 +19,9 @@ namespace attnwalk::app {
 
 namespace {
 
-std::string fmt(float v, int precision) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    // fixed point, or beyond 1e10 (an overflow's aftermath) scientific, as PyTorch would;
-    // to_chars rounds the exact value as printf's %.*f and %.*e do, without parsing a format
-    char buf[64];
-    const auto r = std::to_chars(buf, buf + sizeof buf, static_cast<double>(v),
-                                 std::fabs(v) < 1e10f ? std::chars_format::fixed : std::chars_format::scientific, precision);
-    return std::string(buf, r.ptr);
-}
-
 // Element i of a tensor as text: a whole number as it is (an id, a count), else `precision` decimals.
 std::string cell(const Tensor& t, std::size_t i, int precision) {
-    return t.is_integer_at(i) ? std::to_string(t.integer_at(i)) : fmt(t.data[i], precision);
+    return t.is_integer_at(i) ? std::to_string(t.integer_at(i)) : value_text(t.data[i], precision);
 }
 
 void print_note(const std::string& label, const std::string& note, const TextOptions& opt, std::ostream& out) {
@@ -128,7 +116,7 @@ void print_matrix(const Trace& trace, const Step& step, std::size_t offset, std:
             row.push_back(r == gap ? (c == gap ? "⋱" : "⋮") : c == gap ? "…" : cell(step.tensor, offset + r * cols + c, opt.precision));
         if (sums) {
             row.push_back("|");
-            row.push_back(r == gap ? "⋮" : fmt(step.row_sum.data[sum_offset + r], opt.precision));
+            row.push_back(r == gap ? "⋮" : value_text(step.row_sum.data[sum_offset + r], opt.precision));
         }
         t.rows.push_back(std::move(row));
     }
@@ -173,13 +161,6 @@ bool linear_layout(const Trace& trace, const Step& step) {
     return false;
 }
 
-// layer × head × T × T: one small heatmap per head, side by side as the terminal allows,
-// each cell one shade (rows and columns averaged in blocks when T is long).
-bool is_grid(const Step& step) {
-    const auto& a = step.axes;
-    return a.size() == 4 && a[0] == Axis::layer && a[1] == Axis::head && a[2] == Axis::token && a[3] == Axis::token;
-}
-
 // The model view's heads in the order --sort ranked them (the heads_sorted step: layer and
 // head counted from 1, then the statistics named by its labels), each with its ranking
 // value; in layer, head order without --sort.
@@ -202,7 +183,7 @@ std::vector<RankedHead> grid_order(const Trace& trace, std::size_t L, std::size_
         for (std::size_t r = 0; r < rows; ++r) {
             const float* row = s.tensor.data.data() + r * cols;
             order.push_back({static_cast<std::size_t>(row[0]) - 1, static_cast<std::size_t>(row[1]) - 1,
-                             key + " " + fmt(row[k], precision)});
+                             key + " " + value_text(row[k], precision)});
         }
         return order;
     }
@@ -212,6 +193,9 @@ std::vector<RankedHead> grid_order(const Trace& trace, std::size_t L, std::size_
     return order;
 }
 
+// The model view's grid (Step::heads_grid, layer × head × T × T): one small heatmap per
+// head, side by side as the terminal allows, each cell one shade (rows and columns
+// averaged in blocks when T is long).
 void print_grid(const Trace& trace, const Step& step, const TextOptions& opt, std::ostream& out) {
     static const char* const shades[] = {" ", "░", "▒", "▓", "█"};
     const auto& s = step.tensor.shape;
@@ -286,7 +270,7 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
         out << "    = " << cell(step.tensor, 0, opt.precision >= 4 ? std::max(opt.precision, 8) : opt.precision) << '\n';
         return;
     }
-    if (is_grid(step) && !opt.full) {  // every head of every layer: the grid (--full prints the numbers)
+    if (step.heads_grid && !opt.full) {  // every head of every layer: the grid (--full prints the numbers)
         print_grid(trace, step, opt, out);
         return;
     }
@@ -362,11 +346,11 @@ std::string expansion_line(const Expansion& e, std::size_t label_width, const st
     const bool scalar = !e.terms.empty() && e.terms[0].value.size() == 1;
     auto vec = [&](const std::vector<float>& v) {
         std::string s = "[";
-        for (std::size_t i : shown(v.size(), opt)) s += (s.size() > 1 ? ", " : "") + (i == gap ? "…" : fmt(v[i], precision));
+        for (std::size_t i : shown(v.size(), opt)) s += (s.size() > 1 ? ", " : "") + (i == gap ? "…" : value_text(v[i], precision));
         return s + "]";
     };
     auto factor = [&](float v, bool first) {  // (−0.1234) unless it leads the sum
-        const std::string f = fmt(v, precision);
+        const std::string f = value_text(v, precision);
         return v < 0.0f && !first ? "(" + f + ")" : f;
     };
     const std::string cont = "\n" + indent + std::string(label_width + 1, ' ');
@@ -383,14 +367,14 @@ std::string expansion_line(const Expansion& e, std::size_t label_width, const st
             continue;
         }
         const auto& t = e.terms[i];
-        std::string value = scalar ? fmt(t.value[0], precision) : vec(t.value);
+        std::string value = scalar ? value_text(t.value[0], precision) : vec(t.value);
         if (!t.value_name.empty()) value = "(" + t.value_name + " = " + value + ")";
         else if (scalar && t.value[0] < 0.0f) value = "(" + value + ")";
         s += factor(t.coef, first) + "·" + value;
         first = false;
     }
     s += scalar ? " = " : cont + "= ";
-    s += scalar ? fmt(e.result.at(0), precision) : vec(e.result);
+    s += scalar ? value_text(e.result.at(0), precision) : vec(e.result);
     if (!scalar) return wrap_vectors(s, width(indent), opt.columns);
     if (width(indent) + width(s) <= opt.columns) return s;
     // a long sum of numbers: broken before a " + " or the " = ", continuation lines aligned under the '='
@@ -430,7 +414,7 @@ void print_group(const Trace& trace, const std::vector<const Step*>& group, cons
     }
     if (std::any_of(group.begin(), group.end(), [](const Step* s) { return !s->row_sum.data.empty(); })) {
         std::vector<std::string> sums{"row sum"};
-        for (const Step* s : group) sums.push_back(s->row_sum.data.empty() ? "" : fmt(s->row_sum.data[0], opt.precision));
+        for (const Step* s : group) sums.push_back(s->row_sum.data.empty() ? "" : value_text(s->row_sum.data[0], opt.precision));
         t.rows.push_back(std::move(sums));
     }
     t.print(out, "    ");
@@ -445,8 +429,8 @@ std::string sci(double v) {
 void print_summary(const Step& step, const TextOptions& opt, std::ostream& out) {
     const Summary& s = step.summary;
     const std::vector<std::string> parts = {
-        "min " + fmt(static_cast<float>(s.min), opt.precision), "max " + fmt(static_cast<float>(s.max), opt.precision),
-        "mean " + fmt(static_cast<float>(s.mean), opt.precision), "checksum " + sci(s.checksum),
+        "min " + value_text(static_cast<float>(s.min), opt.precision), "max " + value_text(static_cast<float>(s.max), opt.precision),
+        "mean " + value_text(static_cast<float>(s.mean), opt.precision), "checksum " + sci(s.checksum),
         "(" + std::to_string(s.count) + " values" + (s.non_finite ? ", " + std::to_string(s.non_finite) + " not finite" : "") + ")"};
     std::string line = "    ";  // the parts two spaces apart, a new line where the next would pass the edge
     for (const std::string& part : parts) {
@@ -458,10 +442,9 @@ void print_summary(const Step& step, const TextOptions& opt, std::ostream& out) 
     }
     out << line << '\n';
     if (s.has_row_sums)
-        out << "    row sums " << fmt(static_cast<float>(s.row_sum_min), opt.precision) << " … "
-            << fmt(static_cast<float>(s.row_sum_max), opt.precision) << '\n';
+        out << "    row sums " << value_text(static_cast<float>(s.row_sum_min), opt.precision) << " … "
+            << value_text(static_cast<float>(s.row_sum_max), opt.precision) << '\n';
     print_note("scope", s.scope, opt, out);
-    print_note("note", step.note, opt, out);
 }
 
 void print_timing(const Trace& trace, const TextOptions& opt, std::ostream& out) {
@@ -535,12 +518,8 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
             throw UsageError("--svg-step " + step_id + ": " + (chosen ? "not a token×token or layer×head step, nothing to draw as a heatmap" : "this trace has no such step") +
                              (drawable.empty() ? " (the steps kept hold none)" : " (the steps it can draw:" + drawable + ")"));
         }
-    } else {  // the model view's grid of every head; else the final weights, after dropout if there was one
-        for (const char* id : {"attention_grid", "weights_dropped", "weights"})
-            for (const Step& s : trace.steps)
-                if (!chosen && s.id == id && is_token_matrix(s)) chosen = &s;
-        for (auto it = trace.steps.rbegin(); !chosen && it != trace.steps.rend(); ++it)
-            if (is_token_matrix(*it)) chosen = &*it;
+    } else if (const std::optional<std::size_t> opening = opening_step(trace)) {
+        chosen = &trace.steps[*opening];
     }
     if (!chosen)
         throw UsageError(std::string("--svg draws a token×token step, and this run has none (") +
@@ -568,7 +547,7 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
     const Figure figure = figure_of(trace, step, opt.color_scale, PanelScale::together);
     // The model view's grid: every layer × head, in the order --sort ranked them.
     const std::vector<RankedHead> ranked =
-        is_grid(step) ? grid_order(trace, step.tensor.shape[0], step.tensor.shape[1], opt.precision) : std::vector<RankedHead>{};
+        step.heads_grid ? grid_order(trace, step.tensor.shape[0], step.tensor.shape[1], opt.precision) : std::vector<RankedHead>{};
     std::vector<std::size_t> order = figure.first_batch();
     std::vector<std::string> titles;
     for (std::size_t q = 0; q < order.size(); ++q) {
@@ -609,6 +588,24 @@ std::vector<std::vector<const Step*>> items_of(const Trace& trace, const TextOpt
     return items;
 }
 
+}  // namespace
+
+std::string step_numbers_text(const Trace& trace, const Step& step, const TextOptions& opt) {
+    std::ostringstream out;
+    if (step.summarised) {
+        print_summary(step, opt, out);
+        return out.str();
+    }
+    std::size_t label_width = 0;
+    for (const auto& e : step.expansion) label_width = std::max(label_width, width(e.label));
+    for (std::size_t e : shown(step.expansion.size(), opt))
+        out << "    " << (e == gap ? "…" : expansion_line(step.expansion[e], label_width, "    ", opt)) << '\n';
+    print_tensor(trace, step, opt, out);
+    return out.str();
+}
+
+namespace {
+
 // One item, its steps numbered after `number`; `heading` (if given) receives its heading alone.
 std::string item_text(const Trace& trace, const std::vector<const Step*>& group, std::size_t number, const TextOptions& opt,
                       std::string* heading = nullptr) {
@@ -622,17 +619,8 @@ std::string item_text(const Trace& trace, const std::vector<const Step*>& group,
     } else {
         const Step& step = *group.front();
         print_heading(step, number + 1, opt, head);
-        out << head.str();
-        if (step.summarised) {
-            print_summary(step, opt, out);
-        } else {
-            std::size_t label_width = 0;
-            for (const auto& e : step.expansion) label_width = std::max(label_width, width(e.label));
-            for (std::size_t e : shown(step.expansion.size(), opt))
-                out << "    " << (e == gap ? "…" : expansion_line(step.expansion[e], label_width, "    ", opt)) << '\n';
-            print_tensor(trace, step, opt, out);
-            print_note("note", step.note, opt, out);
-        }
+        out << head.str() << step_numbers_text(trace, step, opt);
+        print_note("note", step.note, opt, out);
     }
     if (heading) *heading = head.str();
     return out.str();

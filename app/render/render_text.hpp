@@ -10,33 +10,18 @@
 
 #include "attnwalk/trace.hpp"
 #include "section.hpp"
+#include "style.hpp"
 
 namespace attnwalk::app {
-
-enum class Palette { none, ansi256, truecolor };  // none: Unicode shade blocks
-// How heatmap values map to colours (--color-scale), in the terminal and the SVG alike:
-// automatic picks per figure (weights on 0…1, or each row on its own scale when cells are
-// too many to print numbers in; values of both signs symmetric about 0; else min…max).
-enum class ColorScale { automatic, range, each, unit, symmetric, row };
-
-struct TextOptions {
-    int precision = 4;
-    bool show_weights = false;  // parameter steps (W_query, ...) are hidden unless asked for
-    bool torch = false;         // --format torch: tensors as PyTorch prints them
-    bool full = false;          // --full: no elision of long axes
-    bool heatmap = true;        // draw token×token steps as heatmaps under their numbers
-    std::size_t fit_rows = 0;   // --compact: the rows the view fits (two screens), by leaving out, in turn, the heatmaps
-                                // before the last token×token step's, that one, the notes past their first sentence, the notes
-    Palette palette = Palette::none;
-    ColorScale color_scale = ColorScale::automatic;
-    std::size_t columns = 80;   // terminal width the heatmaps fit into
-    std::size_t lines = 0;      // terminal height the heatmaps fit into (0: unknown, 40 rows at most)
-};
 
 // Called before each item of the text view (a step, or steps shown side by side): its
 // index and how many there are. Returning false stops the output there.
 using BeforeItem = std::function<bool(std::size_t item, std::size_t items)>;
 void render_text(const Trace& trace, const TextOptions& options, std::ostream& out, const BeforeItem& before_item = {});
+// A step's numbers as the text view prints them, without its heading and note: its
+// written-out sums and its tensor, or its statistics when it is a summary (what the page
+// shows of a step it draws no heatmap of, and of a written-out cell's steps).
+std::string step_numbers_text(const Trace& trace, const Step& step, const TextOptions& options);
 // --svg: the heatmap of a token×token step, one panel per head of batch element 0: the
 // step `step_id` (--svg-step), or the final weights (weights_dropped, else weights, else
 // the last token×token step). Throws UsageError when there is none (e.g. with --query).

@@ -1,11 +1,15 @@
-// The renderers of app/: --format torch against PyTorch's own repr().
+// The renderers of app/: --format torch against PyTorch's own repr(); the page draws what
+// the trace holds; one value prints the same in every view.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "render/explore.hpp"
 #include "render/figure.hpp"
+#include "render/render_html.hpp"
 #include "render/text.hpp"
 #include "render/render_json.hpp"
 #include "render/render_text.hpp"
@@ -22,9 +26,119 @@ attnwalk::Tensor tensor_of(const nlohmann::json& j) {
     return t;
 }
 
+// The JSON document of the page's script element `id` ('<' is written \u003c in it).
+nlohmann::json page_json(const std::string& page, const std::string& id) {
+    const std::string open = "<script type=\"application/json\" id=\"" + id + "\">";
+    const std::size_t from = page.find(open);
+    REQUIRE(from != std::string::npos);
+    const std::size_t begin = from + open.size(), end = page.find("</script>", begin);
+    REQUIRE(end != std::string::npos);
+    return nlohmann::json::parse(page.substr(begin, end - begin));
+}
+
+// Three tokens; scores of two heads with the causal mask (−∞ above the diagonal), a NaN, a
+// value past 1e10 and values that round at the fourth decimal; the weights of one head.
+attnwalk::Trace small_trace() {
+    attnwalk::Trace trace;
+    trace.command = "test";
+    trace.tokens = {"Your", "<b>journey", "starts"};
+    const float inf = std::numeric_limits<float>::infinity();
+    attnwalk::Step scores;
+    scores.id = "scores";
+    scores.tensor.shape = {2, 3, 3};
+    scores.tensor.data = {0.12345f, -inf, -inf, 1.5f, -2.00005f, -inf, std::nanf(""), 3.4e10f, 0.99995f,
+                          -0.5f, -inf, -inf, 2.25f, 7.0f, -inf, 0.0f, -1e-5f, 12.345678f};
+    scores.axes = {attnwalk::Axis::head, attnwalk::Axis::token, attnwalk::Axis::token};
+    scores.mask = attnwalk::CellMask{};
+    scores.may_be_non_finite = true;
+    trace.steps.push_back(scores);
+    attnwalk::Step weights;
+    weights.id = "weights";
+    weights.tensor.shape = {3, 3};
+    weights.tensor.data = {1.0f, 0.0f, 0.0f, 0.123456f, 0.876544f, 0.0f, 0.2f, 0.3f, 0.5f};
+    weights.axes = {attnwalk::Axis::token, attnwalk::Axis::token};
+    weights.row_sum.shape = {3};
+    weights.row_sum.data = {1.0f, 1.0f, 1.0f};
+    trace.steps.push_back(weights);
+    return trace;
+}
+
 }  // namespace
 
 TEST_SUITE("render") {
+    TEST_CASE("render.the_pages_cells_and_labels_are_the_traces") {
+        using namespace attnwalk::app;
+        const attnwalk::Trace trace = small_trace();
+        for (int precision : {4, 6}) {
+            CAPTURE(precision);
+            const std::string page = html_of(trace, ColorScale::automatic, precision);
+            const auto doc = page_json(page, "figures");
+            REQUIRE(doc.at("steps").size() == trace.steps.size());
+            CHECK(doc.at("start") == 1);  // the weights, as --svg and the explorer open on
+            for (std::size_t i = 0; i < trace.steps.size(); ++i) {
+                CAPTURE(i);
+                const auto& page_figure = doc.at("steps").at(i);
+                const Figure f = figure_of(trace, i, ColorScale::automatic);
+                CHECK(page_figure.at("step") == i);
+                CHECK(page_figure.at("row_labels") == f.row_labels);
+                CHECK(page_figure.at("col_labels") == f.col_labels);
+                CHECK(page_figure.at("row_labels").at(1) == "<b>journey");  // the trace's token, as it is
+                for (std::size_t p = 0; p < f.panels; ++p)
+                    for (std::size_t r = 0; r < f.rows; ++r)
+                        for (std::size_t c = 0; c < f.cols; ++c) {
+                            const std::size_t k = r * f.cols + c;
+                            const float v = trace.steps[i].tensor.data[(p * f.rows + r) * f.cols + c];
+                            const auto& cells = page_figure.at("cells").at(p);
+                            CHECK(cells.at("text").at(k) == value_text(v, precision));
+                            CHECK((cells.at("colour").at(k) == -1) == f.hidden(p, r, c));  // masked: not coloured
+                        }
+            }
+            const auto& scores = doc.at("steps").at(0);
+            CHECK(scores.at("cells").at(0).at("text").at(1) == "-inf");  // as the --json writer and the text view write it
+            CHECK(scores.at("cells").at(0).at("text").at(6) == "nan");
+            CHECK(scores.at("cells").at(0).at("text").at(7) == value_text(3.4e10f, precision));  // scientific, as in the text view
+            CHECK(scores.at("titles") == nlohmann::json::array({"head 1", "head 2"}));
+            CHECK(scores.at("row_names").at(2) == "query 3 “starts”");
+            CHECK(scores.at("col_names").at(0) == "key 1 “Your”");
+        }
+        // The script draws: no number is formatted and no scale worked out in it.
+        const std::string page = html_of(trace);
+        for (const char* computes : {"toFixed", "toExponential", "toPrecision", "Math.abs", "first_row", "f.lo[", "row_top"})
+            CHECK_MESSAGE(page.find(computes) == std::string::npos, computes);
+    }
+
+    TEST_CASE("render.a_value_prints_the_same_in_text_svg_page_and_explorer") {
+        using namespace attnwalk::app;
+        attnwalk::Trace trace = small_trace();
+        trace.steps.erase(trace.steps.begin());  // the weights alone: what --svg draws
+        for (int precision : {4, 6}) {
+            CAPTURE(precision);
+            TextOptions options;
+            options.precision = precision;
+            std::ostringstream text;
+            render_text(trace, options, text);
+            const std::string svg = svg_of_weights(trace, options);
+            const auto cells = page_json(html_of(trace, ColorScale::automatic, precision), "figures").at("steps").at(0).at("cells").at(0);
+            const Figure figure = figure_of(trace, 0, ColorScale::automatic, PanelScale::apart);
+            for (std::size_t k = 0; k < 9; ++k) {
+                const std::string written = value_text(trace.steps[0].tensor.data[k], precision);
+                CAPTURE(written);
+                CHECK(cells.at("text").at(k) == written);
+                ExploreView cursor;
+                cursor.row = k / 3;
+                cursor.col = k % 3;
+                const auto lines = panel_lines(trace, figure, cursor, 60, precision);
+                CHECK(std::find(lines.begin(), lines.end(), "> weights  " + written) != lines.end());  // the cell in each step
+                CHECK(text.str().find(" " + written) != std::string::npos);
+                CHECK(svg.find(": " + written + "</title>") != std::string::npos);  // the cell's hover text
+                CHECK(svg.find(">" + written + "</text>") != std::string::npos);    // the number in the cell
+            }
+        }
+        CHECK(value_text(0.123456f, 4) == "0.1235");
+        CHECK(value_text(3.4e38f, 4) == "3.4000e+38");
+    }
+
+
     TEST_CASE("render.torch_repr_matches_pytorch") {
         const auto golden = nlohmann::json::parse(test::read_file(test::source_path("tests/golden/torch_repr.json")));
         for (const auto& g : golden.at("tensors")) {

@@ -101,6 +101,8 @@ struct Step {
     double seconds = 0.0;               // wall time spent computing and recording this step
     std::optional<CellMask> mask;       // a token×token step after the mask
     std::optional<std::size_t> query;   // a step of one query's row (kvcache's stepN.*): that query's position
+    bool heads_grid = false;            // every layer's and head's attention weights (layer × head × query × key,
+                                        // the model view): drawn as a grid of heads, and the drawings open on it
     bool summarised = false;            // a summary: `summary` holds the statistics; tensor.data is empty
                                         // except for the final step
     Summary summary;

@@ -29,6 +29,7 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
     const std::size_t L = info.layers, H = info.heads;
     rec.mask_from_here(CellMask{});
     Step& g = rec.add("attention_grid", "Every head of every layer", "A[layer, head]", grid, {Axis::layer, Axis::head, Axis::token, Axis::token});
+    g.heads_grid = true;
     rec.mask_from_here(std::nullopt);
     std::string sliding, global;  // Gemma 3: local (sliding-window) and global layers
     std::size_t window = 0;

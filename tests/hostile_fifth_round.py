@@ -19,9 +19,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from hostile_fourth_round import Round as FourthRound, both, equals_run, never_says, run, says  # noqa: E402
+from hostile_fourth_round import Round as FourthRound, both, equals_run, never_says, says  # noqa: E402
 import hostile_fourth_round  # noqa: E402
-from hostile_model_path import ERROR, RESULT, ROOT, digest, report, verdict  # noqa: E402
+from hostile_model_path import ERROR, RESULT  # noqa: E402
 
 
 def steps_of(out):
@@ -172,19 +172,7 @@ def main():
             for c in r.cases:
                 print(f"{c['klass']}: {c['name']} -> {c['expect']}")
             return 0
-        before = digest([ROOT / "tests" / "data", ROOT / "data"])
-        failures, counts = [], {}
-        for c in r.cases:
-            counts[c["klass"]] = counts.get(c["klass"], 0) + 1
-            code, out, err = run(c["args"], c["env"], c["cwd"])
-            why = verdict(code, err, c["expect"])
-            if not why and c["check"]:
-                why = c["check"](code, out, err)
-            if why:
-                failures.append(f"{c['klass']}: {c['name']}: {why}")
-        after = digest([ROOT / "tests" / "data", ROOT / "data"])
-        changed = [p for p in before if after.get(p) != before[p]]
-        return report(counts, len(r.cases), failures, changed)
+        return hostile_fourth_round.run_cases(r.cases)
 
 
 if __name__ == "__main__":

@@ -417,29 +417,34 @@ def main():
             for c in r.cases:
                 print(f"{c['klass']}: {c['name']} -> {c['expect']}")
             return 0
-        before = digest([ROOT / "tests" / "data", ROOT / "data"])
-        failures, counts = [], {}
-        for c in r.cases:
-            counts[c["klass"]] = counts.get(c["klass"], 0) + 1
-            if c["name"].startswith("-i a pipe with a writer"):  # its stdin is the writer
-                proc = subprocess.run([BINARY] + c["args"], input=json.dumps({"embeddings": [[1, 2], [3, 4]]}).encode(),
-                                      capture_output=True, timeout=20, cwd=c["cwd"])
-                code, out, err = proc.returncode, proc.stdout.decode(), proc.stderr.decode()
-            elif c["stdout_file"]:
-                with open(c["stdout_file"], "wb") as sink:
-                    code, out, err = run(c["args"], c["env"], c["cwd"], stdout=sink)
-            else:
-                code, out, err = run(c["args"], c["env"], c["cwd"])
-            why = verdict(code, err, c["expect"])
-            if not why and c["check"]:
-                why = c["check"](code, out, err)
-            if c["after"]:  # always: it also puts back what a failing binary broke
-                why = c["after"]() or why
-            if why:
-                failures.append(f"{c['klass']}: {c['name']}: {why}")
-        after = digest([ROOT / "tests" / "data", ROOT / "data"])
-        changed = [p for p in before if after.get(p) != before[p]]
-        return report(counts, len(r.cases), failures, changed)
+        return run_cases(r.cases)
+
+
+def run_cases(cases):
+    """Runs every case, checks how it ended and what it printed, and reports (the exit code)."""
+    before = digest([ROOT / "tests" / "data", ROOT / "data"])
+    failures, counts = [], {}
+    for c in cases:
+        counts[c["klass"]] = counts.get(c["klass"], 0) + 1
+        if c["name"].startswith("-i a pipe with a writer"):  # its stdin is the writer
+            proc = subprocess.run([BINARY] + c["args"], input=json.dumps({"embeddings": [[1, 2], [3, 4]]}).encode(),
+                                  capture_output=True, timeout=20, cwd=c["cwd"])
+            code, out, err = proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+        elif c["stdout_file"]:
+            with open(c["stdout_file"], "wb") as sink:
+                code, out, err = run(c["args"], c["env"], c["cwd"], stdout=sink)
+        else:
+            code, out, err = run(c["args"], c["env"], c["cwd"])
+        why = verdict(code, err, c["expect"])
+        if not why and c["check"]:
+            why = c["check"](code, out, err)
+        if c["after"]:  # always: it also puts back what a failing binary broke
+            why = c["after"]() or why
+        if why:
+            failures.append(f"{c['klass']}: {c['name']}: {why}")
+    after = digest([ROOT / "tests" / "data", ROOT / "data"])
+    changed = [p for p in before if after.get(p) != before[p]]
+    return report(counts, len(cases), failures, changed)
 
 if __name__ == "__main__":
     sys.exit(main())

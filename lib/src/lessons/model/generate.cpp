@@ -14,7 +14,7 @@ void record_candidates(Recorder& rec, const ModelSpec& spec, const Mat& logits, 
     const Words words = words_of(config);
     const std::string head = config.tied_head ? words.embed : short_name(config.family->names.head);  // the token embeddings, or the file's own head
     const Summary ls = summary_of(logits);
-    rec.add_summary("logits", "The logits of the next token (last position × " + head + "ᵀ)", "logits = " + words.final_norm + "(x)_T·" + head + "ᵀ", {V}, 1,
+    rec.add_summary("logits", "The logits of the next token (last position × " + head + "ᵀ)", "logits = " + words.final_norm + "(x)_T·" + head + "ᵀ" + words.logit_scale, {V}, 1,
                     {Axis::feature}, ls, false);
     const std::vector<double> p = token_probabilities(logits.data(), V, spec.temperature);
     const std::vector<std::size_t> order = top_k(p, spec.top_k);

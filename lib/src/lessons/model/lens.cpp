@@ -32,7 +32,7 @@ void record_logit_lens(Recorder& rec, const ModelSpec& spec, const DecoderWeight
     std::vector<std::string> depths{"embeddings"};
     for (std::size_t k = 1; k < K; ++k) depths.push_back("layer " + std::to_string(k));
     const Words words = words_of(c, &w);
-    const std::string through = words.final_norm + "(x_l)·" + (c.tied_head ? words.embed : short_name(c.family->names.head)) + "ᵀ";
+    const std::string through = words.final_norm + "(x_l)·" + (c.tied_head ? words.embed : short_name(c.family->names.head)) + "ᵀ" + words.logit_scale;
     Step& ids = rec.add_plain("lens_top_ids", "The logit lens: each position's top token, layer by layer", "argmax softmax(" + through + ")",
                               integer_tensor(top, {T, K}), {Axis::token, Axis::layer});
     ids.labels = depths;

@@ -66,6 +66,7 @@ struct Words {
     std::string mlp_hidden_title, mlp_hidden, mlp;
     std::string mlp_experts;  // a layer with a mixture of experts: its output
     std::string scale;  // what the scores are divided by, when not √d_h
+    std::string logit_scale;  // " · 0.0625 (logit_scale)": what the logits are multiplied by, when they are
 };
 
 Words words_of(const DecoderConfig& c, const DecoderWeights* weights = nullptr);

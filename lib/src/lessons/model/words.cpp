@@ -62,6 +62,7 @@ Words words_of(const DecoderConfig& c, const DecoderWeights* weights) {
     w.mlp = "hidden·" + weight_symbol(m.down) + w.t + (bias ? " + b_" + weight_symbol(m.down).substr(2) : "");
     const bool shared = weights && std::any_of(weights->blocks.begin(), weights->blocks.end(), [](const BlockWeights& b) { return b.moe && b.moe->shared; });
     w.mlp_experts = "Σ_(e chosen) weight_e · expert_e(" + in + ")" + (shared ? " + shared(" + in + ")" : "");  // a mixture of experts
+    if (c.logit_scale) w.logit_scale = " · " + format_number(*c.logit_scale) + " (" + f.fields.logit_scale + ")";
     if (c.attention_scale) w.scale = format_number(*c.attention_scale) + " (√" + h.scale_field + ")";
     const float plain = 1.0f / std::sqrt(static_cast<float>(c.head_size()));
     if (c.latent_scaling && *c.latent_scaling != plain)  // DeepSeek-V3 with YaRN: (d_nope + d_rope)^(−1/2) × mscale²

@@ -3,6 +3,7 @@
 #include "help.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -228,11 +229,21 @@ Embeddings prepare_input(const Shell& s, const std::function<Cost(const InputSha
     // would take half the budget, before reading it.
     std::error_code ec;
     const std::string file = input_file(s);
-    const auto text_bytes = !s.preloaded && !file.empty() && file != "-" ? std::filesystem::file_size(file, ec) : 0;
+    std::uintmax_t text_bytes = !s.preloaded && !file.empty() && file != "-" ? std::filesystem::file_size(file, ec) : 0;
     // a .npy holds its bytes and then float32 numbers: float16 ones take twice the file again
-    const double times = !ec && text_bytes > 0 && starts_as_npy(file) ? 3.0 : 2.0;
+    bool npy = !ec && text_bytes > 0 && starts_as_npy(file);
+    if (!s.preloaded && file == "-") {  // standard input from a regular file: its size is known before reading it too
+        struct stat in {};
+        const off_t at = ::lseek(STDIN_FILENO, 0, SEEK_CUR);
+        if (::fstat(STDIN_FILENO, &in) == 0 && S_ISREG(in.st_mode) && at >= 0 && in.st_size > at) {
+            text_bytes = static_cast<std::uintmax_t>(in.st_size - at);
+            std::string head(6, '\0');
+            npy = ::pread(STDIN_FILENO, head.data(), head.size(), at) == 6 && is_npy(head);
+        }
+    }
+    const double times = npy ? 3.0 : 2.0;
     if (!ec && times * static_cast<double>(text_bytes) > budget)
-        throw UsageError("reading " + file + " (" + bytes_text(static_cast<double>(text_bytes)) +
+        throw UsageError("reading " + (file == "-" ? std::string("standard input") : file) + " (" + bytes_text(static_cast<double>(text_bytes)) +
                          ") would take more than --max-memory " + bytes_text(budget) + " (raise --max-memory)");
     const Embeddings input = s.preloaded         ? *s.preloaded
                              : s.sentence        ? embed_text(*s.sentence, load_vocab(user_path(*s.vocab)), "--text")

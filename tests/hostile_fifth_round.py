@@ -2,7 +2,7 @@
 """The fifth hostile round (docs/robustness.md, "The fifth round"): files written through a
 link in --npy's folder; rotations and windows applied where the model has none; a choice
 bias that is not a number; a RoPE type that is not a name; subnormal numbers in config.json;
-the line that says where a file was written, with escapes in its name; values named where they stand.
+the line that says where a file was written, with escapes in its name; values named where they stand; a regular file on standard input counted before it is read.
 
 Each case runs the real binary and must end as its class says (an error: exit 1 or 2 and
 one line starting "attnwalk: error:"; or a result: exit 0), never by a signal or a hang,
@@ -36,6 +36,19 @@ class Round(FourthRound):
         self.subnormals()
         self.wrote_lines()
         self.named_where_they_stand()
+        self.counted_before_read()
+
+    # 7 ---- memory counted before the input is read ---------------------------------------------------------
+    def counted_before_read(self):
+        n = 600 * 1000  # 2.4 MB of float32 numbers: more than half of --max-memory 4M
+        header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, 16), }" % (n // 16)
+        header += " " * (64 - (10 + len(header) + 1) % 64) + "\n"
+        big = self.work / "big.npy"
+        big.write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + bytes(4 * n))
+        self.add("counted before read", "-i - with a regular file of 2.4 MB on standard input, --max-memory 4M", ["scores", "-i", "-", "--query", "1", "--max-memory", "4M"],
+                 ERROR, check=says("reading standard input", "--max-memory"), stdin_file=big)
+        self.add("counted before read", "-i FILE of 2.4 MB, --max-memory 4M", ["scores", "-i", str(big), "--query", "1", "--max-memory", "4M"],
+                 ERROR, check=says("reading", "big.npy", "--max-memory"))
 
     # 6 ---- each value named where it stands ------------------------------------------------------------
     def named_where_they_stand(self):

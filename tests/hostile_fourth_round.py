@@ -32,11 +32,11 @@ SYSTEM_LINKS = {"/dev/stdout": "/proc/self/fd/1", "/dev/stderr": "/proc/self/fd/
 BINARY = None
 
 
-def run(args, env=None, cwd=None, stdout=None):
-    """(exit code or "hang", stdout, stderr) of the binary on `args`."""
+def run(args, env=None, cwd=None, stdout=None, stdin=None):
+    """(exit code or "hang", stdout, stderr) of the binary on `args` (stdin: an open file, else none)."""
     full_env = dict(os.environ, **(env or {}))
     out_target = subprocess.PIPE if stdout is None else stdout
-    proc = subprocess.Popen([BINARY] + args, stdin=subprocess.DEVNULL, stdout=out_target, stderr=subprocess.PIPE,
+    proc = subprocess.Popen([BINARY] + args, stdin=subprocess.DEVNULL if stdin is None else stdin, stdout=out_target, stderr=subprocess.PIPE,
                             env=full_env, cwd=cwd)
     try:
         out, err = proc.communicate(timeout=20)
@@ -97,9 +97,9 @@ class Round:
         self.cases = []
         self.n = 0
 
-    def add(self, klass, name, args, expect, check=None, env=None, cwd=None, stdout_file=None, after=None):
+    def add(self, klass, name, args, expect, check=None, env=None, cwd=None, stdout_file=None, after=None, stdin_file=None):
         self.cases.append(dict(klass=klass, name=name, args=args, expect=expect, check=check, env=env, cwd=cwd or self.work,  # a stray file lands here
-                               stdout_file=stdout_file, after=after))
+                               stdout_file=stdout_file, after=after, stdin_file=stdin_file))
 
     def folder(self, family="tiny_qwen3"):
         self.n += 1
@@ -433,6 +433,9 @@ def run_cases(cases):
         elif c["stdout_file"]:
             with open(c["stdout_file"], "wb") as sink:
                 code, out, err = run(c["args"], c["env"], c["cwd"], stdout=sink)
+        elif c.get("stdin_file"):
+            with open(c["stdin_file"], "rb") as source:
+                code, out, err = run(c["args"], c["env"], c["cwd"], stdin=source)
         else:
             code, out, err = run(c["args"], c["env"], c["cwd"])
         why = verdict(code, err, c["expect"])

@@ -123,6 +123,8 @@ TEST_SUITE("contract") {
             add(f->heads.scale_field);
             add(f->layers.sliding_rope_base);
             add(f->layers.no_rope_layers);
+            add(f->layers.no_rope_interval);
+            add(f->layers.windows_flag);
             for (const std::string& a : f->dense.activation_fields) add(a);
             for (const std::string* s : {&f->latent.query_rank, &f->latent.rank, &f->latent.nope, &f->latent.rope, &f->latent.value, &f->latent.interleave})
                 add(*s);
@@ -140,16 +142,15 @@ TEST_SUITE("contract") {
             add(f->fields.nested);
             for (const std::string& r : f->fields.refused_true) add(r);
         }
+        // and what the kinds read by a name of their own (blocks/layers.cpp plans the decoder's layers: its fields are every family's)
         const std::regex read(R"re(cfg\.(count|number|flag|text|get|at)\("([A-Za-z_]+)")re");
-        std::set<std::string> decoders;  // the decoder's own fields
-        for (const auto& entry : fs::recursive_directory_iterator(test::source_path("lib/src/model"))) {
-            if (!entry.is_regular_file() || entry.path().parent_path().filename() == "families") continue;
+        for (const auto& entry : fs::directory_iterator(test::source_path("lib/src/model/blocks"))) {
+            if (entry.path().filename() == "layers.cpp") continue;
             const std::string text = test::read_file(entry.path().string());
-            const bool kind = entry.path().parent_path().filename() == "blocks" && entry.path().filename() != "layers.cpp";
-            for (auto m = std::sregex_iterator(text.begin(), text.end(), read); m != std::sregex_iterator(); ++m)
-                (kind ? fields : decoders).insert((*m)[2].str());
+            for (auto m = std::sregex_iterator(text.begin(), text.end(), read); m != std::sregex_iterator(); ++m) fields.insert((*m)[2].str());
         }
-        for (const std::string& d : decoders) fields.erase(d);
+        // the decoder's own fields a kind names in its messages (intermediate_size: the MLP's, and gpt-oss's experts')
+        for (const char* shared : {"attention_bias", "num_key_value_heads", "rope_scaling", "intermediate_size"}) fields.erase(shared);
         REQUIRE(fields.count("kv_lora_rank"));
         REQUIRE(fields.count("linear_num_key_heads"));
         REQUIRE(fields.count("routed_scaling_factor"));
@@ -180,6 +181,12 @@ TEST_SUITE("contract") {
             }
         CHECK(files > 20);
         CHECK_MESSAGE(found.empty(), "a kind's config.json field named outside families/ and blocks/ (read it from the spec):\n" << found);
+        // nor do the loader and the decoder read a kind's part of the spec: they name the kind, it reads its part
+        const std::regex part(R"(\bf(amily)?\s*(\.|->)\s*(heads|latent|deltanet|dense|experts|layers)\b)");
+        std::size_t core = 0;
+        const std::string reads = lines_matching({"lib/src/model/loader.cpp", "lib/src/model/decoder.cpp"}, part, true, core);
+        CHECK(core == 2);
+        CHECK_MESSAGE(reads.empty(), "the loader or the decoder reads a kind's part of the spec (leave it to the kind, lib/src/model/blocks/):\n" << reads);
     }
 
     TEST_CASE("contract.no_child_processes") {

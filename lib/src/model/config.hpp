@@ -26,9 +26,9 @@ public:
     ConfigFile(std::string file, json_input::Value doc, std::string root = "$");
     const std::string& file() const { return file_; }
     const std::string& root() const { return root_; }
-    std::string at(const std::string& key) const { return root_ + "." + key; }  // a field's path, for messages
-    // The path of the field where it lies: here, or in the object this one falls back on.
-    std::string where(const std::string& key) const;
+    // A field's path, for messages: where it lies, here or in the object this one falls back on
+    // (a plain key; a path inside a field, "rope_scaling.factor" or "layer_types[2]", is here).
+    std::string at(const std::string& key) const;
     // The object `key` as a ConfigFile of its own (its fields noted as key.field), or null
     // when absent. A field it lacks is looked up here (a multimodal checkpoint keeps
     // tie_word_embeddings at the top).

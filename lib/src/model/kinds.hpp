@@ -2,7 +2,8 @@
 // each is one file of blocks/: what it reads of config.json (once for the model), what it
 // reads of the checkpoint (layer by layer, through the Reader) and its call into ops/ in the
 // forward, handing the tap what it made. The loader and the decoder name a kind, never a
-// kind's field or tensor; blocks/ implement this header and include nothing else of model/'s
+// kind's own field or tensor (the loader reads the decoder's: sizes, norms, biases, the
+// tied head, and hands attention_bias to the attention kinds); blocks/ implement this header and include nothing else of model/'s
 // sources but config.hpp and reader.hpp. Internal to lib/src/model/.
 //
 //   layers.cpp    each layer's kinds, window and RoPE (layer_types, the family's pattern)

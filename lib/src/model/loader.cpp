@@ -2,8 +2,9 @@
 // (model/family.hpp). config.json says the family (model_type) and the sizes; the
 // weights are model.safetensors or the shards model.safetensors.index.json names; each
 // tensor is found by the spec's names and read where it lies (F32) or widened as used
-// (BF16, F16). No family is named here, nor any kind's field or tensor: everything that
-// differs is in the spec, and each kind of block reads its own part (blocks/).
+// (BF16, F16). No family is named here, nor any kind's own field or tensor (the decoder's
+// fields are read here: sizes, norms, biases, the tied head): everything that differs is in
+// the spec, and each kind of block reads its own part (blocks/).
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -73,16 +74,17 @@ const Value* ConfigFile::get(const std::string& key) {
     return v && v->type != Value::Type::null ? v : nullptr;
 }
 
-std::string ConfigFile::where(const std::string& key) const {
-    const Value* v = doc_.find(key);
-    if ((!v || v->type == Value::Type::null) && parent_) return parent_->where(key);
-    return at(key);
+std::string ConfigFile::at(const std::string& key) const {
+    const bool plain = key.find_first_of(".[") == std::string::npos;
+    const Value* v = plain ? doc_.find(key) : nullptr;
+    if (plain && (!v || v->type == Value::Type::null) && parent_ && parent_->doc_.find(key)) return parent_->at(key);
+    return root_ + "." + key;
 }
 
 std::string ConfigFile::text(const std::string& key) {
     const Value* v = get(key);
     if (!v) throw InputError(file_, root_, "missing \"" + key + "\"");
-    if (v->type != Value::Type::string) throw InputError(file_, where(key), "expected a string, got " + json_input::type_name(*v));
+    if (v->type != Value::Type::string) throw InputError(file_, at(key), "expected a string, got " + json_input::type_name(*v));
     return v->string;
 }
 
@@ -92,7 +94,7 @@ double ConfigFile::number(const std::string& key, std::optional<double> fallback
         if (fallback) return *fallback;
         throw InputError(file_, root_, "missing \"" + key + "\"");
     }
-    return number_of(*v, where(key));
+    return number_of(*v, at(key));
 }
 
 double ConfigFile::number_of(const Value& v, const std::string& path) const {
@@ -113,14 +115,14 @@ std::size_t ConfigFile::count(const std::string& key, std::optional<std::size_t>
         throw InputError(file_, root_, "missing \"" + key + "\"");
     }
     if (v->type != Value::Type::number || v->number != std::floor(v->number) || v->number < static_cast<double>(least) || v->number > 1e9)
-        throw InputError(file_, where(key), "expected a whole number from " + std::to_string(least) + " to 10^9, got " + value_text(*v, true));
+        throw InputError(file_, at(key), "expected a whole number from " + std::to_string(least) + " to 10^9, got " + value_text(*v, true));
     return static_cast<std::size_t>(v->number);
 }
 
 bool ConfigFile::flag(const std::string& key, bool fallback) {
     const Value* v = get(key);
     if (!v) return fallback;
-    if (v->type != Value::Type::boolean) throw InputError(file_, where(key), "expected true or false, got " + value_text(*v, true));
+    if (v->type != Value::Type::boolean) throw InputError(file_, at(key), "expected true or false, got " + value_text(*v, true));
     return v->boolean;
 }
 

@@ -6,14 +6,16 @@
 // intermediate to a tap (an observer), which a lesson turns into steps.
 //
 //   ids (T) -> x = embed[ids] (× embed_scale) (+ positions[p0 : p0+T], learned)   (1,T,C)
-//   per block:  a = norm_1(x) (or x: post-norm); y = attention(a)   (the one forward,
-//                                  ops/attention.hpp: GQA, QK-norm, RoPE, a window;
-//                                  or latent attention, ops/latent_attention.hpp: MLA)
+//   per block:  a = norm_1(x) (or x: post-norm); y = attention(a), by the layer's kind:
+//                                  heads (ops/attention.hpp: GQA, QK-norm, RoPE, a window),
+//                                  latent attention (ops/latent_attention.hpp: MLA), or
+//                                  Gated DeltaNet (ops/gated_deltanet.hpp: a state)
 //               x = x + attention_norm(y)         (a norm after the attention; else y)
-//               m = norm_2(x) (or x); z = down(act(up(m))), gated: down(act(gate(m)) ⊙ up(m)),
+//               m = norm_2(x) (or x; a parallel block: a, what the attention read);
+//               z = down(act(up(m))), gated: down(act(gate(m)) ⊙ up(m)),
 //                                  or a mixture of experts (ops/moe.hpp)
 //               x = x + mlp_norm(z)               (a norm after the MLP; else z)
-//   final norm (1,T,C); logits of the last position = head·x_T           (1,V)
+//   final norm (1,T,C); logits of the last position = head·x_T (× logit_scale)   (1,V)
 #pragma once
 
 #include <algorithm>

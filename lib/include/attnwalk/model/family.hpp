@@ -100,6 +100,8 @@ struct LayersPart {
     std::string sliding_rope_base;               // a sliding layer's own base (Gemma 3: rope_local_base_freq)
     double sliding_rope_base_default = 10000.0;
     std::string no_rope_layers;                  // a list, 0 where a layer applies no RoPE (SmolLM3)
+    std::string no_rope_interval;                // without that list: every n-th layer applies none (SmolLM3's no_rope_layer_interval, 4)
+    std::optional<std::size_t> window_default;   // sliding_window when config.json has none (Cohere 2: 4096)
 };
 
 // Latent attention, MLA (blocks/latent.cpp): its projections and norms, and the fields that

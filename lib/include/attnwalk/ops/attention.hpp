@@ -139,7 +139,8 @@ double yarn_mscale(double scale, double m = 1.0);
 
 // RoPE's tables for positions p0 .. p0+T−1 over the d rotated features (even; d_h, or
 // rotary_dim of a partial rotary): the half-split form of the Llama reference code and of
-// Hugging Face's checkpoints (x_i pairs with x_{i+d/2}).
+// Hugging Face's checkpoints (x_i pairs with x_{i+d/2}), or, interleaved, Cohere's (x_2i with
+// x_2i+1).
 struct Rope {
     Vec inv_freq;      // (d/2)  base^(−2i/d), rescaled
     Mat angles;        // (T,d)  position · inv_freq, the d/2 angles repeated twice (interleaved: each twice in a row)

@@ -3,7 +3,7 @@
 // sliding window, only the last W kept. Or as StreamingLLM's StartRecentKVCache keeps
 // them: the first `start` tokens and the most recent ones, the tokens between evicted
 // (make_room); the caller then stores the keys before RoPE and rotates them at their
-// place in the cache (model/decoder.cpp).
+// place in the cache (model/blocks/heads.cpp).
 //
 //   keys, values (B,G,L,d_h): L = the tokens kept, the oldest at position first()
 #pragma once

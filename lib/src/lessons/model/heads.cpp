@@ -34,9 +34,14 @@ void PromptTap::attention(std::size_t l, const Forward& f) {
         const std::string H = std::to_string(f.heads), G = std::to_string(f.kv_heads), d = std::to_string(f.d_h);
         Step& q = rec_.add("queries", "Layer " + std::to_string(l + 1) + ": queries (" + short_name(n.query) + ": " + H + " heads of " + d + ")", qf, f.q,
                            tokens_features);
-        if (config_.positions == PositionKind::rope && !la.rope)
-            q.note = "This layer applies no RoPE (" + config_.family->layers.no_rope_layers +
+        if (config_.positions == PositionKind::rope && !la.rope) {
+            const LayersPart& lp = config_.family->layers;
+            const std::string why = lp.rope_on_sliding_only && !la.window ? "a full-attention layer: this family rotates only its sliding-window layers"
+                                    : !lp.no_rope_layers.empty()        ? lp.no_rope_layers
+                                                                        : "its partial_rotary_factor turns no feature";
+            q.note = "This layer applies no RoPE (" + why +
                      "): its queries and keys are not rotated, so its scores see no positions; the causal mask alone orders the tokens.";
+        }
         Step& k = rec_.add("keys", "Keys (" + short_name(n.key) + ": " + G + " key/value head" + (f.kv_heads == 1 ? "" : "s") + " of " + d + ")", kf,
                            f.k, tokens_features);
         if (f.kv_heads < f.heads)

@@ -60,6 +60,7 @@ struct Words {
     const FamilySpec* family = nullptr;
     bool fused = false;  // one fused Q | K | V tensor (c_attn)
     bool pre = true, post = false;  // norms before the sublayers, after them
+    bool parallel = false;          // the attention and the MLP both read the norm of the layer's input
     std::string embed, norm, norm_1, norm_2, post_attention, post_mlp, out, final_norm, fused_qkv;
     std::string n1, n2;  // the norms in formulas
     std::string t;       // "ᵀ" for Linear's [out, in] weights, "" for x·W

@@ -18,6 +18,15 @@ std::string PromptTap::rope_words() const {
     if (any(AttentionKind::deltanet))
         return "No position embeddings: each full-attention layer rotates its queries and keys by position (RoPE); the Gated DeltaNet layers "
                "use none, their convolution and state following the tokens' order.";
+    const auto unrotated = std::count_if(config_.layer_specs.begin(), config_.layer_specs.end(), [](const LayerSpec& ls) { return !ls.rope; });
+    if (unrotated > 0 && !any(AttentionKind::latent))  // some layers apply none: say which kind
+        return config_.family->layers.rope_on_sliding_only
+                   ? "No position embeddings: each sliding-window layer rotates its queries and keys by position (RoPE); the full-attention layers "
+                     "apply none, the causal mask alone ordering their tokens."
+                   : "No position embeddings: each layer rotates its queries and keys by position (RoPE) but " + std::to_string(unrotated) + " of the " +
+                         std::to_string(config_.layers) + (unrotated == 1 ? ", which applies none (" : ", which apply none (") +
+                         (config_.family->layers.no_rope_layers.empty() ? std::string("partial_rotary_factor turns no feature") : config_.family->layers.no_rope_layers) +
+                         "): there the causal mask alone orders the tokens.";
     return !any(AttentionKind::latent)
                ? "No position embeddings: each layer rotates its queries and keys by position (RoPE)."
                : "No position embeddings: each layer rotates by position (RoPE) the last " + config_.family->latent.rope + " features of each head's query and "

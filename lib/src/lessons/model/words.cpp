@@ -44,7 +44,8 @@ Words words_of(const DecoderConfig& c, const DecoderWeights* weights) {
     w.n1 = f.norm_1_symbol;
     w.n2 = f.norm_2_symbol;
     w.t = f.math_xw ? "" : "ᵀ";
-    if (f.placement == NormPlacement::parallel) {  // the MLP reads the attention's norm of the layer's input
+    w.parallel = f.placement == NormPlacement::parallel;
+    if (w.parallel) {  // the MLP reads the attention's norm of the layer's input
         w.norm_2 = w.norm_1;
         w.n2 = w.n1;
     }
@@ -83,7 +84,8 @@ PointText point_text(BlockPoint p, const std::string& L, const Words& w, bool ex
         case BlockPoint::mlp_hidden: return {"mlp_hidden", w.mlp_hidden_title, w.mlp_hidden};
         case BlockPoint::mlp: return experts ? PointText{"mlp", "The mixture of experts' output", w.mlp_experts} : PointText{"mlp", "The MLP's output", w.mlp};
         case BlockPoint::mlp_norm: return {"mlp_norm", w.norm + " of the MLP's output (" + w.post_mlp + ")", "norm(" + mlp + ")"};
-        case BlockPoint::residual_2: return {"residual_2", "Layer " + L + "'s output", "x + " + (w.post ? "norm(" + mlp + ")" : mlp)};
+        case BlockPoint::residual_2:  // a parallel block: both sublayers read the norm of the layer's input x
+            return {"residual_2", "Layer " + L + "'s output", "x + " + (w.parallel ? attn + " + " : std::string()) + (w.post ? "norm(" + mlp + ")" : mlp)};
     }
     return {};
 }

@@ -81,7 +81,6 @@ Hyper join_heads(const Hyper& a, const Hyper& b) {
     return out;
 }
 
-// A latent attention layer (MLA): the latent cache's c_KV and k_rope before the new tokens;
 }  // namespace
 
 // Its ranks and head parts, as the family names them (DeepseekV3Config's).

@@ -106,6 +106,9 @@ std::vector<bool> rotating_layers(ConfigFile& cfg, const FamilySpec& f, std::siz
                     throw InputError(cfg.file(), at + "[" + std::to_string(l) + "]", "expected 1 (RoPE) or 0 (no RoPE), got " + model_detail::value_text(v));
                 rotates[l] = v.number == 1.0;
             }
+        } else if (!f.layers.no_rope_interval.empty()) {  // without the list, the family's rule (SmolLM3Config: every 4th layer none)
+            const std::size_t interval = cfg.count(f.layers.no_rope_interval, 4);
+            for (std::size_t l = 0; l < L; ++l) rotates[l] = (l + 1) % interval != 0;
         }
     return rotates;
 }
@@ -168,12 +171,13 @@ void plan_layers(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c) {
     const std::size_t L = c.layers;
     std::vector<bool> linear;
     const std::vector<bool> sliding = sliding_layers(cfg, f, L, linear);
-    const std::vector<bool> rotates = rotating_layers(cfg, f, L);
     std::optional<std::size_t> window;
-    if (std::find(sliding.begin(), sliding.end(), true) != sliding.end()) window = cfg.count("sliding_window");
+    if (std::find(sliding.begin(), sliding.end(), true) != sliding.end())
+        window = f.layers.window_default ? cfg.count("sliding_window", *f.layers.window_default) : cfg.count("sliding_window");
     // rope_theta and rope_scaling, or transformers 5's rope_parameters (one, or one per layer type)
     const Value* parameters = cfg.get("rope_parameters");
     if (parameters && !parameters->is_object()) throw InputError(cfg.file(), cfg.at("rope_parameters"), "expected an object or null");
+    const std::vector<bool> rotates = rotating_layers(cfg, f, L);
     const auto rope_of = [&](bool slide, bool& none) -> RopeParams {
         const std::string type = slide ? "sliding_attention" : "full_attention";
         const Value* own = parameters ? parameters->find(type) : nullptr;

@@ -22,6 +22,7 @@ const FamilySpec& cohere2_family() {
         f.layers.rope_on_sliding_only = true;
         f.layers.rope_interleaved = true;
         f.layers.sliding_layers_scaled = true;  // one rotary embedding, for the sliding layers
+        f.layers.window_default = 4096;  // Cohere2Config's
         f.fields.norm_eps = "layer_norm_eps";
         f.fields.norm_eps_default = 1e-5;
         f.fields.tied_default = true;

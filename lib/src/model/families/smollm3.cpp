@@ -12,6 +12,7 @@ const FamilySpec& smollm3_family() {
         f.model_type = "smollm3";
         f.models = "SmolLM3";
         f.layers.no_rope_layers = "no_rope_layers";
+        f.layers.no_rope_interval = "no_rope_layer_interval";
         f.fields.tied_default = true;
         f.layers.rope_theta_default = 2000000.0;
         f.fields.refused_true.clear();

@@ -192,7 +192,7 @@ std::string key_bar(const ExploreShape& s, std::size_t steps, bool more_pages) {
 }
 
 #if !defined(ATTNWALK_EXPLORE)
-int explore(const Trace&, const std::vector<std::string>&) {
+int explore(const Trace&, const std::vector<std::string>&, int) {
     throw UsageError("this attnwalk was built without ncurses (ATTNWALK_EXPLORE=OFF): no explore; add --html FILE to the command for a page");
 }
 #else

@@ -16,7 +16,6 @@ import os
 import pathlib
 import struct
 import sys
-import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from hostile_fourth_round import Round as FourthRound, both, equals_run, never_says, says  # noqa: E402
@@ -174,18 +173,7 @@ class Round(FourthRound):
 
 
 def main():
-    if len(sys.argv) < 2:
-        print(__doc__)
-        return 2
-    hostile_fourth_round.BINARY = os.path.abspath(sys.argv[1])
-    with tempfile.TemporaryDirectory(prefix="attnwalk_fifth_") as work:
-        r = Round(work)
-        r.build()
-        if "--list" in sys.argv:
-            for c in r.cases:
-                print(f"{c['klass']}: {c['name']} -> {c['expect']}")
-            return 0
-        return hostile_fourth_round.run_cases(r.cases)
+    return hostile_fourth_round.main(Round, "fifth", __doc__)
 
 
 if __name__ == "__main__":

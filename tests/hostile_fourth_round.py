@@ -404,14 +404,15 @@ class Round:
         self.context_first()
 
 
-def main():
+def main(round_class=None, name="fourth", usage=None):
+    """A round's command line: BINARY [--list]; builds its cases in a temporary folder and runs them."""
     global BINARY
     if len(sys.argv) < 2:
-        print(__doc__)
+        print(usage or __doc__)
         return 2
     BINARY = os.path.abspath(sys.argv[1])
-    with tempfile.TemporaryDirectory(prefix="attnwalk_fourth_") as work:
-        r = Round(work)
+    with tempfile.TemporaryDirectory(prefix=f"attnwalk_{name}_") as work:
+        r = (round_class or Round)(work)
         r.build()
         if "--list" in sys.argv:
             for c in r.cases:

@@ -95,21 +95,21 @@ RopeScaling rope_scaling(ConfigFile& cfg, const Value* scaling, const std::strin
 // Which layers apply RoPE: all but those the family's list (no_rope_layers) marks 0.
 std::vector<bool> rotating_layers(ConfigFile& cfg, const FamilySpec& f, std::size_t L) {
     std::vector<bool> rotates(L, true);
-    if (!f.layers.no_rope_layers.empty())
-        if (const Value* list = cfg.get(f.layers.no_rope_layers)) {
-            const std::string at = cfg.at(f.layers.no_rope_layers);
-            if (list->type != Value::Type::array || list->array.size() != L)
-                throw InputError(cfg.file(), at, "expected one entry per layer (" + std::to_string(L) + "): 1 where it applies RoPE, 0 where not");
-            for (std::size_t l = 0; l < L; ++l) {
-                const Value& v = list->array[l];
-                if (v.type != Value::Type::number || (v.number != 0.0 && v.number != 1.0))
-                    throw InputError(cfg.file(), at + "[" + std::to_string(l) + "]", "expected 1 (RoPE) or 0 (no RoPE), got " + model_detail::value_text(v));
-                rotates[l] = v.number == 1.0;
-            }
-        } else if (!f.layers.no_rope_interval.empty()) {  // without the list, the family's rule (SmolLM3Config: every 4th layer none)
-            const std::size_t interval = cfg.count(f.layers.no_rope_interval, 4);
-            for (std::size_t l = 0; l < L; ++l) rotates[l] = (l + 1) % interval != 0;
+    if (f.layers.no_rope_layers.empty()) return rotates;
+    if (const Value* list = cfg.get(f.layers.no_rope_layers)) {
+        const std::string at = cfg.at(f.layers.no_rope_layers);
+        if (list->type != Value::Type::array || list->array.size() != L)
+            throw InputError(cfg.file(), at, "expected one entry per layer (" + std::to_string(L) + "): 1 where it applies RoPE, 0 where not");
+        for (std::size_t l = 0; l < L; ++l) {
+            const Value& v = list->array[l];
+            if (v.type != Value::Type::number || (v.number != 0.0 && v.number != 1.0))
+                throw InputError(cfg.file(), at + "[" + std::to_string(l) + "]", "expected 1 (RoPE) or 0 (no RoPE), got " + model_detail::value_text(v));
+            rotates[l] = v.number == 1.0;
         }
+    } else if (!f.layers.no_rope_interval.empty()) {  // without the list, the family's rule (SmolLM3Config: every 4th layer none)
+        const std::size_t interval = cfg.count(f.layers.no_rope_interval, 4);
+        for (std::size_t l = 0; l < L; ++l) rotates[l] = (l + 1) % interval != 0;
+    }
     return rotates;
 }
 

@@ -41,7 +41,7 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     const double shown = (spec.all_layers ? L : 1.0) * layer_rows + shown_squares;
     // latent attention (MLA) takes no blocked path: every layer makes its scores in two parts, their sum and the weights,
     // and its heads' keys and values from the latent
-    const bool latent = std::any_of(m.weights.blocks.begin(), m.weights.blocks.end(), [](const BlockWeights& b) { return b.latent.has_value(); });
+    const bool latent = any_layer(c, AttentionKind::latent);
     const double latent_rows = latent ? 5.0 * H * t * t + 4.0 * t * H * d : 0.0;
     const double working = layer_rows + latent_rows + (spec.view ? 4.0 * H * t * t : 0.0);
     const double view = spec.view ? 2.0 * L * H * t * t : 0.0;

@@ -147,8 +147,7 @@ std::string cache_words(const DecoderCache& cache, const DecoderConfig& c, std::
                             format_number(linear_floats) + " × 4 bytes"
                       : "";
     const Hyper& latent = cache.layers.front().keys();
-    const bool mla = std::any_of(c.layer_specs.begin(), c.layer_specs.end(), [](const LayerSpec& ls) { return ls.attention == AttentionKind::latent; });
-    if (mla && latent.dimension() == 4) {  // MLA: the latent and the rotated rotary key, for every head at once
+    if (any_layer(c, AttentionKind::latent) && latent.dimension() == 4) {  // MLA: the latent and the rotated rotary key, for every head at once
         const std::size_t r = latent.shape(3), rope = cache.layers.front().values().shape(3);
         return "The cache keeps the latent c_KV (r = " + std::to_string(r) + ") and k_rope (" + std::to_string(rope) + "), " + std::to_string(r + rope) +
                " floats per token and layer, and makes every head's keys and values from them again: " + groups + " → " + (one ? sum : "(" + sum + ")") +

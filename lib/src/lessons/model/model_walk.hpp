@@ -46,6 +46,11 @@ Summary summary_of(const Tensor& t) {
     return s;
 }
 
+// Whether any layer of the model is of this kind.
+inline bool any_layer(const DecoderConfig& c, AttentionKind kind) {
+    return std::any_of(c.layer_specs.begin(), c.layer_specs.end(), [&](const LayerSpec& ls) { return ls.attention == kind; });
+}
+
 // 1000000 rather than 1e+06.
 std::string whole_or_number(double v);
 // A tensor's short name: "self_attn.o_proj" -> "o_proj", "wte.weight" -> "wte".

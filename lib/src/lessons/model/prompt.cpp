@@ -12,9 +12,7 @@ PromptTap::PromptTap(Recorder& rec, const ModelSpec& spec, const ModelInfo& info
 }
 
 std::string PromptTap::rope_words() const {
-    const auto any = [&](AttentionKind kind) {
-        return std::any_of(config_.layer_specs.begin(), config_.layer_specs.end(), [&](const LayerSpec& ls) { return ls.attention == kind; });
-    };
+    const auto any = [&](AttentionKind kind) { return any_layer(config_, kind); };
     if (any(AttentionKind::deltanet))
         return "No position embeddings: each full-attention layer rotates its queries and keys by position (RoPE); the Gated DeltaNet layers "
                "use none, their convolution and state following the tokens' order.";

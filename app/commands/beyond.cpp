@@ -80,7 +80,7 @@ std::size_t dtype_bytes(const std::string& name) { return name == "float32" ? 4 
 
 }  // namespace
 
-void add_kvcache(CLI::App& cli, Shell& shell) {
+ATTNWALK_COMMAND(kvcache) {
     CLI::App* sub = add_command(cli, shell, "kvcache",
                                 "  attnwalk kvcache                          # mha's weights (seed 123), one token at a time\n"
                                 "  attnwalk kvcache --window 3               # a sliding window: the cache keeps 3 entries\n"
@@ -116,7 +116,7 @@ void add_kvcache(CLI::App& cli, Shell& shell) {
     });
 }
 
-void add_rope(CLI::App& cli, Shell& shell) {
+ATTNWALK_COMMAND(rope) {
     CLI::App* sub = add_command(cli, shell, "rope",
                                 "  attnwalk rope                        # one head, d_h = 4, base 10000\n"
                                 "  attnwalk rope --rope-base 100 --shift 10   # faster turns; positions + 10\n"
@@ -144,7 +144,7 @@ void add_rope(CLI::App& cli, Shell& shell) {
     });
 }
 
-void add_flash(CLI::App& cli, Shell& shell) {
+ATTNWALK_COMMAND(flash) {
     CLI::App* sub = add_command(cli, shell, "flash",
                                 "  attnwalk flash --block 2                 # raw embeddings, blocks of 2 keys\n"
                                 "  attnwalk flash --block 4 --causal --seed 123   # projections, causal\n"
@@ -175,7 +175,7 @@ void add_flash(CLI::App& cli, Shell& shell) {
     });
 }
 
-void add_sdpa(CLI::App& cli, Shell& shell) {
+ATTNWALK_COMMAND(sdpa) {
     CLI::App* sub = add_command(cli, shell, "sdpa",
                                 "  attnwalk sdpa --is-causal                      # L = S: the usual causal mask\n"
                                 "  attnwalk sdpa --queries 2 --is-causal          # 2 queries, 6 keys: top-left vs bottom-right\n"
@@ -233,7 +233,7 @@ void add_sdpa(CLI::App& cli, Shell& shell) {
     });
 }
 
-void add_params(CLI::App& cli, Shell& shell) {
+ATTNWALK_COMMAND(params) {
     CLI::App* sub = cli.add_subcommand("params", lesson("params").summary);
     sub->footer("Examples:\n"
                 "  attnwalk params                              # GPT-2's MHA: 768, 12 heads, no qkv bias: 2,360,064\n"

@@ -18,7 +18,7 @@ struct CausalOptions {
 
 }  // namespace
 
-void add_causal(CLI::App& cli, Shell& shell) {
+ATTNWALK_COMMAND(causal) {
     CLI::App* sub = add_command(cli, shell, "causal",
                                 "  attnwalk causal --seed 789           # the textbook's causal weights\n"
                                 "  attnwalk causal --batch 2 --seed 123 # CausalAttention on a batch of two\n"

@@ -1,19 +1,40 @@
-// The command table: every command and what adds it, in the order --help lists them
-// (walkthrough, the chapter's lessons, the lessons beyond it, real models). A command is
-// one file of commands/ and one line here; its description and its --compact steps are
-// its lesson's declaration (lib/include/attnwalk/lessons/catalogue.hpp).
+// The command table: every command the build found (an ATTNWALK_COMMAND line of a file of
+// commands/, cmake/registry.cmake) and what adds it, in the order --help lists them: the
+// commands that are no lesson first (walkthrough), then the lessons' order (their places).
+// A command's description and its --compact steps are its lesson's declaration
+// (lib/include/attnwalk/lessons/catalogue.hpp).
+#include <algorithm>
+#include <stdexcept>
+
 #include "commands.hpp"
 
 namespace attnwalk::app {
 
+#undef ATTNWALK_COMMAND
+#define ATTNWALK_COMMAND(name) void add_##name(CLI::App& cli, Shell& shell);
+#include "command_registry.inc"
+
 const std::vector<CommandEntry>& command_table() {
-    static const std::vector<CommandEntry> table = {
-        {"walkthrough", add_walkthrough}, {"scores", add_scores}, {"softmax", add_softmax}, {"context", add_context},
-        {"causal", add_causal},           {"dropout", add_dropout}, {"mha", add_mha},         {"kvcache", add_kvcache},
-        {"mla", add_mla},                 {"deltanet", add_deltanet},
-        {"rope", add_rope},               {"flash", add_flash},     {"sdpa", add_sdpa},       {"params", add_params},
-        {"gpt2", add_gpt2},               {"model", add_model},     {"tokenize", add_tokenize},
-    };
+    static const std::vector<CommandEntry> table = [] {
+#undef ATTNWALK_COMMAND
+#define ATTNWALK_COMMAND(name) CommandEntry{#name, add_##name},
+        std::vector<CommandEntry> found{
+#include "command_registry.inc"
+        };
+        const std::vector<std::string>& order = lesson_names();
+        const auto place = [&](const CommandEntry& c) {
+            return std::find(order.begin(), order.end(), c.name) - order.begin();  // not a lesson: order.size()
+        };
+        std::vector<CommandEntry> out;
+        for (const CommandEntry& c : found)  // the walkthrough, which runs other commands' lessons
+            if (place(c) == static_cast<std::ptrdiff_t>(order.size())) out.push_back(c);
+        for (const std::string& name : order) {
+            const auto c = std::find_if(found.begin(), found.end(), [&](const CommandEntry& e) { return name == e.name; });
+            if (c == found.end()) throw std::logic_error("no command runs the lesson " + name);
+            out.push_back(*c);
+        }
+        return out;
+    }();
     return table;
 }
 

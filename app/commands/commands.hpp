@@ -9,23 +9,11 @@
 
 namespace attnwalk::app {
 
-void add_walkthrough(CLI::App& cli, Shell& shell);
-void add_scores(CLI::App& cli, Shell& shell);
-void add_softmax(CLI::App& cli, Shell& shell);
-void add_context(CLI::App& cli, Shell& shell);
-void add_causal(CLI::App& cli, Shell& shell);
-void add_dropout(CLI::App& cli, Shell& shell);
-void add_mha(CLI::App& cli, Shell& shell);
-void add_kvcache(CLI::App& cli, Shell& shell);  // beyond.cpp: beyond the chapter
-void add_mla(CLI::App& cli, Shell& shell);  // mla.cpp
-void add_deltanet(CLI::App& cli, Shell& shell);  // deltanet.cpp
-void add_rope(CLI::App& cli, Shell& shell);
-void add_flash(CLI::App& cli, Shell& shell);
-void add_sdpa(CLI::App& cli, Shell& shell);
-void add_params(CLI::App& cli, Shell& shell);
-void add_gpt2(CLI::App& cli, Shell& shell);  // gpt2.cpp: a pretrained model
-void add_model(CLI::App& cli, Shell& shell);  // gpt2.cpp: a Hugging Face model folder
-void add_tokenize(CLI::App& cli, Shell& shell);
+// Declares the function that adds command `name` to the command line and, when it is
+// chosen, leaves its walk in `shell`: `ATTNWALK_COMMAND(mla) { … }`, at the start of a line
+// of a file of app/commands/. The build finds these lines and makes the command table of
+// them (cmake/registry.cmake): a new command is its own file, with no list to edit.
+#define ATTNWALK_COMMAND(name) void add_##name(CLI::App& cli, Shell& shell)
 
 // The lesson a command runs, as the library declares it: its one-line summary (the
 // command's description) and the steps --compact shows (headline_of).
@@ -41,7 +29,8 @@ void add_single_head(CLI::App& cli, Shell& shell, const char* name, const char* 
 // built.
 CLI::App* add_command(CLI::App& cli, Shell& shell, const char* name, const char* examples);
 
-// Every command, in the order --help lists them: its name and what adds it.
+// Every command, in the order --help lists them (walkthrough, then the lessons' order,
+// lessons.hpp's lesson_names()): its name and what adds it.
 struct CommandEntry {
     const char* name;
     void (*add)(CLI::App& cli, Shell& shell);

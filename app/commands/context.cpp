@@ -3,7 +3,7 @@
 
 namespace attnwalk::app {
 
-void add_context(CLI::App& cli, Shell& shell) {
+ATTNWALK_COMMAND(context) {
     add_single_head(cli, shell, "context",
                     "  attnwalk context --query journey     # the weighted sum, term by term\n"
                     "  attnwalk context --seed 123 --init rand     # the textbook's SelfAttention_v1\n"

@@ -7,7 +7,7 @@
 
 namespace attnwalk::app {
 
-void add_deltanet(CLI::App& cli, Shell& shell) {
+ATTNWALK_COMMAND(deltanet) {
     CLI::App* sub = add_command(cli, shell, "deltanet",
                                 "  attnwalk deltanet                        # 2 heads of 2, seed 123: the state token by token\n"
                                 "  attnwalk deltanet --steps 'step3.*'      # one token: decay, prediction, error, write, read\n"

@@ -18,7 +18,7 @@ struct DropoutWalkOptions {
 
 }  // namespace
 
-void add_dropout(CLI::App& cli, Shell& shell) {
+ATTNWALK_COMMAND(dropout) {
     CLI::App* sub = add_command(cli, shell, "dropout",
                                 "  attnwalk dropout --ones 6 --dropout-seed 123   # the textbook's 6×6 matrix of ones\n"
                                 "  attnwalk dropout --seed 789 --dropout-seed 123 # dropout on causal weights\n"

@@ -51,7 +51,7 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const std::optional<std::string>
 
 }  // namespace
 
-void add_tokenize(CLI::App& cli, Shell& shell) {
+ATTNWALK_COMMAND(tokenize) {
     CLI::App* sub = cli.add_subcommand("tokenize", lesson("tokenize").summary);
     sub->footer("Examples:\n"
                 "  attnwalk tokenize --text \"Hello world is\"      # 15496 995 318\n"
@@ -188,7 +188,7 @@ Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model,
 
 }  // namespace
 
-void add_model(CLI::App& cli, Shell& shell) {
+ATTNWALK_COMMAND(model) {
     CLI::App* sub = cli.add_subcommand("model", lesson("model").summary);
     sub->footer("Examples:\n"
                 "  attnwalk model --model tests/data/models/tiny_llama --text \"the cat sat on the mat\"   # its tokenizer.json\n"
@@ -229,7 +229,7 @@ void add_model(CLI::App& cli, Shell& shell) {
     });
 }
 
-void add_gpt2(CLI::App& cli, Shell& shell) {
+ATTNWALK_COMMAND(gpt2) {
     CLI::App* sub = cli.add_subcommand("gpt2", lesson("gpt2").summary);
     sub->footer("Examples:\n"
                 "  attnwalk gpt2 --model model.safetensors --text \"Hello world is\"\n"

@@ -27,7 +27,7 @@ struct MhaOptions {
 
 }  // namespace
 
-void add_mha(CLI::App& cli, Shell& shell) {
+ATTNWALK_COMMAND(mha) {
     CLI::App* sub = add_command(cli, shell, "mha",
                                 "  attnwalk mha --batch 2 --seed 123 --heads 2          # the textbook's MultiHeadAttention\n"
                                 "  attnwalk mha --variant wrapper --batch 2 --seed 123  # MultiHeadAttentionWrapper\n"

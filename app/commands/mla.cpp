@@ -3,11 +3,12 @@
 #include <memory>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/lessons/mla.hpp"
 #include "commands.hpp"
 
 namespace attnwalk::app {
 
-void add_mla(CLI::App& cli, Shell& shell) {
+ATTNWALK_COMMAND(mla) {
     CLI::App* sub = add_command(cli, shell, "mla",
                                 "  attnwalk mla                             # 2 heads, a latent of 2 numbers, 2 rotary features (seed 123)\n"
                                 "  attnwalk mla --q-lora-rank 2             # the queries through their own latent too (DeepSeek-V3)\n"

@@ -3,7 +3,7 @@
 
 namespace attnwalk::app {
 
-void add_scores(CLI::App& cli, Shell& shell) {
+ATTNWALK_COMMAND(scores) {
     add_single_head(cli, shell, "scores",
                     "  attnwalk scores                      # the full 6×6 score matrix of the built-in sentence\n"
                     "  attnwalk scores --query journey      # one query, each dot product written out\n"

@@ -3,7 +3,7 @@
 
 namespace attnwalk::app {
 
-void add_softmax(CLI::App& cli, Shell& shell) {
+ATTNWALK_COMMAND(softmax) {
     add_single_head(cli, shell, "softmax",
                     "  attnwalk softmax --query journey     # the three normalisations side by side\n"
                     "  attnwalk softmax -i data/large_scores.json   # naive softmax overflows, the stable one does not\n"

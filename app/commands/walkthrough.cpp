@@ -88,7 +88,7 @@ const std::vector<SectionPlan>& beyond_plan() {
     return plan;
 }
 
-void add_walkthrough(CLI::App& cli, Shell& shell) {
+ATTNWALK_COMMAND(walkthrough) {
     // the walkthrough runs the chapter's lessons in turn: no lesson of its own
     CLI::App* sub = cli.add_subcommand("walkthrough", "The whole chapter in order: scores, softmax, context, projections, causal, dropout, multi-head.");
     add_shell_options(OptionBuilder(*sub), shell, false);

@@ -1,19 +1,21 @@
-# bash completion for attnwalk: commands, each command's options (read from its --help),
+# bash completion for attnwalk: commands (read from its --help), each command's options (from theirs),
 # the values of options that take a fixed set, --steps ids (from the command's own list),
 # and file names where a file is expected.
 _attnwalk() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
     local bin=${COMP_WORDS[0]} cmd=${COMP_WORDS[1]}
+    # the commands, as --help lists them: its lessons (and walkthrough, explore)
+    local commands
+    commands=$("$bin" --help 2>/dev/null | sed -n '/^Subcommands:/,/^$/s/^  \([a-z0-9_]*\) .*/\1/p')
     if [[ $cmd == explore ]]; then  # explore COMMAND [OPTIONS]: complete the command explored
-        if [[ $COMP_CWORD -eq 2 ]]; then  # only the commands with a heatmap to explore
-            COMPREPLY=($(compgen -W "scores softmax context causal dropout mha kvcache mla deltanet rope flash sdpa gpt2 model" -- "$cur"))
+        if [[ $COMP_CWORD -eq 2 ]]; then  # a command with a heatmap to explore: not these
+            COMPREPLY=($(compgen -W "$(printf '%s\n' $commands | grep -vxE 'walkthrough|params|tokenize|explore')" -- "$cur"))
             return
         fi
         COMP_WORDS=("$bin" "${COMP_WORDS[@]:2}")
         COMP_CWORD=$((COMP_CWORD - 1))
         if [[ $COMP_CWORD -ge 1 ]]; then _attnwalk; return; fi
     fi
-    local commands="walkthrough scores softmax context causal dropout mha kvcache mla deltanet rope flash sdpa params gpt2 model tokenize explore"
     if [[ $COMP_CWORD -eq 1 ]]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return

@@ -12,6 +12,7 @@
 
 #include "attnwalk/io/embeddings.hpp"
 #include "attnwalk/lessons/lessons.hpp"
+#include "attnwalk/lessons/mla.hpp"
 #include "golden.hpp"
 
 using namespace attnwalk;

@@ -1,4 +1,4 @@
-// The registry of the lessons (one line each), and what is derived from their
+// The registry of the lessons (found by the build), and what is derived from their
 // declarations: the step catalogue, the compact view's headlines. Each lesson declares its
 // steps in its own file (catalogue.hpp).
 #include "attnwalk/lessons/catalogue.hpp"
@@ -11,52 +11,59 @@
 
 namespace attnwalk {
 
-const LessonDecl& scores_lesson();
-const LessonDecl& softmax_lesson();
-const LessonDecl& context_lesson();
-const LessonDecl& causal_lesson();
-const LessonDecl& dropout_lesson();
-const LessonDecl& mha_lesson();
-const LessonDecl& kvcache_lesson();
-const LessonDecl& mla_lesson();
-const LessonDecl& deltanet_lesson();
-const LessonDecl& rope_lesson();
-const LessonDecl& flash_lesson();
-const LessonDecl& sdpa_lesson();
-const LessonDecl& params_lesson();
-const LessonDecl& gpt2_lesson();
-const LessonDecl& model_lesson();
-const LessonDecl& tokenize_lesson();
+// Every lesson the build found (cmake/registry.cmake: its ATTNWALK_LESSON line), declared.
+#undef ATTNWALK_LESSON
+#define ATTNWALK_LESSON(name, place) const LessonDecl& name##_lesson();
+#include "lesson_registry.inc"
 
 namespace {
 
-// The registry: each lesson's command and the function that declares it, so that a process
-// builds the declarations of its own lesson alone (a start costs what the command uses).
+// The registry: each lesson's command, its place and the function that declares it, so
+// that a process builds the declarations of its own lesson alone (a start costs what the
+// command uses).
 struct Entry {
     const char* name;
+    int place;
     const LessonDecl& (*declare)();
 };
-constexpr Entry registry[] = {
-    {"scores", scores_lesson},     {"softmax", softmax_lesson}, {"context", context_lesson}, {"causal", causal_lesson},
-    {"dropout", dropout_lesson},   {"mha", mha_lesson},  // the chapter
-    {"kvcache", kvcache_lesson},   {"mla", mla_lesson},         {"deltanet", deltanet_lesson}, {"rope", rope_lesson},
-    {"flash", flash_lesson},       {"sdpa", sdpa_lesson},       {"params", params_lesson},  // beyond it
-    {"gpt2", gpt2_lesson},         {"model", model_lesson},     {"tokenize", tokenize_lesson},  // real models
-};
+#undef ATTNWALK_LESSON
+#define ATTNWALK_LESSON(name, place) Entry{#name, place, name##_lesson},
+const std::vector<Entry>& registry() {
+    static const std::vector<Entry> entries = [] {
+        std::vector<Entry> out{
+#include "lesson_registry.inc"
+        };
+        std::stable_sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.place < b.place; });
+        for (std::size_t i = 1; i < out.size(); ++i)
+            if (out[i].place == out[i - 1].place)
+                throw std::logic_error(std::string("the lessons ") + out[i - 1].name + " and " + out[i].name + " have one place");
+        return out;
+    }();
+    return entries;
+}
 
 }  // namespace
 
 const std::vector<const LessonDecl*>& lessons() {
     static const std::vector<const LessonDecl*> all = [] {
         std::vector<const LessonDecl*> out;
-        for (const Entry& e : registry) out.push_back(&e.declare());
+        for (const Entry& e : registry()) out.push_back(&e.declare());
         return out;
     }();
     return all;
 }
 
+const std::vector<std::string>& lesson_names() {
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> out;
+        for (const Entry& e : registry()) out.push_back(e.name);
+        return out;
+    }();
+    return names;
+}
+
 const LessonDecl* find_lesson(const std::string& name) {
-    for (const Entry& e : registry)
+    for (const Entry& e : registry())
         if (name == e.name) {
             const LessonDecl& lesson = e.declare();
             if (lesson.name != name) throw std::logic_error("the registry's lesson '" + name + "' declares itself as '" + lesson.name + "'");

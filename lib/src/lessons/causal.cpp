@@ -13,7 +13,7 @@ namespace attnwalk {
 
 using namespace steps;
 
-const LessonDecl& causal_lesson() {
+ATTNWALK_LESSON(causal, 40) {
     static const LessonDecl lesson{"causal", "The causal mask two ways: mask after the softmax and renormalise, or −∞ before the softmax.",
         joined({parameter_steps(), projection_steps(), {
             {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)"},

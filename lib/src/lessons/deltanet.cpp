@@ -18,7 +18,7 @@ namespace attnwalk {
 
 using namespace steps;
 
-const LessonDecl& deltanet_lesson() {
+ATTNWALK_LESSON(deltanet, 130) {
     static const LessonDecl lesson{"deltanet", "Gated DeltaNet (Qwen3-Next, Qwen3.5): linear attention as a state updated by the delta rule; its exact attention matrix; the chunked form.",
         joined({{
             {"W_query", "the query projection, d_in×d_out in x·W layout (a parameter)"},

@@ -10,7 +10,7 @@ namespace attnwalk {
 
 using namespace steps;
 
-const LessonDecl& dropout_lesson() {
+ATTNWALK_LESSON(dropout, 50) {
     static const LessonDecl lesson{"dropout", "Dropout on the attention weights: the keep mask, the 1/(1−p) scaling, train vs eval.",
         joined({parameter_steps(), projection_steps(), {
             {"ones", "the matrix of ones dropout is shown on (in place of the weights)"},

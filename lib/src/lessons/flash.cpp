@@ -13,7 +13,7 @@ namespace attnwalk {
 
 using namespace steps;
 
-const LessonDecl& flash_lesson() {
+ATTNWALK_LESSON(flash, 150) {
     static const LessonDecl lesson{"flash", "FlashAttention's online softmax: running max, sum and output block by block; equal to softmax attention.",
         joined({parameter_steps(), projection_steps(), {
             {"blockN.scores", "the scores of the queries against this block of keys"},

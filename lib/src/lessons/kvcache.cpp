@@ -13,7 +13,7 @@ namespace attnwalk {
 
 using namespace steps;
 
-const LessonDecl& kvcache_lesson() {
+ATTNWALK_LESSON(kvcache, 110) {
     static const LessonDecl lesson{"kvcache", "Decoding with a KV cache: token by token, the cache growing, each new row of attention; equal to mha at once.",
         joined({parameter_steps(), {
             {"out_proj.weight", "the output projection, x·W layout (a parameter)"},

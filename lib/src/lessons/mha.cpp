@@ -13,7 +13,7 @@ namespace attnwalk {
 
 using namespace steps;
 
-const LessonDecl& mha_lesson() {
+ATTNWALK_LESSON(mha, 60) {
     static const LessonDecl lesson{"mha", "Multi-head attention: the fused split/view/transpose form with out_proj, or stacked heads (wrapper).",
         joined({parameter_steps(), {
             {"out_proj.weight", "the output projection, x·W layout (a parameter)"},

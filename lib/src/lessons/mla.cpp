@@ -10,6 +10,7 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/weights.hpp"
+#include "attnwalk/lessons/mla.hpp"
 #include "attnwalk/ops/latent_attention.hpp"
 #include "steps.hpp"
 
@@ -17,7 +18,7 @@ namespace attnwalk {
 
 using namespace steps;
 
-const LessonDecl& mla_lesson() {
+ATTNWALK_LESSON(mla, 120) {
     static const LessonDecl lesson{"mla", "Multi-head latent attention (DeepSeek-V2/V3): keys and values from one small latent per token; the absorbed form; the cache it saves.", {
         {"q_proj.weight", "MLA's query projection, d_in×H·(d_nope + d_rope), x·W layout (a parameter)"},
         {"q_a_proj.weight", "MLA's query down-projection to the query latent, d_in×r_q, x·W layout (a parameter)"},

@@ -10,7 +10,7 @@ namespace attnwalk {
 
 using namespace steps;
 
-const LessonDecl& params_lesson() {
+ATTNWALK_LESSON(params, 170) {
     static const LessonDecl lesson{"params", "Parameters of one attention layer and the size of its KV cache, for a configuration.",
         {
             {"count_query", "parameters of the query projection"},

@@ -10,7 +10,7 @@ namespace attnwalk {
 
 using namespace steps;
 
-const LessonDecl& rope_lesson() {
+ATTNWALK_LESSON(rope, 140) {
     static const LessonDecl lesson{"rope", "Rotary position embeddings: Q and K rotated by position; the scores depend only on relative positions.",
         joined({parameter_steps(), {
             {"queries_split", "the queries viewed as heads"},

@@ -12,7 +12,7 @@ namespace attnwalk {
 
 using namespace steps;
 
-const LessonDecl& sdpa_lesson() {
+ATTNWALK_LESSON(sdpa, 160) {
     static const LessonDecl lesson{"sdpa", "PyTorch's scaled_dot_product_attention: attn_mask and is_causal conventions, −∞ vs a large fill, masked rows.",
         joined({parameter_steps(), projection_steps(), {
             {"attn_mask", "the attn_mask as given (bool: True = attend; float: added)"},

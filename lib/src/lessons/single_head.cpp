@@ -17,13 +17,13 @@ std::vector<StepDecl> score_steps(unsigned compact) {
 
 }  // namespace
 
-const LessonDecl& scores_lesson() {
+ATTNWALK_LESSON(scores, 10) {
     static const LessonDecl lesson{"scores", "Dot-product attention scores: one query with every token, or the full ω = X·Xᵀ (Q·Kᵀ with projections).",
         joined({parameter_steps(), projection_steps(), score_steps(headline), explain_steps()})};
     return lesson;
 }
 
-const LessonDecl& softmax_lesson() {
+ATTNWALK_LESSON(softmax, 20) {
     static const LessonDecl lesson{"softmax", "From scores to weights: divide by the sum vs naive softmax vs stable softmax, each row's sum shown.",
         joined({parameter_steps(), projection_steps(), score_steps(detail), {
             {"scores_shifted", "ω minus its row maximum"},
@@ -34,7 +34,7 @@ const LessonDecl& softmax_lesson() {
     return lesson;
 }
 
-const LessonDecl& context_lesson() {
+ATTNWALK_LESSON(context, 30) {
     static const LessonDecl lesson{"context", "Context vectors: each token's weighted sum of the embeddings (or of the values, with projections).",
         joined({parameter_steps(), projection_steps(), score_steps(detail), {
             {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline},

@@ -5,7 +5,7 @@
 
 namespace attnwalk {
 
-const LessonDecl& tokenize_lesson() {
+ATTNWALK_LESSON(tokenize, 230) {
     static const LessonDecl lesson{"tokenize", "Byte-level BPE (GPT-2's, or a tokenizer.json): a text cut into pieces and tokens, with their ids.",
         {
             {"token_ids", "the input's token ids", headline},

@@ -33,6 +33,13 @@ struct LessonDecl {
     std::vector<StepDecl> steps;
 };
 
+// Declares lesson `name` (its command): `ATTNWALK_LESSON(mla, 120) { static const LessonDecl
+// lesson{"mla", …}; return lesson; }`, at the start of a line of a file of lib/src/lessons/.
+// The build finds these lines and makes the registry of them (cmake/registry.cmake): a new
+// lesson is its own file, with no list to edit. `place` orders lessons(), and so the
+// commands: the chapter 10–60, beyond it 100–199, real models 200–299.
+#define ATTNWALK_LESSON(name, place) const ::attnwalk::LessonDecl& name##_lesson()
+
 // Groups of steps several lessons record, declared once: a head's projections as
 // parameters (W_query, …, b_value) and their results (queries, keys, values), and the
 // explanation engine's written-out cell.
@@ -42,8 +49,10 @@ const std::vector<StepDecl>& explain_steps();
 // Concatenated declarations, for a lesson made of groups and its own steps.
 std::vector<StepDecl> joined(std::initializer_list<std::vector<StepDecl>> parts);
 
-// Every lesson, in the order of the chapter and beyond it.
+// Every lesson, in the order of the chapter and beyond it (their places).
 const std::vector<const LessonDecl*>& lessons();
+// The lessons' names in that order, without building their declarations.
+const std::vector<std::string>& lesson_names();
 // The lesson of a command, or null.
 const LessonDecl* find_lesson(const std::string& name);
 // The ids the compact view shows (`view`: the model view's).

@@ -85,7 +85,7 @@ const std::vector<StepDecl>& model_steps() {
     }, explain_steps()});
     return steps;
 }
-const LessonDecl& gpt2_lesson() {  // GPT-2 alone: no QK-norm, no RoPE, no norms after the sublayers
+ATTNWALK_LESSON(gpt2, 210) {  // GPT-2 alone: no QK-norm, no RoPE, no norms after the sublayers
     static const LessonDecl lesson{"gpt2", "A pretrained GPT-2 (safetensors): every layer, one layer's attention in full, the next token.", [] {
                                        std::vector<StepDecl> steps;
                                        for (const StepDecl& s : model_steps())
@@ -94,7 +94,7 @@ const LessonDecl& gpt2_lesson() {  // GPT-2 alone: no QK-norm, no RoPE, no norms
                                    }()};
     return lesson;
 }
-const LessonDecl& model_lesson() {
+ATTNWALK_LESSON(model, 220) {
     static const LessonDecl lesson{"model", "A Hugging Face model folder (Llama 3, Qwen, Gemma 3, OLMo, SmolLM, gpt-oss, DeepSeek-V3, Qwen3-Next and 3.5, GPT-2): every layer, one in full, the next token.",
                                    model_steps()};
     return lesson;

@@ -112,8 +112,8 @@ public:
     std::vector<std::vector<std::size_t>> chosen_by_layer;  // with the view: each layer's chosen experts (T·k)
 
     std::string rope_words() const;
-    // Each hook to its narration: a kind's bundle to the kind's file, the embeddings' and the
-    // block's points (Cubes) to prompt.cpp.
+    // Each hook to its narration: a kind's value to the kind's file, the embeddings' and the
+    // block's points (Cubes) to prompt.cpp; a point it does not narrate passes by.
     void hook(std::size_t l, HookId id, const Hooked& value) override;
 
 private:

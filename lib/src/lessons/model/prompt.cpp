@@ -37,8 +37,8 @@ void PromptTap::hook(std::size_t l, HookId id, const Hooked& value) {
     else if (id == hooks::latent) latent(l, value.get<LatentForward>());
     else if (id == hooks::deltanet) linear(l, value.get<GatedDeltaNetForward>());
     else if (id == hooks::experts) experts(l, value.get<MoeOutput>());
-    else if (l == no_layer) embeddings(id, value.get<Cube>());
-    else block(l, id, value.get<Cube>());
+    else if (const Cube* t = value.as<Cube>(); t && l == no_layer) embeddings(id, *t);
+    else if (t) block(l, id, *t);  // the block's points; another kind's value it does not narrate passes by
 }
 
 // The token embeddings' rows, the position embeddings' (learned positions only), the first input.

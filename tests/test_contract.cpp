@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -187,6 +189,49 @@ TEST_SUITE("contract") {
         const std::string reads = lines_matching({"lib/src/model/loader.cpp", "lib/src/model/decoder.cpp"}, part, true, core);
         CHECK(core == 2);
         CHECK_MESSAGE(reads.empty(), "the loader or the decoder reads a kind's part of the spec (leave it to the kind, lib/src/model/blocks/):\n" << reads);
+    }
+
+    TEST_CASE("contract.each_hook_point_is_declared_once_where_it_is_made") {
+        // The tap's hook points (model/hooks.hpp): the decoder declares its own in decoder.hpp,
+        // each kind of block its own in its header of model/blocks/, each once and named as its
+        // id; docs/architecture.md's table lists exactly these.
+        const std::regex declaration(R"re(HookId (\w+)\{"(\w+)"\})re");
+        std::map<std::string, std::string> declared;  // id -> its file
+        std::string twice, elsewhere, misnamed;
+        for (const auto& entry : fs::recursive_directory_iterator(test::source_path("lib"))) {
+            const std::string file = entry.path().string();
+            if (!entry.is_regular_file() || (entry.path().extension() != ".hpp" && entry.path().extension() != ".cpp")) continue;
+            const std::string text = test::read_file(file);
+            for (auto m = std::sregex_iterator(text.begin(), text.end(), declaration); m != std::sregex_iterator(); ++m) {
+                const std::string id = (*m)[2];
+                if (declared.count(id)) twice += id + ": " + declared[id] + " and " + file + "\n";
+                declared[id] = file;
+                if (file != test::source_path("lib/include/attnwalk/model/decoder.hpp") &&
+                    file.rfind(test::source_path("lib/include/attnwalk/model/blocks/"), 0) != 0)
+                    elsewhere += id + ": " + file + "\n";
+                if ((*m)[1] != id) misnamed += std::string((*m)[1]) + " for \"" + id + "\"\n";
+            }
+        }
+        CHECK(declared.size() >= 16);
+        CHECK_MESSAGE(twice.empty(), "a hook point declared twice:\n" << twice);
+        CHECK_MESSAGE(elsewhere.empty(), "a hook point declared outside decoder.hpp and model/blocks/:\n" << elsewhere);
+        CHECK_MESSAGE(misnamed.empty(), "a hook point's constant named otherwise than its id:\n" << misnamed);
+        const std::string doc = test::read_file(test::source_path("docs/architecture.md"));
+        const std::size_t from = doc.find("## The tap and its hook points");
+        REQUIRE(from != std::string::npos);
+        std::stringstream section(doc.substr(from, doc.find("\n## ", from + 1) - from));
+        std::set<std::string> documented;
+        const std::regex row(R"(^\| `(\w+)` \|)");
+        std::smatch m;
+        for (std::string line; std::getline(section, line);)
+            if (std::regex_search(line, m, row)) documented.insert(m[1]);
+        std::string undocumented, unknown;
+        for (const auto& d : declared)
+            if (!documented.count(d.first)) undocumented += " " + d.first;
+        for (const std::string& id : documented)
+            if (!declared.count(id)) unknown += " " + id;
+        CHECK_MESSAGE(undocumented.empty(), "hook points missing from docs/architecture.md's table:" << undocumented);
+        CHECK_MESSAGE(unknown.empty(), "docs/architecture.md's table lists hook points nothing declares:" << unknown);
     }
 
     TEST_CASE("contract.no_child_processes") {

@@ -1,6 +1,6 @@
 // The decoder (model/decoder.hpp) and the GPT-2 mapping, called as library functions:
 // the model lesson against the PyTorch goldens of the book's GPTModel, and the decoder's
-// own promises (the tap's order, the cache, the two attention paths).
+// own promises (the cache, the two attention paths; the tap's hook points: test_hooks.cpp).
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -11,6 +11,7 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/tokenizer.hpp"
 #include "attnwalk/lessons/lessons.hpp"
+#include "attnwalk/model/blocks/heads.hpp"
 #include "attnwalk/model/decoder.hpp"
 #include "attnwalk/ops/attention.hpp"
 #include "attnwalk/ops/blas.hpp"
@@ -30,19 +31,16 @@ std::vector<std::size_t> ids_of(const std::string& text) {
     return ids;
 }
 
-// Records every point the forward hands over, and whether attention came in full.
+// Keeps every layer's attention (or none), and hears how many keys each layer's heads saw
+// (the order of every hook point: tests/model/test_hooks.cpp).
 class Listen : public DecoderTap {
 public:
     explicit Listen(bool keep) : keep_(keep) {}
     bool keeps_attention(std::size_t) const override { return keep_; }
-    void embeddings(const Cube&, const Cube*, const Cube&) override { heard.push_back("embeddings"); }
-    void attention(std::size_t l, const Forward& f) override {
+    void hook(std::size_t l, HookId id, const Hooked& value) override {
+        if (id != hooks::heads) return;
+        const Forward& f = value.get<Forward>();
         heard.push_back("attention" + std::to_string(l) + " " + std::to_string(f.kh.size() ? f.kh.shape(2) : 0) + " keys");
-        if (f.scores.size() || f.weights.size()) none_square = false;
-    }
-    bool none_square = true;
-    void block(std::size_t l, BlockPoint p, const Cube&) override {
-        heard.push_back(std::to_string(l) + ":" + std::to_string(static_cast<int>(p)));
     }
     std::vector<std::string> heard;
 
@@ -131,34 +129,6 @@ TEST_SUITE("model") {
         CHECK(m->weights.blocks[0].attn.query.ext != nullptr);  // F32: read where it lies
     }
 
-    TEST_CASE("model.the_tap_hears_each_block_in_data_flow_order") {
-        const Model m = load_gpt2(test::source_path(tiny), 4);
-        Listen full(true), blocked(false);
-        (void)decoder_forward(m->weights, {1, 2, 3}, nullptr, &full);
-        (void)decoder_forward(m->weights, {1, 2, 3}, nullptr, &blocked);
-        auto point = [](BlockPoint p) { return "0:" + std::to_string(static_cast<int>(p)); };
-        const std::vector<std::string> layer0 = {point(BlockPoint::norm_1), "attention0 3 keys", point(BlockPoint::attention),
-                                                 point(BlockPoint::residual_1), point(BlockPoint::norm_2), point(BlockPoint::mlp_hidden),
-                                                 point(BlockPoint::mlp), point(BlockPoint::residual_2)};
-        REQUIRE(full.heard.size() == 1 + 2 * layer0.size());
-        CHECK(full.heard[0] == "embeddings");
-        CHECK(std::equal(layer0.begin(), layer0.end(), full.heard.begin() + 1));
-        // the blocked path hands the tap its attention too, without T×T tensors
-        REQUIRE(blocked.heard.size() == full.heard.size());
-        CHECK(blocked.heard[2] == "attention0 0 keys");  // GPT-2's fused path: only the output
-        CHECK(blocked.none_square);
-        // Gemma 3 norms the attention's and the MLP's outputs before each residual
-        const Model gemma = load_model(test::source_path("tests/data/models/tiny_gemma3"));
-        Listen g(true);
-        (void)decoder_forward(gemma->weights, {1, 2, 3}, nullptr, &g);
-        const std::vector<std::string> gemma0 = {point(BlockPoint::norm_1), "attention0 3 keys", point(BlockPoint::attention),
-                                                 point(BlockPoint::attention_norm), point(BlockPoint::residual_1), point(BlockPoint::norm_2),
-                                                 point(BlockPoint::mlp_hidden), point(BlockPoint::mlp), point(BlockPoint::mlp_norm),
-                                                 point(BlockPoint::residual_2)};
-        REQUIRE(g.heard.size() == 1 + 4 * gemma0.size());
-        CHECK(std::equal(gemma0.begin(), gemma0.end(), g.heard.begin() + 1));
-    }
-
     TEST_CASE("model.decoding_with_the_cache_equals_the_whole_sequence") {
         const Model m = load_gpt2(test::source_path(tiny), 4);
         const std::vector<std::size_t> ids = {5, 17, 3, 42, 8, 1};
@@ -171,7 +141,7 @@ TEST_SUITE("model") {
         for (std::size_t t = 3; t < ids.size(); ++t) {
             Listen step(false);
             last = decoder_forward(m->weights, {ids[t]}, &cache, &step);
-            CHECK(step.heard[2] == "attention0 " + std::to_string(t + 1) + " keys");  // the cache grew by one
+            CHECK(step.heard[0] == "attention0 " + std::to_string(t + 1) + " keys");  // the cache grew by one
         }
         CHECK(cache.tokens() == ids.size());
         CHECK(cache.bytes(4) == doctest::Approx(2.0 * 4.0 * static_cast<double>(ids.size() * m->weights.config.width * m->weights.config.layers)));

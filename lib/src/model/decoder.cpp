@@ -71,20 +71,20 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
 
     Cube tok = Cube::from_shape({1, T, C});  // (1,T,C)
     for (std::size_t i = 0; i < T; ++i) w.embed.copy_out_row(ids[i], &tok(0, i, 0));
+    t.hook(no_layer, hooks::embed, tok);
     Cube x = tok;
     if (c.embed_scale) x = tok * *c.embed_scale;  // in float32, as the reference multiplies
     if (c.positions == PositionKind::learned) {
         Cube pos = Cube::from_shape({1, T, C});
         for (std::size_t i = 0; i < T; ++i) xt::view(pos, 0, i, xt::all()) = xt::view(w.positions, p0 + i, xt::all());
+        t.hook(no_layer, hooks::pos_embed, pos);
         x = x + pos;  // (1,T,C)
-        t.embeddings(tok, &pos, x);
-    } else {
-        t.embeddings(tok, nullptr, x);
     }
+    t.hook(no_layer, hooks::embeddings, x);
     for (std::size_t l = 0; l < c.layers; ++l) {
         const BlockWeights& b = w.blocks[l];
         const Cube a = b.norm_1 ? normalise(x, *b.norm_1, c.norm, c.norm_eps) : x;  // (1,T,C); post-norm: the residual stream itself
-        if (b.norm_1) t.block(l, BlockPoint::norm_1, a);
+        if (b.norm_1) t.hook(l, hooks::norm_1, a);
         const std::vector<std::size_t>* off = ablation && l < ablation->size() && !(*ablation)[l].empty() ? &(*ablation)[l] : nullptr;
         Cube attn;  // (1,T,C)
         KvCache* kv = cache ? &cache->layers[l] : nullptr;
@@ -95,24 +95,24 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
                 attn = model_detail::deltanet_forward(b, l, a, cache && l < cache->linear.size() ? &cache->linear[l] : nullptr, t);
                 break;
         }
-        t.block(l, BlockPoint::attention, attn);
+        t.hook(l, hooks::attention, attn);
         if (b.attention_norm) {
             attn = normalise(attn, *b.attention_norm, c.norm, c.norm_eps);
-            t.block(l, BlockPoint::attention_norm, attn);
+            t.hook(l, hooks::attention_norm, attn);
         }
         x += attn;  // a parallel block: (x + attn) + mlp, as the reference adds them
-        t.block(l, BlockPoint::residual_1, x);
+        t.hook(l, hooks::residual_1, x);
         const Cube m = c.parallel ? a : b.norm_2 ? normalise(x, *b.norm_2, c.norm, c.norm_eps) : x;  // (1,T,C); parallel: what the attention read
-        if (b.norm_2) t.block(l, BlockPoint::norm_2, m);
+        if (b.norm_2) t.hook(l, hooks::norm_2, m);
         Cube mlp = c.layer_specs[l].feed_forward == FeedForwardKind::experts ? model_detail::experts_forward(b, l, m, t)
                                                                               : model_detail::mlp_forward(c, b, l, m, t);
-        t.block(l, BlockPoint::mlp, mlp);
+        t.hook(l, hooks::mlp, mlp);
         if (b.mlp_norm) {
             mlp = normalise(mlp, *b.mlp_norm, c.norm, c.norm_eps);
-            t.block(l, BlockPoint::mlp_norm, mlp);
+            t.hook(l, hooks::mlp_norm, mlp);
         }
         x += mlp;
-        t.block(l, BlockPoint::residual_2, x);
+        t.hook(l, hooks::residual_2, x);
     }
     return normalise(x, w.final_norm, c.norm, c.norm_eps);
 }

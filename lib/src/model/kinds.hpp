@@ -1,7 +1,8 @@
 // The kinds of block a decoder layer is made of, as the loader and the decoder call them;
 // each is one file of blocks/: what it reads of config.json (once for the model), what it
 // reads of the checkpoint (layer by layer, through the Reader) and its call into ops/ in the
-// forward, handing the tap what it made. The loader and the decoder name a kind, never a
+// forward, handing the tap what it made at the hook points its public header declares
+// (attnwalk/model/blocks/<kind>.hpp). The loader and the decoder name a kind, never a
 // kind's own field or tensor (the loader reads the decoder's: sizes, norms, biases, the
 // tied head, and hands attention_bias to the attention kinds); blocks/ implement this header and include nothing else of model/'s
 // sources but config.hpp and reader.hpp. Internal to lib/src/model/.

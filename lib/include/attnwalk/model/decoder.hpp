@@ -3,7 +3,8 @@
 // DeltaNet, the dense MLP, experts) in a file of lib/src/model/blocks/, and every family is a
 // spec (model/family.hpp) that the loader turns into a DecoderConfig (each layer's kinds
 // named in layer_specs) and DecoderWeights. The forward writes no text: it hands each
-// intermediate to a tap (an observer), which a lesson turns into steps.
+// intermediate to a tap (an observer) at a hook point (model/hooks.hpp), which a lesson
+// turns into steps.
 //
 //   ids (T) -> x = embed[ids] (× embed_scale) (+ positions[p0 : p0+T], learned)   (1,T,C)
 //   per block:  a = norm_1(x) (or x: post-norm); y = attention(a), by the layer's kind:
@@ -34,6 +35,7 @@
 #include "attnwalk/ops/moe.hpp"
 #include "attnwalk/ops/norms.hpp"
 #include "attnwalk/model/family.hpp"
+#include "attnwalk/model/hooks.hpp"
 #include "attnwalk/model/model.hpp"
 
 namespace attnwalk {
@@ -101,36 +103,55 @@ struct LoadedModel {
     std::vector<std::shared_ptr<const SafeTensors>> files;  // the checkpoint (one file or its shards): keeps the weights read in place valid
 };
 
-// Where in a block the forward hands a tensor (1,T,C) to the tap.
-enum class BlockPoint { norm_1, attention, attention_norm, residual_1, norm_2, mlp_hidden, mlp, mlp_norm, residual_2 };
+// The decoder's own hook points (model/hooks.hpp), each a Cube (1,T,C).
+namespace hooks {
+// before the layers (layer no_layer):
+inline constexpr HookId embed{"embed"};            // the token embeddings' rows embed[ids], before embed_scale
+inline constexpr HookId pos_embed{"pos_embed"};    // the position embeddings' rows (learned positions only)
+inline constexpr HookId embeddings{"embeddings"};  // x, the input of the first layer
+// each layer's (its kinds' own points between them, declared in model/blocks/*.hpp):
+inline constexpr HookId norm_1{"norm_1"};                  // a = norm_1(x), when the block has it
+inline constexpr HookId attention{"attention"};            // y, the attention's output
+inline constexpr HookId attention_norm{"attention_norm"};  // norm(y), when the block has it
+inline constexpr HookId residual_1{"residual_1"};          // x + y (or x + norm(y))
+inline constexpr HookId norm_2{"norm_2"};                  // m = norm_2(x), when the block has it
+inline constexpr HookId mlp{"mlp"};                        // z, the MLP's or the experts' output
+inline constexpr HookId mlp_norm{"mlp_norm"};              // norm(z), when the block has it
+inline constexpr HookId residual_2{"residual_2"};          // the layer's output
+}  // namespace hooks
 
-// The observer of the forward. Every method has a default that ignores what it is handed.
+// The observer of the forward: it says which layers' attention it keeps, and hears every
+// intermediate as hook(layer, id, value), in data-flow order (docs/architecture.md has the
+// table):
+//
+//   no_layer   embed, pos_embed (learned positions), embeddings
+//   each layer norm_1; the attention kind's: heads (blocks/heads.hpp, a Forward), or
+//              latent then heads (blocks/latent.hpp: a LatentForward, then the same layer
+//              as heads), or deltanet (blocks/deltanet.hpp, a GatedDeltaNetForward);
+//              attention, attention_norm, residual_1, norm_2; the feed-forward kind's:
+//              mlp_hidden (blocks/mlp.hpp, a Cube (1,T,hidden)) or experts
+//              (blocks/experts.hpp, a MoeOutput); mlp, mlp_norm, residual_2
+//
+// (norm_1, norm_2, attention_norm, mlp_norm only where the block has that norm.) A value is
+// the forward's own, valid during the call; a tap that wants it later copies it. A new kind
+// of block declares its points in its own header: the tap gains no method.
 class DecoderTap {
 public:
     virtual ~DecoderTap() = default;
     // Whether layer l keeps every intermediate of its attention (the T×T tensors), handed
-    // to attention(). A tap reads T×T tensors only of the layers it keeps: a layer not kept
+    // with hooks::heads. A tap reads T×T tensors only of the layers it keeps: a layer not kept
     // takes the blocked path without a cache so far, which keeps none
     // (ops/blocked_attention.hpp); elsewhere (an output gate, a cache, heads switched off)
     // attend makes them a head at a time in buffers where its kernels take the heads, and
-    // whole on a CPU without them.
+    // whole on a CPU without them. A Gated DeltaNet layer kept makes its effective attention
+    // matrix (with no state before).
     virtual bool keeps_attention(std::size_t /*layer*/) const { return false; }
     // Of a layer it keeps: whether the T×T scores and weights are wanted only as their
-    // statistics (ForwardSpec::square_summaries; attention() then finds them in
+    // statistics (ForwardSpec::square_summaries; the heads' Forward then has them in
     // Forward::scores_stats and weights_stats where Forward::square_summarised is set).
     virtual bool summarises_attention(std::size_t /*layer*/) const { return false; }
-    // The token embeddings' rows, the position embeddings' (null with RoPE), the first input.
-    virtual void embeddings(const Cube& /*tokens*/, const Cube* /*positions*/, const Cube& /*x*/) {}
-    virtual void attention(std::size_t /*layer*/, const Forward& /*f*/) {}
-    // A latent attention layer's own intermediates, handed before attention(), which gets
-    // the same layer as heads: Q = [q_nope | q_rope], K = [k_nope | k_rope], V.
-    virtual void latent(std::size_t /*layer*/, const LatentForward& /*f*/) {}
-    // A Gated DeltaNet layer: its intermediates, in place of attention() (no softmax there;
-    // with keeps_attention(layer) and no state before, its effective attention matrix).
-    virtual void linear(std::size_t /*layer*/, const GatedDeltaNetForward& /*f*/) {}
-    virtual void block(std::size_t /*layer*/, BlockPoint /*point*/, const Cube& /*t*/) {}
-    // A mixture of experts' routing and output (before BlockPoint::mlp, which hands the output too).
-    virtual void experts(std::size_t /*layer*/, const MoeOutput& /*routing*/) {}
+    // One intermediate: `value` holds the type `id` declares (Hooked::as, get). Ignored by default.
+    virtual void hook(std::size_t /*layer*/, HookId /*id*/, const Hooked& /*value*/) {}
 };
 
 // Each layer's keys and values, for decoding token by token. A latent attention layer keeps

@@ -48,12 +48,18 @@ public:
         : rec_(rec), spec_(spec), formula_("α_t = softmax(q_t·K_cacheᵀ / " + (words_of(config).scale.empty() ? "√d_h" : words_of(config).scale) + ")"), position_(position), token_(token),
           cache_(cache) {}
 
-    // The shown layer's new row of attention is read (attention()); the other layers' is not.
+    // The shown layer's new row of attention is read (its heads); the other layers' is not.
     bool keeps_attention(std::size_t layer) const override { return layer == spec_.layer; }
 
-    // Latent attention: what its cache keeps is the latent and the rotary key, not every head's keys.
-    void latent(std::size_t l, const LatentForward& f) override {
+    void hook(std::size_t l, HookId id, const Hooked& value) override {
         if (l != spec_.layer) return;
+        if (id == hooks::latent) latent(l, value.get<LatentForward>());
+        else if (id == hooks::heads) heads(l, value.get<Forward>());
+    }
+
+private:
+    // Latent attention: what its cache keeps is the latent and the rotary key, not every head's keys.
+    void latent(std::size_t l, const LatentForward& f) {
         latent_ = true;
         const std::size_t S = f.latent.shape(1), r = f.latent.shape(2), rope = f.k_rope.shape(2);
         Cube kept = Cube::from_shape({1, S, r + rope});
@@ -68,8 +74,7 @@ public:
             .note = "Every head's keys and values are made from these rows again at each step (kv_b_proj).";
     }
 
-    void attention(std::size_t l, const Forward& f) override {
-        if (l != spec_.layer) return;
+    void heads(std::size_t l, const Forward& f) {
         const std::string N = "step" + std::to_string(position_ + 1) + ".", L = std::to_string(l + 1);
         const bool streaming = cache_.layers.at(l).streaming();  // StreamingLLM: the row over the tokens kept, named by them
         const std::size_t first = position_ + 1 - f.kh.shape(2);  // the oldest token kept (0 but on a sliding layer)
@@ -97,7 +102,6 @@ public:
                      ", and the query at the last, not at the tokens' own positions.";
     }
 
-private:
     Recorder& rec_;
     const ModelSpec& spec_;
     std::string formula_;

@@ -4,7 +4,7 @@
 
 namespace attnwalk::model_walk {
 
-void PromptTap::attention(std::size_t l, const Forward& f) {
+void PromptTap::heads(std::size_t l, const Forward& f) {
     if (spec_.view) xt::view(grid, 0, l) = xt::view(f.weights, 0);
     if (spec_.rollout) {  // weights.mean(dim=heads), in float32 in the heads' order
         Mat mean = Mat::from_shape({T_, T_});

@@ -4,7 +4,7 @@
 
 namespace attnwalk::model_walk {
 
-// A latent attention layer (MLA): the latent and the shared rotary key, then its heads as attention() records them.
+// A latent attention layer (MLA): the latent and the shared rotary key, then its heads as heads() records them.
 void PromptTap::latent(std::size_t l, const LatentForward& f) {
     if (l != spec_.layer) return;
     const LatentWeights& w = *weights_.blocks[l].latent;

@@ -20,6 +20,11 @@
 #include "attnwalk/io/tokenizer.hpp"
 #include "attnwalk/lessons/explain.hpp"
 #include "attnwalk/lessons/recorder.hpp"
+#include "attnwalk/model/blocks/deltanet.hpp"
+#include "attnwalk/model/blocks/experts.hpp"
+#include "attnwalk/model/blocks/heads.hpp"
+#include "attnwalk/model/blocks/latent.hpp"
+#include "attnwalk/model/blocks/mlp.hpp"
 #include "attnwalk/model/decoder.hpp"
 #include "attnwalk/ops/attention.hpp"
 #include "attnwalk/ops/blas.hpp"
@@ -81,8 +86,9 @@ Words words_of(const DecoderConfig& c, const DecoderWeights* weights = nullptr);
 struct PointText {
     std::string id, title, formula;
 };
-// `experts`: the layer's MLP is a mixture of experts.
-PointText point_text(BlockPoint p, const std::string& L, const Words& w, bool experts);
+// The words of hook point `p` (the decoder's points of a block, and mlp_hidden); none for
+// another id. `experts`: the layer's MLP is a mixture of experts.
+std::optional<PointText> point_text(HookId p, const std::string& L, const Words& w, bool experts);
 
 // The prompt's pass: the embeddings, every layer's points (the layer shown, or every
 // layer when all are asked for, in full; the others as summaries), the shown layer's
@@ -103,17 +109,20 @@ public:
 
     std::vector<Cube> residuals;  // with the logit lens: the stream entering layer 1, then after every layer
 
-    std::string rope_words() const;
-    void embeddings(const Cube& tokens, const Cube* positions, const Cube& x) override;
-    void latent(std::size_t l, const LatentForward& f) override;        // latent.cpp
-    void linear(std::size_t l, const GatedDeltaNetForward& f) override;  // deltanet.cpp
-    void attention(std::size_t l, const Forward& f) override;            // heads.cpp
-
     std::vector<std::vector<std::size_t>> chosen_by_layer;  // with the view: each layer's chosen experts (T·k)
-    void experts(std::size_t l, const MoeOutput& r) override;            // experts.cpp
-    void block(std::size_t l, BlockPoint p, const Cube& t) override;
+
+    std::string rope_words() const;
+    // Each hook to its narration: a kind's value to the kind's file, the embeddings' and the
+    // block's points (Cubes) to prompt.cpp; a point it does not narrate passes by.
+    void hook(std::size_t l, HookId id, const Hooked& value) override;
 
 private:
+    void embeddings(HookId id, const Cube& t);
+    void latent(std::size_t l, const LatentForward& f);        // latent.cpp
+    void linear(std::size_t l, const GatedDeltaNetForward& f);  // deltanet.cpp
+    void heads(std::size_t l, const Forward& f);                // heads.cpp
+    void experts(std::size_t l, const MoeOutput& r);            // experts.cpp
+    void block(std::size_t l, HookId p, const Cube& t);
     // Whether layer l's attention is kept for writing its cells out (then the rows entering
     // it and their norm are kept too: copies of T×C each, made only then).
     bool keeps_cells(std::size_t l) const { return l == spec_.layer ? explainable_ || spec_.explain : explainable_ && spec_.view; }

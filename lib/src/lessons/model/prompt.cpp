@@ -1,6 +1,7 @@
 // The prompt's tap: the embeddings, every layer's points (the layer shown, or every layer
 // when all are asked for, in full; the others as summaries), and the attention kept for
-// writing its cells out. Each kind of block narrates its own layer in a file of its own.
+// writing its cells out. Each kind of block narrates its own layer in a file of its own, to
+// which the tap's hook hands the kind's value.
 #include "model_walk.hpp"
 
 namespace attnwalk::model_walk {
@@ -31,13 +32,31 @@ std::string PromptTap::rope_words() const {
                  "the rotary key all heads share.";
 }
 
-void PromptTap::embeddings(const Cube& tokens, const Cube* positions, const Cube& x) {
+void PromptTap::hook(std::size_t l, HookId id, const Hooked& value) {
+    if (id == hooks::heads) heads(l, value.get<Forward>());
+    else if (id == hooks::latent) latent(l, value.get<LatentForward>());
+    else if (id == hooks::deltanet) linear(l, value.get<GatedDeltaNetForward>());
+    else if (id == hooks::experts) experts(l, value.get<MoeOutput>());
+    else if (const Cube* t = value.as<Cube>(); t && l == no_layer) embeddings(id, *t);
+    else if (t) block(l, id, *t);  // the block's points; another kind's value it does not narrate passes by
+}
+
+// The token embeddings' rows, the position embeddings' (learned positions only), the first input.
+void PromptTap::embeddings(HookId id, const Cube& t) {
+    const std::string& E = words_.embed;
+    if (id == hooks::embed) {
+        rec_.add("token_embeddings", "Token embeddings: rows of " + E, E + "[ids]", t, tokens_features);
+        return;
+    }
+    if (id == hooks::pos_embed) {
+        rec_.add("position_embeddings", "Position embeddings: rows 0…T−1 of wpe", "wpe[0:T]", t, tokens_features);
+        return;
+    }
+    if (id != hooks::embeddings) return;
+    const Cube& x = t;
     if (keeps_cells(0)) stream_ = x;  // the rows entering layer 1
     if (spec_.logit_lens) residuals.push_back(x);
-    const std::string& E = words_.embed;
-    rec_.add("token_embeddings", "Token embeddings: rows of " + E, E + "[ids]", tokens, tokens_features);
-    if (positions) {
-        rec_.add("position_embeddings", "Position embeddings: rows 0…T−1 of wpe", "wpe[0:T]", *positions, tokens_features);
+    if (config_.positions == PositionKind::learned) {
         rec_.add("embeddings", "The input of layer 1", "x = wte[ids] + wpe[0:T]", x, tokens_features);
     } else if (config_.embed_scale) {
         rec_.add("embeddings", "The input of layer 1: the embeddings × √C", "x = " + E + "[ids] · " + format_number(*config_.embed_scale), x,
@@ -49,18 +68,19 @@ void PromptTap::embeddings(const Cube& tokens, const Cube* positions, const Cube
     }
 }
 
-void PromptTap::block(std::size_t l, BlockPoint p, const Cube& t) {
-    if (p == BlockPoint::norm_1 && keeps_cells(l)) normed_ = t;
-    if (p == BlockPoint::residual_2) {
+void PromptTap::block(std::size_t l, HookId p, const Cube& t) {
+    if (p == hooks::norm_1 && keeps_cells(l)) normed_ = t;
+    if (p == hooks::residual_2) {
         if (l + 1 < config_.layers && keeps_cells(l + 1)) stream_ = t;  // the rows entering the next layer
         else stream_ = Cube();
         normed_ = Cube();
     }
-    if (p == BlockPoint::residual_2 && spec_.logit_lens) residuals.push_back(t);
-    const PointText text = point_text(p, std::to_string(l + 1), words_, weights_.blocks[l].moe.has_value());
-    const std::string id = "layer" + std::to_string(l + 1) + "." + text.id;
-    if (l == spec_.layer || spec_.all_layers) rec_.add(id, text.title, text.formula, t, tokens_features);
-    else rec_.add_summary(id, text.title, text.formula, {T_, t.shape(2)}, 1, tokens_features, summary_of(t), false);
+    if (p == hooks::residual_2 && spec_.logit_lens) residuals.push_back(t);
+    const std::optional<PointText> text = point_text(p, std::to_string(l + 1), words_, weights_.blocks[l].moe.has_value());
+    if (!text) return;  // a point this walk does not narrate
+    const std::string id = "layer" + std::to_string(l + 1) + "." + text->id;
+    if (l == spec_.layer || spec_.all_layers) rec_.add(id, text->title, text->formula, t, tokens_features);
+    else rec_.add_summary(id, text->title, text->formula, {T_, t.shape(2)}, 1, tokens_features, summary_of(t), false);
 }
 
 void PromptTap::keep(std::size_t l, const Forward& f) {

@@ -13,7 +13,9 @@ class AllWeights : public DecoderTap {
 public:
     std::vector<Hyper> weights;
     bool keeps_attention(std::size_t) const override { return true; }
-    void attention(std::size_t, const Forward& f) override { weights.push_back(f.weights); }
+    void hook(std::size_t, HookId id, const Hooked& value) override {
+        if (id == hooks::heads) weights.push_back(value.get<Forward>().weights);
+    }
 };
 
 }  // namespace

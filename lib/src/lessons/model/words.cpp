@@ -71,23 +71,20 @@ Words words_of(const DecoderConfig& c, const DecoderWeights* weights) {
     return w;
 }
 
-PointText point_text(BlockPoint p, const std::string& L, const Words& w, bool experts) {
+std::optional<PointText> point_text(HookId p, const std::string& L, const Words& w, bool experts) {
     const std::string attn = "attn(" + (w.pre ? w.n1 + "(x)" : std::string("x")) + ")", mlp = "mlp(" + (w.pre ? w.n2 + "(x)" : std::string("x")) + ")";
-    switch (p) {
-        case BlockPoint::norm_1: return {"ln_1", "Layer " + L + ": " + w.norm + " before attention (" + w.norm_1 + ")", w.n1 + "(x)"};
-        case BlockPoint::attention: return {"attention", "Layer " + L + ": the attention's output", attn};
-        case BlockPoint::attention_norm:
-            return {"attention_norm", w.norm + " of the attention's output (" + w.post_attention + ")", "norm(" + attn + ")"};
-        case BlockPoint::residual_1:
-            return {"residual_1", "Residual: added to the layer's input", "x + " + (w.post ? "norm(" + attn + ")" : attn)};
-        case BlockPoint::norm_2: return {"ln_2", w.norm + " before the MLP (" + w.norm_2 + ")", w.n2 + "(x)"};
-        case BlockPoint::mlp_hidden: return {"mlp_hidden", w.mlp_hidden_title, w.mlp_hidden};
-        case BlockPoint::mlp: return experts ? PointText{"mlp", "The mixture of experts' output", w.mlp_experts} : PointText{"mlp", "The MLP's output", w.mlp};
-        case BlockPoint::mlp_norm: return {"mlp_norm", w.norm + " of the MLP's output (" + w.post_mlp + ")", "norm(" + mlp + ")"};
-        case BlockPoint::residual_2:  // a parallel block: both sublayers read the norm of the layer's input x
-            return {"residual_2", "Layer " + L + "'s output", "x + " + (w.parallel ? attn + " + " : std::string()) + (w.post ? "norm(" + mlp + ")" : mlp)};
-    }
-    return {};
+    if (p == hooks::norm_1) return PointText{"ln_1", "Layer " + L + ": " + w.norm + " before attention (" + w.norm_1 + ")", w.n1 + "(x)"};
+    if (p == hooks::attention) return PointText{"attention", "Layer " + L + ": the attention's output", attn};
+    if (p == hooks::attention_norm)
+        return PointText{"attention_norm", w.norm + " of the attention's output (" + w.post_attention + ")", "norm(" + attn + ")"};
+    if (p == hooks::residual_1) return PointText{"residual_1", "Residual: added to the layer's input", "x + " + (w.post ? "norm(" + attn + ")" : attn)};
+    if (p == hooks::norm_2) return PointText{"ln_2", w.norm + " before the MLP (" + w.norm_2 + ")", w.n2 + "(x)"};
+    if (p == hooks::mlp_hidden) return PointText{"mlp_hidden", w.mlp_hidden_title, w.mlp_hidden};
+    if (p == hooks::mlp) return experts ? PointText{"mlp", "The mixture of experts' output", w.mlp_experts} : PointText{"mlp", "The MLP's output", w.mlp};
+    if (p == hooks::mlp_norm) return PointText{"mlp_norm", w.norm + " of the MLP's output (" + w.post_mlp + ")", "norm(" + mlp + ")"};
+    if (p == hooks::residual_2)  // a parallel block: both sublayers read the norm of the layer's input x
+        return PointText{"residual_2", "Layer " + L + "'s output", "x + " + (w.parallel ? attn + " + " : std::string()) + (w.post ? "norm(" + mlp + ")" : mlp)};
+    return std::nullopt;
 }
 
 }  // namespace attnwalk::model_walk

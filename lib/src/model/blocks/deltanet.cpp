@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/model/blocks/deltanet.hpp"
 #include "../kinds.hpp"
 
 namespace attnwalk::model_detail {
@@ -77,7 +78,7 @@ std::unique_ptr<KindReader> deltanet_reader(ConfigFile& cfg, const FamilySpec& f
 
 Cube deltanet_forward(const BlockWeights& b, std::size_t layer, const Cube& a, DeltaNetCache* cache, DecoderTap& tap) {
     GatedDeltaNetForward g = gated_deltanet_forward(a, *b.linear, cache, tap.keeps_attention(layer));
-    tap.linear(layer, g);
+    tap.hook(layer, hooks::deltanet, g);
     return std::move(g.output);
 }
 

@@ -9,6 +9,7 @@
 #include <xtensor/xview.hpp>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/model/blocks/experts.hpp"
 #include "../kinds.hpp"
 
 namespace attnwalk::model_detail {
@@ -156,7 +157,7 @@ std::unique_ptr<KindReader> experts_reader(ConfigFile& cfg, const FamilySpec& f,
 
 Cube experts_forward(const BlockWeights& b, std::size_t layer, const Cube& m, DecoderTap& tap) {
     MoeOutput routed = moe_forward(m, *b.moe);  // each token through the few its router chose
-    tap.experts(layer, routed);
+    tap.hook(layer, hooks::experts, routed);
     return std::move(routed.output);
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/model/blocks/heads.hpp"
 #include "attnwalk/ops/blocked_attention.hpp"
 #include "../kinds.hpp"
 
@@ -119,7 +120,7 @@ Cube heads_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t la
             f.kh = kv->keys();
         }
         attend(f, &b.attn, spec);
-        tap.attention(layer, f);
+        tap.hook(layer, hooks::heads, f);
         return std::move(f.output);
     }
     if (!tap.keeps_attention(layer) && (!kv || kv->seen() == 0) && spec.zero_heads.empty() && !b.attn.gate) {  // no T×T tensor at all (an output gate: the one forward applies it)
@@ -130,7 +131,7 @@ Cube heads_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t la
             f.causal = true;
             f.output = std::move(r.output);
             if (kv) kv->append(split_heads(project(a, b.attn.key), b.attn.key_heads()), split_heads(project(a, b.attn.value), b.attn.key_heads()));
-            tap.attention(layer, f);
+            tap.hook(layer, hooks::heads, f);
             return std::move(f.output);
         }
         // today's models: the heads as the forward makes them (QK-norm, RoPE), then the blocked core
@@ -142,7 +143,7 @@ Cube heads_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t la
         f.context = fast::blocked_heads(f.qh, f.kh, f.vh, f.scale, true, f.window, b.attn.sinks ? &*b.attn.sinks : nullptr);
         if (kv) kv->append(f.kh, f.vh);
         f.output = project(f.context, *b.attn.out_proj);
-        tap.attention(layer, f);
+        tap.hook(layer, hooks::heads, f);
         return std::move(f.output);
     }
     Forward f = project_heads(a, &b.attn, spec);
@@ -161,7 +162,7 @@ Cube heads_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t la
         f.vh = kv->values();
     }
     attend(f, &b.attn, spec);
-    tap.attention(layer, f);
+    tap.hook(layer, hooks::heads, f);
     return std::move(f.output);
 }
 

@@ -8,6 +8,7 @@
 #include <xtensor/xview.hpp>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/model/blocks/latent.hpp"
 #include "../kinds.hpp"
 
 namespace attnwalk::model_detail {
@@ -150,7 +151,7 @@ Cube latent_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t l
         lf.context = merge_heads(lf.head_outputs);
         lf.output = project(lf.context, b.latent->o_proj);
     }
-    tap.latent(layer, lf);
+    tap.hook(layer, hooks::latent, lf);
     // the same layer as the heads the tap knows: Q = [q_nope | q_rope], K = [k_nope | k_rope]
     Forward f;
     f.heads = f.kv_heads = b.latent->heads;
@@ -171,7 +172,7 @@ Cube latent_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t l
     f.head_outputs = std::move(lf.head_outputs);
     f.context = std::move(lf.context);
     f.output = std::move(lf.output);
-    tap.attention(layer, f);
+    tap.hook(layer, hooks::heads, f);
     return std::move(f.output);
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/model/blocks/mlp.hpp"
 #include "../kinds.hpp"
 
 namespace attnwalk::model_detail {
@@ -41,7 +42,7 @@ std::unique_ptr<KindReader> mlp_reader(const FamilySpec& f, std::size_t C, std::
 
 Cube mlp_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t layer, const Cube& m, DecoderTap& tap) {
     const Cube hidden = mlp_hidden(m, c.mlp, b.up, gated(c.mlp) ? &b.gate : nullptr);  // (1,T,hidden)
-    tap.block(layer, BlockPoint::mlp_hidden, hidden);
+    tap.hook(layer, hooks::mlp_hidden, hidden);
     return project(hidden, b.down);  // (1,T,C)
 }
 

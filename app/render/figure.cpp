@@ -239,9 +239,8 @@ std::optional<std::size_t> opening_step(const Trace& trace) {
     };
     for (std::size_t i = 0; i < trace.steps.size(); ++i)
         if (trace.steps[i].heads_grid && square(trace.steps[i])) return i;
-    for (const char* id : {"weights_dropped", "weights"})  // the lessons' final weights, by their documented ids
-        for (std::size_t i = 0; i < trace.steps.size(); ++i)
-            if (trace.steps[i].id == id && square(trace.steps[i])) return i;
+    for (std::size_t i = trace.steps.size(); i-- > 0;)  // the lesson's final weights, as it declares them
+        if (trace.steps[i].opens && square(trace.steps[i])) return i;
     for (std::size_t i = trace.steps.size(); i-- > 0;)
         if (square(trace.steps[i])) return i;
     return std::nullopt;

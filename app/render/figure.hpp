@@ -85,8 +85,8 @@ Figure figure_of(const Trace& trace, std::size_t index, ColorScale asked, PanelS
 Figure figure_of(const Trace& trace, const Step& step, ColorScale asked, PanelScale panels = PanelScale::together);
 
 // The step a drawing opens on (--svg without --svg-step, the explorer, the page): the model
-// view's grid of every head; else the final weights, after dropout if there was one; else
-// the last token×token step. None when the trace has no token×token step.
+// view's grid of every head; else the last step its lesson declares the opening one (the
+// final weights, after dropout if there was one: Step::opens); else the last token×token step. None when the trace has no token×token step.
 std::optional<std::size_t> opening_step(const Trace& trace);
 
 // One drawn cell standing for a kr × kc block of a panel: the mean of its shown values;

@@ -103,6 +103,8 @@ struct Step {
     std::optional<std::size_t> query;   // a step of one query's row (kvcache's stepN.*): that query's position
     bool heads_grid = false;            // every layer's and head's attention weights (layer × head × query × key,
                                         // the model view): drawn as a grid of heads, and the drawings open on it
+    bool opens = false;                 // its lesson declares the drawings open on it (catalogue.hpp's `opening`:
+                                        // the final attention weights); they open on the last such step
     bool summarised = false;            // a summary: `summary` holds the statistics; tensor.data is empty
                                         // except for the final step
     Summary summary;

@@ -127,9 +127,12 @@ const StepInfo* find_step(const std::string& id) {
     return it == by_id.end() ? nullptr : it->second;
 }
 
-bool declares(const LessonDecl& lesson, const std::string& id) {
+const StepDecl* declaration(const LessonDecl& lesson, const std::string& id) {
     const std::string key = family_key(id);
-    return std::any_of(lesson.steps.begin(), lesson.steps.end(), [&](const StepDecl& s) { return key == s.id; });
+    const auto s = std::find_if(lesson.steps.begin(), lesson.steps.end(), [&](const StepDecl& d) { return key == d.id; });
+    return s == lesson.steps.end() ? nullptr : &*s;
 }
+
+bool declares(const LessonDecl& lesson, const std::string& id) { return declaration(lesson, id) != nullptr; }
 
 }  // namespace attnwalk

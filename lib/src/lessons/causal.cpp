@@ -23,11 +23,11 @@ ATTNWALK_LESSON(causal, 40) {
             {"weights_masked", "(a) future weights set to 0"},
             {"weights_renormalised", "(a) each row divided by its sum"},
             {"scores_masked", "(b) scores with −∞ above the diagonal", headline},
-            {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline},
+            {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline | opening},
             {"max_difference", "the largest |difference| between two ways that must agree (causal: (a) and (b))", headline},
             {"dropout_mask", "1 = kept, 0 = dropped"},
             {"dropout_scale", "1/(1 − p) in float32"},
-            {"weights_dropped", "the weights after dropout: kept values × 1/(1 − p) (unchanged in eval mode)", headline},
+            {"weights_dropped", "the weights after dropout: kept values × 1/(1 − p) (unchanged in eval mode)", headline | opening},
             {"context", "the context vectors (heads concatenated)", headline},
         }, explain_steps()})};
     return lesson;

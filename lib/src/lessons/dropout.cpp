@@ -17,10 +17,10 @@ ATTNWALK_LESSON(dropout, 50) {
             {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)"},
             {"scores_scaled", "ω divided by the scale"},
             {"scores_masked", "(b) scores with −∞ above the diagonal"},
-            {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout"},
+            {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", opening},
             {"dropout_mask", "1 = kept, 0 = dropped", headline},
             {"dropout_scale", "1/(1 − p) in float32"},
-            {"weights_dropped", "the weights after dropout: kept values × 1/(1 − p) (unchanged in eval mode)", headline},
+            {"weights_dropped", "the weights after dropout: kept values × 1/(1 − p) (unchanged in eval mode)", headline | opening},
             {"context", "the context vectors (heads concatenated)"},
         }})};
     return lesson;

@@ -39,7 +39,7 @@ ATTNWALK_LESSON(mla, 120) {
         {"scores_nope", "the content part of the scores, q_nope·k_nopeᵀ per head"},
         {"scores_rope", "the position part of the scores, q_rope·k_ropeᵀ per head"},
         {"scores", "the scores, ω = ω_nope + ω_rope (before the mask; X·Xᵀ without projections elsewhere)"},
-        {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout"},
+        {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", opening},
         {"head_outputs", "each head's context vectors A_h·V_h"},
         {"context", "the context vectors (heads concatenated)"},
         {"output", "the output projection of the context (or the context itself)"},

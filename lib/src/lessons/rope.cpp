@@ -22,7 +22,7 @@ ATTNWALK_LESSON(rope, 140) {
             {"queries_rotated", "the queries after RoPE", headline},
             {"keys_rotated", "the keys after RoPE"},
             {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)", headline},
-            {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout"},
+            {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", opening},
             {"scores_position_shift", "the scores with every position shifted by k"},
             {"max_difference", "the largest |difference| between two ways that must agree (causal: (a) and (b))", headline},
         }, explain_steps()})};

@@ -29,7 +29,7 @@ ATTNWALK_LESSON(softmax, 20) {
             {"scores_shifted", "ω minus its row maximum"},
             {"weights_sum", "ω divided by its row sum", headline},
             {"weights_naive", "exp(ω) divided by its row sum", headline},
-            {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline},
+            {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline | opening},
         }, explain_steps()})};
     return lesson;
 }
@@ -37,7 +37,7 @@ ATTNWALK_LESSON(softmax, 20) {
 ATTNWALK_LESSON(context, 30) {
     static const LessonDecl lesson{"context", "Context vectors: each token's weighted sum of the embeddings (or of the values, with projections).",
         joined({parameter_steps(), projection_steps(), score_steps(detail), {
-            {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline},
+            {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline | opening},
             {"context", "the context vectors (heads concatenated)", headline},
         }, explain_steps()})};
     return lesson;

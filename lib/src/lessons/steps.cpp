@@ -124,11 +124,15 @@ void charge_forward_time(Trace& trace, const Forward& f) {
     }
 }
 
-void check_declared(const std::string& command, const std::vector<Step>& steps) {
+// Every step is declared by the trace's lesson (or, for a trace of no lesson, in the
+// catalogue); a step its lesson declares `opening` is marked so (Step::opens).
+void check_declared(const std::string& command, std::vector<Step>& steps) {
     const LessonDecl* lesson = find_lesson(command);
-    for (const Step& s : steps) {
-        if (lesson && !declares(*lesson, s.id)) throw std::logic_error("the " + command + " lesson records '" + s.id + "', which it does not declare");
+    for (Step& s : steps) {
+        const StepDecl* d = lesson ? declaration(*lesson, s.id) : nullptr;
+        if (lesson && !d) throw std::logic_error("the " + command + " lesson records '" + s.id + "', which it does not declare");
         if (!lesson && !find_step(s.id)) throw std::logic_error("step id '" + s.id + "' is not in the step catalogue");
+        s.opens = d && (d->compact & opening);
     }
 }
 

@@ -31,8 +31,9 @@ Trace start_trace(const std::string& command, const Embeddings& input, const Att
 void charge_forward_time(Trace& trace, const Forward& f);
 // The lesson of `command` recorded only what it declares (catalogue.hpp): the declaration
 // is the contract. Steps of no lesson's command keep to the catalogue of every step.
-// std::logic_error names the first that does not. Every walk calls it, most through finish.
-void check_declared(const std::string& command, const std::vector<Step>& steps);
+// std::logic_error names the first that does not. Marks the steps the lesson declares
+// `opening` (Step::opens). Every walk calls it, most through finish.
+void check_declared(const std::string& command, std::vector<Step>& steps);
 // Checks the ids (check_declared) and that nothing overflowed (check_finite), then keeps
 // the trace as asked.
 Trace finish(Trace trace, const Recording& recording, const Forward* f = nullptr);

@@ -12,8 +12,10 @@
 
 namespace attnwalk {
 
-// What the compact view shows of a step: its headline (the default view), or the model view's.
-enum Headline : unsigned { detail = 0, headline = 1, view_headline = 2 };
+// What the views make of a step: the compact view shows its headline (the default view's)
+// or the model view's; the drawings (the SVG, the page, the explorer) open on the last step
+// marked `opening` that the trace has (after the model view's grid, Step::heads_grid).
+enum Headline : unsigned { detail = 0, headline = 1, view_headline = 2, opening = 4 };
 
 // Which models record a step of the model lessons: every one, or only today's families
 // (RoPE, QK-norm, norms after the sublayers, sinks, experts, latent attention, a
@@ -23,7 +25,7 @@ enum class Models : unsigned char { all, beyond_gpt2 };
 struct StepDecl {
     const char* id;        // "weights"; "stepN.weights" for one of a numbered family
     const char* meaning;   // one line
-    unsigned compact = detail;
+    unsigned compact = detail;  // Headline bits
     Models models = Models::all;
 };
 
@@ -67,7 +69,8 @@ const std::vector<StepInfo>& step_catalogue();
 // The entry for `id`; ids of numbered steps ("head1.W_query", "layer12.mlp") are found
 // under their family's ("headN.W_query"). Null when the id is not in the catalogue.
 const StepInfo* find_step(const std::string& id);
-// Whether `lesson` declares `id` (numbered ids as above).
+// Whether `lesson` declares `id` (numbered ids as above); its declaration, or null.
 bool declares(const LessonDecl& lesson, const std::string& id);
+const StepDecl* declaration(const LessonDecl& lesson, const std::string& id);
 
 }  // namespace attnwalk

@@ -25,7 +25,7 @@ const std::vector<StepDecl>& model_steps() {
         {"queries_rotated", "the queries after RoPE", detail, beyond},
         {"keys_rotated", "the keys after RoPE", detail, beyond},
         {"scores", "ω = Q·Kᵀ (X·Xᵀ without projections)"},
-        {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline},
+        {"weights", "the attention weights: the softmax of the (masked, scaled) scores, before any dropout", headline | opening},
         {"head_outputs", "each head's context vectors A_h·V_h"},
         {"context", "the context vectors (heads concatenated)"},
         {"gate", "gated attention (Qwen3-Next): the output gate, the second half of each head's q_proj", detail, beyond},

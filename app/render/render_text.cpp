@@ -14,6 +14,7 @@
 #include "render_text.hpp"
 #include "render_torch.hpp"
 #include "text.hpp"
+#include "text_parts.hpp"
 
 namespace attnwalk::app {
 
@@ -30,36 +31,6 @@ void print_note(const std::string& label, const std::string& note, const TextOpt
 
 std::string label(const Trace& trace, Axis axis, std::size_t i) { return axis_label(trace, axis, i); }
 
-// Long axes are elided like PyTorch's print: the first and last three entries around a
-// gap (npos), unless --full.
-constexpr std::size_t elide_above = 16;
-constexpr std::size_t edge_items = 3;
-constexpr std::size_t gap = static_cast<std::size_t>(-1);
-
-std::vector<std::size_t> shown(std::size_t n, const TextOptions& opt) {
-    std::vector<std::size_t> idx;
-    const bool elide = !opt.full && n > elide_above;
-    for (std::size_t i = 0; i < n; ++i) {
-        if (elide && i == edge_items) {
-            idx.push_back(gap);
-            i = n - edge_items;
-        }
-        idx.push_back(i);
-    }
-    return idx;
-}
-
-bool is_token_matrix(const Step& step) {
-    const std::size_t rank = step.tensor.shape.size();
-    return rank >= 2 && step.axes[rank - 1] == Axis::token && step.axes[rank - 2] == Axis::token;
-}
-
-// What the text view and --svg-step draw as a heatmap: a token×token matrix, or one number
-// per layer and head (the heads' roles and statistics: a layers × heads grid).
-bool is_heat_matrix(const Step& step) {
-    const std::size_t rank = step.tensor.shape.size();
-    return is_token_matrix(step) || (rank == 2 && step.axes[0] == Axis::layer && step.axes[1] == Axis::head && !step.tensor.data.empty());
-}
 
 struct Table {
     std::vector<std::string> header;            // first cell is the corner
@@ -149,95 +120,6 @@ std::string slice_name(const Trace& trace, const Step& step, std::size_t s) {
     return name;
 }
 
-// A weight matrix that PyTorch holds as nn.Linear.weight ([out, in]): out_proj, and
-// W_query/W_key/W_value drawn with nn.Linear's initialisation.
-bool linear_layout(const Trace& trace, const Step& step) {
-    if (step.kind != StepKind::parameter || step.tensor.shape.size() != 2) return false;
-    if (step.id == "out_proj.weight") return true;
-    const std::string name = step.id.substr(step.id.rfind('.') == std::string::npos ? 0 : step.id.rfind('.') + 1);
-    if (name.rfind("W_", 0) != 0) return false;
-    for (const auto& [key, value] : trace.params)
-        if (key == "init") return std::get_if<std::string>(&value) && std::get<std::string>(value) == "linear";
-    return false;
-}
-
-// The model view's heads in the order --sort ranked them (the heads_sorted step: layer and
-// head counted from 1, then the statistics named by its labels), each with its ranking
-// value; in layer, head order without --sort.
-struct RankedHead {
-    std::size_t layer, head;  // 0-based
-    std::string value;        // "previous_token 0.4082", or empty
-};
-
-std::vector<RankedHead> grid_order(const Trace& trace, std::size_t L, std::size_t H, int precision) {
-    std::string key;
-    for (const auto& [name, value] : trace.params)
-        if (name == "sort" && std::get_if<std::string>(&value)) key = std::get<std::string>(value);
-    for (const Step& s : trace.steps) {
-        if (s.id != "heads_sorted" || key.empty() || s.tensor.shape.size() != 2 || s.tensor.data.size() != s.tensor.size()) continue;
-        const std::size_t rows = s.tensor.shape[0], cols = s.tensor.shape[1];
-        const auto column = std::find(s.labels.begin(), s.labels.end(), key);
-        if (rows != L * H || column == s.labels.end()) break;
-        const std::size_t k = static_cast<std::size_t>(column - s.labels.begin());
-        std::vector<RankedHead> order;
-        for (std::size_t r = 0; r < rows; ++r) {
-            const float* row = s.tensor.data.data() + r * cols;
-            order.push_back({static_cast<std::size_t>(row[0]) - 1, static_cast<std::size_t>(row[1]) - 1,
-                             key + " " + value_text(row[k], precision)});
-        }
-        return order;
-    }
-    std::vector<RankedHead> order;
-    for (std::size_t l = 0; l < L; ++l)
-        for (std::size_t h = 0; h < H; ++h) order.push_back({l, h, ""});
-    return order;
-}
-
-// The model view's grid (Step::heads_grid, layer × head × T × T): one small heatmap per
-// head, side by side as the terminal allows, each cell one shade (rows and columns
-// averaged in blocks when T is long).
-void print_grid(const Trace& trace, const Step& step, const TextOptions& opt, std::ostream& out) {
-    static const char* const shades[] = {" ", "░", "▒", "▓", "█"};
-    const auto& s = step.tensor.shape;
-    const std::size_t L = s[0], H = s[1], T = s[2], side = std::min<std::size_t>(T, 12);
-    const std::size_t label = 6;  // "L11H3 " above each panel
-    const std::size_t width = std::max(side, label - 1) + 2;
-    const std::size_t per_row = std::max<std::size_t>(1, (opt.columns > 4 ? opt.columns - 4 : 1) / width);
-    const auto cell = [&](std::size_t l, std::size_t h, std::size_t r, std::size_t c) {  // the block's mean, 0…1
-        const std::size_t r0 = r * T / side, r1 = std::max(r0 + 1, (r + 1) * T / side), c0 = c * T / side,
-                          c1 = std::max(c0 + 1, (c + 1) * T / side);
-        double sum = 0.0;
-        for (std::size_t i = r0; i < r1; ++i)
-            for (std::size_t j = c0; j < c1; ++j) sum += step.tensor.data[((l * H + h) * T + i) * T + j];
-        return sum / static_cast<double>((r1 - r0) * (c1 - c0));
-    };
-    out << "    heatmaps: weight 0 ' ' ░▒▓█ 1 (rows: queries, columns: keys" << (side < T ? "; block means" : "") << ")\n";
-    const std::vector<RankedHead> heads = grid_order(trace, L, H, opt.precision);  // layer and head named from 1
-    if (!heads.empty() && !heads[0].value.empty())
-        out << "    ranked by " << heads[0].value.substr(0, heads[0].value.find(' ')) << ", highest first\n";
-    for (std::size_t first = 0; first < heads.size(); first += per_row) {
-        const std::size_t n = std::min(per_row, heads.size() - first);
-        std::string line = "    ";
-        for (std::size_t k = 0; k < n; ++k) {
-            std::string name = "L" + std::to_string(heads[first + k].layer + 1) + "H" + std::to_string(heads[first + k].head + 1);
-            line += name + std::string(width > name.size() ? width - name.size() : 1, ' ');
-        }
-        out << line << '\n';
-        for (std::size_t r = 0; r < side; ++r) {
-            line = "    ";
-            for (std::size_t k = 0; k < n; ++k) {
-                const std::size_t l = heads[first + k].layer, h = heads[first + k].head;
-                for (std::size_t c = 0; c < side; ++c) {
-                    const double v = cell(l, h, r, c);
-                    line += shades[std::isfinite(v) ? static_cast<std::size_t>(std::lround(std::clamp(v, 0.0, 1.0) * 4.0)) : 0];
-                }
-                line += std::string(width - side, ' ');
-            }
-            out << line << '\n';
-        }
-    }
-}
-
 void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, std::ostream& out) {
     const auto& shape = step.tensor.shape;
     const std::size_t rank = shape.size();
@@ -246,7 +128,7 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
     const std::size_t slices = inner ? step.tensor.size() / inner : 0;
     const bool heat = opt.heatmap && is_heat_matrix(step);
     if (opt.torch) {
-        if (linear_layout(trace, step)) {  // the textbook holds it as nn.Linear.weight: [out, in]
+        if (step.nn_linear) {  // the textbook holds it as nn.Linear.weight: [out, in]
             out << "nn.Linear.weight, [out, in] (the transpose of the x·W matrix):\n";
             Tensor t = step.tensor;
             const std::size_t rows = t.shape[0], cols = t.shape[1];
@@ -271,7 +153,7 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
         return;
     }
     if (step.heads_grid && !opt.full) {  // every head of every layer: the grid (--full prints the numbers)
-        print_grid(trace, step, opt, out);
+        print_grid(step, opt, out);
         return;
     }
     // Batch elements equal to batch element 0 (a stacked input) are named, not printed again.
@@ -297,107 +179,6 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
         print_matrix(trace, step, s * inner, s * inner_rows, opt, out);
         if (heat) print_heatmap(*figure, s, opt, out);
     }
-}
-
-// A written-out sum of vectors, one term a line: a line wider than the terminal breaks
-// after a ", " of its vector, the rest aligned under the vector's first number. The first
-// line follows the caller's `indent`; the others carry theirs.
-std::string wrap_vectors(const std::string& s, std::size_t indent, std::size_t columns) {
-    std::string out;
-    std::size_t begin = 0;
-    for (bool first_line = true;; first_line = false) {
-        const std::size_t nl = s.find('\n', begin);
-        const std::string line = s.substr(begin, nl == std::string::npos ? std::string::npos : nl - begin);
-        const std::size_t lead = first_line ? indent : 0;  // columns before the line's first character
-        const std::size_t open = line.find('[');
-        if (lead + width(line) <= columns || open == std::string::npos) {
-            out += line;
-        } else {
-            const std::string pad(lead + width(line.substr(0, open + 1)), ' ');
-            std::string current;
-            std::size_t used = lead, at = 0;
-            while (at < line.size()) {
-                const std::size_t comma = line.find(", ", at);
-                const std::size_t end = comma == std::string::npos ? line.size() : comma + 2;
-                const std::string piece = line.substr(at, end - at);
-                if (used + width(piece) > columns && used > pad.size()) {  // break, keeping at least one number a line
-                    while (!current.empty() && current.back() == ' ') current.pop_back();
-                    out += current + "\n";
-                    current = pad;
-                    used = pad.size();
-                }
-                current += piece;
-                used += width(piece);
-                at = end;
-            }
-            out += current;
-        }
-        if (nl == std::string::npos) break;
-        out += '\n';
-        begin = nl + 1;
-    }
-    return out;
-}
-
-// One written-out sum. Negative factors in parentheses, a named value as (name = value),
-// continuation lines aligned under the '='.
-std::string expansion_line(const Expansion& e, std::size_t label_width, const std::string& indent, const TextOptions& opt) {
-    const int precision = opt.precision;
-    const bool scalar = !e.terms.empty() && e.terms[0].value.size() == 1;
-    auto vec = [&](const std::vector<float>& v) {
-        std::string s = "[";
-        for (std::size_t i : shown(v.size(), opt)) s += (s.size() > 1 ? ", " : "") + (i == gap ? "…" : value_text(v[i], precision));
-        return s + "]";
-    };
-    auto factor = [&](float v, bool first) {  // (−0.1234) unless it leads the sum
-        const std::string f = value_text(v, precision);
-        return v < 0.0f && !first ? "(" + f + ")" : f;
-    };
-    const std::string cont = "\n" + indent + std::string(label_width + 1, ' ');
-    std::string s = pad_right(e.label, label_width) + " = ";
-    bool first = true;
-    for (std::size_t i : shown(e.terms.size(), opt)) {
-        if (e.omitted && i == e.omitted_after && i != gap) {  // the terms the library left out of a long sum
-            s += (scalar ? " + " : cont + "+ ") + std::string("… (") + std::to_string(e.omitted) + " more terms)";
-        }
-        if (!first) s += scalar ? " + " : cont + "+ ";
-        if (i == gap) {
-            s += "…";
-            first = false;
-            continue;
-        }
-        const auto& t = e.terms[i];
-        std::string value = scalar ? value_text(t.value[0], precision) : vec(t.value);
-        if (!t.value_name.empty()) value = "(" + t.value_name + " = " + value + ")";
-        else if (scalar && t.value[0] < 0.0f) value = "(" + value + ")";
-        s += factor(t.coef, first) + "·" + value;
-        first = false;
-    }
-    s += scalar ? " = " : cont + "= ";
-    s += scalar ? value_text(e.result.at(0), precision) : vec(e.result);
-    if (!scalar) return wrap_vectors(s, width(indent), opt.columns);
-    if (width(indent) + width(s) <= opt.columns) return s;
-    // a long sum of numbers: broken before a " + " or the " = ", continuation lines aligned under the '='
-    const std::size_t room = opt.columns > width(indent) + label_width + 12 ? opt.columns - width(indent) : label_width + 12;
-    std::string out, line;
-    std::size_t at = 0;
-    const auto next_break = [&](std::size_t from) {
-        const std::size_t plus = s.find(" + ", from), equals = s.rfind(" = ");
-        return std::min(plus == std::string::npos ? s.size() : plus, equals > from && equals != std::string::npos ? equals : s.size());
-    };
-    while (at < s.size()) {
-        const std::size_t end = next_break(at + 1);
-        const std::string piece = s.substr(at, end - at);
-        if (!line.empty() && width(line) + width(piece) > room) {
-            out += line;
-            line = cont.substr(1 + width(indent)) + piece.substr(1);  // the piece's leading space gives way to the alignment
-            out += cont.substr(0, 1) + indent;
-        } else {
-            line += piece;
-        }
-        at = end;
-    }
-    return out + line;
 }
 
 // Consecutive 1-D steps of one group, shown as the columns of one table.
@@ -505,60 +286,6 @@ std::string param_text(const Trace& trace, const std::string& name, const ParamV
 
 }  // namespace
 
-std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std::string& step_id) {
-    const Step* chosen = nullptr;
-    if (!step_id.empty()) {
-        for (const Step& s : trace.steps)
-            if (s.id == step_id) chosen = &s;
-        if (!chosen || !is_heat_matrix(*chosen)) {  // name the steps it could draw, as --steps does
-            std::string drawable;
-            for (const Step& s : trace.steps)
-                if (is_heat_matrix(s) && drawable.find(" " + s.id + ",") == std::string::npos) drawable += " " + s.id + ",";
-            if (!drawable.empty()) drawable.pop_back();
-            throw UsageError("--svg-step " + step_id + ": " + (chosen ? "not a token×token or layer×head step, nothing to draw as a heatmap" : "this trace has no such step") +
-                             (drawable.empty() ? " (the steps kept hold none)" : " (the steps it can draw:" + drawable + ")"));
-        }
-    } else if (const std::optional<std::size_t> opening = opening_step(trace)) {
-        chosen = &trace.steps[*opening];
-    }
-    if (!chosen)
-        throw UsageError(std::string("--svg draws a token×token step, and this run has none (") +
-                         (trace.command == "kvcache" ? "kvcache attends with one new query per step; mha --svg draws the whole matrix"
-                          : trace.command == "params" ? "params counts, it computes no attention"
-                          : std::any_of(trace.params.begin(), trace.params.end(), [](const auto& p) { return p.first == "query_index"; })
-                              ? "--query keeps one row only"
-                              : "the steps kept hold none: see --steps") +
-                         ")");
-    const Step& step = *chosen;
-    if (step.tensor.data.size() != step.tensor.size())
-        throw UsageError("--svg draws the " + step.id + " step, and --summary keeps only its statistics: leave out one of the two");
-    const std::size_t rank = step.tensor.shape.size();
-    const std::size_t inner = step.tensor.shape[rank - 1] * step.tensor.shape[rank - 2];
-    // Panels: every head (and layer) of batch element 0.
-    std::size_t panels = 1;
-    for (std::size_t a = 0; a + 2 < rank; ++a)
-        if (step.axes[a] != Axis::batch) panels *= step.tensor.shape[a];
-    std::string what;  // "12 layers × 12 heads × 40 × 40 tokens"
-    for (std::size_t a = 0; a + 2 < rank; ++a)
-        if (step.axes[a] != Axis::batch) what += std::to_string(step.tensor.shape[a]) + " " + axis_name(step.axes[a]) + "s × ";
-    check_svg_cells(static_cast<double>(panels) * static_cast<double>(inner),
-                    what + std::to_string(step.tensor.shape[rank - 2]) + " × " + std::to_string(step.tensor.shape[rank - 1]) + " tokens",
-                    "use fewer tokens or heads");
-    const Figure figure = figure_of(trace, step, opt.color_scale, PanelScale::together);
-    // The model view's grid: every layer × head, in the order --sort ranked them.
-    const std::vector<RankedHead> ranked =
-        step.heads_grid ? grid_order(trace, step.tensor.shape[0], step.tensor.shape[1], opt.precision) : std::vector<RankedHead>{};
-    std::vector<std::size_t> order = figure.first_batch();
-    std::vector<std::string> titles;
-    for (std::size_t q = 0; q < order.size(); ++q) {
-        if (!ranked.empty()) order[q] = ranked[q].layer * step.tensor.shape[1] + ranked[q].head;
-        std::string title = order.size() > 1 ? figure.panel_names[order[q]] : "";
-        if (!ranked.empty() && !ranked[q].value.empty()) title += " · " + ranked[q].value;
-        titles.push_back(title);
-    }
-    const std::string batch = trace.batched ? ", batch 1" : "";  // batches count from 1, as the text names them
-    return heatmap_svg(figure, order, titles, "attnwalk " + trace.command + ": " + step.title + " (" + step.id + batch + ")", opt.precision);
-}
 
 namespace {
 

@@ -105,6 +105,13 @@ struct Step {
                                         // the model view): drawn as a grid of heads, and the drawings open on it
     bool opens = false;                 // its lesson declares the drawings open on it (catalogue.hpp's `opening`:
                                         // the final attention weights); they open on the last such step
+    bool nn_linear = false;             // a parameter PyTorch holds as nn.Linear.weight, [out, in]: torch's print
+                                        // shows it so (the transpose of its x·W layout)
+    // The model view's grid ranked by one head statistic: its panels (layer·H + head) highest first and
+    // each one's number (the heads_sorted step's column `ranked_by`); empty in layer, head order.
+    std::string ranked_by;
+    std::vector<std::size_t> ranked_panels;
+    std::vector<float> ranked_values;
     bool summarised = false;            // a summary: `summary` holds the statistics; tensor.data is empty
                                         // except for the final step
     Summary summary;

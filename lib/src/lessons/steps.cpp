@@ -136,8 +136,27 @@ void check_declared(const std::string& command, std::vector<Step>& steps) {
     }
 }
 
+namespace {
+
+// The parameters PyTorch holds as nn.Linear.weight ([out, in]): out_proj's, and W_query,
+// W_key, W_value (one head's or a numbered head's) when nn.Linear drew them (the init param "linear").
+void mark_nn_linear(Trace& trace) {
+    bool drawn_by_linear = false;
+    for (const auto& [key, value] : trace.params)
+        if (key == "init") drawn_by_linear = std::get_if<std::string>(&value) && std::get<std::string>(value) == "linear";
+    for (Step& step : trace.steps) {
+        if (step.kind != StepKind::parameter || step.tensor.shape.size() != 2) continue;
+        const std::size_t dot = step.id.rfind('.');
+        const std::string name = step.id.substr(dot == std::string::npos ? 0 : dot + 1);
+        step.nn_linear = step.id == "out_proj.weight" || (drawn_by_linear && name.rfind("W_", 0) == 0);
+    }
+}
+
+}  // namespace
+
 Trace finish(Trace trace, const Recording& recording, const Forward* f) {
     check_declared(trace.command, trace.steps);
+    mark_nn_linear(trace);
     if (f) charge_forward_time(trace, *f);
     trace = check_finite(std::move(trace));
     if (recording.summary) {  // the steps shared out over the cores: T×T tensors take a while

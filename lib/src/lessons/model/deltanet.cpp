@@ -21,23 +21,24 @@ void PromptTap::linear(std::size_t l, const GatedDeltaNetForward& f) {
                    to_trace(Mat(xt::view(f.decay, 0))), {Axis::token, Axis::head});
     // one value head chosen (a head asked for): its matrices; else every head's
     const std::optional<std::size_t> h = spec_.head && *spec_.head < w.v_heads ? spec_.head : std::nullopt;
-    const std::string of = h ? "Head " + std::to_string(*h + 1) + "'s " : "Each head's ";
+    const std::size_t shown_head = h.value_or(0);  // read only where h has a value (gcc cannot see it through *h)
+    const std::string of = h ? "Head " + std::to_string(shown_head + 1) + "'s " : "Each head's ";
     if (f.effective.size()) {
-        const std::string title = h ? "Head " + std::to_string(*h + 1) + "'s effective attention matrix: o = A·V, the delta rule's terms kept"
+        const std::string title = h ? "Head " + std::to_string(shown_head + 1) + "'s effective attention matrix: o = A·V, the delta rule's terms kept"
                                     : "The effective attention matrix of every value head: o = A·V, the delta rule's terms kept";
         rec_.mask_from_here(CellMask{true, 0});  // causal: the keys after a query are no part of it
-        if (h) rec_.add("effective_attention", title, "A_h (not a softmax: rows need not sum to 1)", Cube(xt::view(f.effective, xt::all(), *h)), tokens_tokens);
+        if (h) rec_.add("effective_attention", title, "A_h (not a softmax: rows need not sum to 1)", Cube(xt::view(f.effective, xt::all(), shown_head)), tokens_tokens);
         else rec_.add("effective_attention", title, "A_h (not a softmax: rows need not sum to 1)", f.effective, head_tokens_tokens);
         rec_.mask_from_here(std::nullopt);
     }
     const std::string read = "outputs, read from its state: o_t = S_tᵀq̂_t";
-    Step& ho = h ? rec_.add("head_outputs", of + read, "o_h", Cube(xt::view(f.outputs, xt::all(), *h)), tokens_features)
+    Step& ho = h ? rec_.add("head_outputs", of + read, "o_h", Cube(xt::view(f.outputs, xt::all(), shown_head)), tokens_features)
                  : rec_.add("head_outputs", of + read, "o_h", f.outputs, head_tokens_features);
     ho.note = "q̂ and k̂ are q and k L2-normalised, q̂ also × 1/√d_k = 1/√" + std::to_string(w.d_k) + "; value head h reads key head ⌈h / " +
               std::to_string(w.v_heads / w.k_heads) + "⌉ (both counted from 1)" +
-              (h ? ": head " + std::to_string(*h + 1) + " reads key head " + std::to_string(*h / (w.v_heads / w.k_heads) + 1) : std::string()) + ".";
+              (h ? ": head " + std::to_string(shown_head + 1) + " reads key head " + std::to_string(shown_head / (w.v_heads / w.k_heads) + 1) : std::string()) + ".";
     Step& st = h ? rec_.add_plain("state", of + "state after the last token: all this layer keeps, whatever the length", "S_h (d_k × d_v)",
-                                  to_trace(Mat(xt::view(f.state, 0, *h))), {Axis::feature, Axis::feature})
+                                  to_trace(Mat(xt::view(f.state, 0, shown_head))), {Axis::feature, Axis::feature})
                  : rec_.add_plain("state", of + "state after the last token: all this layer keeps, whatever the length", "S_h (d_k × d_v)",
                                   to_trace(Cube(xt::view(f.state, 0))), {Axis::head, Axis::feature, Axis::feature});
     st.note = std::to_string(w.v_heads) + " heads × " + std::to_string(w.d_k) + " × " + std::to_string(w.d_v) + " = " +

@@ -95,6 +95,14 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
         table(r, 1) = static_cast<float>(order[r].second + 1);
         for (std::size_t k = 0; k < stat_names.size(); ++k) table(r, 2 + k) = stats[k](0, order[r].first, order[r].second);
     }
+    for (Step& drawn : rec.trace().steps)  // the grid in this order, as the drawings show it
+        if (drawn.heads_grid) {
+            drawn.ranked_by = spec.sort;
+            for (const auto& [l, h] : order) {
+                drawn.ranked_panels.push_back(l * H + h);
+                drawn.ranked_values.push_back(stats[key](0, l, h));
+            }
+        }
     Step& st = rec.add_plain("heads_sorted", "The heads ranked by " + spec.sort + ", highest first", "sort by " + spec.sort, to_trace(table),
                              {Axis::rank, Axis::feature});
     st.tensor.integer_columns = 2;

@@ -1,0 +1,228 @@
+// The page's template (render_html.cpp fills it): its style, its layout, and the script
+// that draws what attnwalk wrote into it and handles input. The script computes nothing of
+// a figure: every number arrives written, every cell with its colour's index.
+#include "page_template.hpp"
+
+namespace attnwalk::app {
+
+const char* const page_doctype = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";  // then html_generator
+const char* const page_head = R"HTML(<meta name="viewport" content="width=device-width">
+<title>attnwalk</title>
+<style>
+:root{--zoom:1}
+body{margin:0;font:calc(16px*var(--zoom))/1.45 system-ui,sans-serif;color:#1b1b1b;display:grid;grid-template-columns:15em 1fr 27em;height:100vh}
+nav{overflow:auto;border-right:1px solid #ddd;padding:8px}
+nav a{display:block;padding:2px 4px;color:#124;text-decoration:none;border-radius:3px;font-family:monospace;font-size:0.95em}
+nav a.on{background:#dde8ff}nav a.param{color:#888}
+main{overflow:auto;padding:10px 16px}aside{overflow:auto;border-left:1px solid #ddd;padding:10px;font-size:0.95em}
+h1{font-size:1.25em;margin:0 0 4px}h2{font-size:1.08em;margin:12px 0 4px}.formula{font-family:monospace;color:#333}
+.note{color:#444;max-width:60em}.panels{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}.panel{display:inline-block}
+.panel b{display:block}canvas{cursor:crosshair}
+#tip{position:fixed;pointer-events:none;background:#222;color:#fff;padding:2px 6px;border-radius:3px;display:none}
+table.vals{border-collapse:collapse;font-family:monospace}table.vals td{padding:1px 6px;text-align:right}
+table.vals td.k{text-align:left;color:#555}tr.here{background:#fff3c4}
+.heads label{margin-right:10px}.legend{color:#444}.mark{color:#7a3e00;font-size:0.9em}
+.zoom{position:fixed;right:8px;bottom:8px;background:#fff;border:1px solid #ccc;border-radius:4px;padding:2px}
+.zoom button{font-size:1em;min-width:2.2em}
+.xstep{margin:8px 0;padding-top:4px;border-top:1px solid #eee}.xstep .t{font-weight:600}
+.xline{font-family:monospace;white-space:pre-wrap;word-break:break-word}aside .xline{font-size:0.8em}.numbers{font-family:monospace;font-size:0.85em;white-space:pre;overflow-x:auto}
+</style></head><body>
+<nav id="steps"></nav><main id="view"></main><aside id="explain"><p>Click a cell of a heatmap: it is written out here, with its value in every step.</p></aside>
+<div id="tip"></div><div class="zoom"><button id="zoomout" title="smaller">A−</button> <button id="zoomin" title="larger (a projector)">A+</button></div>
+<script type="application/json" id="trace">)HTML";
+
+const char* const page_tail = R"HTML(</script>
+<script>
+"use strict";
+// Draws what attnwalk wrote and handles input: every number arrives written (the text
+// view's rule), every cell with its colour's index, every label and name spelled out.
+(function () {
+const T = JSON.parse(document.getElementById("trace").textContent);
+const F = JSON.parse(document.getElementById("figures").textContent);
+const X = JSON.parse(document.getElementById("cells").textContent);
+const el = (tag, attrs, ...kids) => {
+  const e = document.createElement(tag);
+  for (const k in attrs || {}) {
+    if (k === "text") e.textContent = attrs[k];
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), attrs[k]);
+    else e.setAttribute(k, attrs[k]);
+  }
+  for (const c of kids) e.append(c);
+  return e;
+};
+const steps = T.steps || [], tokens = T.tokens || [];
+const state = { step: 0, panel: 0, cell: null, zoom: 1, sel: null };  // sel: the attention cell last chosen, kept across steps
+const rgb = F.colours.map(hex => [1, 3, 5].map(k => parseInt(hex.slice(k, k + 2), 16)));
+const css = c => `rgb(${c[0]},${c[1]},${c[2]})`;
+const tip = document.getElementById("tip");
+let hatch = null;
+function pattern(g) {
+  if (hatch) return g.createPattern(hatch, "repeat");
+  hatch = document.createElement("canvas"); hatch.width = hatch.height = 8;
+  const h = hatch.getContext("2d"); h.fillStyle = "#f2f2f2"; h.fillRect(0, 0, 8, 8); h.strokeStyle = "#a8a8a8"; h.lineWidth = 2;
+  h.beginPath(); h.moveTo(0, 8); h.lineTo(8, 0); h.moveTo(-2, 2); h.lineTo(2, -2); h.moveTo(6, 10); h.lineTo(10, 6); h.stroke();
+  return g.createPattern(hatch, "repeat");
+}
+// One panel of a figure on a canvas: labels, axis names, cells (values in them when they
+// are big enough), masked cells hatched, the cursor. `size`: a thumbnail's cell size.
+function heatmap(f, p, size, onclick) {
+  const R = f.rows, C = f.cols, cells = f.cells[p], z = state.zoom;
+  const cell = size || Math.max(3, Math.min(Math.round(54 * z), Math.floor(640 * z / Math.max(R, C))));
+  const fs = Math.round(14 * z), labels = !size && cell >= 12;
+  const longest = labels ? Math.min(12, Math.max(...f.row_labels.map(l => l.length), ...f.col_labels.map(l => l.length))) : 0;
+  const padX = labels ? Math.round(fs * 0.62 * longest + fs * 2.2) : 0, padY = labels ? Math.round(fs * 0.62 * longest + fs * 2.2) : 0;
+  const cv = el("canvas", { width: padX + C * cell, height: padY + R * cell, "data-step": steps[f.step].id, "data-panel": p, "data-cell": cell, "data-pad-x": padX, "data-pad-y": padY, "data-rows": R, "data-cols": C });
+  const g = cv.getContext("2d");
+  g.font = fs + "px system-ui,sans-serif"; g.fillStyle = "#222"; g.textBaseline = "middle";
+  if (labels) {
+    for (let i = 0; i < R; ++i) g.fillText(f.row_labels[i].slice(0, 12), fs * 1.6, padY + (i + 0.5) * cell);
+    for (let j = 0; j < C; ++j) { g.save(); g.translate(padX + (j + 0.5) * cell, padY - 6); g.rotate(-Math.PI / 3); g.fillText(f.col_labels[j].slice(0, 12), 0, 0); g.restore(); }
+    g.fillStyle = "#555";  // the axis names: rows, columns
+    g.save(); g.translate(fs * 0.7, padY + R * cell / 2); g.rotate(-Math.PI / 2); g.textAlign = "center"; g.fillText("← " + f.row_axis, 0, 0); g.restore();
+    g.textAlign = "left"; g.fillText(f.col_axis + " →", padX, fs * 0.8);
+  }
+  g.fillStyle = pattern(g); g.fillRect(padX, padY, C * cell, R * cell);  // the masked cells: the pattern behind the drawn ones
+  for (let i = 0; i < R; ++i) for (let j = 0; j < C; ++j) {
+    const k = i * C + j, colour = cells.colour[k];
+    if (colour < 0) continue;  // masked
+    const c = rgb[colour];
+    g.fillStyle = css(c); g.fillRect(padX + j * cell, padY + i * cell, cell, cell);
+    if (cell >= 36 * z && !size) {  // the number in its cell, as small as it must be to fit, dark or light on its colour
+      const text = cells.text[k];
+      g.fillStyle = 0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2] > 140 ? "#111" : "#fff"; g.textAlign = "center";
+      g.font = Math.min(Math.round(cell * 0.27), Math.floor((cell - 4) / (0.58 * text.length))) + "px system-ui,sans-serif";
+      g.fillText(text, padX + (j + 0.5) * cell, padY + (i + 0.5) * cell);
+      g.textAlign = "left";
+    }
+  }
+  if (state.cell && state.cell.step === f.step && state.cell.p === p && !size) { g.strokeStyle = "#000"; g.lineWidth = 3; g.strokeRect(padX + state.cell.j * cell + 1.5, padY + state.cell.i * cell + 1.5, cell - 3, cell - 3); }
+  if (state.sel && f.token_at && !size)  // the chosen cell's query row (blue) and key row (orange, dashed) in Q, K, V and the like
+    [[state.sel.query, "#1f77b4", []], [state.sel.key, "#ff7f0e", [6, 4]]].forEach(([t, colour, dash]) => { const r = f.token_at.indexOf(t); if (r < 0) return;
+      g.strokeStyle = colour; g.lineWidth = 3; g.setLineDash(dash); g.strokeRect(padX + 1.5, padY + r * cell + 1.5, C * cell - 3, cell - 3); g.setLineDash([]); });
+  const at = e => { const b = cv.getBoundingClientRect(), k = cv.width / b.width, j = Math.floor(((e.clientX - b.left) * k - padX) / cell), i = Math.floor(((e.clientY - b.top) * k - padY) / cell); return i >= 0 && j >= 0 && i < R && j < C ? { i, j } : null; };
+  cv.addEventListener("mousemove", e => { const c = at(e); if (!c) { tip.style.display = "none"; return; }
+    tip.textContent = f.row_labels[c.i] + " → " + f.col_labels[c.j] + ": " + cells.text[c.i * C + c.j];
+    tip.style.left = (e.clientX + 12) + "px"; tip.style.top = (e.clientY + 12) + "px"; tip.style.display = "block"; });
+  cv.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+  cv.addEventListener("click", e => { const c = at(e); if (c) onclick(c.i, c.j); });
+  return cv;
+}
+// The colour bar of a panel: its scale in words, the ends, the masked swatch.
+function colourBar(f, p) {
+  const lg = f.legend[p], z = state.zoom, w = Math.round(240 * z), h = Math.round(16 * z), cv = el("canvas", { width: w, height: h, class: "bar" }), g = cv.getContext("2d");
+  lg.bar.forEach((c, k) => { g.fillStyle = css(rgb[c]); g.fillRect(Math.floor(k * w / lg.bar.length), 0, Math.ceil(w / lg.bar.length), h); });
+  const box = el("div", { class: "legend" }, el("span", { text: "colour: " + lg.words + "   " + lg.lo + " " }), cv, el("span", { text: " " + lg.hi }));
+  if (f.masked) { const m = el("canvas", { width: h, height: h }); const g2 = m.getContext("2d"); g2.fillStyle = pattern(g2); g2.fillRect(0, 0, h, h); box.append(el("span", { text: "   " }), m, el("span", { text: " masked" })); }
+  return box;
+}
+const valueTable = rows => el("table", { class: "vals" }, ...rows.map(([k, v, here]) => el("tr", here ? { class: "here" } : {}, el("td", { class: "k", text: k }), el("td", { text: v }))));
+// One written-out step: its title, formula, its numbers as the text view prints them, its note.
+function writtenStep(s, k) {
+  const box = el("div", { class: "xstep" }, el("div", { class: "t", text: `[${k + 1}] ${s.title}` }), el("div", { class: "formula", text: s.formula }));
+  box.append(el("div", { class: "xline", text: s.text }));
+  if (s.note) box.append(el("div", { class: "note", text: s.note }));
+  return box;
+}
+// A clicked cell: named, its path through the steps and its written-out steps (all from attnwalk).
+function explain(f, p, i, j) {
+  const box = document.getElementById("explain"), cells = f.cells[p], w = cells.written ? cells.written[i * f.cols + j] : -1;
+  box.replaceChildren(el("h2", { text: f.row_names[i] + ", " + f.col_names[j] }));
+  if (f.titles[p]) box.append(el("div", { text: f.titles[p] }));
+  if (w >= 0) {
+    const written = X.cells[w];
+    box.append(el("div", { class: "legend", text: "This cell in each step:" }),
+      valueTable(written.path.map(([si, text]) => [steps[si].id, text, si === f.step])));
+    box.append(el("h2", { text: "Written out" }));
+    written.s.forEach((k, n) => box.append(writtenStep(X.steps[k], n)));
+  } else {
+    box.append(el("div", { class: "legend", text: `Its row in ${steps[f.step].id}:` }),
+      valueTable(f.col_labels.map((label, k) => [label, cells.text[i * f.cols + k], k === j])));
+    if (f.attention) box.append(el("p", { class: "note", text: X.note || "This cell is not among those written out in this page." }));
+  }
+}
+// Bertviz's head view: tokens twice, a line from query i to key j as strong as the weight; a colour a head.
+const headColours = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22", "#393b79", "#637939"];
+function headView(f) {
+  const R = f.rows, C = f.cols, panels = f.drawn;
+  if (!state.heads || state.heads.length !== panels.length) state.heads = panels.map((_, h) => h === 0);
+  const wrap = el("div", {}, el("h2", { text: "Head view" })), picks = el("div", { class: "heads" });
+  panels.forEach((p, h) => { const box = el("input", { type: "checkbox" }); box.checked = state.heads[h];
+    box.addEventListener("change", () => { state.heads[h] = box.checked; draw(); });
+    picks.append(el("label", { style: `color:${headColours[h % headColours.length]};font-weight:600` }, box, " " + (f.titles[p] || "the weights"))); });
+  const NS = "http://www.w3.org/2000/svg", z = state.zoom, row = Math.round(22 * z), H = 20 + Math.max(R, C) * row, W = Math.round(480 * z);
+  const svg = document.createElementNS(NS, "svg"); svg.setAttribute("width", W); svg.setAttribute("height", H); svg.setAttribute("id", "headview");
+  wrap.append(picks, svg);
+  let hover = -1;
+  function draw() {
+    svg.replaceChildren();
+    const text = (x, y, t, anchor, i) => { const e = document.createElementNS(NS, "text"); e.setAttribute("x", x); e.setAttribute("y", y); e.setAttribute("text-anchor", anchor); e.setAttribute("font-size", Math.round(15 * z)); e.textContent = t;
+      if (i !== undefined) { e.style.cursor = "pointer"; e.addEventListener("mouseenter", () => { hover = i; draw(); }); e.addEventListener("mouseleave", () => { hover = -1; draw(); }); } svg.append(e); };
+    const x1 = W * 0.3, x2 = W * 0.7;
+    for (let i = 0; i < R; ++i) text(x1 - 6, 20 + i * row, f.row_labels[i].slice(0, 14), "end", i);
+    for (let j = 0; j < C; ++j) text(x2 + 6, 20 + j * row, f.col_labels[j].slice(0, 14), "start");
+    const shown = panels.filter((_, h) => state.heads[h]);
+    panels.forEach((p, h) => { if (!state.heads[h]) return;
+      const off = (shown.indexOf(p) - (shown.length - 1) / 2) * 2.5;  // each head its own track, so two heads stay two colours
+      for (const [i, j, opacity] of f.head_view[p]) { if (hover >= 0 && hover !== i) continue;
+        const l = document.createElementNS(NS, "line"); l.setAttribute("x1", x1); l.setAttribute("y1", 15 + i * row + off); l.setAttribute("x2", x2); l.setAttribute("y2", 15 + j * row + off);
+        l.setAttribute("stroke", headColours[h % headColours.length]); l.setAttribute("stroke-width", 2.5); l.setAttribute("stroke-opacity", opacity); svg.append(l); } });
+  }
+  draw();
+  return wrap;
+}
+// The layers × heads grid of a model view: one small heatmap per head, each layer's kind
+// beside it; a click opens the head.
+function grid(f) {
+  const H = f.grid.head_names.length, table = el("table", {});
+  table.append(el("tr", {}, el("td", {}), ...f.grid.head_names.map(name => el("td", { class: "legend", text: name }))));
+  f.grid.layers.forEach(([name, mark], l) => {
+    const tr = el("tr", {}, el("td", { class: "legend" }, el("div", { text: name }), el("div", { class: "mark", text: mark })));
+    for (let h = 0; h < H; ++h) {
+      const p = l * H + h, cv = heatmap(f, p, Math.max(1, Math.floor(72 * state.zoom / f.cols)), () => { state.panel = p; state.cell = null; show(); });
+      cv.setAttribute("title", f.titles[p] + ": click to open");
+      tr.append(el("td", {}, cv));
+    }
+    table.append(tr);
+  });
+  return table;
+}
+function show() {
+  const s = steps[state.step], view = document.getElementById("view"), f = F.steps[state.step];
+  document.querySelectorAll("nav a").forEach((a, k) => a.classList.toggle("on", k === state.step));
+  view.replaceChildren(el("h1", { text: s.title || s.id }), el("div", { class: "formula", text: s.id + " · " + (s.formula || "") + " · shape " + JSON.stringify(s.shape) }));
+  if (s.note) view.append(el("p", { class: "note", text: s.note }));
+  if (f.text !== undefined) { view.append(el("div", { class: "numbers", text: f.text })); return; }  // the text view's table, aligned
+  const open = (p, i, j) => { state.cell = { step: state.step, p, i, j }; state.panel = p;
+    if (f.attention) { const query = f.query_at[i], key = f.key_at[j]; state.sel = { query, key, ql: tokens[query], kl: tokens[key] }; }
+    show(); explain(f, p, i, j); };
+  if (f.token_at && state.sel)
+    view.append(el("p", { class: "legend", id: "rows-chosen", text: `Outlined: the row of the query “${state.sel.ql}” (blue) and of the key “${state.sel.kl}” (orange, dashed): the cell last chosen, query ${state.sel.query + 1}, key ${state.sel.key + 1}.` }));
+  if (f.grid) {
+    view.append(grid(f));
+    const p = Math.min(state.panel, f.panels - 1);
+    view.append(el("h2", { text: f.titles[p] }), colourBar(f, p), heatmap(f, p, 0, (i, j) => open(p, i, j)));
+    return;
+  }
+  view.append(colourBar(f, f.drawn[0] || 0));
+  const panels = el("div", { class: "panels" });
+  f.drawn.slice(0, 64).forEach(p => panels.append(el("div", { class: "panel" }, el("b", { text: f.titles[p] }), heatmap(f, p, 0, (i, j) => open(p, i, j)))));
+  view.append(panels);
+  if (f.drawn.length > 64) view.append(el("p", { text: `${f.drawn.length - 64} more panels are in the JSON.` }));
+  if (f.head_view) view.append(headView(f));
+}
+const nav = document.getElementById("steps");
+nav.append(el("div", { class: "legend", text: "attnwalk " + T.command + (tokens.length ? " · " + tokens.length + " tokens" : "") }));
+if (X.note) nav.append(el("div", { class: "legend", text: X.note }));
+steps.forEach((s, k) => nav.append(el("a", { href: "#" + s.id, class: s.kind === "parameter" ? "param" : "", text: s.id,
+  title: s.title || "", onclick: e => { e.preventDefault(); state.step = k; state.panel = 0; state.cell = null; show(); } })));
+document.title = "attnwalk " + T.command;
+const zoom = d => { state.zoom = Math.max(0.6, Math.min(2.5, state.zoom * d)); document.documentElement.style.setProperty("--zoom", state.zoom); show(); };
+document.getElementById("zoomin").addEventListener("click", () => zoom(1.25));
+document.getElementById("zoomout").addEventListener("click", () => zoom(0.8));
+state.step = F.start;
+if (steps.length) show();
+})();
+</script></body></html>
+)HTML";
+
+}  // namespace attnwalk::app

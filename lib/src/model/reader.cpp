@@ -78,7 +78,15 @@ std::vector<Linear> Reader::layers(const std::string& name, std::size_t count, s
     } else if (const std::uint16_t* data16 = f->direct16(prefix_ + name)) {  // BF16 or F16: widened block by block as it is used
         const bool bf16 = f->find(prefix_ + name)->dtype == "BF16";
         for (std::size_t e = 0; e < count; ++e) out.push_back(external_linear16(data16 + e * each, bf16, d_in, d_out, ld, transposed, owner));
-    } else {  // a big-endian host, or a misaligned tensor
+    } else if (const SafeTensors::Entry& entry = *f->find(prefix_ + name); entry.dtype == "BF16" || entry.dtype == "F16") {
+        // At an odd offset in its file: its 16-bit values copied as they are, and then used
+        // as the values in place are (a float32 copy would go through other products and
+        // change the last bits: same weights, same bits wherever they lie)
+        auto copy = std::make_shared<std::vector<std::uint16_t>>(count * each);
+        f->read_raw16(prefix_ + name, copy->data());
+        const bool bf16 = entry.dtype == "BF16";
+        for (std::size_t e = 0; e < count; ++e) out.push_back(external_linear16(copy->data() + e * each, bf16, d_in, d_out, ld, transposed, copy));
+    } else {  // a big-endian host, or a misaligned F32 tensor (read as the mapped one: the same products)
         auto copy = std::make_shared<std::vector<float>>(count * each);
         f->read_into(prefix_ + name, copy->data());
         for (std::size_t e = 0; e < count; ++e) out.push_back(external_linear(copy->data() + e * each, d_in, d_out, ld, transposed, copy));

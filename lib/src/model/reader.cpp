@@ -116,6 +116,24 @@ std::vector<Mxfp4Rows> Reader::mxfp4(const std::string& name, std::size_t E, std
     const std::uint8_t* s = fs->direct8(prefix_ + scales);
     if (!b) throw InputError(fb->file(), "$[\"" + prefix_ + blocks + "\"].dtype", "expected U8 (MXFP4's packed 4-bit codes), got " + fb->find(prefix_ + blocks)->dtype);
     if (!s) throw InputError(fs->file(), "$[\"" + prefix_ + scales + "\"].dtype", "expected U8 (MXFP4's exponents), got " + fs->find(prefix_ + scales)->dtype);
+    // E8M0 scales: 2^(s − 127) for s up to 254; 255 is NaN. At 254 a code of 2 or more is
+    // 2^128 or beyond, past float32. Refused here, naming the block, rather than as a
+    // non-finite result far downstream.
+    const std::size_t groups = cols / 32, all = E * rows * groups;
+    for (std::size_t i = 0; i < all; ++i) {
+        if (s[i] < 254) continue;
+        const std::string block = "[" + std::to_string(i / (rows * groups)) + ", " + std::to_string(i / groups % rows) + ", " + std::to_string(i % groups) + "]";
+        const std::string where = "$[\"" + prefix_ + scales + "\"]" + block;
+        if (s[i] == 255)
+            throw InputError(fs->file(), where, "an MXFP4 scale of 255 is NaN in E8M0: expected 0 … 254 (the block of 32 values " + block +
+                                                    " of " + prefix_ + blocks + " [expert, row, group])");
+        for (std::size_t k = 0; k < 16; ++k) {
+            const std::uint8_t byte = b[i * 16 + k];
+            if ((byte & 0x07) >= 4 || ((byte >> 4) & 0x07) >= 4)
+                throw InputError(fs->file(), where, "an MXFP4 scale of 254 (2^127) times a code of 2 or more is beyond float32 (the block of 32 values " +
+                                                        block + " of " + prefix_ + blocks + " [expert, row, group])");
+        }
+    }
     const std::shared_ptr<const void> owner = owner_of(fb);  // both files stay open with the model (LoadedModel::files)
     std::vector<Mxfp4Rows> out;
     for (std::size_t e = 0; e < E; ++e) out.push_back(Mxfp4Rows{b + e * rows * cols / 2, s + e * rows * cols / 32, rows, cols, owner});

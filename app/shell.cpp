@@ -90,7 +90,7 @@ void add_shell_options(OptionBuilder sub, Shell& s, bool walk, InputKind kind) {
         sub.add_option("--text", s.sentence, "The text, cut into tokens by the tokenizer (UTF-8)")->check(non_empty())->group(input_group);
     } else {
         MaybeOption input =
-            sub.add_option("-i,--input", s.input, "Input: a JSON file ({\"tokens\", \"embeddings\"}), a NumPy .npy of the embeddings (T×d or B×T×d), or a safetensors file's tensor (FILE, or FILE:NAME of several); - reads stdin. Default: the built-in sentence")
+            sub.add_option("-i,--input", s.input, "Input: a JSON file ({\"tokens\", \"embeddings\"}), a NumPy .npy of the embeddings (T×d or B×T×d), or a safetensors file's tensor (FILE, or FILE:NAME of several; FILE is the longest part before a colon that is a safetensors file, so a NAME may hold colons); - reads stdin. Default: the built-in sentence")
                 ->check(non_empty())
                 ->group(input_group);
         sub.add_option("--text", s.sentence, "A sentence instead of -i: split at whitespace, each word looked up in --vocab")
@@ -229,7 +229,9 @@ Embeddings prepare_input(const Shell& s, const std::function<Cost(const InputSha
     // would take half the budget, before reading it.
     std::error_code ec;
     const std::string file = input_file(s);
-    std::uintmax_t text_bytes = !s.preloaded && !file.empty() && file != "-" ? std::filesystem::file_size(file, ec) : 0;
+    // a safetensors tensor (FILE or FILE:NAME) is counted by the reader, from its header, before its numbers are read
+    const bool safetensors = !s.preloaded && !file.empty() && file != "-" && input_source(file).safetensors;
+    std::uintmax_t text_bytes = !s.preloaded && !file.empty() && file != "-" && !safetensors ? std::filesystem::file_size(file, ec) : 0;
     // a .npy holds its bytes and then float32 numbers: float16 ones take twice the file again
     bool npy = !ec && text_bytes > 0 && starts_as_npy(file);
     if (!s.preloaded && file == "-") {  // standard input from a regular file: its size is known before reading it too
@@ -245,15 +247,15 @@ Embeddings prepare_input(const Shell& s, const std::function<Cost(const InputSha
     if (!ec && times * static_cast<double>(text_bytes) > budget)
         throw UsageError("reading " + (file == "-" ? std::string("standard input") : file) + " (" + bytes_text(static_cast<double>(text_bytes)) +
                          ") would take more than --max-memory " + bytes_text(budget) + " (raise --max-memory)");
-    const Embeddings input = s.preloaded         ? *s.preloaded
-                             : s.sentence        ? embed_text(*s.sentence, load_vocab(user_path(*s.vocab)), "--text")
-                             : s.input.empty()   ? builtin_embeddings()
-                                                 : load_embeddings(file);
+    Embeddings input = s.preloaded         ? *s.preloaded
+                       : s.sentence        ? embed_text(*s.sentence, load_vocab(user_path(*s.vocab)), "--text")
+                       : s.input.empty()   ? builtin_embeddings()
+                                           : load_embeddings(file, budget);
     check_cost(s, cost({input.batch() * s.batch.value_or(1), input.tokens_count(), input.dim()}));
     if (context_length && input.tokens_count() > *context_length)
         throw UsageError("the input has " + std::to_string(input.tokens_count()) + " tokens, more than --context-length " +
                          std::to_string(*context_length));
-    return s.batch ? stack_batch(input, *s.batch) : input;  // as PyTorch: torch.stack keeps the axis even for one
+    return s.batch ? stack_batch(input, *s.batch) : std::move(input);  // as PyTorch: torch.stack keeps the axis even for one
 }
 
 std::size_t resolve_token(const std::string& name, const std::vector<std::string>& tokens, const std::string& option) {

@@ -65,6 +65,7 @@ ATTNWALK_COMMAND(tokenize) {
         shell.headline = headline_of(lesson("tokenize"));
         shell.walk = [&shell, dir] {
             if (!shell.sentence) throw UsageError("tokenize needs --text \"...\"");
+            check_cost(shell, tokenize_cost(shell.sentence->size(), nullptr));  // the text's own share first: before the tables are read
             const auto tokenizer = load_tokenizer(*dir, parse_bytes(shell.max_memory), TokenizerUse::encode);
             check_cost(shell, tokenize_cost(shell.sentence->size(), tokenizer.get()));
             return walk_tokenize(*tokenizer, *shell.sentence);
@@ -212,6 +213,7 @@ ATTNWALK_COMMAND(model) {
         shell.walk = [&shell, o] {
             if (!o->ids && !shell.sentence) throw UsageError("model needs a prompt: --text \"...\" or --ids 1,2,3");
             const double budget = parse_bytes(shell.max_memory);
+            if (shell.sentence) check_cost(shell, tokenize_cost(shell.sentence->size(), nullptr));  // the text's own share, before anything is read
             const Model model = load_model(o->model, budget);
             // the folder's tokenizer.json (or --tokenizer): needed for --text, else for labels
             // (then its merges are not kept)
@@ -250,6 +252,7 @@ ATTNWALK_COMMAND(gpt2) {
         shell.walk = [&shell, o] {
             if (!o->ids && !shell.sentence) throw UsageError("gpt2 needs a prompt: --text \"...\" or --ids 15496,995");
             const double budget = parse_bytes(shell.max_memory);
+            if (shell.sentence) check_cost(shell, tokenize_cost(shell.sentence->size(), nullptr));  // the text's own share, before anything is read
             if (std::error_code ec; std::filesystem::is_directory(o->model, ec))
                 throw UsageError("gpt2 reads one safetensors file, and " + o->model + " is a folder" +
                                  (std::filesystem::exists(std::filesystem::path(o->model) / "config.json", ec)

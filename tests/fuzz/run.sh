@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-600}
 cmake --preset fuzz >/dev/null
 cmake --build build-fuzz -j2
-for target in embeddings weights vocab cli options safetensors tokenizer_json gpt2_tokenizer model_folder; do
+for target in embeddings weights vocab cli options safetensors tokenizer_json gpt2_tokenizer model_folder npy_header config_subnormals; do
   work=$(mktemp -d)
   cp tests/fuzz/corpus/$target/* "$work"/
   max_len=4096

@@ -62,6 +62,42 @@ TEST_SUITE("embeddings") {
         CHECK(error_of(R"({"embeddings": 5})").find("expected an array of numbers, got a number") != std::string::npos);
     }
 
+    TEST_CASE("embeddings.a_tensor_name_may_hold_colons") {
+        // FILE is the longest part before a colon that is a safetensors file
+        const auto st = [](const std::string& header, std::size_t data) {
+            std::string bytes;
+            for (int i = 0; i < 8; ++i) bytes += static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+            return test::temp_file(bytes + header + std::string(data, '\0'), ".safetensors");
+        };
+        const std::string f = st(R"({"y:z": {"dtype": "F32", "shape": [1, 2], "data_offsets": [0, 8]},)"
+                                 R"( "y": {"dtype": "F32", "shape": [1, 2], "data_offsets": [8, 16]}})",
+                                 16);
+        const attnwalk::InputSource a = attnwalk::input_source(f + ":y:z");
+        CHECK(a.safetensors);
+        CHECK(a.file == f);
+        CHECK(a.tensor == "y:z");
+        CHECK(attnwalk::input_source(f + ":y").tensor == "y");
+        CHECK(attnwalk::input_source(f).tensor.empty());
+        CHECK_FALSE(attnwalk::input_source("/nonexistent/x.json:y").safetensors);
+        CHECK(attnwalk::load_embeddings(f + ":y:z").source == f + ":y:z");
+        CHECK_THROWS_WITH_AS(attnwalk::load_embeddings(f + ":y:w"), doctest::Contains("no such tensor (it holds y, y:z)"), InputError);
+        CHECK_THROWS_WITH_AS(attnwalk::load_embeddings(f), doctest::Contains(":NAME"), InputError);
+    }
+
+    TEST_CASE("embeddings.a_safetensors_tensor_is_counted_and_checked_before_it_is_used") {
+        const std::string header = R"({"x": {"dtype": "BF16", "shape": [64, 64], "data_offsets": [0, 8192]}})";
+        std::string bytes;
+        for (int i = 0; i < 8; ++i) bytes += static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+        std::string values;
+        for (int i = 0; i < 64 * 64; ++i) values += i == 64 ? std::string("\xC0\x7F", 2) : std::string("\x80\x3F", 2);  // 1, and NaN at [1, 0]
+        const std::string f = test::temp_file(bytes + header + values, ".safetensors");
+        // its 8 KiB where they lie and 16 KiB of float32: 24 KiB, refused before they are read
+        CHECK_THROWS_WITH_AS(attnwalk::load_embeddings(f, 24575.0), doctest::Contains("as float32 would take about 24.0 KiB"),
+                             attnwalk::MemoryBudgetError);
+        CHECK_THROWS_WITH_AS(attnwalk::load_embeddings(f, 24576.0), doctest::Contains("at $.x[1, 0]: expected a finite number, got nan"),
+                             InputError);
+    }
+
     TEST_CASE("embeddings.missing_file") {
         CHECK_THROWS_AS(attnwalk::load_embeddings("/nonexistent/x.json"), InputError);
     }

@@ -44,6 +44,33 @@ TEST_SUITE("io") {
         CHECK(nested.find("x")->find("model")->find("vocab")->object.size() == 1);
     }
 
+    TEST_CASE("io.json_stream_of_the_document_itself") {
+        // an empty path streams the top object's members (a safetensors header's tensors)
+        std::vector<std::string> keys;
+        const std::vector<json_input::Stream> streams{{{}, [&](const std::string* key, std::size_t, Value&& v) {
+                                                           keys.push_back(*key);
+                                                           CHECK(v.is_object());
+                                                           return true;
+                                                       }}};
+        const Value doc = json_input::parse_plain(R"({"a": {"x": 1}, "b": {"y": [1, 2]}})", "t.json", streams);
+        CHECK(keys == std::vector<std::string>{"a", "b"});
+        CHECK(doc.is_object());
+        CHECK(doc.object.empty());  // kept empty: nothing stored
+        const std::vector<json_input::Stream> refusing{{{}, [](const std::string* key, std::size_t, Value&&) { return *key != "a"; }}};
+        CHECK_THROWS_WITH_AS(json_input::parse_plain(R"({"b": {}, "a": {}})", "t.json", refusing), doctest::Contains("duplicate key \"a\""),
+                             InputError);
+        std::vector<std::size_t> elements;  // an array: its elements handed over without keys
+        const std::vector<json_input::Stream> array{{{}, [&](const std::string* key, std::size_t i, Value&&) {
+                                                         CHECK(key == nullptr);
+                                                         elements.push_back(i);
+                                                         return true;
+                                                     }}};
+        CHECK(json_input::parse_plain("[1, 2]", "t.json", array).type == Value::Type::array);
+        CHECK(elements == std::vector<std::size_t>{0, 1});
+        CHECK_THROWS_WITH_AS(json_input::parse_plain(R"({"a": {}} x)", "t.json", streams), doctest::Contains("after the end of the document"),
+                             InputError);
+    }
+
     TEST_CASE("io.json_stream_checks_what_it_hands_over") {
         const auto count = [](const std::string& text, bool keep) {
             std::size_t n = 0;

@@ -102,6 +102,38 @@ TEST_SUITE("safetensors") {
         CHECK(std::signbit(half_to_float(0x8000)));
     }
 
+    TEST_CASE("safetensors.sixteen_bit_values_at_an_odd_offset_read_as_they_are") {
+        // one byte before "b": its BF16 values lie at an odd offset, which direct16 cannot hand
+        // out; read_raw16 gives the same 16-bit values, unconverted
+        const std::string data = std::string("\x07", 1) + std::string("\x80\x3F\x20\xC0", 4) + std::string("\x00\x3C\x00\xC0", 4);
+        const std::string path = file_of(R"({"b": {"dtype": "BF16", "shape": [2], "data_offsets": [1, 5]},)"
+                                         R"( "h": {"dtype": "F16", "shape": [2], "data_offsets": [5, 9]}})",
+                                         data);
+        const SafeTensors st(path);
+        std::uint16_t b[2] = {}, h[2] = {};
+        st.read_raw16("b", b);
+        st.read_raw16("h", h);
+        CHECK(b[0] == 0x3F80);
+        CHECK(b[1] == 0xC020);
+        CHECK(h[0] == 0x3C00);
+        CHECK(h[1] == 0xC000);
+        CHECK(st.get("b").data == std::vector<float>{1.0f, -2.5f});
+        CHECK_THROWS_WITH_AS(st.read_raw16("x", b), doctest::Contains("missing tensor"), InputError);
+    }
+
+    TEST_CASE("safetensors.a_header_of_many_entries_is_read_as_it_is_parsed") {
+        // each tensor's entry taken as its member is read: the same checks, names given twice refused
+        CHECK_THROWS_WITH_AS(SafeTensors(file_of(R"({"a": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]},)"
+                                                 R"( "a": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}})",
+                                                 "")),
+                             doctest::Contains("duplicate key \"a\""), InputError);
+        CHECK_THROWS_WITH_AS(SafeTensors(file_of(R"({"__metadata__": {}, "__metadata__": {}})", "")), doctest::Contains("duplicate key"),
+                             InputError);
+        CHECK_THROWS_WITH_AS(SafeTensors(file_of(R"([1, 2])", "")), doctest::Contains("must be a JSON object"), InputError);
+        CHECK_THROWS_WITH_AS(SafeTensors(file_of(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}})", std::string(4, '\0'))),
+                             doctest::Contains("needs 8 bytes"), InputError);
+    }
+
     TEST_CASE("safetensors.touching_the_pages_in_the_background_changes_nothing_and_stops_with_the_file") {
         std::vector<float> big(300000);  // 1.2 MB: some 290 pages
         for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i % 1000) * 0.5f;
@@ -237,7 +269,7 @@ TEST_SUITE("safetensors") {
         header.back() = '}';
         const std::string path = file_of(header, "");
         CHECK(SafeTensors(path).entries().size() == 2000);  // no budget: read
-        const double need = static_cast<double>(header.size()) * json_input::parse_bytes_per_text_byte;
+        const double need = static_cast<double>(header.size()) * SafeTensors::header_bytes_per_byte;
         CHECK(SafeTensors(path, need).entries().size() == 2000);
         CHECK_THROWS_WITH_AS(SafeTensors(path, need - 1.0), doctest::Contains("its header of"), MemoryBudgetError);
         CHECK_THROWS_AS(load_gpt2(path, 2, 1024.0), MemoryBudgetError);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <sstream>
@@ -189,34 +190,79 @@ bool starts_as_safetensors(const std::string& path) {
     return n >= 2 && n < (std::uint64_t{1} << 40);
 }
 
+// "name, name, …" of a file's tensors: the first eight, then how many more.
+std::string some_names(const SafeTensors& file) {
+    std::string names;
+    std::size_t shown = 0;
+    for (const auto& [n, e] : file.entries()) {
+        if (shown == 8) return names + " and " + std::to_string(file.entries().size() - shown) + " more";
+        names += (names.empty() ? "" : ", ") + n;
+        ++shown;
+    }
+    return names;
+}
+
+// "[i, j]": the index of element i of a tensor of `shape`, as numpy writes it.
+std::string element_index(std::size_t i, const std::vector<std::size_t>& shape) {
+    std::vector<std::size_t> index(shape.size());
+    for (std::size_t a = shape.size(); a-- > 0;) {
+        index[a] = i % shape[a];
+        i /= shape[a];
+    }
+    std::string out;
+    for (std::size_t a = 0; a < index.size(); ++a) out += (a ? ", " : "") + std::to_string(index[a]);
+    return "[" + out + "]";
+}
+
 // A safetensors file's tensor as the embeddings: its only tensor, or the one named after
-// "FILE:" (T×d or B×T×d, F32, F16 or BF16). Throws InputError.
-Embeddings embeddings_of_safetensors(const std::string& path, const std::string& name) {
-    const SafeTensors file(path);
+// "FILE:" (T×d or B×T×d, F32, F16 or BF16), counted against `memory_budget` before its
+// numbers are read: its bytes where they lie, while they are copied, and the float32 copy.
+// Throws InputError; MemoryBudgetError.
+Embeddings embeddings_of_safetensors(const std::string& path, const std::string& name, double memory_budget) {
+    const SafeTensors file(path, memory_budget);
     std::string chosen = name;
     if (chosen.empty()) {
-        if (file.entries().size() != 1) {
-            std::string names;
-            for (const auto& [n, e] : file.entries()) names += (names.empty() ? "" : ", ") + n;
-            throw InputError(path, "$", "holds " + std::to_string(file.entries().size()) + " tensors (" + names +
+        if (file.entries().size() != 1)
+            throw InputError(path, "$", "holds " + std::to_string(file.entries().size()) + " tensors (" + some_names(file) +
                                             "): name the one to read as " + path + ":NAME");
-        }
         chosen = file.entries().begin()->first;
     }
     const std::string source = path + ":" + chosen;
-    if (!file.find(chosen)) throw InputError(path, json_input::member_path("$", chosen), "no such tensor");
-    return embeddings_of_npy(file.get(chosen), source);
+    const SafeTensors::Entry* entry = file.find(chosen);
+    if (!entry) throw InputError(path, json_input::member_path("$", chosen), "no such tensor (it holds " + some_names(file) + ")");
+    double count = 1.0;
+    for (std::size_t size : entry->shape) count *= static_cast<double>(size);
+    const double need = static_cast<double>(entry->end - entry->begin) + 4.0 * count;
+    if (need > memory_budget)
+        throw MemoryBudgetError("reading " + source + " (" + entry->dtype + " " + json_input::shape_string(entry->shape) + ", " +
+                                    json_input::size_text(static_cast<double>(entry->end - entry->begin)) + ") as float32 would take about " + json_input::size_text(need),
+                                json_input::size_text(memory_budget));
+    Tensor x = file.get(chosen);
+    for (std::size_t i = 0; i < x.data.size(); ++i)  // as a .npy or JSON input: every number finite, or the one that is not named
+        if (!std::isfinite(x.data[i]))
+            throw InputError(path, json_input::member_path("$", chosen) + element_index(i, x.shape),
+                             "expected a finite number, got " + json_input::number_text(static_cast<double>(x.data[i])) + " (element " +
+                                 std::to_string(i) + " of " + entry->dtype + " " + json_input::shape_string(entry->shape) + ")");
+    return embeddings_of_npy(std::move(x), source);
 }
 
 }  // namespace
 
-Embeddings load_embeddings(const std::string& path) {
-    if (starts_as_safetensors(path)) return embeddings_of_safetensors(path, "");
-    if (const std::size_t colon = path.rfind(':'); colon != std::string::npos && colon > 0) {  // FILE:TENSOR of a safetensors file
-        struct stat st {};
+InputSource input_source(const std::string& path) {
+    if (starts_as_safetensors(path)) return {path, "", true};
+    if (struct stat st {}; path == "-" || ::stat(path.c_str(), &st) == 0) return {path, "", false};  // a file of another kind, as named
+    // FILE:NAME: FILE is the longest part before a colon that is a safetensors file (a name
+    // may hold colons: FILE:y:z is tensor "y:z" of FILE when FILE:y is no such file)
+    for (std::size_t colon = path.rfind(':'); colon != std::string::npos && colon > 0; colon = path.rfind(':', colon - 1)) {
         const std::string file = path.substr(0, colon);
-        if (::stat(path.c_str(), &st) != 0 && starts_as_safetensors(file)) return embeddings_of_safetensors(file, path.substr(colon + 1));
+        if (starts_as_safetensors(file)) return {file, path.substr(colon + 1), true};
     }
+    return {path, "", false};
+}
+
+Embeddings load_embeddings(const std::string& path, double memory_budget) {
+    const InputSource from = input_source(path);
+    if (from.safetensors) return embeddings_of_safetensors(from.file, from.tensor, memory_budget);
     const std::string bytes = read_text_file(path);
     if (is_npy(bytes)) return embeddings_of_npy(parse_npy(bytes, source_name(path)), source_name(path));
     return parse_embeddings(bytes, source_name(path));

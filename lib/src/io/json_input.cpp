@@ -115,13 +115,15 @@ private:
 
 class Parser {
 public:
-    Parser(const std::string& text, const std::string& file, bool tensors = true, const std::vector<Stream>* streams = nullptr)
+    Parser(std::string_view text, const std::string& file, bool tensors = true, const std::vector<Stream>* streams = nullptr)
         : text_(text), file_(file), p_(text.data()), end_(p_ + text.size()), tensors_(tensors), streams_(streams) {}
 
     Value document(const std::vector<std::string>* keep) {
         skip_space();
         Value v;
-        if (keep && p_ != end_ && *p_ == '{') {
+        if (const Stream* whole = streamed_document()) {
+            v = streamed_value(*whole, Where{}, 0);
+        } else if (keep && p_ != end_ && *p_ == '{') {
             v = object(Where{}, 0, keep);
         } else {
             v = value(Where{}, 0, true);
@@ -413,6 +415,13 @@ private:
         }
     }
 
+    // A stream of the document's own members (an empty path), if any.
+    const Stream* streamed_document() const {
+        if (streams_)
+            for (const Stream& s : *streams_)
+                if (s.path.empty()) return &s;
+        return nullptr;
+    }
     // The stream whose path leads to the member `at` (`depth` keys from the top), if any.
     const Stream* streamed(const Where& at, std::size_t depth) const {
         if (!streams_) return nullptr;
@@ -465,7 +474,7 @@ private:
         }
     }
 
-    const std::string& text_;
+    std::string_view text_;
     const std::string& file_;
     const char* p_;
     const char* end_;
@@ -489,26 +498,28 @@ Value parse_plain(const std::string& text, const std::string& file) {
     return Parser(text, file, false).document(nullptr);
 }
 
-Value parse_plain(const std::string& text, const std::string& file, const std::vector<Stream>& streams) {
+Value parse_plain(std::string_view text, const std::string& file, const std::vector<Stream>& streams) {
     return Parser(text, file, false, &streams).document(nullptr);
 }
 
-void check_parse_budget(const std::string& file, const std::string& what, double text_bytes, double memory_budget) {
-    const double need = text_bytes * parse_bytes_per_text_byte;
+std::string size_text(double b) {
+    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+    std::size_t u = 0;
+    while (b >= 1024.0 && u + 1 < std::size(units)) {
+        b /= 1024.0;
+        ++u;
+    }
+    std::ostringstream os;
+    os << std::fixed;
+    os.precision(u == 0 ? 0 : 1);
+    os << b << ' ' << units[u];
+    return os.str();
+}
+
+void check_parse_budget(const std::string& file, const std::string& what, double text_bytes, double memory_budget, double bytes_per_text_byte) {
+    const double need = text_bytes * bytes_per_text_byte;
     if (!(need > memory_budget)) return;
-    const auto size = [](double b) {  // "900 bytes", "46.9 KiB", "73.3 MiB", "2.3 GiB"
-        const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-        std::size_t u = 0;
-        while (b >= 1024.0 && u + 1 < std::size(units)) {
-            b /= 1024.0;
-            ++u;
-        }
-        std::ostringstream os;
-        os << std::fixed;
-        os.precision(u == 0 ? 0 : 1);
-        os << b << ' ' << units[u];
-        return os.str();
-    };
+    const auto size = size_text;
     throw MemoryBudgetError("reading " + file + ": its " + what + " of " + size(text_bytes) + " of JSON would take about " + size(need) +
                                 " of memory to parse",
                             size(memory_budget));

@@ -60,6 +60,19 @@ void note_mapping(const unsigned char* begin, std::size_t size, const std::strin
     }  // more than 64 files mapped at once: this one's SIGBUS goes unnamed
 }
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+// Maps the pages of bytes [from, to) of a mapping in one call (Linux ≥ 5.14) instead of one
+// fault per page later. Only a tensor that is read or handed out: the file's pages are the
+// kernel's page cache, not a copy, but they count while mapped, and a tensor nothing reads
+// (an -i file's other tensors, a checkpoint's unused ones) need not take memory.
+void populate(const unsigned char* map, std::size_t from, std::size_t to) {
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t first = from / page * page;
+    if (to > first) (void)::madvise(const_cast<unsigned char*>(map) + first, to - first, MADV_POPULATE_READ);
+}
+
 void forget_mapping(const unsigned char* begin) {
     for (Mapping& m : mappings)
         if (m.begin.load() == begin) {
@@ -95,12 +108,6 @@ SafeTensors::SafeTensors(const std::string& path, double memory_budget) : file_(
         if (m == MAP_FAILED) throw InputError(path, "", std::string("cannot map the file: ") + std::strerror(errno));
         map_ = static_cast<const unsigned char*>(m);
         note_mapping(map_, size_, path);
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
-        // Map every page in one call (Linux ≥ 5.14) instead of one fault per page later;
-        // the file's pages are the kernel's page cache, not a copy.
-        (void)::madvise(m, size_, MADV_POPULATE_READ);
         // Files people mistake for safetensors, told by their first bytes.
         const auto begins_with = [&](const char* magic, std::size_t k) { return size_ >= k && std::memcmp(map_, magic, k) == 0; };
         const char* convert = ": load it in Python and save it with safetensors.torch.save_file(model.state_dict(), \"model.safetensors\")"
@@ -115,16 +122,18 @@ SafeTensors::SafeTensors(const std::string& path, double memory_budget) : file_(
         if (n > max_header || n > size_ - 8)
             throw InputError(path, "", "the header claims " + std::to_string(n) + " bytes; the file has " + std::to_string(size_ - 8) +
                                            " after the length (and a header may take at most 100 MB)");
-        json_input::check_parse_budget(path, "header", static_cast<double>(n), memory_budget);
+        json_input::check_parse_budget(path, "header", static_cast<double>(n), memory_budget, header_bytes_per_byte);
         data_start_ = 8 + static_cast<std::size_t>(n);
-        const std::string text(reinterpret_cast<const char*>(map_ + 8), static_cast<std::size_t>(n));
-        const json_input::Value doc = json_input::parse_plain(text, path + " (header)");
-        if (!doc.is_object()) throw InputError(path, "$", "the header must be a JSON object, got " + json_input::type_name(doc));
         const std::size_t data_size = size_ - data_start_;
         std::vector<std::pair<std::size_t, std::string>> starts;
-        for (const auto& [name, v] : doc.object) {
+        bool metadata_seen = false;
+        // Each tensor's entry is taken as its member is read, never a tree of the whole
+        // header: a header of a million entries costs its entries, not 21 bytes a byte.
+        const auto entry = [&](const std::string* key, std::size_t, json_input::Value&& v) {
+            if (!key) throw InputError(path, "$", "the header must be a JSON object, got an array");  // its elements come without keys
+            const std::string& name = *key;
             const std::string at = json_input::member_path("$", name);
-            if (name == "__metadata__") continue;
+            if (name == "__metadata__") return metadata_seen ? false : (metadata_seen = true);
             if (!v.is_object()) throw InputError(path, at, "expected {\"dtype\", \"shape\", \"data_offsets\"}, got " + json_input::type_name(v));
             json_input::check_keys(v, path, at, {"dtype", "shape", "data_offsets"});
             Entry e;
@@ -140,6 +149,7 @@ SafeTensors::SafeTensors(const std::string& path, double memory_budget) : file_(
                 e.shape.push_back(whole(shape->array[i], path, at + ".shape[" + std::to_string(i) + "]"));
                 count *= static_cast<double>(e.shape.back());
             }
+            e.shape.shrink_to_fit();
             const json_input::Value* offsets = v.find("data_offsets");
             if (!offsets || offsets->type != json_input::Value::Type::array || offsets->array.size() != 2)
                 throw InputError(path, at + ".data_offsets", "expected [begin, end]");
@@ -153,8 +163,11 @@ SafeTensors::SafeTensors(const std::string& path, double memory_budget) : file_(
                                                std::to_string(static_cast<unsigned long long>(count * static_cast<double>(width))) +
                                                " bytes, data_offsets give " + std::to_string(e.end - e.begin));
             if (e.end > e.begin) starts.emplace_back(e.begin, name);
-            entries_.emplace(name, std::move(e));  // the parser refuses duplicate names
-        }
+            return entries_.emplace(name, std::move(e)).second;  // false: a name given twice
+        };
+        const std::string_view text(reinterpret_cast<const char*>(map_ + 8), static_cast<std::size_t>(n));
+        const json_input::Value doc = json_input::parse_plain(text, path + " (header)", {json_input::Stream{{}, entry}});
+        if (!doc.is_object()) throw InputError(path, "$", "the header must be a JSON object, got " + json_input::type_name(doc));
         std::sort(starts.begin(), starts.end());
         for (std::size_t i = 1; i < starts.size(); ++i) {
             const Entry& prev = entries_.at(starts[i - 1].second);
@@ -204,6 +217,7 @@ const std::uint16_t* SafeTensors::direct16(const std::string& name) const {
     const unsigned char* p = map_ + data_start_ + e->begin;
     if (reinterpret_cast<std::uintptr_t>(p) % alignof(std::uint16_t) != 0) return nullptr;
     handed_out_.emplace_back(data_start_ + e->begin, data_start_ + e->end);
+    populate(map_, data_start_ + e->begin, data_start_ + e->end);
     return reinterpret_cast<const std::uint16_t*>(p);
 #else
     (void)name;
@@ -211,10 +225,22 @@ const std::uint16_t* SafeTensors::direct16(const std::string& name) const {
 #endif
 }
 
+void SafeTensors::read_raw16(const std::string& name, std::uint16_t* out) const {
+    const Entry* e = find(name);
+    if (!e) throw InputError(file_, json_input::member_path("$", name), "missing tensor \"" + name + "\"");
+    if (e->dtype != "BF16" && e->dtype != "F16")
+        throw InputError(file_, json_input::member_path("$", name) + ".dtype", "expected BF16 or F16, got " + e->dtype);
+    const unsigned char* p = map_ + data_start_ + e->begin;
+    const std::size_t n = (e->end - e->begin) / 2;
+    populate(map_, data_start_ + e->begin, data_start_ + e->end);
+    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::uint16_t>(p[2 * i] | (p[2 * i + 1] << 8));  // little-endian
+}
+
 const std::uint8_t* SafeTensors::direct8(const std::string& name) const {
     const Entry* e = find(name);
     if (!e || e->dtype != "U8") return nullptr;
     handed_out_.emplace_back(data_start_ + e->begin, data_start_ + e->end);
+    populate(map_, data_start_ + e->begin, data_start_ + e->end);
     return map_ + data_start_ + e->begin;
 }
 
@@ -225,6 +251,7 @@ const float* SafeTensors::direct(const std::string& name) const {
     const unsigned char* p = map_ + data_start_ + e->begin;
     if (reinterpret_cast<std::uintptr_t>(p) % alignof(float) != 0) return nullptr;
     handed_out_.emplace_back(data_start_ + e->begin, data_start_ + e->end);
+    populate(map_, data_start_ + e->begin, data_start_ + e->end);
     return reinterpret_cast<const float*>(p);
 #else
     (void)name;
@@ -265,6 +292,7 @@ void SafeTensors::read_into(const std::string& name, float* out) const {
 #define MADV_POPULATE_WRITE 23
 #endif
     if (last_page > first_page) (void)::madvise(reinterpret_cast<void*>(first_page), last_page - first_page, MADV_POPULATE_WRITE);
+    populate(map_, data_start_ + e->begin, data_start_ + e->end);
     if (e->dtype == "F32") {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
         if (n) std::memcpy(out, p, 4 * n);  // the file's byte order is the machine's

@@ -78,7 +78,15 @@ std::vector<Linear> Reader::layers(const std::string& name, std::size_t count, s
     } else if (const std::uint16_t* data16 = f->direct16(prefix_ + name)) {  // BF16 or F16: widened block by block as it is used
         const bool bf16 = f->find(prefix_ + name)->dtype == "BF16";
         for (std::size_t e = 0; e < count; ++e) out.push_back(external_linear16(data16 + e * each, bf16, d_in, d_out, ld, transposed, owner));
-    } else {  // a big-endian host, or a misaligned tensor
+    } else if (const SafeTensors::Entry& entry = *f->find(prefix_ + name); entry.dtype == "BF16" || entry.dtype == "F16") {
+        // At an odd offset in its file: its 16-bit values copied as they are, and then used
+        // as the values in place are (a float32 copy would go through other products and
+        // change the last bits: same weights, same bits wherever they lie)
+        auto copy = std::make_shared<std::vector<std::uint16_t>>(count * each);
+        f->read_raw16(prefix_ + name, copy->data());
+        const bool bf16 = entry.dtype == "BF16";
+        for (std::size_t e = 0; e < count; ++e) out.push_back(external_linear16(copy->data() + e * each, bf16, d_in, d_out, ld, transposed, copy));
+    } else {  // a big-endian host, or a misaligned F32 tensor (read as the mapped one: the same products)
         auto copy = std::make_shared<std::vector<float>>(count * each);
         f->read_into(prefix_ + name, copy->data());
         for (std::size_t e = 0; e < count; ++e) out.push_back(external_linear(copy->data() + e * each, d_in, d_out, ld, transposed, copy));
@@ -108,6 +116,24 @@ std::vector<Mxfp4Rows> Reader::mxfp4(const std::string& name, std::size_t E, std
     const std::uint8_t* s = fs->direct8(prefix_ + scales);
     if (!b) throw InputError(fb->file(), "$[\"" + prefix_ + blocks + "\"].dtype", "expected U8 (MXFP4's packed 4-bit codes), got " + fb->find(prefix_ + blocks)->dtype);
     if (!s) throw InputError(fs->file(), "$[\"" + prefix_ + scales + "\"].dtype", "expected U8 (MXFP4's exponents), got " + fs->find(prefix_ + scales)->dtype);
+    // E8M0 scales: 2^(s − 127) for s up to 254; 255 is NaN. At 254 a code of 2 or more is
+    // 2^128 or beyond, past float32. Refused here, naming the block, rather than as a
+    // non-finite result far downstream.
+    const std::size_t groups = cols / 32, all = E * rows * groups;
+    for (std::size_t i = 0; i < all; ++i) {
+        if (s[i] < 254) continue;
+        const std::string block = "[" + std::to_string(i / (rows * groups)) + ", " + std::to_string(i / groups % rows) + ", " + std::to_string(i % groups) + "]";
+        const std::string where = "$[\"" + prefix_ + scales + "\"]" + block;
+        if (s[i] == 255)
+            throw InputError(fs->file(), where, "an MXFP4 scale of 255 is NaN in E8M0: expected 0 … 254 (the block of 32 values " + block +
+                                                    " of " + prefix_ + blocks + " [expert, row, group])");
+        for (std::size_t k = 0; k < 16; ++k) {
+            const std::uint8_t byte = b[i * 16 + k];
+            if ((byte & 0x07) >= 4 || ((byte >> 4) & 0x07) >= 4)
+                throw InputError(fs->file(), where, "an MXFP4 scale of 254 (2^127) times a code of 2 or more is beyond float32 (the block of 32 values " +
+                                                        block + " of " + prefix_ + blocks + " [expert, row, group])");
+        }
+    }
     const std::shared_ptr<const void> owner = owner_of(fb);  // both files stay open with the model (LoadedModel::files)
     std::vector<Mxfp4Rows> out;
     for (std::size_t e = 0; e < E; ++e) out.push_back(Mxfp4Rows{b + e * rows * cols / 2, s + e * rows * cols / 32, rows, cols, owner});

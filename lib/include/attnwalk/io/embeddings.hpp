@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -29,10 +30,23 @@ struct Embeddings {
 
 // Parses JSON text; `source` names it in error messages. Throws InputError.
 Embeddings parse_embeddings(const std::string& text, const std::string& source);
+// Where -i PATH reads: a safetensors file (PATH itself, or FILE of "FILE:NAME") and the
+// tensor named (empty: its only one), or any other file read whole ("-": stdin). A name may
+// hold colons: FILE is the longest part of PATH before a colon that is a safetensors file,
+// so "f.safetensors:y:z" is tensor "y:z" of f.safetensors unless "f.safetensors:y" is one.
+// A PATH that names a file is that file, colons and all.
+struct InputSource {
+    std::string file;
+    std::string tensor;
+    bool safetensors = false;
+};
+InputSource input_source(const std::string& path);
 // Reads a file ("-" = stdin) and parses it: JSON, NumPy's .npy (T×d or B×T×d, told by its
-// first bytes; the tokens are then t1…tT), or a safetensors file's tensor (its only one, or
-// "FILE:NAME"; mapped, not read whole). Throws InputError.
-Embeddings load_embeddings(const std::string& path);
+// first bytes; the tokens are then t1…tT), or a safetensors file's tensor (input_source;
+// mapped, not read whole: its header parsed and the tensor counted against `memory_budget`
+// before its numbers are read; every number finite, else the element is named). Throws
+// InputError; MemoryBudgetError.
+Embeddings load_embeddings(const std::string& path, double memory_budget = std::numeric_limits<double>::infinity());
 // Embeddings of a tensor read from a .npy file.
 Embeddings embeddings_of_npy(Tensor x, const std::string& source);
 // "Your journey starts with one step": 6 tokens, 3-d, the textbook's example.

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -46,7 +47,8 @@ Value parse_plain(const std::string& text, const std::string& file);
 // A large object or array handed over member by member (element by element) as it is
 // read, instead of stored in the tree: a tokenizer's 128,000-token vocabulary and 280,000
 // merges cost no Value each. The tree keeps an empty object (array) in its place; a value
-// of another type there is stored as usual, for its reader to refuse.
+// of another type there is stored as usual, for its reader to refuse. An empty path streams
+// the document itself (a safetensors header's tensors).
 struct Stream {
     std::vector<std::string> path;  // the keys from the top object down: {"model", "vocab"}
     // Gets each member's key (null for an array's element), its index and its value, once
@@ -55,15 +57,19 @@ struct Stream {
     // parse. Null: the value is read for its syntax alone and dropped.
     std::function<bool(const std::string* key, std::size_t index, Value&& value)> each;
 };
-Value parse_plain(const std::string& text, const std::string& file, const std::vector<Stream>& streams);
+Value parse_plain(std::string_view text, const std::string& file, const std::vector<Stream>& streams);
 
 // What parsing JSON text into Values costs: about 21 bytes of memory per byte of text
 // (measured on a 67 MB safetensors header of a million entries: a 1.4 GB peak; 1.9 GB
 // before a Value held its tensor apart), counted as 32.
 constexpr double parse_bytes_per_text_byte = 32.0;
 // MemoryBudgetError when parsing `text_bytes` of `file`'s JSON (`what`: "header", "index")
-// would take more than `memory_budget` bytes: checked before the parse.
-void check_parse_budget(const std::string& file, const std::string& what, double text_bytes, double memory_budget);
+// would take more than `memory_budget` bytes, at `bytes_per_text_byte` (a reader that streams
+// its members costs less than the tree): checked before the parse.
+void check_parse_budget(const std::string& file, const std::string& what, double text_bytes, double memory_budget,
+                        double bytes_per_text_byte = parse_bytes_per_text_byte);
+// "900 bytes", "46.9 KiB", "73.3 MiB", "2.3 GiB": a size in a message.
+std::string size_text(double bytes);
 
 // "null", "a boolean", "a number", "a string", "an array", "an object".
 std::string type_name(const Value& value);

@@ -9,6 +9,11 @@
 //
 // The regexes are Oniguruma's in the file; PCRE2 (UTF, Unicode properties) reads the ones
 // today's tokenizers use (\p{L}, \p{N}, (?i:…), (?!…)). NFC is utf8proc's.
+//
+// Over 600 lines on purpose: the reading of the file and the running of its pipeline check
+// each other (a normalizer or pre-tokenizer is accepted only in the forms the runner
+// implements, with the place in the file named), and they share one class's state; split,
+// each half would restate the other's list of supported forms.
 #include <algorithm>
 #include <cctype>
 #include <cmath>

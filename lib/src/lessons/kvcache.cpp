@@ -96,7 +96,7 @@ Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCach
                 out, {Axis::feature});
         xt::view(outputs, xt::all(), t, xt::all()) = out;
     }
-    rec.add("output", "The outputs of every step, stacked", "Y = [y_0; …; y_T−1]", outputs, tokens_features);
+    rec.add("output", "The outputs of every step, stacked", "Y = [y_1; …; y_T]", outputs, tokens_features);
     const Forward full = attention_forward(x, &w, causal);
     rec.add("output_full", "The same layer on the whole sequence at once", "Y = MultiHeadAttention(X), causal", full.output,
             tokens_features);

@@ -130,7 +130,7 @@ Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec&
         Step& tl = rec.add_plain("causal_top_left", "is_causal=True: the causal mask aligned top-left", "tril(ones(L, S))",
                                  to_trace(top_left), tokens_tokens);
         tl.first_row = first;
-        tl.note = "Query 0 sees key 0 only, whatever its position: right when queries and keys are the same tokens (L = S).";
+        tl.note = "Query 1 sees key 1 only, whatever its position: right when queries and keys are the same tokens (L = S).";
         Step& br = rec.add_plain("causal_bottom_right", "The causal mask aligned bottom-right", "tril(ones(L, S), diagonal = S − L)",
                                  to_trace(bottom_right), tokens_tokens);
         br.first_row = first;

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli.hpp"
 #include "render/explore.hpp"
 #include "render/figure.hpp"
 #include "render/render_html.hpp"
@@ -302,6 +303,24 @@ TEST_SUITE("render") {
         // without --layer (a lesson): the first panel
         trace.params.clear();
         CHECK(opening_panel(trace, fg) == 0);
+    }
+
+    TEST_CASE("render.explore_help_lists_every_key_the_explorer_reads") {
+        std::ostringstream out, err;
+        const char* argv[] = {"attnwalk", "explore", "--help"};
+        REQUIRE(attnwalk::app::run_cli(3, argv, out, err) == 0);
+        const std::string help = out.str();
+        // every key of the explorer's own list, on a step where all of them act (PgDn included)
+        for (const std::string& line : attnwalk::app::key_list({4, 2, 3, 3}, 2, true)) {
+            const std::string keys = line.substr(0, line.find("  "));
+            if (keys.empty() || keys == "? or Esc") continue;  // the blank line; closing the list is said in words
+            CAPTURE(keys);
+            CHECK(help.find("\n  " + keys) != std::string::npos);  // at a line's start, as listed
+        }
+        CHECK(help.find("PgDn / PgUp") != std::string::npos);
+        CHECK(help.find("? or Esc closes it") != std::string::npos);
+        std::istringstream lines(help);
+        for (std::string l; std::getline(lines, l);) CHECK_MESSAGE(attnwalk::app::width(l) <= 80, l);
     }
 
     TEST_CASE("render.explore_names_the_cell_and_its_path_through_the_steps") {

@@ -186,7 +186,9 @@ std::vector<std::string> panel_lines(const Trace& trace, const Figure& f, const 
             const Step& t = trace.steps[e.step];
             std::string where;
             if (e.step != f.index && (e.row != v.row || e.col != v.col)) where = " (at " + std::to_string(e.row + 1) + "," + std::to_string(e.col + 1) + ")";
-            add(std::string(e.step == f.index ? "> " : "  ") + t.id + where + "  " + number(e.value));
+            // a mask's 1 and 0 said in words (1 keeps a key here; the textbook's triu uses 1 for blocked)
+            const std::string legend = t.legend.empty() ? "" : " (" + t.legend + ")";
+            add(std::string(e.step == f.index ? "> " : "  ") + t.id + where + "  " + number(e.value) + legend);
         }
     } else {
         add("value " + number(f.value(v.panel, v.row, v.col)));

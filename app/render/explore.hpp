@@ -58,7 +58,8 @@ ExploreView press(ExploreView view, ExploreKey key, const std::vector<ExploreSha
 
 // The lines of the panel beside the heatmap, each at most `width` columns: the cell named
 // (its axes' names, counted from 1), its panel, the cell in every step that holds the same
-// attention cell (at that step's own coordinates), its row's sum, then the cell written
+// attention cell (at that step's own coordinates; a mask's value with its meaning, the
+// step's legend), its row's sum, then the cell written
 // out by the explanation engine; every number as the text view writes it at `precision`.
 std::vector<std::string> panel_lines(const Trace& trace, const Figure& figure, const ExploreView& view, std::size_t width,
                                      int precision = TextOptions{}.precision);

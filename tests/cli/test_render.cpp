@@ -323,6 +323,32 @@ TEST_SUITE("render") {
         for (std::string l; std::getline(lines, l);) CHECK_MESSAGE(attnwalk::app::width(l) <= 80, l);
     }
 
+    TEST_CASE("render.explore_says_what_a_mask_value_means") {
+        attnwalk::Trace trace;
+        trace.tokens = {"a", "b"};
+        attnwalk::Step mask;
+        mask.id = "mask";
+        mask.tensor.shape = {2, 2};
+        mask.tensor.data = {1, 0, 1, 1};
+        mask.axes = {attnwalk::Axis::token, attnwalk::Axis::token};
+        mask.legend = "1 = visible, 0 = masked";
+        attnwalk::Step weights = mask;
+        weights.id = "weights";
+        weights.legend.clear();
+        weights.tensor.data = {1, 0, 0.25f, 0.75f};
+        trace.steps = {mask, weights};
+        attnwalk::app::ExploreView v;
+        v.row = 1;  // query 2, key 1
+        const auto lines = attnwalk::app::panel_lines(trace, attnwalk::app::figure_of(trace, 1, attnwalk::app::ColorScale::automatic), v, 60);
+        CHECK(std::find(lines.begin(), lines.end(), "  mask  1.0000 (1 = visible, 0 = masked)") != lines.end());
+        CHECK(std::find(lines.begin(), lines.end(), "> weights  0.2500") != lines.end());  // a step without a legend: its number alone
+        // on the mask itself, at the panel's narrow width: wrapped, still said
+        const auto narrow = attnwalk::app::panel_lines(trace, attnwalk::app::figure_of(trace, 0, attnwalk::app::ColorScale::automatic), v, 24);
+        std::string all;  // the lines joined, their indents as one space
+        for (const auto& l : narrow) all += " " + l.substr(std::min(l.find_first_not_of(' '), l.size()));
+        CHECK(all.find("> mask  1.0000 (1 = visible, 0 = masked)") != std::string::npos);
+    }
+
     TEST_CASE("render.explore_names_the_cell_and_its_path_through_the_steps") {
         attnwalk::Trace trace;
         trace.tokens = {"a", "b", "c"};

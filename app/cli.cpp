@@ -64,7 +64,15 @@ void make_cli(CLI::App& cli, Shell& shell, const std::string& only = "") {
     if (!only.empty() && only != "explore") return;
     CLI::App* ex = cli.add_subcommand("explore", "explore COMMAND [OPTIONS]: another command's trace full screen, a cursor over its heatmaps, each cell explained");
     ex->prefix_command();  // everything after it is the command explored
-    ex->footer("Keys: arrows move the cell, s/S the step, h/H the head, l/L the layer, ? lists them, q quits.\n"
+    ex->footer("Keys (the bottom line and ? show those that act on the step shown):\n"
+               "  arrows (or j/k)  move the cell\n"
+               "  Home / End       first / last column\n"
+               "  s / S (Tab)      next / previous step\n"
+               "  h / H            next / previous head (a step of several heads)\n"
+               "  l / L            next / previous layer (--view's grid of every layer)\n"
+               "  PgDn / PgUp      the explanation's pages (also space / b)\n"
+               "  ?                the list of keys; ? or Esc closes it\n"
+               "  q, Ctrl-C, Esc   quit (Esc closes the list of keys first where it is shown)\n"
                "Examples:\n"
                "  attnwalk explore mha --heads 2 --causal\n"
                "  attnwalk explore causal --seed 789\n"

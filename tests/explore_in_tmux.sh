@@ -1,6 +1,7 @@
 #!/bin/bash
 # attnwalk explore driven through tmux at 80×24: the cell named and written out, keys that
-# switch head and page, a resized terminal laid out again, q and Ctrl-C quit with exit 0 and
+# switch head and page, the list of keys (only those that act; ? or Esc closes it, a key that
+# acts too), --view opening on --layer and --head, a resized terminal laid out again, q and Ctrl-C quit with exit 0 and
 # the terminal restored; SIGTERM and SIGHUP restore it and exit 128 + N; bidi controls in
 # tokens shown as stand-ins; an unknown TERM and no terminal are one line and exit 2. The screen two steps down
 # is kept as WORK_DIR/explore/mha.ansi (capture-pane -e) and, where chromium is installed,
@@ -46,10 +47,21 @@ for quit in q C-c; do
   tmux send-keys -t x NPage
   check "PgDn pages the explanation" "wait_for 'page 2/'"
   tmux send-keys -t x '?'
-  check "? lists the keys" "wait_for 'next / previous layer'"
+  check "? lists the keys that act here (heads, PgDn) and how to close the list" "wait_for 'next / previous head' && wait_for '? or Esc         close this list' && wait_for 'PgDn / PgUp'"
+  check "the list leaves out l/L: one layer here" "! screen | grep -qF 'next / previous layer'"
   check "every line fits 80 columns" "screen | python3 -c 'import sys; sys.exit(any(len(l.rstrip(\"\\n\")) > 80 for l in sys.stdin))'"
+  if [ "$quit" = q ]; then
+    tmux send-keys -t x Escape
+    check "Esc closes the list and the explorer stays" "for _ in \$(seq 50); do ! screen | grep -qF 'close this list' && break; sleep 0.1; done; ! screen | grep -qF 'close this list' && screen | grep -qF 'attnwalk explore · weights'"
+  else
+    tmux send-keys -t x s
+    check "s with the list shown: the next step, and the list gone from over it" "wait_for 'attnwalk explore · head_outputs' && ! screen | grep -qF 'close this list'"
+    tmux send-keys -t x S '?'
+    check "back on the weights, the list again" "wait_for 'attnwalk explore · weights' && wait_for 'close this list'"
+    tmux send-keys -t x '?'
+    check "? closes it" "for _ in \$(seq 50); do ! screen | grep -qF 'close this list' && break; sleep 0.1; done; ! screen | grep -qF 'close this list'"
+  fi
   if [ "$quit" = q ]; then  # resized: laid out again for the new size, the keys on its last line
-    tmux send-keys -t x '?'  # the key list off again
     tmux resize-window -t x -x 64 -y 20
     check "a smaller terminal (64×20): the title on line 1, the keys on line 20" "line_starts 1 'attnwalk explore' && line_starts 20 'arrows cell'"
     tmux resize-window -t x -x 100 -y 30
@@ -83,6 +95,16 @@ check "a model's title names the layer and its kind" "wait_for 'layer 1 (sliding
 tmux send-keys -t x Down Down Down Down Down
 check "its cell written out: the row through the layer's norm" "wait_for 'entering layer 1, through RMSNorm'"
 check "every line fits 120 columns" "screen | python3 -c 'import sys; sys.exit(any(len(l.rstrip(\"\\n\")) > 120 for l in sys.stdin))'"
+tmux kill-session -t x
+
+# the model view at 80×24: --layer and --head honoured on the grid of every layer; l/L listed and acting there
+tmux new-session -d -s x -x 80 -y 24 "TERM=xterm-256color LANG=C.UTF-8 '$binary' explore model --model '$here/data/models/tiny_llama' --text 'the cat sat on the mat' --layer 2 --head 3 --view; sleep 60"
+check "--view opens on the layer and head named (--layer 2 --head 3)" "wait_for 'attention_grid' && wait_for 'layer 2, head 3'"
+tmux send-keys -t x '?'
+check "its list of keys has l/L: two layers here" "wait_for 'next / previous layer'"
+tmux send-keys -t x l
+check "l: the next layer (wraps to layer 1), the list closed" "wait_for 'layer 1, head 3' && ! screen | grep -qF 'close this list'"
+check "every line fits 80 columns" "screen | python3 -c 'import sys; sys.exit(any(len(l.rstrip(\"\\n\")) > 80 for l in sys.stdin))'"
 tmux kill-session -t x
 
 # signals: SIGTERM and SIGHUP restore the terminal and exit 128 + N, as a shell expects

@@ -41,12 +41,32 @@ ExploreShape explore_shape(const Step& step) {
     return e;
 }
 
+ExploreShape explore_shape(const Figure& f) {
+    ExploreShape e = explore_shape(*f.step);
+    e.first_layer = f.panel_layer.empty() ? 0 : f.panel_layer[0];
+    return e;
+}
+
+std::size_t opening_panel(const Trace& trace, const Figure& f) {
+    std::optional<std::size_t> layer, head;
+    for (const auto& [name, value] : trace.params)
+        if (const Index* at = std::get_if<Index>(&value); at && !at->at.empty()) {
+            if (name == "layer_index") layer = static_cast<std::size_t>(at->at[0]);
+            if (name == "head_index") head = static_cast<std::size_t>(at->at[0]);
+        }
+    for (std::size_t p = 0; p < f.panels; ++p)
+        if (f.panel_batch[p] == 0 && (!layer || f.panel_layer[p] == *layer) && f.panel_head[p] == head.value_or(0)) return p;
+    return 0;
+}
+
 ExploreView press(ExploreView v, ExploreKey key, const std::vector<ExploreShape>& shapes) {
     if (shapes.empty()) return v.quit = key == ExploreKey::quit, v;
     const ExploreShape& s = shapes[v.step];
     const std::size_t heads = std::max<std::size_t>(1, s.heads), layers = std::max<std::size_t>(1, s.panels / heads);
     const std::size_t head = v.panel % heads, layer = v.panel / heads;
     const ExploreView before = v;
+    if (v.help && (key == ExploreKey::help || key == ExploreKey::escape)) return v.help = false, v;
+    if (key != ExploreKey::other) v.help = false;  // a key that acts: the screen shows what it did, not the list over it
     switch (key) {
         case ExploreKey::up: v.row = v.row ? v.row - 1 : 0; break;
         case ExploreKey::down: v.row = std::min(v.row + 1, s.rows - 1); break;
@@ -61,15 +81,20 @@ ExploreView press(ExploreView v, ExploreKey key, const std::vector<ExploreShape>
         case ExploreKey::next_step:
         case ExploreKey::previous_step: {
             v.step = key == ExploreKey::next_step ? (v.step + 1) % shapes.size() : (v.step + shapes.size() - 1) % shapes.size();
+            // the same model layer and head where the new step has them
             const ExploreShape& n = shapes[v.step];
-            v.panel = std::min(v.panel, n.panels - 1);
+            const std::size_t n_heads = std::max<std::size_t>(1, n.heads), n_layers = std::max<std::size_t>(1, n.panels / n_heads);
+            const std::size_t model_layer = s.first_layer + layer;
+            const std::size_t n_layer = model_layer < n.first_layer ? 0 : std::min(model_layer - n.first_layer, n_layers - 1);
+            v.panel = std::min(n_layer * n_heads + std::min(head, n_heads - 1), n.panels - 1);
             v.row = std::min(v.row, n.rows - 1);
             v.col = std::min(v.col, n.cols - 1);
             break;
         }
         case ExploreKey::scroll_down: ++v.scroll; break;
         case ExploreKey::scroll_up: v.scroll = v.scroll ? v.scroll - 1 : 0; break;
-        case ExploreKey::help: v.help = !v.help; break;
+        case ExploreKey::help: v.help = true; break;
+        case ExploreKey::escape:
         case ExploreKey::quit: v.quit = true; break;
         case ExploreKey::other: break;
     }
@@ -161,7 +186,9 @@ std::vector<std::string> panel_lines(const Trace& trace, const Figure& f, const 
             const Step& t = trace.steps[e.step];
             std::string where;
             if (e.step != f.index && (e.row != v.row || e.col != v.col)) where = " (at " + std::to_string(e.row + 1) + "," + std::to_string(e.col + 1) + ")";
-            add(std::string(e.step == f.index ? "> " : "  ") + t.id + where + "  " + number(e.value));
+            // a mask's 1 and 0 said in words (1 keeps a key here; the textbook's triu uses 1 for blocked)
+            const std::string legend = t.legend.empty() ? "" : " (" + t.legend + ")";
+            add(std::string(e.step == f.index ? "> " : "  ") + t.id + where + "  " + number(e.value) + legend);
         }
     } else {
         add("value " + number(f.value(v.panel, v.row, v.col)));
@@ -189,6 +216,19 @@ std::string key_bar(const ExploreShape& s, std::size_t steps, bool more_pages) {
     if (layers > 1) bar += " · l/L layer";
     if (more_pages) bar += " · PgDn more";
     return bar + " · ? keys · q quit";
+}
+
+std::vector<std::string> key_list(const ExploreShape& s, std::size_t steps, bool more_pages) {
+    const std::size_t heads = std::max<std::size_t>(1, s.heads), layers = std::max<std::size_t>(1, s.panels / heads);
+    std::vector<std::string> lines{"arrows (or j/k)  move the cell", "Home / End       first / last column"};
+    if (steps > 1) lines.push_back("s / S (Tab)      next / previous step");
+    if (heads > 1) lines.push_back("h / H            next / previous head");
+    if (layers > 1) lines.push_back("l / L            next / previous layer");
+    if (more_pages) lines.push_back("PgDn / PgUp      the explanation's pages");
+    lines.push_back("q, Ctrl-C        quit");
+    lines.push_back("");
+    lines.push_back("? or Esc         close this list");
+    return lines;
 }
 
 #if !defined(ATTNWALK_EXPLORE)
@@ -252,12 +292,12 @@ ExploreKey read_key(int c) {
         case KEY_PPAGE: case 'b': return ExploreKey::scroll_up;
         case '?': return ExploreKey::help;
         case 'q': case 'Q': case 3: return ExploreKey::quit;  // q, Ctrl-C
-        case 27: {  // Esc alone quits; Esc and more is a key's sequence
+        case 27: {  // Esc alone quits (or closes the list of keys); Esc and more is a key's sequence
             timeout(30);
             std::string seq;
             for (int n; seq.size() < 8 && (n = getch()) != ERR;) seq += static_cast<char>(n);
             timeout(200);
-            if (seq.empty()) return ExploreKey::quit;
+            if (seq.empty()) return ExploreKey::escape;
             if (seq == "[1~" || seq == "[7~" || seq == "[H" || seq == "OH") return ExploreKey::home;
             if (seq == "[4~" || seq == "[8~" || seq == "[F" || seq == "OF") return ExploreKey::end;
             if (seq == "[A" || seq == "OA") return ExploreKey::up;
@@ -277,11 +317,6 @@ void put(int y, int x, const std::string& text, int width) {
     const std::string shown = shorten(text, static_cast<std::size_t>(std::min(width, COLS - x)));
     mvaddstr(y, x, shown.c_str());
 }
-
-const char* const key_help[] = {"arrows (or j/k)  move the cell",     "Home / End       first / last column",
-                                "s / S (Tab)      next / previous step", "h / H            next / previous head",
-                                "l / L            next / previous layer", "PgDn / PgUp      the explanation's pages",
-                                "?                this list",             "q, Esc, Ctrl-C   quit"};
 
 // A value that fits `w` characters: written as everywhere (value_text) with as many
 // decimals as fit, "…" when none does.
@@ -326,13 +361,14 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line, in
     std::vector<ExploreShape> shapes;
     std::vector<Figure> figures;
     for (std::size_t i : steps) {
-        shapes.push_back(explore_shape(trace.steps[i]));
         figures.push_back(figure_of(trace, i, ColorScale::automatic, PanelScale::apart));
+        shapes.push_back(explore_shape(figures.back()));
     }
     ExploreView v;
     const std::optional<std::size_t> opening = opening_step(trace);  // as --svg and the page
     for (std::size_t k = 0; k < steps.size(); ++k)
         if (steps[k] == opening) v.step = k;
+    v.panel = opening_panel(trace, figures[v.step]);  // the layer and head the command named
     Screen screen(term);
     const bool colour = has_colors() && COLORS >= 256 && COLOR_PAIRS > 2 * levels;
     if (colour) init_pairs();
@@ -447,7 +483,8 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line, in
         put(LINES - 1, 0, key_bar(e, steps.size(), pages > 1), COLS);
         attroff(A_DIM);
         if (v.help) {  // a box with a border over a cleared background
-            const int w = 46, h = static_cast<int>(std::size(key_help)) + 4;
+            const std::vector<std::string> key_help = key_list(e, steps.size(), pages > 1);
+            const int w = 46, h = static_cast<int>(key_help.size()) + 4;
             const int x0 = std::max(0, (COLS - w) / 2), y0 = std::max(0, (LINES - h) / 2);
             std::string rule;
             for (int k = 0; k < w - 2; ++k) rule += "─";
@@ -459,7 +496,7 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line, in
             attron(A_BOLD);
             put(y0, x0 + 2, " keys ", w - 4);
             attroff(A_BOLD);
-            for (std::size_t k = 0; k < std::size(key_help); ++k) put(y0 + 2 + static_cast<int>(k), x0 + 2, key_help[k], w - 4);
+            for (std::size_t k = 0; k < key_help.size(); ++k) put(y0 + 2 + static_cast<int>(k), x0 + 2, key_help[k], w - 4);
         }
         refresh();
         const int c = getch();

@@ -2,7 +2,8 @@
 // head) of one step of COMMAND's trace, with a cursor. Arrows move the cell; a panel
 // beside it names the cell, lists it in every step that holds the same attention cell,
 // and writes it out with the library's explanation engine (lessons/explainer.hpp), in
-// the process. Keys switch the step, the head and the layer; ? lists them; q quits.
+// the process. Keys switch the step, the head and the layer; ? lists those that act on
+// the step shown (? or Esc closes the list); q quits.
 //
 // What is drawn comes from the step's Figure (figure.hpp): labels, panel names, the
 // layer's kind, the mask, the colour scale. The view is a plain value (ExploreView) that
@@ -23,13 +24,22 @@ std::vector<std::size_t> explorable_steps(const Trace& trace);
 
 // What `press` needs to know of a step: its panels (every index of the axes before the
 // last two), how many of them are heads of one layer, and the rows and columns of each.
+// first_layer: the model layer its first panel shows (a model's shown layer for a step of
+// one layer; 0 for the grid of every layer), so that a new step keeps the layer.
 struct ExploreShape {
     std::size_t panels = 1, heads = 1, rows = 1, cols = 1;
+    std::size_t first_layer = 0;
 };
 ExploreShape explore_shape(const Step& step);
+ExploreShape explore_shape(const Figure& figure);
 
+// The panel the explorer opens on: the layer and head the command named (--layer, --head:
+// the trace's layer_index and head_index) where the figure has them, else the first.
+std::size_t opening_panel(const Trace& trace, const Figure& figure);
+
+// escape: Esc alone, which closes the list of keys where it is shown and quits elsewhere.
 enum class ExploreKey { up, down, left, right, home, end, next_step, previous_step, next_head, previous_head, next_layer, previous_layer,
-                        scroll_down, scroll_up, help, quit, other };
+                        scroll_down, scroll_up, help, escape, quit, other };
 
 struct ExploreView {
     std::size_t step = 0;   // index into the explorable steps
@@ -41,12 +51,15 @@ struct ExploreView {
 };
 
 // The view after a key. Moves stay inside the step; a new step keeps the head, layer and
-// cell where they still exist. Home and End go to the row's first and last column.
+// cell where they still exist. Home and End go to the row's first and last column. With
+// the list of keys shown, ? and Esc close it; a key that acts closes it too (the screen
+// then shows what the key did), q still quits.
 ExploreView press(ExploreView view, ExploreKey key, const std::vector<ExploreShape>& shapes);
 
 // The lines of the panel beside the heatmap, each at most `width` columns: the cell named
 // (its axes' names, counted from 1), its panel, the cell in every step that holds the same
-// attention cell (at that step's own coordinates), its row's sum, then the cell written
+// attention cell (at that step's own coordinates; a mask's value with its meaning, the
+// step's legend), its row's sum, then the cell written
 // out by the explanation engine; every number as the text view writes it at `precision`.
 std::vector<std::string> panel_lines(const Trace& trace, const Figure& figure, const ExploreView& view, std::size_t width,
                                      int precision = TextOptions{}.precision);
@@ -58,6 +71,10 @@ std::vector<std::string> wrap_line(const std::string& line, std::size_t width);
 // The keys of the status line that do something on this step: "arrows cell · s/S step ·
 // h/H head · l/L layer · PgDn more · ? keys · q quit", without those that do nothing here.
 std::string key_bar(const ExploreShape& shape, std::size_t steps, bool more_pages);
+
+// The list ? shows: each key that acts on this step with what it does, and how to close
+// the list, each line at most 42 columns (the box is 46 wide).
+std::vector<std::string> key_list(const ExploreShape& shape, std::size_t steps, bool more_pages);
 
 // Runs the explorer on `trace` (COMMAND [OPTIONS] names it in the title), its numbers at
 // `precision` (--precision), as the text view's. Throws UsageError without a terminal. Returns the exit code: 0, or 128 + N after signal N.

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli.hpp"
 #include "render/explore.hpp"
 #include "render/figure.hpp"
 #include "render/render_html.hpp"
@@ -211,6 +212,141 @@ TEST_SUITE("render") {
         CHECK(v.help);
         CHECK_FALSE(press(v, ExploreKey::other, shapes).quit);
         CHECK(press(v, ExploreKey::quit, shapes).quit);
+    }
+
+    TEST_CASE("render.explore_list_of_keys_closes_with_question_mark_or_esc_and_lists_what_acts") {
+        using attnwalk::app::ExploreKey;
+        using attnwalk::app::ExploreShape;
+        using attnwalk::app::ExploreView;
+        using attnwalk::app::press;
+        const std::vector<ExploreShape> shapes{{6, 3, 4, 4}, {1, 1, 4, 2}};
+        ExploreView v = press(ExploreView{}, ExploreKey::help, shapes);
+        REQUIRE(v.help);
+        CHECK_FALSE(press(v, ExploreKey::help, shapes).help);  // ? again closes it
+        const ExploreView closed = press(v, ExploreKey::escape, shapes);
+        CHECK_FALSE(closed.help);  // Esc closes it, and does not quit while it is shown
+        CHECK_FALSE(closed.quit);
+        CHECK(press(closed, ExploreKey::escape, shapes).quit);  // Esc without the list quits, as before
+        CHECK(press(v, ExploreKey::quit, shapes).quit);         // q quits with the list shown
+        const ExploreView stepped = press(v, ExploreKey::next_step, shapes);
+        CHECK(stepped.step == 1);
+        CHECK_FALSE(stepped.help);  // a key that acts: the new step is shown, not the list over it
+        CHECK_FALSE(press(v, ExploreKey::down, shapes).help);
+        CHECK(press(v, ExploreKey::other, shapes).help);  // a key that does nothing leaves the list
+        // the list names only the keys that act on the step shown, and how to close it
+        const auto joined = [](const std::vector<std::string>& lines) {
+            std::string all;
+            for (const auto& l : lines) all += l + "\n";
+            return all;
+        };
+        const std::string one = joined(attnwalk::app::key_list({1, 1, 6, 6}, 1, false));
+        CHECK(one.find("l / L") == std::string::npos);
+        CHECK(one.find("h / H") == std::string::npos);
+        CHECK(one.find("s / S") == std::string::npos);
+        CHECK(one.find("PgDn") == std::string::npos);
+        CHECK(one.find("? or Esc         close this list") != std::string::npos);
+        CHECK(one.find("q, Ctrl-C        quit") != std::string::npos);
+        const auto all_lines = attnwalk::app::key_list({24, 2, 6, 6}, 5, true);
+        const std::string all = joined(all_lines);
+        for (const char* key : {"s / S (Tab)", "h / H", "l / L", "PgDn / PgUp", "Home / End", "? or Esc"}) CHECK_MESSAGE(all.find(key) != std::string::npos, key);
+        for (const auto& l : all_lines) CHECK(attnwalk::app::width(l) <= 42);  // inside the box
+        // a step of 4 heads of one layer: h/H, no l/L (the key bar says the same)
+        const std::string heads = joined(attnwalk::app::key_list({4, 4, 6, 6}, 3, false));
+        CHECK(heads.find("h / H") != std::string::npos);
+        CHECK(heads.find("l / L") == std::string::npos);
+        CHECK(attnwalk::app::key_bar({4, 4, 6, 6}, 3, false).find("l/L") == std::string::npos);
+    }
+
+    TEST_CASE("render.explore_opens_on_the_layer_and_head_named_and_keeps_them_across_steps") {
+        using namespace attnwalk::app;
+        // the model view: every layer's heads (2 layers × 2 heads), then the shown layer's weights
+        // (2 heads); the command named --layer 2 --head 2 (layer_index 1, head_index 1)
+        attnwalk::Trace trace;
+        trace.tokens = {"a", "b"};
+        attnwalk::Step grid;
+        grid.id = "attention_grid";
+        grid.tensor.shape = {2, 2, 2, 2};
+        grid.tensor.data.assign(16, 0.5f);
+        grid.axes = {attnwalk::Axis::layer, attnwalk::Axis::head, attnwalk::Axis::token, attnwalk::Axis::token};
+        grid.heads_grid = true;
+        attnwalk::Step weights;
+        weights.id = "weights";
+        weights.tensor.shape = {2, 2, 2};
+        weights.tensor.data.assign(8, 0.5f);
+        weights.axes = {attnwalk::Axis::head, attnwalk::Axis::token, attnwalk::Axis::token};
+        trace.steps = {weights, grid};
+        trace.set_param("layer_index", attnwalk::Index{{1}, false, ""});
+        trace.set_param("head_index", attnwalk::Index{{1}, false, ""});
+        const Figure fw = figure_of(trace, 0, ColorScale::automatic, PanelScale::apart);
+        const Figure fg = figure_of(trace, 1, ColorScale::automatic, PanelScale::apart);
+        REQUIRE(opening_step(trace) == std::optional<std::size_t>(1));  // the grid
+        CHECK(opening_panel(trace, fg) == 3);  // layer 2, head 2: not layer 1
+        CHECK(fg.panel_names[3] == "layer 2, head 2");
+        CHECK(opening_panel(trace, fw) == 1);  // head 2 of the one layer shown
+        const std::vector<ExploreShape> shapes{explore_shape(fw), explore_shape(fg)};
+        CHECK(shapes[0].first_layer == 1);
+        CHECK(shapes[1].first_layer == 0);
+        ExploreView v;
+        v.step = 1;
+        v.panel = 3;
+        v = press(v, ExploreKey::previous_step, shapes);  // to the shown layer's weights: layer 2 is there, head 2 too
+        CHECK(v.step == 0);
+        CHECK(v.panel == 1);
+        v = press(v, ExploreKey::next_step, shapes);  // back on the grid: layer 2, head 2
+        CHECK(v.panel == 3);
+        v.panel = 0;                                  // layer 1, head 1 of the grid
+        v = press(v, ExploreKey::previous_step, shapes);
+        CHECK(v.panel == 0);                          // layer 1 is not in the weights: its first head
+        // without --head: the first head of the layer named
+        trace.params.pop_back();
+        CHECK(opening_panel(trace, fg) == 2);
+        // without --layer (a lesson): the first panel
+        trace.params.clear();
+        CHECK(opening_panel(trace, fg) == 0);
+    }
+
+    TEST_CASE("render.explore_help_lists_every_key_the_explorer_reads") {
+        std::ostringstream out, err;
+        const char* argv[] = {"attnwalk", "explore", "--help"};
+        REQUIRE(attnwalk::app::run_cli(3, argv, out, err) == 0);
+        const std::string help = out.str();
+        // every key of the explorer's own list, on a step where all of them act (PgDn included)
+        for (const std::string& line : attnwalk::app::key_list({4, 2, 3, 3}, 2, true)) {
+            const std::string keys = line.substr(0, line.find("  "));
+            if (keys.empty() || keys == "? or Esc") continue;  // the blank line; closing the list is said in words
+            CAPTURE(keys);
+            CHECK(help.find("\n  " + keys) != std::string::npos);  // at a line's start, as listed
+        }
+        CHECK(help.find("PgDn / PgUp") != std::string::npos);
+        CHECK(help.find("? or Esc closes it") != std::string::npos);
+        std::istringstream lines(help);
+        for (std::string l; std::getline(lines, l);) CHECK_MESSAGE(attnwalk::app::width(l) <= 80, l);
+    }
+
+    TEST_CASE("render.explore_says_what_a_mask_value_means") {
+        attnwalk::Trace trace;
+        trace.tokens = {"a", "b"};
+        attnwalk::Step mask;
+        mask.id = "mask";
+        mask.tensor.shape = {2, 2};
+        mask.tensor.data = {1, 0, 1, 1};
+        mask.axes = {attnwalk::Axis::token, attnwalk::Axis::token};
+        mask.legend = "1 = visible, 0 = masked";
+        attnwalk::Step weights = mask;
+        weights.id = "weights";
+        weights.legend.clear();
+        weights.tensor.data = {1, 0, 0.25f, 0.75f};
+        trace.steps = {mask, weights};
+        attnwalk::app::ExploreView v;
+        v.row = 1;  // query 2, key 1
+        const auto lines = attnwalk::app::panel_lines(trace, attnwalk::app::figure_of(trace, 1, attnwalk::app::ColorScale::automatic), v, 60);
+        CHECK(std::find(lines.begin(), lines.end(), "  mask  1.0000 (1 = visible, 0 = masked)") != lines.end());
+        CHECK(std::find(lines.begin(), lines.end(), "> weights  0.2500") != lines.end());  // a step without a legend: its number alone
+        // on the mask itself, at the panel's narrow width: wrapped, still said
+        const auto narrow = attnwalk::app::panel_lines(trace, attnwalk::app::figure_of(trace, 0, attnwalk::app::ColorScale::automatic), v, 24);
+        std::string all;  // the lines joined, their indents as one space
+        for (const auto& l : narrow) all += " " + l.substr(std::min(l.find_first_not_of(' '), l.size()));
+        CHECK(all.find("> mask  1.0000 (1 = visible, 0 = masked)") != std::string::npos);
     }
 
     TEST_CASE("render.explore_names_the_cell_and_its_path_through_the_steps") {

@@ -259,6 +259,18 @@ TEST_SUITE("walk") {
     TEST_CASE("walk.sdpa_matches_pytorch") { check_file("sdpa.json"); }
     TEST_CASE("walk.params_matches_pytorch") { check_file("params.json"); }
 
+    TEST_CASE("walk.a_mask_step_says_what_its_1_and_0_mean") {
+        // the explorer writes a mask's value with its legend: 1 keeps a key here, the reverse of the textbook's triu
+        const Trace causal = walk_causal(builtin_embeddings(), Weights{}, CausalSpec{}, {});
+        const auto mask = std::find_if(causal.steps.begin(), causal.steps.end(), [](const Step& s) { return s.id == "mask"; });
+        REQUIRE(mask != causal.steps.end());
+        CHECK(mask->tensor.data.at(0) == 1.0f);  // query 1 sees key 1
+        CHECK(mask->legend.rfind("1 = visible, 0 = masked", 0) == 0);
+        CHECK(mask->legend.find("triu") != std::string::npos);
+        for (const Step& s : causal.steps)
+            if (s.id != "mask") CHECK_MESSAGE(s.legend.empty(), s.id);  // only where a number alone does not say
+    }
+
     TEST_CASE("walk.blocked_mha_summary_matches_the_full_forward") {
         // 150 tokens: the blocked path (a summary) against the full forward, with heads of 2
         // (sgemm's products) and of 48 and 64 (the AVX-512 kernels where the CPU has them).

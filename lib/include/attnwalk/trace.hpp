@@ -93,6 +93,8 @@ struct Step {
     std::size_t first_layer = 0;        // a layer axis starts at this layer (DeepSeek-V3's experts: after its dense layers)
     std::vector<std::string> labels;    // optional: names of the last axis's entries (columns)
     std::string note;                   // optional explanation
+    std::string legend;                 // optional: what its values mean where a number alone does not say (a mask's
+                                        // 1 and 0); the explorer writes it beside the step's value
     std::vector<Expansion> expansion;   // optional written-out sums
     Tensor row_sum;                     // optional: the sum over the last axis
     std::string group;                  // steps sharing a group may be shown side by side

@@ -73,10 +73,12 @@ Trace walk_causal(const Embeddings& input, const Weights& weights, const CausalS
     if (one) {
         Mat row = xt::view(mask, xt::range(i0, i0 + 1), xt::all());
         rec.add_plain("mask", "The causal mask of \"" + trace.tokens[i0] + "\": it sees tokens 1.." + std::to_string(i0 + 1),
-                      "M" + at + " = [j ≤ " + std::to_string(i0 + 1) + "]", to_trace(Vec(xt::view(row, 0, xt::all()))), {Axis::token});
+                      "M" + at + " = [j ≤ " + std::to_string(i0 + 1) + "]", to_trace(Vec(xt::view(row, 0, xt::all()))), {Axis::token})
+            .legend = mask_legend;
     } else {
-        rec.add_plain("mask", "The causal mask: token i sees tokens 1..i", "M = tril(ones(T, T))", to_trace(mask), tokens_tokens)
-            .note = "The textbook keeps the complement as its buffer: torch.triu(torch.ones(T, T), diagonal=1), where 1 marks a "
+        Step& m = rec.add_plain("mask", "The causal mask: token i sees tokens 1..i", "M = tril(ones(T, T))", to_trace(mask), tokens_tokens);
+        m.legend = mask_legend;
+        m.note = "The textbook keeps the complement as its buffer: torch.triu(torch.ones(T, T), diagonal=1), where 1 marks a "
                     "masked (future) position and masked_fill sets those scores to −∞.";
     }
 

@@ -180,10 +180,11 @@ void record_blocked(Recorder& rec, const Cube& x, const AttentionWeights& w, con
     Step& scores = rec.add_summary("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", {H, T, T}, B, head_tokens_tokens, r.scores);
     scores.seconds = r.seconds.scores;
     if (r.scores.causal_triangle) scores.summary.scope = "j ≤ i only: the masked scores above the diagonal are never computed";
-    if (spec.causal)
-        rec.add_summary("mask", "The causal mask, shared by every head", "M = tril(ones(T, T))", {T, T}, B, tokens_tokens,
-                        r.mask, false)
-            .seconds = 0.0;
+    if (spec.causal) {
+        Step& mask = rec.add_summary("mask", "The causal mask, shared by every head", "M = tril(ones(T, T))", {T, T}, B, tokens_tokens, r.mask, false);
+        mask.seconds = 0.0;
+        mask.legend = mask_legend;
+    }
     if (spec.causal) rec.mask_from_here(CellMask{});
     rec.add_summary("weights", m.weights_title, m.weights_formula, {H, T, T}, B, head_tokens_tokens, r.weights).seconds =
         r.seconds.softmax;
@@ -340,6 +341,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
                                 spec.window ? (spec.causal ? "M_ij = 1 if i − W < j ≤ i" : "M_ij = 1 if i − W < j")
                                             : "M = tril(ones(T, T))",
                                 to_trace(band_mask(T, spec.causal, spec.window.value_or(0))), tokens_tokens);
+        m.legend = mask_legend;
         if (spec.window)
             m.note = "Each token sees itself and at most W − 1 = " + std::to_string(*spec.window - 1) +
                      " tokens before it (a band of width W); a KV cache needs to keep only the last W keys and values." +

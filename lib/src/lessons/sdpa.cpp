@@ -117,11 +117,13 @@ Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec&
                                  "attn_mask", to_trace(mask), tokens_tokens);
         am.first_row = first;
         am.may_be_non_finite = true;
+        if (spec.mask_is_bool) am.legend = mask_legend;
         if (spec.mask_is_bool) {
             Mat inverse = 1.0f - mask;
             Step& mm = rec.add_plain("mask_mha", "The same mask as nn.MultiheadAttention reads it: True = blocked", "~attn_mask",
                                      to_trace(inverse), tokens_tokens);
             mm.first_row = first;
+            mm.legend = "1 (True) = blocked, 0 = visible: nn.MultiheadAttention's convention";
             mm.note = "Opposite conventions: F.scaled_dot_product_attention keeps the True entries, nn.MultiheadAttention "
                       "(attn_mask, key_padding_mask) blocks them. Passing one's mask to the other inverts it.";
         }
@@ -130,10 +132,12 @@ Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec&
         Step& tl = rec.add_plain("causal_top_left", "is_causal=True: the causal mask aligned top-left", "tril(ones(L, S))",
                                  to_trace(top_left), tokens_tokens);
         tl.first_row = first;
+        tl.legend = mask_legend;
         tl.note = "Query 1 sees key 1 only, whatever its position: right when queries and keys are the same tokens (L = S).";
         Step& br = rec.add_plain("causal_bottom_right", "The causal mask aligned bottom-right", "tril(ones(L, S), diagonal = S − L)",
                                  to_trace(bottom_right), tokens_tokens);
         br.first_row = first;
+        br.legend = mask_legend;
         br.note = L == S ? "Equal to top-left when L = S."
                          : "The last query sees every key: right for decoding with a cache, where the " + std::to_string(L) +
                                " queries are the last tokens. is_causal=True gives top-left; PyTorch's causal_lower_right bias "

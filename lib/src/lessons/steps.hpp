@@ -23,6 +23,9 @@ namespace attnwalk::steps {
 using ull = unsigned long long;
 constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 extern const std::vector<Axis> tokens_features, tokens_tokens, head_tokens_features, head_tokens_tokens;
+// What a mask's entries mean (Step::legend) where 1 keeps a key: tril's convention, the
+// reverse of the textbook's torch.triu buffer (1 where blocked).
+constexpr const char* mask_legend = "1 = visible, 0 = masked; the textbook's triu buffer: the reverse";
 
 // A trace for `command` on this input: tokens, the input's params, the weights' origin.
 Trace start_trace(const std::string& command, const Embeddings& input, const AttentionWeights* weights);

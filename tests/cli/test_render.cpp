@@ -19,6 +19,12 @@
 
 namespace {
 
+// The explorer's view value and its keys, for the tests of press.
+using attnwalk::app::ExploreKey;
+using attnwalk::app::ExploreShape;
+using attnwalk::app::ExploreView;
+using attnwalk::app::press;
+
 attnwalk::Tensor tensor_of(const nlohmann::json& j) {
     attnwalk::Tensor t;
     t.shape = j.at("shape").get<std::vector<std::size_t>>();
@@ -177,10 +183,6 @@ TEST_SUITE("render") {
     }
 
     TEST_CASE("render.explore_keys_move_the_view_within_each_step") {
-        using attnwalk::app::ExploreKey;
-        using attnwalk::app::ExploreShape;
-        using attnwalk::app::ExploreView;
-        using attnwalk::app::press;
         // step 0: 2 layers × 3 heads of 4×4; step 1: one 4×2 table (no heads)
         const std::vector<ExploreShape> shapes{{6, 3, 4, 4}, {1, 1, 4, 2}};
         ExploreView v;
@@ -215,10 +217,6 @@ TEST_SUITE("render") {
     }
 
     TEST_CASE("render.explore_list_of_keys_closes_with_question_mark_or_esc_and_lists_what_acts") {
-        using attnwalk::app::ExploreKey;
-        using attnwalk::app::ExploreShape;
-        using attnwalk::app::ExploreView;
-        using attnwalk::app::press;
         const std::vector<ExploreShape> shapes{{6, 3, 4, 4}, {1, 1, 4, 2}};
         ExploreView v = press(ExploreView{}, ExploreKey::help, shapes);
         REQUIRE(v.help);

@@ -255,6 +255,9 @@ struct Screen {
         raw();  // Ctrl-C arrives as a key, and quits like q
         noecho();
         keypad(stdscr, TRUE);
+        // Esc acts at once: ncurses waits ESCDELAY for a sequence after it, a second by
+        // default; 50 ms still takes a terminal's sequences whole. The environment's is kept.
+        if (!std::getenv("ESCDELAY")) set_escdelay(50);
         curs_set(0);
         timeout(200);  // wake up to see a stop request
         if (has_colors()) {

@@ -13,7 +13,6 @@
 #include <sstream>
 
 #include "attnwalk/errors.hpp"
-#include "attnwalk/io/did_you_mean.hpp"
 #include "attnwalk/io/string_ids.hpp"
 
 namespace attnwalk::json_input {

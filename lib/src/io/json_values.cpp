@@ -1,17 +1,13 @@
 // What the JSON reader says of values (json_input.hpp): their places and types in words,
 // quoted text and sizes, UTF-8, numbers as text, and the check of an object's keys.
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
-#include <limits>
 #include <sstream>
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/did_you_mean.hpp"
 #include "attnwalk/io/json_input.hpp"
-#include "attnwalk/io/string_ids.hpp"
 
 namespace attnwalk::json_input {
 

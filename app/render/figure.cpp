@@ -41,10 +41,10 @@ int xterm256(Rgb c) {
 
 std::string axis_label(const Trace& trace, Axis axis, std::size_t i) {
     switch (axis) {
-        case Axis::token: return i < trace.tokens.size() ? trace.tokens[i] : std::to_string(i);
+        case Axis::token: return i < trace.tokens.size() ? trace.tokens[i] : std::to_string(i + 1);
         case Axis::batch: return "batch " + std::to_string(i + 1);
-        case Axis::head: return "head " + std::to_string(i + 1);  // heads and layers count from 1
-        case Axis::feature: return "d" + std::to_string(i);
+        case Axis::head: return "head " + std::to_string(i + 1);  // everything a person reads counts from 1
+        case Axis::feature: return "d" + std::to_string(i + 1);  // d1 … d_C, as the notes count features
         case Axis::layer: return "layer " + std::to_string(i + 1);
         case Axis::rank: return std::to_string(i + 1) + ".";
     }

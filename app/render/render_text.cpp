@@ -22,7 +22,7 @@ namespace {
 
 // Element i of a tensor as text: a whole number as it is (an id, a count), else `precision` decimals.
 std::string cell(const Tensor& t, std::size_t i, int precision) {
-    return t.is_integer_at(i) ? std::to_string(t.integer_at(i)) : value_text(t.data[i], precision);
+    return t.is_integer_at(i) ? std::to_string(t.shown_integer_at(i)) : value_text(t.data[i], precision);
 }
 
 void print_note(const std::string& label, const std::string& note, const TextOptions& opt, std::ostream& out) {

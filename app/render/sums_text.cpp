@@ -1,5 +1,6 @@
 // A written-out sum as the text view prints it: the terms one a line, a vector wrapped
 // at the terminal's width under its first number.
+#include <algorithm>
 #include <string>
 
 #include "text.hpp"
@@ -67,6 +68,13 @@ std::string expansion_line(const Expansion& e, std::size_t label_width, const st
     };
     const std::string cont = "\n" + indent + std::string(label_width + 1, ' ');
     std::string s = pad_right(e.label, label_width) + " = ";
+    // one named value multiplying every term (a mean's 1/n): written once, after the sum of the
+    // coefficients in parentheses, "(a + b + c)·(1/3 = 0.3333)"
+    const bool common = scalar && e.terms.size() > 2 && !e.omitted && !e.terms[0].value_name.empty() &&
+                        std::all_of(e.terms.begin(), e.terms.end(), [&](const auto& t) {
+                            return t.value_name == e.terms[0].value_name && t.value == e.terms[0].value;
+                        });
+    if (common) s += "(";
     bool first = true;
     for (std::size_t i : shown(e.terms.size(), opt)) {
         if (e.omitted && i == e.omitted_after && i != gap) {  // the terms the library left out of a long sum
@@ -82,9 +90,10 @@ std::string expansion_line(const Expansion& e, std::size_t label_width, const st
         std::string value = scalar ? value_text(t.value[0], precision) : vec(t.value);
         if (!t.value_name.empty()) value = "(" + t.value_name + " = " + value + ")";
         else if (scalar && t.value[0] < 0.0f) value = "(" + value + ")";
-        s += factor(t.coef, first) + "·" + value;
+        s += factor(t.coef, first) + (common ? "" : "·" + value);
         first = false;
     }
+    if (common) s += ")·(" + e.terms[0].value_name + " = " + value_text(e.terms[0].value[0], precision) + ")";
     s += scalar ? " = " : cont + "= ";
     s += scalar ? value_text(e.result.at(0), precision) : vec(e.result);
     if (!scalar) return wrap_vectors(s, width(indent), opt.columns);

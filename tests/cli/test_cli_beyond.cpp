@@ -419,9 +419,9 @@ TEST_SUITE("cli.beyond") {
         const auto first = flat(step(doc, "head_first_token").at("data")), previous = flat(step(doc, "head_previous_token").at("data"));
         for (std::size_t lh = 0; lh < 9; ++lh) {
             double sink = 0, prev = 0;
-            for (std::size_t i = 0; i < 5; ++i) sink += grid[lh * 25 + i * 5];
+            for (std::size_t i = 1; i < 5; ++i) sink += grid[lh * 25 + i * 5];  // rows 2…5, as every head number counts them
             for (std::size_t i = 1; i < 5; ++i) prev += grid[lh * 25 + i * 5 + i - 1];
-            CHECK(first[lh] == doctest::Approx(sink / 5).epsilon(1e-6));
+            CHECK(first[lh] == doctest::Approx(sink / 4).epsilon(1e-6));
             CHECK(previous[lh] == doctest::Approx(prev / 4).epsilon(1e-6));
         }
         const auto depth = flat(step(doc, "sink_by_depth").at("data"));  // per layer: the later rows' weight on token 0, over the heads

@@ -32,6 +32,9 @@ struct Tensor {
     // A table whose first n columns are whole numbers (a layer, a head) beside measured
     // ones: those columns print as integers; `data` holds them.
     std::size_t integer_columns = 0;
+    // The whole numbers are places counted from 0, as PyTorch indexes them and the JSON keeps
+    // them (a cache's kept positions): people read them counted from 1 (shown_integer_at).
+    bool positions = false;
     std::size_t size() const;
     bool all_finite() const;  // no inf, no NaN
     bool is_integer() const { return !integers.empty(); }
@@ -42,6 +45,8 @@ struct Tensor {
     unsigned long long integer_at(std::size_t i) const {
         return is_integer() ? integers[i] : static_cast<unsigned long long>(data[i]);
     }
+    // Element i as a person reads it: a place counts from 1.
+    unsigned long long shown_integer_at(std::size_t i) const { return integer_at(i) + (positions ? 1 : 0); }
 };
 // Whole numbers as a tensor of this shape (empty: a scalar).
 Tensor integer_tensor(std::vector<unsigned long long> values, std::vector<std::size_t> shape);

@@ -121,16 +121,18 @@ void record_toy_roles(Recorder& rec, const Cube& x, const AttentionWeights& w, c
         const std::string B = std::to_string(back), first = std::to_string(back + 1);
         Step& st = rec.add(id, title, "(1/" + std::to_string(m) + ")·Σ_(i = " + first + "…" + std::to_string(T) + ") A[i, i − " + B + "]", scores, {Axis::head});
         st.expansion = std::move(sums);
-        st.note = note;
+        st.note = note + " Rows spread evenly over the keys they see would give " +
+                  four_decimals(even_stripe(T, spec.causal, spec.window.value_or(0), back)) + ".";
     };
     const std::string which = x.shape(0) > 1 ? " (its first batch element)" : "";
     const std::string window = spec.window && *spec.window <= n - 1
                                    ? " With a window of " + std::to_string(*spec.window) + " that key is out of sight: the score is 0 by construction."
                                    : "";
     role("role_induction", "Induction score of each head, on the input" + which + " run twice (" + std::to_string(T) + " tokens)", n - 1,
-         "Row i of the second run: the token after the current token's first occurrence is n − 1 = " + std::to_string(n - 1) +
-             " back. A head that attends there (and copies what it finds) is an induction head; near 1 in trained models, here "
-             "only the mechanics (TransformerLens's score: the mean of that diagonal)." + window);
+         "Rows " + std::to_string(n) + "…" + std::to_string(T) + ", from the first run's last token on, each weighing the key n − 1 = " + std::to_string(n - 1) +
+             " back: in the second run, the token after the current token's first occurrence. A head that attends there (and copies what it "
+             "finds) is an induction head; near 1 in trained models, here only the mechanics (TransformerLens's score: the mean of that diagonal)." +
+             window);
     role("role_previous", "Previous-token score of each head", 1, "The mean weight on the token just before.");
     role("role_duplicate", "Duplicate-token score of each head", n, "The mean weight on the current token's own first occurrence, n = " +
                                                                     std::to_string(n) + " back.");
@@ -148,7 +150,7 @@ MhaWords mha_words(const AttentionWeights& w, const MhaSpec& spec) {
                       " weights of every head";
     m.weights_formula = w.sinks ? std::string("A_h = softmax([") + (masking ? "masked " : "") + "ω_h / √" + dhs + ", sink_h])[:T]"
                                 : std::string("A_h = softmax(") + (masking ? "masked " : "") + "ω_h / √" + dhs + ")";
-    m.context_formula = w.layout == HeadLayout::stacked ? "Z = concat(Z_0, …, Z_H−1)" : "Z = Z.transpose(1, 2).view(B, T, d_out)";
+    m.context_formula = w.layout == HeadLayout::stacked ? "Z = concat(Z_1, …, Z_H)" : "Z = Z.transpose(1, 2).view(B, T, d_out)";
     m.output_title = w.out_proj ? "Output projection of the concatenated heads" : "Output: the concatenation (the wrapper has no out_proj)";
     const std::string z = w.gate ? "(Z ⊙ σ(G))" : "Z";
     m.output_formula = w.out_proj ? "Y = " + z + "·W_o + b_o" : "Y = " + z;

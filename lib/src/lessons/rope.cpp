@@ -49,7 +49,7 @@ Trace walk_rope(const Embeddings& input, const Weights& weights, const RopeSpec&
     const std::size_t d = f.d_h;
     rec.add("queries_split", "Queries of every head, before RoPE", "Q_h", f.qh_plain, head_tokens_features);
     rec.add("keys_split", "Keys of every head, before RoPE", "K_h", f.kh_plain, head_tokens_features);
-    rec.add_plain("rope_frequencies", "The frequencies: one per pair of features", "θ_i = base^(−2i/d_h), i = 0 … d_h/2 − 1",
+    rec.add_plain("rope_frequencies", "The frequencies: one per pair of features", "θ_i = base^(−2(i − 1)/d_h), i = 1 … d_h/2",
                   to_trace(f.rope->inv_freq), {Axis::feature})
         .note = "Feature i pairs with feature i + d_h/2 (the half-split form of Llama's reference code); the first pair turns fastest, "
                 "the last slowest.";

@@ -1,5 +1,6 @@
 // The lessons' shared steps and checks (steps.hpp), the costs of the walks, and the
 // text of a number.
+#include <cstdio>
 #include "steps.hpp"
 
 #include <cmath>
@@ -216,6 +217,24 @@ Mat band_mask(std::size_t T, bool causal, std::size_t window) {
     for (std::size_t i = 0; i < T; ++i)
         for (std::size_t j = 0; j < T; ++j) m(i, j) = masked_out(i, j, causal, window) ? 0.0f : 1.0f;
     return m;
+}
+
+double even_stripe(std::size_t T, bool causal, std::size_t window, std::size_t back) {
+    if (back >= T) return 0.0;
+    const Mat seen = band_mask(T, causal, window);
+    double sum = 0.0;
+    for (std::size_t i = back; i < T; ++i) {
+        double keys = 0.0;
+        for (std::size_t j = 0; j < T; ++j) keys += seen(i, j);
+        sum += seen(i, i - back) / keys;
+    }
+    return sum / static_cast<double>(T - back);
+}
+
+std::string four_decimals(double value) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4f", value);
+    return buf;
 }
 
 std::string window_covers_note(const std::optional<std::size_t>& window, std::size_t T) {

@@ -55,6 +55,12 @@ void record_parameters(Recorder& rec, const Linear& q, const Linear& k, const Li
 std::string grouping(std::size_t H, std::size_t G);
 // 1 where query i may attend to key j (masked_out).
 Mat band_mask(std::size_t T, bool causal, std::size_t window);
+// The mean weight rows `back` … T − 1 would give the key `back` places before them if each
+// spread its weight evenly over the keys it sees (causal or not, inside the window): the
+// baseline of a diagonal's score (head roles).
+double even_stripe(std::size_t T, bool causal, std::size_t window, std::size_t back);
+// A baseline or a measure in a note, with the 4 decimals of the tables beside it ("0.1548").
+std::string four_decimals(double value);
 // A note for a window at least as wide as the T tokens ("" otherwise): it masks nothing.
 std::string window_covers_note(const std::optional<std::size_t>& window, std::size_t T);
 

@@ -98,8 +98,8 @@ private:
         for (std::size_t p : kept) w.labels.push_back(p < rec_.trace().tokens.size() ? rec_.trace().tokens[p] : "#" + std::to_string(p));
         if (!kept.empty() && (kept.front() != 0 || kept.back() + 1 - kept.front() != kept.size()))
             w.note = "The cache keeps " + std::to_string(kept.size()) + " of the " + std::to_string(position_ + 1) +
-                     " tokens: the first ones and the most recent. Each key was rotated at its index in the cache, 0 … " + std::to_string(kept.size() - 1) +
-                     ", and the query at the last, not at the tokens' own positions.";
+                     " tokens: the first ones and the most recent. Each key was rotated at its place in the cache, 1 … " + std::to_string(kept.size()) +
+                     ", and the query at the last, not at the tokens' own places.";
     }
 
     Recorder& rec_;
@@ -171,11 +171,12 @@ void record_streaming(Recorder& rec, const ModelSpec& spec, const DecoderCache& 
     const std::vector<std::size_t> kept = cache.layers.front().positions();
     Step& k = rec.add_plain("cache_kept", "The " + std::to_string(kept.size()) + " tokens the cache keeps at the end (at most the first " + std::to_string(start) +
                                               " and the last " + std::to_string(recent) + ")",
-                            "[0, start) ∪ [t − recent + 1, t]", integer_tensor({kept.begin(), kept.end()}, {kept.size()}), {Axis::feature});
+                            "places 1 … start and t − recent + 1 … t", integer_tensor({kept.begin(), kept.end()}, {kept.size()}), {Axis::feature});
+    k.tensor.positions = true;  // the JSON keeps PyTorch's 0-based positions
     for (std::size_t p : kept) k.labels.push_back(trace.tokens[p]);
     k.note = "StreamingLLM (Xiao et al. 2023): the first tokens stay as attention sinks, the most recent as a window; each key is cached before RoPE "
-             "and rotated at its index in the cache, so once tokens are evicted a generated token sees positions 0 … " + std::to_string(start + recent - 1) +
-             " at most, however long the text (the prompt runs at its own positions).";
+             "and rotated at its place in the cache, so once tokens are evicted a generated token sees places 1 … " + std::to_string(start + recent) +
+             " at most, however long the text (the prompt runs at its own places).";
     if (n == 0) return;
     const std::vector<std::size_t> shape{n};
     Mat distance = Mat::from_shape({1, n});

@@ -26,9 +26,9 @@ void PromptTap::heads(std::size_t l, const Forward& f) {
     if (la.attention == AttentionKind::latent) {  // MLA: each head's query and key are [nope | rope], its value from the latent
         latent_heads(l, f, in);
     } else if (words_.fused) {
-        rec_.add("queries", "Layer " + std::to_string(l + 1) + ": queries (columns 0…C−1 of " + words_.fused_qkv + ")", qf, f.q, tokens_features);
-        rec_.add("keys", "Keys (columns C…2C−1 of " + words_.fused_qkv + ")", kf, f.k, tokens_features);
-        rec_.add("values", "Values (columns 2C…3C−1 of " + words_.fused_qkv + ")", vf, f.v, tokens_features);
+        rec_.add("queries", "Layer " + std::to_string(l + 1) + ": queries (columns 1…C of " + words_.fused_qkv + ")", qf, f.q, tokens_features);
+        rec_.add("keys", "Keys (columns C + 1…2C of " + words_.fused_qkv + ")", kf, f.k, tokens_features);
+        rec_.add("values", "Values (columns 2C + 1…3C of " + words_.fused_qkv + ")", vf, f.v, tokens_features);
     } else {
         const HeadsPart& n = config_.family->heads;
         const std::string H = std::to_string(f.heads), G = std::to_string(f.kv_heads), d = std::to_string(f.d_h);

@@ -49,7 +49,7 @@ void PromptTap::embeddings(HookId id, const Cube& t) {
         return;
     }
     if (id == hooks::pos_embed) {
-        rec_.add("position_embeddings", "Position embeddings: rows 0…T−1 of wpe", "wpe[0:T]", t, tokens_features);
+        rec_.add("position_embeddings", "Position embeddings: rows 1…T of wpe", "wpe[0:T]", t, tokens_features);
         return;
     }
     if (id != hooks::embeddings) return;

@@ -57,16 +57,33 @@ void record_roles(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w)
             blind += (blind.empty() ? "" : ", ") + std::to_string(l + 1);
             window = *W;
         }
-    rec.add_plain("role_induction", "Induction score per layer and head", "mean_i A[i, i − (n − 1)]", to_trace(induction), {Axis::layer, Axis::head})
-        .note = "In the second run each token's next token already appeared once, n − 1 positions back: an induction head attends there "
-                "(and copies it). Near 1: an induction head." +
+    // what rows spread evenly over the keys they see would give each diagonal, per layer (its window)
+    const auto even = [&](std::size_t back) {
+        std::vector<std::pair<std::string, std::string>> groups;  // value → its layers
+        for (std::size_t l = 0; l < L; ++l) {
+            const std::size_t W = l < w.config.layer_specs.size() ? w.config.layer_specs[l].window.value_or(0) : 0;
+            const std::string v = four_decimals(even_stripe(2 * n, true, W, back));
+            auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == v; });
+            if (it == groups.end()) groups.push_back({v, std::to_string(l + 1)});
+            else it->second += ", " + std::to_string(l + 1);
+        }
+        std::string s;
+        for (const auto& [v, layers] : groups)
+            s += (s.empty() ? "" : "; ") + v + (groups.size() == 1 ? "" : " in layer" + std::string(layers.find(',') == std::string::npos ? " " : "s ") + layers);
+        return " Rows spread evenly over the keys they see would give " + s + ".";
+    };
+    rec.add_plain("role_induction", "Induction score per layer and head", "mean_(i = n…2n) A[i, i − (n − 1)]", to_trace(induction), {Axis::layer, Axis::head})
+        .note = "Rows " + std::to_string(n) + "…" + std::to_string(2 * n) + ", from the first run's last token on, each weighing the key n − 1 = " +
+                std::to_string(n - 1) + " back: in the second run, the token after the current token's first occurrence. An induction head attends "
+                "there (and copies it); near 1: an induction head." + even(n - 1) +
                 (blind.empty() ? std::string()
                                : " Layer" + std::string(blind.find(',') == std::string::npos ? " " : "s ") + blind + " see only the last " +
                                      std::to_string(window) + " tokens (a sliding window): n − 1 = " + std::to_string(n - 1) +
                                      " back is out of their sight, so their induction and duplicate scores are 0 by construction.");
-    rec.add_plain("role_previous", "Previous-token score per layer and head", "mean_i A[i, i − 1]", to_trace(previous), {Axis::layer, Axis::head});
-    rec.add_plain("role_duplicate", "Duplicate-token score per layer and head", "mean_i A[i, i − n]", to_trace(duplicate), {Axis::layer, Axis::head})
-        .note = "The weight on the same token's earlier copy, n positions back.";
+    rec.add_plain("role_previous", "Previous-token score per layer and head", "mean_(i≥2) A[i, i − 1]", to_trace(previous), {Axis::layer, Axis::head})
+        .note = "The weight on the token just before." + even(1);
+    rec.add_plain("role_duplicate", "Duplicate-token score per layer and head", "mean_(i > n) A[i, i − n]", to_trace(duplicate), {Axis::layer, Axis::head})
+        .note = "The weight on the same token's earlier copy, n positions back." + even(n);
     // every head ranked by its induction score, beside its other scores, its weight on the first token and its entropy
     const std::size_t T = 2 * n;
     std::vector<std::pair<std::size_t, std::size_t>> order;

@@ -5,8 +5,10 @@
 namespace attnwalk::model_walk {
 
 std::vector<double> head_stats(const float* a, std::size_t T) {
+    // Over the rows 2…T: row 1 sees only itself and says nothing of the head (the roles
+    // table and the sink by depth leave it out too).
     double entropy = 0, max = 0, first = 0, previous = 0, diagonal = 0;
-    for (std::size_t i = 0; i < T; ++i) {
+    for (std::size_t i = 1; i < T; ++i) {
         const float* row = a + i * T;
         double e = 0, m = 0;
         for (std::size_t j = 0; j < T; ++j) {
@@ -17,11 +19,43 @@ std::vector<double> head_stats(const float* a, std::size_t T) {
         max += m;
         first += row[0];
         diagonal += row[i];
-        if (i > 0) previous += row[i - 1];
+        previous += row[i - 1];
     }
-    const double n = static_cast<double>(T);
-    return {entropy / n, max / n, first / n, T > 1 ? previous / (n - 1) : 0.0, diagonal / n};
+    const double n = T > 1 ? static_cast<double>(T - 1) : 1.0;
+    return {entropy / n, max / n, first / n, previous / n, diagonal / n};
 }
+
+namespace {
+
+// What each of head_stats' numbers would be if every row spread its weight evenly over the
+// keys it sees (causal, inside the layer's window): the baseline beside each head's.
+std::vector<double> even_stats(std::size_t T, std::size_t window) {
+    Mat even = band_mask(T, true, window);
+    for (std::size_t i = 0; i < T; ++i) {
+        float seen = 0.0f;
+        for (std::size_t j = 0; j < T; ++j) seen += even(i, j);
+        for (std::size_t j = 0; j < T; ++j) even(i, j) /= seen;
+    }
+    return head_stats(even.data(), T);
+}
+
+// "0.3858", or "0.3858 in layers 1, 3 and 0.5 in layers 2, 4" when windows differ.
+std::string baseline_words(const std::vector<std::vector<double>>& per_layer, std::size_t k) {
+    std::vector<std::pair<std::string, std::string>> groups;  // value → its layers
+    for (std::size_t l = 0; l < per_layer.size(); ++l) {
+        const std::string v = four_decimals(per_layer[l][k]);
+        auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == v; });
+        if (it == groups.end()) groups.push_back({v, std::to_string(l + 1)});
+        else it->second += ", " + std::to_string(l + 1);
+    }
+    if (groups.size() == 1) return groups.front().first;
+    std::string s;
+    for (const auto& [v, layers] : groups)
+        s += (s.empty() ? "" : "; ") + v + " in layer" + (layers.find(',') == std::string::npos ? " " : "s ") + layers;
+    return s;
+}
+
+}  // namespace
 
 void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const DecoderConfig& config, const xt::xtensor<float, 5>& grid,
                  std::size_t T) {
@@ -49,37 +83,34 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
         }
     const char* titles[] = {"Entropy of each head's rows (nats; low = focused)", "Largest weight of each row, averaged",
                             "Weight on the first token (the attention sink)", "Weight on the previous token", "Weight on the token itself"};
-    const char* formulas[] = {"mean_i −Σ_j a_ij·ln a_ij", "mean_i max_j a_ij", "mean_i a_i,1", "mean_(i≥2) a_i,i−1", "mean_i a_ii"};
+    const char* formulas[] = {"mean_(i≥2) −Σ_j a_ij·ln a_ij", "mean_(i≥2) max_j a_ij", "mean_(i≥2) a_i,1", "mean_(i≥2) a_i,i−1", "mean_(i≥2) a_ii"};
+    std::vector<std::vector<double>> even;  // per layer, what even rows would give
+    for (std::size_t l = 0; l < L; ++l)
+        even.push_back(even_stats(T, l < config.layer_specs.size() ? config.layer_specs[l].window.value_or(0) : 0));
     for (std::size_t k = 0; k < stat_names.size(); ++k)
-        rec.add("head_" + stat_names[k], titles[k], formulas[k], stats[k], {Axis::layer, Axis::head});
-    // The emergent sink by depth: token 0's own row has nowhere else to look, so the rows from 1 on
+        rec.add("head_" + stat_names[k], titles[k], formulas[k], stats[k], {Axis::layer, Axis::head}).note =
+            "Over the rows 2…" + std::to_string(T) + " (row 1 sees only itself). Rows spread evenly over the keys they see would give " +
+            baseline_words(even, k) + ".";
+    // The emergent sink by depth: the heads' weight on the first token, averaged (row 1, which has
+    // nowhere else to look, left out as head_stats leaves it)
     if (T > 1) {
         Mat depth = Mat::from_shape({1, L});
-        // what rows spread evenly over the keys each sees would give the first token: 1/(i + 1) from row i (from 0),
-        // 0 once a sliding window has left it behind
-        const auto even = [&](std::size_t l) {
-            const std::size_t W = l < config.layer_specs.size() ? config.layer_specs[l].window.value_or(0) : 0;
-            double u = 0.0;
-            for (std::size_t i = 1; i < T; ++i)
-                if (!W || i < W) u += 1.0 / static_cast<double>(i + 1);
-            return u / static_cast<double>(T - 1);
-        };
-        std::string sinks;  // the layers whose later tokens give token 0 half their weight, and twice what even rows would
+        const std::size_t first = 2;  // head_stats' index of the first token's weight
+        std::string sinks;  // the layers whose later tokens give token 1 half their weight, and twice what even rows would
         for (std::size_t l = 0; l < L; ++l) {
             double sum = 0.0;
             for (std::size_t h = 0; h < H; ++h)
                 for (std::size_t i = 1; i < T; ++i) sum += grid(0, l, h, i, 0);
             depth(0, l) = static_cast<float>(sum / static_cast<double>(H * (T - 1)));
-            if (depth(0, l) >= std::max(0.5, 2.0 * even(l))) sinks += (sinks.empty() ? "" : ", ") + std::to_string(l + 1);
+            if (depth(0, l) >= std::max(0.5, 2.0 * even[l][first])) sinks += (sinks.empty() ? "" : ", ") + std::to_string(l + 1);
         }
         Step& d = rec.add("sink_by_depth", "The attention sink by depth: weight on the first token from the later ones", "mean_h mean_(i≥2) a_i,1",
                           depth, {Axis::layer});
-        const std::string baseline = "twice what rows spread evenly over the keys they see would give it (" + format_number(even(L - 1)) +
-                                     " in layer " + std::to_string(L) + ")";
+        const std::string baseline = "at least twice what rows spread evenly over the keys they see would give it (" + baseline_words(even, first) + ")";
         d.note = !sinks.empty() ? "In layer" + std::string(sinks.find(',') == std::string::npos ? " " : "s ") + sinks +
-                                      " the later tokens give the first token half their weight or more, and at least " + baseline +
+                                      " the later tokens give the first token half their weight or more, and " + baseline +
                                       ": it has become a sink, a place to put weight a head does not need elsewhere."
-                                : "No layer's later tokens give the first token half their weight and " + baseline + ".";
+                                : "No layer's later tokens give the first token both half their weight or more and " + baseline + ".";
     }
     if (spec.sort.empty()) return;
     const std::size_t key = static_cast<std::size_t>(std::find(stat_names.begin(), stat_names.end(), spec.sort) - stat_names.begin());

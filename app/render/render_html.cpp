@@ -215,6 +215,7 @@ void figure_json(JsonWriter& w, const Trace& trace, std::size_t index, const Tex
     w.raw(',').key("col_names");
     strings(w, col_names);
     w.raw(',').key("attention").boolean(f.attention).raw(',').key("masked").boolean(any_hidden);
+    if (!s.legend.empty()) w.raw(',').key("meaning").string(s.legend);  // what its values mean (a mask's 1 and 0), as the terminal writes it
     if (f.attention) {  // the query and key positions of each row and column (the cell outlined in Q, K, V)
         const std::size_t p0 = drawn.empty() ? 0 : drawn.front();
         std::vector<std::size_t> query_at, key_at;
@@ -312,7 +313,8 @@ void figure_json(JsonWriter& w, const Trace& trace, std::size_t index, const Tex
 }
 
 // Every step as the page shows it: a drawable step's figure (figure_json), any other its
-// numbers as the text view prints them; the colours; the step the page opens on.
+// numbers as the text view prints them (and either, what its values mean: `meaning`, the
+// step's legend); the colours; the step the page opens on.
 std::string figures_json(const Trace& trace, const TextOptions& text, const Written& written) {
     std::ostringstream out;
     {
@@ -327,7 +329,11 @@ std::string figures_json(const Trace& trace, const TextOptions& text, const Writ
             if (i) w.raw(',');
             const Step& s = trace.steps[i];
             if (drawable(s)) figure_json(w, trace, i, text, written);
-            else w.raw('{').key("text").string(s.summarised || s.tensor.data.size() == s.tensor.size() ? step_numbers_text(trace, s, text) : "").raw('}');
+            else {
+                w.raw('{').key("text").string(s.summarised || s.tensor.data.size() == s.tensor.size() ? step_numbers_text(trace, s, text) : "");
+                if (!s.legend.empty()) w.raw(',').key("meaning").string(s.legend);
+                w.raw('}');
+            }
         }
         w.raw("]}");
     }

@@ -15,7 +15,7 @@ nav{overflow:auto;border-right:1px solid #ddd;padding:8px;width:min(15em,19vw);b
 nav a{display:block;padding:2px 4px;color:#124;text-decoration:none;border-radius:3px;font-family:monospace;font-size:0.95em;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 nav a.on{background:#dde8ff}nav a.param{color:#888}
 main{overflow:auto;scrollbar-gutter:stable;padding:10px 16px;min-width:0}
-aside{overflow:auto;border-left:1px solid #ddd;padding:10px;font-size:0.95em;width:min(27em,36vw);box-sizing:border-box;position:relative}
+aside{overflow:auto;border-left:1px solid #ddd;padding:10px;font-size:0.95em;width:min(31em,38vw);box-sizing:border-box;position:relative}
 body.closed aside{display:none}aside .close{position:sticky;top:0;float:right;font-size:1em}.hint{color:#555;font-style:italic;margin:4px 0}
 h1{font-size:1.25em;margin:0 0 4px}h2{font-size:1.08em;margin:12px 0 4px}.formula{font-family:monospace;color:#333}
 .note{color:#444;max-width:60em}.panels{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}.panel{display:inline-block}
@@ -25,11 +25,11 @@ table.vals{border-collapse:collapse;font-family:monospace}table.vals td{padding:
 table.vals td.k{text-align:left;color:#555}tr.here{background:#fff3c4}
 .heads label{margin-right:10px}.legend{color:#444}.legend span{white-space:pre-wrap}.legend canvas{vertical-align:middle}.mark{color:#7a3e00;font-size:0.9em}
 .meaning{color:#7a3e00;margin:4px 0}table.vals div.m{text-align:left;color:#7a3e00;font-family:system-ui,sans-serif;font-size:0.85em;padding-left:1em}
-.glance{display:flex;flex-wrap:wrap;gap:calc(10px*var(--zoom));align-items:flex-start;margin:6px 0 12px}.glance figure{margin:0;text-align:center;font-size:0.8em;color:#444}.glance canvas{display:block}
+.glance{display:flex;flex-wrap:wrap;gap:calc(10px*var(--zoom));align-items:flex-start;margin:6px 0 12px}.glance figure{margin:0;width:min-content;text-align:center;font-size:0.8em;color:#444}.glance canvas{display:block}
 .zoom{position:fixed;right:8px;bottom:8px;background:#fff;border:1px solid #ccc;border-radius:4px;padding:2px}
 .zoom button{font-size:1em;min-width:2.2em}
 .xstep{margin:8px 0;padding-top:4px;border-top:1px solid #eee}.xstep .t{font-weight:600}
-.xline{font-family:monospace;white-space:pre-wrap;word-break:break-word}aside .xline{font-size:0.8em}.numbers{font-family:monospace;font-size:0.85em;white-space:pre;overflow-x:auto}
+.xline{font-family:monospace;white-space:pre-wrap;word-break:break-word}aside .xline{font-size:0.8em;white-space:pre;overflow-x:auto}.numbers{font-family:monospace;font-size:0.85em;white-space:pre;overflow-x:auto}
 </style></head><body class="closed">
 <nav id="steps"></nav><main id="view"></main><aside id="explain"></aside>
 <div id="tip"></div><div class="zoom"><button id="zoomout" title="smaller">A−</button> <button id="zoomin" title="larger (a projector)">A+</button></div>
@@ -197,7 +197,7 @@ function glance(f, open) {
   cell = Math.max(1, Math.min(cell, Math.floor(96 * state.zoom / C) || 1));  // small: about 96 px a head at most
   const box = el("div", { class: "glance", id: "glance" });
   f.drawn.forEach(p => { const cv = heatmap(f, p, cell, (i, j) => open(p, i, j)); cv.classList.add("thumb"); cv.setAttribute("title", (f.titles[p] || "") + ": click a cell to write it out");
-    box.append(el("figure", {}, cv, el("figcaption", { text: f.titles[p] || "" }))); });
+    box.append(el("figure", {}, cv, el("figcaption", { text: f.names[p] || "" }))); });
   return box;
 }
 // The layers × heads grid of a model view: one small heatmap per head, each layer's kind

@@ -206,6 +206,8 @@ void figure_json(JsonWriter& w, const Trace& trace, std::size_t index, const Tex
     wholes(w, drawn);
     w.raw(',').key("titles");
     strings(w, titles);
+    w.raw(',').key("names");  // the titles without the layer's kind: the captions of the panels at a glance
+    strings(w, f.panel_names);
     w.raw(',').key("row_axis").string(f.row_axis).raw(',').key("col_axis").string(f.col_axis).raw(',').key("row_labels");
     strings(w, f.row_labels);
     w.raw(',').key("col_labels");
@@ -360,7 +362,7 @@ std::string html_of(const Trace& trace, ColorScale scale, int precision, std::si
     text.precision = precision;
     text.color_scale = scale;
     text.heatmap = false;
-    text.columns = 60;  // about what the aside (27em) holds of its smaller monospace font
+    text.columns = 60;  // about what the explanation's panel (at most 31em wide) holds of its smaller monospace font
     const Written written = written_cells(trace, text, explain_budget);
     return page_doctype + std::string(html_generator) + page_head + script_safe(json.str()) +
            "</script>\n<script type=\"application/json\" id=\"figures\">" + script_safe(figures_json(trace, text, written)) +

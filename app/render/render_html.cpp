@@ -206,6 +206,8 @@ void figure_json(JsonWriter& w, const Trace& trace, std::size_t index, const Tex
     wholes(w, drawn);
     w.raw(',').key("titles");
     strings(w, titles);
+    w.raw(',').key("names");  // the titles without the layer's kind: the captions of the panels at a glance
+    strings(w, f.panel_names);
     w.raw(',').key("row_axis").string(f.row_axis).raw(',').key("col_axis").string(f.col_axis).raw(',').key("row_labels");
     strings(w, f.row_labels);
     w.raw(',').key("col_labels");
@@ -215,6 +217,7 @@ void figure_json(JsonWriter& w, const Trace& trace, std::size_t index, const Tex
     w.raw(',').key("col_names");
     strings(w, col_names);
     w.raw(',').key("attention").boolean(f.attention).raw(',').key("masked").boolean(any_hidden);
+    if (!s.legend.empty()) w.raw(',').key("meaning").string(s.legend);  // what its values mean (a mask's 1 and 0), as the terminal writes it
     if (f.attention) {  // the query and key positions of each row and column (the cell outlined in Q, K, V)
         const std::size_t p0 = drawn.empty() ? 0 : drawn.front();
         std::vector<std::size_t> query_at, key_at;
@@ -312,7 +315,8 @@ void figure_json(JsonWriter& w, const Trace& trace, std::size_t index, const Tex
 }
 
 // Every step as the page shows it: a drawable step's figure (figure_json), any other its
-// numbers as the text view prints them; the colours; the step the page opens on.
+// numbers as the text view prints them (and either, what its values mean: `meaning`, the
+// step's legend); the colours; the step the page opens on.
 std::string figures_json(const Trace& trace, const TextOptions& text, const Written& written) {
     std::ostringstream out;
     {
@@ -327,7 +331,11 @@ std::string figures_json(const Trace& trace, const TextOptions& text, const Writ
             if (i) w.raw(',');
             const Step& s = trace.steps[i];
             if (drawable(s)) figure_json(w, trace, i, text, written);
-            else w.raw('{').key("text").string(s.summarised || s.tensor.data.size() == s.tensor.size() ? step_numbers_text(trace, s, text) : "").raw('}');
+            else {
+                w.raw('{').key("text").string(s.summarised || s.tensor.data.size() == s.tensor.size() ? step_numbers_text(trace, s, text) : "");
+                if (!s.legend.empty()) w.raw(',').key("meaning").string(s.legend);
+                w.raw('}');
+            }
         }
         w.raw("]}");
     }
@@ -354,7 +362,7 @@ std::string html_of(const Trace& trace, ColorScale scale, int precision, std::si
     text.precision = precision;
     text.color_scale = scale;
     text.heatmap = false;
-    text.columns = 60;  // about what the aside (27em) holds of its smaller monospace font
+    text.columns = 60;  // about what the explanation's panel (at most 31em wide) holds of its smaller monospace font
     const Written written = written_cells(trace, text, explain_budget);
     return page_doctype + std::string(html_generator) + page_head + script_safe(json.str()) +
            "</script>\n<script type=\"application/json\" id=\"figures\">" + script_safe(figures_json(trace, text, written)) +

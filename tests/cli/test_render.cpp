@@ -347,6 +347,25 @@ TEST_SUITE("render") {
         CHECK(all.find("> mask  1.0000 (1 = visible, 0 = masked)") != std::string::npos);
     }
 
+    TEST_CASE("render.the_page_says_what_a_mask_value_means") {
+        attnwalk::Trace trace;
+        trace.tokens = {"a", "b"};
+        attnwalk::Step mask;
+        mask.id = "mask";
+        mask.tensor.shape = {2, 2};
+        mask.tensor.data = {1, 0, 1, 1};
+        mask.axes = {attnwalk::Axis::token, attnwalk::Axis::token};
+        mask.legend = "1 = visible, 0 = masked";
+        attnwalk::Step weights = mask;
+        weights.id = "weights";
+        weights.legend.clear();
+        weights.tensor.data = {1, 0, 0.25f, 0.75f};
+        trace.steps = {mask, weights};
+        const auto figures = page_json(attnwalk::app::html_of(trace), "figures").at("steps");
+        CHECK(figures.at(0).at("meaning") == "1 = visible, 0 = masked");  // the page writes it where the mask is drawn
+        CHECK_FALSE(figures.at(1).contains("meaning"));  // a step without a legend: its numbers alone
+    }
+
     TEST_CASE("render.explore_names_the_cell_and_its_path_through_the_steps") {
         attnwalk::Trace trace;
         trace.tokens = {"a", "b", "c"};

@@ -57,7 +57,7 @@ TEST_SUITE("explain") {
         REQUIRE(folders.size() >= 8);
         const std::vector<std::size_t> ids = {3, 1, 4, 1, 5, 9, 2, 6};
         const std::size_t T = ids.size();
-        std::size_t cells = 0, windowed = 0;
+        std::size_t cells = 0, windowed = 0, negative_operands = 0;
         folders.push_back(test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors"));  // GPT-2: LayerNorm, learned positions
         for (const std::string& folder : folders) {
             CAPTURE(folder);
@@ -92,6 +92,11 @@ TEST_SUITE("explain") {
                     const Step* input = step_of(t, "explain_input_query");
                     const Step* ln1 = step_of(t, "layer" + std::to_string(layer + 1) + ".ln_1");
                     if (ln1) CHECK(input->tensor.data == part(*ln1, i * c.width, c.width));
+                    for (const char* id : {"explain_input_query", "explain_input_key"})  // the norm's note: a negative operand in parentheses
+                        if (const Step* n = step_of(t, id)) {
+                            for (const char* bare : {" − -", " + -", " × -", " / -"}) CHECK_MESSAGE(n->note.find(bare) == std::string::npos, n->note);
+                            for (const char* kept : {" − (-", " + (-", " × (-"}) negative_operands += n->note.find(kept) != std::string::npos;
+                        }
                     CHECK(step_of(t, "explain_weight")->tensor.data[0] == step_of(t, "weights")->tensor.data[i * T + j]);
                     CHECK(step_of(t, "explain_context")->tensor.data == part(*step_of(t, "head_outputs"), i * d, d));
                     const bool masked = j > i || (c.layer_specs[layer].window && j + *c.layer_specs[layer].window <= i);
@@ -103,5 +108,6 @@ TEST_SUITE("explain") {
         }
         CHECK(cells >= 90);
         CHECK(windowed > 0);  // some cell was inside the causal triangle but outside a window
+        CHECK(negative_operands > 0);  // some norm's note had a negative mean, scale or shift to write
     }
 }

@@ -35,6 +35,8 @@ std::string quoted(const std::string& token) { return "\"" + token + "\""; }
 
 // A number for a note, as the lessons write numbers.
 std::string num(double v) { return format_number(v); }
+// A number after an operator: a negative one in parentheses, as a written-out sum writes it ("− (-0.1095)").
+std::string operand(double v) { return v < 0.0 ? "(" + num(v) + ")" : num(v); }
 
 // Past this many terms a sum is shown by its first two and its last: a model's 2048.
 constexpr std::size_t long_sum = 12;
@@ -104,7 +106,7 @@ void explain_input(Recorder& rec, const std::string& id, const LayerSource& L, c
         const double rms = std::sqrt(rms_of(x, C) * rms_of(x, C) + static_cast<double>(L.eps));
         s.note = "Over its C = " + std::to_string(C) + " features: √(mean(x²) + ε) = √(" + num(rms_of(x, C) * rms_of(x, C)) + " + " + num(L.eps) + ") = " +
                  num(rms) + ". Feature 1: " + num(x[0]) + " / " + num(rms) + " × " +
-                 (L.norm_adds_one ? "(1 + " + num(scale0 - 1.0f) + ")" : num(scale0)) + " = " + num(normed(0, t, 0)) + ".";
+                 (L.norm_adds_one ? "(1 + " + operand(scale0 - 1.0f) + ")" : operand(scale0)) + " = " + num(normed(0, t, 0)) + ".";
     } else {
         double mean = 0.0, var = 0.0;
         for (std::size_t c = 0; c < C; ++c) mean += x[c];
@@ -112,8 +114,8 @@ void explain_input(Recorder& rec, const std::string& id, const LayerSource& L, c
         for (std::size_t c = 0; c < C; ++c) var += (x[c] - mean) * (x[c] - mean);
         var /= static_cast<double>(C);
         s.note = "Over its C = " + std::to_string(C) + " features: μ = " + num(mean) + ", σ² = " + num(var) + ". Feature 1: (" + num(x[0]) + " − " +
-                 num(mean) + ") / √(" + num(var) + " + " + num(L.eps) + ") × " + num(scale0) +
-                 (L.norm->shift.size() ? " + " + num(L.norm->shift(0)) : std::string()) + " = " + num(normed(0, t, 0)) + ".";
+                 operand(mean) + ") / √(" + num(var) + " + " + num(L.eps) + ") × " + operand(scale0) +
+                 (L.norm->shift.size() ? " + " + operand(L.norm->shift(0)) : std::string()) + " = " + num(normed(0, t, 0)) + ".";
     }
 }
 

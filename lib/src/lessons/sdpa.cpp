@@ -133,7 +133,8 @@ Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec&
                                  to_trace(top_left), tokens_tokens);
         tl.first_row = first;
         tl.legend = mask_legend;
-        tl.note = "Query 1 sees key 1 only, whatever its position: right when queries and keys are the same tokens (L = S).";
+        tl.note = "Query 1 (" + quoted(trace.tokens[first]) + ") sees key 1 (" + quoted(trace.tokens[0]) +
+                  ") only, whatever its position: right when queries and keys are the same tokens (L = S).";
         Step& br = rec.add_plain("causal_bottom_right", "The causal mask aligned bottom-right", "tril(ones(L, S), diagonal = S − L)",
                                  to_trace(bottom_right), tokens_tokens);
         br.first_row = first;
@@ -155,7 +156,7 @@ Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec&
                        Cube(xt::view(f.scaled, xt::all(), 0)), tokens_tokens);
     ss.first_row = first;
     ss.may_be_non_finite = true;
-    ss.note = "SDPA multiplies by scale (default 1/√d = " + format_number(factor) + "); the chapter divides by √d_k.";
+    ss.note = "SDPA multiplies by scale (default 1/√d_k = " + format_number(factor) + "); the chapter divides by √d_k.";
     Step& ws = rec.add_with_row_sums("weights", "Attention weights", "A = softmax(ω·scale + attn_bias)", Cube(xt::view(f.weights, xt::all(), 0)),
                                      tokens_tokens);
     ws.first_row = first;
@@ -165,6 +166,11 @@ Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec&
     if (!empty_rows.empty())
         ws.note = "Every key of " + rows + " is masked: softmax of a row of −∞ is 0/0 = NaN (torch.softmax, and SDPA before "
                   "PyTorch 2.5).";
+    else if (spec.is_causal && L < S)
+        ws.note = quoted(trace.tokens[first]) + " weighs " + quoted(trace.tokens[0]) + (L + 1 < S ? " and nothing after it" : "") +
+                  ": is_causal=True aligns its mask top-left (causal_top_left), as if the " + std::to_string(L) +
+                  " queries were the first tokens. For queries that are the last tokens, decoding with a cache, the mask is aligned "
+                  "bottom-right (causal_bottom_right).";
     if (f.dropped) {
         rec.add("dropout_mask", "dropout_p: the keep mask, 1 = kept", "keep ~ Bernoulli(1 − p)", Cube(xt::view(f.keep, xt::all(), 0)),
                 tokens_tokens)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -117,9 +118,17 @@ void record_weights(Recorder& rec, const xt::xtensor<float, N>& scaled, const xt
                                             softmax_naive(scaled), axes);
         naive.group = "normalise";
         naive.may_be_non_finite = true;  // the lesson: exp overflows
-        if (!naive.tensor.all_finite())
-            naive.note = "exp overflowed: float32 ends near 3.4e38, so exp(" + v + ") is inf for " + v +
-                         " > 88.7, and inf/inf is NaN. The stable softmax subtracts the row maximum first and stays finite.";
+        if (!naive.tensor.all_finite()) {
+            std::vector<float> over;  // the scores whose exp is inf, the largest first
+            for (float s : scaled)
+                if (s > 88.7228f && std::find(over.begin(), over.end(), s) == over.end()) over.push_back(s);
+            std::sort(over.begin(), over.end(), std::greater<>());
+            std::string which;
+            for (std::size_t i = 0; i < over.size() && i < 4; ++i) which += (i ? ", " : "") + format_number(over[i]);
+            if (over.size() > 4) which += ", …";
+            naive.note = "exp overflowed: float32 ends near 3.4e38, so exp(" + v + ") is inf for " + v + " > 88.7, here " + v + " = " + which +
+                         "; inf/inf is NaN. The stable softmax subtracts the row maximum first and stays finite.";
+        }
     }
     Step& w = rec.add_with_row_sums("weights", compare ? "Stable softmax" : "Attention weights: softmax of the scores",
                                     "softmax(" + v + ")_j = exp(" + v + "_j − max " + v + ") / Σ_k exp(" + v + "_k − max " + v + ")",

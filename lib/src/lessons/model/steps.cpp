@@ -95,7 +95,10 @@ ATTNWALK_LESSON(gpt2, 210) {  // GPT-2 alone: no QK-norm, no RoPE, no norms afte
     return lesson;
 }
 ATTNWALK_LESSON(model, 220) {
-    static const LessonDecl lesson{"model", "A Hugging Face model folder (Llama 3, Qwen, Gemma 3, OLMo, SmolLM, gpt-oss, DeepSeek-V3, Qwen3-Next and 3.5, GPT-2): every layer, one in full, the next token.",
+    // the families counted from the registry; `model --help` lists each by its model_type
+    static const LessonDecl lesson{"model", "A Hugging Face model folder, of any of the " + std::to_string(families().size()) +
+                                                " families model --help lists (Llama, Qwen, Gemma, OLMo, SmolLM, gpt-oss, DeepSeek-V3, Cohere, GPT-2): every layer, "
+                                                "one in full, the next token.",
                                    model_steps()};
     return lesson;
 }

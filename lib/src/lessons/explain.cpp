@@ -213,7 +213,7 @@ std::string frequency_words(const Rope& rope, const std::optional<RopeParams>& p
     std::string plain;
     for (std::size_t c = 0; c < half; ++c)
         plain += (c ? ", " : "") + format_number(std::pow(params->base, -2.0 * static_cast<double>(c) / static_cast<double>(rope.dims())));
-    const std::string base = "base^(−2i/d) with base = " + format_number(params->base) + " (rope_theta) and d = " + std::to_string(rope.dims());
+    const std::string base = "base^(−2i/d) with the config's base " + format_number(params->base) + " and d = " + std::to_string(rope.dims());
     const RopeScaling& sc = params->scaling;
     switch (sc.kind) {
         case RopeScaling::Kind::none: return "θ_i = " + base + ": " + theta;
@@ -221,9 +221,9 @@ std::string frequency_words(const Rope& rope, const std::optional<RopeParams>& p
             return "θ_i = " + base + " = " + plain + ", each divided by " + format_number(sc.factor) + " (rope_scaling linear, to stretch the context): " + theta;
         case RopeScaling::Kind::llama3:
             return "θ_i = " + base + " = " + plain + ", rescaled as Llama 3 does (rope_scaling llama3, factor " + format_number(sc.factor) +
-                   "): a frequency whose wavelength 2π/θ is longer than the original context (" + format_number(sc.original_context) + ") / " +
-                   format_number(sc.low_freq_factor) + " is divided by the factor, one shorter than it / " + format_number(sc.high_freq_factor) +
-                   " kept, those between blended: " + theta;
+                   "): a frequency whose wavelength 2π/θ is longer than the original context over low_freq_factor (" + format_number(sc.original_context) +
+                   " / " + format_number(sc.low_freq_factor) + ") is divided by the factor, one shorter than the context over high_freq_factor (" +
+                   format_number(sc.original_context) + " / " + format_number(sc.high_freq_factor) + ") is kept, those between are blended: " + theta;
         case RopeScaling::Kind::yarn:
             return "θ_i = " + base + " = " + plain + ", rescaled by YaRN (rope_scaling yarn, factor " + format_number(sc.factor) +
                    "): the low frequencies divided by the factor, the high ones kept, those between blended: " + theta;

@@ -170,4 +170,13 @@ TEST_SUITE("explain") {
         every_cell_is_its_matrix("tests/data/models/tiny_qwen3_next", 0, "effective_attention", "explain_effective");
         every_cell_is_its_matrix("tests/data/models/tiny_qwen3_5", 0, "effective_attention", "explain_effective");
     }
+    TEST_CASE("explain.a_deltanet_layer_opens_on_its_effective_attention") {
+        // the drawings open on the step its lesson declares `opening`: a DeltaNet layer's attention-like matrix
+        const Model m = load_model(test::source_path("tests/data/models/tiny_qwen3_next"));
+        ModelSpec spec;
+        spec.layer = 0;
+        const Trace t = walk_model(m, {1, 2, 3}, std::vector<std::string>(3, "#"), spec, {});
+        REQUIRE(step_of(t, "effective_attention"));
+        CHECK(step_of(t, "effective_attention")->opens);
+    }
 }

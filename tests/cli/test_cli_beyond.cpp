@@ -360,13 +360,18 @@ TEST_SUITE("cli.beyond") {
         CHECK(step(gen, "values").at("shape") == json::array({5, 48}));   // 4 heads of 12
         // what it cannot do is refused with a reason
         for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
-                 {"model --model " + ds + " --ids 1,2,3 --generate 2 --streaming-cache 1,2", "latent attention caches its rotary key"},
-                 {"model --model " + ds + " --ids 1,2,3 --layer 2 --explain 3,1", "latent attention (MLA)"}}) {
+                 {"model --model " + ds + " --ids 1,2,3 --generate 2 --streaming-cache 1,2", "latent attention caches its rotary key"}}) {
             CAPTURE(args);
             const auto r = test::run(args);
             CHECK(r.exit_code == 2);
             CHECK(r.err.find(message) != std::string::npos);
         }
+        // a cell written out: the latent, the key's two parts, the score's two parts, the weight the matrix's bit for bit
+        const json cell = run_json("model --model " + ds + " --ids 1,2,3 --layer 2 --head 2 --explain 3,1");
+        for (const char* id : {"explain_key_latent", "explain_key_nope", "explain_key_rope", "explain_score_nope", "explain_score_rope"})
+            CHECK(std::any_of(cell.at("steps").begin(), cell.at("steps").end(), [&](const json& s) { return s.at("id") == id; }));
+        CHECK(flat(step(cell, "explain_weight").at("data"))[0] == flat(step(cell, "weights").at("data"))[2 * 3 + 0]);
+        CHECK(flat(step(cell, "explain_score").at("data"))[0] == flat(step(cell, "scores").at("data"))[2 * 3 + 0]);
     }
 
     TEST_CASE("cli.beyond.qwen3_next_gated_deltanet_and_gated_attention") {
@@ -402,13 +407,15 @@ TEST_SUITE("cli.beyond") {
                  {"model --model " + qn + " --ids 1,2,3 --layer 1 --head 5", "layer 1 (Gated DeltaNet) has 4 heads"},
                  {"model --model " + qn + " --ids 1,2,3 --view", "Gated DeltaNet layer"},
                  {"model --model " + qn + " --ids 1,2,3 --rollout", "Gated DeltaNet layer"},
-                 {"model --model " + qn + " --ids 1,2,3 --layer 1 --explain 3,1", "Gated DeltaNet layer"},
                  {"model --model " + qn + " --ids 1,2,3 --generate 2 --streaming-cache 1,2", "Gated DeltaNet layer"}}) {
             CAPTURE(args);
             const auto r = test::run(args);
             CHECK(r.exit_code == 2);
             CHECK(r.err.find(message) != std::string::npos);
         }
+        // a DeltaNet layer's cell written out: the effective attention's entry, bit for bit
+        const json cell = run_json("model --model " + qn + " --ids 1,2,3 --layer 1 --head 2 --explain 3,1");
+        CHECK(flat(step(cell, "explain_effective").at("data"))[0] == flat(step(cell, "effective_attention").at("data"))[2 * 3 + 0]);
     }
 
     TEST_CASE("cli.beyond.gpt2_model_view") {

@@ -11,7 +11,7 @@ TEST_SUITE("explain") {
         Recorder rec(trace);
         const Cube x = {{{0.3f, -1.2f}, {2.5f, 0.7f}, {-0.4f, 0.9f}}};  // (1,3,2)
         const Forward f = attention_forward(x, nullptr, {});
-        explain_cell(rec, {2, 1}, x, nullptr, f, Scale{1.0f, "1", "1"}, ExplainDepth::context);
+        explain_cell(rec, {2, 1}, x, nullptr, f, Scale{1.0f, "1", "1", false, ""}, ExplainDepth::context);
         const auto find = [&](const std::string& id) -> const Step& {
             for (const Step& s : trace.steps)
                 if (s.id == id) return s;
@@ -26,6 +26,7 @@ TEST_SUITE("explain") {
     }
 }
 
+#include <algorithm>
 #include <filesystem>
 
 #include "attnwalk/errors.hpp"
@@ -69,11 +70,28 @@ TEST_SUITE("explain") {
                     spec.layer = layer;
                     spec.head = (i + layer) % c.heads;
                     spec.explain = Cell{i, j};
-                    if (m->weights.blocks[layer].latent || m->weights.blocks[layer].linear) {  // MLA, Gated DeltaNet: refused with a reason, not written out wrongly
-                        CHECK_THROWS_AS(walk_model(m, ids, std::vector<std::string>(T, "#"), spec, {}), UsageError);
+                    if (m->weights.blocks[layer].linear) {  // Gated DeltaNet: its effective attention's cell (explain.a_deltanet_layers_cells_…)
+                        spec.head = (i + layer) % m->weights.blocks[layer].linear->v_heads;
+                        const Trace t = walk_model(m, ids, std::vector<std::string>(T, "#"), spec, {});
+                        REQUIRE(step_of(t, "explain_effective"));
+                        CHECK(step_of(t, "explain_effective")->tensor.data[0] == step_of(t, "effective_attention")->tensor.data[i * T + j]);
+                        ++cells;
                         continue;
                     }
                     const Trace t = walk_model(m, ids, std::vector<std::string>(T, "#"), spec, {});
+                    if (m->weights.blocks[layer].latent) {  // MLA: its own parts, then the same softmax (explain.a_latent_layers_cells_…)
+                        const std::size_t h = *spec.head, qk = m->weights.blocks[layer].latent->qk_head(), r = m->weights.blocks[layer].latent->rank();
+                        CHECK(step_of(t, "explain_score")->tensor.data[0] == step_of(t, "scores")->tensor.data[i * T + j]);
+                        CHECK(step_of(t, "explain_query")->tensor.data == part(*step_of(t, "queries"), i * c.heads * qk + h * qk, qk));
+                        CHECK(step_of(t, "explain_key_latent")->tensor.data == part(*step_of(t, "latent_kv"), j * r, r));
+                        const std::size_t dr = m->weights.blocks[layer].latent->rope;
+                        CHECK(step_of(t, "explain_key_rotated")->tensor.data == part(*step_of(t, "keys_rope"), j * dr, dr));
+                        CHECK(step_of(t, "explain_weight")->tensor.data[0] == step_of(t, "weights")->tensor.data[i * T + j]);
+                        CHECK(step_of(t, "explain_context")->tensor.data == part(*step_of(t, "head_outputs"), i * m->weights.blocks[layer].latent->value,
+                                                                                  m->weights.blocks[layer].latent->value));
+                        ++cells;
+                        continue;
+                    }
                     const std::size_t h = *spec.head, d = c.head_size(), g = h / (c.heads / c.key_heads());
                     const Step* score = step_of(t, "explain_score");
                     REQUIRE(score);
@@ -109,5 +127,62 @@ TEST_SUITE("explain") {
         CHECK(cells >= 90);
         CHECK(windowed > 0);  // some cell was inside the causal triangle but outside a window
         CHECK(negative_operands > 0);  // some norm's note had a negative mean, scale or shift to write
+    }
+}
+
+namespace {
+
+// Every cell of every head of `layer`, asked of the trace's explainer as the explorer and the
+// page ask it: the last written-out number is the matrix's entry, bit for bit.
+void every_cell_is_its_matrix(const std::string& folder, std::size_t layer, const std::string& matrix, const std::string& last) {
+    const Model m = load_model(test::source_path(folder));
+    const std::vector<std::size_t> ids = {1, 2, 3, 4, 5, 6};
+    const std::size_t T = ids.size();
+    ModelSpec spec;
+    spec.layer = layer;
+    Recording recording;
+    recording.explainable = true;
+    const Trace t = walk_model(m, ids, std::vector<std::string>(T, "#"), spec, recording);
+    REQUIRE(t.explainer);
+    const Step* a = step_of(t, matrix);
+    REQUIRE(a);
+    REQUIRE(a->tensor.shape.size() == 3);
+    const std::size_t H = a->tensor.shape[0];
+    std::size_t cells = 0;
+    for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t i = 0; i < T; ++i)
+            for (std::size_t j = 0; j < T; ++j) {
+                CAPTURE(h);
+                CAPTURE(i);
+                CAPTURE(j);
+                const std::vector<Step> steps = explain(t, CellRef{layer, h, i, j});
+                const auto found = std::find_if(steps.begin(), steps.end(), [&](const Step& s) { return s.id == last; });
+                REQUIRE(found != steps.end());
+                CHECK(found->tensor.data[0] == a->tensor.data[(h * T + i) * T + j]);
+                ++cells;
+            }
+    CHECK(cells == H * T * T);
+}
+
+}  // namespace
+
+TEST_SUITE("explain") {
+    TEST_CASE("explain.a_latent_layers_cells_are_its_weights_bit_for_bit") {
+        every_cell_is_its_matrix("tests/data/models/tiny_deepseek_v3", 2, "weights", "explain_weight");
+        every_cell_is_its_matrix("tests/data/models/tiny_deepseek_v3", 2, "scores", "explain_score");
+        every_cell_is_its_matrix("tests/data/models/tiny_deepseek_v3_f32", 0, "weights", "explain_weight");
+    }
+    TEST_CASE("explain.a_deltanet_layers_cells_are_its_effective_attention_bit_for_bit") {
+        every_cell_is_its_matrix("tests/data/models/tiny_qwen3_next", 0, "effective_attention", "explain_effective");
+        every_cell_is_its_matrix("tests/data/models/tiny_qwen3_5", 0, "effective_attention", "explain_effective");
+    }
+    TEST_CASE("explain.a_deltanet_layer_opens_on_its_effective_attention") {
+        // the drawings open on the step its lesson declares `opening`: a DeltaNet layer's attention-like matrix
+        const Model m = load_model(test::source_path("tests/data/models/tiny_qwen3_next"));
+        ModelSpec spec;
+        spec.layer = 0;
+        const Trace t = walk_model(m, {1, 2, 3}, std::vector<std::string>(3, "#"), spec, {});
+        REQUIRE(step_of(t, "effective_attention"));
+        CHECK(step_of(t, "effective_attention")->opens);
     }
 }

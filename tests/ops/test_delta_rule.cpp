@@ -84,6 +84,22 @@ TEST_SUITE("delta_rule") {
         }
     }
 
+    TEST_CASE("delta_rule.one_cell_is_the_matrix_entry_bit_for_bit") {
+        // delta_rule_cell's terms, added in float32, are the matrix's entry: what a cell written out shows
+        Generator g(5);
+        const DeltaInputs in = random_inputs(g, 2, 2, 19, 8, 3);
+        const Hyper A = delta_rule_attention(in);
+        for (std::size_t b = 0; b < 2; ++b)
+            for (std::size_t h = 0; h < 2; ++h)
+                for (std::size_t t = 0; t < 19; ++t)
+                    for (std::size_t c = 0; c < 19; ++c) {
+                        const DeltaCell cell = delta_rule_cell(in, b, h, t, c);
+                        CHECK(cell.value == A(b, h, t, c));
+                        CHECK(cell.terms.size() == (c <= t ? t - c + 1 : 0));
+                        if (c <= t) CHECK(cell.written.front() == doctest::Approx(in.beta(b, h, c)));  // U_cc = β_c
+                    }
+    }
+
     TEST_CASE("delta_rule.a_key_written_twice_is_overwritten") {
         // β = 1, no decay, the same key twice: the second write replaces the first value.
         DeltaInputs in;

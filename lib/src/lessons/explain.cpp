@@ -9,11 +9,12 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/lessons/lessons.hpp"
+#include "explain_parts.hpp"
 #include "steps.hpp"
 
 namespace attnwalk {
 
-namespace {
+namespace explain_parts {
 
 // Batch element 0, head h, row i of a (B,H,R,·) tensor.
 std::vector<float> row_of(const Hyper& t, std::size_t h, std::size_t i) {
@@ -33,7 +34,6 @@ Tensor vector_tensor(std::vector<float> values) {
 
 std::string quoted(const std::string& token) { return "\"" + token + "\""; }
 
-// A number for a note, as the lessons write numbers.
 std::string num(double v) { return format_number(v); }
 // A number after an operator: a negative one in parentheses, as a written-out sum writes it ("− (-0.1095)").
 std::string operand(double v) { return v < 0.0 ? "(" + num(v) + ")" : num(v); }
@@ -76,12 +76,17 @@ Expansion projection_expansion(const std::string& label, const std::vector<float
     return e;
 }
 
-// √(mean(x²)) of n floats, in double: for a note.
 double rms_of(const float* x, std::size_t n) {
     double s = 0.0;
     for (std::size_t c = 0; c < n; ++c) s += static_cast<double>(x[c]) * x[c];
     return n ? std::sqrt(s / static_cast<double>(n)) : 0.0;
 }
+
+}  // namespace explain_parts
+
+namespace {
+
+using namespace explain_parts;
 
 // The row of a model layer entering its attention, written out through its norm.
 void explain_input(Recorder& rec, const std::string& id, const LayerSource& L, const Cube& normed, std::size_t t, const std::string& token,
@@ -131,6 +136,12 @@ const std::vector<StepDecl>& explain_steps() {
         {"explain_key_normed", "QK-norm: the key of column J after its RMSNorm", detail, Models::beyond_gpt2},
         {"explain_query_rotated", "RoPE: the query of row I rotated by its position", detail, Models::beyond_gpt2},
         {"explain_key_rotated", "RoPE: the key of column J rotated by its position", detail, Models::beyond_gpt2},
+        {"explain_query_latent", "latent attention (MLA): the query's own latent c_Q of row I, through its RMSNorm", detail, Models::beyond_gpt2},
+        {"explain_key_latent", "latent attention: the key's latent c_KV of column J, through its RMSNorm (what the cache keeps)", detail, Models::beyond_gpt2},
+        {"explain_key_nope", "latent attention: the key's content part k_nope of column J, c_KV up-projected by the head's W_UK", detail, Models::beyond_gpt2},
+        {"explain_key_rope", "latent attention: the rotary key of column J that every head shares, before RoPE", detail, Models::beyond_gpt2},
+        {"explain_score_nope", "latent attention: the content part of the score, q_nope·k_nope", detail, Models::beyond_gpt2},
+        {"explain_score_rope", "latent attention: the position part of the score, q_rope′·k_rope′", detail, Models::beyond_gpt2},
         {"explain_score", "the score of the cell, term by term"},
         {"explain_mask", "1 when key J is visible to query I (causal, inside the window), 0 when masked"},
         {"explain_scaled", "the score divided by the scale"},
@@ -142,11 +153,90 @@ const std::vector<StepDecl>& explain_steps() {
         {"explain_weight", "the weight of the cell: its exponential times 1/sum"},
         {"explain_context", "the context vector of row I, as a weighted sum"},
         {"explain_share", "α_IJ·v_J: what key J adds to the context of row I, and its share"},
+        {"explain_delta_query", "Gated DeltaNet: the query of row I as the delta rule reads it, L2-normalised and × 1/√d_k", detail, Models::beyond_gpt2},
+        {"explain_delta_key", "Gated DeltaNet: the key of column J as the delta rule reads it, L2-normalised", detail, Models::beyond_gpt2},
+        {"explain_delta_read", "Gated DeltaNet: for j = J…I, how strongly query I reads token j's write, γ_Ij·(q̂_I·k̂_j)", detail, Models::beyond_gpt2},
+        {"explain_delta_written", "Gated DeltaNet: for j = J…I, how much of value J token j's write carries, U_jJ", detail, Models::beyond_gpt2},
+        {"explain_effective", "Gated DeltaNet: the effective attention cell A_IJ = Σ_j γ_Ij·(q̂_I·k̂_j)·U_jJ", detail, Models::beyond_gpt2},
     };
     return steps;
 }
 
+namespace explain_parts {
+
+CellNames names_of(const Trace& trace, const CellRef& cell, const LayerSource* L, std::size_t heads, const std::string& head_word) {
+    // Math names tokens from 1, as the textbook does: x_2 is "journey", the second token.
+    CellNames n;
+    n.I = std::to_string(cell.query + 1);
+    n.J = std::to_string(cell.key + 1);
+    n.qi = trace.tokens.at(cell.query);
+    n.kj = trace.tokens.at(cell.key);
+    n.where = (L ? " in layer " + std::to_string(L->layer + 1) + ", " + head_word + " " + std::to_string(cell.head + 1)
+                 : heads > 1 ? " in " + head_word + " " + std::to_string(cell.head + 1) : std::string()) +
+              (trace.batched ? " (batch 1)" : "");
+    return n;
+}
+
+void explain_inputs(Recorder& rec, const CellRef& cell, const ExplainView& v, const CellNames& n) {
+    if (!v.layer || !v.x) return;
+    explain_input(rec, "explain_input_query", *v.layer, *v.x, cell.query, n.qi, "query's");
+    if (cell.key != cell.query) explain_input(rec, "explain_input_key", *v.layer, *v.x, cell.key, n.kj, "key's");
+}
+
+std::vector<Expansion> rotation_pairs(const std::string& v, const std::vector<float>& plain, const std::vector<float>& rotated, const Rope& rope,
+                                      std::size_t t, std::string* left_out, bool weights_pairs) {
+    const std::size_t half = rope.dims() / 2, shown_first = half > 16 ? 4 : half, shown_last = half > 16 ? 2 : 0;
+    std::vector<Expansion> out;
+    for (std::size_t i = 0; i < half; ++i) {
+        if (i == shown_first && i + shown_last < half) {  // the pairs in between: said in `left_out`
+            if (left_out)
+                *left_out = "Pairs " + std::to_string(shown_first + 1) + " to " + std::to_string(half - shown_last) + " of " + std::to_string(half) +
+                            " turn alike and are left out here; the step's vector holds every feature.";
+            i = half - shown_last;
+        }
+        // the pair's first member turns by −its partner, the second by +its partner
+        const std::size_t a = rope.interleaved ? 2 * i : i, b = rope.partner(a);
+        Expansion e;
+        e.label = weights_pairs ? v + "[" + std::to_string(2 * i + 1) + "," + std::to_string(2 * i + 2) + "]"
+                                : v + "[" + std::to_string(a + 1) + "," + std::to_string(b + 1) + "]";
+        e.terms.push_back({plain[a], {rope.cos(t, a), rope.sin(t, b)}});
+        e.terms.push_back({plain[b], {-rope.sin(t, a), rope.cos(t, b)}});
+        e.result = {rotated[a], rotated[b]};
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+std::string frequency_words(const Rope& rope, const std::optional<RopeParams>& params) {
+    const std::size_t half = rope.dims() / 2;
+    std::string theta;
+    for (std::size_t c = 0; c < half; ++c) theta += (c ? ", " : "") + format_number(rope.inv_freq(c));
+    if (!params) return "θ = " + theta;
+    std::string plain;
+    for (std::size_t c = 0; c < half; ++c)
+        plain += (c ? ", " : "") + format_number(std::pow(params->base, -2.0 * static_cast<double>(c) / static_cast<double>(rope.dims())));
+    const std::string base = "base^(−2i/d) with the config's base " + format_number(params->base) + " and d = " + std::to_string(rope.dims());
+    const RopeScaling& sc = params->scaling;
+    switch (sc.kind) {
+        case RopeScaling::Kind::none: return "θ_i = " + base + ": " + theta;
+        case RopeScaling::Kind::linear:
+            return "θ_i = " + base + " = " + plain + ", each divided by " + format_number(sc.factor) + " (rope_scaling linear, to stretch the context): " + theta;
+        case RopeScaling::Kind::llama3:
+            return "θ_i = " + base + " = " + plain + ", rescaled as Llama 3 does (rope_scaling llama3, factor " + format_number(sc.factor) +
+                   "): a frequency whose wavelength 2π/θ is longer than the original context over low_freq_factor (" + format_number(sc.original_context) +
+                   " / " + format_number(sc.low_freq_factor) + ") is divided by the factor, one shorter than the context over high_freq_factor (" +
+                   format_number(sc.original_context) + " / " + format_number(sc.high_freq_factor) + ") is kept, those between are blended: " + theta;
+        case RopeScaling::Kind::yarn:
+            return "θ_i = " + base + " = " + plain + ", rescaled by YaRN (rope_scaling yarn, factor " + format_number(sc.factor) +
+                   "): the low frequencies divided by the factor, the high ones kept, those between blended: " + theta;
+    }
+    return "θ = " + theta;
+}
+
+}  // namespace explain_parts
+
 void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
+    if (v.delta) return explain_delta_cell(rec, cell, v);
     const Trace& trace = rec.trace();
     const Forward& f = *v.f;
     const std::size_t i = cell.query, j = cell.key, h = cell.head, T = f.kh.shape(2);
@@ -155,21 +245,15 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
                          " is not in this attention");
     const std::size_t r = i - f.row0;  // the row of the forward's (B,H,R,T) tensors
     const LayerSource* L = v.layer;
-    // Math names tokens from 1, as the textbook does: x_2 is "journey", the second token.
-    const std::string I = std::to_string(i + 1), J = std::to_string(j + 1);
-    const std::string qi = trace.tokens.at(i), kj = trace.tokens.at(j);
-    const std::string where = (L ? " in layer " + std::to_string(L->layer + 1) + ", head " + std::to_string(h + 1)
-                                 : f.heads > 1 ? " in head " + std::to_string(h + 1) : std::string()) +
-                              (trace.batched ? " (batch 1)" : "");
+    const CellNames names = names_of(trace, cell, L, f.heads);
+    const std::string &I = names.I, &J = names.J, &qi = names.qi, &kj = names.kj, &where = names.where;
     const std::size_t group = f.heads / f.kv_heads, g = h / group;  // the key/value head of query head h
     const std::size_t d = f.d_h;
 
     // ---- a model: the rows entering the layer ------------------------------------------
-    if (L && v.x) {
-        explain_input(rec, "explain_input_query", *L, *v.x, i, qi, "query's");
-        if (j != i) explain_input(rec, "explain_input_key", *L, *v.x, j, kj, "key's");
-    }
-
+    explain_inputs(rec, cell, v, names);
+    const float score = v.latent ? explain_latent_score(rec, cell, v, names) : f.scores(0, h, r, j);
+    if (!v.latent) {
     // ---- the query and key vectors ----------------------------------------------------------
     const std::vector<float> q = row_of(f.qh, h, i), k = row_of(f.kh, g, j);
     const bool rope = f.rope.has_value();
@@ -233,22 +317,24 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
         Step& rq = rec.add_plain("explain_query_rotated", "The query of " + quoted(qi) + ", rotated by its position id p = " + pi,
                                  "q′_" + I + " = " + qs + "_" + I + "·cos φ(" + pi + ") + rotate_half(" + qs + "_" + I + ")·sin φ(" + pi + ")",
                                  vector_tensor(q), {Axis::feature});
-        std::string freqs;
-        for (std::size_t c = 0; c < half; ++c) freqs += (c ? ", " : "") + format_number(f.rope->inv_freq(c));
-        rq.note = std::string(f.rope->interleaved ? "Pairs (2c, 2c + 1)" : "Pairs (c, c + " + std::to_string(half) + ")") + " turn by the angles φ(p) = p·θ = " + angles(i) +
-                  " (radians; θ = " + freqs + "); position ids count from 0, so token " + I + " has p = " + pi + ".";
+        rq.note = std::string(f.rope->interleaved ? "Pairs (2c − 1, 2c)" : "Pairs (c, c + " + std::to_string(half) + ")") +
+                  " of features (from 1) turn together, each pair written out below with its partner beside it, by the angles φ(p) = p·θ = " + angles(i) +
+                  " (radians; " + frequency_words(*f.rope, L ? L->rope : std::nullopt) + "); position ids count from 0, so token " + I + " has p = " + pi + ".";
         if (dims < d) rq.note += " Partial rotary: only the first " + std::to_string(dims) + " of " + std::to_string(d) + " features turn.";
         if (f.rope->attention_scaling != 1.0f)
             rq.note += " cos and sin are multiplied by YaRN's attention factor " + format_number(f.rope->attention_scaling) + ".";
         if (L && !L->rope_words.empty()) rq.note += " " + L->rope_words;
+        std::string left_out;
+        rq.expansion = rotation_pairs(qs, row_of(f.qh_plain, h, i), q, *f.rope, i, &left_out);
+        if (!left_out.empty()) rq.note += " " + left_out;
         Step& rk = rec.add_plain("explain_key_rotated", "The key of " + quoted(kj) + ", rotated by its position id p = " + pj,
                                  "k′_" + J + " = " + ks + "_" + J + "·cos φ(" + pj + ") + rotate_half(" + ks + "_" + J + ")·sin φ(" + pj + ")",
                                  vector_tensor(k), {Axis::feature});
         rk.note = "Angles φ = " + angles(j) + ": the score below sees only their differences.";
+        rk.expansion = rotation_pairs(ks, row_of(f.kh_plain, g, j), k, *f.rope, j, nullptr);
     }
 
     // ---- the score: one dot product, term by term ---------------------------------------------
-    const float score = f.scores(0, h, r, j);
     Expansion dot;
     dot.label = qi + "·" + kj;
     for (std::size_t c = 0; c < q.size(); ++c) dot.terms.push_back({q[c], {k[c]}});
@@ -261,6 +347,7 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
     if (L && !L->layer_has_rope)
         s.note = "This layer applies no RoPE: q and k are not rotated, so the score sees what the tokens are, not where they stand; "
                  "the causal mask alone orders them.";
+    }
     if (v.depth == ExplainDepth::score) return;
 
     // ---- the mask's verdict ----------------------------------------------------------------------
@@ -281,9 +368,14 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
 
     // What the softmax reads: s = ω / scale, or ω itself.
     const std::string sv = f.scale != 1.0f ? "s" : "ω";
-    if (f.scale != 1.0f)
-        rec.add_plain("explain_scaled", "The score divided by " + v.scale.words, "s_" + I + "," + J + " = ω_" + I + "," + J + " / " + v.scale.symbol,
-                      scalar_trace(score / f.scale), {});
+    // latent attention multiplies by its softmax scale; the others divide by theirs
+    const auto scaled = [&](float x) { return v.scale.times ? x * v.scale.value : x / f.scale; };
+    const std::string by = v.scale.times ? " · " : " / ";
+    if (f.scale != 1.0f) {
+        Step& sc = rec.add_plain("explain_scaled", std::string(v.scale.times ? "The score times " : "The score divided by ") + v.scale.words,
+                                 "s_" + I + "," + J + " = ω_" + I + "," + J + by + v.scale.symbol, scalar_trace(scaled(score)), {});
+        sc.note = v.scale.why;
+    }
 
     // ---- the softmax of row i: the forward's max and sum, each exponential shown --------------
     std::vector<float> row;
@@ -291,7 +383,7 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
         row = row_of(f.scaled, h, r);
     } else {  // the decoder keeps no scaled scores: the same mask and division, again
         row = row_of(f.scores, h, r);
-        for (std::size_t c = 0; c < T; ++c) row[c] = masked_out(position, c, f.causal, f.window) ? -std::numeric_limits<float>::infinity() : row[c] / f.scale;
+        for (std::size_t c = 0; c < T; ++c) row[c] = masked_out(position, c, f.causal, f.window) ? -std::numeric_limits<float>::infinity() : scaled(row[c]);
     }
     const float max = f.row_max(0, h, r), sum = f.row_sum(0, h, r);
     std::vector<float> exps(T);
@@ -307,7 +399,7 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
                       (sink ? ", and sink_h" : ""),
                   scalar_trace(max), {});
     Step& rs = rec.add_plain("explain_row", "Row " + quoted(qi) + " as the softmax reads it" + (causal_only ? " (future masked)" : masking ? " (masked keys −∞)" : ""),
-                             sv + "_" + I + ",j" + (f.scale != 1.0f ? " = ω_" + I + ",j / " + v.scale.symbol : "") + (f.causal ? ", −∞ for j > " + I : "") +
+                             sv + "_" + I + ",j" + (f.scale != 1.0f ? " = ω_" + I + ",j" + by + v.scale.symbol : "") + (f.causal ? ", −∞ for j > " + I : "") +
                                  (f.window ? std::string(f.causal ? " or" : ", −∞ for") + " j ≤ " + I + " − " + std::to_string(f.window) : ""),
                              vector_tensor(row), {Axis::token});
     rs.group = "explain_softmax";
@@ -387,6 +479,15 @@ void explain_cell(Recorder& rec, const Cell& cell, const Cube& x, const Attentio
 
 namespace {
 
+// A kept attention's heads and the query rows and keys it holds.
+struct Extent {
+    std::size_t heads, row0, rows, keys;
+};
+Extent extent_of(const KeptAttention& k) {
+    if (k.delta) return {k.delta->in.q.shape(1), 0, k.delta->in.q.shape(2), k.delta->in.q.shape(2)};
+    return {k.f.heads, k.f.row0, k.f.rows, k.f.kh.shape(2)};
+}
+
 class KeptAttentions : public Explainer {
 public:
     explicit KeptAttentions(std::vector<KeptAttention> kept) : kept_(std::move(kept)) {}
@@ -394,21 +495,13 @@ public:
     std::vector<Step> explain(const CellRef& cell, const std::vector<std::string>& tokens) const override {
         for (const KeptAttention& k : kept_) {
             const std::size_t layer = k.layer ? k.layer->layer : 0;
-            if (layer != cell.layer || cell.head >= k.f.heads || cell.key >= k.f.kh.shape(2) || cell.query < k.f.row0 ||
-                cell.query - k.f.row0 >= k.f.rows)
-                continue;
+            const Extent e = extent_of(k);
+            if (layer != cell.layer || cell.head >= e.heads || cell.key >= e.keys || cell.query < e.row0 || cell.query - e.row0 >= e.rows) continue;
             Trace scratch;
             scratch.tokens = tokens;
             scratch.batched = k.batched;
             Recorder rec(scratch);
-            ExplainView v;
-            v.f = &k.f;
-            v.x = &k.x;
-            v.weights = k.weights.get();
-            v.scale = k.scale;
-            v.depth = k.depth;
-            v.layer = k.layer ? &*k.layer : nullptr;
-            explain_cell(rec, cell, v);
+            explain_cell(rec, cell, view_of(k));
             return std::move(scratch.steps);
         }
         return {};
@@ -417,7 +510,7 @@ public:
     std::vector<std::pair<std::size_t, std::size_t>> covered() const override {
         std::vector<std::pair<std::size_t, std::size_t>> out;
         for (const KeptAttention& k : kept_)
-            for (std::size_t h = 0; h < k.f.heads; ++h) out.emplace_back(k.layer ? k.layer->layer : 0, h);
+            for (std::size_t h = 0; h < extent_of(k).heads; ++h) out.emplace_back(k.layer ? k.layer->layer : 0, h);
         return out;
     }
 
@@ -434,6 +527,19 @@ std::optional<std::size_t> index_param(const Trace& trace, const std::string& na
 }
 
 }  // namespace
+
+ExplainView view_of(const KeptAttention& k) {
+    ExplainView v;
+    v.f = &k.f;
+    v.x = &k.x;
+    v.weights = k.weights.get();
+    v.scale = k.scale;
+    v.depth = k.depth;
+    v.layer = k.layer ? &*k.layer : nullptr;
+    v.latent = k.latent.get();
+    v.delta = k.delta.get();
+    return v;
+}
 
 std::shared_ptr<const Explainer> keep_for_explaining(std::vector<KeptAttention> kept) {
     return std::make_shared<const KeptAttentions>(std::move(kept));

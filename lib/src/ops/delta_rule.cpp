@@ -93,35 +93,66 @@ DeltaRecurrent delta_rule_recurrent(const DeltaInputs& in, bool keep_steps) {
     return out;
 }
 
+namespace {
+
+// One head's written errors U (T×T, lower-triangular, in double) and the running sums of its
+// log decays (cum, T + 1): row j of U = β_j·(e_j − Σ_m<j γ_jm (k_j·k_m) U_m), γ_tj = exp(cum_t+1 − cum_j+1).
+void written_errors(const DeltaInputs& in, const Sizes& s, std::size_t b, std::size_t h, std::vector<double>& cum, std::vector<double>& U) {
+    cum.assign(s.T + 1, 0.0);
+    for (std::size_t t = 0; t < s.T; ++t) cum[t + 1] = cum[t] + in.g(b, h, t);
+    const auto gamma = [&](std::size_t t, std::size_t j) { return std::exp(cum[t + 1] - cum[j + 1]); };
+    U.assign(s.T * s.T, 0.0);
+    for (std::size_t j = 0; j < s.T; ++j) {
+        const double beta = in.beta(b, h, j);
+        U[j * s.T + j] = beta;
+        for (std::size_t m = 0; m < j; ++m) {
+            const double l = gamma(j, m) * dot(&in.k(b, h, j, 0), &in.k(b, h, m, 0), s.dk);
+            for (std::size_t c = 0; c <= m; ++c) U[j * s.T + c] -= beta * l * U[m * s.T + c];
+        }
+    }
+}
+
+double decay_between(const std::vector<double>& cum, std::size_t t, std::size_t j) { return std::exp(cum[t + 1] - cum[j + 1]); }
+
+}  // namespace
+
 Hyper delta_rule_attention(const DeltaInputs& in) {
     const Sizes s = sizes_of(in);
     Hyper A = Hyper::from_shape({s.B, s.H, s.T, s.T});
     A.fill(0.0f);
-    std::vector<double> cum(s.T + 1), U(s.T * s.T);
+    std::vector<double> cum, U;
     for (std::size_t b = 0; b < s.B; ++b)
         for (std::size_t h = 0; h < s.H; ++h) {
-            // γ_tj = exp(G_t − G_j), G the running sum of the log decays
-            cum[0] = 0.0;
-            for (std::size_t t = 0; t < s.T; ++t) cum[t + 1] = cum[t] + in.g(b, h, t);
-            const auto gamma = [&](std::size_t t, std::size_t j) { return std::exp(cum[t + 1] - cum[j + 1]); };
-            // U (lower-triangular): row j = β_j·(e_j − Σ_m<j γ_jm (k_j·k_m) U_m)
-            std::fill(U.begin(), U.end(), 0.0);
-            for (std::size_t j = 0; j < s.T; ++j) {
-                const double beta = in.beta(b, h, j);
-                U[j * s.T + j] = beta;
-                for (std::size_t m = 0; m < j; ++m) {
-                    const double l = gamma(j, m) * dot(&in.k(b, h, j, 0), &in.k(b, h, m, 0), s.dk);
-                    for (std::size_t c = 0; c <= m; ++c) U[j * s.T + c] -= beta * l * U[m * s.T + c];
-                }
-            }
+            written_errors(in, s, b, h, cum, U);
             // A = P·U, P_tj = γ_tj (q_t·k_j) for j ≤ t
             for (std::size_t t = 0; t < s.T; ++t)
                 for (std::size_t j = 0; j <= t; ++j) {
-                    const double p = gamma(t, j) * dot(&in.q(b, h, t, 0), &in.k(b, h, j, 0), s.dk);
+                    const double p = decay_between(cum, t, j) * dot(&in.q(b, h, t, 0), &in.k(b, h, j, 0), s.dk);
                     for (std::size_t c = 0; c <= j; ++c) A(b, h, t, c) += static_cast<float>(p * U[j * s.T + c]);
                 }
         }
     return A;
+}
+
+DeltaCell delta_rule_cell(const DeltaInputs& in, std::size_t b, std::size_t h, std::size_t t, std::size_t c) {
+    const Sizes s = sizes_of(in);
+    if (b >= s.B || h >= s.H || t >= s.T || c >= s.T) throw UsageError("the cell is outside the delta rule's matrix");
+    DeltaCell cell;
+    if (c > t) return cell;  // causal: key c comes after query t
+    std::vector<double> cum, U;
+    written_errors(in, s, b, h, cum, U);
+    for (std::size_t j = c; j <= t; ++j) {  // the order delta_rule_attention adds them in
+        const float qk = dot(&in.q(b, h, t, 0), &in.k(b, h, j, 0), s.dk);
+        const double gamma = decay_between(cum, t, j), p = gamma * qk;
+        const float term = static_cast<float>(p * U[j * s.T + c]);
+        cell.decay.push_back(gamma);
+        cell.qk.push_back(qk);
+        cell.read.push_back(p);
+        cell.written.push_back(U[j * s.T + c]);
+        cell.terms.push_back(term);
+        cell.value += term;
+    }
+    return cell;
 }
 
 Hyper delta_rule_chunked(const DeltaInputs& in, std::size_t C) {  // C: the chunk, capped at T below

@@ -51,6 +51,31 @@ GatedDeltaNetGates gated_deltanet_gates(const Cube& b, const Cube& a, const Vec&
     return out;
 }
 
+DeltaInputs delta_rule_inputs(const GatedDeltaNetForward& f, const GatedDeltaNetWeights& w) {
+    const std::size_t B = f.q.shape(0), T = f.q.shape(1), Hv = w.v_heads, dk = w.d_k, dv = w.d_v, r = Hv / w.k_heads;
+    const Cube& g = f.g;
+    // heads: q and k repeated to the value heads (value head h reads key head h / r)
+    DeltaInputs in;
+    Hyper q = Hyper::from_shape({B, Hv, T, dk}), k = Hyper::from_shape({B, Hv, T, dk});
+    in.v = Hyper::from_shape({B, Hv, T, dv});
+    in.g = Cube::from_shape({B, Hv, T});
+    in.beta = Cube::from_shape({B, Hv, T});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < Hv; ++h)
+            for (std::size_t t = 0; t < T; ++t) {
+                for (std::size_t i = 0; i < dk; ++i) {
+                    q(b, h, t, i) = f.q(b, t, (h / r) * dk + i);
+                    k(b, h, t, i) = f.k(b, t, (h / r) * dk + i);
+                }
+                for (std::size_t i = 0; i < dv; ++i) in.v(b, h, t, i) = f.v(b, t, h * dv + i);
+                in.g(b, h, t) = g(b, t, h);
+                in.beta(b, h, t) = f.beta(b, t, h);
+            }
+    in.q = l2_normalise(q, 1.0f / std::sqrt(static_cast<float>(dk)));
+    in.k = l2_normalise(k, 1.0f);
+    return in;
+}
+
 GatedDeltaNetForward gated_deltanet_forward(const Cube& x, const GatedDeltaNetWeights& w, DeltaNetCache* cache, bool effective) {
     w.check();
     const std::size_t B = x.shape(0), T = x.shape(1), Hk = w.k_heads, Hv = w.v_heads, dk = w.d_k, dv = w.d_v, r = Hv / Hk;
@@ -91,7 +116,7 @@ GatedDeltaNetForward gated_deltanet_forward(const Cube& x, const GatedDeltaNetWe
     GatedDeltaNetGates gates = gated_deltanet_gates(bs, as, w.a_log, w.dt_bias);
     f.beta = std::move(gates.beta);
     f.decay = std::move(gates.decay);
-    const Cube& g = gates.g;
+    f.g = std::move(gates.g);
     // the causal depthwise convolution over [earlier inputs | these], then SiLU
     const std::size_t P = K - 1;
     Mat past = Mat::from_shape({P, cd});
@@ -128,25 +153,7 @@ GatedDeltaNetForward gated_deltanet_forward(const Cube& x, const GatedDeltaNetWe
                 else if (c < 2 * kd) f.k(b, t, c - kd) = v;
                 else f.v(b, t, c - 2 * kd) = v;
             }
-    // heads: q and k repeated to the value heads (value head h reads key head h / r)
-    DeltaInputs in;
-    Hyper q = Hyper::from_shape({B, Hv, T, dk}), k = Hyper::from_shape({B, Hv, T, dk});
-    in.v = Hyper::from_shape({B, Hv, T, dv});
-    in.g = Cube::from_shape({B, Hv, T});
-    in.beta = Cube::from_shape({B, Hv, T});
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t h = 0; h < Hv; ++h)
-            for (std::size_t t = 0; t < T; ++t) {
-                for (std::size_t i = 0; i < dk; ++i) {
-                    q(b, h, t, i) = f.q(b, t, (h / r) * dk + i);
-                    k(b, h, t, i) = f.k(b, t, (h / r) * dk + i);
-                }
-                for (std::size_t i = 0; i < dv; ++i) in.v(b, h, t, i) = f.v(b, t, h * dv + i);
-                in.g(b, h, t) = g(b, t, h);
-                in.beta(b, h, t) = f.beta(b, t, h);
-            }
-    in.q = l2_normalise(q, 1.0f / std::sqrt(static_cast<float>(dk)));
-    in.k = l2_normalise(k, 1.0f);
+    DeltaInputs in = delta_rule_inputs(f, w);
     if (cache && cache->state.size()) in.initial = cache->state;
     const bool fresh_start = !cache || cache->seen == 0;
     DeltaRecurrent rec = delta_rule_recurrent(in, false);

@@ -69,16 +69,21 @@ Hyper head_scores(const Hyper& q, const Hyper& k) {
     return out;
 }
 
-// softmax(ω·scaling) row by row, −∞ above the diagonal when causal.
-Hyper attention_weights(const Hyper& scores, float scaling, bool causal) {
+// softmax(ω·scaling) row by row, −∞ above the diagonal when causal; each row's max and sum
+// into `row_max` and `row_sum` (B,H,T) when given.
+Hyper attention_weights(const Hyper& scores, float scaling, bool causal, Cube* row_max = nullptr, Cube* row_sum = nullptr) {
     Hyper w = scores;
+    if (row_max) *row_max = fresh<3>({w.shape(0), w.shape(1), w.shape(2)});
+    if (row_sum) *row_sum = fresh<3>({w.shape(0), w.shape(1), w.shape(2)});
     const std::size_t T = w.shape(2), S = w.shape(3), rows = w.size() / S;
     for (std::size_t r = 0; r < rows; ++r) {
         float* row = w.data() + r * S;
         const std::size_t i = r % T;
         for (std::size_t j = 0; j < S; ++j)
             row[j] = causal && j > i + (S - T) ? -std::numeric_limits<float>::infinity() : row[j] * scaling;
-        softmax_row(row, S);
+        const RowSoftmax m = softmax_row(row, S);
+        if (row_max) row_max->data()[r] = m.max;
+        if (row_sum) row_sum->data()[r] = m.sum;
     }
     return w;
 }
@@ -181,7 +186,7 @@ LatentForward latent_attention_forward(const Cube& x, const LatentWeights& w, co
     f.scores_nope = head_scores(f.q_nope, f.k_nope);
     f.scores_rope = head_scores(f.q_rope, k_rope);
     f.scores = add(f.scores_nope, f.scores_rope);
-    f.weights = attention_weights(f.scores, f.scaling, spec.causal);
+    f.weights = attention_weights(f.scores, f.scaling, spec.causal, &f.row_max, &f.row_sum);
     f.head_outputs = weighted_sum(f.weights, f.v.data(), S * w.value, H * S * w.value, w.value);
     f.context = merge_heads(f.head_outputs);
     f.output = project(f.context, w.o_proj);

@@ -20,6 +20,8 @@
 #include "attnwalk/lessons/lessons.hpp"
 #include "attnwalk/lessons/recorder.hpp"
 #include "attnwalk/ops/attention.hpp"
+#include "attnwalk/ops/gated_deltanet.hpp"
+#include "attnwalk/ops/latent_attention.hpp"
 #include "attnwalk/ops/norms.hpp"
 
 namespace attnwalk {
@@ -29,6 +31,8 @@ struct Scale {
     float value = 1.0f;
     std::string symbol;  // in formulas: "√d_k", or the number given
     std::string words;   // in titles: "√d_k = √2", or the number given
+    bool times = false;  // the scores are multiplied by `value` (latent attention's softmax scale), not divided
+    std::string why;     // what a factor a config sets is, in words (the scaled step's note); empty: none
 };
 
 enum class ExplainDepth { score, weight, context };
@@ -46,7 +50,26 @@ struct LayerSource {
     bool norm_adds_one = false;       // the file stores w; the norm multiplies by (1 + w)
     bool layer_has_rope = true;       // false: a layer without RoPE (SmolLM3's no_rope_layers)
     std::string rope_words;           // how this layer's RoPE is scaled ("YaRN, factor 8"), empty when plain
+    std::optional<RopeParams> rope;   // its RoPE's base and scaling: where the frequencies come from
     std::string q_name, k_name;       // "q_proj", "k_proj" (or "c_attn")
+};
+
+// A latent attention layer's own parts of a cell (MLA), beside its Forward as heads: the
+// latents, the shared rotary key, the two parts of each score.
+struct LatentSource {
+    std::shared_ptr<const LatentWeights> weights;  // kept alive by the model
+    LatentForward f;                               // without the T×T weights and outputs (the Forward's)
+    bool interleave = false;                       // rope_interleave: the rotary pairs are (2i, 2i + 1) in the weights
+    std::string kv_a, kv_b, q_a, q_b, query;       // the family's names of the projections ("kv_a_proj_with_mqa")
+    std::string kv_a_norm, q_a_norm;               // and of the latents' norms ("kv_a_layernorm")
+};
+
+// A Gated DeltaNet layer's cell: an entry of its effective attention matrix, as the delta
+// rule builds it from the layer's own q, k, v, g and β.
+struct DeltaSource {
+    GatedDeltaNetForward f;  // its effective attention matrix included
+    DeltaInputs in;          // the delta rule's inputs (delta_rule_inputs)
+    std::size_t k_heads = 1, d_k = 0;
 };
 
 // One attention as the engine reads it. Non-owning.
@@ -57,6 +80,8 @@ struct ExplainView {
     Scale scale;
     ExplainDepth depth = ExplainDepth::context;
     const LayerSource* layer = nullptr;           // a model's layer, or null
+    const LatentSource* latent = nullptr;         // latent attention (MLA): its parts
+    const DeltaSource* delta = nullptr;           // Gated DeltaNet: its cell is the effective attention's (f: heads and tokens only)
 };
 
 // Appends the explain_* steps (documented in docs/json.md) down to the view's depth, for
@@ -74,8 +99,12 @@ struct KeptAttention {
     Scale scale;
     ExplainDepth depth = ExplainDepth::context;
     std::optional<LayerSource> layer;
+    std::shared_ptr<const LatentSource> latent;  // or null
+    std::shared_ptr<const DeltaSource> delta;    // or null
     bool batched = false;
 };
+// The view of a kept attention.
+ExplainView view_of(const KeptAttention& k);
 // The explainer of these attentions (trace.explainer).
 std::shared_ptr<const Explainer> keep_for_explaining(std::vector<KeptAttention> kept);
 

@@ -49,6 +49,16 @@ DeltaRecurrent delta_rule_recurrent(const DeltaInputs& in, bool keep_steps);
 // the written errors as combinations of the values, (I + diag(β)·L)·U = diag(β),
 // L_jm = γ_jm·(k_j·k_m) for m < j.
 Hyper delta_rule_attention(const DeltaInputs& in);
+// One cell A_tc of that matrix, as delta_rule_attention builds it: for j = c … t the decay
+// γ_tj, q_t·k_j (float32), P_tj = γ_tj·(q_t·k_j) and U_jc (double), each term
+// float32(P_tj·U_jc), and their sum added in float32 from j = c on: `value` is A_tc bit for
+// bit. A cell above the diagonal (c > t) has no terms and is 0.
+struct DeltaCell {
+    std::vector<double> decay, read, written;  // γ_tj, P_tj, U_jc
+    std::vector<float> qk, terms;              // q_t·k_j, float32(P_tj·U_jc)
+    float value = 0.0f;
+};
+DeltaCell delta_rule_cell(const DeltaInputs& in, std::size_t b, std::size_t h, std::size_t t, std::size_t c);
 // The chunked form, `chunk` tokens at a time (torch_chunk_gated_delta_rule's steps).
 Hyper delta_rule_chunked(const DeltaInputs& in, std::size_t chunk);
 

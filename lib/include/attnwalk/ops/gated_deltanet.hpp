@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <optional>
 
+#include "attnwalk/ops/delta_rule.hpp"
 #include "attnwalk/ops/linear.hpp"
 #include "attnwalk/ops/tensor.hpp"
 
@@ -49,6 +50,7 @@ struct GatedDeltaNetForward {
     Cube q, k, v;      // (B,T,H_k·d_k), (B,T,H_k·d_k), (B,T,H_v·d_v): after the convolution and SiLU
     Cube z;            // (B,T,H_v·d_v) the output gate
     Cube beta, decay;  // (B,T,H_v) β = σ(b) and α = exp(g)
+    Cube g;            // (B,T,H_v) the log decays g, as the delta rule reads them
     Hyper outputs;     // (B,H_v,T,d_v) the delta rule's
     Hyper state;       // (B,H_v,d_k,d_v) after the last token
     Hyper effective;   // (B,H_v,T,T) when asked and no state came before: o = A·V
@@ -64,6 +66,11 @@ struct GatedDeltaNetGates {
     Cube beta, g, decay;  // (B,T,H_v) β, g and α = exp(g)
 };
 GatedDeltaNetGates gated_deltanet_gates(const Cube& b, const Cube& a, const Vec& a_log, const Vec& dt_bias);
+
+// The delta rule's inputs as the layer's forward hands them to it, from its own q, k, v, g and
+// β: q and k repeated to the H_v value heads (value head h reads key head h / (H_v / H_k)),
+// L2-normalised, q × 1/√d_k (no state before).
+DeltaInputs delta_rule_inputs(const GatedDeltaNetForward& f, const GatedDeltaNetWeights& w);
 
 // `cache` (batch 1): its state and inputs are read first and updated after. `effective`:
 // also the effective attention matrix (without a state before).

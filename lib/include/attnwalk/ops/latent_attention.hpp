@@ -68,6 +68,7 @@ struct LatentForward {
     std::optional<Rope> tables;
     Hyper scores_nope, scores_rope, scores;  // (B,H,T,S), before the mask
     Hyper weights;                   // (B,H,T,S)
+    Cube row_max, row_sum;           // (B,H,T) the softmax's max and sum of exponentials per row
     Hyper head_outputs;              // (B,H,T,d_v)
     Cube context;                    // (B,T,H·d_v)
     Cube output;                     // (B,T,d_out)

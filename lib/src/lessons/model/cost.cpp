@@ -49,8 +49,9 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     const bool sixteen = !m.weights.blocks.empty() && (m.weights.blocks.front().up.ext16 || m.weights.blocks.front().attn.query.ext16 ||
                                                        (m.weights.blocks.front().latent && m.weights.blocks.front().latent->kv_a_proj.ext16));  // 16-bit weights widened
     // a layer kept to be explained: its forward (the rows, Q, K, V and their heads, the T×T
-    // tensors) and the rows entering it
-    const double kept_layer = t * (2.0 * C + 3.0 * (H + 2.0 * G) * d) + 4.0 * H * t * t;
+    // tensors) and the rows entering it; a latent attention layer also its parts (the score's
+    // two parts, its latents and rotary parts)
+    const double kept_layer = t * (2.0 * C + 3.0 * (H + 2.0 * G) * d) + 4.0 * H * t * t + (latent ? 2.0 * H * t * t + 3.0 * t * H * d : 0.0);
     const double kept = spec.explain || explainable ? (explainable && spec.view ? L : 1.0) * kept_layer : 0.0;
     // the logit lens: every layer's stream kept, each through the final norm and the head (T×V logits at a time)
     const double lens = spec.logit_lens ? (L + 1.0) * t * C * 2.0 + 2.0 * t * V + 4.0 * (L + 1.0) * t : 0.0;

@@ -5,6 +5,7 @@ namespace attnwalk::model_walk {
 
 // A Gated DeltaNet layer (Qwen3-Next's linear attention): its inputs, gates, state and outputs.
 void PromptTap::linear(std::size_t l, const GatedDeltaNetForward& f) {
+    if (keeps_cells(l) && f.effective.size()) keep_delta(l, f);
     if (l != spec_.layer) return;
     const GatedDeltaNetWeights& w = *weights_.blocks[l].linear;
     const std::string in = words_.pre ? words_.n1 + "(x)" : "x", L = std::to_string(l + 1);
@@ -48,6 +49,22 @@ void PromptTap::linear(std::size_t l, const GatedDeltaNetForward& f) {
     rec_.add("outputs_normed", "The outputs through the gated RMSNorm (its weight as it is, not 1 + w)", "RMSNorm(o_h)·w ⊙ SiLU(z_h)", f.normed,
              tokens_features);
     rec_.add("output", "The layer's output: out_proj", "outputs_normed·W_outᵀ", f.output, tokens_features);
+}
+
+void PromptTap::keep_delta(std::size_t l, const GatedDeltaNetForward& f) {
+    const GatedDeltaNetWeights& w = *weights_.blocks[l].linear;
+    auto D = std::make_shared<DeltaSource>();
+    D->f.q = f.q;  // what a cell reads: the rows before the delta rule, and the matrix it is checked against
+    D->f.k = f.k;
+    D->f.effective = f.effective;
+    D->in = delta_rule_inputs(f, w);
+    D->k_heads = w.k_heads;
+    D->d_k = w.d_k;
+    KeptAttention k;
+    k.x = weights_.blocks[l].norm_1 ? normed_ : stream_;
+    k.layer = layer_source(l);
+    k.delta = std::move(D);
+    kept.push_back(std::move(k));
 }
 
 }  // namespace attnwalk::model_walk

@@ -6,6 +6,7 @@ namespace attnwalk::model_walk {
 
 // A latent attention layer (MLA): the latent and the shared rotary key, then its heads as heads() records them.
 void PromptTap::latent(std::size_t l, const LatentForward& f) {
+    if (keeps_cells(l)) latent_kept_ = latent_parts(f, *weights_.blocks[l].latent);  // its heads' hook keeps it with the Forward
     if (l != spec_.layer) return;
     const LatentWeights& w = *weights_.blocks[l].latent;
     const LatentPart& n = config_.family->latent;
@@ -20,6 +21,58 @@ void PromptTap::latent(std::size_t l, const LatentForward& f) {
     rec_.add("keys_rope", "The rotary key part, one for every head, after RoPE (" + std::to_string(w.rope) + " features" +
                               (config_.latent_interleave ? ", pairs interleaved in the weights: " + config_.family->latent.interleave : std::string()) + ")",
              "k_rope = RoPE((" + in + "·W_DKVᵀ)[r:])", f.k_rope, tokens_features);
+}
+
+std::shared_ptr<LatentSource> PromptTap::latent_parts(const LatentForward& f, const LatentWeights& w) const {
+    auto S = std::make_shared<LatentSource>();
+    S->weights = std::shared_ptr<const LatentWeights>(model_, &w);
+    S->f.scaling = f.scaling;  // the parts a cell reads; the T×T weights and the outputs are the Forward's
+    S->f.q_a = f.q_a;
+    S->f.q_a_normed = f.q_a_normed;
+    S->f.q = f.q;
+    S->f.kv_a = f.kv_a;
+    S->f.latent = f.latent;
+    S->f.q_nope = f.q_nope;
+    S->f.q_rope_plain = f.q_rope_plain;
+    S->f.q_rope = f.q_rope;
+    S->f.k_rope_plain = f.k_rope_plain;
+    S->f.k_rope = f.k_rope;
+    S->f.k_nope = f.k_nope;
+    S->f.tables = f.tables;
+    S->f.scores_nope = f.scores_nope;
+    S->f.scores_rope = f.scores_rope;
+    S->interleave = config_.latent_interleave;
+    const LatentPart& n = config_.family->latent;
+    S->kv_a = short_name(n.kv_a);
+    S->kv_b = short_name(n.kv_b);
+    S->q_a = short_name(n.q_a);
+    S->q_b = short_name(n.q_b);
+    S->query = short_name(n.query);
+    S->kv_a_norm = short_name(n.kv_a_norm);
+    S->q_a_norm = short_name(n.q_a_norm);
+    return S;
+}
+
+Scale PromptTap::latent_scale(std::size_t l, float scaling) const {
+    const std::size_t d = config_.head_size();
+    const double plain = 1.0 / std::sqrt(static_cast<double>(d)), mscale2 = static_cast<double>(scaling) / plain;
+    Scale s;
+    s.value = scaling;
+    s.times = true;
+    const std::string root = "1/√(d_nope + d_rope) = 1/√" + std::to_string(d);
+    if (std::abs(mscale2 - 1.0) < 1e-6) {
+        s.symbol = "1/√" + std::to_string(d);
+        s.words = "the softmax scale " + root + " = " + format_number(scaling);
+        return s;
+    }
+    const LayerSpec& la = config_.layer_specs[l];
+    s.symbol = "mscale²/√" + std::to_string(d);
+    s.words = "the softmax scale mscale²/√(d_nope + d_rope) = " + format_number(scaling);
+    s.why = "The plain scale " + root + " = " + format_number(plain) + ", times mscale² = " + format_number(mscale2) + ": YaRN's mscale = 0.1·mscale_all_dim·ln(factor) + 1 = " +
+            format_number(std::sqrt(mscale2)) + " for the context stretched " + (la.rope ? format_number(la.rope->scaling.factor) + " times" : std::string("by rope_scaling")) +
+            " (rope_scaling's factor), squared because DeepSeek-V3 multiplies the softmax scale by it where YaRN would multiply q and k each; "
+            "it sharpens the softmax as the longer context spreads it.";
+    return s;
 }
 
 void PromptTap::latent_heads(std::size_t l, const Forward& f, const std::string& in) {

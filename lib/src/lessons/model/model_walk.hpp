@@ -129,6 +129,14 @@ private:
     // Layer l's attention as the explanation engine reads it: what entered the layer, its
     // norm, the weights (kept alive by the model), the forward.
     void keep(std::size_t l, const Forward& f);
+    // Layer l's part of a kept attention: the rows entering it, its norm, its RoPE.
+    LayerSource layer_source(std::size_t l) const;
+    // A latent attention layer's parts, kept at its `latent` hook for its `heads` (latent.cpp).
+    std::shared_ptr<LatentSource> latent_parts(const LatentForward& f, const LatentWeights& w) const;
+    // What latent attention's scores are multiplied by, and why (latent.cpp).
+    Scale latent_scale(std::size_t l, float scaling) const;
+    // A Gated DeltaNet layer kept for writing its cells out (deltanet.cpp).
+    void keep_delta(std::size_t l, const GatedDeltaNetForward& f);
     // A latent attention layer's queries, keys and values as heads (latent.cpp).
     void latent_heads(std::size_t l, const Forward& f, const std::string& in);
 
@@ -142,6 +150,7 @@ private:
     std::size_t T_;
     bool explainable_;
     Cube stream_, normed_;  // the rows entering the current layer, and after its norm
+    std::shared_ptr<LatentSource> latent_kept_;  // the current latent attention layer's parts, until its heads
 };
 
 // The analyses of the prompt's pass, each a step or a few after the candidates.

@@ -83,18 +83,10 @@ void PromptTap::block(std::size_t l, HookId p, const Cube& t) {
     else rec_.add_summary(id, text->title, text->formula, {T_, t.shape(2)}, 1, tokens_features, summary_of(t), false);
 }
 
-void PromptTap::keep(std::size_t l, const Forward& f) {
+LayerSource PromptTap::layer_source(std::size_t l) const {
     const FamilySpec& fam = *config_.family;
     const BlockWeights& b = weights_.blocks[l];
     const LayerSpec& la = config_.layer_specs[l];
-    if (la.attention != AttentionKind::heads) return;  // latent attention's cells are not written out (yet): its query, key and value come from other weights
-    KeptAttention k;
-    k.f = f;
-    k.x = b.norm_1 ? normed_ : stream_;
-    k.weights = std::shared_ptr<const AttentionWeights>(model_, &b.attn);
-    k.scale.value = f.scale;
-    k.scale.symbol = words_.scale.empty() ? "√d_h" : words_.scale;
-    k.scale.words = words_.scale.empty() ? "√d_h = √" + std::to_string(f.d_h) : words_.scale;
     LayerSource L;
     L.layer = l;
     L.stream = stream_;
@@ -105,10 +97,32 @@ void PromptTap::keep(std::size_t l, const Forward& f) {
     L.norm_name = fam.names.pre_attention_norm;
     L.norm_adds_one = fam.norm_adds_one;
     L.layer_has_rope = config_.positions != PositionKind::rope || la.rope.has_value();
+    L.rope = la.rope;
     if (la.rope && la.window) L.rope_words = "A sliding-window layer (W = " + std::to_string(*la.window) + "): RoPE base " + whole_or_number(la.rope->base) + ".";
     L.q_name = words_.fused ? words_.fused_qkv : short_name(fam.heads.query);
     L.k_name = words_.fused ? words_.fused_qkv : short_name(fam.heads.key);
-    k.layer = std::move(L);
+    return L;
+}
+
+void PromptTap::keep(std::size_t l, const Forward& f) {
+    const BlockWeights& b = weights_.blocks[l];
+    KeptAttention k;
+    k.f = f;
+    k.x = b.norm_1 ? normed_ : stream_;
+    k.weights = std::shared_ptr<const AttentionWeights>(model_, &b.attn);
+    k.scale.value = f.scale;
+    k.scale.symbol = words_.scale.empty() ? "√d_h" : words_.scale;
+    k.scale.words = words_.scale.empty() ? "√d_h = √" + std::to_string(f.d_h) : words_.scale;
+    if (config_.attention_scale && !words_.scale.empty())  // a config field's scale: said once, in words
+        k.scale.why = "Not √d_h: this family divides the scores by √" + config_.family->heads.scale_field + ", a number its config.json sets (" +
+                      format_number(*config_.attention_scale * *config_.attention_scale) + " here, so √ = " + format_number(*config_.attention_scale) +
+                      "), where d_h = " + std::to_string(f.d_h) + ".";
+    if (config_.layer_specs[l].attention == AttentionKind::latent) {  // its parts, kept at its latent hook
+        if (!latent_kept_) return;
+        k.latent = std::move(latent_kept_);
+        k.scale = latent_scale(l, k.latent->f.scaling);
+    }
+    k.layer = layer_source(l);
     kept.push_back(std::move(k));
 }
 

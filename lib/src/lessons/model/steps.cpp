@@ -32,7 +32,7 @@ const std::vector<StepDecl>& model_steps() {
         {"gated", "gated attention: the context times σ(gate), what o_proj reads", detail, beyond},
         {"beta", "a Gated DeltaNet layer (Qwen3-Next): each token's write strength per head, β = σ(x·W_b)", detail, beyond},
         {"decay", "a Gated DeltaNet layer: each token's decay per head, α = exp(−exp(A_log)·softplus(x·W_a + dt_bias))", detail, beyond},
-        {"effective_attention", "a Gated DeltaNet layer: the effective attention matrix per head (the delta rule's terms kept), o = A·V", detail, beyond},
+        {"effective_attention", "a Gated DeltaNet layer: the effective attention matrix per head (the delta rule's terms kept), o = A·V", opening, beyond},
         {"state", "a Gated DeltaNet layer: each head's state S (d_k × d_v) after the last token, all it keeps", detail, beyond},
         {"outputs_normed", "a Gated DeltaNet layer: the outputs through the gated RMSNorm, RMSNorm(o)·w ⊙ SiLU(z), what out_proj reads", detail, beyond},
         {"output", "the output projection of the context (or the context itself)"},

@@ -58,12 +58,7 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
             if (kind_of(l) == AttentionKind::deltanet)
                 throw UsageError("layer " + std::to_string(l + 1) + " is a Gated DeltaNet layer, whose heads are not switched off here: ablate the heads of a "
                                  "full-attention layer");
-        if (spec.explain && kind_of(spec.layer) == AttentionKind::deltanet)
-            throw UsageError("layer " + std::to_string(spec.layer + 1) + " is a Gated DeltaNet layer, whose cells are not a softmax's: a cell is written out on a full-attention layer");
     }
-    if (spec.explain && kind_of(spec.layer) == AttentionKind::latent)
-        throw UsageError("layer " + std::to_string(spec.layer + 1) + " is latent attention (MLA), whose cells are not written out yet: its steps show "
-                         "the latent, the queries and keys as [nope | rope] and the weights; a cell is written out for heads of q/k/v projections");
     if (!spec.sort.empty() && std::find(stat_names.begin(), stat_names.end(), spec.sort) == stat_names.end())
         throw UsageError("heads are ranked by entropy, max_weight, first_token, previous_token or diagonal, not \"" + spec.sort + "\"");
 
@@ -139,16 +134,10 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     if (spec.generate) generate(rec, m, ids, std::move(cache), logits, spec);
     if (spec.explain) {  // one cell of the layer shown, written out
         const std::size_t head = spec.head.value_or(0);
-        trace.set_param("explain_index", Index{{spec.explain->i, spec.explain->j}, true, "weights"});
+        trace.set_param("explain_index", Index{{spec.explain->i, spec.explain->j}, true, shown_linear ? "effective_attention" : "weights"});
         trace.set_param("explain_head_index", Index{{head}, false, ""});
         const auto shown = std::find_if(tap.kept.begin(), tap.kept.end(), [&](const KeptAttention& k) { return k.layer->layer == spec.layer; });
-        ExplainView v;
-        v.f = &shown->f;
-        v.x = &shown->x;
-        v.weights = shown->weights.get();
-        v.scale = shown->scale;
-        v.layer = &*shown->layer;
-        explain_cell(rec, CellRef{spec.layer, head, spec.explain->i, spec.explain->j}, v);
+        explain_cell(rec, CellRef{spec.layer, head, spec.explain->i, spec.explain->j}, view_of(*shown));
     }
     if (recording.explainable && !recording.summary) trace.explainer = keep_for_explaining(std::move(tap.kept));
     try {

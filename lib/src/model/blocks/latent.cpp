@@ -169,6 +169,8 @@ Cube latent_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t l
     f.v = merge_heads(f.vh);
     f.scores = std::move(lf.scores);
     f.weights = std::move(lf.weights);
+    f.row_max = std::move(lf.row_max);
+    f.row_sum = std::move(lf.row_sum);
     f.head_outputs = std::move(lf.head_outputs);
     f.context = std::move(lf.context);
     f.output = std::move(lf.output);

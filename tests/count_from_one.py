@@ -20,7 +20,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOUN = r"(?:quer(?:y|ies)|keys?|tokens?|heads?|layers?|positions?|rows?|columns?|features?|batch|blocks?|pairs?)"
 ZERO_BASED = re.compile(
     r"\b" + NOUN + r"\s+0\b(?!\.\d)"  # "query 0" (not "row 0.25")
-    r"|\bd0\b"                         # the first feature's column
+    r"|(?-i:(?<![<\w])d0\b)"             # the first feature's column (not a byte token "<D0>")
     r"|(?<![\w.])[a-zA-Zα-ω]_0\b"      # y_0, t_0
     r"|(?<![\w.\d])0 …"                # "0 … 5"
     r"|\[0, ",                         # "[0, start)"

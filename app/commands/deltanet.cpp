@@ -28,7 +28,7 @@ ATTNWALK_COMMAND(deltanet) {
     sub->add_option("--d-out", s.d_out, "Width H·d_h of the queries, keys and values (each head's state is d_h × d_h)")
         ->check(whole_number(1))->capture_default_str();
     sub->add_option("--decay-rate", s.decay_rate, "A = exp(A_log) for every head instead of the textbook's draw from U(0, 16): "
-                    "small A, α near 1, a state that remembers")
+                    "small A, γ near 1, a state that remembers")
         ->check(number_check("A", [](double v) { return v >= 1e-30 && v <= 1e6; }, "must be in [1e-30, 1e6]"));
     sub->add_option("--chunk", s.chunk, "Tokens per chunk of the chunked form")->check(whole_number(1))->capture_default_str();
     sub->add_option("--layers", s.layers, "Layers, for the memory")->check(whole_number(1))->capture_default_str();

@@ -76,6 +76,7 @@ Trace printable(Trace trace) {
         step.summary.scope = printable(step.summary.scope);
         for (Expansion& e : step.expansion) e.label = printable(e.label);
         for (std::string& l : step.labels) l = printable(l);  // the candidates' tokens of top_k_ids
+        for (std::string& w : step.tensor.words) w = printable(w);  // the logit lens's tokens
     }
     return trace;
 }

@@ -50,6 +50,11 @@ void step_json(JsonWriter& w, const Step& step, bool timed, const std::string& n
     if (step.query) w.raw(',').key("query").integer(static_cast<unsigned long long>(*step.query));
     if (step.first_key) w.raw(',').key("first_key").integer(static_cast<unsigned long long>(step.first_key));
     if (step.first_layer) w.raw(',').key("first_layer").integer(static_cast<unsigned long long>(step.first_layer));
+    if (!step.tensor.words.empty()) {  // what each id stands for, beside the ids in data
+        w.raw(',').key("words").raw('[');
+        for (std::size_t i = 0; i < step.tensor.words.size(); ++i) (i ? w.raw(',') : w).string(step.tensor.words[i]);
+        w.raw(']');
+    }
     if (!step.labels.empty()) {
         w.raw(',').key("labels").raw('[');
         for (std::size_t i = 0; i < step.labels.size(); ++i) (i ? w.raw(',') : w).string(step.labels[i]);

@@ -22,6 +22,7 @@ namespace {
 
 // Element i of a tensor as text: a whole number as it is (an id, a count), else `precision` decimals.
 std::string cell(const Tensor& t, std::size_t i, int precision) {
+    if (i < t.words.size()) return t.words[i];
     return t.is_integer_at(i) ? std::to_string(t.shown_integer_at(i)) : value_text(t.data[i], precision);
 }
 

@@ -35,6 +35,9 @@ struct Tensor {
     // The whole numbers are places counted from 0, as PyTorch indexes them and the JSON keeps
     // them (a cache's kept positions): people read them counted from 1 (shown_integer_at).
     bool positions = false;
+    // What each whole number stands for, one per element (a token id's text): the text view
+    // shows it in place of the number; empty when the numbers speak for themselves.
+    std::vector<std::string> words;
     std::size_t size() const;
     bool all_finite() const;  // no inf, no NaN
     bool is_integer() const { return !integers.empty(); }

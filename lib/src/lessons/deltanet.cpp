@@ -37,8 +37,8 @@ ATTNWALK_LESSON(deltanet, 130) {
             {"values_split", "the values viewed as heads"},
             {"beta", "the write strength β = σ(x·W_beta) per head and token"},
             {"decay_log", "g = −exp(A_log)·softplus(x·W_alpha + dt_bias) per head and token"},
-            {"decay", "the decay α = exp(g) per head and token: the share of the state kept", headline},
-            {"stepN.decayed", "the state after the decay, α_t·S"},
+            {"decay", "the decay γ = exp(g) per head and token: the share of the state kept", headline},
+            {"stepN.decayed", "the state after the decay, γ_t·S"},
             {"stepN.prediction", "what the state predicts for the token's key, Sᵀk_t"},
             {"stepN.error", "the value against the prediction, v_t − Sᵀk_t"},
             {"stepN.write", "what is written, k_t ⊗ β_t·(v_t − Sᵀk_t)"},
@@ -167,11 +167,11 @@ Trace walk_deltanet(const Embeddings& input, const DeltaNetSpec& spec, const Rec
     rec.add("beta", "Write strength per head and token", "β = σ(x·W_beta)", in.beta, {Axis::head, Axis::token}).note =
         "β near 1 replaces what the state holds along k_t by v_t; near 0 the token writes little.";
     rec.add("decay_log", "The decay, in log space", "g = −exp(A_log)·softplus(x·W_alpha + dt_bias)", in.g, {Axis::head, Axis::token});
-    Step& ds = rec.add("decay", "The decay per head and token: the share of the state kept", "α = exp(g)", alpha, {Axis::head, Axis::token});
-    ds.note = "α multiplies the whole state before each write: old tokens fade by the product of the α's since.";
+    Step& ds = rec.add("decay", "The decay per head and token: the share of the state kept", "γ = exp(g)", alpha, {Axis::head, Axis::token});
+    ds.note = "γ multiplies the whole state before each write: old tokens fade by the product of the γ's since.";
     if (*std::max_element(alpha.begin(), alpha.end()) < 0.01f)
-        ds.note += " Here α is near 0: with A drawn from U(0, 16) the state forgets almost everything at each token. A small decay "
-                   "rate A (0.1: α ≈ 0.9) lets it remember.";
+        ds.note += " Here γ is near 0: with A drawn from U(0, 16) the state forgets almost everything at each token. A small decay "
+                   "rate A (0.1: γ ≈ 0.9) lets it remember.";
 
     const DeltaRecurrent rnn = delta_rule_recurrent(in, true);
     for (std::size_t t = 0; t < T; ++t) {
@@ -185,7 +185,7 @@ Trace walk_deltanet(const Embeddings& input, const DeltaNetSpec& spec, const Rec
                     error(b, h, m) = in.v(b, h, t, m) - s.prediction(b, h, m);
                     for (std::size_t i = 0; i < d; ++i) write(b, h, i, m) = in.k(b, h, t, i) * s.error(b, h, m);
                 }
-        rec.add(N + "decayed", "Step " + std::to_string(t + 1) + ": " + tok + " arrives; the state decays", "S ← α_t·S", s.decayed,
+        rec.add(N + "decayed", "Step " + std::to_string(t + 1) + ": " + tok + " arrives; the state decays", "S ← γ_t·S", s.decayed,
                 {Axis::head, Axis::feature, Axis::feature})
             .note = t == 0 ? "The state starts at zero: nothing to forget yet." : "";
         rec.add(N + "prediction", "What the state predicts for " + tok + "'s key", "p = Sᵀk_t", s.prediction, {Axis::head, Axis::feature});
@@ -201,8 +201,8 @@ Trace walk_deltanet(const Embeddings& input, const DeltaNetSpec& spec, const Rec
     rec.mask_from_here(CellMask{});
     Step& as = rec.add_with_row_sums("effective_attention", "The delta rule as one attention matrix per head", "o = A·V, A = P·U", A,
                                      head_tokens_tokens);
-    as.note = "P_tj = (α_j+1···α_t)(q_t·k_j); U writes each token's error as a sum of values, (I + diag(β)·L)·U = diag(β), L_jm = "
-              "(α_m+1···α_j)(k_j·k_m). Rows need not sum to 1 and weights may be negative: no softmax here.";
+    as.note = "P_tj = (γ_j+1···γ_t)(q_t·k_j); U writes each token's error as a sum of values, (I + diag(β)·L)·U = diag(β), L_jm = "
+              "(γ_m+1···γ_j)(k_j·k_m). Rows need not sum to 1 and weights may be negative: no softmax here.";
     rec.mask_from_here(std::nullopt);
     Hyper eff = fresh<4>({B, H, T, d});
     for (std::size_t b = 0; b < B; ++b)

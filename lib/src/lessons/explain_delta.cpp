@@ -65,7 +65,7 @@ void explain_delta_cell(Recorder& rec, const CellRef& cell, const ExplainView& v
     Step& p = rec.add_plain("explain_delta_read", "How strongly the query of " + quoted(qi) + " reads what each token from " + quoted(kj) + " on wrote",
                             "P_" + I + ",j = γ_" + I + ",j·(q̂_" + I + "·k̂_j), j = " + J + "…" + I, vector_tensor(floats(c.read)), {Axis::token});
     p.labels = labels;
-    p.note = "γ_" + I + ",j = α_j+1·…·α_" + I + ", what the state keeps of token j's write by token " + I + " (each token's decay α, from " + J + " on: " +
+    p.note = "γ_" + I + ",j = γ_j+1·…·γ_" + I + ", what the state keeps of token j's write by token " + I + " (each token's decay γ, from " + J + " on: " +
              list(decays) + "): " + list(c.decay) + ". q̂_" + I + "·k̂_j: " + list(std::vector<double>(c.qk.begin(), c.qk.end())) +
              ". In double, as the forward builds the matrix.";
     Step& u = rec.add_plain("explain_delta_written", "How much of the value of " + quoted(kj) + " each write from " + quoted(kj) + " on carries",

@@ -154,7 +154,7 @@ MhaWords mha_words(const AttentionWeights& w, const MhaSpec& spec) {
     m.output_title = w.out_proj ? "Output projection of the concatenated heads" : "Output: the concatenation (the wrapper has no out_proj)";
     const std::string z = w.gate ? "(Z ⊙ σ(G))" : "Z";
     m.output_formula = w.out_proj ? "Y = " + z + "·W_o + b_o" : "Y = " + z;
-    m.q_split_title = "Queries split into " + std::to_string(w.heads) + " heads of " + dhs + " columns";
+    m.q_split_title = "Queries split into " + heads_words(w.heads, w.head_size());
     return m;
 }
 

@@ -231,6 +231,11 @@ double even_stripe(std::size_t T, bool causal, std::size_t window, std::size_t b
     return sum / static_cast<double>(T - back);
 }
 
+std::string heads_words(std::size_t heads, std::size_t width) {
+    return std::to_string(heads) + (heads == 1 ? " head, " : " heads, ") + std::to_string(width) + (width == 1 ? " feature" : " features") +
+           (heads == 1 ? "" : " each");
+}
+
 std::string four_decimals(double value) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.4f", value);

@@ -60,6 +60,8 @@ Mat band_mask(std::size_t T, bool causal, std::size_t window);
 // spread its weight evenly over the keys it sees (causal or not, inside the window): the
 // baseline of a diagonal's score (head roles).
 double even_stripe(std::size_t T, bool causal, std::size_t window, std::size_t back);
+// "4 heads, 16 features each" ("1 head, 1 feature"): H and the width of each.
+std::string heads_words(std::size_t heads, std::size_t width);
 // A baseline or a measure in a note, with the 4 decimals of the tables beside it ("0.1548").
 std::string four_decimals(double value);
 // A note for a window at least as wide as the T tokens ("" otherwise): it masks nothing.

@@ -9,16 +9,16 @@ void PromptTap::linear(std::size_t l, const GatedDeltaNetForward& f) {
     if (l != spec_.layer) return;
     const GatedDeltaNetWeights& w = *weights_.blocks[l].linear;
     const std::string in = words_.pre ? words_.n1 + "(x)" : "x", L = std::to_string(l + 1);
-    const std::string Hk = std::to_string(w.k_heads), Hv = std::to_string(w.v_heads), K = std::to_string(w.taps());
-    rec_.add("queries", "Layer " + L + " (Gated DeltaNet): queries, " + Hk + " heads of " + std::to_string(w.d_k) + ", after a causal convolution of " + K +
+    const std::string K = std::to_string(w.taps());
+    rec_.add("queries", "Layer " + L + " (Gated DeltaNet): queries, " + heads_words(w.k_heads, w.d_k) + ", after a causal convolution of " + K +
                             " taps and SiLU", "q = SiLU(conv(" + in + "·W_qᵀ))", f.q, tokens_features)
         .note = "A linear-attention layer: no softmax and no cache of keys; each head keeps a state of d_k × d_v numbers that the delta rule "
                 "writes token by token (see attnwalk deltanet).";
     rec_.add("keys", "Keys, likewise (L2-normalised inside the delta rule)", "k = SiLU(conv(" + in + "·W_kᵀ))", f.k, tokens_features);
-    rec_.add("values", "Values, " + Hv + " heads of " + std::to_string(w.d_v), "v = SiLU(conv(" + in + "·W_vᵀ))", f.v, tokens_features);
+    rec_.add("values", "Values, " + heads_words(w.v_heads, w.d_v), "v = SiLU(conv(" + in + "·W_vᵀ))", f.v, tokens_features);
     rec_.add_plain("beta", "Each token's write strength per value head", "β = σ(" + in + "·W_bᵀ)", to_trace(Mat(xt::view(f.beta, 0))),
                    {Axis::token, Axis::head});
-    rec_.add_plain("decay", "Each token's decay per value head: how much of the state it keeps", "α = exp(−exp(A_log)·softplus(" + in + "·W_aᵀ + dt_bias))",
+    rec_.add_plain("decay", "Each token's decay per value head: how much of the state it keeps", "γ = exp(−exp(A_log)·softplus(" + in + "·W_aᵀ + dt_bias))",
                    to_trace(Mat(xt::view(f.decay, 0))), {Axis::token, Axis::head});
     // one value head chosen (a head asked for): its matrices; else every head's
     const std::optional<std::size_t> h = spec_.head && *spec_.head < w.v_heads ? spec_.head : std::nullopt;

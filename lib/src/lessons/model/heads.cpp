@@ -32,7 +32,7 @@ void PromptTap::heads(std::size_t l, const Forward& f) {
     } else {
         const HeadsPart& n = config_.family->heads;
         const std::string H = std::to_string(f.heads), G = std::to_string(f.kv_heads), d = std::to_string(f.d_h);
-        Step& q = rec_.add("queries", "Layer " + std::to_string(l + 1) + ": queries (" + short_name(n.query) + ": " + H + " heads of " + d + ")", qf, f.q,
+        Step& q = rec_.add("queries", "Layer " + std::to_string(l + 1) + ": queries (" + short_name(n.query) + ": " + heads_words(f.heads, f.d_h) + ")", qf, f.q,
                            tokens_features);
         if (config_.positions == PositionKind::rope && !la.rope) {
             const LayersPart& lp = config_.family->layers;
@@ -42,7 +42,7 @@ void PromptTap::heads(std::size_t l, const Forward& f) {
             q.note = "This layer applies no RoPE (" + why +
                      "): its queries and keys are not rotated, so its scores see no positions; the causal mask alone orders the tokens.";
         }
-        Step& k = rec_.add("keys", "Keys (" + short_name(n.key) + ": " + G + " key/value head" + (f.kv_heads == 1 ? "" : "s") + " of " + d + ")", kf,
+        Step& k = rec_.add("keys", "Keys (" + short_name(n.key) + ": " + G + " key/value head" + (f.kv_heads == 1 ? ", " : "s, ") + d + (f.d_h == 1 ? " feature" : " features") + (f.kv_heads == 1 ? "" : " each") + ")", kf,
                            f.k, tokens_features);
         if (f.kv_heads < f.heads)
             k.note = "Grouped-query attention: " + G + " key/value head" + (f.kv_heads == 1 ? "" : "s") + " for " + H + " query heads; query head h reads key/value head ⌈h / " +
@@ -117,10 +117,10 @@ void PromptTap::heads(std::size_t l, const Forward& f) {
     if (spec_.head) {  // one head: its T×T matrices
         const std::size_t h = *spec_.head;
         const std::string of = " of head " + std::to_string(h + 1);
-        rec_.add("scores", "Scores" + of, "ω_" + std::to_string(h + 1) + " = Q_h·K" + group + "ᵀ", Cube(xt::view(f.scores, xt::all(), h)),
+        rec_.add("scores", "Scores" + of, "ω_" + std::to_string(h + 1) + " = Q_" + std::to_string(h + 1) + "·K_" + std::to_string(h / (f.heads / f.kv_heads) + 1) + "ᵀ", Cube(xt::view(f.scores, xt::all(), h)),
                  tokens_tokens);
         rec_.mask_from_here(CellMask{true, f.window});
-        Step& w = rec_.add_with_row_sums("weights", kind + of + " (one of " + Hs + " heads of " + dh + ")", formula,
+        Step& w = rec_.add_with_row_sums("weights", kind + of + " (one of " + heads_words(f.heads, f.d_h) + ")", formula,
                                          Cube(xt::view(f.weights, xt::all(), h)), tokens_tokens);
         rec_.mask_from_here(std::nullopt);
         if (sinks) {
@@ -129,7 +129,7 @@ void PromptTap::heads(std::size_t l, const Forward& f) {
         }
         rec_.add("head_outputs", "Its context vectors", "Z_h = A_h·V" + group, Cube(xt::view(f.head_outputs, xt::all(), h)), tokens_features);
     } else {
-        const std::string weights_title = kind + " of every head (" + Hs + " heads of " + dh + ")";
+        const std::string weights_title = kind + " of every head (" + heads_words(f.heads, f.d_h) + ")";
         const std::string scores_title = "Scores of every head", scores_formula = "ω_h = Q_h·K" + group + "ᵀ";
         if (f.square_summarised) {  // only their statistics were made
             const std::vector<std::size_t> square = {f.heads, f.rows, f.kh.shape(2)};

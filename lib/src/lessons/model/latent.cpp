@@ -80,7 +80,7 @@ void PromptTap::latent_heads(std::size_t l, const Forward& f, const std::string&
     const LatentWeights& lw = *bw.latent;
     const std::string H = std::to_string(f.heads), nope = std::to_string(lw.nope), rope = std::to_string(lw.rope);
     const std::string qsrc = lw.q_a_proj ? "RMSNorm(" + in + "·W_qaᵀ)·W_qbᵀ" : in + "·W_qᵀ";
-    rec_.add("queries", "Layer " + std::to_string(l + 1) + ": queries, " + H + " heads of " + nope + " + " + rope + " (the last " + rope +
+    rec_.add("queries", "Layer " + std::to_string(l + 1) + ": queries, " + H + " heads, " + nope + " + " + rope + " features each (the last " + rope +
                             " turn with RoPE)" + (lw.q_a_proj ? ", through a query latent of " + std::to_string(lw.query_rank()) : ""),
              "Q = " + qsrc, f.q, tokens_features);
     rec_.add("keys", "Keys: per head [k_nope from c_KV·W_UKᵀ | the shared k_rope]", "K_h = [c_KV·W_UK,hᵀ | k_rope]", f.k, tokens_features);

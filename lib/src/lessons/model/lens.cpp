@@ -36,14 +36,9 @@ void record_logit_lens(Recorder& rec, const ModelSpec& spec, const DecoderWeight
     Step& ids = rec.add_plain("lens_top_ids", "The logit lens: each position's top token, layer by layer", "argmax softmax(" + through + ")",
                               integer_tensor(top, {T, K}), {Axis::token, Axis::layer});
     ids.labels = depths;
-    std::string table;  // the tokens as text, one line per position
-    for (std::size_t t = 0; t < T; ++t) {
-        const std::vector<std::string> names =
-            token_labels({top.begin() + static_cast<std::ptrdiff_t>(t * K), top.begin() + static_cast<std::ptrdiff_t>((t + 1) * K)}, spec.tokenizer);
-        table += std::string(t ? "; " : "") + rec.trace().tokens[t] + " →";
-        for (const std::string& n : names) table += " " + n;
-    }
-    ids.note = "Row t: what the stream at position t predicts for token t + 1, from the embeddings to the last layer. As text: " + table + ".";
+    ids.tensor.words = token_labels(std::vector<std::size_t>(top.begin(), top.end()), spec.tokenizer);  // the tokens as text, in place of their ids
+    ids.note = "Row t: what the stream at position t predicts for token t + 1, from the embeddings to the last layer (the JSON keeps the ids, "
+               "`words` their text).";
     rec.add_plain("lens_top_probs", "Its probability (temperature 1)", "max softmax(" + through + ")", to_trace(prob), {Axis::token, Axis::layer}).labels = depths;
     Step& rk = rec.add_plain("lens_final_rank", "Where the model's final prediction ranks, layer by layer", "rank of argmax(logits_L) in logits_l",
                              integer_tensor(rank, {T, K}), {Axis::token, Axis::layer});

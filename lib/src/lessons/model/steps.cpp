@@ -31,7 +31,7 @@ const std::vector<StepDecl>& model_steps() {
         {"gate", "gated attention (Qwen3-Next): the output gate, the second half of each head's q_proj", detail, beyond},
         {"gated", "gated attention: the context times σ(gate), what o_proj reads", detail, beyond},
         {"beta", "a Gated DeltaNet layer (Qwen3-Next): each token's write strength per head, β = σ(x·W_b)", detail, beyond},
-        {"decay", "a Gated DeltaNet layer: each token's decay per head, α = exp(−exp(A_log)·softplus(x·W_a + dt_bias))", detail, beyond},
+        {"decay", "a Gated DeltaNet layer: each token's decay per head, γ = exp(−exp(A_log)·softplus(x·W_a + dt_bias))", detail, beyond},
         {"effective_attention", "a Gated DeltaNet layer: the effective attention matrix per head (the delta rule's terms kept), o = A·V", opening, beyond},
         {"state", "a Gated DeltaNet layer: each head's state S (d_k × d_v) after the last token, all it keeps", detail, beyond},
         {"outputs_normed", "a Gated DeltaNet layer: the outputs through the gated RMSNorm, RMSNorm(o)·w ⊙ SiLU(z), what out_proj reads", detail, beyond},
@@ -95,9 +95,9 @@ ATTNWALK_LESSON(gpt2, 210) {  // GPT-2 alone: no QK-norm, no RoPE, no norms afte
     return lesson;
 }
 ATTNWALK_LESSON(model, 220) {
-    // the families counted from the registry; `model --help` lists each by its model_type
+    // the families counted from the registry (the command's help lists each by its model_type)
     static const LessonDecl lesson{"model", "A Hugging Face model folder, of any of the " + std::to_string(families().size()) +
-                                                " families model --help lists (Llama, Qwen, Gemma, OLMo, SmolLM, gpt-oss, DeepSeek-V3, Cohere, GPT-2): every layer, "
+                                                " families the loader reads (Llama, Qwen, Gemma, OLMo, SmolLM, gpt-oss, DeepSeek-V3, Cohere, GPT-2): every layer, "
                                                 "one in full, the next token.",
                                    model_steps()};
     return lesson;

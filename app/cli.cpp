@@ -267,13 +267,16 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
                 keys.open("/dev/tty");
                 prompt.open("/dev/tty");
             }
-            const Pause pause = [&](const std::string& next) {
+            const Pause pause = [&](const std::string& next, bool clear) {
                 if (!keys.is_open() || !prompt.is_open()) return PauseAnswer::go_on;
                 out << std::flush;
-                prompt << "-- Enter: " << next << " · q then Enter: stop --" << std::flush;  // on the page's last line
+                // below the output; the cursor's place kept (ESC 7) to take the line back
+                prompt << "\0337-- Enter: " << next << " · q then Enter: stop --" << std::flush;
                 std::string line;
                 if (!std::getline(keys, line) || line == "q") return PauseAnswer::stop;
-                out << "\x1b[2J\x1b[H";  // clear the screen, cursor home
+                // a fresh screen (clear, cursor home), or the prompt's line and what Enter
+                // echoed erased (ESC 8, then erase below) for the next step to go there
+                out << (clear ? "\x1b[2J\x1b[H" : "\0338\033[J");
                 return PauseAnswer::next_screen;
             };
             for (Section& section : sections) section.trace = printable(std::move(section.trace));

@@ -76,6 +76,27 @@ std::string key_bar(const ExploreShape& shape, std::size_t steps, bool more_page
 // the list, each line at most 42 columns (the box is 46 wide).
 std::vector<std::string> key_list(const ExploreShape& shape, std::size_t steps, bool more_pages);
 
+// Where the explorer draws on a screen `columns` × `lines`: rows 0 and 1 the title (the
+// step's id, its place, its layer and head; then its title and formula), row 2 the axes,
+// then the key labels and the cells; at the bottom the colour bar, two rows and
+// `extra_lines` more of notes (the scroll's place, the step's legend) and the keys. The heatmap takes the left half (34
+// columns at least), its cells as wide and as tall as that allows (a cell about square),
+// each with its value where 4 characters fit; every key is labelled, abbreviated, on two
+// alternating rows when a cell is too narrow for a label. The panel takes the rest.
+struct ExploreLayout {
+    std::size_t label_w = 3;                // the row labels' width
+    std::size_t cell_w = 2, cell_h = 1;     // a cell's width (with its one column of gap) and height
+    bool numbers = false;                   // values written in the cells
+    std::size_t label_rows = 1;             // rows of key labels: 2 when they alternate
+    int top = 4, bottom = 20;               // the first row of cells; the colour bar's row
+    std::size_t rows_fit = 1, cols_fit = 1; // cells on screen at once
+    int panel_x = 40, panel_w = 39;         // the panel beside the heatmap
+};
+ExploreLayout explore_layout(const Figure& figure, int columns, int lines, std::size_t extra_lines = 0);
+// The label of key column `c` as the explorer writes it in `room` columns ("head 12" as
+// "h12", a token abbreviated: "<|be…").
+std::string key_label(const Figure& figure, std::size_t c, std::size_t room);
+
 // Runs the explorer on `trace` (COMMAND [OPTIONS] names it in the title), its numbers at
 // `precision` (--precision), as the text view's. Throws UsageError without a terminal. Returns the exit code: 0, or 128 + N after signal N.
 int explore(const Trace& trace, const std::vector<std::string>& command_line, int precision = TextOptions{}.precision);

@@ -546,6 +546,7 @@ void render_text(const std::vector<Section>& sections, const TextOptions& opt, c
         std::size_t used = rows_of(opening, opt.columns), number = 0;
         const auto items = items_of(s.trace, opt);
         std::string pending;  // steps named only, kept for the next step's screen
+        const auto lead = [](const std::string& t) { return t.empty() ? t : t.substr(1); };  // less the blank line before it
         std::size_t pending_from = 0;  // the first of them, counted from 1
         for (std::size_t i = 0; i < items.size(); number += items[i].size(), ++i) {
             const auto& group = items[i];
@@ -572,7 +573,8 @@ void render_text(const std::vector<Section>& sections, const TextOptions& opt, c
             if (page) {
                 const std::size_t fresh = rows_of(again, opt.columns);
                 const auto fits_below = [&](const std::string& t) { return pending.empty() && used + rows_of(t, opt.columns) <= page; };
-                const auto fits_fresh = [&](const std::string& t) { return fresh + rows_of(pending + t, opt.columns) <= page; };
+                // steps named only open the next screen right under its header, without their blank line
+                const auto fits_fresh = [&](const std::string& t) { return fresh + rows_of(lead(pending) + t, opt.columns) <= page; };
                 if (earlier && !fits_below(text) && i + 1 < items.size()) {
                     pending += text;
                     if (pending_from == 0) pending_from = i + 1;
@@ -601,7 +603,7 @@ void render_text(const std::vector<Section>& sections, const TextOptions& opt, c
             }
             const std::string next = "Part " + std::to_string(n + 1) + ", step" + (pending_from ? "s " + std::to_string(pending_from) + "–" : " ") +
                                      std::to_string(i + 1) + " of " + std::to_string(items.size());
-            text = pending + text;
+            text = lead(pending) + text;
             pending.clear();
             pending_from = 0;
             if (i > 0 || !below) {

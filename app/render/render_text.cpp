@@ -563,9 +563,11 @@ void render_text(const std::vector<Section>& sections, const TextOptions& opt, c
                 }
             if (earlier)  // paged: in a line or two, to go below the step before it rather than alone on a screen
                 text = !page ? heading + "    the same numbers as in part " + std::to_string(earlier) + "\n"
-                             : "\n" + wrap("[" + std::to_string(number + 1) + "] " + group[0]->title + " (" + group[0]->id +
-                                               "): the same numbers as in part " + std::to_string(earlier),
-                                           opt.columns, "", "    ");
+                             : "\n" + [&] {
+                                   std::vector<std::string> words = words_of("[" + std::to_string(number + 1) + "] " + group[0]->title + " (" + group[0]->id + "):");
+                                   words.push_back("the same numbers as in part " + std::to_string(earlier));  // kept on one line
+                                   return wrap_words(words, opt.columns, "", "    ");
+                               }();
             // where it goes: below what is on the screen, or on a fresh one; with its heatmap
             // wherever that fits, else without it. A step named, not printed again, that does
             // not fit below goes on the next step's screen, not alone on one.

@@ -71,6 +71,7 @@ void make_cli(CLI::App& cli, Shell& shell, const std::string& only = "") {
                "  h / H            next / previous head (a step of several heads)\n"
                "  l / L            next / previous layer (--view's grid of every layer)\n"
                "  PgDn / PgUp      the explanation's pages (also space / b)\n"
+               "  w                the explanation over the whole width; w again: the heatmap\n"
                "  ?                the list of keys; ? or Esc closes it\n"
                "  q, Ctrl-C, Esc   quit (Esc closes the list of keys first where it is shown)\n"
                "Examples:\n"

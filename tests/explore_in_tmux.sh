@@ -120,6 +120,10 @@ check "at 120×40 the cells hold their values" "wait_for '0.589'"
 check "every key labelled there too" "screen | sed -n '4p' | grep -qF '␣mat'"
 check "the heatmap grows: its last row twice as far down" "[ \$(row_line '␣mat') -ge \$((2 * small)) ]"
 check "the written-out text uses the width (lines past column 100)" "screen | python3 -c 'import sys; sys.exit(not any(len(l.rstrip(\"\\n\")) > 100 for l in sys.stdin))'"
+tmux send-keys -t x w
+check "w: the explanation over the whole width" "wait_for 'the explanation, full width (w: the heatmap)' && ! screen | grep -q '^␣mat'"
+tmux send-keys -t x w
+check "w again: the heatmap back" "wait_for '0.589'"
 tmux kill-session -t x
 
 # Qwen3-Next at 80×24: every step's screen fits 80 columns, the keys whole on the last line,

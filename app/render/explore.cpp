@@ -93,6 +93,10 @@ ExploreView press(ExploreView v, ExploreKey key, const std::vector<ExploreShape>
         }
         case ExploreKey::scroll_down: ++v.scroll; break;
         case ExploreKey::scroll_up: v.scroll = v.scroll ? v.scroll - 1 : 0; break;
+        case ExploreKey::wide:
+            v.wide = !v.wide;
+            v.scroll = 0;
+            break;
         case ExploreKey::help: v.help = true; break;
         case ExploreKey::escape:
         case ExploreKey::quit: v.quit = true; break;
@@ -258,6 +262,7 @@ std::vector<std::string> key_list(const ExploreShape& s, std::size_t steps, bool
     if (heads > 1) lines.push_back("h / H            next / previous head");
     if (layers > 1) lines.push_back("l / L            next / previous layer");
     if (more_pages) lines.push_back("PgDn / PgUp      the explanation's pages");
+    if (more_pages) lines.push_back("w                explanation full width");
     lines.push_back("q, Ctrl-C        quit");
     lines.push_back("");
     lines.push_back("? or Esc         close this list");
@@ -326,6 +331,7 @@ ExploreKey read_key(int c) {
         case 'L': return ExploreKey::previous_layer;
         case KEY_NPAGE: case ' ': return ExploreKey::scroll_down;
         case KEY_PPAGE: case 'b': return ExploreKey::scroll_up;
+        case 'w': return ExploreKey::wide;
         case '?': return ExploreKey::help;
         case 'q': case 'Q': case 3: return ExploreKey::quit;  // q, Ctrl-C
         case 27: {  // Esc alone quits (or closes the list of keys); Esc and more is a key's sequence
@@ -364,8 +370,6 @@ std::string fit(float v, std::size_t w, int precision) {
     }
     return "…";
 }
-
-// The heatmap's place on a screen `cols` wide and `lines` high (see explore.hpp).
 
 
 // Colour pairs: 32 levels of each scale, with dark or light text on them.
@@ -430,6 +434,7 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line, in
             }
             if (!where.empty()) title += " · " + where;
         }
+        if (v.wide) title += " · the explanation, full width (w: the heatmap)";
         attron(A_BOLD);
         put(0, 0, title, COLS);
         attroff(A_BOLD);
@@ -460,62 +465,68 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line, in
             if (notes.size() > 5) notes.resize(5);
             if (pass == 0) l = explore_layout(f, COLS, LINES, notes.size() > 2 ? notes.size() - 2 : 0);
         }
+        if (v.wide) {  // w: the explanation over the whole width, the heatmap hidden
+            l.panel_x = 0;
+            l.panel_w = COLS - 1;
+        }
         const int panel_x = l.panel_x, panel_w = l.panel_w;
         const int left = static_cast<int>(l.label_w) + 1, cw = static_cast<int>(l.cell_w), ch = static_cast<int>(l.cell_h);
         const int top = l.top, bottom = l.bottom;
-        put(2, 0, f.row_axis + " ↓ · " + f.col_axis + " → · " + scale_words(f.scale(v.panel)), panel_x - 1);
-        for (std::size_t c = c0; c < c1; ++c) {  // every key: under its cell, or alternating on two rows
-            const std::size_t room = static_cast<std::size_t>(l.label_rows == 1 ? cw - 1 : 2 * cw - 1);
-            const int y = 3 + (l.label_rows == 1 ? 0 : static_cast<int>(c % 2));
-            const int x = left + static_cast<int>(c - c0) * cw;
-            put(y, x, key_label(f, c, room), std::min(static_cast<int>(room), panel_x - 1 - x));
-        }
-        for (std::size_t r = r0; r < r1; ++r) {
-            const int y = top + static_cast<int>(r - r0) * ch, mid = y + (ch - 1) / 2;
-            if (r == v.row) attron(A_BOLD);
-            put(mid, 0, pad_right(abbreviate(f.row_labels[r], l.label_w), l.label_w), static_cast<int>(l.label_w));
-            if (r == v.row) attroff(A_BOLD);
-            for (std::size_t c = c0; c < c1; ++c) {
-                const float x = f.value(v.panel, r, c);
-                const bool here = r == v.row && c == v.col;
-                const int at = left + static_cast<int>(c - c0) * cw;
-                const std::string blank(static_cast<std::size_t>(cw - 1), ' ');
-                std::string text = blank;
-                int attr = 0;
-                if (f.hidden(v.panel, r, c)) {  // masked: a pattern of its own, never weight 0's colour
-                    for (int k = 0; k < cw - 1; k += 2) text[static_cast<std::size_t>(k)] = '/';
-                    attr = A_DIM;
-                } else {
-                    const double t = f.at(v.panel, r, 1, x);
-                    if (l.numbers) text = pad_left(fit(x, static_cast<std::size_t>(cw - 1), precision), static_cast<std::size_t>(cw - 1));
-                    if (!colour && !l.numbers) text = std::string(1, " .:+#"[std::lround(std::clamp(t, 0.0, 1.0) * 4)]) + std::string(static_cast<std::size_t>(cw - 2), ' ');
-                    if (colour && std::isfinite(x)) attr = COLOR_PAIR(pair_of(t, f.diverging(v.panel)));
+        if (!v.wide) {
+            put(2, 0, f.row_axis + " ↓ · " + f.col_axis + " → · " + scale_words(f.scale(v.panel)), panel_x - 1);
+            for (std::size_t c = c0; c < c1; ++c) {  // every key: under its cell, or alternating on two rows
+                const std::size_t room = static_cast<std::size_t>(l.label_rows == 1 ? cw - 1 : 2 * cw - 1);
+                const int y = 3 + (l.label_rows == 1 ? 0 : static_cast<int>(c % 2));
+                const int x = left + static_cast<int>(c - c0) * cw;
+                put(y, x, key_label(f, c, room), std::min(static_cast<int>(room), panel_x - 1 - x));
+            }
+            for (std::size_t r = r0; r < r1; ++r) {
+                const int y = top + static_cast<int>(r - r0) * ch, mid = y + (ch - 1) / 2;
+                if (r == v.row) attron(A_BOLD);
+                put(mid, 0, pad_right(abbreviate(f.row_labels[r], l.label_w), l.label_w), static_cast<int>(l.label_w));
+                if (r == v.row) attroff(A_BOLD);
+                for (std::size_t c = c0; c < c1; ++c) {
+                    const float x = f.value(v.panel, r, c);
+                    const bool here = r == v.row && c == v.col;
+                    const int at = left + static_cast<int>(c - c0) * cw;
+                    const std::string blank(static_cast<std::size_t>(cw - 1), ' ');
+                    std::string text = blank;
+                    int attr = 0;
+                    if (f.hidden(v.panel, r, c)) {  // masked: a pattern of its own, never weight 0's colour
+                        for (int k = 0; k < cw - 1; k += 2) text[static_cast<std::size_t>(k)] = '/';
+                        attr = A_DIM;
+                    } else {
+                        const double t = f.at(v.panel, r, 1, x);
+                        if (l.numbers) text = pad_left(fit(x, static_cast<std::size_t>(cw - 1), precision), static_cast<std::size_t>(cw - 1));
+                        if (!colour && !l.numbers) text = std::string(1, " .:+#"[std::lround(std::clamp(t, 0.0, 1.0) * 4)]) + std::string(static_cast<std::size_t>(cw - 2), ' ');
+                        if (colour && std::isfinite(x)) attr = COLOR_PAIR(pair_of(t, f.diverging(v.panel)));
+                    }
+                    if (here) attr = A_REVERSE | A_BOLD;
+                    attron(attr);
+                    for (int k = 0; k < ch; ++k)  // the value on the cell's middle row, its colour on all
+                        put(y + k, at, y + k == mid || f.hidden(v.panel, r, c) ? text : blank, cw - 1);
+                    attroff(attr);
                 }
-                if (here) attr = A_REVERSE | A_BOLD;
-                attron(attr);
-                for (int k = 0; k < ch; ++k)  // the value on the cell's middle row, its colour on all
-                    put(y + k, at, y + k == mid || f.hidden(v.panel, r, c) ? text : blank, cw - 1);
-                attroff(attr);
             }
-        }
-        // the colour bar, the scroll's place and the legend
-        {
-            const ColorScale kind = f.scale(v.panel);
-            const bool unit = kind == ColorScale::unit || kind == ColorScale::row;
-            const std::string lo = kind == ColorScale::row ? "0" : unit ? "0" : fit(f.lo[v.panel], 6, precision);
-            const std::string hi = kind == ColorScale::row ? "row max" : unit ? "1" : fit(f.hi[v.panel], 6, precision);
-            int x = 0;
-            put(bottom, x, lo + " ", panel_x);
-            x += static_cast<int>(width(lo)) + 1;
-            for (int k = 0; k < 10; ++k) {
-                const double t = k / 9.0;
-                if (colour) attron(COLOR_PAIR(pair_of(t, f.diverging(v.panel))));
-                put(bottom, x + k, colour ? " " : std::string(1, " .:+#"[std::lround(t * 4)]), 1);
-                if (colour) attroff(COLOR_PAIR(pair_of(t, f.diverging(v.panel))));
+            // the colour bar, the scroll's place and the legend
+            {
+                const ColorScale kind = f.scale(v.panel);
+                const bool unit = kind == ColorScale::unit || kind == ColorScale::row;
+                const std::string lo = kind == ColorScale::row ? "0" : unit ? "0" : fit(f.lo[v.panel], 6, precision);
+                const std::string hi = kind == ColorScale::row ? "row max" : unit ? "1" : fit(f.hi[v.panel], 6, precision);
+                int x = 0;
+                put(bottom, x, lo + " ", panel_x);
+                x += static_cast<int>(width(lo)) + 1;
+                for (int k = 0; k < 10; ++k) {
+                    const double t = k / 9.0;
+                    if (colour) attron(COLOR_PAIR(pair_of(t, f.diverging(v.panel))));
+                    put(bottom, x + k, colour ? " " : std::string(1, " .:+#"[std::lround(t * 4)]), 1);
+                    if (colour) attroff(COLOR_PAIR(pair_of(t, f.diverging(v.panel))));
+                }
+                x += 11;
+                put(bottom, x, hi + (f.masked.empty() ? "" : "   / / masked"), panel_x - x - 1);
+                for (std::size_t k = 0; k < notes.size(); ++k) put(bottom + 1 + static_cast<int>(k), 0, notes[k], panel_x - 1);
             }
-            x += 11;
-            put(bottom, x, hi + (f.masked.empty() ? "" : "   / / masked"), panel_x - x - 1);
-            for (std::size_t k = 0; k < notes.size(); ++k) put(bottom + 1 + static_cast<int>(k), 0, notes[k], panel_x - 1);
         }
         // the panel: the cell named, its path, the cell written out
         const std::string key = std::to_string(v.step) + "/" + std::to_string(v.panel) + "/" + std::to_string(v.row) + "/" + std::to_string(v.col) + "/" +

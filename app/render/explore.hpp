@@ -3,7 +3,8 @@
 // beside it names the cell, lists it in every step that holds the same attention cell,
 // and writes it out with the library's explanation engine (lessons/explainer.hpp), in
 // the process. Keys switch the step, the head and the layer; ? lists those that act on
-// the step shown (? or Esc closes the list); q quits.
+// the step shown (? or Esc closes the list); w shows the explanation over the whole width;
+// q quits.
 //
 // What is drawn comes from the step's Figure (figure.hpp): labels, panel names, the
 // layer's kind, the mask, the colour scale. The view is a plain value (ExploreView) that
@@ -39,13 +40,14 @@ std::size_t opening_panel(const Trace& trace, const Figure& figure);
 
 // escape: Esc alone, which closes the list of keys where it is shown and quits elsewhere.
 enum class ExploreKey { up, down, left, right, home, end, next_step, previous_step, next_head, previous_head, next_layer, previous_layer,
-                        scroll_down, scroll_up, help, escape, quit, other };
+                        scroll_down, scroll_up, wide, help, escape, quit, other };
 
 struct ExploreView {
     std::size_t step = 0;   // index into the explorable steps
     std::size_t panel = 0;  // layer · heads + head
     std::size_t row = 0, col = 0;
     std::size_t scroll = 0; // pages the explanation panel is scrolled down (back to 0 on another cell)
+    bool wide = false;      // the explanation over the whole width, the heatmap hidden (w)
     bool help = false;      // the list of keys is shown
     bool quit = false;
 };

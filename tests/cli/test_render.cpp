@@ -378,6 +378,15 @@ TEST_SUITE("render") {
             CHECK(l.panel_w >= 38);  // the written-out text keeps room
         }
         CHECK(attnwalk::app::key_label(f, 0, 5) == "<|be…");
+        // w: the explanation over the whole width, and back; listed where the explanation has pages
+        ExploreView v;
+        const std::vector<ExploreShape> shapes{attnwalk::app::explore_shape(f)};
+        const ExploreView wide = press(v, ExploreKey::wide, shapes);
+        CHECK(wide.wide);
+        CHECK_FALSE(press(wide, ExploreKey::wide, shapes).wide);
+        std::string keys;
+        for (const auto& line : attnwalk::app::key_list(shapes[0], 1, true)) keys += line + "\n";
+        CHECK(keys.find("w                explanation full width") != std::string::npos);
         CHECK(large.cell_w * large.cell_h >= 2 * small.cell_w * small.cell_h);  // the heatmap grows with the screen
         CHECK(large.numbers);
         CHECK(large.panel_w > small.panel_w);

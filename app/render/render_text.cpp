@@ -111,11 +111,11 @@ void print_matrix(const Trace& trace, const Step& step, std::size_t offset, std:
             }
             t.rows.push_back(std::move(row));
         }
-        if (!opt.full) narrow(t, 1, 1 + col_idx.size(), indent, opt.columns);
+        if (!opt.full && step.axes[rank - 1] == Axis::token) narrow(t, 1, 1 + col_idx.size(), indent, opt.columns);  // keys, not features
         return t;
     };
-    // The columns PyTorch's print would show, narrowed to the terminal's width; then fewer
-    // around the gap until the table fits (not with --full).
+    // The columns PyTorch's print would show, narrowed to the terminal's width where they are
+    // tokens (keys); then fewer around the gap until the table fits (not with --full).
     std::vector<std::size_t> idx = shown(cols, opt);
     Table t = table(idx);
     bool cut = false;  // columns left out for the width

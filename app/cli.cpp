@@ -133,7 +133,7 @@ std::string why(const std::string& message) {
         {"--npy", "--npy writes every step's numbers; --summary keeps only their statistics"},
         {"--step", "--step pauses the text view"},
         {"--query", "--explain I,J already names the query I"},
-        {"--json", "the JSON always holds every number; --format, --precision, --full, --color and --no-heatmap shape the text view"},
+        {"--json", "the JSON always holds every number and every field; --format, --precision, --full, --show-config, --color and --no-heatmap shape the text view"},
         {"--ids", "the prompt is a text (--text) or token ids (--ids), not both"},
         {"--text", "the input is a file (-i) or a sentence (--text), not both"},
         {"--init", "--init, --d-out and --qkv-bias say how seeded weights are drawn"},

@@ -71,6 +71,7 @@ void make_cli(CLI::App& cli, Shell& shell, const std::string& only = "") {
                "  h / H            next / previous head (a step of several heads)\n"
                "  l / L            next / previous layer (--view's grid of every layer)\n"
                "  PgDn / PgUp      the explanation's pages (also space / b)\n"
+               "  w                the explanation over the whole width; w again: the heatmap\n"
                "  ?                the list of keys; ? or Esc closes it\n"
                "  q, Ctrl-C, Esc   quit (Esc closes the list of keys first where it is shown)\n"
                "Examples:\n"
@@ -132,7 +133,7 @@ std::string why(const std::string& message) {
         {"--npy", "--npy writes every step's numbers; --summary keeps only their statistics"},
         {"--step", "--step pauses the text view"},
         {"--query", "--explain I,J already names the query I"},
-        {"--json", "the JSON always holds every number; --format, --precision, --full, --color and --no-heatmap shape the text view"},
+        {"--json", "the JSON always holds every number and every field; --format, --precision, --full, --show-config, --color and --no-heatmap shape the text view"},
         {"--ids", "the prompt is a text (--text) or token ids (--ids), not both"},
         {"--text", "the input is a file (-i) or a sentence (--text), not both"},
         {"--init", "--init, --d-out and --qkv-bias say how seeded weights are drawn"},
@@ -267,13 +268,16 @@ int run(Shell& s, std::ostream& out, std::ostream& err, const Terminal& term) {
                 keys.open("/dev/tty");
                 prompt.open("/dev/tty");
             }
-            const Pause pause = [&](const std::string& next) {
+            const Pause pause = [&](const std::string& next, bool clear) {
                 if (!keys.is_open() || !prompt.is_open()) return PauseAnswer::go_on;
                 out << std::flush;
-                prompt << "-- Enter: " << next << " · q then Enter: stop --" << std::flush;  // on the page's last line
+                // below the output; the cursor's place kept (ESC 7) to take the line back
+                prompt << "\0337-- Enter: " << next << " · q then Enter: stop --" << std::flush;
                 std::string line;
                 if (!std::getline(keys, line) || line == "q") return PauseAnswer::stop;
-                out << "\x1b[2J\x1b[H";  // clear the screen, cursor home
+                // a fresh screen (clear, cursor home), or the prompt's line and what Enter
+                // echoed erased (ESC 8, then erase below) for the next step to go there
+                out << (clear ? "\x1b[2J\x1b[H" : "\0338\033[J");
                 return PauseAnswer::next_screen;
             };
             for (Section& section : sections) section.trace = printable(std::move(section.trace));

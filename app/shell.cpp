@@ -123,6 +123,11 @@ void add_shell_options(OptionBuilder sub, Shell& s, bool walk, InputKind kind) {
         ->group(output_group);
     json->excludes(sub.add_flag("--no-heatmap", s.no_heatmap, "Numbers only: no heatmaps under the token×token steps")->group(output_group));
     json->excludes(sub.add_flag("--full", s.text.full, "Print every row and column (tables with more than 16 are elided otherwise)")->group(output_group));
+    if (walk && kind == InputKind::prompt)  // a model's commands: the header says the model in one line unless asked
+        json->excludes(sub.add_flag("--show-config", s.text.show_config,
+                                    "The model's every field in the header (its config.json as read, the file's naming, layout, dtype); "
+                                    "default: one line")
+                           ->group(output_group));
     MaybeOption compact = sub.add_flag("--compact", s.compact, "Only the steps the command is about (its headline tensors)")->group(output_group);
     json->excludes(compact);
     sub.add_option("--max-memory", s.max_memory, "Refuse inputs that would need more memory (bytes, or with K/M/G/T)")

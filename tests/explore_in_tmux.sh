@@ -1,5 +1,6 @@
 #!/bin/bash
-# attnwalk explore driven through tmux at 80×24: the cell named and written out, keys that
+# attnwalk explore driven through tmux at 80×24: the cell named and written out, the screen
+# used (every key labelled, the step's title, a heatmap that grows at 120×40), keys that
 # switch head and page, the list of keys (only those that act; ? or Esc closes it, a key that
 # acts too), --view opening on --layer and --head, a resized terminal laid out again, q and Ctrl-C quit with exit 0 and
 # the terminal restored; SIGTERM and SIGHUP restore it and exit 128 + N; bidi controls in
@@ -95,6 +96,51 @@ check "a model's title names the layer and its kind" "wait_for 'layer 1 (sliding
 tmux send-keys -t x Down Down Down Down Down
 check "its cell written out: the row through the layer's norm" "wait_for 'entering layer 1, through RMSNorm'"
 check "every line fits 120 columns" "screen | python3 -c 'import sys; sys.exit(any(len(l.rstrip(\"\\n\")) > 120 for l in sys.stdin))'"
+tmux kill-session -t x
+
+# issue 57 item 7: the screen used. 8 tokens at 80×24: the step's title under the title
+# line, every key labelled (abbreviated, on two rows); then 120×40: the cells larger, their
+# values in them, the heatmap taller, the written-out text wider
+all_keys() {
+  local labels; labels=$(screen | sed -n '4,5p')
+  for k in '<|be…' he '␣cat' '␣sat' '␣on' '␣the' '␣mat'; do printf '%s\n' "$labels" | grep -qF -- "$k" || return 1; done
+  printf '%s\n' "$labels" | grep -qE '(^| )t( |$)'
+}
+# the line where a row label starts (0 if none)
+row_line() { screen | grep -n "^$1" | head -n 1 | cut -d: -f1 | grep . || echo 0; }
+tmux new-session -d -s x -x 80 -y 24 "TERM=xterm-256color LANG=C.UTF-8 '$binary' explore model --model '$here/data/models/tiny_llama' --text 'the cat sat on the mat' --layer 2 --head 3; sleep 60"
+check "llama at 80×24 opens on the weights" "wait_for 'attnwalk explore · weights'"
+check "the step's title and formula on line 2" "line_starts 2 'Layer 2: causal attention weights of head 3'"
+check "every one of the 8 keys labelled at 80×24" "all_keys"
+check "no value squeezed into 3 characters (.45)" "! screen | grep -qE '(^| )-?\.[0-9]'"
+check "every line fits 80 columns" "screen | python3 -c 'import sys; sys.exit(any(len(l.rstrip(\"\\n\")) > 80 for l in sys.stdin))'"
+small=$(row_line '␣mat')
+tmux resize-window -t x -x 120 -y 40
+check "at 120×40 the cells hold their values" "wait_for '0.589'"
+check "every key labelled there too" "screen | sed -n '4p' | grep -qF '␣mat'"
+check "the heatmap grows: its last row twice as far down" "[ \$(row_line '␣mat') -ge \$((2 * small)) ]"
+check "the written-out text uses the width (lines past column 100)" "screen | python3 -c 'import sys; sys.exit(not any(len(l.rstrip(\"\\n\")) > 100 for l in sys.stdin))'"
+tmux send-keys -t x w
+check "w: the explanation over the whole width" "wait_for 'the explanation, full width (w: the heatmap)' && ! screen | grep -q '^␣mat'"
+tmux send-keys -t x w
+check "w again: the heatmap back" "wait_for '0.589'"
+tmux kill-session -t x
+
+# Qwen3-Next at 80×24: every step's screen fits 80 columns, the keys whole on the last line,
+# the scroll's place whole where the heatmap does not all fit
+qwen3_next=$(ls -d "$here"/data/models/tiny_qwen3_next | head -n 1)
+tmux new-session -d -s x -x 80 -y 24 "TERM=xterm-256color LANG=C.UTF-8 '$binary' explore model --model '$qwen3_next' --ids 1,2,3,4,5,6; sleep 60"
+check "qwen3-next opens" "wait_for 'attnwalk explore ·'"
+fits=ok
+for _ in $(seq 25); do
+  sleep 0.2
+  screen | python3 -c 'import sys; sys.exit(any(len(l.rstrip("\n")) > 80 for l in sys.stdin))' || fits="too wide: $(screen | head -n 1)"
+  screen | tail -n 1 | grep -q 'q quit$' || fits="keys cut: $(screen | head -n 1)"
+  tmux send-keys -t x s
+done
+check "qwen3-next: every step's screen fits 80 columns with its keys whole ($fits)" "[ '$fits' = ok ]"
+tmux send-keys -t x s s s  # the gate: 24 features, more than fit
+check "its scroll's place said whole" "wait_for 'attnwalk explore · gate' && wait_for '(arrows scroll)'"
 tmux kill-session -t x
 
 # the model view at 80×24: --layer and --head honoured on the grid of every layer; l/L listed and acting there

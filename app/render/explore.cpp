@@ -93,6 +93,10 @@ ExploreView press(ExploreView v, ExploreKey key, const std::vector<ExploreShape>
         }
         case ExploreKey::scroll_down: ++v.scroll; break;
         case ExploreKey::scroll_up: v.scroll = v.scroll ? v.scroll - 1 : 0; break;
+        case ExploreKey::wide:
+            v.wide = !v.wide;
+            v.scroll = 0;
+            break;
         case ExploreKey::help: v.help = true; break;
         case ExploreKey::escape:
         case ExploreKey::quit: v.quit = true; break;
@@ -188,7 +192,10 @@ std::vector<std::string> panel_lines(const Trace& trace, const Figure& f, const 
             if (e.step != f.index && (e.row != v.row || e.col != v.col)) where = " (at " + std::to_string(e.row + 1) + "," + std::to_string(e.col + 1) + ")";
             // a mask's 1 and 0 said in words (1 keeps a key here; the textbook's triu uses 1 for blocked)
             const std::string legend = t.legend.empty() ? "" : " (" + t.legend + ")";
-            add(std::string(e.step == f.index ? "> " : "  ") + t.id + where + "  " + number(e.value) + legend);
+            // its title after its number, abbreviated to the line: what the step is, not only its id
+            const std::string entry = std::string(e.step == f.index ? "> " : "  ") + t.id + where + "  " + number(e.value) + legend;
+            const std::size_t room = width > app::width(entry) + 4 ? width - app::width(entry) - 4 : 0;
+            add(entry + (t.title.empty() || room < 6 ? "" : "  · " + abbreviate(t.title, room)));
         }
     } else {
         add("value " + number(f.value(v.panel, v.row, v.col)));
@@ -208,6 +215,36 @@ std::vector<std::string> panel_lines(const Trace& trace, const Figure& f, const 
     return lines;
 }
 
+ExploreLayout explore_layout(const Figure& f, int columns, int lines, std::size_t extra_lines) {
+    ExploreLayout l;
+    for (const auto& label : f.row_labels) l.label_w = std::max(l.label_w, std::min<std::size_t>(width(label), 10));
+    const int left = static_cast<int>(l.label_w) + 1;
+    const int half = std::max(34, columns / 2);  // the heatmap's part of the screen
+    const std::size_t room = static_cast<std::size_t>(std::max(4, half - left - 1));
+    const std::size_t cols = std::max<std::size_t>(f.cols, 1), rows = std::max<std::size_t>(f.rows, 1);
+    l.cell_w = std::clamp<std::size_t>(room / cols, 2, 8);
+    l.numbers = l.cell_w - 1 >= 4;  // "0.21", "-0.5", "1.00": never ".45"
+    bool all_fit = true;  // every label whole in its cell
+    for (const auto& label : f.col_labels) all_fit = all_fit && width(label) <= l.cell_w - 1;
+    l.label_rows = all_fit || l.cell_w - 1 >= 4 ? 1 : 2;
+    l.top = 3 + static_cast<int>(l.label_rows);
+    l.bottom = std::max(l.top + 1, lines - 4 - static_cast<int>(extra_lines));
+    const std::size_t tall = static_cast<std::size_t>(std::max(1, l.bottom - l.top));
+    l.cell_h = std::clamp<std::size_t>(tall / rows, 1, std::max<std::size_t>(1, l.cell_w / 2));  // about square: a character is twice as tall as wide
+    l.rows_fit = std::max<std::size_t>(1, tall / l.cell_h);
+    l.cols_fit = std::max<std::size_t>(1, room / l.cell_w);
+    const int heat_w = left + static_cast<int>(std::min(cols, l.cols_fit) * l.cell_w);
+    l.panel_x = std::max(heat_w + 2, std::min(40, half));  // room for the axes line and the colour bar
+    l.panel_w = std::max(1, columns - l.panel_x - 1);
+    return l;
+}
+
+std::string key_label(const Figure& f, std::size_t c, std::size_t room) {
+    const std::string& label = f.col_labels[c];
+    if (width(label) > room && label.rfind("head ", 0) == 0) return cell_label(label, room);  // h12
+    return abbreviate(label, room);
+}
+
 std::string key_bar(const ExploreShape& s, std::size_t steps, bool more_pages) {
     const std::size_t heads = std::max<std::size_t>(1, s.heads), layers = std::max<std::size_t>(1, s.panels / heads);
     std::string bar = "arrows cell";
@@ -225,6 +262,7 @@ std::vector<std::string> key_list(const ExploreShape& s, std::size_t steps, bool
     if (heads > 1) lines.push_back("h / H            next / previous head");
     if (layers > 1) lines.push_back("l / L            next / previous layer");
     if (more_pages) lines.push_back("PgDn / PgUp      the explanation's pages");
+    if (more_pages) lines.push_back("w                explanation full width");
     lines.push_back("q, Ctrl-C        quit");
     lines.push_back("");
     lines.push_back("? or Esc         close this list");
@@ -293,6 +331,7 @@ ExploreKey read_key(int c) {
         case 'L': return ExploreKey::previous_layer;
         case KEY_NPAGE: case ' ': return ExploreKey::scroll_down;
         case KEY_PPAGE: case 'b': return ExploreKey::scroll_up;
+        case 'w': return ExploreKey::wide;
         case '?': return ExploreKey::help;
         case 'q': case 'Q': case 3: return ExploreKey::quit;  // q, Ctrl-C
         case 27: {  // Esc alone quits (or closes the list of keys); Esc and more is a key's sequence
@@ -322,17 +361,16 @@ void put(int y, int x, const std::string& text, int width) {
 }
 
 // A value that fits `w` characters: written as everywhere (value_text) with as many
-// decimals as fit, "…" when none does.
-std::string fit(float v, std::size_t w) {
+// decimals as fit (up to `precision`), "…" when none does.
+std::string fit(float v, std::size_t w, int precision) {
     if (!std::isfinite(v)) return value_text(v, 0);
-    for (int d = 3; d >= 0; --d) {
-        std::string s = value_text(v, d);
-        if (d > 0 && s.rfind("0.", 0) == 0 && w < 5) s = s.substr(1);  // ".21" where "0.21" does not fit
-        if (d > 0 && s.rfind("-0.", 0) == 0 && w < 6) s = "-" + s.substr(2);
+    for (int d = std::min(precision, 4); d >= 0; --d) {
+        const std::string s = value_text(v, d);
         if (s.size() <= w) return s;
     }
     return "…";
 }
+
 
 // Colour pairs: 32 levels of each scale, with dark or light text on them.
 constexpr int levels = 32;
@@ -382,7 +420,6 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line, in
         erase();
         const Figure& f = figures[v.step];
         const ExploreShape& e = shapes[v.step];
-        const int panel_x = std::max(34, COLS / 2), panel_w = COLS - panel_x - 1;
         // the title: the step, its layer (and the layer's kind) and head
         std::string title = "attnwalk explore · " + f.step->id + " (" + std::to_string(v.step + 1) + "/" + std::to_string(steps.size()) + ")";
         const bool model_layer = std::any_of(trace.params.begin(), trace.params.end(), [](const auto& p) { return p.first == "layer_index"; });
@@ -397,77 +434,99 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line, in
             }
             if (!where.empty()) title += " · " + where;
         }
+        if (v.wide) title += " · the explanation, full width (w: the heatmap)";
         attron(A_BOLD);
         put(0, 0, title, COLS);
         attroff(A_BOLD);
 
-        // the heatmap: values in the cells where they fit, key labels above, a viewport
-        // around the cursor, the scroll's place said when it does not all fit
-        std::size_t label_w = 3;
-        for (const auto& l : f.row_labels) label_w = std::max(label_w, std::min<std::size_t>(width(l), 8));
-        const int left = static_cast<int>(label_w) + 1, room = std::max(4, panel_x - left - 1);
-        int cw = 2;  // a cell's width with its gap: wide enough for its value where that fits
-        for (int w : {6, 5, 4, 3})
-            if (cw == 2 && f.cols * static_cast<std::size_t>(w) <= static_cast<std::size_t>(room)) cw = w;
-        const int top = 3, bottom = LINES - 4;  // rows 1-2: axes and key labels; below: the colour bar, the scroll, the keys
-        const std::size_t rows_fit = static_cast<std::size_t>(std::max(1, bottom - top)), cols_fit = static_cast<std::size_t>(std::max(1, room / cw));
-        const std::size_t r0 = v.row >= rows_fit ? v.row - rows_fit + 1 : 0;
-        const std::size_t c0 = v.col >= cols_fit ? v.col - cols_fit + 1 : 0;
-        const std::size_t r1 = std::min(f.rows, r0 + rows_fit), c1 = std::min(f.cols, c0 + cols_fit);
-        put(1, 0, f.row_axis + " ↓ · " + f.col_axis + " → · " + scale_words(f.scale(v.panel)), panel_x - 1);
-        const std::size_t every = cw >= 5 ? 1 : cw == 4 ? 2 : 4;  // key labels: every column when cells are wide, else every 2nd or 4th
-        for (std::size_t c = c0; c < c1; c += every)
-            put(2, left + static_cast<int>(c - c0) * cw, cell_label(f.col_labels[c], every * static_cast<std::size_t>(cw) - 1), static_cast<int>(every) * cw - 1);
-        for (std::size_t r = r0; r < r1; ++r) {
-            const int y = top + static_cast<int>(r - r0);
-            if (r == v.row) attron(A_BOLD);
-            put(y, 0, pad_right(shorten(f.row_labels[r], label_w), label_w), static_cast<int>(label_w));
-            if (r == v.row) attroff(A_BOLD);
-            for (std::size_t c = c0; c < c1; ++c) {
-                const float x = f.value(v.panel, r, c);
-                const bool here = r == v.row && c == v.col;
-                const int at = left + static_cast<int>(c - c0) * cw;
-                std::string text;
-                int attr = 0;
-                if (f.hidden(v.panel, r, c)) {  // masked: a pattern of its own, never weight 0's colour
-                    text = std::string(static_cast<std::size_t>(cw - 1), ' ');
-                    for (int k = 0; k < cw - 1; k += 2) text[static_cast<std::size_t>(k)] = '/';
-                    attr = A_DIM;
-                } else {
-                    const double t = f.at(v.panel, r, 1, x);
-                    text = cw >= 4 ? pad_left(fit(x, static_cast<std::size_t>(cw - 1)), static_cast<std::size_t>(cw - 1))
-                                   : std::string(static_cast<std::size_t>(cw - 1), ' ');
-                    if (!colour && cw < 4) text = std::string(1, " .:+#"[std::lround(std::clamp(t, 0.0, 1.0) * 4)]) + std::string(static_cast<std::size_t>(cw - 2), ' ');
-                    if (colour && std::isfinite(x)) attr = COLOR_PAIR(pair_of(t, f.diverging(v.panel)));
-                }
-                if (here) attr = A_REVERSE | A_BOLD;
-                attron(attr);
-                put(y, at, text, cw - 1);
-                attroff(attr);
-            }
-        }
-        // the colour bar and the scroll's place
-        {
-            const ColorScale kind = f.scale(v.panel);
-            const bool unit = kind == ColorScale::unit || kind == ColorScale::row;
-            const std::string lo = kind == ColorScale::row ? "0" : unit ? "0" : fit(f.lo[v.panel], 6);
-            const std::string hi = kind == ColorScale::row ? "row max" : unit ? "1" : fit(f.hi[v.panel], 6);
-            int x = 0;
-            put(bottom, x, lo + " ", panel_x);
-            x += static_cast<int>(width(lo)) + 1;
-            for (int k = 0; k < 10; ++k) {
-                const double t = k / 9.0;
-                if (colour) attron(COLOR_PAIR(pair_of(t, f.diverging(v.panel))));
-                put(bottom, x + k, colour ? " " : std::string(1, " .:+#"[std::lround(t * 4)]), 1);
-                if (colour) attroff(COLOR_PAIR(pair_of(t, f.diverging(v.panel))));
-            }
-            x += 11;
-            put(bottom, x, hi + (f.masked.empty() ? "" : "   / / masked"), panel_x - x - 1);
+        // the step's title and formula, the whole width
+        put(1, 0, f.step->title + (f.step->formula.empty() ? "" : (f.step->title.empty() ? "" : "   ") + f.step->formula), COLS);
+        // the legend of its values where a number alone does not say (a mask's 1 and 0)
+        // the heatmap: as large as its half of the screen allows, values in the cells where
+        // they fit, every key labelled, a viewport around the cursor; under the colour bar,
+        // as wide as the heatmap's part: the scroll's place when it does not all fit, and
+        // the legend of its values where a number alone does not say (a mask's 1 and 0)
+        ExploreLayout l = explore_layout(f, COLS, LINES);
+        const std::size_t note_w = static_cast<std::size_t>(std::max(12, l.panel_x - 1));
+        const std::vector<std::string> legend = f.step->legend.empty() ? std::vector<std::string>{} : wrap_line("values: " + f.step->legend, note_w);
+        std::vector<std::string> notes;
+        std::size_t r0 = 0, c0 = 0, r1 = 0, c1 = 0;
+        for (int pass = 0; pass < 2; ++pass) {  // the notes take rows from the heatmap past the two it has
+            r0 = v.row >= l.rows_fit ? v.row - l.rows_fit + 1 : 0;
+            c0 = v.col >= l.cols_fit ? v.col - l.cols_fit + 1 : 0;
+            r1 = std::min(f.rows, r0 + l.rows_fit);
+            c1 = std::min(f.cols, c0 + l.cols_fit);
+            notes.clear();
             if (r0 > 0 || r1 < f.rows || c0 > 0 || c1 < f.cols)
-                put(bottom + 1, 0,
-                    "rows " + std::to_string(r0 + 1) + "–" + std::to_string(r1) + " of " + std::to_string(f.rows) + ", " + f.col_axis + "s " +
-                        std::to_string(c0 + 1) + "–" + std::to_string(c1) + " of " + std::to_string(f.cols) + " (arrows scroll)",
-                    panel_x - 1);
+                notes = wrap_line("rows " + std::to_string(r0 + 1) + "–" + std::to_string(r1) + " of " + std::to_string(f.rows) + ", " + f.col_axis +
+                                      "s " + std::to_string(c0 + 1) + "–" + std::to_string(c1) + " of " + std::to_string(f.cols) + " (arrows scroll)",
+                                  note_w);
+            notes.insert(notes.end(), legend.begin(), legend.end());
+            if (notes.size() > 5) notes.resize(5);
+            if (pass == 0) l = explore_layout(f, COLS, LINES, notes.size() > 2 ? notes.size() - 2 : 0);
+        }
+        if (v.wide) {  // w: the explanation over the whole width, the heatmap hidden
+            l.panel_x = 0;
+            l.panel_w = COLS - 1;
+        }
+        const int panel_x = l.panel_x, panel_w = l.panel_w;
+        const int left = static_cast<int>(l.label_w) + 1, cw = static_cast<int>(l.cell_w), ch = static_cast<int>(l.cell_h);
+        const int top = l.top, bottom = l.bottom;
+        if (!v.wide) {
+            put(2, 0, f.row_axis + " ↓ · " + f.col_axis + " → · " + scale_words(f.scale(v.panel)), panel_x - 1);
+            for (std::size_t c = c0; c < c1; ++c) {  // every key: under its cell, or alternating on two rows
+                const std::size_t room = static_cast<std::size_t>(l.label_rows == 1 ? cw - 1 : 2 * cw - 1);
+                const int y = 3 + (l.label_rows == 1 ? 0 : static_cast<int>(c % 2));
+                const int x = left + static_cast<int>(c - c0) * cw;
+                put(y, x, key_label(f, c, room), std::min(static_cast<int>(room), panel_x - 1 - x));
+            }
+            for (std::size_t r = r0; r < r1; ++r) {
+                const int y = top + static_cast<int>(r - r0) * ch, mid = y + (ch - 1) / 2;
+                if (r == v.row) attron(A_BOLD);
+                put(mid, 0, pad_right(abbreviate(f.row_labels[r], l.label_w), l.label_w), static_cast<int>(l.label_w));
+                if (r == v.row) attroff(A_BOLD);
+                for (std::size_t c = c0; c < c1; ++c) {
+                    const float x = f.value(v.panel, r, c);
+                    const bool here = r == v.row && c == v.col;
+                    const int at = left + static_cast<int>(c - c0) * cw;
+                    const std::string blank(static_cast<std::size_t>(cw - 1), ' ');
+                    std::string text = blank;
+                    int attr = 0;
+                    if (f.hidden(v.panel, r, c)) {  // masked: a pattern of its own, never weight 0's colour
+                        for (int k = 0; k < cw - 1; k += 2) text[static_cast<std::size_t>(k)] = '/';
+                        attr = A_DIM;
+                    } else {
+                        const double t = f.at(v.panel, r, 1, x);
+                        if (l.numbers) text = pad_left(fit(x, static_cast<std::size_t>(cw - 1), precision), static_cast<std::size_t>(cw - 1));
+                        if (!colour && !l.numbers) text = std::string(1, " .:+#"[std::lround(std::clamp(t, 0.0, 1.0) * 4)]) + std::string(static_cast<std::size_t>(cw - 2), ' ');
+                        if (colour && std::isfinite(x)) attr = COLOR_PAIR(pair_of(t, f.diverging(v.panel)));
+                    }
+                    if (here) attr = A_REVERSE | A_BOLD;
+                    attron(attr);
+                    for (int k = 0; k < ch; ++k)  // the value on the cell's middle row, its colour on all
+                        put(y + k, at, y + k == mid || f.hidden(v.panel, r, c) ? text : blank, cw - 1);
+                    attroff(attr);
+                }
+            }
+            // the colour bar, the scroll's place and the legend
+            {
+                const ColorScale kind = f.scale(v.panel);
+                const bool unit = kind == ColorScale::unit || kind == ColorScale::row;
+                const std::string lo = kind == ColorScale::row ? "0" : unit ? "0" : fit(f.lo[v.panel], 6, precision);
+                const std::string hi = kind == ColorScale::row ? "row max" : unit ? "1" : fit(f.hi[v.panel], 6, precision);
+                int x = 0;
+                put(bottom, x, lo + " ", panel_x);
+                x += static_cast<int>(width(lo)) + 1;
+                for (int k = 0; k < 10; ++k) {
+                    const double t = k / 9.0;
+                    if (colour) attron(COLOR_PAIR(pair_of(t, f.diverging(v.panel))));
+                    put(bottom, x + k, colour ? " " : std::string(1, " .:+#"[std::lround(t * 4)]), 1);
+                    if (colour) attroff(COLOR_PAIR(pair_of(t, f.diverging(v.panel))));
+                }
+                x += 11;
+                put(bottom, x, hi + (f.masked.empty() ? "" : "   / / masked"), panel_x - x - 1);
+                for (std::size_t k = 0; k < notes.size(); ++k) put(bottom + 1 + static_cast<int>(k), 0, notes[k], panel_x - 1);
+            }
         }
         // the panel: the cell named, its path, the cell written out
         const std::string key = std::to_string(v.step) + "/" + std::to_string(v.panel) + "/" + std::to_string(v.row) + "/" + std::to_string(v.col) + "/" +
@@ -476,10 +535,10 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line, in
             explanation = panel_lines(trace, f, v, static_cast<std::size_t>(std::max(panel_w, 12)), precision);
             cache_key = key;
         }
-        const std::size_t page = static_cast<std::size_t>(std::max(1, LINES - 3));
+        const std::size_t page = static_cast<std::size_t>(std::max(1, LINES - 4));
         const std::size_t pages = explanation.empty() ? 1 : (explanation.size() + page - 1) / page;
         v.scroll = std::min(v.scroll, pages - 1);
-        int y = 1;
+        int y = 2;
         for (std::size_t k = v.scroll * page; k < explanation.size() && y < LINES - 2; ++k) put(y++, panel_x, explanation[k], panel_w);
         if (pages > 1) put(LINES - 2, panel_x, "page " + std::to_string(v.scroll + 1) + "/" + std::to_string(pages) + " (PgDn/PgUp, space/b)", panel_w);
         attron(A_DIM);

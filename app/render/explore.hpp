@@ -3,7 +3,8 @@
 // beside it names the cell, lists it in every step that holds the same attention cell,
 // and writes it out with the library's explanation engine (lessons/explainer.hpp), in
 // the process. Keys switch the step, the head and the layer; ? lists those that act on
-// the step shown (? or Esc closes the list); q quits.
+// the step shown (? or Esc closes the list); w shows the explanation over the whole width;
+// q quits.
 //
 // What is drawn comes from the step's Figure (figure.hpp): labels, panel names, the
 // layer's kind, the mask, the colour scale. The view is a plain value (ExploreView) that
@@ -39,13 +40,14 @@ std::size_t opening_panel(const Trace& trace, const Figure& figure);
 
 // escape: Esc alone, which closes the list of keys where it is shown and quits elsewhere.
 enum class ExploreKey { up, down, left, right, home, end, next_step, previous_step, next_head, previous_head, next_layer, previous_layer,
-                        scroll_down, scroll_up, help, escape, quit, other };
+                        scroll_down, scroll_up, wide, help, escape, quit, other };
 
 struct ExploreView {
     std::size_t step = 0;   // index into the explorable steps
     std::size_t panel = 0;  // layer · heads + head
     std::size_t row = 0, col = 0;
     std::size_t scroll = 0; // pages the explanation panel is scrolled down (back to 0 on another cell)
+    bool wide = false;      // the explanation over the whole width, the heatmap hidden (w)
     bool help = false;      // the list of keys is shown
     bool quit = false;
 };
@@ -75,6 +77,27 @@ std::string key_bar(const ExploreShape& shape, std::size_t steps, bool more_page
 // The list ? shows: each key that acts on this step with what it does, and how to close
 // the list, each line at most 42 columns (the box is 46 wide).
 std::vector<std::string> key_list(const ExploreShape& shape, std::size_t steps, bool more_pages);
+
+// Where the explorer draws on a screen `columns` × `lines`: rows 0 and 1 the title (the
+// step's id, its place, its layer and head; then its title and formula), row 2 the axes,
+// then the key labels and the cells; at the bottom the colour bar, two rows and
+// `extra_lines` more of notes (the scroll's place, the step's legend) and the keys. The heatmap takes the left half (34
+// columns at least), its cells as wide and as tall as that allows (a cell about square),
+// each with its value where 4 characters fit; every key is labelled, abbreviated, on two
+// alternating rows when a cell is too narrow for a label. The panel takes the rest.
+struct ExploreLayout {
+    std::size_t label_w = 3;                // the row labels' width
+    std::size_t cell_w = 2, cell_h = 1;     // a cell's width (with its one column of gap) and height
+    bool numbers = false;                   // values written in the cells
+    std::size_t label_rows = 1;             // rows of key labels: 2 when they alternate
+    int top = 4, bottom = 20;               // the first row of cells; the colour bar's row
+    std::size_t rows_fit = 1, cols_fit = 1; // cells on screen at once
+    int panel_x = 40, panel_w = 39;         // the panel beside the heatmap
+};
+ExploreLayout explore_layout(const Figure& figure, int columns, int lines, std::size_t extra_lines = 0);
+// The label of key column `c` as the explorer writes it in `room` columns ("head 12" as
+// "h12", a token abbreviated: "<|be…").
+std::string key_label(const Figure& figure, std::size_t c, std::size_t room);
 
 // Runs the explorer on `trace` (COMMAND [OPTIONS] names it in the title), its numbers at
 // `precision` (--precision), as the text view's. Throws UsageError without a terminal. Returns the exit code: 0, or 128 + N after signal N.

@@ -141,7 +141,7 @@ void print_heatmap(const Figure& f, std::size_t pi, const TextOptions& opt, std:
     }
     out << labels << '\n';
     for (std::size_t r = 0; r < f.rows; r += kr) {
-        std::string line = indent + pad_right(shorten(f.row_labels[r], label_w), label_w) + " ";
+        std::string line = indent + pad_right(abbreviate(f.row_labels[r], label_w), label_w) + " ";
         for (std::size_t c = 0; c < f.cols; c += kc) {
             const Block cell = average(f, pi, r, c, kr, kc);
             if (cell.kind == Block::masked) line += centred("·", cw);

@@ -36,6 +36,7 @@ std::string label(const Trace& trace, Axis axis, std::size_t i) { return axis_la
 struct Table {
     std::vector<std::string> header;            // first cell is the corner
     std::vector<std::vector<std::string>> rows;  // first cell is the row label
+    std::size_t gap = 2;                         // spaces between columns
 
     std::vector<std::size_t> widths() const {
         std::vector<std::size_t> w(header.size(), 0);
@@ -46,18 +47,19 @@ struct Table {
         for (const auto& r : rows) fit(r);
         return w;
     }
-    // The printed width with this indent (two spaces between columns).
+    // The printed width with this indent.
     std::size_t total(const std::string& indent) const {
         std::size_t sum = width(indent);
-        for (std::size_t w : widths()) sum += w + 2;
-        return sum - 2;
+        for (std::size_t w : widths()) sum += w + gap;
+        return sum - gap;
     }
 
     void print(std::ostream& out, const std::string& indent) const {
         const std::vector<std::size_t> w = widths();
+        const std::string space(gap, ' ');
         auto line = [&](const std::vector<std::string>& r) {
             std::string s = indent + pad_right(r[0], w[0]);
-            for (std::size_t c = 1; c < r.size(); ++c) s += "  " + pad_left(r[c], w[c]);
+            for (std::size_t c = 1; c < r.size(); ++c) s += space + pad_left(r[c], w[c]);
             while (!s.empty() && s.back() == ' ') s.pop_back();
             out << s << '\n';
         };
@@ -65,6 +67,23 @@ struct Table {
         for (const auto& r : rows) line(r);
     }
 };
+
+// A table made narrower for the terminal, one way at a time until it fits: column labels
+// abbreviated to their numbers' width (at least 5: "<|be…"), row labels to 10 columns,
+// then one space between columns. `columns` [first, last) are the labelled ones.
+void narrow(Table& t, std::size_t first, std::size_t last, const std::string& indent, std::size_t columns) {
+    for (int way = 0; way < 3 && t.total(indent) > columns; ++way) {
+        if (way == 0)
+            for (std::size_t c = first; c < last && c < t.header.size(); ++c) {
+                std::size_t numbers = 0;
+                for (const auto& r : t.rows) numbers = std::max(numbers, width(r[c]));
+                t.header[c] = abbreviate(t.header[c], std::max<std::size_t>(numbers, 5));
+            }
+        if (way == 1)
+            for (auto& r : t.rows) r[0] = abbreviate(r[0], 10);
+        if (way == 2) t.gap = 1;
+    }
+}
 
 // One 2-D slice (or a 1-D tensor as a single row) starting at `offset`.
 void print_matrix(const Trace& trace, const Step& step, std::size_t offset, std::size_t sum_offset,
@@ -74,38 +93,51 @@ void print_matrix(const Trace& trace, const Step& step, std::size_t offset, std:
     const std::size_t cols = shape[rank - 1];
     const std::size_t rows = rank >= 2 ? shape[rank - 2] : 1;
     const bool sums = !step.row_sum.data.empty();
+    const std::string indent = "    ";
     const auto table = [&](const std::vector<std::size_t>& col_idx) {
         Table t;
         t.header.push_back("");
-    for (std::size_t c : col_idx) t.header.push_back(c == gap ? "…" : label_at(trace, step, rank - 1, c));
-    if (sums) {
-        t.header.push_back("|");
-        t.header.push_back("row sum");
-    }
-    for (std::size_t r : shown(rows, opt)) {
-        std::vector<std::string> row{r == gap ? "⋮" : rank >= 2 ? label_at(trace, step, rank - 2, r) : ""};
-        for (std::size_t c : col_idx)
-            row.push_back(r == gap ? (c == gap ? "⋱" : "⋮") : c == gap ? "…" : cell(step.tensor, offset + r * cols + c, opt.precision));
+        for (std::size_t c : col_idx) t.header.push_back(c == gap ? "…" : label_at(trace, step, rank - 1, c));
         if (sums) {
-            row.push_back("|");
-            row.push_back(r == gap ? "⋮" : value_text(step.row_sum.data[sum_offset + r], opt.precision));
+            t.header.push_back("|");
+            t.header.push_back("row sum");
         }
-        t.rows.push_back(std::move(row));
-    }
-    return t;
+        for (std::size_t r : shown(rows, opt)) {
+            std::vector<std::string> row{r == gap ? "⋮" : rank >= 2 ? label_at(trace, step, rank - 2, r) : ""};
+            for (std::size_t c : col_idx)
+                row.push_back(r == gap ? (c == gap ? "⋱" : "⋮") : c == gap ? "…" : cell(step.tensor, offset + r * cols + c, opt.precision));
+            if (sums) {
+                row.push_back("|");
+                row.push_back(r == gap ? "⋮" : value_text(step.row_sum.data[sum_offset + r], opt.precision));
+            }
+            t.rows.push_back(std::move(row));
+        }
+        if (!opt.full && step.axes[rank - 1] == Axis::token) narrow(t, 1, 1 + col_idx.size(), indent, opt.columns);  // keys, not features
+        return t;
     };
-    // The columns PyTorch's print would show; then fewer around the gap until the table fits
-    // the terminal's width (not with --full).
-    Table t = table(shown(cols, opt));
-    for (std::size_t edge = std::min<std::size_t>(cols / 2, edge_items + 5); !opt.full && edge >= 1 && t.total("    ") > opt.columns; --edge) {
+    // The columns PyTorch's print would show, narrowed to the terminal's width where they are
+    // tokens (keys); then fewer around the gap until the table fits (not with --full).
+    std::vector<std::size_t> idx = shown(cols, opt);
+    Table t = table(idx);
+    bool cut = false;  // columns left out for the width
+    for (std::size_t edge = std::min<std::size_t>(cols / 2, edge_items + 5); !opt.full && edge >= 1 && t.total(indent) > opt.columns; --edge) {
         if (2 * edge + 1 > cols) continue;
-        std::vector<std::size_t> idx;
+        idx.clear();
         for (std::size_t c = 0; c < edge; ++c) idx.push_back(c);
         idx.push_back(gap);
         for (std::size_t c = cols - edge; c < cols; ++c) idx.push_back(c);
         t = table(idx);
+        cut = true;
     }
-    t.print(out, "    ");
+    t.print(out, indent);
+    // Token columns left out are counted, and how to see them said.
+    if (step.axes[rank - 1] == Axis::token && std::find(idx.begin(), idx.end(), gap) != idx.end()) {
+        const std::size_t hidden = cols - (idx.size() - 1);
+        const bool keys = rank >= 2 && step.axes[rank - 2] == Axis::token;
+        out << wrap("(" + std::to_string(hidden) + " of " + std::to_string(cols) + (keys ? " keys" : " tokens") + " left out" +
+                        (cut ? " to fit " + std::to_string(opt.columns) + " columns" : std::string()) + "; --full shows every one)",
+                    opt.columns, indent, indent + "  ");
+    }
 }
 
 // The name of 2-D slice s of a tensor by its leading indices: "batch 0, head 1".
@@ -254,7 +286,7 @@ void print_heading(const Step& step, std::size_t number, const TextOptions& opt,
     // the title and its (id, shape) tag on one line when they fit, the tag on its own otherwise
     if (width(title) + 3 + width(tag) <= opt.columns) out << "\n" << title << "   " << tag << '\n';
     else out << '\n' << wrap(title, opt.columns, "", "    ") << "    " << tag << '\n';
-    if (!step.formula.empty()) out << wrap(step.formula, opt.columns, "    ", "      ");
+    if (!step.formula.empty()) out << wrap_formula(step.formula, opt.columns, "    ", "      ");
 }
 
 
@@ -290,16 +322,55 @@ std::string param_text(const Trace& trace, const std::string& name, const ParamV
 
 namespace {
 
+// What a loaded model's header says of it (its file's and its config.json's fields): one
+// line by default, every field under --show-config. None for a trace of no model.
+bool model_field(const std::string& name) {
+    static const char* const own[] = {"naming", "layout", "dtype", "biases", "vocab", "context", "width", "layers", "heads", "kv_heads", "head_dim"};
+    return name.rfind("config.", 0) == 0 || std::find(std::begin(own), std::end(own), name) != std::end(own);
+}
+
+// "model FILE: llama, 2 layers, 4 heads of 8 (2 key/value heads), width 32, vocab 320, context 64, F32"
+std::string model_line(const Trace& trace, std::size_t fields) {
+    const auto text = [&](const std::string& name) -> std::string {
+        for (const auto& [n, v] : trace.params)
+            if (n == name) {
+                if (const auto* s = std::get_if<std::string>(&v)) return *s;
+                if (const auto* u = std::get_if<unsigned long long>(&v)) return std::to_string(*u);
+            }
+        return "";
+    };
+    std::vector<std::string> parts;
+    if (!text("config.model_type").empty()) parts.push_back(text("config.model_type"));
+    if (!text("layers").empty()) parts.push_back(text("layers") + " layers");
+    if (!text("heads").empty())
+        parts.push_back(text("heads") + " heads" + (text("head_dim").empty() ? "" : " of " + text("head_dim")) +
+                        (text("kv_heads").empty() || text("kv_heads") == text("heads") ? "" : " (" + text("kv_heads") + " key/value heads)"));
+    for (const char* name : {"width", "vocab", "context"})
+        if (!text(name).empty()) parts.push_back(std::string(name) + " " + text(name));
+    if (!text("dtype").empty()) parts.push_back(text("dtype"));
+    std::string line = "model " + text("model");
+    for (std::size_t i = 0; i < parts.size(); ++i) line += (i ? ", " : ": ") + parts[i];
+    return line + " (--show-config: its " + std::to_string(fields) + " fields)";
+}
+
 // The text view's pieces, one at a time: its header, its items (a step, or consecutive 1-D
 // steps of a group side by side) and the timing footer.
 std::string header_text(const Trace& trace, const TextOptions& opt) {
     std::string tokens;
     for (std::size_t i : shown(trace.tokens.size(), opt)) tokens += (tokens.empty() ? "" : " ") + (i == gap ? "…" : trace.tokens[i]);
-    std::string params;
-    for (const auto& [name, value] : trace.params) params += (params.empty() ? "" : ", ") + param_text(trace, name, value);
+    const bool model = !opt.show_config && std::any_of(trace.params.begin(), trace.params.end(), [](const auto& p) { return p.first == "model"; });
+    std::string params, fields;
+    std::size_t count = 0;
+    for (const auto& [name, value] : trace.params) {
+        if (model && (name == "model" || model_field(name))) {
+            count += name != "model";
+            continue;
+        }
+        params += (params.empty() ? "" : ", ") + param_text(trace, name, value);
+    }
     return (trace.tokens.empty() ? "attnwalk " + trace.command + "\n"  // no input (params)
                                  : wrap(tokens, opt.columns, "attnwalk " + trace.command + ": ", "  ")) +
-           wrap(params, opt.columns, "  ", "  ");
+           (model ? wrap(model_line(trace, count), opt.columns, "  ", "    ") : "") + wrap(params, opt.columns, "  ", "  ");
 }
 
 std::vector<std::vector<const Step*>> items_of(const Trace& trace, const TextOptions& opt) {
@@ -340,7 +411,11 @@ std::string item_text(const Trace& trace, const std::vector<const Step*>& group,
     std::ostringstream out, head;
     if (group.size() > 1) {
         head << "\n[" << number + 1 << "-" << number + group.size() << "] Side by side\n";
-        for (const Step* s : group) head << wrap(s->title + ", " + s->formula, opt.columns, "    " + s->id + ": ", "      ");
+        for (const Step* s : group) {  // the title at its spaces, the formula between its terms
+            std::vector<std::string> words = words_of(s->title + (s->formula.empty() ? "" : ","));
+            for (std::string& w : words_of(s->formula, true)) words.push_back(std::move(w));
+            head << wrap_words(words, opt.columns, "    " + s->id + ": ", "      ");
+        }
         out << head.str();
         print_group(trace, group, opt, out);
         for (const Step* s : group) print_note("note (" + s->id + ")", s->note, opt, out);
@@ -406,9 +481,14 @@ std::string fitted_text(const Trace& trace, const TextOptions& opt, int stage) {
         text += item_text(shown, item, number, keeps ? opt : bare);
         number += item.size();
     }
-    if (stage > 0)
-        text += std::string("(--compact, to fit two screens: ") +
-                (stage == 1 ? "no heatmaps" : stage == 2 ? "no heatmaps, notes cut to one sentence" : "no heatmaps, notes or repeated formulas") + ")\n";
+    if (stage > 0) {
+        const std::string left = stage == 1 ? "no heatmaps" : stage == 2 ? "no heatmaps, notes cut to one sentence" : "no heatmaps, notes or repeated formulas";
+        // said as it is: fitted, or still longer than two screens with all of it left out
+        const std::string fitted = "(--compact, to fit two screens: " + left + ")\n";
+        text += rows_of(text + fitted, std::max<std::size_t>(opt.columns, 1)) <= opt.fit_rows
+                    ? fitted
+                    : "(--compact: " + left + "; still more than two screens: --steps shows fewer steps)\n";
+    }
     return text;
 }
 
@@ -440,9 +520,10 @@ void render_text(const std::vector<Section>& sections, const TextOptions& opt, c
                  const Pause& pause, std::ostream& out, bool paged) {
     const std::size_t w = std::min<std::size_t>(std::max<std::size_t>(opt.columns, 40), 100);
     const std::string rule(w, '=');
-    // Paged (--step on a terminal): every page starts with its part's header and paragraph
-    // and fits the terminal's height, less the prompt's line; a step too tall with them
-    // loses its heatmap on that page.
+    // Paged (--step on a terminal): a part opens on a fresh screen with its header and its
+    // paragraph, once; each step after a pause goes below the steps before it while it fits
+    // the terminal's height (less the prompt's line), else on a fresh screen under the part's
+    // header alone. A step loses its heatmap only when it is too tall even there.
     const std::size_t page = paged && opt.lines > 2 ? opt.lines - 1 : 0;
     TextOptions bare = opt;
     bare.heatmap = false;
@@ -451,13 +532,13 @@ void render_text(const std::vector<Section>& sections, const TextOptions& opt, c
         const Section& s = sections[n];
         const std::string head = "Part " + std::to_string(n + 1) + " of " + std::to_string(sections.size()) + ": " + s.title;
         const std::string run = "Run this part alone: attnwalk " + s.args + rerun_suffix + "\n";  // whole, to paste
-        // a page: the part's header and paragraph, short; the whole output: a banner
-        const std::string again = "== " + head + " ==\n" + wrap(s.explanation, w, "", "") + wrap(s.formula, w, "    ", "      ");
-        const std::string banner = page ? again + run + "\n"
+        // a page: the part's header, short; the whole output: a banner
+        const std::string again = "== " + head + " ==\n";
+        const std::string banner = page ? again + wrap(s.explanation, w, "", "") + wrap_formula(s.formula, w, "    ", "      ") + run + "\n"
                                         : rule + "\n " + head + "\n" + rule + "\n\n" + wrap(s.explanation, w, "", "") + "\n" +
-                                              wrap(s.formula, w, "    ", "      ") + "\n" + run + "\n";
+                                              wrap_formula(s.formula, w, "    ", "      ") + "\n" + run + "\n";
         if (n > 0) {
-            const PauseAnswer answer = pause(head.substr(0, head.find(" of ")) + ": " + s.title);
+            const PauseAnswer answer = pause(head.substr(0, head.find(" of ")) + ": " + s.title, true);
             if (answer == PauseAnswer::stop) return;
             if (answer == PauseAnswer::go_on) out << '\n';
         }
@@ -465,24 +546,13 @@ void render_text(const std::vector<Section>& sections, const TextOptions& opt, c
         out << opening;
         std::size_t used = rows_of(opening, opt.columns), number = 0;
         const auto items = items_of(s.trace, opt);
+        std::string pending;  // steps named only, kept for the next step's screen
+        const auto lead = [](const std::string& t) { return t.empty() ? t : t.substr(1); };  // less the blank line before it
+        std::size_t pending_from = 0;  // the first of them, counted from 1
         for (std::size_t i = 0; i < items.size(); number += items[i].size(), ++i) {
             const auto& group = items[i];
             std::string heading;
             std::string text = item_text(s.trace, group, number, opt, &heading);
-            const auto without_heatmap = [&] { return item_text(s.trace, group, number, bare); };
-            bool fresh = false;  // a new page: the part's header and paragraph first
-            if (i == 0 && page && used + rows_of(without_heatmap(), opt.columns) > page) {
-                // the part's opening page has no room for its first step: that step opens the next page
-                const PauseAnswer answer = pause("Part " + std::to_string(n + 1) + ", step 1 of " + std::to_string(items.size()));
-                if (answer == PauseAnswer::stop) return;
-                fresh = answer == PauseAnswer::next_screen;
-            }
-            if (i > 0) {
-                const PauseAnswer answer = pause("Part " + std::to_string(n + 1) + ", step " + std::to_string(i + 1) + " of " +
-                                                 std::to_string(items.size()));
-                if (answer == PauseAnswer::stop) return;
-                fresh = answer == PauseAnswer::next_screen;
-            }
             // the same step, with the same numbers, as in an earlier part
             std::size_t earlier = 0;
             if (group.size() == 1)
@@ -492,17 +562,63 @@ void render_text(const std::vector<Section>& sections, const TextOptions& opt, c
                         a->tensor.integers == b.tensor.integers)
                         earlier = part + 1;
                 }
-            std::string header = fresh ? again : "";
-            if (earlier) text = heading + "    the same numbers as in part " + std::to_string(earlier) + "\n";
-            const std::size_t base = fresh ? rows_of(header, opt.columns) : used;
-            if (page && !earlier && base + rows_of(text, opt.columns) > page) {
-                const std::string bare_text = without_heatmap();
-                if (bare_text != text) text = bare_text + "    (its heatmap left out to fit the screen; run the part alone to see it)\n";
-                if (fresh && base + rows_of(text, opt.columns) > page)  // still too tall: the header without its paragraph
-                    header = "== " + head + " == (its paragraph opens the part)\n";
+            if (earlier)  // paged: in a line or two, to go below the step before it rather than alone on a screen
+                text = !page ? heading + "    the same numbers as in part " + std::to_string(earlier) + "\n"
+                             : "\n" + [&] {
+                                   std::vector<std::string> words = words_of("[" + std::to_string(number + 1) + "] " + group[0]->title + " (" + group[0]->id + "):");
+                                   words.push_back("the same numbers as in part " + std::to_string(earlier));  // kept on one line
+                                   return wrap_words(words, opt.columns, "", "    ");
+                               }();
+            // where it goes: below what is on the screen, or on a fresh one; with its heatmap
+            // wherever that fits, else without it. A step named, not printed again, that does
+            // not fit below goes on the next step's screen, not alone on one.
+            bool below = true;
+            if (page) {
+                const std::size_t fresh = rows_of(again, opt.columns);
+                const auto fits_below = [&](const std::string& t) { return pending.empty() && used + rows_of(t, opt.columns) <= page; };
+                // steps named only open the next screen right under its header, without their blank line
+                const auto fits_fresh = [&](const std::string& t) { return fresh + rows_of(lead(pending) + t, opt.columns) <= page; };
+                if (earlier && !fits_below(text) && i + 1 < items.size()) {
+                    pending += text;
+                    if (pending_from == 0) pending_from = i + 1;
+                    for (const Step* st : group) shown_before.emplace_back(st, n);
+                    continue;
+                }
+                if (!pending.empty() && !fits_fresh(item_text(s.trace, group, number, bare) + "\n")) {
+                    // too tall with this step even without its heatmap: the steps named go on a screen of their own
+                    const PauseAnswer answer = pause("Part " + std::to_string(n + 1) + ", step" + (pending_from < i ? "s " + std::to_string(pending_from) + "–" : " ") +
+                                                         std::to_string(i) + " of " + std::to_string(items.size()),
+                                                     true);
+                    if (answer == PauseAnswer::stop) return;
+                    if (answer == PauseAnswer::next_screen) out << again;
+                    out << pending;
+                    used = rows_of(again + pending, opt.columns);
+                    pending.clear();
+                    pending_from = 0;
+                }
+                if (!fits_below(text)) {
+                    if (!fits_fresh(text)) {
+                        const std::string bare_text = item_text(s.trace, group, number, bare);
+                        if (bare_text != text) text = bare_text + "    (its heatmap left out to fit the screen; run the part alone to see it)\n";
+                    }
+                    below = fits_below(text);
+                }
             }
-            out << header << text;
-            used = (fresh ? rows_of(header, opt.columns) : used) + rows_of(text, opt.columns);
+            const std::string next = "Part " + std::to_string(n + 1) + ", step" + (pending_from ? "s " + std::to_string(pending_from) + "–" : " ") +
+                                     std::to_string(i + 1) + " of " + std::to_string(items.size());
+            text = lead(pending) + text;
+            pending.clear();
+            pending_from = 0;
+            if (i > 0 || !below) {
+                const PauseAnswer answer = pause(next, !below || !page);  // an unknown height: a fresh screen each time
+                if (answer == PauseAnswer::stop) return;
+                if (answer == PauseAnswer::next_screen && (!below || !page)) {
+                    out << again;
+                    used = rows_of(again, opt.columns);
+                }
+            }
+            out << text;
+            used += rows_of(text, opt.columns);
             for (const Step* st : group) shown_before.emplace_back(st, n);
         }
         if (s.trace.timed) print_timing(s.trace, opt, out);

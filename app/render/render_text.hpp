@@ -30,12 +30,15 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& options, const
 // `attnwalk walkthrough`: every section with a banner, its paragraph and the command that
 // reruns it. `rerun_suffix` is appended to each rerun command (the input options).
 // `pause` runs before every step but the first, with a few words on what comes next
-// (--step): it stops the output, lets it go on, or asks for a fresh screen, on which the
-// part's header and paragraph are printed again before the step. `paged`: each page fits
-// options.lines (a step too tall loses its heatmap there). A step with the same numbers as
-// one of an earlier part is named, not printed again.
+// (--step): it stops the output, lets it go on, or waits and readies the screen: a fresh one
+// when `clear` (on which the part's header is printed again before the step), else the same
+// one, the step going below the last (the prompt's line taken back). `paged`: each screen
+// fits options.lines: a part opens on a fresh screen with its paragraph, once; a step goes
+// below the steps before it while it fits, else on a fresh screen; it loses its heatmap
+// only when too tall even there. A step with the same numbers as one of an earlier part is
+// named, not printed again.
 enum class PauseAnswer { go_on, next_screen, stop };
-using Pause = std::function<PauseAnswer(const std::string& next)>;
+using Pause = std::function<PauseAnswer(const std::string& next, bool clear)>;
 void render_text(const std::vector<Section>& sections, const TextOptions& options, const std::string& rerun_suffix,
                  const Pause& pause, std::ostream& out, bool paged = false);
 

@@ -22,6 +22,7 @@ struct TextOptions {
     bool torch = false;         // --format torch: tensors as PyTorch prints them
     bool full = false;          // --full: no elision of long axes
     bool heatmap = true;        // draw token×token steps as heatmaps under their numbers
+    bool show_config = false;   // --show-config: a loaded model's every field in the header (else one line of it)
     std::size_t fit_rows = 0;   // --compact: the rows the view fits (two screens), by leaving out, in turn, the heatmaps
                                 // before the last token×token step's, that one, the notes past their first sentence, the notes
     Palette palette = Palette::none;

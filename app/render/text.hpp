@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace attnwalk::app {
 
@@ -28,6 +29,13 @@ inline std::string shorten(const std::string& s, std::size_t w) {
     return s;
 }
 
+// s in at most `w` columns: cut, its last character "…" where something was left out
+// ("<|begin_of_text|>" in 6: "<|beg…"); under 3 columns simply cut.
+inline std::string abbreviate(const std::string& s, std::size_t w) {
+    if (width(s) <= w) return s;
+    return w < 3 ? shorten(s, w) : shorten(s, w - 1) + "…";
+}
+
 // A column's label in a narrow cell: "head 12" as "h12" when it does not fit, then shortened.
 inline std::string cell_label(const std::string& s, std::size_t w) {
     if (width(s) > w && s.rfind("head ", 0) == 0) return shorten("h" + s.substr(5), w);
@@ -43,28 +51,52 @@ inline std::string shell_word(const std::string& word) {
     return quoted + "'";
 }
 
+// The words of `text`, split at its spaces; a formula's only at spaces between its terms,
+// outside brackets ("exp(ω_2,j − max)" stays one word).
+inline std::vector<std::string> words_of(const std::string& text, bool formula = false) {
+    std::vector<std::string> words;
+    std::string word;
+    int depth = 0;
+    for (char c : text) {
+        if (formula) depth += c == '(' || c == '[' || c == '{' ? 1 : c == ')' || c == ']' || c == '}' ? (depth > 0 ? -1 : 0) : 0;
+        if (c == ' ' && depth == 0) {
+            if (!word.empty()) words.push_back(word);
+            word.clear();
+        } else {
+            word += c;
+        }
+    }
+    if (!word.empty()) words.push_back(word);
+    return words;
+}
+
+// `words` in lines no wider than `columns`, a space apart (a word longer than a line stays
+// whole); the first line starts with `first`, the others with `rest`.
+inline std::string wrap_words(const std::vector<std::string>& words, std::size_t columns, const std::string& first, const std::string& rest) {
+    std::string out, line = first;
+    bool empty = true;  // nothing but the prefix on this line yet
+    for (const std::string& word : words) {
+        if (!empty && width(line) + 1 + width(word) > columns) {
+            out += line + "\n";
+            line = rest;
+            empty = true;
+        }
+        line += (empty ? "" : " ") + word;
+        empty = false;
+    }
+    return out + line + "\n";
+}
+
 // `text` in lines no wider than `columns`, broken at spaces only (a word longer than a
 // line stays whole); the first line starts with `first`, the others with `rest`.
 inline std::string wrap(const std::string& text, std::size_t columns, const std::string& first, const std::string& rest) {
-    std::string out, line = first;
-    bool empty = true;  // nothing but the prefix on this line yet
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        std::size_t end = text.find(' ', start);
-        if (end == std::string::npos) end = text.size();
-        const std::string word = text.substr(start, end - start);
-        if (!word.empty()) {
-            if (!empty && width(line) + 1 + width(word) > columns) {
-                out += line + "\n";
-                line = rest;
-                empty = true;
-            }
-            line += (empty ? "" : " ") + word;
-            empty = false;
-        }
-        start = end + 1;
-    }
-    return out + line + "\n";
+    return wrap_words(words_of(text), columns, first, rest);
+}
+
+// A formula wrapped the same way, broken only between its terms (a term longer than a line
+// stays whole).
+inline std::string wrap_formula(const std::string& formula, std::size_t columns, const std::string& first, const std::string& rest) {
+    return wrap_words(words_of(formula, true), columns, first, rest);
 }
 
 }  // namespace attnwalk::app

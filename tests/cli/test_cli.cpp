@@ -1624,6 +1624,88 @@ TEST_SUITE("cli.teaching") {
         CHECK(r.out.find("the same numbers as in part 1") != std::string::npos);  // softmax's scores are part 1's
     }
 
+    // Issue 57 item 2: walkthrough --step at 80×24 prints each part's paragraph once (a
+    // screen after it has the part's header alone), draws a heatmap wherever one fits, and
+    // leaves no screen with a header and a step named only.
+    TEST_CASE("cli.teaching_walkthrough_step_pages_show_heatmaps_and_each_paragraph_once") {
+        const auto r = test::run_shell("env LINES=24 COLUMNS=80 script -qec \"stty -echo; " + test::binary() +
+                                       " walkthrough --step\" /dev/null", std::string(80, '\n'));
+        REQUIRE(r.exit_code == 0);
+        std::vector<std::string> pages;
+        for (std::size_t at = r.out.find("\x1b[2J\x1b[H"); at != std::string::npos;) {
+            const std::size_t next = r.out.find("\x1b[2J\x1b[H", at + 1);
+            pages.push_back(r.out.substr(at + 7, next == std::string::npos ? std::string::npos : next - at - 7));
+            at = next;
+        }
+        const auto count = [&](const std::string& text) {
+            std::size_t n = 0;
+            for (std::size_t at = r.out.find(text); at != std::string::npos; at = r.out.find(text, at + 1)) ++n;
+            return n;
+        };
+        for (const char* paragraph : {"Self-attention starts by asking", "Scores are turned into weights", "Each token's context vector",
+                                      "Real attention does not compare", "A language model predicts", "During training, dropout",
+                                      "Several causal attention heads"}) {
+            CAPTURE(paragraph);
+            CHECK(count(paragraph) == 1);
+        }
+        std::size_t drawn = 0;
+        for (const std::string& page : pages) {
+            CAPTURE(page);
+            drawn += page.find("\n    heatmap") != std::string::npos;
+            CHECK(terminal_rows(page, 80) >= 6);  // more than a header and a line
+        }
+        CHECK(drawn >= 15);
+        CHECK(count("(its heatmap left out") <= 2);
+    }
+
+    // Issue 57 item 3: a real model at 80 columns shows every key column of its 8 tokens
+    // (labels abbreviated), rollout's too, and says the model in one line, every field
+    // under --show-config; --compact says when it still passes two screens.
+    TEST_CASE("cli.teaching_a_model_at_80_columns_shows_every_key_column") {
+        const std::string model = test::source_path("tests/data/models/tiny_llama");
+        const std::string run = "COLUMNS=80 LINES=24 " + test::binary() + " model --model '" + model + "' --text 'the cat sat on the mat' ";
+        const auto r = test::run_shell(run + "--layer 2 --head 3 --explain 4,2");
+        REQUIRE(r.exit_code == 0);
+        const std::string keys = "<|beg…      t     he   ␣cat   ␣sat    ␣on   ␣the   ␣mat";
+        const std::size_t weights = r.out.find("(weights, 8×8)");
+        REQUIRE(weights != std::string::npos);
+        CHECK(r.out.find(keys, weights) != std::string::npos);
+        CHECK(r.out.find("<|begin_of_text|>       t  …") == std::string::npos);
+        std::istringstream lines(r.out);
+        for (std::string line; std::getline(lines, line);) {
+            CAPTURE(line);
+            CHECK((columns_of(line) <= 80 || one_word(line)));
+        }
+        CHECK(r.out.find("config.rope_theta") == std::string::npos);  // the model in one line
+        CHECK(r.out.find("llama, 2 layers, 4 heads of 8 (2 key/value heads)") != std::string::npos);
+        CHECK(r.out.find("--show-config") != std::string::npos);
+        const auto config = test::run_shell(run + "--steps token_ids --show-config");
+        CHECK(config.out.find("config.rope_theta 500000") != std::string::npos);
+        const auto rollout = test::run_shell(run + "--rollout --compact");
+        const std::size_t at = rollout.out.find("(rollout, 8×8)");
+        REQUIRE(at != std::string::npos);
+        CHECK(rollout.out.find(keys, at) != std::string::npos);
+        // more than 16 tokens: how many keys are left out, and how to see them
+        const auto many = test::run_shell("COLUMNS=80 " + test::binary() + " model --model '" + model + "' --ids " +
+                                          "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20 --steps weights --head 1");
+        CHECK(many.out.find("of 20 keys left out") != std::string::npos);
+        CHECK(many.out.find("--full shows every one)") != std::string::npos);
+        for (const std::string args : {"--compact", "--rollout --compact", "--logit-lens --compact", "--generate 3 --streaming-cache 1,3 --compact"}) {
+            const auto c = test::run_shell(run + args);
+            CAPTURE(args);
+            REQUIRE(c.exit_code == 0);
+            if (terminal_rows(c.out, 80) > 46) CHECK(c.out.find("to fit two screens") == std::string::npos);
+        }
+    }
+
+    // Issue 57 item 11: a formula wraps between its terms, never inside exp(ω_2,j − max).
+    TEST_CASE("cli.teaching_formulas_wrap_between_terms") {
+        const auto r = test::run_shell("COLUMNS=80 " + test::binary() + " softmax --explain 2,3");
+        REQUIRE(r.exit_code == 0);
+        CHECK(r.out.find("exp(ω_2,j − max)") != std::string::npos);
+        CHECK(r.out.find("exp(ω_2,j\n") == std::string::npos);
+    }
+
     // Tables fit the terminal's width: fewer columns around a "…" rather than wrapped rows.
     TEST_CASE("cli.teaching_tables_fit_the_width") {
         const std::string model = test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors");

@@ -366,6 +366,51 @@ TEST_SUITE("render") {
         CHECK_FALSE(figures.at(1).contains("meaning"));  // a step without a legend: its numbers alone
     }
 
+    // Issue 57 item 7: the explorer's heatmap uses the screen: with 8 tokens at 80×24 every
+    // key is labelled (abbreviated, on two rows), at 120×40 the cells are larger and hold
+    // their values; a long title is the step's own, not its id alone.
+    TEST_CASE("render.explore_labels_every_key_and_grows_with_the_screen") {
+        attnwalk::Trace trace;
+        trace.tokens = {"<|begin_of_text|>", "t", "he", "␣cat", "␣sat", "␣on", "␣the", "␣mat"};
+        attnwalk::Step w;
+        w.id = "weights";
+        w.title = "Causal attention weights";
+        w.tensor.shape = {8, 8};
+        for (std::size_t r = 0; r < 8; ++r)
+            for (std::size_t c = 0; c < 8; ++c) w.tensor.data.push_back(c <= r ? 1.0f / static_cast<float>(r + 1) : 0.0f);
+        w.axes = {attnwalk::Axis::token, attnwalk::Axis::token};
+        trace.steps = {w};
+        const attnwalk::app::Figure f = attnwalk::app::figure_of(trace, 0, attnwalk::app::ColorScale::automatic);
+        const auto small = attnwalk::app::explore_layout(f, 80, 24), large = attnwalk::app::explore_layout(f, 120, 40);
+        for (const auto& l : {small, large}) {
+            CHECK(l.cols_fit >= 8);  // every key on screen
+            CHECK(l.rows_fit >= 8);
+            const std::size_t room = l.label_rows == 1 ? l.cell_w - 1 : 2 * l.cell_w - 1;
+            CHECK(room >= 3);
+            for (std::size_t c = 0; c < 8; ++c) {
+                const std::string label = attnwalk::app::key_label(f, c, room);
+                CAPTURE(label);
+                CHECK(!label.empty());
+                CHECK(attnwalk::app::width(label) <= room);
+            }
+            CHECK(l.panel_x + l.panel_w <= (&l == &small ? 80 : 120));
+            CHECK(l.panel_w >= 38);  // the written-out text keeps room
+        }
+        CHECK(attnwalk::app::key_label(f, 0, 5) == "<|be…");
+        // w: the explanation over the whole width, and back; listed where the explanation has pages
+        ExploreView v;
+        const std::vector<ExploreShape> shapes{attnwalk::app::explore_shape(f)};
+        const ExploreView wide = press(v, ExploreKey::wide, shapes);
+        CHECK(wide.wide);
+        CHECK_FALSE(press(wide, ExploreKey::wide, shapes).wide);
+        std::string keys;
+        for (const auto& line : attnwalk::app::key_list(shapes[0], 1, true)) keys += line + "\n";
+        CHECK(keys.find("w                explanation full width") != std::string::npos);
+        CHECK(large.cell_w * large.cell_h >= 2 * small.cell_w * small.cell_h);  // the heatmap grows with the screen
+        CHECK(large.numbers);
+        CHECK(large.panel_w > small.panel_w);
+    }
+
     TEST_CASE("render.explore_names_the_cell_and_its_path_through_the_steps") {
         attnwalk::Trace trace;
         trace.tokens = {"a", "b", "c"};

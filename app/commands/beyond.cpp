@@ -118,7 +118,7 @@ ATTNWALK_COMMAND(kvcache) {
 
 ATTNWALK_COMMAND(rope) {
     CLI::App* sub = add_command(cli, shell, "rope",
-                                "  attnwalk rope                        # one head, d_h = 4, base 10000\n"
+                                "  attnwalk rope                        # one head, d_k = 4, base 10000\n"
                                 "  attnwalk rope --rope-base 100 --shift 10   # faster turns; positions + 10\n"
                                 "  attnwalk rope --heads 2 --d-out 8 --steps 'rope_*,max_difference'\n");
     struct Options {
@@ -129,7 +129,7 @@ ATTNWALK_COMMAND(rope) {
     auto o = std::make_shared<Options>();
     add_layer_options(*sub, o->layer, shell, 1);
     add_explain_and_head(*sub, o->explain, o->spec.explain_head);
-    sub->add_option("--rope-base", o->spec.base, "The base of the frequencies θ_i = base^(−2i/d_h)")
+    sub->add_option("--rope-base", o->spec.base, "The base of the frequencies θ_i = base^(−2i/d_k)")
         ->check(number_check("B", [](double v) { return std::isfinite(v) && v > 1.0; }, "must be a number above 1"))
         ->capture_default_str();
     sub->add_option("--shift", o->spec.shift, "Shift every position by K for the check")->check(whole_number(0))->capture_default_str();
@@ -246,7 +246,7 @@ ATTNWALK_COMMAND(params) {
     auto o = std::make_shared<ParamsSpec>();
     auto dtype = std::make_shared<std::string>("float32");
     sub->add_option("--d-in", o->d_in, "Input size d_in")->check(whole_number(1))->capture_default_str();
-    sub->add_option("--d-out", o->d_out, "Output size d_out (H·d_h)")->check(whole_number(1))->capture_default_str();
+    sub->add_option("--d-out", o->d_out, "Output size d_out (H·d_k)")->check(whole_number(1))->capture_default_str();
     sub->add_option("--heads", o->heads, "Heads H")->check(whole_number(1))->capture_default_str();
     sub->add_option("--kv-heads", o->kv_heads, "Key/value heads G (default H)")->check(whole_number(1));
     sub->add_flag("--qkv-bias", o->qkv_bias, "The query, key and value layers have a bias");

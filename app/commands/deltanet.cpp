@@ -25,7 +25,7 @@ ATTNWALK_COMMAND(deltanet) {
     DeltaNetSpec& s = o->spec;
     sub->add_option("--seed", o->seed, "torch.manual_seed(S) before the layer's weights are drawn (default 123)")->check(whole_number(0));
     sub->add_option("--heads", s.heads, "Heads H")->check(whole_number(1))->capture_default_str();
-    sub->add_option("--d-out", s.d_out, "Width H·d_h of the queries, keys and values (each head's state is d_h × d_h)")
+    sub->add_option("--d-out", s.d_out, "Width H·d_k of the queries, keys and values (each head's state is d_k × d_k)")
         ->check(whole_number(1))->capture_default_str();
     sub->add_option("--decay-rate", s.decay_rate, "A = exp(A_log) for every head instead of the textbook's draw from U(0, 16): "
                     "small A, γ near 1, a state that remembers")

@@ -47,7 +47,7 @@ const std::vector<SectionPlan>& walkthrough_plan() {
          "concatenated. The efficient form projects once, splits the result into heads with view and transpose, "
          "attends per head, merges the heads back and mixes them with an output projection. The input is stacked "
          "into a batch of two, as in the textbook's MultiHeadAttention after torch.manual_seed(123).",
-         "head_h = softmax(Q_h·K_hᵀ / √d_h + M)·V_h, output = concat(head_1 … head_H)·W_o + b_o",
+         "head_k = softmax(Q_h·K_hᵀ / √d_k + M)·V_h, output = concat(head_1 … head_H)·W_o + b_o",
          "mha --batch 2 --seed 123 --heads 2"},
     };
     return plan;
@@ -59,7 +59,7 @@ const std::vector<SectionPlan>& beyond_plan() {
          "A model that writes one token at a time would recompute every key and value at every step. The cache keeps "
          "them: each step projects only the new token, appends its key and value, and attends with the one new query. "
          "The outputs are those of the causal multi-head attention on the whole sentence.",
-         "K_cache = [K_cache; x_t·W_k], α_t = softmax(q_t·K_cacheᵀ / √d_h)", "kvcache --compact"},
+         "K_cache = [K_cache; x_t·W_k], α_t = softmax(q_t·K_cacheᵀ / √d_k)", "kvcache --compact"},
         {"gqa", "Beyond the chapter: grouped-query attention",
          "Query heads can share keys and values: G key/value heads serve H query heads (G = 1 is multi-query "
          "attention). The layer has fewer parameters and, above all, a smaller KV cache.",
@@ -72,7 +72,7 @@ const std::vector<SectionPlan>& beyond_plan() {
          "Instead of adding position vectors to the input, RoPE rotates each query and key by an angle proportional "
          "to its position. A dot product of two rotated vectors sees only the difference of their angles, so the "
          "scores depend on relative positions: shifting every position changes nothing.",
-         "q′ = q·cos(p·θ) + rotate_half(q)·sin(p·θ), θ_i = base^(−2i/d_h)", "rope --compact"},
+         "q′ = q·cos(p·θ) + rotate_half(q)·sin(p·θ), θ_i = base^(−2i/d_k)", "rope --compact"},
         {"flash", "Beyond the chapter: the online softmax of FlashAttention",
          "The softmax needs a row's maximum and sum, which seem to need the whole row. The online softmax goes block "
          "by block of keys: it keeps a running maximum, a running sum and a running output, rescaling the last two "

@@ -329,7 +329,7 @@ bool model_field(const std::string& name) {
     return name.rfind("config.", 0) == 0 || std::find(std::begin(own), std::end(own), name) != std::end(own);
 }
 
-// "model FILE: llama, 2 layers, 4 heads of 8 (2 key/value heads), width 32, vocab 320, context 64, F32"
+// "model FILE: llama, 2 layers, 4 heads, 8 features each (2 key/value heads), width 32, vocab 320, context 64, F32"
 std::string model_line(const Trace& trace, std::size_t fields) {
     const auto text = [&](const std::string& name) -> std::string {
         for (const auto& [n, v] : trace.params)
@@ -343,7 +343,7 @@ std::string model_line(const Trace& trace, std::size_t fields) {
     if (!text("config.model_type").empty()) parts.push_back(text("config.model_type"));
     if (!text("layers").empty()) parts.push_back(text("layers") + " layers");
     if (!text("heads").empty())
-        parts.push_back(text("heads") + " heads" + (text("head_dim").empty() ? "" : " of " + text("head_dim")) +
+        parts.push_back(text("heads") + " heads" + (text("head_dim").empty() ? "" : ", " + text("head_dim") + " features each") +
                         (text("kv_heads").empty() || text("kv_heads") == text("heads") ? "" : " (" + text("kv_heads") + " key/value heads)"));
     for (const char* name : {"width", "vocab", "context"})
         if (!text(name).empty()) parts.push_back(std::string(name) + " " + text(name));

@@ -1677,7 +1677,7 @@ TEST_SUITE("cli.teaching") {
             CHECK((columns_of(line) <= 80 || one_word(line)));
         }
         CHECK(r.out.find("config.rope_theta") == std::string::npos);  // the model in one line
-        CHECK(r.out.find("llama, 2 layers, 4 heads of 8 (2 key/value heads)") != std::string::npos);
+        CHECK(r.out.find("llama, 2 layers, 4 heads, 8 features each (2 key/value heads)") != std::string::npos);
         CHECK(r.out.find("--show-config") != std::string::npos);
         const auto config = test::run_shell(run + "--steps token_ids --show-config");
         CHECK(config.out.find("config.rope_theta 500000") != std::string::npos);

@@ -173,7 +173,7 @@ TEST_SUITE("cli.beyond") {
             const std::string note = step(doc, "max_difference").at("note");
             CAPTURE(note);
             CHECK(note.find("= " + std::to_string(4 * floats) + " bytes") != std::string::npos);
-            CHECK(note.find("G·d_h = " + std::to_string(c.G * c.d_h) + " floats") != std::string::npos);
+            CHECK(note.find("G·d_k = " + std::to_string(c.G * c.d_h) + " floats") != std::string::npos);
         }
     }
 

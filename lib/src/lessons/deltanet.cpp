@@ -251,7 +251,7 @@ Trace walk_deltanet(const Embeddings& input, const DeltaNetSpec& spec, const Rec
     trace.set_param("cache_tokens", static_cast<ull>(tokens));
     trace.set_param("bytes_per_value", static_cast<ull>(spec.bytes_per_value));
     const Tensor bytes = counts_tensor({kv, st}, "The memory");
-    Step& sb = rec.add_plain("state_bytes", "Memory: a KV cache against the state", "B·T·H·d_h·2·layers·bytes vs B·H·d_h·d_h·layers·bytes", bytes,
+    Step& sb = rec.add_plain("state_bytes", "Memory: a KV cache against the state", "B·T·H·d_k·2·layers·bytes vs B·H·d_k·d_k·layers·bytes", bytes,
                              {Axis::feature});
     sb.labels = {"KV cache", "DeltaNet state"};
     std::ostringstream note;

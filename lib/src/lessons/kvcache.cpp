@@ -86,7 +86,7 @@ Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCach
                            Cube(xt::view(s.scores, xt::all(), xt::all(), 0, xt::all())), {Axis::head, Axis::token});
         ss.first_key = first;
         ss.query = t;
-        Step& ws = rec.add_with_row_sums(N + "weights", "The new row of attention weights", "α_t = softmax(ω_t / √d_h)",
+        Step& ws = rec.add_with_row_sums(N + "weights", "The new row of attention weights", "α_t = softmax(ω_t / √d_k)",
                                          Cube(xt::view(s.weights, xt::all(), xt::all(), 0, xt::all())), {Axis::head, Axis::token});
         ws.first_key = first;
         ws.query = t;
@@ -112,9 +112,9 @@ Trace walk_kvcache(const Embeddings& input, const Weights& weights, const KvCach
     trace.set_param("layers", static_cast<ull>(spec.layers));
     trace.set_param("cache_tokens", static_cast<ull>(tokens));
     trace.set_param("bytes_per_value", static_cast<ull>(spec.bytes_per_value));
-    Step& cb = rec.add_plain("cache_bytes", "The cache's size", "B·T·G·d_h·2·layers·bytes", count_tensor(bytes, "The KV cache's size in bytes"), {});
+    Step& cb = rec.add_plain("cache_bytes", "The cache's size", "B·T·G·d_k·2·layers·bytes", count_tensor(bytes, "The KV cache's size in bytes"), {});
     std::ostringstream note;
-    note << "B " << B << " × T " << kept << (spec.window && kept < tokens ? " (the window)" : "") << " × G " << G << " × d_h " << d_h
+    note << "B " << B << " × T " << kept << (spec.window && kept < tokens ? " (the window)" : "") << " × G " << G << " × d_k " << d_h
          << " × 2 (keys and values) × " << spec.layers << (spec.layers == 1 ? " layer" : " layers") << " × " << spec.bytes_per_value
          << " bytes = " << bytes_text(bytes) << " bytes.";
     if (G != H) note << " With one key/value head per query head it would be " << bytes_text(bytes / static_cast<double>(G) * static_cast<double>(H)) << ".";

@@ -170,13 +170,13 @@ void record_blocked(Recorder& rec, const Cube& x, const AttentionWeights& w, con
         r.seconds.key;
     rec.add_summary("values", "Values for all heads at once", "V = X·W_value", {T, d_out}, B, tokens_features, r.values)
         .seconds = r.seconds.value;
-    rec.add_summary("queries_split", m.q_split_title, "Q.view(B, T, H, d_h).transpose(1, 2)", {H, T, d_h}, B,
+    rec.add_summary("queries_split", m.q_split_title, "Q.view(B, T, H, d_k).transpose(1, 2)", {H, T, d_h}, B,
                     head_tokens_features, r.queries)
         .seconds = 0.0;
-    rec.add_summary("keys_split", "Keys split into heads", "K.view(B, T, H, d_h).transpose(1, 2)", {H, T, d_h}, B,
+    rec.add_summary("keys_split", "Keys split into heads", "K.view(B, T, H, d_k).transpose(1, 2)", {H, T, d_h}, B,
                     head_tokens_features, r.keys)
         .seconds = 0.0;
-    rec.add_summary("values_split", "Values split into heads", "V.view(B, T, H, d_h).transpose(1, 2)", {H, T, d_h}, B,
+    rec.add_summary("values_split", "Values split into heads", "V.view(B, T, H, d_k).transpose(1, 2)", {H, T, d_h}, B,
                     head_tokens_features, r.values)
         .seconds = 0.0;
     Step& scores = rec.add_summary("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", {H, T, T}, B, head_tokens_tokens, r.scores);
@@ -231,11 +231,11 @@ void record_qkv(Recorder& rec, const AttentionWeights& w, const Forward& f, cons
                 qkv, tokens_features)
             .note = "MHACombinedQKV: one Linear(d_in, 3·d_out) instead of three; its columns are W_query | W_key | W_value.";
         einsum("'btc,cf->btf' (X, W_qkv)");
-        rec.add("queries_split", q_split_title, "qkv.view(B, T, 3, H, d_h).permute(2, 0, 3, 1, 4)[0]", f.qh, head_tokens_features);
+        rec.add("queries_split", q_split_title, "qkv.view(B, T, 3, H, d_k).permute(2, 0, 3, 1, 4)[0]", f.qh, head_tokens_features);
         einsum("rearrange 'bt(shd)->sbhtd', s = 0");
-        rec.add("keys_split", "Keys split into heads", "qkv.view(B, T, 3, H, d_h).permute(2, 0, 3, 1, 4)[1]", f.kh, head_tokens_features);
+        rec.add("keys_split", "Keys split into heads", "qkv.view(B, T, 3, H, d_k).permute(2, 0, 3, 1, 4)[1]", f.kh, head_tokens_features);
         einsum("rearrange 'bt(shd)->sbhtd', s = 1");
-        rec.add("values_split", "Values split into heads", "qkv.view(B, T, 3, H, d_h).permute(2, 0, 3, 1, 4)[2]", f.vh, head_tokens_features);
+        rec.add("values_split", "Values split into heads", "qkv.view(B, T, 3, H, d_k).permute(2, 0, 3, 1, 4)[2]", f.vh, head_tokens_features);
         einsum("rearrange 'bt(shd)->sbhtd', s = 2");
     } else if (stacked) {
         rec.add("queries", "Queries of every head (each head has its own W_query)", "Q_h = X·W_query_h", f.qh, head_tokens_features);
@@ -251,14 +251,14 @@ void record_qkv(Recorder& rec, const AttentionWeights& w, const Forward& f, cons
         rec.add("values", G == H ? "Values for all heads at once" : "Values for the " + Gs + " key/value heads", "V = X·W_value", f.v,
                 tokens_features);
         einsum("'btc,cd->btd' (X, W_value)");
-        rec.add("queries_split", q_split_title, "Q.view(B, T, H, d_h).transpose(1, 2)", f.qh, head_tokens_features);
+        rec.add("queries_split", q_split_title, "Q.view(B, T, H, d_k).transpose(1, 2)", f.qh, head_tokens_features);
         einsum("rearrange 'bt(hd)->bhtd' (a view, no arithmetic)");
         const std::string kv = G == H ? "H" : "G";
         rec.add("keys_split", G == H ? "Keys split into heads" : "Keys split into " + Gs + " key/value heads",
-                "K.view(B, T, " + kv + ", d_h).transpose(1, 2)", f.kh, head_tokens_features);
+                "K.view(B, T, " + kv + ", d_k).transpose(1, 2)", f.kh, head_tokens_features);
         einsum("rearrange 'bt(" + std::string(G == H ? "h" : "g") + "d)->b" + (G == H ? "h" : "g") + "td'");
         rec.add("values_split", G == H ? "Values split into heads" : "Values split into " + Gs + " key/value heads",
-                "V.view(B, T, " + kv + ", d_h).transpose(1, 2)", f.vh, head_tokens_features);
+                "V.view(B, T, " + kv + ", d_k).transpose(1, 2)", f.vh, head_tokens_features);
         einsum("rearrange 'bt(" + std::string(G == H ? "h" : "g") + "d)->b" + (G == H ? "h" : "g") + "td'");
     }
 }
@@ -336,7 +336,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     per_head("scores", "Scores of every head", G == H ? "ω_h = Q_h·K_hᵀ" : "ω_h = Q_h·K_gᵀ, g = ⌈h/" + std::to_string(H / G) + "⌉",
              f.scores, Axis::token, false);
     einsum(G == H ? "'bhid,bhjd->bhij' (Q, K)"
-                  : "'bgrid,bgjd->bgrij' (Q.view(B, G, H/G, T, d_h), K): each key/value head serves H/G query heads");
+                  : "'bgrid,bgjd->bgrij' (Q.view(B, G, H/G, T, d_k), K): each key/value head serves H/G query heads");
     if (masking && !one) {
         Step& m = rec.add_plain("mask", spec.window ? "The sliding-window mask (W = " + std::to_string(*spec.window) + "), shared by every head"
                                                     : "The causal mask, shared by every head",
@@ -351,7 +351,7 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
     }
     if (spec.causal) rec.mask_from_here(CellMask{true, spec.window.value_or(0)});
     per_head("weights", weights_title, weights_formula, f.weights, Axis::token, true);
-    einsum("none: softmax over j of ω / √d_h (not a sum of products)");
+    einsum("none: softmax over j of ω / √d_k (not a sum of products)");
     if (w.sinks) {
         rec.trace().steps.back().note =
             "Learned sinks (gpt-oss): each head's sink logit joins every row of its scores as one more column, the softmax runs over "
@@ -387,8 +387,8 @@ Trace walk_mha(const Embeddings& input, const Weights& weights, const MhaSpec& s
         set_explain_params(trace, *spec.explain, spec.explain_head);
         Scale sc;
         sc.value = f.scale;
-        sc.symbol = "√d_h";
-        sc.words = "√d_h = √" + std::to_string(d_h);
+        sc.symbol = "√d_k";
+        sc.words = "√d_k = √" + std::to_string(d_h);
         explain_cell(rec, *spec.explain, x, &w, f, sc, ExplainDepth::context, spec.explain_head);
     }
     return explainable(finish(std::move(trace), recording, &f), recording, f, x, weights, head_scale(&w, f), ExplainDepth::context);

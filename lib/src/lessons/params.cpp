@@ -58,8 +58,8 @@ Trace walk_params(const ParamsSpec& spec) {
     };
     const std::string b = spec.qkv_bias ? " + d_out" : "";
     count("count_query", "W_query", "d_in·d_out" + b, query);
-    count("count_key", "W_key", G == H ? "d_in·d_out" + b : "d_in·G·d_h" + std::string(spec.qkv_bias ? " + G·d_h" : ""), key);
-    count("count_value", "W_value", G == H ? "d_in·d_out" + b : "d_in·G·d_h" + std::string(spec.qkv_bias ? " + G·d_h" : ""), value);
+    count("count_key", "W_key", G == H ? "d_in·d_out" + b : "d_in·G·d_k" + std::string(spec.qkv_bias ? " + G·d_k" : ""), key);
+    count("count_value", "W_value", G == H ? "d_in·d_out" + b : "d_in·G·d_k" + std::string(spec.qkv_bias ? " + G·d_k" : ""), value);
     if (spec.out_proj) count("count_out_proj", "out_proj", "d_out·d_out + d_out", out);
     count("count_total", "The layer", "W_query + W_key + W_value" + std::string(spec.out_proj ? " + out_proj" : ""), total);
     trace.set_param("total", total);
@@ -76,14 +76,14 @@ Trace walk_params(const ParamsSpec& spec) {
     const std::string head = std::to_string(spec.context_length) + " tokens × " + std::to_string(d_kv) + " × 2 × ";
     const std::string tail = std::to_string(spec.bytes_per_value) + " bytes";
     double bytes = plain;
-    std::string formula = "T·G·d_h·2·layers·bytes", note = head + std::to_string(spec.layers) + " × " + tail, label;
+    std::string formula = "T·G·d_k·2·layers·bytes", note = head + std::to_string(spec.layers) + " × " + tail, label;
     if (spec.window) {  // the textbook's distribute_layers: a:b per block, the remainder SWA first
         const std::size_t block = spec.swa_layers + spec.full_layers, blocks = spec.layers / block, rem = spec.layers % block;
         const std::size_t swa = blocks * spec.swa_layers + std::min(spec.swa_layers, rem);
         const std::size_t full = blocks * spec.full_layers + (rem > spec.swa_layers ? rem - spec.swa_layers : 0);
         const double W = static_cast<double>(std::min(spec.window, spec.context_length));
         bytes = (static_cast<double>(swa) * W + static_cast<double>(full) * T) * per_token;
-        formula = "(n_swa·min(T, W) + n_full·T)·G·d_h·2·bytes";
+        formula = "(n_swa·min(T, W) + n_full·T)·G·d_k·2·bytes";
         note = std::to_string(swa) + " sliding-window " + (swa == 1 ? "layer" : "layers") + " keep min(T, W) = " +
                grouped(static_cast<ull>(W)) + " tokens, " + std::to_string(full) + " full " + (full == 1 ? "layer" : "layers") +
                " keep " + grouped(spec.context_length) + " (" + std::to_string(spec.swa_layers) + ":" + std::to_string(spec.full_layers) +
@@ -94,7 +94,7 @@ Trace walk_params(const ParamsSpec& spec) {
         trace.set_param("full_attention_layers", static_cast<ull>(full));
     } else if (spec.kv_producing_layers) {
         bytes = T * per_token * static_cast<double>(spec.kv_producing_layers);
-        formula = "T·G·d_h·2·producing layers·bytes";
+        formula = "T·G·d_k·2·producing layers·bytes";
         note = head + std::to_string(spec.kv_producing_layers) + " of the " + std::to_string(spec.layers) +
                " layers (the others reuse a producing layer's keys and values) × " + tail;
         label = "KV sharing";

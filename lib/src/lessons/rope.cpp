@@ -15,7 +15,7 @@ ATTNWALK_LESSON(rope, 140) {
         joined({parameter_steps(), {
             {"queries_split", "the queries viewed as heads"},
             {"keys_split", "the keys viewed as heads"},
-            {"rope_frequencies", "RoPE's inverse frequencies base^(−2i/d_h)"},
+            {"rope_frequencies", "RoPE's inverse frequencies base^(−2i/d_k)"},
             {"rope_angles", "the rotation angles, position × frequency"},
             {"rope_cos", "cos of the angles"},
             {"rope_sin", "sin of the angles"},
@@ -49,11 +49,11 @@ Trace walk_rope(const Embeddings& input, const Weights& weights, const RopeSpec&
     const std::size_t d = f.d_h;
     rec.add("queries_split", "Queries of every head, before RoPE", "Q_h", f.qh_plain, head_tokens_features);
     rec.add("keys_split", "Keys of every head, before RoPE", "K_h", f.kh_plain, head_tokens_features);
-    rec.add_plain("rope_frequencies", "The frequencies: one per pair of features", "θ_i = base^(−2(i − 1)/d_h), i = 1 … d_h/2",
+    rec.add_plain("rope_frequencies", "The frequencies: one per pair of features", "θ_i = base^(−2(i − 1)/d_k), i = 1 … d_k/2",
                   to_trace(f.rope->inv_freq), {Axis::feature})
-        .note = "Feature i pairs with feature i + d_h/2 (the half-split form of Llama's reference code); the first pair turns fastest, "
+        .note = "Feature i pairs with feature i + d_k/2 (the half-split form of Llama's reference code); the first pair turns fastest, "
                 "the last slowest.";
-    rec.add_plain("rope_angles", "The angles: position × frequency", "φ_p,i = p·θ_(i mod d_h/2)", to_trace(f.rope->angles), tokens_features);
+    rec.add_plain("rope_angles", "The angles: position × frequency", "φ_p,i = p·θ_(i mod d_k/2)", to_trace(f.rope->angles), tokens_features);
     rec.add_plain("rope_cos", "cos φ", "cos φ_p,i", to_trace(f.rope->cos), tokens_features);
     rec.add_plain("rope_sin", "sin φ", "sin φ_p,i", to_trace(f.rope->sin), tokens_features);
     rec.add("queries_rotated", "Queries rotated by their position", "q′ = q·cos φ + rotate_half(q)·sin φ, rotate_half(q) = (−q₂, q₁)", f.qh,
@@ -64,7 +64,7 @@ Trace walk_rope(const Embeddings& input, const Weights& weights, const RopeSpec&
         "A rotation by φ_i against one by φ_j leaves only the angle φ_i − φ_j in the dot product: the score depends on where the "
         "tokens are relative to each other, not on where they are.";
     rec.mask_from_here(CellMask{});
-    rec.add_with_row_sums("weights", "Causal attention weights", "A = softmax(masked ω / √d_h)", f.weights, head_tokens_tokens);
+    rec.add_with_row_sums("weights", "Causal attention weights", "A = softmax(masked ω / √d_k)", f.weights, head_tokens_tokens);
     rec.mask_from_here(std::nullopt);
     ForwardSpec shifted = fs;
     shifted.position0 = spec.shift;

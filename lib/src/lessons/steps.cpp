@@ -438,8 +438,8 @@ Trace explainable(Trace trace, const Recording& recording, const Forward& f, con
 Scale head_scale(const AttentionWeights* w, const Forward& f) {
     Scale sc;
     sc.value = f.scale;
-    sc.symbol = w ? "√d_h" : format_number(f.scale);
-    sc.words = w ? "√d_h = √" + std::to_string(f.d_h) : format_number(f.scale);
+    sc.symbol = w ? "√d_k" : format_number(f.scale);
+    sc.words = w ? "√d_k = √" + std::to_string(f.d_h) : format_number(f.scale);
     return sc;
 }
 

@@ -116,7 +116,7 @@ Rope rope_tables(std::size_t head_dim, std::size_t T, std::size_t position0, con
     if (d > head_dim)
         throw UsageError("RoPE turns " + std::to_string(d) + " features of a head of only " + std::to_string(head_dim));
     if (d % 2 != 0 || d == 0)
-        throw UsageError("RoPE rotates pairs of features: the " + std::string(spec.rotary_dim ? "rotary dimension" : "head size d_h") + " = " +
+        throw UsageError("RoPE rotates pairs of features: the " + std::string(spec.rotary_dim ? "rotary dimension" : "head size d_k") + " = " +
                          std::to_string(d) + " must be even");
     if (!(std::isfinite(base) && base > 1.0)) throw UsageError("the RoPE base must be a finite number above 1");
     if (sc.kind != RopeScaling::Kind::none && !(std::isfinite(sc.factor) && sc.factor > 0.0))
@@ -210,7 +210,7 @@ Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpe
         check_head_shape(w->width(), w->heads, w->kv_heads);
         const std::size_t G = w->key_heads();
         if (w->key.out() != G * w->head_size() || w->value.out() != G * w->head_size())
-            throw UsageError("the keys and values need G·d_h = " + std::to_string(G * w->head_size()) + " columns, W_key has " +
+            throw UsageError("the keys and values need G·d_k = " + std::to_string(G * w->head_size()) + " columns, W_key has " +
                              std::to_string(w->key.out()));
         f.q = project(x, w->query);
         f.k = project(x, w->key);
@@ -227,8 +227,8 @@ Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpe
     Cube q_normed, k_normed;  // QK-norm over the whole projections (OLMo): Q and K normalised, then split
     if (whole) {
         if (!w->q_norm || !w->k_norm || w->q_norm->size() != f.q.shape(2) || w->k_norm->size() != f.k.shape(2))
-            throw UsageError("QK-norm over the whole projections needs scales of H·d_h = " + std::to_string(f.q.shape(2)) +
-                             " (queries) and G·d_h = " + std::to_string(f.k.shape(2)) + " (keys)");
+            throw UsageError("QK-norm over the whole projections needs scales of H·d_k = " + std::to_string(f.q.shape(2)) +
+                             " (queries) and G·d_k = " + std::to_string(f.k.shape(2)) + " (keys)");
         q_normed = f.q;
         k_normed = f.k;
         rms_norm_rows(q_normed.data(), q_normed.size() / q_normed.shape(2), q_normed.shape(2), *w->q_norm, w->qk_norm_eps);
@@ -240,7 +240,7 @@ Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpe
     f.vh = split_heads(f.v, f.kv_heads);
     if (w && !whole && (w->q_norm || w->k_norm)) {  // QK-norm: each head's rows, before RoPE
         if (!w->q_norm || !w->k_norm || w->q_norm->size() != f.d_h || w->k_norm->size() != f.d_h)
-            throw UsageError("QK-norm needs a scale of d_h = " + std::to_string(f.d_h) + " for both the queries and the keys");
+            throw UsageError("QK-norm needs a scale of d_k = " + std::to_string(f.d_h) + " for both the queries and the keys");
         rms_norm_rows(f.qh.data(), f.qh.size() / f.d_h, f.d_h, *w->q_norm, w->qk_norm_eps);
         rms_norm_rows(f.kh.data(), f.kh.size() / f.d_h, f.d_h, *w->k_norm, w->qk_norm_eps);
         f.qk_normed = true;
@@ -518,7 +518,7 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     f.context = merge_heads(f.head_outputs);
     f.seconds.context = (f.square_summarised ? f.seconds.context : 0.0) + since(clock);  // the summed path's values, and the merge
     if (w && w->gate) {  // the rows of the gate that match the context's: R query rows from row0 (the last ones of a cache)
-        if (f.gate.shape(2) != f.context.shape(2)) throw UsageError("the output gate needs H·d_h = " + std::to_string(f.context.shape(2)) + " columns");
+        if (f.gate.shape(2) != f.context.shape(2)) throw UsageError("the output gate needs H·d_k = " + std::to_string(f.context.shape(2)) + " columns");
         f.gated = f.context;
         const std::size_t n = f.context.shape(1), g0 = f.gate.shape(1) == n ? 0 : f.q_position0 + f.row0;  // n query rows
         if (g0 + n > f.gate.shape(1)) throw std::logic_error("the output gate has no row for a query");

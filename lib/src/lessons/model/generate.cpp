@@ -45,7 +45,7 @@ namespace {
 class StepTap : public DecoderTap {
 public:
     StepTap(Recorder& rec, const ModelSpec& spec, const DecoderConfig& config, std::size_t position, const std::string& token, const DecoderCache& cache)
-        : rec_(rec), spec_(spec), formula_("α_t = softmax(q_t·K_cacheᵀ / " + (words_of(config).scale.empty() ? "√d_h" : words_of(config).scale) + ")"), position_(position), token_(token),
+        : rec_(rec), spec_(spec), formula_("α_t = softmax(q_t·K_cacheᵀ / " + (words_of(config).scale.empty() ? "√d_k" : words_of(config).scale) + ")"), position_(position), token_(token),
           cache_(cache) {}
 
     // The shown layer's new row of attention is read (its heads); the other layers' is not.
@@ -157,7 +157,7 @@ std::string cache_words(const DecoderCache& cache, const DecoderConfig& c, std::
                " floats per token and layer, and makes every head's keys and values from them again: " + groups + " → " + (one ? sum : "(" + sum + ")") +
                " × " + std::to_string(r + rope) + " × 4 bytes" + linear_words + total;
     }
-    return "The cache keeps K and V, G·d_h = " + std::to_string(width) + " floats each per token and layer: " + groups + " → " +
+    return "The cache keeps K and V, G·d_k = " + std::to_string(width) + " floats each per token and layer: " + groups + " → " +
            (one ? sum : "(" + sum + ")") + " × 2 × " + std::to_string(width) + " × 4 bytes" + linear_words + total;
 }
 

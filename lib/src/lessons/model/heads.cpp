@@ -63,11 +63,11 @@ void PromptTap::heads(std::size_t l, const Forward& f) {
             const Hyper& qn = f.rope ? f.qh_plain : f.qh;
             const Hyper& kn = f.rope ? f.kh_plain : f.kh;
             if (bw.attn.qk_norm_whole) {
-                heads_or_one("queries_normed", "QK-norm: " + words_.norm + " over all the queries at once (" + short_name(n.q_norm) + ", H·d_h = " +
+                heads_or_one("queries_normed", "QK-norm: " + words_.norm + " over all the queries at once (" + short_name(n.q_norm) + ", H·d_k = " +
                                                    std::to_string(f.heads * f.d_h) + " features), then split into heads" +
                                                    (qh ? ": head " + q_sub : ""),
                              qh ? "q_norm(Q)_" + q_sub : "q_norm(Q) split into heads", qn, qh);
-                heads_or_one("keys_normed", "And over all the keys (" + short_name(n.k_norm) + ", G·d_h = " + std::to_string(f.kv_heads * f.d_h) + ")" +
+                heads_or_one("keys_normed", "And over all the keys (" + short_name(n.k_norm) + ", G·d_k = " + std::to_string(f.kv_heads * f.d_h) + ")" +
                                                 (kh ? ": key head " + k_sub : ""),
                              kh ? "k_norm(K)_" + k_sub : "k_norm(K) split into heads", kn, kh);
             } else {
@@ -79,7 +79,7 @@ void PromptTap::heads(std::size_t l, const Forward& f) {
         if (f.rope) {
             const std::size_t rotated = f.rope->dims();
             Step& a = rec_.add_plain("rope_angles", "RoPE: the angles, position × θ_i (base " + whole_or_number(la.rope->base) + ")",
-                               f.rope->interleaved ? "φ_p,i = p·θ_⌊i/2⌋" : "φ_p,i = p·θ_(i mod " + std::string(rotated == f.d_h ? "d_h" : "r") + "/2)",
+                               f.rope->interleaved ? "φ_p,i = p·θ_⌊i/2⌋" : "φ_p,i = p·θ_(i mod " + std::string(rotated == f.d_h ? "d_k" : "r") + "/2)",
                                to_trace(f.rope->angles), tokens_features);
             a.note = f.rope->interleaved ? "The interleaved layout: feature 2i is rotated with feature 2i + 1, as the checkpoints store " +
                                                short_name(n.query) + " and " + short_name(n.key) + "."

@@ -111,12 +111,12 @@ void PromptTap::keep(std::size_t l, const Forward& f) {
     k.x = b.norm_1 ? normed_ : stream_;
     k.weights = std::shared_ptr<const AttentionWeights>(model_, &b.attn);
     k.scale.value = f.scale;
-    k.scale.symbol = words_.scale.empty() ? "√d_h" : words_.scale;
-    k.scale.words = words_.scale.empty() ? "√d_h = √" + std::to_string(f.d_h) : words_.scale;
+    k.scale.symbol = words_.scale.empty() ? "√d_k" : words_.scale;
+    k.scale.words = words_.scale.empty() ? "√d_k = √" + std::to_string(f.d_h) : words_.scale;
     if (config_.attention_scale && !words_.scale.empty())  // a config field's scale: said once, in words
-        k.scale.why = "Not √d_h: this family divides the scores by √" + config_.family->heads.scale_field + ", a number its config.json sets (" +
+        k.scale.why = "Not √d_k: this family divides the scores by √" + config_.family->heads.scale_field + ", a number its config.json sets (" +
                       format_number(*config_.attention_scale * *config_.attention_scale) + " here, so √ = " + format_number(*config_.attention_scale) +
-                      "), where d_h = " + std::to_string(f.d_h) + ".";
+                      "), where d_k = " + std::to_string(f.d_h) + ".";
     if (config_.layer_specs[l].attention == AttentionKind::latent) {  // its parts, kept at its latent hook
         if (!latent_kept_) return;
         k.latent = std::move(latent_kept_);

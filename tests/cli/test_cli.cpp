@@ -1601,19 +1601,32 @@ TEST_SUITE("cli.teaching") {
             }
     }
 
+    // walkthrough --step on an 80×24 terminal, Enter pressed at every pause: its output, and
+    // its screens split at each clear screen.
+    struct Paged {
+        test::RunResult run;
+        std::vector<std::string> pages;
+    };
+    Paged walkthrough_pages() {
+        Paged p;
+        const auto& r = p.run = test::run_shell("env LINES=24 COLUMNS=80 script -qec \"stty -echo; " + test::binary() +
+                                                " walkthrough --step\" /dev/null", std::string(80, '\n'));
+        REQUIRE(r.exit_code == 0);
+        for (std::size_t at = r.out.find("\x1b[2J\x1b[H"); at != std::string::npos;) {
+            const std::size_t next = r.out.find("\x1b[2J\x1b[H", at + 1);
+            p.pages.push_back(r.out.substr(at + 7, next == std::string::npos ? std::string::npos : next - at - 7));
+            at = next;
+        }
+        return p;
+    }
+
     // Issue 24: walkthrough --step on an 80×24 terminal: every page (split at the clear
     // screen) starts with its part's header, fits 24 rows with its prompt, and a step equal
     // to an earlier part's is named rather than printed again.
     TEST_CASE("cli.teaching_walkthrough_step_pages_fit_80x24") {
-        const auto r = test::run_shell("env LINES=24 COLUMNS=80 script -qec \"stty -echo; " + test::binary() +
-                                       " walkthrough --step\" /dev/null", std::string(80, '\n'));
-        REQUIRE(r.exit_code == 0);
-        std::vector<std::string> pages;
-        for (std::size_t at = r.out.find("\x1b[2J\x1b[H"); at != std::string::npos;) {
-            const std::size_t next = r.out.find("\x1b[2J\x1b[H", at + 1);
-            pages.push_back(r.out.substr(at + 7, next == std::string::npos ? std::string::npos : next - at - 7));
-            at = next;
-        }
+        const Paged paged = walkthrough_pages();
+        const auto& r = paged.run;
+        const auto& pages = paged.pages;
         CHECK(pages.size() > 30);
         for (const std::string& page : pages) {
             const std::size_t rows = terminal_rows(page, 80);
@@ -1628,15 +1641,9 @@ TEST_SUITE("cli.teaching") {
     // screen after it has the part's header alone), draws a heatmap wherever one fits, and
     // leaves no screen with a header and a step named only.
     TEST_CASE("cli.teaching_walkthrough_step_pages_show_heatmaps_and_each_paragraph_once") {
-        const auto r = test::run_shell("env LINES=24 COLUMNS=80 script -qec \"stty -echo; " + test::binary() +
-                                       " walkthrough --step\" /dev/null", std::string(80, '\n'));
-        REQUIRE(r.exit_code == 0);
-        std::vector<std::string> pages;
-        for (std::size_t at = r.out.find("\x1b[2J\x1b[H"); at != std::string::npos;) {
-            const std::size_t next = r.out.find("\x1b[2J\x1b[H", at + 1);
-            pages.push_back(r.out.substr(at + 7, next == std::string::npos ? std::string::npos : next - at - 7));
-            at = next;
-        }
+        const Paged paged = walkthrough_pages();
+        const auto& r = paged.run;
+        const auto& pages = paged.pages;
         const auto count = [&](const std::string& text) {
             std::size_t n = 0;
             for (std::size_t at = r.out.find(text); at != std::string::npos; at = r.out.find(text, at + 1)) ++n;

@@ -321,7 +321,8 @@ TEST_SUITE("render") {
         for (std::string l; std::getline(lines, l);) CHECK_MESSAGE(attnwalk::app::width(l) <= 80, l);
     }
 
-    TEST_CASE("render.explore_says_what_a_mask_value_means") {
+    // Two tokens: a mask that says what its values mean (Step::legend), and weights that do not.
+    attnwalk::Trace mask_and_weights() {
         attnwalk::Trace trace;
         trace.tokens = {"a", "b"};
         attnwalk::Step mask;
@@ -335,6 +336,11 @@ TEST_SUITE("render") {
         weights.legend.clear();
         weights.tensor.data = {1, 0, 0.25f, 0.75f};
         trace.steps = {mask, weights};
+        return trace;
+    }
+
+    TEST_CASE("render.explore_says_what_a_mask_value_means") {
+        const attnwalk::Trace trace = mask_and_weights();
         attnwalk::app::ExploreView v;
         v.row = 1;  // query 2, key 1
         const auto lines = attnwalk::app::panel_lines(trace, attnwalk::app::figure_of(trace, 1, attnwalk::app::ColorScale::automatic), v, 60);
@@ -348,19 +354,7 @@ TEST_SUITE("render") {
     }
 
     TEST_CASE("render.the_page_says_what_a_mask_value_means") {
-        attnwalk::Trace trace;
-        trace.tokens = {"a", "b"};
-        attnwalk::Step mask;
-        mask.id = "mask";
-        mask.tensor.shape = {2, 2};
-        mask.tensor.data = {1, 0, 1, 1};
-        mask.axes = {attnwalk::Axis::token, attnwalk::Axis::token};
-        mask.legend = "1 = visible, 0 = masked";
-        attnwalk::Step weights = mask;
-        weights.id = "weights";
-        weights.legend.clear();
-        weights.tensor.data = {1, 0, 0.25f, 0.75f};
-        trace.steps = {mask, weights};
+        const attnwalk::Trace trace = mask_and_weights();
         const auto figures = page_json(attnwalk::app::html_of(trace), "figures").at("steps");
         CHECK(figures.at(0).at("meaning") == "1 = visible, 0 = masked");  // the page writes it where the mask is drawn
         CHECK_FALSE(figures.at(1).contains("meaning"));  // a step without a legend: its numbers alone

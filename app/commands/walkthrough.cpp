@@ -72,7 +72,7 @@ const std::vector<SectionPlan>& beyond_plan() {
          "Instead of adding position vectors to the input, RoPE rotates each query and key by an angle proportional "
          "to its position. A dot product of two rotated vectors sees only the difference of their angles, so the "
          "scores depend on relative positions: shifting every position changes nothing.",
-         "q′ = q·cos(p·θ) + rotate_half(q)·sin(p·θ), θ_i = base^(−2i/d_k)", "rope --compact"},
+         "q′ = q·cos(p·θ) + rotate_half(q)·sin(p·θ), θ_i = base^(−2(i − 1)/d_k)", "rope --compact"},
         {"flash", "Beyond the chapter: the online softmax of FlashAttention",
          "The softmax needs a row's maximum and sum, which seem to need the whole row. The online softmax goes block "
          "by block of keys: it keeps a running maximum, a running sum and a running output, rescaling the last two "
@@ -84,6 +84,16 @@ const std::vector<SectionPlan>& beyond_plan() {
          "where a query may attend (nn.MultiheadAttention's is True where it may not), and is_causal aligns the mask "
          "top-left, which is wrong for the last queries of a longer sequence.",
          "softmax(Q·Kᵀ·scale + attn_bias)·V", "sdpa --queries 2 --is-causal --compact"},
+        {"mla", "Beyond the chapter: multi-head latent attention",
+         "DeepSeek's attention caches one small latent per token instead of every head's keys and values, and makes "
+         "each head's key and value from it again; a small rotary part, shared by the heads, carries the positions. "
+         "The queries can absorb the up-projection, so that attention runs on the latents themselves.",
+         "c_KV = x·W_DKV, k_h = c_KV·W_UK,h, v_h = c_KV·W_UV,h, ω_h = q_h,nope·k_h + q_h,rope·k_rope", "mla --compact"},
+        {"deltanet", "Beyond the chapter: Gated DeltaNet",
+         "A linear-attention layer keeps a fixed-size state instead of a cache that grows: each token decays the "
+         "state, reads what it predicts for its key, and writes the error back with strength β. Unrolled, the "
+         "recurrence is one T×T matrix per head, without a softmax, whose rows need not sum to 1.",
+         "S ← γ_t·S, S ← S + β_t·k_t·(v_t − Sᵀk_t)ᵀ, o_t = Sᵀq_t", "deltanet --decay-rate 0.1 --compact"},
     };
     return plan;
 }
@@ -95,7 +105,7 @@ ATTNWALK_COMMAND(walkthrough) {
     sub->footer(std::string("Examples:\n") +
                                 "  attnwalk walkthrough                 # every section with the textbook's numbers\n"
                                 "  attnwalk walkthrough --step          # pause after each section (press Enter)\n"
-                                "  attnwalk walkthrough --beyond        # then KV cache, GQA, windows, RoPE, FlashAttention, SDPA\n"
+                                "  attnwalk walkthrough --beyond        # then KV cache, GQA, windows, RoPE, FlashAttention, SDPA, MLA, DeltaNet\n"
                                 "  attnwalk walkthrough --text \"cats climb trees during\" --vocab data/vocab.json\n"
                                 "  attnwalk walkthrough --html chapter.html   # one page: every part, a click explains a cell\n");
     sub->add_flag("--step", shell.step, "Pause after each section until Enter (only when stdin is a terminal)")

@@ -493,9 +493,11 @@ TEST_SUITE("cli.beyond") {
 
     TEST_CASE("cli.beyond.walkthrough_part") {
         const json doc = run_json("walkthrough --beyond");
-        REQUIRE(doc.at("sections").size() == 13);
+        REQUIRE(doc.at("sections").size() == 15);
         CHECK(doc.at("sections").at(7).at("id") == "kvcache");
         CHECK(doc.at("sections").at(12).at("id") == "sdpa");
+        CHECK(doc.at("sections").at(13).at("id") == "mla");  // the two kinds of attention today's models add
+        CHECK(doc.at("sections").at(14).at("id") == "deltanet");
         CHECK(run_json("walkthrough").at("sections").size() == 7);
     }
 

@@ -129,7 +129,7 @@ ATTNWALK_COMMAND(rope) {
     auto o = std::make_shared<Options>();
     add_layer_options(*sub, o->layer, shell, 1);
     add_explain_and_head(*sub, o->explain, o->spec.explain_head);
-    sub->add_option("--rope-base", o->spec.base, "The base of the frequencies θ_i = base^(−2i/d_k)")
+    sub->add_option("--rope-base", o->spec.base, "The base of the frequencies θ_c = base^(−2(c − 1)/d_k)")
         ->check(number_check("B", [](double v) { return std::isfinite(v) && v > 1.0; }, "must be a number above 1"))
         ->capture_default_str();
     sub->add_option("--shift", o->spec.shift, "Shift every position by K for the check")->check(whole_number(0))->capture_default_str();

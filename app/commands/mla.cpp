@@ -35,7 +35,7 @@ ATTNWALK_COMMAND(mla) {
     sub->add_option("--qk-rope-head-dim", s.rope, "The rotary features, one key part shared by the heads (even; 0: none)")
         ->check(whole_number(0))->capture_default_str();
     sub->add_option("--v-head-dim", s.value, "Each head's value features")->check(whole_number(1))->capture_default_str();
-    CLI::Option* base = sub->add_option("--rope-base", s.rope_base, "The base of the frequencies θ_i = base^(−2i/d_rope)")
+    CLI::Option* base = sub->add_option("--rope-base", s.rope_base, "The base of the frequencies θ_c = base^(−2(c − 1)/d_rope)")
         ->check(number_check("B", [](double v) { return std::isfinite(v) && v > 1.0; }, "must be a number above 1"))
         ->capture_default_str();
     CLI::Option* interleave = sub->add_flag("--rope-interleave", s.interleave, "The rotary pairs are (0,1), (2,3), …, as DeepSeek-V3's config says (rope_interleave)");

@@ -72,12 +72,12 @@ const std::vector<SectionPlan>& beyond_plan() {
          "Instead of adding position vectors to the input, RoPE rotates each query and key by an angle proportional "
          "to its position. A dot product of two rotated vectors sees only the difference of their angles, so the "
          "scores depend on relative positions: shifting every position changes nothing.",
-         "q′ = q·cos(p·θ) + rotate_half(q)·sin(p·θ), θ_i = base^(−2(i − 1)/d_k)", "rope --compact"},
+         "q′ = q·cos(p·θ) + rotate_half(q)·sin(p·θ), θ_c = base^(−2(c − 1)/d_k)", "rope --compact"},
         {"flash", "Beyond the chapter: the online softmax of FlashAttention",
          "The softmax needs a row's maximum and sum, which seem to need the whole row. The online softmax goes block "
          "by block of keys: it keeps a running maximum, a running sum and a running output, rescaling the last two "
          "whenever the maximum grows. The result is the same, without ever holding the T×T matrix.",
-         "m′ = max(m, rowmax S_b), ℓ′ = ℓ·e^(m−m′) + Σ e^(S_b−m′), O′ = O·e^(m−m′) + e^(S_b−m′)·V_b",
+         "m′ = max(m, rowmax s_b), ℓ′ = ℓ·e^(m−m′) + Σ e^(s_b−m′), O′ = O·e^(m−m′) + e^(s_b−m′)·V_b",
          "flash --block 2 --causal --steps block1.*,flash_output,context,max_difference"},
         {"sdpa", "Beyond the chapter: PyTorch's scaled_dot_product_attention",
          "In practice attention is one call. Its masks have conventions worth knowing: a bool attn_mask is True "

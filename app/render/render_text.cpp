@@ -487,7 +487,8 @@ std::string fitted_text(const Trace& trace, const TextOptions& opt, int stage) {
         const std::string fitted = "(--compact, to fit two screens: " + left + ")\n";
         text += rows_of(text + fitted, std::max<std::size_t>(opt.columns, 1)) <= opt.fit_rows
                     ? fitted
-                    : "(--compact: " + left + "; still more than two screens: --steps shows fewer steps)\n";
+                    : wrap("(--compact: " + left + "; still more than two screens: --steps shows fewer steps)", std::max<std::size_t>(opt.columns, 20), "",
+                           "") + "\n";
     }
     return text;
 }

@@ -90,7 +90,8 @@ std::string expansion_line(const Expansion& e, std::size_t label_width, const st
         std::string value = scalar ? value_text(t.value[0], precision) : vec(t.value);
         if (!t.value_name.empty()) value = "(" + t.value_name + " = " + value + ")";
         else if (scalar && t.value[0] < 0.0f) value = "(" + value + ")";
-        s += factor(t.coef, first) + (common ? "" : "·" + value);
+        if (scalar && !common && t.coef == 1.0f && !t.value_name.empty()) s += value;  // a sum of named parts: "(content = …) + (position = …)"
+        else s += factor(t.coef, first) + (common ? "" : "·" + value);
         first = false;
     }
     if (common) s += ")·(" + e.terms[0].value_name + " = " + value_text(e.terms[0].value[0], precision) + ")";

@@ -1321,7 +1321,7 @@ TEST_SUITE("cli.classroom_pictures") {
         CHECK(panels == 12);
         const auto w = std::stod(svg.substr(svg.find("width=\"") + 7));
         CHECK(w < 2000.0);  // a grid, not one 12-panel row
-        CHECK(svg.find("query →") != std::string::npos);
+        CHECK(svg.find("← query") != std::string::npos);  // turned to run up the side, its arrow points down the rows
         CHECK(svg.find("key →") != std::string::npos);
         CHECK(svg.find("url(#masked)") != std::string::npos);
         REQUIRE(test::run("causal --seed 789 --svg " + dir + "/s.svg --svg-step scores_masked").exit_code == 0);

@@ -90,7 +90,7 @@ Trace walk_causal(const Embeddings& input, const Weights& weights, const CausalS
     const Cube zeroed = mask_future_zero(full, i0);
     put("weights_masked", "(a) Future weights zeroed: rows no longer sum to 1", "softmax(" + s_sym + ") ⊙ M", zeroed, true);
     const Cube renormalised = normalise_by_sum(zeroed);
-    put("weights_renormalised", "(a) Each row divided by its sum", "(softmax(" + s_sym + ") ⊙ M) / Σ_j", renormalised, true);
+    put("weights_renormalised", "(a) Each row divided by its sum", "(softmax(" + s_sym + ") ⊙ M) / its row sum", renormalised, true);
 
     // (b) −∞ before the softmax: the forward's own path
     put("scores_masked", "(b) Before the softmax: future scores set to −∞", "ω_ij = −∞ for j > i", head0(f.masked), false)

@@ -102,9 +102,9 @@ void explain_input(Recorder& rec, const std::string& id, const LayerSource& L, c
     const float* x = &L.stream(0, t, 0);
     const std::string w = L.norm_adds_one ? "(1 + w)" : "w";
     Step& s = rec.add_plain(id, "The " + role + " row " + quoted(token) + " entering layer " + layer + ", through " + L.norm_words + " (" + L.norm_name + ")",
-                            L.norm_kind == NormKind::rms_norm ? "n_" + T + " = x_" + T + " / √(mean_c x_" + T + "c² + ε) ⊙ " + w
-                            : L.norm_kind == NormKind::layer_norm ? "n_" + T + " = (x_" + T + " − μ) / √(σ² + ε) ⊙ w + b"
-                                                                  : "n_" + T + " = (x_" + T + " − μ) / √(σ² + ε) ⊙ w",
+                            L.norm_kind == NormKind::rms_norm ? "a_" + T + " = x_" + T + " / √(mean_c x_" + T + "c² + ε) ⊙ " + w
+                            : L.norm_kind == NormKind::layer_norm ? "a_" + T + " = (x_" + T + " − μ) / √(σ² + ε) ⊙ w + b"
+                                                                  : "a_" + T + " = (x_" + T + " − μ) / √(σ² + ε) ⊙ w",
                             vector_tensor(slice_of(normed, t, 0, C)), {Axis::feature});
     const float scale0 = L.norm->scale(0);
     if (L.norm_kind == NormKind::rms_norm) {
@@ -215,19 +215,19 @@ std::string frequency_words(const Rope& rope, const std::optional<RopeParams>& p
     std::string plain;
     for (std::size_t c = 0; c < half; ++c)
         plain += (c ? ", " : "") + format_number(std::pow(params->base, -2.0 * static_cast<double>(c) / static_cast<double>(rope.dims())));
-    const std::string base = "base^(−2i/d) with the config's base " + format_number(params->base) + " and d = " + std::to_string(rope.dims());
+    const std::string base = "base^(−2(c − 1)/d) for the pairs c = 1 … d/2, with the config's base " + format_number(params->base) + " and d = " + std::to_string(rope.dims());
     const RopeScaling& sc = params->scaling;
     switch (sc.kind) {
-        case RopeScaling::Kind::none: return "θ_i = " + base + ": " + theta;
+        case RopeScaling::Kind::none: return "θ_c = " + base + ": " + theta;
         case RopeScaling::Kind::linear:
-            return "θ_i = " + base + " = " + plain + ", each divided by " + format_number(sc.factor) + " (rope_scaling linear, to stretch the context): " + theta;
+            return "θ_c = " + base + " = " + plain + ", each divided by " + format_number(sc.factor) + " (rope_scaling linear, to stretch the context): " + theta;
         case RopeScaling::Kind::llama3:
-            return "θ_i = " + base + " = " + plain + ", rescaled as Llama 3 does (rope_scaling llama3, factor " + format_number(sc.factor) +
+            return "θ_c = " + base + " = " + plain + ", rescaled as Llama 3 does (rope_scaling llama3, factor " + format_number(sc.factor) +
                    "): a frequency whose wavelength 2π/θ is longer than the original context over low_freq_factor (" + format_number(sc.original_context) +
                    " / " + format_number(sc.low_freq_factor) + ") is divided by the factor, one shorter than the context over high_freq_factor (" +
                    format_number(sc.original_context) + " / " + format_number(sc.high_freq_factor) + ") is kept, those between are blended: " + theta;
         case RopeScaling::Kind::yarn:
-            return "θ_i = " + base + " = " + plain + ", rescaled by YaRN (rope_scaling yarn, factor " + format_number(sc.factor) +
+            return "θ_c = " + base + " = " + plain + ", rescaled by YaRN (rope_scaling yarn, factor " + format_number(sc.factor) +
                    "): the low frequencies divided by the factor, the high ones kept, those between blended: " + theta;
     }
     return "θ = " + theta;

@@ -94,13 +94,13 @@ Trace walk_flash(const Embeddings& input, const Weights& weights, const FlashSpe
         const std::string Bn = "block" + std::to_string(b + 1) + ".",
                           cols = n == 1 ? "key " + std::to_string(j0 + 1) : "keys " + std::to_string(j0 + 1) + "…" + std::to_string(j0 + n);
         Step& ss = rec.add(Bn + "scores", "Block " + std::to_string(b + 1) + ": " + cols + " against every query",
-                           "S_b = " + qs + "·" + ks + "_bᵀ / " + format_number(f.scale), s, tokens_tokens);
+                           "s_b = " + qs + "·" + ks + "_bᵀ / " + format_number(f.scale), s, tokens_tokens);
         ss.first_key = j0;
         ss.may_be_non_finite = spec.causal || spec.window;
         if (empty_rows)
             ss.note = std::to_string(empty_rows) + (empty_rows == 1 ? " row has" : " rows have") +
                       " every key of this block masked (−∞): the block adds exp(−∞) = 0 to them.";
-        Step& ms = rec.add(Bn + "max", "The running maximum after block " + std::to_string(b + 1), "m′ = max(m, rowmax S_b)", m,
+        Step& ms = rec.add(Bn + "max", "The running maximum after block " + std::to_string(b + 1), "m′ = max(m, rowmax s_b)", m,
                            {Axis::token});
         ms.may_be_non_finite = true;
         if (unseen)
@@ -111,8 +111,8 @@ Trace walk_flash(const Embeddings& input, const Weights& weights, const FlashSpe
         rec.add(Bn + "rescale", "How much the earlier sum and output shrink", "r = exp(m − m′)", rescale, {Axis::token}).note =
             b == 0 ? "Block 1: nothing earlier (exp(−∞) = 0 times an empty sum)." :
                      "1 where this block did not raise the maximum; below 1 where it did.";
-        rec.add(Bn + "sum", "The running sum of exponentials", "ℓ′ = ℓ·r + Σ_j exp(S_b − m′)", l, {Axis::token});
-        rec.add(Bn + "accumulator", "The running, unnormalised output", "O′ = O·r + exp(S_b − m′)·" + vs + "_b", o, tokens_features);
+        rec.add(Bn + "sum", "The running sum of exponentials", "ℓ′ = ℓ·r + Σ_j exp(s_b − m′)", l, {Axis::token});
+        rec.add(Bn + "accumulator", "The running, unnormalised output", "O′ = O·r + exp(s_b − m′)·" + vs + "_b", o, tokens_features);
     }
     Cube out = o / xt::view(l, xt::all(), xt::all(), xt::newaxis());
     rec.add("flash_output", "Divide by the sum once, at the end", "Z = O / ℓ", out, tokens_features).note =

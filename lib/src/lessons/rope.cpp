@@ -15,7 +15,7 @@ ATTNWALK_LESSON(rope, 140) {
         joined({parameter_steps(), {
             {"queries_split", "the queries viewed as heads"},
             {"keys_split", "the keys viewed as heads"},
-            {"rope_frequencies", "RoPE's inverse frequencies base^(−2i/d_k)"},
+            {"rope_frequencies", "RoPE's inverse frequencies base^(−2(c − 1)/d_k), pair c counted from 1"},
             {"rope_angles", "the rotation angles, position × frequency"},
             {"rope_cos", "cos of the angles"},
             {"rope_sin", "sin of the angles"},
@@ -49,16 +49,16 @@ Trace walk_rope(const Embeddings& input, const Weights& weights, const RopeSpec&
     const std::size_t d = f.d_h;
     rec.add("queries_split", "Queries of every head, before RoPE", "Q_h", f.qh_plain, head_tokens_features);
     rec.add("keys_split", "Keys of every head, before RoPE", "K_h", f.kh_plain, head_tokens_features);
-    rec.add_plain("rope_frequencies", "The frequencies: one per pair of features", "θ_i = base^(−2(i − 1)/d_k), i = 1 … d_k/2",
+    rec.add_plain("rope_frequencies", "The frequencies: one per pair of features", "θ_c = base^(−2(c − 1)/d_k), c = 1 … d_k/2",
                   to_trace(f.rope->inv_freq), {Axis::feature})
         .note = "Feature i pairs with feature i + d_k/2 (the half-split form of Llama's reference code); the first pair turns fastest, "
                 "the last slowest.";
-    rec.add_plain("rope_angles", "The angles: position × frequency", "φ_p,i = p·θ_(i mod d_k/2)", to_trace(f.rope->angles), tokens_features);
-    rec.add_plain("rope_cos", "cos φ", "cos φ_p,i", to_trace(f.rope->cos), tokens_features);
-    rec.add_plain("rope_sin", "sin φ", "sin φ_p,i", to_trace(f.rope->sin), tokens_features);
+    rec.add_plain("rope_angles", "The angles: position × frequency", "φ_p,c = p·θ_c for features c and c + d_k/2", to_trace(f.rope->angles), tokens_features);
+    rec.add_plain("rope_cos", "cos φ", "cos φ_p,c", to_trace(f.rope->cos), tokens_features);
+    rec.add_plain("rope_sin", "sin φ", "sin φ_p,c", to_trace(f.rope->sin), tokens_features);
     rec.add("queries_rotated", "Queries rotated by their position", "q′ = q·cos φ + rotate_half(q)·sin φ, rotate_half(q) = (−q₂, q₁)", f.qh,
             head_tokens_features)
-        .note = "Each pair (q_i, q_i+" + std::to_string(d / 2) + ") turns by the angle φ_p,i: lengths stay, directions turn.";
+        .note = "Each pair (q_c, q_c+" + std::to_string(d / 2) + ") turns by the angle φ_p,c: lengths stay, directions turn.";
     rec.add("keys_rotated", "Keys rotated by their position", "k′ = k·cos φ + rotate_half(k)·sin φ", f.kh, head_tokens_features);
     rec.add("scores", "Scores of the rotated queries and keys", "ω_ij = q′_i·k′_j", f.scores, head_tokens_tokens).note =
         "A rotation by φ_i against one by φ_j leaves only the angle φ_i − φ_j in the dot product: the score depends on where the "

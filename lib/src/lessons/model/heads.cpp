@@ -78,12 +78,12 @@ void PromptTap::heads(std::size_t l, const Forward& f) {
         }
         if (f.rope) {
             const std::size_t rotated = f.rope->dims();
-            Step& a = rec_.add_plain("rope_angles", "RoPE: the angles, position × θ_i (base " + whole_or_number(la.rope->base) + ")",
-                               f.rope->interleaved ? "φ_p,i = p·θ_⌊i/2⌋" : "φ_p,i = p·θ_(i mod " + std::string(rotated == f.d_h ? "d_k" : "r") + "/2)",
+            Step& a = rec_.add_plain("rope_angles", "RoPE: the angles, position × θ_c (base " + whole_or_number(la.rope->base) + ")",
+                               f.rope->interleaved ? "φ_p,c = p·θ_c for features 2c − 1 and 2c" : "φ_p,c = p·θ_c for features c and c + " + std::string(rotated == f.d_h ? "d_k" : "r") + "/2",
                                to_trace(f.rope->angles), tokens_features);
-            a.note = f.rope->interleaved ? "The interleaved layout: feature 2i is rotated with feature 2i + 1, as the checkpoints store " +
+            a.note = f.rope->interleaved ? "The interleaved layout: feature 2c − 1 is rotated with feature 2c, as the checkpoints store " +
                                                short_name(n.query) + " and " + short_name(n.key) + "."
-                                         : "Hugging Face's layout (rotate_half): feature i is rotated with feature i + " + std::to_string(rotated / 2) +
+                                         : "Hugging Face's layout (rotate_half): feature c is rotated with feature c + " + std::to_string(rotated / 2) +
                                                ", as the checkpoints store " + short_name(n.query) + " and " + short_name(n.key) + ".";
             if (rotated < f.d_h)
                 a.note += " Partial rotary: only the first r = " + std::to_string(rotated) + " of the " + std::to_string(f.d_h) +

@@ -83,7 +83,7 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
         }
     const char* titles[] = {"Entropy of each head's rows (nats; low = focused)", "Largest weight of each row, averaged",
                             "Weight on the first token (the attention sink)", "Weight on the previous token", "Weight on the token itself"};
-    const char* formulas[] = {"mean_(i≥2) −Σ_j a_ij·ln a_ij", "mean_(i≥2) max_j a_ij", "mean_(i≥2) a_i,1", "mean_(i≥2) a_i,i−1", "mean_(i≥2) a_ii"};
+    const char* formulas[] = {"mean_(i≥2) −Σ_j α_ij·ln α_ij", "mean_(i≥2) max_j α_ij", "mean_(i≥2) α_i,1", "mean_(i≥2) α_i,i−1", "mean_(i≥2) α_ii"};
     std::vector<std::vector<double>> even;  // per layer, what even rows would give
     for (std::size_t l = 0; l < L; ++l)
         even.push_back(even_stats(T, l < config.layer_specs.size() ? config.layer_specs[l].window.value_or(0) : 0));
@@ -104,7 +104,7 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
             depth(0, l) = static_cast<float>(sum / static_cast<double>(H * (T - 1)));
             if (depth(0, l) >= std::max(0.5, 2.0 * even[l][first])) sinks += (sinks.empty() ? "" : ", ") + std::to_string(l + 1);
         }
-        Step& d = rec.add("sink_by_depth", "The attention sink by depth: weight on the first token from the later ones", "mean_h mean_(i≥2) a_i,1",
+        Step& d = rec.add("sink_by_depth", "The attention sink by depth: weight on the first token from the later ones", "mean_h mean_(i≥2) α_i,1",
                           depth, {Axis::layer});
         const std::string baseline = "at least twice what rows spread evenly over the keys they see would give it (" + baseline_words(even, first) + ")";
         d.note = !sinks.empty() ? "In layer" + std::string(sinks.find(',') == std::string::npos ? " " : "s ") + sinks +

@@ -1,5 +1,5 @@
 // The text view's parts that its files share (render_text.cpp, heads_grid.cpp,
-// sums_text.cpp): the elision of long axes, which steps are heatmaps, the model view's
+// sums_text.cpp, text_header.cpp): the elision of long axes, which steps are heatmaps, the model view's
 // grid, a written-out sum. Internal to app/render/.
 #pragma once
 
@@ -40,6 +40,8 @@ bool is_heat_matrix(const Step& step);
 // The model view's grid (Step::heads_grid, layer × head × T × T) as text: one small
 // heatmap per head, side by side as the terminal allows (heads_grid.cpp).
 void print_grid(const Step& step, const TextOptions& opt, std::ostream& out);
+// The header: the tokens and the options in effect, a model in one line (text_header.cpp).
+std::string header_text(const Trace& trace, const TextOptions& opt);
 // One written-out sum, its continuation lines aligned under the '=' (sums_text.cpp).
 std::string expansion_line(const Expansion& e, std::size_t label_width, const std::string& indent, const TextOptions& opt);
 

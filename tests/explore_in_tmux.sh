@@ -114,6 +114,11 @@ check "the step's title and formula on line 2" "line_starts 2 'Layer 2: causal a
 check "every one of the 8 keys labelled at 80×24" "all_keys"
 check "no value squeezed into 3 characters (.45)" "! screen | grep -qE '(^| )-?\.[0-9]'"
 check "every line fits 80 columns" "screen | python3 -c 'import sys; sys.exit(any(len(l.rstrip(\"\\n\")) > 80 for l in sys.stdin))'"
+tmux send-keys -t x w
+check "w at 80 columns: the title says it short, and whole" "wait_for '· full width (w)' && [ \$(screen | head -n 1 | sed 's/ *$//' | wc -m) -le 81 ]"
+tmux send-keys -t x w
+sleep 0.5
+check "w again: the heatmap back" "! screen | head -n 1 | grep -qF 'full width'"
 small=$(row_line '␣mat')
 tmux resize-window -t x -x 120 -y 40
 check "at 120×40 the cells hold their values" "wait_for '0.589'"

@@ -434,7 +434,10 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line, in
             }
             if (!where.empty()) title += " · " + where;
         }
-        if (v.wide) title += " · the explanation, full width (w: the heatmap)";
+        if (v.wide) {  // said in full where the line has room, else short: the title is never cut
+            const std::string full = " · the explanation, full width (w: the heatmap)";
+            title += app::width(title) + app::width(full) <= static_cast<std::size_t>(std::max(COLS, 0)) ? full : " · full width (w)";
+        }
         attron(A_BOLD);
         put(0, 0, title, COLS);
         attroff(A_BOLD);

@@ -158,6 +158,9 @@ private:
 // weight, its weight on token 0 (the attention sink), on the previous token (rows 1…),
 // on itself (view.cpp).
 std::vector<double> head_stats(const float* a, std::size_t T);
+// One value per layer in words: "0.3858", or "0.1548 in layers 1, 2, 4; 0.2454 in layer 3"
+// when the layers differ (their windows), 4 decimals as the tables.
+std::string layer_values(const std::vector<double>& per_layer);
 void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const DecoderConfig& config, const xt::xtensor<float, 5>& grid,
                  std::size_t T);
 // A mixture of experts in the model view: which experts each token went to, layer by layer (experts.cpp).

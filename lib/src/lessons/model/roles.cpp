@@ -59,18 +59,10 @@ void record_roles(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w)
         }
     // what rows spread evenly over the keys they see would give each diagonal, per layer (its window)
     const auto even = [&](std::size_t back) {
-        std::vector<std::pair<std::string, std::string>> groups;  // value → its layers
-        for (std::size_t l = 0; l < L; ++l) {
-            const std::size_t W = l < w.config.layer_specs.size() ? w.config.layer_specs[l].window.value_or(0) : 0;
-            const std::string v = four_decimals(even_stripe(2 * n, true, W, back));
-            auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == v; });
-            if (it == groups.end()) groups.push_back({v, std::to_string(l + 1)});
-            else it->second += ", " + std::to_string(l + 1);
-        }
-        std::string s;
-        for (const auto& [v, layers] : groups)
-            s += (s.empty() ? "" : "; ") + v + (groups.size() == 1 ? "" : " in layer" + std::string(layers.find(',') == std::string::npos ? " " : "s ") + layers);
-        return " Rows spread evenly over the keys they see would give " + s + ".";
+        std::vector<double> per_layer;
+        for (std::size_t l = 0; l < L; ++l)
+            per_layer.push_back(even_stripe(2 * n, true, l < w.config.layer_specs.size() ? w.config.layer_specs[l].window.value_or(0) : 0, back));
+        return " Rows spread evenly over the keys they see would give " + layer_values(per_layer) + ".";
     };
     rec.add_plain("role_induction", "Induction score per layer and head", "mean_(i = n…2n) A[i, i − (n − 1)]", to_trace(induction), {Axis::layer, Axis::head})
         .note = "Rows " + std::to_string(n) + "…" + std::to_string(2 * n) + ", from the first run's last token on, each weighing the key n − 1 = " +

@@ -4,6 +4,21 @@
 
 namespace attnwalk::model_walk {
 
+std::string layer_values(const std::vector<double>& per_layer) {
+    std::vector<std::pair<std::string, std::string>> groups;  // value → its layers
+    for (std::size_t l = 0; l < per_layer.size(); ++l) {
+        const std::string v = four_decimals(per_layer[l]);
+        auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == v; });
+        if (it == groups.end()) groups.push_back({v, std::to_string(l + 1)});
+        else it->second += ", " + std::to_string(l + 1);
+    }
+    if (groups.size() == 1) return groups.front().first;
+    std::string s;
+    for (const auto& [v, layers] : groups)
+        s += (s.empty() ? "" : "; ") + v + " in layer" + (layers.find(',') == std::string::npos ? " " : "s ") + layers;
+    return s;
+}
+
 std::vector<double> head_stats(const float* a, std::size_t T) {
     // Over the rows 2…T: row 1 sees only itself and says nothing of the head (the roles
     // table and the sink by depth leave it out too).
@@ -39,22 +54,6 @@ std::vector<double> even_stats(std::size_t T, std::size_t window) {
     return head_stats(even.data(), T);
 }
 
-// "0.3858", or "0.3858 in layers 1, 3 and 0.5 in layers 2, 4" when windows differ.
-std::string baseline_words(const std::vector<std::vector<double>>& per_layer, std::size_t k) {
-    std::vector<std::pair<std::string, std::string>> groups;  // value → its layers
-    for (std::size_t l = 0; l < per_layer.size(); ++l) {
-        const std::string v = four_decimals(per_layer[l][k]);
-        auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == v; });
-        if (it == groups.end()) groups.push_back({v, std::to_string(l + 1)});
-        else it->second += ", " + std::to_string(l + 1);
-    }
-    if (groups.size() == 1) return groups.front().first;
-    std::string s;
-    for (const auto& [v, layers] : groups)
-        s += (s.empty() ? "" : "; ") + v + " in layer" + (layers.find(',') == std::string::npos ? " " : "s ") + layers;
-    return s;
-}
-
 }  // namespace
 
 void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, const DecoderConfig& config, const xt::xtensor<float, 5>& grid,
@@ -87,10 +86,15 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
     std::vector<std::vector<double>> even;  // per layer, what even rows would give
     for (std::size_t l = 0; l < L; ++l)
         even.push_back(even_stats(T, l < config.layer_specs.size() ? config.layer_specs[l].window.value_or(0) : 0));
+    const auto baseline_words = [&](std::size_t k) {  // statistic k's even value, layer by layer
+        std::vector<double> per_layer;
+        for (const auto& e : even) per_layer.push_back(e[k]);
+        return layer_values(per_layer);
+    };
     for (std::size_t k = 0; k < stat_names.size(); ++k)
         rec.add("head_" + stat_names[k], titles[k], formulas[k], stats[k], {Axis::layer, Axis::head}).note =
             "Over the rows 2…" + std::to_string(T) + " (row 1 sees only itself). Rows spread evenly over the keys they see would give " +
-            baseline_words(even, k) + ".";
+            baseline_words(k) + ".";
     // The emergent sink by depth: the heads' weight on the first token, averaged (row 1, which has
     // nowhere else to look, left out as head_stats leaves it)
     if (T > 1) {
@@ -106,7 +110,7 @@ void record_view(Recorder& rec, const ModelSpec& spec, const ModelInfo& info, co
         }
         Step& d = rec.add("sink_by_depth", "The attention sink by depth: weight on the first token from the later ones", "mean_h mean_(i≥2) α_i,1",
                           depth, {Axis::layer});
-        const std::string baseline = "at least twice what rows spread evenly over the keys they see would give it (" + baseline_words(even, first) + ")";
+        const std::string baseline = "at least twice what rows spread evenly over the keys they see would give it (" + baseline_words(first) + ")";
         d.note = !sinks.empty() ? "In layer" + std::string(sinks.find(',') == std::string::npos ? " " : "s ") + sinks +
                                       " the later tokens give the first token half their weight or more, and " + baseline +
                                       ": it has become a sink, a place to put weight a head does not need elsewhere."

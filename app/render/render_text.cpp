@@ -86,7 +86,9 @@ void narrow(Table& t, std::size_t first, std::size_t last, const std::string& in
 }
 
 // One 2-D slice (or a 1-D tensor as a single row) starting at `offset`.
-void print_matrix(const Trace& trace, const Step& step, std::size_t offset, std::size_t sum_offset,
+// `slice`: the 2-D slice's name ("head 2"), or empty; it stands in the table's corner, above
+// the row labels, when it is no wider than they are, else on a line of its own above.
+void print_matrix(const Trace& trace, const Step& step, std::size_t offset, std::size_t sum_offset, const std::string& slice,
                   const TextOptions& opt, std::ostream& out) {
     const auto& shape = step.tensor.shape;
     const std::size_t rank = shape.size();
@@ -94,9 +96,14 @@ void print_matrix(const Trace& trace, const Step& step, std::size_t offset, std:
     const std::size_t rows = rank >= 2 ? shape[rank - 2] : 1;
     const bool sums = !step.row_sum.data.empty();
     const std::string indent = "    ";
+    std::size_t label_width = 0;
+    for (std::size_t r : shown(rows, opt))
+        if (r != gap && rank >= 2) label_width = std::max(label_width, width(label_at(trace, step, rank - 2, r)));
+    const bool corner = !slice.empty() && width(slice) <= label_width;
+    if (!slice.empty() && !corner) out << "  " << slice << ":\n";
     const auto table = [&](const std::vector<std::size_t>& col_idx) {
         Table t;
-        t.header.push_back("");
+        t.header.push_back(corner ? slice : "");
         for (std::size_t c : col_idx) t.header.push_back(c == gap ? "…" : label_at(trace, step, rank - 1, c));
         if (sums) {
             t.header.push_back("|");
@@ -208,8 +215,7 @@ void print_tensor(const Trace& trace, const Step& step, const TextOptions& opt, 
             if (s % per_batch == 0) out << "  " << label(trace, Axis::batch, s / per_batch) << " equals " << label(trace, Axis::batch, 0) << "\n";
             continue;
         }
-        if (rank > 2) out << "  " << slice_name(trace, step, s) << ":\n";
-        print_matrix(trace, step, s * inner, s * inner_rows, opt, out);
+        print_matrix(trace, step, s * inner, s * inner_rows, rank > 2 ? slice_name(trace, step, s) : std::string(), opt, out);
         if (heat) print_heatmap(*figure, s, opt, out);
     }
 }

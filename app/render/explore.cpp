@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/lessons/explainer.hpp"
@@ -371,6 +372,17 @@ std::string fit(float v, std::size_t w, int precision) {
     return "…";
 }
 
+// Two ends of a scale, each in `w` characters, with the same decimals (0.0720 … 0.0716, not
+// -0.072 … 0.0716): the most that both fit.
+std::pair<std::string, std::string> fit_both(float lo, float hi, std::size_t w, int precision) {
+    for (int d = std::min(precision, 4); d >= 0; --d) {
+        const std::string a = std::isfinite(lo) ? value_text(lo, d) : value_text(lo, 0);
+        const std::string b = std::isfinite(hi) ? value_text(hi, d) : value_text(hi, 0);
+        if (a.size() <= w && b.size() <= w) return {a, b};
+    }
+    return {fit(lo, w, precision), fit(hi, w, precision)};
+}
+
 
 // Colour pairs: 32 levels of each scale, with dark or light text on them.
 constexpr int levels = 32;
@@ -476,7 +488,10 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line, in
         const int left = static_cast<int>(l.label_w) + 1, cw = static_cast<int>(l.cell_w), ch = static_cast<int>(l.cell_h);
         const int top = l.top, bottom = l.bottom;
         if (!v.wide) {
-            put(2, 0, f.row_axis + " ↓ · " + f.col_axis + " → · " + scale_words(f.scale(v.panel)), panel_x - 1);
+            {  // the axes, and the scale's words where they fit with two columns to spare before the panel
+                const std::string axes = f.row_axis + " ↓ · " + f.col_axis + " →", full = axes + " · " + scale_words(f.scale(v.panel));
+                put(2, 0, width(full) + 2 <= static_cast<std::size_t>(std::max(panel_x, 0)) ? full : axes, panel_x - 2);
+            }
             for (std::size_t c = c0; c < c1; ++c) {  // every key: under its cell, or alternating on two rows
                 const std::size_t room = static_cast<std::size_t>(l.label_rows == 1 ? cw - 1 : 2 * cw - 1);
                 const int y = 3 + (l.label_rows == 1 ? 0 : static_cast<int>(c % 2));
@@ -515,8 +530,9 @@ int explore(const Trace& trace, const std::vector<std::string>& command_line, in
             {
                 const ColorScale kind = f.scale(v.panel);
                 const bool unit = kind == ColorScale::unit || kind == ColorScale::row;
-                const std::string lo = kind == ColorScale::row ? "0" : unit ? "0" : fit(f.lo[v.panel], 6, precision);
-                const std::string hi = kind == ColorScale::row ? "row max" : unit ? "1" : fit(f.hi[v.panel], 6, precision);
+                const auto ends = fit_both(f.lo[v.panel], f.hi[v.panel], 6, precision);
+                const std::string lo = unit ? "0" : ends.first;
+                const std::string hi = kind == ColorScale::row ? "row max" : unit ? "1" : ends.second;
                 int x = 0;
                 put(bottom, x, lo + " ", panel_x);
                 x += static_cast<int>(width(lo)) + 1;

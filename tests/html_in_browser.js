@@ -69,6 +69,9 @@ const allInside = l => l.maps.length > 0 && l.maps.every(m => m.inside === m.col
         check(opened.aside >= 0.2 * w && /query 3/.test(said) && /key 1/.test(said),
               `${at}, A+ twice: a click opens the panel on the cell (${Math.round(opened.aside)} px: ${said.slice(1, 40)}…)`);
         check(allInside(opened), `${at}, A+ twice, the panel open: every column is in the window (${columns(opened)})`);
+        // the written-out lines fit the panel: none scrolls sideways (their font shrinks instead)
+        const wide = await page.$$eval("aside .xline", xs => xs.filter(x => x.scrollWidth > x.clientWidth + 1).map(x => x.textContent.slice(0, 30)));
+        check(wide.length === 0, `${at}, A+ twice: every written-out line fits the panel${wide.length ? " (" + wide.length + " scroll: " + wide[0] + "…)" : ""}`);
         await page.screenshot({ path: path.resolve(dir, `${name}-${w}x${h}-zoomed.png`) });
         check(errors.length === 0, `${at}: no error${errors.length ? ": " + errors.join("; ") : ""}`);
         await page.close();

@@ -139,6 +139,13 @@ function writtenStep(s, k) {
   if (s.note) box.append(el("div", { class: "note", text: s.note }));
   return box;
 }
+// The written-out lines keep their columns: where a line is wider than the panel, its font is
+// made smaller until it fits (not below 9 px), rather than scrolling sideways.
+function fitLines() {
+  document.querySelectorAll("aside .xline").forEach(x => { x.style.fontSize = "";
+    const least = 9 / parseFloat(getComputedStyle(x.parentNode).fontSize);
+    for (let em = 0.8; x.scrollWidth > x.clientWidth + 1 && em > least;) { em = Math.max(least, em * 0.97 * x.clientWidth / x.scrollWidth); x.style.fontSize = em.toFixed(3) + "em"; } });
+}
 // A clicked cell: named, its path through the steps and its written-out steps (all from attnwalk).
 function explain(f, p, i, j) {
   const box = document.getElementById("explain"), cells = f.cells[p], w = cells.written ? cells.written[i * f.cols + j] : -1;
@@ -151,6 +158,7 @@ function explain(f, p, i, j) {
       valueTable(written.path.map(([si, text]) => [steps[si].id, text, si === f.step, F.steps[si].meaning])));
     box.append(el("h2", { text: "Written out" }));
     written.s.forEach((k, n) => box.append(writtenStep(X.steps[k], n)));
+    fitLines();
   } else {
     box.append(el("div", { class: "legend", text: `Its row in ${steps[f.step].id}:` }),
       valueTable(f.col_labels.map((label, k) => [label, cells.text[i * f.cols + k], k === j])));
@@ -256,9 +264,9 @@ if (X.note) nav.append(el("div", { class: "legend", text: X.note }));
 steps.forEach((s, k) => nav.append(el("a", { href: "#" + s.id, class: s.kind === "parameter" ? "param" : "", text: s.id,
   title: s.id + (s.title ? ": " + s.title : ""), onclick: e => { e.preventDefault(); state.step = k; state.panel = 0; state.cell = null; show(); } })));
 document.title = "attnwalk " + T.command;
-const zoom = d => { state.zoom = Math.max(0.6, Math.min(2.5, state.zoom * d)); document.documentElement.style.setProperty("--zoom", state.zoom); show(); };
+const zoom = d => { state.zoom = Math.max(0.6, Math.min(2.5, state.zoom * d)); document.documentElement.style.setProperty("--zoom", state.zoom); show(); fitLines(); };
 let resized = 0;  // a new window size: drawn again to fit it
-window.addEventListener("resize", () => { clearTimeout(resized); resized = setTimeout(() => { if (steps.length) show(); }, 120); });
+window.addEventListener("resize", () => { clearTimeout(resized); resized = setTimeout(() => { if (steps.length) show(); fitLines(); }, 120); });
 document.getElementById("zoomin").addEventListener("click", () => zoom(1.25));
 document.getElementById("zoomout").addEventListener("click", () => zoom(0.8));
 state.step = F.start;

@@ -363,7 +363,9 @@ std::string html_of(const Trace& trace, ColorScale scale, int precision, std::si
     text.color_scale = scale;
     text.heatmap = false;
     text.columns = 60;  // about what the explanation's panel (at most 31em wide) holds of its smaller monospace font
-    const Written written = written_cells(trace, text, explain_budget);
+    TextOptions panel = text;  // the written-out cells' tables: what the panel holds at 1024×768 (narrower ones leave columns out, wider ones are shrunk to fit)
+    panel.columns = 48;
+    const Written written = written_cells(trace, panel, explain_budget);
     return page_doctype + std::string(html_generator) + page_head + script_safe(json.str()) +
            "</script>\n<script type=\"application/json\" id=\"figures\">" + script_safe(figures_json(trace, text, written)) +
            "</script>\n<script type=\"application/json\" id=\"cells\">" + script_safe(written.json) + page_tail;

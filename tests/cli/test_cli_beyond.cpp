@@ -368,8 +368,13 @@ TEST_SUITE("cli.beyond") {
         }
         // a cell written out: the latent, the key's two parts, the score's two parts, the weight the matrix's bit for bit
         const json cell = run_json("model --model " + ds + " --ids 1,2,3 --layer 2 --head 2 --explain 3,1");
-        for (const char* id : {"explain_key_latent", "explain_key_nope", "explain_key_rope", "explain_score_nope", "explain_score_rope"})
+        for (const char* id : {"explain_key_latent", "explain_key_nope", "explain_value_latent", "explain_key_rope", "explain_score_nope", "explain_score_rope"})
             CHECK(std::any_of(cell.at("steps").begin(), cell.at("steps").end(), [&](const json& s) { return s.at("id") == id; }));
+        {  // the value's up-projection is the values step's row: key 1, head 2's 12 features of (T, H·d_v)
+            const std::vector<double> values = flat(step(cell, "values").at("data")), v = flat(step(cell, "explain_value_latent").at("data"));
+            REQUIRE(v.size() == 12);
+            CHECK(std::equal(v.begin(), v.end(), values.begin() + 12));
+        }
         CHECK(flat(step(cell, "explain_weight").at("data"))[0] == flat(step(cell, "weights").at("data"))[2 * 3 + 0]);
         CHECK(flat(step(cell, "explain_score").at("data"))[0] == flat(step(cell, "scores").at("data"))[2 * 3 + 0]);
     }

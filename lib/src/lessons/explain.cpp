@@ -139,6 +139,7 @@ const std::vector<StepDecl>& explain_steps() {
         {"explain_query_latent", "latent attention (MLA): the query's own latent c_Q of row I, through its RMSNorm", detail, Models::beyond_gpt2},
         {"explain_key_latent", "latent attention: the key's latent c_KV of column J, through its RMSNorm (what the cache keeps)", detail, Models::beyond_gpt2},
         {"explain_key_nope", "latent attention: the key's content part k_nope of column J, c_KV up-projected by the head's W_UK", detail, Models::beyond_gpt2},
+        {"explain_value_latent", "latent attention: the value of column J for the head, the same c_KV up-projected by the head's W_UV", detail, Models::beyond_gpt2},
         {"explain_key_rope", "latent attention: the rotary key of column J that every head shares, before RoPE", detail, Models::beyond_gpt2},
         {"explain_score_nope", "latent attention: the content part of the score, q_nope·k_nope", detail, Models::beyond_gpt2},
         {"explain_score_rope", "latent attention: the position part of the score, q_rope′·k_rope′", detail, Models::beyond_gpt2},

@@ -1,5 +1,5 @@
 // The explanation engine on latent attention (MLA, DeepSeek-V3): a cell's query through its
-// own latent, the key's latent c_KV, its up-projection to k_nope, the rotary key every head
+// own latent, the key's latent c_KV, its up-projections to k_nope and to the value, the rotary key every head
 // shares, and the score's content and position parts. Every number is the layer's forward's
 // (ops/latent_attention); the softmax and the context follow in explain.cpp.
 #include <cmath>
@@ -89,6 +89,13 @@ float explain_latent_score(Recorder& rec, const CellRef& cell, const ExplainView
                                                      std::to_string(h * stride + 1) + "…" + std::to_string(h * stride + w.nope) + ")",
                              "k_nope," + J + " = c_KV," + J + "·W_UK," + H, vector_tensor(k_nope), {Axis::feature});
     kn.expansion.push_back(projection_expansion("k_nope(" + kj + ")", c_kv, w.kv_b_proj, h * stride, w.nope, k_nope));
+    const std::vector<float> v_j = row_of(f.vh, h, j);
+    Step& vl = rec.add_plain("explain_value_latent", "The key's value for head " + H + ": the same c_KV up-projected by W_UV," + H + " (" + S.kv_b +
+                                                         "'s columns " + std::to_string(h * stride + w.nope + 1) + "…" + std::to_string((h + 1) * stride) + ")",
+                             "v_" + J + " = c_KV," + J + "·W_UV," + H, vector_tensor(v_j), {Axis::feature});
+    vl.expansion.push_back(projection_expansion("v(" + kj + ")", c_kv, w.kv_b_proj, h * stride + w.nope, w.value, v_j));
+    vl.note = "Keys and values both come out of the " + std::to_string(R) + " numbers of c_KV: a cache keeps the latent, not the " +
+              std::to_string(w.nope + w.value) + " numbers per head of k_nope and v.";
     const std::vector<float> k_rope_plain = slice_of(lf.k_rope_plain, t, 0, dr);
     Step& kr = rec.add_plain("explain_key_rope", "The rotary key of " + quoted(kj) + ", one for every head: the last d_rope = " + std::to_string(dr) +
                                                      " columns of " + S.kv_a + ", before RoPE",

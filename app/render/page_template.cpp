@@ -144,7 +144,7 @@ function writtenStep(s, k) {
 function fitLines() {
   document.querySelectorAll("aside .xline").forEach(x => { x.style.fontSize = "";
     const least = 9 / parseFloat(getComputedStyle(x.parentNode).fontSize);
-    for (let em = 0.8; x.scrollWidth > x.clientWidth + 1 && em > least;) { em = Math.max(least, em * 0.97 * x.clientWidth / x.scrollWidth); x.style.fontSize = em.toFixed(3) + "em"; } });
+    for (let em = 0.8; x.scrollWidth > x.clientWidth + 1 && em > least;) { em = Math.max(least, em * 0.97 * x.clientWidth / x.scrollWidth); x.style.fontSize = em + "em"; } });
 }
 // A clicked cell: named, its path through the steps and its written-out steps (all from attnwalk).
 function explain(f, p, i, j) {

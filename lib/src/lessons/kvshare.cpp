@@ -183,9 +183,9 @@ Trace walk_kvshare(const Embeddings& input, const KvShareSpec& spec, const Recor
     note << "B " << B << " × T " << grouped(tokens) << " × d_k " << cd << " × G " << cH << (G ? " (GQA: " + std::to_string(G) + ")" : "")
          << " × 2 (keys and values) × " << spec.bytes_per_value << " bytes × " << L << " layers, or × " << P
          << " with sharing: ";
-    for (std::size_t i = 0; i < sizes.size(); ++i) note << (i ? ", " : "") << labels[i] << " " << bytes_text(sizes[i]);
-    if (P == L) note << " bytes: every layer makes its own keys and values, so sharing saves nothing.";
-    else note << " bytes: " << std::fixed << std::setprecision(2) << static_cast<double>(L) / static_cast<double>(P) << std::defaultfloat << "× less with sharing.";
+    for (std::size_t i = 0; i < sizes.size(); ++i) note << (i ? ", " : "") << labels[i] << " " << gigabytes(sizes[i]);
+    if (P == L) note << ": every layer makes its own keys and values, so sharing saves nothing.";
+    else note << ": " << std::fixed << std::setprecision(2) << static_cast<double>(L) / static_cast<double>(P) << std::defaultfloat << "× less with sharing.";
     if (!spec.context_tokens && !spec.cache_heads && !spec.cache_head_dim) {
         double held = 0.0;
         for (const KvCache& c : f.caches) held += c.bytes(spec.bytes_per_value);

@@ -191,6 +191,23 @@ TEST_SUITE("contract") {
         CHECK_MESSAGE(reads.empty(), "the loader or the decoder reads a kind's part of the spec (leave it to the kind, lib/src/model/blocks/):\n" << reads);
     }
 
+    TEST_CASE("contract.the_decoder_includes_and_names_no_kind_of_block") {
+        // Each kind of block owns its weights and its forward (model/blocks/<kind>.hpp, its
+        // file of lib/src/model/blocks/): the decoder and a layer's blocks as it calls them
+        // (model/block.hpp) include no kind's ops or header and name no kind's type, so that a
+        // new kind leaves them as they are.
+        const std::vector<std::string> decoder = {"lib/include/attnwalk/model/decoder.hpp", "lib/include/attnwalk/model/block.hpp",
+                                                  "lib/src/model/decoder.cpp"};
+        const std::regex kind_include(R"re(#include "attnwalk/(ops/(activations|attention|blocked_attention|gated_deltanet|latent_attention|moe)|model/blocks/))re");
+        const std::regex kind_type(R"((HeadsBlock|LatentBlock|DeltaNetBlock|MlpBlock|ExpertsBlock|AttentionWeights|LatentWeights|GatedDeltaNetWeights|MoeWeights))");
+        std::size_t files = 0;
+        const std::string includes = lines_matching(decoder, kind_include, true, files);
+        const std::string names = lines_matching(decoder, kind_type, true, files);
+        CHECK(files == 6);
+        CHECK_MESSAGE(includes.empty(), "the decoder includes a kind's ops or header (a kind's block brings its own):\n" << includes);
+        CHECK_MESSAGE(names.empty(), "the decoder names a kind's type (it calls a layer's blocks, model/block.hpp):\n" << names);
+    }
+
     TEST_CASE("contract.each_hook_point_is_declared_once_where_it_is_made") {
         // The tap's hook points (model/hooks.hpp): the decoder declares its own in decoder.hpp,
         // each kind of block its own in its header of model/blocks/, each once and named as its

@@ -30,6 +30,8 @@ TEST_SUITE("explain") {
 #include <filesystem>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/model/blocks/deltanet.hpp"
+#include "attnwalk/model/blocks/latent.hpp"
 #include "attnwalk/model/decoder.hpp"
 
 namespace {
@@ -70,8 +72,8 @@ TEST_SUITE("explain") {
                     spec.layer = layer;
                     spec.head = (i + layer) % c.heads;
                     spec.explain = Cell{i, j};
-                    if (m->weights.blocks[layer].linear) {  // Gated DeltaNet: its effective attention's cell (explain.a_deltanet_layers_cells_…)
-                        spec.head = (i + layer) % m->weights.blocks[layer].linear->v_heads;
+                    if (const DeltaNetBlock* deltanet = m->weights.blocks[layer].attention->as<DeltaNetBlock>()) {  // Gated DeltaNet: its effective attention's cell (explain.a_deltanet_layers_cells_…)
+                        spec.head = (i + layer) % deltanet->w.v_heads;
                         const Trace t = walk_model(m, ids, std::vector<std::string>(T, "#"), spec, {});
                         REQUIRE(step_of(t, "explain_effective"));
                         CHECK(step_of(t, "explain_effective")->tensor.data[0] == step_of(t, "effective_attention")->tensor.data[i * T + j]);
@@ -79,16 +81,15 @@ TEST_SUITE("explain") {
                         continue;
                     }
                     const Trace t = walk_model(m, ids, std::vector<std::string>(T, "#"), spec, {});
-                    if (m->weights.blocks[layer].latent) {  // MLA: its own parts, then the same softmax (explain.a_latent_layers_cells_…)
-                        const std::size_t h = *spec.head, qk = m->weights.blocks[layer].latent->qk_head(), r = m->weights.blocks[layer].latent->rank();
+                    if (const LatentBlock* latent = m->weights.blocks[layer].attention->as<LatentBlock>()) {  // MLA: its own parts, then the same softmax (explain.a_latent_layers_cells_…)
+                        const std::size_t h = *spec.head, qk = latent->w.qk_head(), r = latent->w.rank();
                         CHECK(step_of(t, "explain_score")->tensor.data[0] == step_of(t, "scores")->tensor.data[i * T + j]);
                         CHECK(step_of(t, "explain_query")->tensor.data == part(*step_of(t, "queries"), i * c.heads * qk + h * qk, qk));
                         CHECK(step_of(t, "explain_key_latent")->tensor.data == part(*step_of(t, "latent_kv"), j * r, r));
-                        const std::size_t dr = m->weights.blocks[layer].latent->rope;
+                        const std::size_t dr = latent->w.rope;
                         CHECK(step_of(t, "explain_key_rotated")->tensor.data == part(*step_of(t, "keys_rope"), j * dr, dr));
                         CHECK(step_of(t, "explain_weight")->tensor.data[0] == step_of(t, "weights")->tensor.data[i * T + j]);
-                        CHECK(step_of(t, "explain_context")->tensor.data == part(*step_of(t, "head_outputs"), i * m->weights.blocks[layer].latent->value,
-                                                                                  m->weights.blocks[layer].latent->value));
+                        CHECK(step_of(t, "explain_context")->tensor.data == part(*step_of(t, "head_outputs"), i * latent->w.value, latent->w.value));
                         ++cells;
                         continue;
                     }

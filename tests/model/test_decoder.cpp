@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 #include <xtensor/xview.hpp>
@@ -11,7 +12,10 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/tokenizer.hpp"
 #include "attnwalk/lessons/lessons.hpp"
+#include "attnwalk/model/blocks/experts.hpp"
 #include "attnwalk/model/blocks/heads.hpp"
+#include "attnwalk/model/blocks/latent.hpp"
+#include "attnwalk/model/blocks/mlp.hpp"
 #include "attnwalk/model/decoder.hpp"
 #include "attnwalk/ops/attention.hpp"
 #include "attnwalk/ops/blas.hpp"
@@ -125,8 +129,11 @@ TEST_SUITE("model") {
         CHECK(c.heads == 4);
         CHECK(c.head_size() * c.heads == c.width);
         REQUIRE(m->weights.blocks.size() == c.layers);
-        CHECK(m->weights.blocks[0].up.out() == 4 * c.width);
-        CHECK(m->weights.blocks[0].attn.query.ext != nullptr);  // F32: read where it lies
+        CHECK(m->weights.blocks[0].feed_forward->get<MlpBlock>().up.out() == 4 * c.width);
+        CHECK(m->weights.blocks[0].attention->get<HeadsBlock>().w.query.ext != nullptr);  // F32: read where it lies
+        // a block is asked for its kind: null, or std::logic_error, for another
+        CHECK(m->weights.blocks[0].attention->as<LatentBlock>() == nullptr);
+        CHECK_THROWS_AS(m->weights.blocks[0].feed_forward->get<ExpertsBlock>(), std::logic_error);
     }
 
     TEST_CASE("model.decoding_with_the_cache_equals_the_whole_sequence") {

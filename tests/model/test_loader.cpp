@@ -7,6 +7,7 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/lessons/lessons.hpp"
+#include "attnwalk/model/blocks/heads.hpp"
 #include "attnwalk/model/decoder.hpp"
 #include "test_util.hpp"
 
@@ -60,9 +61,10 @@ TEST_SUITE("model") {
         const BlockWeights& b = olmo2->weights.blocks.front();
         CHECK(olmo2->weights.config.family->placement == NormPlacement::post);
         CHECK((!b.norm_1 && !b.norm_2 && b.attention_norm && b.mlp_norm));
-        CHECK(b.attn.qk_norm_whole);
-        CHECK(b.attn.q_norm->size() == 4 * 8);
-        CHECK(b.attn.k_norm->size() == 2 * 8);
+        const AttentionWeights& a = b.attention->get<HeadsBlock>().w;
+        CHECK(a.qk_norm_whole);
+        CHECK(a.q_norm->size() == 4 * 8);
+        CHECK(a.k_norm->size() == 2 * 8);
         // OLMo 3: three sliding layers and a full one; YaRN on the full layer only
         const Model olmo3 = load_model(test::source_path("tests/data/models/tiny_olmo3"));
         const auto& la = olmo3->weights.config.layer_specs;

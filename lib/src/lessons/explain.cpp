@@ -441,9 +441,9 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
     for (std::size_t c = 0; c < T; ++c) z.terms.push_back({a(0, h, r, c), row_of(f.vh, g, c)});
     z.result = row_of(f.head_outputs, h, r);
     elide(z);
-    const std::string values = v.weights ? "values" : "embeddings";
+    const std::string values = v.weights || v.latent ? "values" : "embeddings";
     Step& ctx = rec.add_plain("explain_context", "The context vector of " + quoted(qi) + (L ? where : "") + ": row " + I + " of the weights times the " + values,
-                              "z_" + I + " = Σ_j α_" + I + ",j·" + (v.weights ? "v_j" : "x_j"), vector_tensor(z.result), {Axis::feature});
+                              "z_" + I + " = Σ_j α_" + I + ",j·" + (v.weights || v.latent ? "v_j" : "x_j"), vector_tensor(z.result), {Axis::feature});
     ctx.expansion.push_back(std::move(z));
     if (L || T > long_sum) {  // α_ij·v_j's share of the context
         const std::vector<float> vj = row_of(f.vh, g, j);

@@ -1,5 +1,5 @@
 // The decoder's forward, the block written once: the norms and the residual stream here,
-// each kind of block's computation in blocks/. See model/decoder.hpp.
+// each kind of block's computation in its block's forward (blocks/). See model/decoder.hpp.
 #include "attnwalk/model/decoder.hpp"
 
 #include <algorithm>
@@ -8,7 +8,6 @@
 #include <xtensor/xview.hpp>
 
 #include "attnwalk/errors.hpp"
-#include "kinds.hpp"
 
 namespace attnwalk {
 
@@ -86,15 +85,8 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
         const Cube a = b.norm_1 ? normalise(x, *b.norm_1, c.norm, c.norm_eps) : x;  // (1,T,C); post-norm: the residual stream itself
         if (b.norm_1) t.hook(l, hooks::norm_1, a);
         const std::vector<std::size_t>* off = ablation && l < ablation->size() && !(*ablation)[l].empty() ? &(*ablation)[l] : nullptr;
-        Cube attn;  // (1,T,C)
-        KvCache* kv = cache ? &cache->layers[l] : nullptr;
-        switch (c.layer_specs[l].attention) {
-            case AttentionKind::heads: attn = model_detail::heads_forward(c, b, l, a, p0, kv, t, off); break;
-            case AttentionKind::latent: attn = model_detail::latent_forward(c, b, l, a, p0, kv, t, off); break;
-            case AttentionKind::deltanet:  // a state instead of a cache of tokens
-                attn = model_detail::deltanet_forward(b, l, a, cache && l < cache->linear.size() ? &cache->linear[l] : nullptr, t);
-                break;
-        }
+        const LayerCall call{c, l, p0, cache, t, off};
+        Cube attn = b.attention->forward(a, call);  // (1,T,C), by the layer's kind, on its own part of the cache
         t.hook(l, hooks::attention, attn);
         if (b.attention_norm) {
             attn = normalise(attn, *b.attention_norm, c.norm, c.norm_eps);
@@ -104,8 +96,7 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
         t.hook(l, hooks::residual_1, x);
         const Cube m = c.parallel ? a : b.norm_2 ? normalise(x, *b.norm_2, c.norm, c.norm_eps) : x;  // (1,T,C); parallel: what the attention read
         if (b.norm_2) t.hook(l, hooks::norm_2, m);
-        Cube mlp = c.layer_specs[l].feed_forward == FeedForwardKind::experts ? model_detail::experts_forward(b, l, m, t)
-                                                                              : model_detail::mlp_forward(c, b, l, m, t);
+        Cube mlp = b.feed_forward->forward(m, call);  // (1,T,C): the MLP or the experts
         t.hook(l, hooks::mlp, mlp);
         if (b.mlp_norm) {
             mlp = normalise(mlp, *b.mlp_norm, c.norm, c.norm_eps);

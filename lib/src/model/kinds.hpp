@@ -1,11 +1,13 @@
-// The kinds of block a decoder layer is made of, as the loader and the decoder call them;
-// each is one file of blocks/: what it reads of config.json (once for the model), what it
-// reads of the checkpoint (layer by layer, through the Reader) and its call into ops/ in the
-// forward, handing the tap what it made at the hook points its public header declares
-// (attnwalk/model/blocks/<kind>.hpp). The loader and the decoder name a kind, never a
-// kind's own field or tensor (the loader reads the decoder's: sizes, norms, biases, the
-// tied head, and hands attention_bias to the attention kinds); blocks/ implement this header and include nothing else of model/'s
-// sources but config.hpp and reader.hpp. Internal to lib/src/model/.
+// The kinds of block a decoder layer is made of, as the loader reads them; each is one file of
+// blocks/: what it reads of config.json (once for the model), what it reads of the
+// checkpoint (layer by layer, through the Reader, into its block: its type and weights
+// declared in its public header attnwalk/model/blocks/<kind>.hpp) and its block's forward, a
+// call into ops/ that hands the tap what it made at the hook points that header declares. The
+// decoder calls a layer's blocks (model/block.hpp) and names no kind; the loader names a kind
+// (which reader reads a layer), never a kind's own field or tensor (it reads the decoder's:
+// sizes, norms, biases, the tied head, and hands attention_bias to the attention kinds);
+// blocks/ implement this header and include nothing else of model/'s sources but config.hpp
+// and reader.hpp. Internal to lib/src/model/.
 //
 //   layers.cpp    each layer's kinds, window and RoPE (layer_types, the family's pattern)
 //   heads.cpp     attention heads: MHA, GQA, MQA; windows, sinks, an output gate, QK-norm
@@ -29,7 +31,8 @@ namespace attnwalk::model_detail {
 // ---- reading ---------------------------------------------------------------------------
 
 // One kind's reader: made from config.json's fields (the sizes and settings every layer of
-// the kind shares, read once), it reads one layer's tensors into the block's weights.
+// the kind shares, read once), it reads one layer's tensors into its kind's block, which it
+// sets as the layer's attention or feed_forward.
 class KindReader {
 public:
     virtual ~KindReader() = default;
@@ -64,18 +67,5 @@ std::unique_ptr<KindReader> latent_reader(ConfigFile& cfg, const FamilySpec& f, 
 std::unique_ptr<KindReader> heads_reader(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c, bool attention_bias);
 // A norm stored around 0 and multiplied by (1 + w) is read as 1 + w, in float32 (Gemma's).
 Norm read_norm(const Reader& r, const FamilySpec& f, const std::string& name, std::size_t size);
-
-// ---- the forward -----------------------------------------------------------------------
-
-// Each kind's attention on a = norm_1(x) (1,T,C) of layer `layer`, at positions position0…,
-// on its cache when given; `zero_heads`: heads whose outputs are zeroed (ablation).
-Cube heads_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t layer, const Cube& a, std::size_t position0, KvCache* kv,
-                   DecoderTap& tap, const std::vector<std::size_t>* zero_heads);
-Cube latent_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t layer, const Cube& a, std::size_t position0, KvCache* kv,
-                    DecoderTap& tap, const std::vector<std::size_t>* zero_heads);
-Cube deltanet_forward(const BlockWeights& b, std::size_t layer, const Cube& a, DeltaNetCache* cache, DecoderTap& tap);
-// Each kind's feed-forward on m = norm_2(x) (1,T,C).
-Cube mlp_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t layer, const Cube& m, DecoderTap& tap);
-Cube experts_forward(const BlockWeights& b, std::size_t layer, const Cube& m, DecoderTap& tap);
 
 }  // namespace attnwalk::model_detail

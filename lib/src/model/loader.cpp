@@ -298,8 +298,6 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
         if (post) b.attention_norm = model_detail::read_norm(r, f, p + n.post_attention_norm, C);
         if (pre && !c.parallel) b.norm_2 = model_detail::read_norm(r, f, p + n.pre_mlp_norm, C);
         if (post) b.mlp_norm = model_detail::read_norm(r, f, p + n.post_mlp_norm, C);
-        b.attn.heads = c.heads;
-        b.attn.kv_heads = c.kv_heads;
         attention_readers[static_cast<std::size_t>(ls.attention)]->read(r, p, l, b);
         (ls.feed_forward == FeedForwardKind::experts ? *experts : *mlp).read(r, p, l, b);
         w.blocks.push_back(std::move(b));

@@ -3,6 +3,7 @@
 #include <xtensor/xbuilder.hpp>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/ops/moe.hpp"
 
 namespace attnwalk::model_detail {
 

@@ -12,6 +12,10 @@
 #include "attnwalk/io/safetensors.hpp"
 #include "attnwalk/model/decoder.hpp"
 
+namespace attnwalk {
+struct Mxfp4Rows;  // ops/moe.hpp: a mixture's experts' MXFP4 rows (blocks/experts.cpp reads them)
+}  // namespace attnwalk
+
 namespace attnwalk::model_detail {
 
 using Files = std::vector<std::shared_ptr<const SafeTensors>>;

@@ -1,20 +1,22 @@
 // One decoder-only transformer, configured by each model family: the block is written
 // once, in decoder.cpp, each kind of block (attention heads, latent attention, Gated
-// DeltaNet, the dense MLP, experts) in a file of lib/src/model/blocks/, and every family is a
-// spec (model/family.hpp) that the loader turns into a DecoderConfig (each layer's kinds
-// named in layer_specs) and DecoderWeights. The forward writes no text: it hands each
-// intermediate to a tap (an observer) at a hook point (model/hooks.hpp), which a lesson
-// turns into steps.
+// DeltaNet, the dense MLP, experts) owns its weights and its forward (its type in
+// model/blocks/<kind>.hpp, its file in lib/src/model/blocks/), and every family is a spec
+// (model/family.hpp) that the loader turns into a DecoderConfig (each layer's kinds named in
+// layer_specs) and DecoderWeights (each layer's norms and its two blocks, model/block.hpp).
+// The forward writes no text: it hands each intermediate to a tap (an observer) at a hook
+// point (model/hooks.hpp), which a lesson turns into steps. This header includes no kind's
+// ops: code that reads a kind's weights includes the kind's header.
 //
 //   ids (T) -> x = embed[ids] (× embed_scale) (+ positions[p0 : p0+T], learned)   (1,T,C)
-//   per block:  a = norm_1(x) (or x: post-norm); y = attention(a), by the layer's kind:
-//                                  heads (ops/attention.hpp: GQA, QK-norm, RoPE, a window),
-//                                  latent attention (ops/latent_attention.hpp: MLA), or
-//                                  Gated DeltaNet (ops/gated_deltanet.hpp: a state)
+//   per block:  a = norm_1(x) (or x: post-norm); y = attention(a), the layer's kind's:
+//                                  heads (blocks/heads.hpp: GQA, QK-norm, RoPE, a window),
+//                                  latent attention (blocks/latent.hpp: MLA), or
+//                                  Gated DeltaNet (blocks/deltanet.hpp: a state)
 //               x = x + attention_norm(y)         (a norm after the attention; else y)
 //               m = norm_2(x) (or x; a parallel block: a, what the attention read);
-//               z = down(act(up(m))), gated: down(act(gate(m)) ⊙ up(m)),
-//                                  or a mixture of experts (ops/moe.hpp)
+//               z = feed_forward(m): down(act(up(m))), gated: down(act(gate(m)) ⊙ up(m))
+//                                  (blocks/mlp.hpp), or a mixture of experts (blocks/experts.hpp)
 //               x = x + mlp_norm(z)               (a norm after the MLP; else z)
 //   final norm (1,T,C); logits of the last position = head·x_T (× logit_scale)   (1,V)
 #pragma once
@@ -26,14 +28,12 @@
 #include <string>
 #include <vector>
 
-#include "attnwalk/ops/activations.hpp"
-#include "attnwalk/ops/attention.hpp"
-#include "attnwalk/ops/gated_deltanet.hpp"
+#include "attnwalk/ops/deltanet_cache.hpp"
 #include "attnwalk/ops/kv_cache.hpp"
-#include "attnwalk/ops/latent_attention.hpp"
 #include "attnwalk/ops/linear.hpp"
-#include "attnwalk/ops/moe.hpp"
 #include "attnwalk/ops/norms.hpp"
+#include "attnwalk/ops/rope_params.hpp"
+#include "attnwalk/model/block.hpp"
 #include "attnwalk/model/family.hpp"
 #include "attnwalk/model/hooks.hpp"
 #include "attnwalk/model/model.hpp"
@@ -72,15 +72,13 @@ struct DecoderConfig {
     std::size_t key_heads() const { return kv_heads ? kv_heads : heads; }                      // G
 };
 
+// One layer: the norms the decoder applies, and its two blocks, each of the kind its LayerSpec
+// names, holding that kind's weights (model/blocks/<kind>.hpp; ask with as<Kind>() or get<Kind>()).
 struct BlockWeights {
-    std::optional<Norm> norm_1, norm_2;           // before the attention, before the MLP (none: post-norm)
-    std::optional<Norm> attention_norm, mlp_norm; // after the attention, after the MLP (post-norm, Gemma)
-    AttentionWeights attn;                        // the heads, out_proj (o_proj)
-    std::optional<LatentWeights> latent;          // latent attention in place of attn's heads (DeepSeek-V3)
-    std::optional<GatedDeltaNetWeights> linear;   // a Gated DeltaNet in place of attention (Qwen3-Next)
-    Linear up, down;                              // C -> hidden, hidden -> C
-    Linear gate;                                  // C -> hidden, gated MLPs only
-    std::optional<MoeWeights> moe;                // a mixture of experts in place of up, gate and down (gpt-oss)
+    std::optional<Norm> norm_1, norm_2;                    // before the attention, before the MLP (none: post-norm)
+    std::optional<Norm> attention_norm, mlp_norm;          // after the attention, after the MLP (post-norm, Gemma)
+    std::shared_ptr<const AttentionBlock> attention;       // heads, latent attention or a Gated DeltaNet
+    std::shared_ptr<const FeedForwardBlock> feed_forward;  // the dense MLP or a mixture of experts
 };
 
 struct DecoderWeights {

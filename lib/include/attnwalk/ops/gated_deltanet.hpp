@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "attnwalk/ops/delta_rule.hpp"
+#include "attnwalk/ops/deltanet_cache.hpp"
 #include "attnwalk/ops/linear.hpp"
 #include "attnwalk/ops/tensor.hpp"
 
@@ -34,16 +35,6 @@ struct GatedDeltaNetWeights {
     std::size_t conv_dim() const { return 2 * key_dim() + value_dim(); }
     std::size_t taps() const { return conv.shape(1); }
     void check() const;  // UsageError when the sizes do not fit
-};
-
-// What a decoding layer keeps between calls: its last K − 1 convolution inputs and its state.
-struct DeltaNetCache {
-    Mat inputs;   // (K − 1, conv_dim), oldest first; empty before the first call
-    Hyper state;  // (1, H_v, d_k, d_v)
-    std::size_t seen = 0;
-    double bytes(std::size_t bytes_per_value) const {
-        return static_cast<double>((inputs.size() + state.size()) * bytes_per_value);
-    }
 };
 
 struct GatedDeltaNetForward {

@@ -12,10 +12,10 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     const double L = static_cast<double>(c.layers), C = static_cast<double>(c.width), H = static_cast<double>(c.heads);
     const double G = static_cast<double>(c.key_heads()), d = static_cast<double>(c.head_size()), V = static_cast<double>(c.vocab);
     // a mixture of experts (in every layer, or after DeepSeek's dense first ones): the router, and each token through its k experts
-    const auto moe_block = std::find_if(m.weights.blocks.begin(), m.weights.blocks.end(), [](const BlockWeights& b) { return b.moe.has_value(); });
-    const MoeWeights* moe = moe_block == m.weights.blocks.end() ? nullptr : &*moe_block->moe;
-    const auto dense_block = std::find_if(m.weights.blocks.begin(), m.weights.blocks.end(), [](const BlockWeights& b) { return !b.moe; });
-    const double dense_hidden = dense_block == m.weights.blocks.end() ? 0.0 : static_cast<double>(dense_block->up.out());
+    const auto moe_block = std::find_if(m.weights.blocks.begin(), m.weights.blocks.end(), [](const BlockWeights& b) { return b.feed_forward->as<ExpertsBlock>(); });
+    const MoeWeights* moe = moe_block == m.weights.blocks.end() ? nullptr : &moe_block->feed_forward->get<ExpertsBlock>().w;
+    const auto dense_block = std::find_if(m.weights.blocks.begin(), m.weights.blocks.end(), [](const BlockWeights& b) { return b.feed_forward->as<MlpBlock>(); });
+    const double dense_hidden = dense_block == m.weights.blocks.end() ? 0.0 : static_cast<double>(dense_block->feed_forward->get<MlpBlock>().up.out());
     const double expert_hidden = moe ? 2.0 * static_cast<double>(moe->experts.front().down.in()) : 0.0;  // an expert's gate and up, per token
     const double I = m.weights.blocks.empty() ? 4.0 * C : std::max(dense_hidden, expert_hidden);
     const double mlp = std::max(moe ? moe_work(*moe, 1) : 0.0, dense_block == m.weights.blocks.end() ? 0.0 : (gated(c.mlp) ? 3.0 : 2.0) * C * dense_hidden);
@@ -46,8 +46,14 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     const double working = layer_rows + latent_rows + (spec.view ? 4.0 * H * t * t : 0.0);
     const double view = spec.view ? 2.0 * L * H * t * t : 0.0;
     const double cache = N > 0 ? 2.0 * 2.0 * L * G * d * all + 6.0 * H * all * all : 0.0;  // and the recomputation's T×T
-    const bool sixteen = !m.weights.blocks.empty() && (m.weights.blocks.front().up.ext16 || m.weights.blocks.front().attn.query.ext16 ||
-                                                       (m.weights.blocks.front().latent && m.weights.blocks.front().latent->kv_a_proj.ext16));  // 16-bit weights widened
+    bool sixteen = false;  // 16-bit weights widened, as the first layer's show
+    if (!m.weights.blocks.empty()) {
+        const BlockWeights& first = m.weights.blocks.front();
+        const MlpBlock* first_mlp = first.feed_forward->as<MlpBlock>();
+        const HeadsBlock* first_heads = first.attention->as<HeadsBlock>();
+        const LatentBlock* first_latent = first.attention->as<LatentBlock>();
+        sixteen = (first_mlp && first_mlp->up.ext16) || (first_heads && first_heads->w.query.ext16) || (first_latent && first_latent->w.kv_a_proj.ext16);
+    }
     // a layer kept to be explained: its forward (the rows, Q, K, V and their heads, the T×T
     // tensors) and the rows entering it; a latent attention layer also its parts (the score's
     // two parts, its latents and rotary parts)

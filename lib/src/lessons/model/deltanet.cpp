@@ -7,7 +7,7 @@ namespace attnwalk::model_walk {
 void PromptTap::linear(std::size_t l, const GatedDeltaNetForward& f) {
     if (keeps_cells(l) && f.effective.size()) keep_delta(l, f);
     if (l != spec_.layer) return;
-    const GatedDeltaNetWeights& w = *weights_.blocks[l].linear;
+    const GatedDeltaNetWeights& w = weights_.blocks[l].attention->get<DeltaNetBlock>().w;
     const std::string in = words_.pre ? words_.n1 + "(x)" : "x", L = std::to_string(l + 1);
     const std::string K = std::to_string(w.taps());
     rec_.add("queries", "Layer " + L + " (Gated DeltaNet): queries, " + heads_words(w.k_heads, w.d_k) + ", after a causal convolution of " + K +
@@ -52,7 +52,7 @@ void PromptTap::linear(std::size_t l, const GatedDeltaNetForward& f) {
 }
 
 void PromptTap::keep_delta(std::size_t l, const GatedDeltaNetForward& f) {
-    const GatedDeltaNetWeights& w = *weights_.blocks[l].linear;
+    const GatedDeltaNetWeights& w = weights_.blocks[l].attention->get<DeltaNetBlock>().w;
     auto D = std::make_shared<DeltaSource>();
     D->f.q = f.q;  // what a cell reads: the rows before the delta rule, and the matrix it is checked against
     D->f.k = f.k;

@@ -11,7 +11,7 @@ void PromptTap::experts(std::size_t l, const MoeOutput& r) {
     if (l != spec_.layer && !spec_.all_layers) return;
     const std::string L = "layer" + std::to_string(l + 1) + ".", Ls = std::to_string(l + 1);
     const std::size_t E = r.logits.shape(1), k = r.weights.shape(1), T = r.logits.shape(0);
-    const MoeWeights& moe = *weights_.blocks[l].moe;
+    const MoeWeights& moe = weights_.blocks[l].feed_forward->get<ExpertsBlock>().w;
     const ExpertsPart& spec_names = *config_.family->experts;  // the tensors' and fields' names
     const bool sigmoid = moe.routing == RouterKind::sigmoid_grouped, all = moe.routing == RouterKind::softmax_all;
     std::vector<std::string> names;  // a copy: a step's reference does not outlive the next step added
@@ -66,7 +66,7 @@ void record_experts_by_layer(Recorder& rec, const DecoderWeights& w, const std::
     const std::size_t k = chosen_by_layer[layers.front()].size() / T;
     std::vector<unsigned long long> all;
     for (std::size_t l : layers) all.insert(all.end(), chosen_by_layer[l].begin(), chosen_by_layer[l].end());
-    const bool sigmoid = w.blocks[layers.front()].moe->routing == RouterKind::sigmoid_grouped;
+    const bool sigmoid = w.blocks[layers.front()].feed_forward->get<ExpertsBlock>().w.routing == RouterKind::sigmoid_grouped;
     Step& s = rec.add_plain("experts_by_layer", std::string("The experts each token went to, layer by layer (") +
                                                     (sigmoid ? "largest score + bias first" : "largest router logit first") + ")",
                             sigmoid ? "top_k(group_mask(σ(r_l) + b_corr), " + std::to_string(k) + ")" : "top_k(r_l, " + std::to_string(k) + ")",

@@ -18,10 +18,13 @@ void PromptTap::heads(std::size_t l, const Forward& f) {
     if (f.scores.size() && keeps_cells(l)) keep(l, f);
     if (l != spec_.layer) return;
     const BlockWeights& bw = weights_.blocks[l];
+    const HeadsBlock* heads = bw.attention->as<HeadsBlock>();     // heads,
+    const LatentBlock* latent = bw.attention->as<LatentBlock>();  // or latent attention, whose heads latent_heads records
     const std::string in = words_.pre ? words_.n1 + "(x)" : "x", t = words_.t;
-    const auto bias = [&](const Linear& lin, const char* name) { return lin.b.size() != 0 ? std::string(" + b_") + name : std::string(); };
-    const std::string qf = "Q = " + in + "·W_q" + t + bias(bw.attn.query, "q"), kf = "K = " + in + "·W_k" + t + bias(bw.attn.key, "k"),
-                      vf = "V = " + in + "·W_v" + t + bias(bw.attn.value, "v");
+    const auto bias = [&](const Linear* lin, const char* name) { return lin && lin->b.size() != 0 ? std::string(" + b_") + name : std::string(); };
+    const std::string qf = "Q = " + in + "·W_q" + t + bias(heads ? &heads->w.query : nullptr, "q"),
+                      kf = "K = " + in + "·W_k" + t + bias(heads ? &heads->w.key : nullptr, "k"),
+                      vf = "V = " + in + "·W_v" + t + bias(heads ? &heads->w.value : nullptr, "v");
     const LayerSpec& la = config_.layer_specs[l];
     if (la.attention == AttentionKind::latent) {  // MLA: each head's query and key are [nope | rope], its value from the latent
         latent_heads(l, f, in);
@@ -62,7 +65,7 @@ void PromptTap::heads(std::size_t l, const Forward& f) {
         if (f.qk_normed) {
             const Hyper& qn = f.rope ? f.qh_plain : f.qh;
             const Hyper& kn = f.rope ? f.kh_plain : f.kh;
-            if (bw.attn.qk_norm_whole) {
+            if (heads->w.qk_norm_whole) {
                 heads_or_one("queries_normed", "QK-norm: " + words_.norm + " over all the queries at once (" + short_name(n.q_norm) + ", H·d_k = " +
                                                    std::to_string(f.heads * f.d_h) + " features), then split into heads" +
                                                    (qh ? ": head " + q_sub : ""),
@@ -155,7 +158,7 @@ void PromptTap::heads(std::size_t l, const Forward& f) {
         rec_.add("gated", "The context through the gate", "Z ⊙ σ(G)", f.gated, tokens_features);
     }
     rec_.add("output", "The attention's output: " + words_.out, std::string(f.gate.size() ? "(Z ⊙ σ(G))" : "Z") + "·W_o" + words_.t +
-                                                                    bias(bw.latent ? bw.latent->o_proj : bw.attn.out_proj.value(), "o"),
+                                                                    bias(latent ? &latent->w.o_proj : &heads->w.out_proj.value(), "o"),
              f.output, tokens_features);
 }
 

@@ -6,9 +6,9 @@ namespace attnwalk::model_walk {
 
 // A latent attention layer (MLA): the latent and the shared rotary key, then its heads as heads() records them.
 void PromptTap::latent(std::size_t l, const LatentForward& f) {
-    if (keeps_cells(l)) latent_kept_ = latent_parts(f, *weights_.blocks[l].latent);  // its heads' hook keeps it with the Forward
+    const LatentWeights& w = weights_.blocks[l].attention->get<LatentBlock>().w;
+    if (keeps_cells(l)) latent_kept_ = latent_parts(f, w);  // its heads' hook keeps it with the Forward
     if (l != spec_.layer) return;
-    const LatentWeights& w = *weights_.blocks[l].latent;
     const LatentPart& n = config_.family->latent;
     const std::string in = words_.pre ? words_.n1 + "(x)" : "x";
     Step& c = rec_.add("latent_kv", "Layer " + std::to_string(l + 1) + ": the latent c_KV, " + std::to_string(w.rank()) + " numbers per token (" +
@@ -76,8 +76,7 @@ Scale PromptTap::latent_scale(std::size_t l, float scaling) const {
 }
 
 void PromptTap::latent_heads(std::size_t l, const Forward& f, const std::string& in) {
-    const BlockWeights& bw = weights_.blocks[l];
-    const LatentWeights& lw = *bw.latent;
+    const LatentWeights& lw = weights_.blocks[l].attention->get<LatentBlock>().w;
     const std::string H = std::to_string(f.heads), nope = std::to_string(lw.nope), rope = std::to_string(lw.rope);
     const std::string qsrc = lw.q_a_proj ? "RMSNorm(" + in + "·W_qaᵀ)·W_qbᵀ" : in + "·W_qᵀ";
     rec_.add("queries", "Layer " + std::to_string(l + 1) + ": queries, " + H + " heads, " + nope + " + " + rope + " features each (the last " + rope +

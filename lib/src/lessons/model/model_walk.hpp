@@ -26,6 +26,7 @@
 #include "attnwalk/model/blocks/latent.hpp"
 #include "attnwalk/model/blocks/mlp.hpp"
 #include "attnwalk/model/decoder.hpp"
+#include "attnwalk/ops/activations.hpp"
 #include "attnwalk/ops/attention.hpp"
 #include "attnwalk/ops/blas.hpp"
 #include "attnwalk/ops/sampling.hpp"

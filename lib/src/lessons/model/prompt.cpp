@@ -76,7 +76,7 @@ void PromptTap::block(std::size_t l, HookId p, const Cube& t) {
         normed_ = Cube();
     }
     if (p == hooks::residual_2 && spec_.logit_lens) residuals.push_back(t);
-    const std::optional<PointText> text = point_text(p, std::to_string(l + 1), words_, weights_.blocks[l].moe.has_value());
+    const std::optional<PointText> text = point_text(p, std::to_string(l + 1), words_, weights_.blocks[l].feed_forward->as<ExpertsBlock>() != nullptr);
     if (!text) return;  // a point this walk does not narrate
     const std::string id = "layer" + std::to_string(l + 1) + "." + text->id;
     if (l == spec_.layer || spec_.all_layers) rec_.add(id, text->title, text->formula, t, tokens_features);
@@ -109,7 +109,7 @@ void PromptTap::keep(std::size_t l, const Forward& f) {
     KeptAttention k;
     k.f = f;
     k.x = b.norm_1 ? normed_ : stream_;
-    k.weights = std::shared_ptr<const AttentionWeights>(model_, &b.attn);
+    if (const HeadsBlock* heads = b.attention->as<HeadsBlock>()) k.weights = std::shared_ptr<const AttentionWeights>(model_, &heads->w);  // latent attention's: its LatentSource (below)
     k.scale.value = f.scale;
     k.scale.symbol = words_.scale.empty() ? "√d_k" : words_.scale;
     k.scale.words = words_.scale.empty() ? "√d_k = √" + std::to_string(f.d_h) : words_.scale;

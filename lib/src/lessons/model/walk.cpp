@@ -18,7 +18,7 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     if (spec.generate && T + 1 > info.context)
         throw UsageError("no room to generate: the prompt fills the model's context of " + std::to_string(info.context));
     const auto kind_of = [&](std::size_t l) { return l < c.layer_specs.size() ? c.layer_specs[l].attention : AttentionKind::heads; };
-    const GatedDeltaNetWeights* shown_linear = kind_of(spec.layer) == AttentionKind::deltanet ? &*m.weights.blocks[spec.layer].linear : nullptr;
+    const GatedDeltaNetWeights* shown_linear = kind_of(spec.layer) == AttentionKind::deltanet ? &m.weights.blocks[spec.layer].attention->get<DeltaNetBlock>().w : nullptr;
     const std::size_t heads_shown = shown_linear ? shown_linear->v_heads : info.heads;  // a Gated DeltaNet layer: its value heads
     if (spec.head && *spec.head >= heads_shown)
         throw UsageError("head " + std::to_string(*spec.head + 1) + " is out of range: " +

@@ -49,19 +49,23 @@ Words words_of(const DecoderConfig& c, const DecoderWeights* weights) {
         w.norm_2 = w.norm_1;
         w.n2 = w.n1;
     }
-    const bool bias = weights && !weights->blocks.empty() && weights->blocks.front().up.b.size() != 0;
+    const MlpBlock* first = weights && !weights->blocks.empty() ? weights->blocks.front().feed_forward->as<MlpBlock>() : nullptr;  // a dense first layer's MLP
+    const bool bias = first && first->up.b.size() != 0;
     const std::string act = c.mlp == MlpKind::swiglu ? "SiLU" : c.mlp == MlpKind::geglu_tanh ? "GELU_tanh" : "GELU";
     const std::string in = w.pre ? "m" : "x";  // what the MLP reads: the normed stream, or the stream itself
     if (gated(c.mlp)) {
         w.mlp_hidden_title = "The MLP's hidden layer: " + act + "(" + short_name(m.gate) + ") ⊙ " + short_name(m.up);
         w.mlp_hidden = act + "(" + in + "·" + weight_symbol(m.gate) + w.t + ") ⊙ (" + in + "·" + weight_symbol(m.up) + w.t + ")";
     } else {
-        const std::size_t hidden = weights && !weights->blocks.empty() ? weights->blocks.front().up.out() : 4 * c.width;
+        const std::size_t hidden = first ? first->up.out() : 4 * c.width;
         w.mlp_hidden_title = "The MLP's hidden layer (" + (hidden == 4 * c.width ? std::string("4C") : std::to_string(hidden)) + "), after " + act;
         w.mlp_hidden = act + "(" + (w.pre ? w.n2 + "(x)" : "x") + "·" + weight_symbol(m.up) + w.t + " + b_" + weight_symbol(m.up).substr(2) + ")";
     }
     w.mlp = "hidden·" + weight_symbol(m.down) + w.t + (bias ? " + b_" + weight_symbol(m.down).substr(2) : "");
-    const bool shared = weights && std::any_of(weights->blocks.begin(), weights->blocks.end(), [](const BlockWeights& b) { return b.moe && b.moe->shared; });
+    const bool shared = weights && std::any_of(weights->blocks.begin(), weights->blocks.end(), [](const BlockWeights& b) {
+        const ExpertsBlock* experts = b.feed_forward->as<ExpertsBlock>();
+        return experts && experts->w.shared;
+    });
     w.mlp_experts = "Σ_(e chosen) weight_e · expert_e(" + in + ")" + (shared ? " + shared(" + in + ")" : "");  // a mixture of experts
     if (c.logit_scale) w.logit_scale = " · " + format_number(*c.logit_scale) + " (" + f.fields.logit_scale + ")";
     if (c.attention_scale) w.scale = format_number(*c.attention_scale) + " (√" + h.scale_field + ")";

@@ -42,7 +42,9 @@ public:
         lw.norm = r.vec(g + "norm.weight", lw.d_v);  // multiplied as it is, not (1 + w)
         lw.out_proj = r.linear(g + "out_proj.weight", lw.value_dim(), C, true);
         lw.eps = c_.norm_eps;
-        b.linear = std::move(lw);
+        auto block = std::make_shared<DeltaNetBlock>();
+        block->w = std::move(lw);
+        b.attention = std::move(block);
     }
 
 private:
@@ -76,10 +78,17 @@ std::unique_ptr<KindReader> deltanet_reader(ConfigFile& cfg, const FamilySpec& f
     return std::make_unique<DeltaNetReader>(f, c, k_heads, v_heads, d_k, d_v, kernel);
 }
 
-Cube deltanet_forward(const BlockWeights& b, std::size_t layer, const Cube& a, DeltaNetCache* cache, DecoderTap& tap) {
-    GatedDeltaNetForward g = gated_deltanet_forward(a, *b.linear, cache, tap.keeps_attention(layer));
-    tap.hook(layer, hooks::deltanet, g);
+}  // namespace attnwalk::model_detail
+
+namespace attnwalk {
+
+// A state instead of a cache of tokens: the layer's DeltaNetCache, its KvCache left empty.
+Cube DeltaNetBlock::forward(const Cube& a, const LayerCall& call) const {
+    const std::size_t layer = call.layer;
+    DeltaNetCache* cache = call.cache && layer < call.cache->linear.size() ? &call.cache->linear[layer] : nullptr;
+    GatedDeltaNetForward g = gated_deltanet_forward(a, w, cache, call.tap.keeps_attention(layer));
+    call.tap.hook(layer, hooks::deltanet, g);
     return std::move(g.output);
 }
 
-}  // namespace attnwalk::model_detail
+}  // namespace attnwalk

@@ -81,7 +81,9 @@ public:
                 moe.experts[e].down_bias = xt::view(down_bias, e, xt::all());
             }
         }
-        b.moe = std::move(moe);
+        auto block = std::make_shared<ExpertsBlock>();
+        block->w = std::move(moe);
+        b.feed_forward = std::move(block);
     }
 
 private:
@@ -155,10 +157,14 @@ std::unique_ptr<KindReader> experts_reader(ConfigFile& cfg, const FamilySpec& f,
     return std::make_unique<ExpertsReader>(cfg, f, c, std::move(s), experts, expert_hidden, first_dense, shared_width);
 }
 
-Cube experts_forward(const BlockWeights& b, std::size_t layer, const Cube& m, DecoderTap& tap) {
-    MoeOutput routed = moe_forward(m, *b.moe);  // each token through the few its router chose
-    tap.hook(layer, hooks::experts, routed);
+}  // namespace attnwalk::model_detail
+
+namespace attnwalk {
+
+Cube ExpertsBlock::forward(const Cube& m, const LayerCall& call) const {
+    MoeOutput routed = moe_forward(m, w);  // each token through the few its router chose
+    call.tap.hook(call.layer, hooks::experts, routed);
     return std::move(routed.output);
 }
 
-}  // namespace attnwalk::model_detail
+}  // namespace attnwalk

@@ -21,7 +21,10 @@ public:
     void read(const Reader& r, const std::string& p, std::size_t, BlockWeights& b) const override {
         const HeadsPart& n = f_.heads;
         const std::size_t C = c_.width, H = c_.heads, G = c_.kv_heads, d = c_.head_dim;
-        AttentionWeights& a = b.attn;
+        auto block = std::make_shared<HeadsBlock>();
+        AttentionWeights& a = block->w;
+        a.heads = H;
+        a.kv_heads = G;
         if (n.query_gate) {  // Qwen3NextAttention: q_proj makes per head [query | gate]
             if (n.qkv_bias || attention_bias_)
                 throw InputError(cfg_.file(), cfg_.at("attention_bias"), "biases with a gated query are not supported: expected false");
@@ -58,6 +61,7 @@ public:
             a.qk_norm_eps = c_.norm_eps;
         }
         if (!n.sinks.empty()) a.sinks = r.vec(p + n.sinks, H);
+        b.attention = std::move(block);
     }
 
 private:
@@ -79,15 +83,22 @@ std::unique_ptr<KindReader> heads_reader(ConfigFile& cfg, const FamilySpec& f, D
     return std::make_unique<HeadsReader>(cfg, f, c, attention_bias);
 }
 
+}  // namespace attnwalk::model_detail
+
+namespace attnwalk {
+
 // The heads' attention: the blocked path when the tap keeps nothing of it and no cache came
 // before; else the one forward, on the cache. Each path hands the tap its Forward (the blocked
 // ones without T×T tensors).
-Cube heads_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t layer, const Cube& a, std::size_t position0, KvCache* kv,
-                   DecoderTap& tap, const std::vector<std::size_t>* zero_heads) {
+Cube HeadsBlock::forward(const Cube& a, const LayerCall& call) const {
+    const DecoderConfig& c = call.config;
+    const std::size_t layer = call.layer;
+    KvCache* kv = call.cache ? &call.cache->layers[layer] : nullptr;
+    DecoderTap& tap = call.tap;
     ForwardSpec spec;
-    if (zero_heads) spec.zero_heads = *zero_heads;
+    if (call.zero_heads) spec.zero_heads = *call.zero_heads;
     spec.causal = true;
-    spec.position0 = position0;
+    spec.position0 = call.position0;
     const LayerSpec& la = c.layer_specs.at(layer);
     spec.window = la.window;
     spec.rope = la.rope;
@@ -104,7 +115,7 @@ Cube heads_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t la
         // key is rotated at its index in the cache, the new queries at the last indices
         ForwardSpec plain = spec;
         plain.rope.reset();
-        Forward f = project_heads(a, &b.attn, plain);  // QK-norm, no rotation yet
+        Forward f = project_heads(a, &w, plain);  // QK-norm, no rotation yet
         const std::size_t coming = f.kh.shape(2);
         kv->make_room(coming);
         kv->append(f.kh, f.vh);
@@ -119,34 +130,34 @@ Cube heads_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t la
         } else {
             f.kh = kv->keys();
         }
-        attend(f, &b.attn, spec);
+        attend(f, &w, spec);
         tap.hook(layer, hooks::heads, f);
         return std::move(f.output);
     }
-    if (!tap.keeps_attention(layer) && (!kv || kv->seen() == 0) && spec.zero_heads.empty() && !b.attn.gate) {  // no T×T tensor at all (an output gate: the one forward applies it)
-        const bool plain = !la.window && !la.rope && !c.attention_scale && !b.attn.q_norm && b.attn.key_heads() == b.attn.heads && !b.attn.sinks && !b.attn.gate;
+    if (!tap.keeps_attention(layer) && (!kv || kv->seen() == 0) && spec.zero_heads.empty() && !w.gate) {  // no T×T tensor at all (an output gate: the one forward applies it)
+        const bool plain = !la.window && !la.rope && !c.attention_scale && !w.q_norm && w.key_heads() == w.heads && !w.sinks && !w.gate;
         if (plain) {  // GPT-2: the fused blocked path, projections included
-            fast::BlockedResult r = fast::blocked_attention(a, b.attn, true);
+            fast::BlockedResult r = fast::blocked_attention(a, w, true);
             Forward f;
             f.causal = true;
             f.output = std::move(r.output);
-            if (kv) kv->append(split_heads(project(a, b.attn.key), b.attn.key_heads()), split_heads(project(a, b.attn.value), b.attn.key_heads()));
+            if (kv) kv->append(split_heads(project(a, w.key), w.key_heads()), split_heads(project(a, w.value), w.key_heads()));
             tap.hook(layer, hooks::heads, f);
             return std::move(f.output);
         }
         // today's models: the heads as the forward makes them (QK-norm, RoPE), then the blocked core
-        Forward f = project_heads(a, &b.attn, spec);
+        Forward f = project_heads(a, &w, spec);
         f.causal = true;
         f.window = la.window.value_or(0);
         f.scale = c.attention_scale.value_or(static_cast<float>(std::sqrt(static_cast<double>(f.d_h))));
-        if (b.attn.sinks) f.sinks = *b.attn.sinks;
-        f.context = fast::blocked_heads(f.qh, f.kh, f.vh, f.scale, true, f.window, b.attn.sinks ? &*b.attn.sinks : nullptr);
+        if (w.sinks) f.sinks = *w.sinks;
+        f.context = fast::blocked_heads(f.qh, f.kh, f.vh, f.scale, true, f.window, w.sinks ? &*w.sinks : nullptr);
         if (kv) kv->append(f.kh, f.vh);
-        f.output = project(f.context, *b.attn.out_proj);
+        f.output = project(f.context, *w.out_proj);
         tap.hook(layer, hooks::heads, f);
         return std::move(f.output);
     }
-    Forward f = project_heads(a, &b.attn, spec);
+    Forward f = project_heads(a, &w, spec);
     if (kv && la.window && f.kh.shape(2) > 1) {
         // a sliding layer's cache keeps only the last W tokens: several new queries need
         // more than that, so they attend to the cache and themselves, then the cache trims
@@ -161,10 +172,9 @@ Cube heads_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t la
         f.kh = kv->keys();
         f.vh = kv->values();
     }
-    attend(f, &b.attn, spec);
+    attend(f, &w, spec);
     tap.hook(layer, hooks::heads, f);
     return std::move(f.output);
 }
 
-
-}  // namespace attnwalk::model_detail
+}  // namespace attnwalk

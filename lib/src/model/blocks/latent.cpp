@@ -47,7 +47,9 @@ public:
         lw.rope = rope_;
         lw.value = value_;
         lw.eps = 1e-6f;
-        b.latent = std::move(lw);
+        auto block = std::make_shared<LatentBlock>();
+        block->w = std::move(lw);
+        b.attention = std::move(block);
     }
 
 private:
@@ -117,10 +119,22 @@ std::unique_ptr<KindReader> latent_reader(ConfigFile& cfg, const FamilySpec& f, 
     return std::make_unique<LatentReader>(f, c, attention_bias, q_rank, kv_rank, nope, rope, value);
 }
 
+}  // namespace attnwalk::model_detail
+
+namespace attnwalk {
+
+using model_detail::as_cached;
+using model_detail::from_cached;
+using model_detail::join_heads;
+
 // A latent attention layer (MLA): the latent cache's c_KV and k_rope before the new tokens;
 // the tap gets its intermediates, then the same layer as heads.
-Cube latent_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t layer, const Cube& a, std::size_t position0, KvCache* kv,
-                    DecoderTap& tap, const std::vector<std::size_t>* zero_heads) {
+Cube LatentBlock::forward(const Cube& a, const LayerCall& call) const {
+    const DecoderConfig& c = call.config;
+    const std::size_t layer = call.layer;
+    KvCache* kv = call.cache ? &call.cache->layers[layer] : nullptr;
+    DecoderTap& tap = call.tap;
+    const std::vector<std::size_t>* zero_heads = call.zero_heads;
     if (kv && kv->streaming())
         throw UsageError("a start-and-recent cache rotates cached keys again at their place in the cache: latent attention caches its rotary key "
                          "already rotated, so it keeps its whole latent cache instead");
@@ -129,7 +143,7 @@ Cube latent_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t l
     spec.causal = true;
     if (la.rope) spec.rope = *la.rope;
     spec.interleave = c.latent_interleave;
-    spec.position0 = position0;
+    spec.position0 = call.position0;
     spec.scaling = c.latent_scaling;
     Cube past_latent, past_rope;
     if (kv && kv->length()) {
@@ -138,7 +152,7 @@ Cube latent_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t l
         spec.past_latent = &past_latent;
         spec.past_k_rope = &past_rope;
     }
-    LatentForward lf = latent_attention_forward(a, *b.latent, spec);
+    LatentForward lf = latent_attention_forward(a, w, spec);
     const std::size_t T = a.shape(1), S = lf.latent.shape(1);
     if (kv) {  // the new tokens' latent and rotated k_rope join the cache
         const Cube new_latent = xt::view(lf.latent, xt::all(), xt::range(S - T, S), xt::all());
@@ -147,15 +161,15 @@ Cube latent_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t l
     }
     if (zero_heads && !zero_heads->empty()) {  // ablation: those heads' outputs zeroed before o_proj
         for (std::size_t h : *zero_heads)
-            if (h < b.latent->heads) xt::view(lf.head_outputs, xt::all(), h) = 0.0f;
+            if (h < w.heads) xt::view(lf.head_outputs, xt::all(), h) = 0.0f;
         lf.context = merge_heads(lf.head_outputs);
-        lf.output = project(lf.context, b.latent->o_proj);
+        lf.output = project(lf.context, w.o_proj);
     }
     tap.hook(layer, hooks::latent, lf);
     // the same layer as the heads the tap knows: Q = [q_nope | q_rope], K = [k_nope | k_rope]
     Forward f;
-    f.heads = f.kv_heads = b.latent->heads;
-    f.d_h = b.latent->qk_head();
+    f.heads = f.kv_heads = w.heads;
+    f.d_h = w.qk_head();
     f.rows = T;
     f.q_position0 = S - T;
     f.scale = 1.0f / lf.scaling;
@@ -178,4 +192,4 @@ Cube latent_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t l
     return std::move(f.output);
 }
 
-}  // namespace attnwalk::model_detail
+}  // namespace attnwalk

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/ops/attention.hpp"
 #include "../kinds.hpp"
 
 namespace attnwalk::model_detail {

@@ -5,6 +5,7 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/model/blocks/mlp.hpp"
+#include "attnwalk/ops/activations.hpp"
 #include "../kinds.hpp"
 
 namespace attnwalk::model_detail {
@@ -16,9 +17,11 @@ public:
     MlpReader(const FamilySpec& f, std::size_t C, std::size_t hidden) : f_(f), C_(C), hidden_(hidden) {}
     void read(const Reader& r, const std::string& p, std::size_t, BlockWeights& b) const override {
         const MlpPart& n = f_.dense;
-        b.gate = r.linear(p + n.gate + ".weight", C_, hidden_, true);
-        b.up = r.linear(p + n.up + ".weight", C_, hidden_, true);
-        b.down = r.linear(p + n.down + ".weight", hidden_, C_, true);
+        auto block = std::make_shared<MlpBlock>();
+        block->gate = r.linear(p + n.gate + ".weight", C_, hidden_, true);
+        block->up = r.linear(p + n.up + ".weight", C_, hidden_, true);
+        block->down = r.linear(p + n.down + ".weight", hidden_, C_, true);
+        b.feed_forward = std::move(block);
     }
 
 private:
@@ -40,10 +43,15 @@ void check_activation(ConfigFile& cfg, const FamilySpec& f) {
 
 std::unique_ptr<KindReader> mlp_reader(const FamilySpec& f, std::size_t C, std::size_t hidden) { return std::make_unique<MlpReader>(f, C, hidden); }
 
-Cube mlp_forward(const DecoderConfig& c, const BlockWeights& b, std::size_t layer, const Cube& m, DecoderTap& tap) {
-    const Cube hidden = mlp_hidden(m, c.mlp, b.up, gated(c.mlp) ? &b.gate : nullptr);  // (1,T,hidden)
-    tap.hook(layer, hooks::mlp_hidden, hidden);
-    return project(hidden, b.down);  // (1,T,C)
+}  // namespace attnwalk::model_detail
+
+namespace attnwalk {
+
+Cube MlpBlock::forward(const Cube& m, const LayerCall& call) const {
+    const MlpKind act = call.config.mlp;
+    const Cube hidden = mlp_hidden(m, act, up, gated(act) ? &gate : nullptr);  // (1,T,hidden)
+    call.tap.hook(call.layer, hooks::mlp_hidden, hidden);
+    return project(hidden, down);  // (1,T,C)
 }
 
-}  // namespace attnwalk::model_detail
+}  // namespace attnwalk

@@ -13,6 +13,8 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/safetensors.hpp"
+#include "attnwalk/model/blocks/heads.hpp"
+#include "attnwalk/model/blocks/mlp.hpp"
 #include "attnwalk/model/decoder.hpp"
 #include "../config.hpp"
 
@@ -151,19 +153,24 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads, doubl
         BlockWeights b;
         b.norm_1 = r.norm(h + "ln_1", C, NormKind::layer_norm);
         b.norm_2 = r.norm(h + "ln_2", C, NormKind::layer_norm);
+        auto heads = std::make_shared<HeadsBlock>();  // the heads kind's block, filled from GPT-2's fused names
+        AttentionWeights& a = heads->w;
         Linear qkv = r.linear(h + "attn.c_attn.weight", C, 3 * C, linear);
         qkv.b = r.bias(h + "attn.c_attn.bias", 3 * C);
-        b.attn.query = output_columns(qkv, 0, C);  // Q | K | V: columns of the x·W matrix (rows of nn.Linear's)
-        b.attn.key = output_columns(qkv, C, C);
-        b.attn.value = output_columns(qkv, 2 * C, C);
-        b.attn.out_proj = r.linear(h + "attn.c_proj.weight", C, C, linear);
-        b.attn.out_proj->b = r.bias(h + "attn.c_proj.bias", C);
-        b.attn.heads = info.heads;
-        b.attn.combined = true;
-        b.up = r.linear(h + "mlp.c_fc.weight", C, 4 * C, linear);
-        b.up.b = r.bias(h + "mlp.c_fc.bias", 4 * C);
-        b.down = r.linear(h + "mlp.c_proj.weight", 4 * C, C, linear);
-        b.down.b = r.bias(h + "mlp.c_proj.bias", C);
+        a.query = output_columns(qkv, 0, C);  // Q | K | V: columns of the x·W matrix (rows of nn.Linear's)
+        a.key = output_columns(qkv, C, C);
+        a.value = output_columns(qkv, 2 * C, C);
+        a.out_proj = r.linear(h + "attn.c_proj.weight", C, C, linear);
+        a.out_proj->b = r.bias(h + "attn.c_proj.bias", C);
+        a.heads = info.heads;
+        a.combined = true;
+        b.attention = std::move(heads);
+        auto mlp = std::make_shared<MlpBlock>();  // the dense MLP kind's block
+        mlp->up = r.linear(h + "mlp.c_fc.weight", C, 4 * C, linear);
+        mlp->up.b = r.bias(h + "mlp.c_fc.bias", 4 * C);
+        mlp->down = r.linear(h + "mlp.c_proj.weight", 4 * C, C, linear);
+        mlp->down.b = r.bias(h + "mlp.c_proj.bias", C);
+        b.feed_forward = std::move(mlp);
         w.blocks.push_back(std::move(b));
     }
     w.final_norm = r.norm("ln_f", C, NormKind::layer_norm);

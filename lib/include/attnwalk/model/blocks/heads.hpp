@@ -1,8 +1,20 @@
-// What the attention heads (lib/src/model/blocks/heads.cpp) hand the tap.
+// Attention heads (lib/src/model/blocks/heads.cpp): their weights, and what they hand the tap.
 #pragma once
 
+#include "attnwalk/model/block.hpp"
 #include "attnwalk/model/hooks.hpp"
 #include "attnwalk/ops/attention.hpp"
+
+namespace attnwalk {
+
+// A layer of attention heads (MHA, GQA, MQA; QK-norm, sinks, an output gate): its
+// projections and settings, and its forward (ops/attention's, or ops/blocked_attention's).
+struct HeadsBlock final : AttentionBlock {
+    AttentionWeights w;
+    Cube forward(const Cube& a, const LayerCall& call) const override;
+};
+
+}  // namespace attnwalk
 
 namespace attnwalk::hooks {
 

@@ -26,6 +26,7 @@ COMMANDS = [
     "flash --block 2 --causal --window 2", "sdpa --queries 2 --is-causal",
     "sdpa --attn-mask '[[1,1,0,0,0,0],[0,0,0,0,0,0],[1,1,1,1,1,1],[1,1,1,1,1,1],[1,1,1,1,1,1],[1,1,1,1,1,1]]'",
     "params", "params --kv-heads 4 --layers 12",
+    "kvshare", "kvshare --layers 3 --kv-producing-layers 1 --batch 2 --kv-heads 1",
     "gpt2 --model tests/data/tiny_gpt2_hf_f32.safetensors --heads 4 --ids 1,2,3 --top-p 0.9",
     "tokenize --text 'Hello world is'",
     "gpt2 --model tests/data/tiny_gpt2_hf_f16.safetensors --heads 2 --ids 1,2,3,4 --view --sort entropy",

@@ -2,6 +2,10 @@
 // options to `cli` and, when chosen, leaves the call that builds its trace in `shell`.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 #include "attnwalk/lessons/catalogue.hpp"
@@ -18,6 +22,32 @@ namespace attnwalk::app {
 // The lesson a command runs, as the library declares it: its one-line summary (the
 // command's description) and the steps --compact shows (headline_of).
 const LessonDecl& lesson(const std::string& name);
+
+// The options of a lesson that draws its own weights (mla, deltanet, kvshare): its spec,
+// whose defaults are the library's, --seed (absent: 123) and the cache's --context (absent:
+// the input's tokens) and --cache-dtype.
+template <class Spec>
+struct SeededOptions {
+    Spec spec;
+    std::optional<std::uint64_t> seed;
+    std::optional<std::size_t> context;
+    std::string dtype = "float32";
+};
+
+// Its walk: the spec with the seed and the cache's tokens and bytes per number (float32 4,
+// float8 1, else 2) filled in, the input within `cost`'s limits, and default_seed recorded
+// when --seed was not given. Cost and Walk: lesson functions as mla_cost and walk_mla.
+template <class Spec, class CostOf, class Walk>
+Trace seeded_walk(const Shell& shell, const SeededOptions<Spec>& o, CostOf cost, Walk walk) {
+    Spec spec = o.spec;
+    spec.seed = o.seed.value_or(default_layer_seed);
+    spec.context_tokens = o.context.value_or(0);
+    spec.bytes_per_value = o.dtype == "float32" ? 4 : o.dtype == "float8" ? 1 : 2;
+    const Embeddings input = prepare_input(shell, [&](const InputShape& in) { return cost(in.batch, in.tokens, in.d_in, spec); });
+    Trace trace = walk(input, spec, shell.recording);
+    if (!o.seed) trace.set_param("default_seed", true);
+    return trace;
+}
 
 // scores, softmax and context share their options: one walk each, on one head.
 using SingleHeadWalk = Trace (*)(const Embeddings&, const Weights&, const SingleHeadSpec&, const Recording&);

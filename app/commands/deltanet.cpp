@@ -15,13 +15,7 @@ ATTNWALK_COMMAND(deltanet) {
                                 "  attnwalk deltanet --steps effective_attention,max_difference   # the exact matrix behind the outputs\n"
                                 "  attnwalk deltanet --chunk 4 --steps chunked_difference          # the chunked form, the same numbers\n"
                                 "  attnwalk deltanet --heads 16 --d-out 2048 --layers 36 --context 262144 --cache-dtype bfloat16 --steps state_bytes\n");
-    struct Options {
-        DeltaNetSpec spec;  // the options' defaults are the library's
-        std::optional<std::uint64_t> seed;
-        std::optional<std::size_t> context;
-        std::string dtype = "float32";
-    };
-    auto o = std::make_shared<Options>();
+    auto o = std::make_shared<SeededOptions<DeltaNetSpec>>();
     DeltaNetSpec& s = o->spec;
     sub->add_option("--seed", o->seed, "torch.manual_seed(S) before the layer's weights are drawn (default 123)")->check(whole_number(0));
     sub->add_option("--heads", s.heads, "Heads H")->check(whole_number(1))->capture_default_str();
@@ -38,18 +32,11 @@ ATTNWALK_COMMAND(deltanet) {
     sub->callback([&shell, o] {
         shell.headline = headline_of(lesson("deltanet"));
         shell.walk = [&shell, o] {
-            DeltaNetSpec spec = o->spec;
+            const DeltaNetSpec& spec = o->spec;
             if (spec.d_out % spec.heads)
                 throw UsageError("--d-out " + std::to_string(spec.d_out) + " is not divisible by --heads " + std::to_string(spec.heads) +
                                  ": every head gets d_out / H features");
-            spec.seed = o->seed.value_or(default_layer_seed);
-            spec.context_tokens = o->context.value_or(0);
-            spec.bytes_per_value = o->dtype == "float32" ? 4 : 2;
-            const Embeddings input =
-                prepare_input(shell, [&](const InputShape& in) { return deltanet_cost(in.batch, in.tokens, in.d_in, spec); });
-            Trace trace = walk_deltanet(input, spec, shell.recording);
-            if (!o->seed) trace.set_param("default_seed", true);
-            return trace;
+            return seeded_walk(shell, *o, deltanet_cost, walk_deltanet);
         };
     });
 }

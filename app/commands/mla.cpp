@@ -15,13 +15,7 @@ ATTNWALK_COMMAND(mla) {
                                 "  attnwalk mla --steps 'absorbed.*,max_difference'   # W_UK absorbed into the queries: the same output\n"
                                 "  attnwalk mla --heads 128 --kv-lora-rank 512 --qk-nope-head-dim 128 --qk-rope-head-dim 64 --v-head-dim 128 "
                                 "--kv-heads 8 --layers 61 --context 4096 --cache-dtype bfloat16 --steps 'cache_*'   # DeepSeek-V3's cache against MHA and GQA\n");
-    struct Options {
-        MlaSpec spec;  // the options' defaults are the library's
-        std::optional<std::uint64_t> seed;
-        std::optional<std::size_t> context;
-        std::string dtype = "float32";
-    };
-    auto o = std::make_shared<Options>();
+    auto o = std::make_shared<SeededOptions<MlaSpec>>();
     MlaSpec& s = o->spec;
     sub->add_option("--seed", o->seed, "torch.manual_seed(S) before the layer's nn.Linear weights are drawn (default 123)")
         ->check(whole_number(0));
@@ -48,20 +42,14 @@ ATTNWALK_COMMAND(mla) {
     sub->callback([&shell, o, base, interleave] {
         shell.headline = headline_of(lesson("mla"));
         shell.walk = [&shell, o, rotary = base->count() ? "--rope-base" : interleave->count() ? "--rope-interleave" : ""] {
-            MlaSpec spec = o->spec;
+            const MlaSpec& spec = o->spec;
             if (spec.rope % 2)
                 throw UsageError("--qk-rope-head-dim must be even (RoPE turns pairs of features), not " + std::to_string(spec.rope));
             if (spec.rope == 0 && *rotary) throw UsageError(std::string(rotary) + " shapes the rotary part, and --qk-rope-head-dim 0 leaves none");
             if (spec.kv_heads && (spec.kv_heads > spec.heads || spec.heads % spec.kv_heads))
                 throw UsageError("--kv-heads " + std::to_string(spec.kv_heads) + " must divide --heads " + std::to_string(spec.heads) +
                                  " (each key/value head serves H/G query heads)");
-            spec.seed = o->seed.value_or(default_layer_seed);
-            spec.context_tokens = o->context.value_or(0);
-            spec.bytes_per_value = o->dtype == "float32" ? 4 : 2;
-            const Embeddings input = prepare_input(shell, [&](const InputShape& in) { return mla_cost(in.batch, in.tokens, in.d_in, spec); });
-            Trace trace = walk_mla(input, spec, shell.recording);
-            if (!o->seed) trace.set_param("default_seed", true);
-            return trace;
+            return seeded_walk(shell, *o, mla_cost, walk_mla);
         };
     });
 }

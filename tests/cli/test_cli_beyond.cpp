@@ -89,6 +89,41 @@ TEST_SUITE("cli.beyond") {
         CHECK(scalar(big, "cache_bytes") == 2.0 * 1024 * 768 * 12 * 4);
     }
 
+    TEST_CASE("cli.beyond.kvshare_reuses_a_producers_keys_and_counts_its_cache") {
+        const json doc = run_json("kvshare");  // 4 layers, 2 producing, 2 heads of 2
+        CHECK(flat(step(doc, "kv_sources").at("data")) == std::vector<double>{1, 2, 2, 2});
+        CHECK(flat(step(doc, "layer3.keys").at("data")) == flat(step(doc, "layer2.keys").at("data")));
+        CHECK(flat(step(doc, "layer4.values").at("data")) == flat(step(doc, "layer2.values").at("data")));
+        CHECK(flat(step(doc, "layer3.queries").at("data")) != flat(step(doc, "layer2.queries").at("data")));
+        for (const char* absent : {"layer3.W_key", "layer4.W_value"}) {
+            const auto& steps = doc.at("steps");
+            CHECK(std::none_of(steps.begin(), steps.end(), [&](const json& s) { return s.at("id") == absent; }));
+        }
+        for (const char* args : {"kvshare", "kvshare --kv-producing-layers 1 --layers 5 --heads 3 --d-out 6 --batch 2", "kvshare --kv-producing-layers 4"}) {
+            CAPTURE(args);
+            const json d = run_json(args);
+            CHECK(scalar(d, "max_difference") == 0.0);
+            CHECK(flat(step(d, "output").at("data")) == flat(step(d, "output_explicit").at("data")));
+        }
+        // B 1 × T 6 × d_k 2 × H 2 × 2 × 4 bytes, × 4 layers or × 2 producing
+        CHECK(flat(step(doc, "cache_bytes").at("data")) == std::vector<double>{768, 384});
+        CHECK(step(doc, "cache_bytes").at("labels") == json::array({"MHA", "MHA + sharing"}));
+        // the README's Gemma 4 E2B-like setup: 37.58, 4.70, 16.11 and 2.01 GB
+        const json e2b = run_json("kvshare --layers 35 --kv-producing-layers 15 --cache-heads 8 --cache-head-dim 256 --kv-heads 1 "
+                                  "--context 131072 --cache-dtype bfloat16 --steps cache_bytes");
+        CHECK(flat(step(e2b, "cache_bytes").at("data")) == std::vector<double>{37580963840.0, 4697620480.0, 16106127360.0, 2013265920.0});
+        CHECK(step(e2b, "cache_bytes").at("labels") == json::array({"MHA", "GQA", "MHA + sharing", "GQA + sharing"}));
+        for (const char* bad : {"kvshare --layers 3 --kv-producing-layers 4", "kvshare --kv-producing-layers 0", "kvshare --layers 0",
+                                "kvshare --heads 3", "kvshare --heads 2 --kv-heads 3", "kvshare --cache-heads 8 --kv-heads 3"}) {
+            CAPTURE(bad);
+            const auto r = test::run(bad);
+            CHECK(r.exit_code == 2);
+            CHECK(r.err.find("attnwalk: error: ") == 0);
+            CHECK(r.out.empty());
+        }
+        CHECK(test::run("kvshare --layers 3 --kv-producing-layers 4").err.find("--kv-producing-layers 4 is more than --layers 3") != std::string::npos);
+    }
+
     TEST_CASE("cli.beyond.rope_scores_depend_on_relative_positions") {
         for (const char* args : {"rope", "rope --shift 100", "rope --heads 2 --d-out 8 --rope-base 100 --shift 7"}) {
             CAPTURE(args);

@@ -12,6 +12,7 @@
 
 #include "attnwalk/io/embeddings.hpp"
 #include "attnwalk/lessons/lessons.hpp"
+#include "attnwalk/lessons/kvshare.hpp"
 #include "attnwalk/lessons/mla.hpp"
 #include "golden.hpp"
 
@@ -39,6 +40,7 @@ struct Config {
     MlaSpec mla;  // mla's sizes (its seed is `seed`)
     DeltaNetSpec deltanet;  // deltanet's chunk and decay rate
     ParamsSpec params;      // params' layers, context and cache options
+    KvShareSpec kvshare;    // kvshare's stack and cache options (its seed is `seed`, its sizes d_out and heads)
 };
 
 // A JSON array of arrays (sdpa's inline --attn-mask) as a matrix.
@@ -110,9 +112,12 @@ Config config_of(const json& args) {
         else if (a == "--v-head-dim") c.mla.value = std::stoul(next());
         else if (a == "--rope-interleave") c.mla.interleave = true;
         else if (a == "--chunk") c.deltanet.chunk = std::stoul(next());
-        else if (a == "--layers") c.params.layers = std::stoul(next());
-        else if (a == "--context") c.params.context_length = std::stoul(next());
-        else if (a == "--kv-producing-layers") c.params.kv_producing_layers = std::stoul(next());
+        else if (a == "--layers") c.params.layers = c.kvshare.layers = std::stoul(next());
+        else if (a == "--context") c.params.context_length = c.kvshare.context_tokens = std::stoul(next());
+        else if (a == "--kv-producing-layers") c.params.kv_producing_layers = c.kvshare.producing = std::stoul(next());
+        else if (a == "--cache-heads") c.kvshare.cache_heads = std::stoul(next());
+        else if (a == "--cache-head-dim") c.kvshare.cache_head_dim = std::stoul(next());
+        else if (a == "--cache-dtype") c.kvshare.bytes_per_value = next() == "float32" ? 4 : 2;
         else if (a == "--swa-ratio") {
             const std::string r = next();
             c.params.swa_layers = std::stoul(r.substr(0, r.find(':')));
@@ -148,6 +153,14 @@ Trace walk_of(const Config& c, const Embeddings& given) {
         spec.rope_base = c.rope_base;
         spec.seed = c.seed.value_or(123);
         return walk_mla(input, spec, {});
+    }
+    if (c.command == "kvshare") {
+        KvShareSpec spec = c.kvshare;
+        spec.heads = c.heads;
+        spec.d_out = c.d_out_given ? c.d_out : KvShareSpec{}.d_out;
+        spec.kv_heads = c.kv_heads.value_or(0);
+        spec.seed = c.seed.value_or(123);
+        return walk_kvshare(input, spec, {});
     }
     if (c.command == "deltanet") {
         DeltaNetSpec spec = c.deltanet;
@@ -254,6 +267,7 @@ TEST_SUITE("walk") {
     TEST_CASE("walk.kvcache_matches_pytorch") { check_file("kvcache.json"); }
     TEST_CASE("walk.rope_matches_pytorch") { check_file("rope.json"); }
     TEST_CASE("walk.mla_matches_pytorch") { check_file("mla.json"); }
+    TEST_CASE("walk.kvshare_matches_pytorch") { check_file("kvshare.json"); }
     TEST_CASE("walk.deltanet_matches_pytorch") { check_file("deltanet.json"); }
     TEST_CASE("walk.flash_matches_pytorch") { check_file("flash.json"); }
     TEST_CASE("walk.sdpa_matches_pytorch") { check_file("sdpa.json"); }

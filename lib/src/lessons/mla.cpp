@@ -62,14 +62,6 @@ void parameter(Recorder& rec, const std::string& id, const std::string& title, c
     rec.add_plain(id, title + " (x·W layout)", formula, to_trace(l.matrix()), {Axis::feature, Axis::feature}).kind = StepKind::parameter;
 }
 
-// "288 bytes", or with the textbook's estimators' figure beside: "20,468,203,520 bytes (20.47 GB)".
-std::string gigabytes(double bytes) {
-    std::ostringstream out;
-    out << bytes_text(bytes) << " bytes";
-    if (bytes >= 1e7) out << " (" << std::fixed << std::setprecision(2) << bytes / 1e9 << " GB)";
-    return out.str();
-}
-
 // "1 number", "2 numbers": `what` is the plural.
 std::string sizes(std::size_t n, const std::string& what) {
     return std::to_string(n) + " " + (n == 1 && !what.empty() && what.back() == 's' ? what.substr(0, what.size() - 1) : what);

@@ -4,6 +4,7 @@
 #include "steps.hpp"
 
 #include <cmath>
+#include <iomanip>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -360,6 +361,13 @@ std::string grouped(ull n) {
 
 // A byte count in words: grouped digits, or scientific notation beyond what 64 bits hold.
 std::string bytes_text(double bytes) { return bytes < 1e18 ? grouped(static_cast<ull>(bytes)) : format_number(bytes); }
+
+std::string gigabytes(double bytes) {
+    std::ostringstream out;
+    out << bytes_text(bytes) << " bytes";
+    if (bytes >= 1e7) out << " (" << std::fixed << std::setprecision(2) << bytes / 1e9 << " GB)";
+    return out.str();
+}
 
 Tensor count_tensor(double n, const std::string& what) {
     constexpr double exact = 9007199254740992.0;  // 2^53

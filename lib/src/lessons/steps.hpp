@@ -95,6 +95,8 @@ void record_out_proj(Recorder& rec, const AttentionWeights& w);
 // 2360064 -> "2,360,064"; a byte count in words (scientific beyond 64 bits); "token" quoted.
 std::string grouped(ull n);
 std::string bytes_text(double bytes);
+// "288 bytes", or with the textbook's estimators' figure beside: "20,468,203,520 bytes (20.47 GB)".
+std::string gigabytes(double bytes);
 // A count as an exact integer (below 2^53) or a float32; UsageError naming `what` past
 // float32's range.
 Tensor count_tensor(double n, const std::string& what);

@@ -40,12 +40,12 @@ ATTNWALK_COMMAND(dsa) {
         shell.headline = headline_of(lesson("dsa"));
         shell.walk = [&shell, o] {
             DsaSpec spec = o->spec;
+            spec.explain_head = o->head;
+            spec.context_tokens = o->context.value_or(0);
+            spec.seed = o->seed.value_or(default_layer_seed);
             if (spec.d_out % spec.heads)
                 throw UsageError("--d-out " + std::to_string(spec.d_out) + " must be a multiple of --heads " + std::to_string(spec.heads) +
                                  " (each head takes d_out / H features)");
-            spec.seed = o->seed.value_or(default_layer_seed);
-            spec.context_tokens = o->context.value_or(0);
-            spec.explain_head = o->head;
             const Embeddings input = prepare_input(shell, [&](const InputShape& in) { return dsa_cost(in.batch, in.tokens, in.d_in, spec); });
             if (o->explain) spec.explain = parse_cell(*o->explain, input.tokens);
             Trace trace = walk_dsa(input, spec, shell.recording);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <set>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -155,11 +156,9 @@ Trace walk_of(const Config& c, const Embeddings& given) {
         spec.seed = c.seed.value_or(123);
         return walk_mla(input, spec, {});
     }
-    if (c.command == "dsa") {
+    if (c.command == "dsa") {  // its sizes, with the options mha shares
         DsaSpec spec = c.dsa;
-        spec.d_out = c.d_out;
-        spec.heads = c.heads;
-        spec.seed = c.seed.value_or(123);
+        std::tie(spec.d_out, spec.heads, spec.seed) = std::make_tuple(c.d_out, c.heads, c.seed.value_or(123));
         return walk_dsa(input, spec, {});
     }
     if (c.command == "deltanet") {

@@ -25,7 +25,10 @@ using namespace steps;
 
 ATTNWALK_LESSON(dsa, 125) {
     static const LessonDecl lesson{"dsa", "DeepSeek Sparse Attention (DeepSeek-V3.2): a lightning indexer scores the earlier keys, each query keeps its top k; the work it saves.",
-        joined({parameter_steps(), {
+        joined({{
+            {"W_query", "the query projection, d_in×d_out, x·W layout (a parameter)"},
+            {"W_key", "the key projection, d_in×d_out, x·W layout (a parameter)"},
+            {"W_value", "the value projection, d_in×d_out, x·W layout (a parameter)"},
             {"out_proj.weight", "the output projection, x·W layout (a parameter)"},
             {"out_proj.bias", "the output projection's bias (a parameter)"},
             {"W_q_index", "the indexer's query projection, d_in×H_I·d_I, x·W layout (a parameter)"},

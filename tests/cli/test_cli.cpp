@@ -1586,13 +1586,15 @@ TEST_SUITE("cli.teaching") {
     // command and the prompt), whatever the seed and the shapes.
     TEST_CASE("cli.teaching_compact_fits_two_screens_whatever_the_seed") {
         const std::vector<std::string> commands = {"scores", "softmax", "context", "causal", "dropout", "mha", "mha --heads 3 --d-out 6",
-                                                   "mha --heads 2 --causal", "kvcache", "mla", "mla --q-lora-rank 2 --heads 4", "deltanet", "deltanet --decay-rate 0.1 --d-out 8 --chunk 3",
+                                                   "mha --heads 2 --causal", "kvcache", "mla", "mla --q-lora-rank 2 --heads 4", "dsa",
+                                                   "dsa --topk 2 --index-heads 3 --d-out 6 --heads 3", "deltanet", "deltanet --decay-rate 0.1 --d-out 8 --chunk 3",
                                                    "kvshare", "kvshare --layers 6 --kv-producing-layers 1 --heads 3 --d-out 6", "rope", "flash", "sdpa", "params"};
         for (const std::string& c : commands)
             for (const char* seed : {"", " --seed 42", " --seed 5", " --seed 123 --init randn"}) {
                 const std::string args = c + seed + " --compact";
                 if (c == "params" && *seed) continue;  // params draws nothing
-                if ((c.rfind("mla", 0) == 0 || c.rfind("deltanet", 0) == 0 || c.rfind("kvshare", 0) == 0) && std::string(seed).find("--init") != std::string::npos) continue;  // nn.Linear's draw only
+                if ((c.rfind("mla", 0) == 0 || c.rfind("deltanet", 0) == 0 || c.rfind("kvshare", 0) == 0 ||
+                     c.rfind("dsa", 0) == 0) && std::string(seed).find("--init") != std::string::npos) continue;  // nn.Linear's draw only
                 CAPTURE(args);
                 const auto r = test::run_shell("COLUMNS=80 LINES=24 " + test::binary() + " " + args);
                 REQUIRE(r.exit_code == 0);

@@ -266,6 +266,44 @@ TEST_SUITE("cli.beyond") {
         CHECK(bad.err.find("head 3 is out of range: there are 2 heads, counted from 1") != std::string::npos);
     }
 
+    TEST_CASE("cli.beyond.dsa_keeps_the_top_k_and_says_why_a_key_was_dropped") {
+        const json doc = run_json("dsa --explain one,Your --head 2");
+        CHECK(param(doc, "topk") == 3);
+        const auto kept = flat(step(doc, "kept").at("data"));  // 6×6
+        for (std::size_t t = 0; t < 6; ++t) {
+            double row = 0;
+            for (std::size_t j = 0; j < 6; ++j) row += kept[t * 6 + j];
+            CHECK(row == static_cast<double>(std::min<std::size_t>(t + 1, 3)));
+        }
+        CHECK(kept[4 * 6 + 0] == 0.0);  // one → Your: dropped
+        const json& verdict = step(doc, "explain_topk");
+        CHECK(verdict.at("data") == 0);
+        CHECK(verdict.at("title").get<std::string>().find("Not among the top k = 3: its index score ") == 0);
+        CHECK(verdict.at("title").get<std::string>().find(" is below the 3rd, ") != std::string::npos);
+        CHECK(scalar(doc, "explain_weight") == 0.0);
+        const auto topk = flat(step(doc, "index_topk").at("data"));  // 6×3, 0-based positions
+        CHECK(topk[5 * 3 + 2] == 3.0);  // row 6's four-way tie at 0 goes to "with", as torch.topk breaks it
+        const auto text = test::run("dsa --explain one,Your --steps explain_topk,index_topk --no-heatmap");
+        REQUIRE(text.exit_code == 0);
+        CHECK(text.out.find("Not among the top k = 3") != std::string::npos);
+        // k at least T: every key kept, the output is full causal attention's
+        const json all = run_json("dsa --topk 9");
+        for (double d : flat(step(all, "full_difference").at("data"))) CHECK(d == 0.0);
+        const auto y = flat(step(all, "output").at("data")), textbook = flat(step(run_json("mha --d-out 4"), "output").at("data"));
+        REQUIRE(y.size() == textbook.size());
+        for (std::size_t i = 0; i < y.size(); ++i) CHECK(y[i] == doctest::Approx(textbook[i]).epsilon(1e-6));
+        for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+                 {"dsa --topk 0", "--topk: must be at least 1"},
+                 {"dsa --d-out 5", "--d-out 5 must be a multiple of --heads 2"},
+                 {"dsa --batch 2", "dsa walks one sequence"},
+                 {"dsa --explain 7,1", "out of range"}}) {
+            CAPTURE(args);
+            const auto r = test::run(args);
+            CHECK(r.exit_code == 2);
+            CHECK(r.err.find(message) != std::string::npos);
+        }
+    }
+
     TEST_CASE("cli.beyond.gpt2_checkpoints") {
         const std::string hf = test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors");
         const json doc = run_json("gpt2 --model " + hf + " --heads 4 --ids 1,2,3 --layer 2");

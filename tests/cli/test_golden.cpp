@@ -48,6 +48,7 @@ TEST_SUITE("golden") {
     TEST_CASE("golden.kvcache") { check_file("kvcache.json"); }
     TEST_CASE("golden.mla") { check_file("mla.json"); }
     TEST_CASE("golden.kvshare") { check_file("kvshare.json"); }
+    TEST_CASE("golden.dsa") { check_file("dsa.json"); }
     TEST_CASE("golden.deltanet") { check_file("deltanet.json"); }
     TEST_CASE("golden.heads") { check_file("heads.json"); }
     TEST_CASE("golden.rope") { check_file("rope.json"); }

@@ -7,10 +7,13 @@
 #include <cmath>
 #include <functional>
 #include <set>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
+#include "attnwalk/errors.hpp"
 #include "attnwalk/io/embeddings.hpp"
+#include "attnwalk/lessons/dsa.hpp"
 #include "attnwalk/lessons/lessons.hpp"
 #include "attnwalk/lessons/kvshare.hpp"
 #include "attnwalk/lessons/mla.hpp"
@@ -38,6 +41,7 @@ struct Config {
     std::size_t shift = 3, d_in = 768;
     std::optional<Tensor> attn_mask;
     MlaSpec mla;  // mla's sizes (its seed is `seed`)
+    DsaSpec dsa;  // dsa's indexer and k (its seed is `seed`)
     DeltaNetSpec deltanet;  // deltanet's chunk and decay rate
     ParamsSpec params;      // params' layers, context and cache options
     KvShareSpec kvshare;    // kvshare's stack and cache options (its seed is `seed`, its sizes d_out and heads)
@@ -125,6 +129,9 @@ Config config_of(const json& args) {
         }
         else if (a == "--decay-rate") c.deltanet.decay_rate = std::stod(next());
         else if (a == "--no-causal") c.causal = false;
+        else if (a == "--index-heads") c.dsa.index_heads = std::stoul(next());
+        else if (a == "--index-head-dim") c.dsa.index_dim = std::stoul(next());
+        else if (a == "--topk") c.dsa.topk = std::stoul(next());
         else FAIL("the golden uses an option this test does not read: " << a);
     }
     return c;
@@ -161,6 +168,11 @@ Trace walk_of(const Config& c, const Embeddings& given) {
         spec.kv_heads = c.kv_heads.value_or(0);
         spec.seed = c.seed.value_or(123);
         return walk_kvshare(input, spec, {});
+    }
+    if (c.command == "dsa") {  // its sizes, with the options mha shares
+        DsaSpec spec = c.dsa;
+        std::tie(spec.d_out, spec.heads, spec.seed) = std::make_tuple(c.d_out, c.heads, c.seed.value_or(123));
+        return walk_dsa(input, spec, {});
     }
     if (c.command == "deltanet") {
         DeltaNetSpec spec = c.deltanet;
@@ -268,6 +280,7 @@ TEST_SUITE("walk") {
     TEST_CASE("walk.rope_matches_pytorch") { check_file("rope.json"); }
     TEST_CASE("walk.mla_matches_pytorch") { check_file("mla.json"); }
     TEST_CASE("walk.kvshare_matches_pytorch") { check_file("kvshare.json"); }
+    TEST_CASE("walk.dsa_matches_pytorch") { check_file("dsa.json"); }
     TEST_CASE("walk.deltanet_matches_pytorch") { check_file("deltanet.json"); }
     TEST_CASE("walk.flash_matches_pytorch") { check_file("flash.json"); }
     TEST_CASE("walk.sdpa_matches_pytorch") { check_file("sdpa.json"); }
@@ -312,5 +325,84 @@ TEST_SUITE("walk") {
                     if (s.id == "scores" || s.id == "weights") CHECK(s.tensor.data.empty());  // never held
             }
         }
+    }
+
+    // The step `id` of a trace.
+    const Step& step_in(const Trace& t, const std::string& id) {
+        const auto s = std::find_if(t.steps.begin(), t.steps.end(), [&](const Step& x) { return x.id == id; });
+        REQUIRE_MESSAGE(s != t.steps.end(), "no step " << id);
+        return *s;
+    }
+
+    TEST_CASE("walk.dsa_is_full_attention_for_a_query_that_keeps_every_key_it_sees") {
+        // A query at position t ≤ k keeps all t keys: its output is full causal attention's,
+        // bit for bit against the same forward with nothing dropped, and against the textbook's
+        // causal MultiHeadAttention (mha) on the same draw (the indexer is drawn after it).
+        for (const std::size_t topk : {1, 2, 3, 6, 9})
+            for (const std::uint64_t seed : {123, 7}) {
+                CAPTURE(topk);
+                CAPTURE(seed);
+                DsaSpec spec;
+                spec.topk = topk;
+                spec.seed = seed;
+                const Trace dsa = walk_dsa(builtin_embeddings(), spec, {});
+                Generator gen(seed);
+                const Trace mha = walk_mha(builtin_embeddings(), draw_weights(gen, WeightsShape{3, spec.d_out, spec.heads, HeadLayout::fused, true}, Init::linear, false),
+                                           MhaSpec{}, {});
+                const Tensor& y = step_in(dsa, "output").tensor;
+                const Tensor& full = step_in(dsa, "output_full").tensor;
+                const Tensor& textbook = step_in(mha, "output").tensor;
+                const Tensor& diff = step_in(dsa, "full_difference").tensor;
+                const std::size_t T = 6, d = spec.d_out;
+                for (std::size_t t = 0; t < T; ++t) {
+                    if (t + 1 > topk) continue;
+                    CHECK(diff.data[t] == 0.0f);
+                    for (std::size_t c = 0; c < d; ++c) {
+                        CHECK(y.data[t * d + c] == full.data[t * d + c]);
+                        CHECK(y.data[t * d + c] == doctest::Approx(textbook.data[t * d + c]).epsilon(1e-6));
+                    }
+                }
+                const Tensor& kept = step_in(dsa, "kept").tensor;
+                for (std::size_t t = 0; t < T; ++t) {
+                    float row = 0.0f;
+                    for (std::size_t j = 0; j < T; ++j) row += kept.data[t * T + j];
+                    CHECK(row == static_cast<float>(std::min(t + 1, topk)));
+                }
+            }
+    }
+
+    TEST_CASE("walk.dsa_explains_a_dropped_key_against_the_kth_score") {
+        DsaSpec spec;
+        spec.explain = Cell{4, 0};  // one → Your: dropped by the indexer in the built-in example
+        const Trace t = walk_dsa(builtin_embeddings(), spec, {});
+        const float score = step_in(t, "index_scores").tensor.data[4 * 6 + 0];
+        const float kth = step_in(t, "index_kth").tensor.data[4];
+        CHECK(score < kth);
+        CHECK(step_in(t, "kept").tensor.data[4 * 6 + 0] == 0.0f);
+        const Step& verdict = step_in(t, "explain_topk");
+        CHECK(verdict.tensor.integers == std::vector<unsigned long long>{0});
+        CHECK(verdict.title == "Not among the top k = 3: its index score " + format_number(score) + " is below the 3rd, " + format_number(kth));
+        CHECK(step_in(t, "explain_index_score").tensor.data[0] == score);  // bit for bit
+        CHECK(step_in(t, "explain_weight").tensor.data[0] == 0.0f);
+        CHECK(step_in(t, "explain_weight").note.find("did not keep") != std::string::npos);
+        // a kept key of the same row
+        spec.explain = Cell{4, 1};
+        const Trace kept = walk_dsa(builtin_embeddings(), spec, {});
+        CHECK(step_in(kept, "explain_topk").tensor.integers == std::vector<unsigned long long>{1});
+        CHECK(step_in(kept, "explain_topk").title.rfind("Kept: among the top k = 3", 0) == 0);
+        CHECK(step_in(kept, "explain_weight").tensor.data[0] == step_in(kept, "weights").tensor.data[4 * 6 + 1]);
+    }
+
+    TEST_CASE("walk.dsa_refuses_what_it_cannot_walk") {
+        DsaSpec spec;
+        spec.topk = 0;
+        CHECK_THROWS_AS(walk_dsa(builtin_embeddings(), spec, {}), UsageError);
+        spec.topk = 3;
+        spec.d_out = 5;
+        CHECK_THROWS_AS(walk_dsa(builtin_embeddings(), spec, {}), UsageError);
+        spec.d_out = 4;
+        CHECK_THROWS_AS(walk_dsa(stack_batch(builtin_embeddings(), 2), spec, {}), UsageError);
+        spec.explain = Cell{6, 0};
+        CHECK_THROWS_AS(walk_dsa(builtin_embeddings(), spec, {}), UsageError);
     }
 }

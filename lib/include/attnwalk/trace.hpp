@@ -78,11 +78,20 @@ struct Summary : Stats {
 };
 
 // Which cells of a token×token step are masked, whatever their value: key j after query
-// i (causal), and j ≤ i − W (a sliding window of W). Renderers draw them as masked.
+// i (causal), j ≤ i − W (a sliding window of W), and a key a query did not keep (`kept`:
+// DeepSeek Sparse Attention's top-k, queries × keys, row-major, 1 = kept; empty: none).
+// Renderers draw them as masked.
 struct CellMask {
     bool causal = true;
     std::size_t window = 0;  // 0: no window
-    bool masks(std::size_t query, std::size_t key) const { return masked_out(query, key, causal, window); }
+    std::vector<unsigned char> kept;
+    std::size_t keys = 0;    // the columns of `kept`
+    CellMask() = default;
+    CellMask(bool is_causal, std::size_t width = 0) : causal(is_causal), window(width) {}  // NOLINT: CellMask{true, W}
+    bool masks(std::size_t query, std::size_t key) const {
+        if (masked_out(query, key, causal, window)) return true;
+        return !kept.empty() && (key >= keys || query * keys + key >= kept.size() || !kept[query * keys + key]);
+    }
 };
 
 enum class StepKind {

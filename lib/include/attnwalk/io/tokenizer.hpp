@@ -53,4 +53,12 @@ std::shared_ptr<const Tokenizer> load_tokenizer_json(const std::string& path,
                                                      double memory_budget = std::numeric_limits<double>::infinity(),
                                                      TokenizerUse use = TokenizerUse::encode);
 
+// The tokenizer of a GGUF file (tokenizer.ggml.*: byte-level BPE, its pre-tokenizer named
+// by tokenizer.ggml.pre: llama-bpe, qwen2, gpt-2), as the tokenizer.json it was converted
+// from would run; null when the file has none (no tokenizer.ggml.model). InputError naming
+// the key for anything else (a SentencePiece vocabulary).
+std::shared_ptr<const Tokenizer> load_gguf_tokenizer(const std::string& path,
+                                                     double memory_budget = std::numeric_limits<double>::infinity(),
+                                                     TokenizerUse use = TokenizerUse::encode);
+
 }  // namespace attnwalk

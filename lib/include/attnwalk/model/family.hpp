@@ -186,6 +186,15 @@ struct ConfigFields {
     double logit_scale_default = 1.0;
 };
 
+// A family as llama.cpp's converter writes it into a GGUF file: its general.architecture,
+// and whether the converter permuted the rows of q and k within each head (Llama: llama.cpp
+// rotates adjacent pairs; the reader undoes it). `model_type`: the spec that says so (a spec
+// made from another copies its part, and is not read from GGUF unless it sets its own).
+struct GgufPart {
+    std::string architecture, model_type;
+    bool rows_permuted = false;
+};
+
 struct FamilySpec {
     std::string model_type;  // config.json's model_type
     std::string models;      // the models it covers, for messages and docs: "Llama 3, SmolLM2"
@@ -209,6 +218,9 @@ struct FamilySpec {
 
     TensorNames names;
     ConfigFields fields;
+
+    // Read from a GGUF file (llama.cpp's converter's output, model/gguf_model.cpp) when set.
+    GgufPart gguf;
 
     // model_types close to this one that the loader refuses, and why (Gemma 3's
     // image-and-text "gemma3").

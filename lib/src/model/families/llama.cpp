@@ -8,6 +8,7 @@ const FamilySpec& llama_family() {
     static const FamilySpec spec = [] {
         FamilySpec f;
         f.model_type = "llama";
+        f.gguf = {"llama", f.model_type, true};
         f.models = "Llama 3, SmolLM2";
         f.norm = NormKind::rms_norm;
         f.mlp = MlpKind::swiglu;

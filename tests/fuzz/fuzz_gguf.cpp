@@ -12,6 +12,7 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/gguf.hpp"
 #include "attnwalk/io/tokenizer.hpp"
+#include "attnwalk/model/family.hpp"
 #include "attnwalk/model/model.hpp"
 #include "scratch.hpp"
 
@@ -34,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             g.dequantize(t, out.data());
         }
         try {
-            (void)attnwalk::load_gguf_tokenizer(path, budget);
+            (void)attnwalk::load_gguf_tokenizer(path, budget, attnwalk::TokenizerUse::encode);
         } catch (const attnwalk::InputError&) {
         }
         (void)attnwalk::load_model(path, budget);

@@ -17,6 +17,7 @@
 //   token_embd, output_norm, output       embed, final norm, head
 //   blk.N.attn_norm, attn_q/k/v/output, attn_q_norm/k_norm, post_attention_norm,
 //   ffn_norm, ffn_gate/up/down, post_ffw_norm   layer N's names
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -32,24 +33,9 @@ namespace {
 
 using json_input::Value;
 
-Value number(double x) {
-    Value v;
-    v.type = Value::Type::number;
-    v.number = x;
-    return v;
-}
-Value text(const std::string& s) {
-    Value v;
-    v.type = Value::Type::string;
-    v.string = s;
-    return v;
-}
-Value flag(bool b) {
-    Value v;
-    v.type = Value::Type::boolean;
-    v.boolean = b;
-    return v;
-}
+const auto number = json_input::number_value;
+const auto text = json_input::string_value;
+const auto flag = json_input::bool_value;
 
 const FamilySpec& family_of(const GgufFile& g, const std::string& arch) {
     std::string supported;
@@ -64,8 +50,7 @@ const FamilySpec& family_of(const GgufFile& g, const std::string& arch) {
 // The metadata as config.json's fields, in the names the family's spec reads.
 Value config_of(const GgufFile& g, const FamilySpec& f, const std::string& arch) {
     const auto key = [&](const std::string& k) { return arch + "." + k; };
-    Value c;
-    c.type = Value::Type::object;
+    Value c = json_input::object_value();
     const auto set = [&](const std::string& field, Value v) { c.object.emplace_back(field, std::move(v)); };
     const auto whole = [&](const std::string& field, const std::string& k) { set(field, number(static_cast<double>(g.whole(key(k))))); };
     const GgufFile::TensorInfo* embed = g.tensor("token_embd.weight");
@@ -104,8 +89,7 @@ Value config_of(const GgufFile& g, const FamilySpec& f, const std::string& arch)
                          "RoPE's per-frequency factors (Llama 3's rope_scaling as llama.cpp's converter writes it) are not supported yet");
     const std::string none = "none", scaling = g.text(key("rope.scaling.type"), &none);
     if (scaling == "linear" || scaling == "yarn") {
-        Value s;
-        s.type = Value::Type::object;
+        Value s = json_input::object_value();
         s.object.emplace_back("rope_type", text(scaling));
         s.object.emplace_back("factor", number(g.number(key("rope.scaling.factor"))));
         if (scaling == "yarn") s.object.emplace_back("original_max_position_embeddings", number(static_cast<double>(g.whole(key("rope.scaling.original_context_length")))));
@@ -230,3 +214,19 @@ Model load_gguf(const std::string& path, double memory_budget) {
 }
 
 }  // namespace attnwalk::model_detail
+
+namespace attnwalk {
+
+std::shared_ptr<const Tokenizer> load_gguf_tokenizer(const std::string& path, double memory_budget, TokenizerUse use) {
+    std::vector<std::string> vocabularies;
+    std::vector<GgufPreTokenizer> pres;
+    for (const FamilySpec* f : families()) {  // each name once, in the families' order
+        const std::string& v = f->gguf.vocabulary;
+        if (!v.empty() && std::find(vocabularies.begin(), vocabularies.end(), v) == vocabularies.end()) vocabularies.push_back(v);
+        for (const GgufPreTokenizer& p : f->gguf.pre)
+            if (std::none_of(pres.begin(), pres.end(), [&](const GgufPreTokenizer& q) { return q.name == p.name; })) pres.push_back(p);
+    }
+    return read_gguf_tokenizer(path, vocabularies, pres, memory_budget, use);
+}
+
+}  // namespace attnwalk

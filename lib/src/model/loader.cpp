@@ -324,7 +324,7 @@ Model load_model(const std::string& path, double memory_budget) {
     std::error_code ec;
     if (GgufFile::is_gguf(path)) return model_detail::load_gguf(path, memory_budget);  // a file: llama.cpp's, Ollama's blob, LM Studio's
     if (!fs::is_directory(dir, ec)) {
-        if (fs::exists(dir, ec)) throw InputError(path, "", "not a folder: a model is read from a Hugging Face model folder (config.json and the weights)");
+        if (fs::exists(dir, ec)) throw InputError(path, "", "not a folder: a model is read from a Hugging Face model folder (config.json and the weights) or a GGUF file");
         throw InputError(path, "", "no such folder");
     }
     const std::string config_file = (dir / "config.json").string();

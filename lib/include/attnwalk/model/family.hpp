@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "attnwalk/io/tokenizer.hpp"
 #include "attnwalk/model/model.hpp"
 #include "attnwalk/ops/kinds.hpp"
 
@@ -193,6 +194,11 @@ struct ConfigFields {
 struct GgufPart {
     std::string architecture, model_type;
     bool rows_permuted = false;
+    // Its tokenizers as llama.cpp writes them: tokenizer.ggml.model's name for byte-level
+    // BPE, and the pre-tokenizers (tokenizer.ggml.pre) its checkpoints' tokenizer.json files
+    // hold. Read from every spec, whatever its model_type.
+    std::string vocabulary;
+    std::vector<GgufPreTokenizer> pre;
 };
 
 struct FamilySpec {
@@ -246,5 +252,9 @@ const std::vector<const FamilySpec*>& families();
 const FamilySpec* find_family(const std::string& model_type);
 // "gpt2, llama (Llama 3, SmolLM2), …": the model_types the loader reads, for messages.
 std::string supported_families();
+
+// The tokenizer of a GGUF file, of the vocabularies and pre-tokenizers the families' GgufParts
+// name (model/gguf_model.cpp; io's read_gguf_tokenizer); null when the file has none.
+std::shared_ptr<const Tokenizer> load_gguf_tokenizer(const std::string& path, double memory_budget, TokenizerUse use);
 
 }  // namespace attnwalk

@@ -69,7 +69,7 @@ def main():
     binary = sys.argv[1]
     same_forward(binary, "tiny_smollm2_f32.gguf", MODELS / "tiny_smollm2", ["--ids", "3,1,4,1,5,9"])
     same_forward(binary, "tiny_qwen3_bf16.gguf", MODELS / "tiny_qwen3", ["--text", "the cat sat on the mat"])
-    for q in ("tiny_qwen3_q8_0", "tiny_olmo2_q4_0", "tiny_qwen2_q5_1"):
+    for q in ("tiny_qwen3_q8_0", "tiny_olmo2_q4_0", "tiny_qwen2_q5_1", "tiny_gemma3_q8_0"):
         prompt = ["--text", "the cat sat on the mat"] if "qwen3" in q else ["--ids", "3,1,4,1,5,9"]
         same_forward(binary, q + ".gguf", GGUF / (q + "_ref"), prompt)
     for text in ("the cat sat on the mat", "Hello, world! 12345", "  spaces\n\nand lines"):

@@ -4,10 +4,12 @@ llama.cpp's convert_hf_to_gguf.py and llama-quantize lay them out (no llama.cpp 
 
   tiny_smollm2_f32.gguf       a Llama: q's and k's rows permuted as LlamaModel.permute does
   tiny_qwen3_bf16.gguf        Qwen3 in BF16, with its tokenizer (tokenizer.ggml.pre "qwen2")
-  tiny_qwen3_q8_0.gguf, tiny_olmo2_q4_0.gguf, tiny_qwen2_q5_1.gguf
+  tiny_qwen3_q8_0.gguf, tiny_olmo2_q4_0.gguf, tiny_qwen2_q5_1.gguf, tiny_gemma3_q8_0.gguf
                               quantized where a row is whole blocks (else F32, as llama-quantize
                               falls back), each beside a folder of the same weights dequantized
                               by this file's reference (tiny_*_ref/): the forward must be equal
+                              (Gemma 3's norms stored as 1 + w, as the converter does; its folder
+                              with llama.cpp's scale 1/√d_h and window pattern)
   tiny_llama_tokenizer.gguf   tiny_llama's tokenizer alone (tokenizer.ggml.pre "llama-bpe")
   blocks.gguf + blocks.json   one tensor per type, two rows of 256, and the reference's floats
                               (their bits) for each
@@ -290,8 +292,8 @@ def gguf_name(name, arch):
         return "output.weight"
     parts = name.split(".")
     layer, rest, suffix = parts[2], ".".join(parts[3:-1]), parts[-1]
-    part = LAYER_PARTS[rest]
-    if arch == "olmo2" and rest == "post_attention_layernorm":
+    part = {"pre_feedforward_layernorm": "ffn_norm"}.get(rest) or LAYER_PARTS[rest]  # Gemma 3's norm before the MLP
+    if arch in ("olmo2", "gemma3") and rest == "post_attention_layernorm":
         part = "post_attention_norm"
     return f"blk.{layer}.{part}.{suffix}"
 
@@ -324,7 +326,7 @@ def tokenizer_kv(d, pre):
 def convert(folder, out, kind, pre=None):
     d = MODELS / folder
     cfg = json.loads((d / "config.json").read_text())
-    arch = cfg["model_type"]
+    arch = {"gemma3_text": "gemma3"}.get(cfg["model_type"], cfg["model_type"])
     C, H = cfg["hidden_size"], cfg["num_attention_heads"]
     G = cfg.get("num_key_value_heads", H)
     d_h = cfg.get("head_dim", C // H)
@@ -334,6 +336,8 @@ def convert(folder, out, kind, pre=None):
           (f"{arch}.attention.head_count_kv", ("u32", G)), (f"{arch}.attention.key_length", ("u32", d_h)),
           (f"{arch}.attention.value_length", ("u32", d_h)), (f"{arch}.rope.freq_base", ("f32", cfg.get("rope_theta", 10000.0))),
           (f"{arch}.attention.layer_norm_rms_epsilon", ("f32", cfg["rms_norm_eps"]))]
+    if "sliding_window" in cfg:
+        kv.append((f"{arch}.attention.sliding_window", ("u32", cfg["sliding_window"])))
     if pre:
         kv += tokenizer_kv(d, pre)
     rng = np.random.default_rng(61)
@@ -342,12 +346,15 @@ def convert(folder, out, kind, pre=None):
         g = gguf_name(name, arch)
         if arch == "llama" and g.endswith(("attn_q.weight", "attn_k.weight")):
             w = permute(w, H if ".attn_q." in g else G)
+        stored = w
+        if arch == "gemma3" and name.endswith("norm.weight"):  # Gemma3Model.modify_tensors: the norms' 1 + w
+            stored = (w + f32(1)).astype(f32)
         k = kind if (kind in ("F32", "F16", "BF16") or (w.ndim == 2 and w.shape[-1] % BLOCK[kind] == 0)) else "F32"
         if w.ndim == 1 and kind not in ("F16", "BF16"):
             k = "F32"  # llama.cpp keeps norms in F32
-        raw = quantize(k, w, rng)
+        raw = quantize(k, stored, rng)
         tensors.append((g, list(w.shape), k, raw))
-        back = dequantize(k, raw, w.size).reshape(w.shape)
+        back = dequantize(k, raw, w.size).reshape(w.shape) if stored is w else w
         if arch == "llama" and g.endswith(("attn_q.weight", "attn_k.weight")):  # the reference folder holds HF's rows
             n = H if ".attn_q." in g else G
             back = back.reshape(n, w.shape[0] // n // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
@@ -357,9 +364,12 @@ def convert(folder, out, kind, pre=None):
         ref = OUT / (out[:-5] + "_ref")
         shutil.rmtree(ref, ignore_errors=True)
         ref.mkdir()
-        for f in ("config.json", "tokenizer.json"):
-            if (d / f).exists() and (pre or f == "config.json"):  # the file's tokenizer, if it has one
-                shutil.copy(d / f, ref / f)
+        if pre:  # the file's tokenizer
+            shutil.copy(d / "tokenizer.json", ref / "tokenizer.json")
+        if arch == "gemma3":  # what llama.cpp takes for Gemma 3: a scale of 1/√d_h, every sixth layer global
+            cfg["query_pre_attn_scalar"] = d_h
+            del cfg["layer_types"]
+        (ref / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
         header, body = {}, b""
         for name, a in reference.items():
             raw = a.astype("<f4").tobytes()
@@ -387,6 +397,7 @@ def main():
     convert("tiny_qwen3", "tiny_qwen3_q8_0.gguf", "Q8_0", pre="qwen2")
     convert("tiny_olmo2", "tiny_olmo2_q4_0.gguf", "Q4_0")
     convert("tiny_qwen2", "tiny_qwen2_q5_1.gguf", "Q5_1")
+    convert("tiny_gemma3", "tiny_gemma3_q8_0.gguf", "Q8_0")
     d = MODELS / "tiny_llama"
     write_gguf(OUT / "tiny_llama_tokenizer.gguf", [("general.architecture", ("str", "llama"))] + tokenizer_kv(d, "llama-bpe"), [])
     blocks()

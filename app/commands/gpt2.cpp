@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "attnwalk/io/bpe.hpp"
+#include "attnwalk/io/gguf.hpp"
 #include "attnwalk/io/tokenizer.hpp"
 #include "attnwalk/errors.hpp"
 #include "attnwalk/model/family.hpp"
@@ -31,7 +32,7 @@ std::vector<std::size_t> parse_ids(const std::string& text) {
     return ids;
 }
 
-// A tokenizer from --tokenizer: a tokenizer.json file, a folder holding one, or a folder
+// A tokenizer from --tokenizer: a tokenizer.json file, a folder holding one, a GGUF file, or a folder
 // with GPT-2's encoder.json and vocab.bpe. Without it, GPT-2's in data/gpt2 here, else the
 // source tree's. `use`: a prompt given as ids needs a tokenizer.json's names alone.
 std::shared_ptr<const Tokenizer> load_tokenizer(const std::optional<std::string>& given, double memory_budget, TokenizerUse use) {
@@ -42,6 +43,10 @@ std::shared_ptr<const Tokenizer> load_tokenizer(const std::optional<std::string>
         if (folder && fs::exists(fs::symlink_status(fs::path(*given) / "tokenizer.json", ec)))
             return load_tokenizer_json((fs::path(*given) / "tokenizer.json").string(), memory_budget, use);
         if (!folder && fs::path(*given).extension() == ".json") return load_tokenizer_json(*given, memory_budget, use);
+        if (!folder && GgufFile::is_gguf(*given)) {  // its tokenizer.ggml.*
+            if (auto t = load_gguf_tokenizer(*given, memory_budget, use)) return t;
+            throw UsageError(*given + " is a GGUF file without a tokenizer (no tokenizer.ggml.model)");
+        }
         return Bpe::load(*given, use);
     }
     if (const auto dir = shipped_file("gpt2/encoder.json")) return Bpe::load(fs::path(*dir).parent_path().string(), use);
@@ -198,11 +203,12 @@ ATTNWALK_COMMAND(model) {
                 "  attnwalk model --model tests/data/models/tiny_gemma3 --ids 1,2,3,4,5,6,7,8 --view --compact\n"
                 "  attnwalk model --model tests/data/models/tiny_olmo3 --text \"the cat sat on the mat\" --layer 1 --head 2 --explain 6,4\n"
                 "  attnwalk model --model DIR --ids 1,2,3 --generate 4 --steps 'generated_ids,max_difference'\n"
+                "  attnwalk model --model tests/data/gguf/tiny_qwen3_q8_0.gguf --text \"the cat sat\"   # a GGUF file (llama.cpp, Ollama, LM Studio)\n"
                 "The family comes from config.json's model_type: " + supported_families() + ".\n"
                 "See docs/families.md for where to get each family's folder.\n");
     add_shell_options(OptionBuilder(*sub), shell, true, InputKind::prompt);
     auto o = std::make_shared<ModelOptions>();
-    sub->add_option("--model", o->model, "Hugging Face model folder: config.json and model.safetensors (or its shards), tokenizer.json")
+    sub->add_option("--model", o->model, "Hugging Face model folder (config.json, model.safetensors or its shards, tokenizer.json) or a GGUF file")
         ->required()
         ->check(non_empty());
     sub->add_option("--tokenizer", o->tokenizer, "Another tokenizer: a tokenizer.json or a folder with one (default: the model folder's)")
@@ -221,7 +227,10 @@ ATTNWALK_COMMAND(model) {
             const TokenizerUse use = shell.sentence ? TokenizerUse::encode : TokenizerUse::decode;
             const std::string own = (std::filesystem::path(o->model) / "tokenizer.json").string();
             if (o->tokenizer) tokenizer = load_tokenizer(o->tokenizer, budget, use);
-            else if (std::error_code ec; std::filesystem::exists(std::filesystem::symlink_status(own, ec))) tokenizer = load_tokenizer_json(own, budget, use);
+            else if (GgufFile::is_gguf(o->model)) {  // its tokenizer.ggml.*, when it has one
+                tokenizer = load_gguf_tokenizer(o->model, budget, use);
+                if (!tokenizer && shell.sentence) throw UsageError("the GGUF file has no tokenizer: give --tokenizer FILE, or the prompt as --ids");
+            } else if (std::error_code ec; std::filesystem::exists(std::filesystem::symlink_status(own, ec))) tokenizer = load_tokenizer_json(own, budget, use);
             else if (shell.sentence)
                 throw UsageError("the model folder has no tokenizer.json: give --tokenizer FILE, or the prompt as --ids");
             Trace trace = walk_prompt(shell, *o, model, tokenizer.get());

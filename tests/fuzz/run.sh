@@ -7,11 +7,12 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-600}
 cmake --preset fuzz >/dev/null
 cmake --build build-fuzz -j2
-for target in embeddings weights vocab cli options safetensors tokenizer_json gpt2_tokenizer model_folder npy_header config_subnormals; do
+for target in embeddings weights vocab cli options safetensors tokenizer_json gpt2_tokenizer model_folder npy_header config_subnormals gguf; do
   work=$(mktemp -d)
   cp tests/fuzz/corpus/$target/* "$work"/
   max_len=4096
   [ "$target" = tokenizer_json ] && max_len=8192  # the test folders' tokenizer.json files are up to 5 KB
+  [ "$target" = gguf ] && max_len=32768  # the test GGUF files are up to 24 KB
   echo "== fuzz_$target for ${seconds}s"
   status=0
   build-fuzz/tests/fuzz/fuzz_$target "$work" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \

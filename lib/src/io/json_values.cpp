@@ -102,6 +102,12 @@ bool valid_utf8(const std::string& text) {
     return true;
 }
 
+Value number_value(double x) { Value v; v.type = Value::Type::number; v.number = x; return v; }
+Value string_value(std::string s) { Value v; v.type = Value::Type::string; v.string = std::move(s); return v; }
+Value bool_value(bool b) { Value v; v.type = Value::Type::boolean; v.boolean = b; return v; }
+Value object_value(std::vector<std::pair<std::string, Value>> members) { Value v; v.type = Value::Type::object; v.object = std::move(members); return v; }
+Value array_value(std::vector<Value> items) { Value v; v.type = Value::Type::array; v.array = std::move(items); return v; }
+
 std::string type_name(const Value& value) {
     switch (value.type) {
         case Value::Type::null: return "null";

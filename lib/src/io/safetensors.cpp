@@ -185,6 +185,19 @@ SafeTensors::SafeTensors(const std::string& path, double memory_budget) : file_(
     }
 }
 
+SafeTensors::SafeTensors(std::string file, std::map<std::string, Entry> entries, std::size_t bytes, const std::function<void(unsigned char*)>& fill)
+    : file_(std::move(file)), size_(std::max<std::size_t>(bytes, 1)), entries_(std::move(entries)) {
+    void* m = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw RuntimeError("cannot take " + json_input::size_text(static_cast<double>(size_)) + " of memory for " + file_ + ": " + std::strerror(errno));
+    try {
+        fill(static_cast<unsigned char*>(m));
+    } catch (...) {
+        ::munmap(m, size_);
+        throw;
+    }
+    map_ = static_cast<const unsigned char*>(m);
+}
+
 SafeTensors::~SafeTensors() {
     stop_touching_ = true;
     if (toucher_.joinable()) toucher_.join();
@@ -315,7 +328,7 @@ void SafeTensors::read_into(const std::string& name, float* out) const {
     // The float32 copy is what is used from now on: let the kernel drop the mapped pages
     // (a later read maps them again), so that a model costs its copy, not twice its size.
     const std::size_t from = (data_start_ + e->begin + page - 1) / page * page, to = (data_start_ + e->end) / page * page;
-    if (to > from) ::madvise(const_cast<unsigned char*>(map_) + from, to - from, MADV_DONTNEED);
+    if (to > from && fd_ >= 0) ::madvise(const_cast<unsigned char*>(map_) + from, to - from, MADV_DONTNEED);  // memory of its own stays
 }
 
 }  // namespace attnwalk

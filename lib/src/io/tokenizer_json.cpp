@@ -38,6 +38,7 @@
 #include "attnwalk/io/bpe_merge.hpp"
 #include "byte_level.hpp"
 #include "attnwalk/io/string_ids.hpp"
+#include "tokenizer_parts.hpp"
 
 namespace attnwalk {
 
@@ -197,6 +198,7 @@ struct Tables {
     }
 
     const std::string& file;
+    std::string source = "tokenizer.json";  // where the tables came from, for describe()
     std::exception_ptr vocab_fault, merges_fault;
     StringIds vocab;
     std::vector<bool> seen;  // the ids given so far
@@ -694,12 +696,36 @@ JsonTokenizer::JsonTokenizer(const std::string& file, const Value& doc, Tables&&
     };
     if (const Value* d = member(doc, "decoder")) add_decoder(*d, "$.decoder");
 
-    description_ = std::string(byte_level_pre_ ? "Byte-level BPE" : "BPE") + " from tokenizer.json (" + std::to_string(vocab_.size()) +
+    description_ = std::string(byte_level_pre_ ? "Byte-level BPE" : "BPE") + " from " + tables.source + " (" + std::to_string(vocab_.size()) +
                    " tokens, " + (merges_read_ ? std::to_string(merges_.size()) + " merges" : std::string("merges not read")) + (byte_fallback_ ? ", byte fallback" : "") + ")" +
                    (prefix_.empty() ? "" : "; the post-processor puts \"" + pieces_[prefix_.front()] + "\" first") + ".";
 }
 
 }  // namespace
+
+std::shared_ptr<const Tokenizer> tokenizer_of_parts(const std::string& file, const Value& doc, const std::vector<std::string>& tokens,
+                                                    const std::vector<std::string>& merges, TokenizerUse use, const std::string& where) {
+    Tables tables(file);
+    tables.source = "a GGUF file's " + where.substr(where.find('"') + 1) + ".*";
+    tables.merges_read = use == TokenizerUse::encode;
+    Value id;
+    id.type = Value::Type::number;
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        id.number = static_cast<double>(i);
+        if (!tables.add_token(tokens[i], id))
+            throw InputError(file, where + ".tokens[" + std::to_string(i) + "]", "the token " + json_input::quote(tokens[i]) + " is given twice");
+    }
+    Value merge;
+    merge.type = Value::Type::string;
+    for (std::size_t rank = 0; tables.merges_read && rank < merges.size(); ++rank) {
+        merge.string = merges[rank];
+        const std::size_t space = merge.string.find(' ');
+        if (space == std::string::npos || space == 0 || space + 1 >= merge.string.size() || merge.string.find(' ', space + 1) != std::string::npos)
+            throw InputError(file, where + ".merges[" + std::to_string(rank) + "]", "expected two symbols separated by one space");
+        tables.add_merge(rank, merge);
+    }
+    return std::make_shared<const JsonTokenizer>(file, doc, std::move(tables));
+}
 
 std::shared_ptr<const Tokenizer> load_tokenizer_json(const std::string& path, double memory_budget, TokenizerUse use) {
     const std::string text = read_text_file(path, true);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,6 +59,13 @@ private:
 // checked to be in the shard it names); `described` says which. UsageError when the index
 // or a header would take more than `memory_budget` bytes to parse.
 Files open_weights(const std::filesystem::path& dir, std::string& described, double memory_budget);
+// The one loader (loader.cpp) on config.json's fields and the family's spec, the weights
+// from `open` (which says in `described` what they are).
+using OpenWeights = std::function<Files(std::string& described)>;
+Model load_spec(ConfigFile& cfg, const FamilySpec& f, const OpenWeights& open);
+// A GGUF file's model (gguf_model.cpp): its metadata as config.json's fields, its tensors
+// dequantized under Hugging Face's names, then the one loader.
+Model load_gguf(const std::string& path, double memory_budget);
 // generation_config.json's eos_token_id (a number or a list), when the folder has one.
 std::vector<std::size_t> end_ids(const std::filesystem::path& dir, std::size_t vocab);
 

@@ -16,6 +16,7 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/embeddings.hpp"
+#include "attnwalk/io/gguf.hpp"
 #include "attnwalk/io/json_input.hpp"
 #include "attnwalk/io/safetensors.hpp"
 #include "attnwalk/model/decoder.hpp"
@@ -218,7 +219,7 @@ void check_layer_names(const Files& files, const std::string& prefix, std::size_
                                                          ".…\"), but " + config + " says num_hidden_layers = " + std::to_string(layers));
 }
 
-Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, double memory_budget) {
+Model load_with_spec(ConfigFile& cfg, const FamilySpec& f, const model_detail::OpenWeights& open) {
     auto m = std::make_shared<LoadedModel>();
     ModelInfo& info = m->info;
     DecoderConfig& c = m->weights.config;
@@ -269,7 +270,7 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
     const auto mlp = model_detail::mlp_reader(f, c.width, hidden);
 
     std::string described;
-    const Files files = model_detail::open_weights(dir, described, memory_budget);
+    const Files files = open(described);
     m->files = files;
     info.file = described;
     info.naming = "huggingface";
@@ -314,11 +315,14 @@ Model load_with_spec(const fs::path& dir, ConfigFile& cfg, const FamilySpec& f, 
 
 }  // namespace
 
+Model model_detail::load_spec(ConfigFile& cfg, const FamilySpec& f, const OpenWeights& open) { return load_with_spec(cfg, f, open); }
+
 Model load_model(const std::string& path, double memory_budget) {
     const fs::path dir(path);
     std::error_code ec;
+    if (GgufFile::is_gguf(path)) return model_detail::load_gguf(path, memory_budget);  // a file: llama.cpp's, Ollama's blob, LM Studio's
     if (!fs::is_directory(dir, ec)) {
-        if (fs::exists(dir, ec)) throw InputError(path, "", "not a folder: a model is read from a Hugging Face model folder (config.json and the weights)");
+        if (fs::exists(dir, ec)) throw InputError(path, "", "not a folder: a model is read from a Hugging Face model folder (config.json and the weights) or a GGUF file");
         throw InputError(path, "", "no such folder");
     }
     const std::string config_file = (dir / "config.json").string();
@@ -339,7 +343,9 @@ Model load_model(const std::string& path, double memory_budget) {
     // a multimodal checkpoint (Qwen3.5): the text model's fields in text_config, read from there
     const std::unique_ptr<ConfigFile> text = family->fields.nested.empty() ? nullptr : cfg.nested(family->fields.nested);
     ConfigFile& fields = text ? *text : cfg;
-    Model m = family->read_folder ? family->read_folder(path, fields, memory_budget) : load_with_spec(dir, fields, *family, memory_budget);
+    Model m = family->read_folder ? family->read_folder(path, fields, memory_budget) : load_with_spec(fields, *family, [&](std::string& described) {
+                                                    return model_detail::open_weights(dir, described, memory_budget);
+                                                });
     auto loaded = std::const_pointer_cast<LoadedModel>(m);
     if (text) loaded->info.config.insert(loaded->info.config.begin(), cfg.used().begin(), cfg.used().end());
     loaded->info.end_ids = model_detail::end_ids(dir, loaded->info.vocab);

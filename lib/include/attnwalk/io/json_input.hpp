@@ -74,6 +74,14 @@ std::string size_text(double bytes);
 // "null", "a boolean", "a number", "a string", "an array", "an object".
 std::string type_name(const Value& value);
 
+// Values made in code, as a reader of the JSON expects them (a GGUF file's metadata as
+// config.json's fields, its tokenizer as a tokenizer.json).
+Value number_value(double x);
+Value string_value(std::string s);
+Value bool_value(bool b);
+Value object_value(std::vector<std::pair<std::string, Value>> members = {});
+Value array_value(std::vector<Value> items = {});
+
 // The length of the valid UTF-8 sequence of 2 to 4 bytes at p (before end), as the
 // standard defines it (no overlong forms, no surrogates, nothing above U+10FFFF), or 0.
 std::size_t utf8_sequence_length(const char* p, const char* end);

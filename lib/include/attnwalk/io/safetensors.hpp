@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -41,6 +42,10 @@ public:
     // Opens and checks `path`. Throws InputError; MemoryBudgetError when parsing its header
     // would take more than `memory_budget` bytes (json_input::check_parse_budget).
     explicit SafeTensors(const std::string& path, double memory_budget = std::numeric_limits<double>::infinity());
+    // Float32 tensors made in memory rather than read from a file (a GGUF file's weights,
+    // dequantized): `entries` (dtype F32) place them in `bytes` bytes of fresh memory, which
+    // `fill` writes once; `file` names them in messages.
+    SafeTensors(std::string file, std::map<std::string, Entry> entries, std::size_t bytes, const std::function<void(unsigned char*)>& fill);
     ~SafeTensors();
     SafeTensors(const SafeTensors&) = delete;
     SafeTensors& operator=(const SafeTensors&) = delete;

@@ -53,4 +53,19 @@ std::shared_ptr<const Tokenizer> load_tokenizer_json(const std::string& path,
                                                      double memory_budget = std::numeric_limits<double>::infinity(),
                                                      TokenizerUse use = TokenizerUse::encode);
 
+// A pre-tokenizer as llama.cpp names it in a GGUF file (tokenizer.ggml.pre), and what the
+// tokenizer.json it stands for does: its split pattern (empty: GPT-2's ByteLevel regex),
+// whether a piece that is a token skips the merges, whether the text is NFC-normalized first.
+struct GgufPreTokenizer {
+    std::string name, pattern;
+    bool ignore_merges = false, nfc = false;
+};
+
+// The tokenizer of a GGUF file (tokenizer.ggml.*: byte-level BPE of a tokenizer.ggml.model in
+// `vocabularies`, its pre-tokenizer one of `pres`), as the tokenizer.json it was converted
+// from would run; null when the file has none (no tokenizer.ggml.model). InputError naming
+// the key for anything else (a SentencePiece vocabulary).
+std::shared_ptr<const Tokenizer> read_gguf_tokenizer(const std::string& path, const std::vector<std::string>& vocabularies,
+                                                     const std::vector<GgufPreTokenizer>& pres, double memory_budget, TokenizerUse use);
+
 }  // namespace attnwalk

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "attnwalk/io/tokenizer.hpp"
 #include "attnwalk/model/model.hpp"
 #include "attnwalk/ops/kinds.hpp"
 
@@ -186,6 +187,20 @@ struct ConfigFields {
     double logit_scale_default = 1.0;
 };
 
+// A family as llama.cpp's converter writes it into a GGUF file: its general.architecture,
+// and whether the converter permuted the rows of q and k within each head (Llama: llama.cpp
+// rotates adjacent pairs; the reader undoes it). `model_type`: the spec that says so (a spec
+// made from another copies its part, and is not read from GGUF unless it sets its own).
+struct GgufPart {
+    std::string architecture, model_type;
+    bool rows_permuted = false;
+    // Its tokenizers as llama.cpp writes them: tokenizer.ggml.model's name for byte-level
+    // BPE, and the pre-tokenizers (tokenizer.ggml.pre) its checkpoints' tokenizer.json files
+    // hold. Read from every spec, whatever its model_type.
+    std::string vocabulary;
+    std::vector<GgufPreTokenizer> pre;
+};
+
 struct FamilySpec {
     std::string model_type;  // config.json's model_type
     std::string models;      // the models it covers, for messages and docs: "Llama 3, SmolLM2"
@@ -209,6 +224,9 @@ struct FamilySpec {
 
     TensorNames names;
     ConfigFields fields;
+
+    // Read from a GGUF file (llama.cpp's converter's output, model/gguf_model.cpp) when set.
+    GgufPart gguf;
 
     // model_types close to this one that the loader refuses, and why (Gemma 3's
     // image-and-text "gemma3").
@@ -234,5 +252,9 @@ const std::vector<const FamilySpec*>& families();
 const FamilySpec* find_family(const std::string& model_type);
 // "gpt2, llama (Llama 3, SmolLM2), …": the model_types the loader reads, for messages.
 std::string supported_families();
+
+// The tokenizer of a GGUF file, of the vocabularies and pre-tokenizers the families' GgufParts
+// name (model/gguf_model.cpp; io's read_gguf_tokenizer); null when the file has none.
+std::shared_ptr<const Tokenizer> load_gguf_tokenizer(const std::string& path, double memory_budget, TokenizerUse use);
 
 }  // namespace attnwalk

@@ -46,6 +46,8 @@ const FamilySpec& gpt2_family() {
     static const FamilySpec spec = [] {
         FamilySpec f;
         f.model_type = "gpt2";
+        f.gguf.vocabulary = "gpt2";  // llama.cpp's name for byte-level BPE, GPT-2's
+        f.gguf.pre = {{"gpt-2", "", false, false}};
         f.models = "GPT-2";
         f.norm = NormKind::layer_norm;
         f.mlp = MlpKind::gelu_tanh;

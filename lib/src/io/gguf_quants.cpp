@@ -1,0 +1,218 @@
+// ggml's block formats (ggml-common.h) and their dequantization (ggml-quants.c's
+// dequantize_row_*), written again: each weight is float32 products of the block's
+// half-precision scales and its integer codes, in ggml's order of operations. Built with
+// -ffp-contract=off: d·q − m is a product rounded, then a difference rounded, as ggml's
+// reference C computes it without fused multiply-adds.
+//
+//   type  weights  bytes  layout of one block
+//   Q4_0     32     18    d (f16), qs[16]: y = (q − 8)·d, low nibbles first, then high
+//   Q4_1     32     20    d, m (f16), qs[16]: y = q·d + m
+//   Q5_0     32     22    d, qh[4] (the 5th bits, a u32), qs[16]: y = (q − 16)·d
+//   Q5_1     32     24    d, m, qh[4], qs[16]: y = q·d + m
+//   Q8_0     32     34    d, qs[32] (int8): y = q·d
+//   Q2_K    256     84    scales[16] (4-bit scale | 4-bit min), qs[64], d, dmin
+//   Q4_K    256    144    d, dmin, scales[12] (8 × 6-bit scale and min), qs[128]
+//   Q5_K    256    176    d, dmin, scales[12], qh[32], qs[128]
+//   Q6_K    256    210    ql[128], qh[64], scales[16] (int8), d
+#include <cstring>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/io/gguf.hpp"
+#include "attnwalk/ops/tensor.hpp"
+
+namespace attnwalk {
+
+namespace {
+
+constexpr std::size_t QK = 32, QK_K = 256;
+
+float f16(const std::uint8_t* p) { return half_to_float(static_cast<std::uint16_t>(p[0] | (p[1] << 8))); }
+
+// The j-th 6-bit scale and min of a Q4_K / Q5_K super-block (ggml's get_scale_min_k4).
+void scale_min_k4(std::size_t j, const std::uint8_t* q, std::uint8_t& d, std::uint8_t& m) {
+    if (j < 4) {
+        d = q[j] & 63;
+        m = q[j + 4] & 63;
+    } else {
+        d = static_cast<std::uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        m = static_cast<std::uint8_t>((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
+    }
+}
+
+void q4_0(const std::uint8_t* b, float* y) {
+    const float d = f16(b);
+    const std::uint8_t* qs = b + 2;
+    for (std::size_t j = 0; j < QK / 2; ++j) {
+        y[j] = static_cast<float>((qs[j] & 0x0F) - 8) * d;
+        y[j + QK / 2] = static_cast<float>((qs[j] >> 4) - 8) * d;
+    }
+}
+
+void q4_1(const std::uint8_t* b, float* y) {
+    const float d = f16(b), m = f16(b + 2);
+    const std::uint8_t* qs = b + 4;
+    for (std::size_t j = 0; j < QK / 2; ++j) {
+        y[j] = static_cast<float>(qs[j] & 0x0F) * d + m;
+        y[j + QK / 2] = static_cast<float>(qs[j] >> 4) * d + m;
+    }
+}
+
+std::uint32_t u32(const std::uint8_t* p) { return static_cast<std::uint32_t>(p[0] | (p[1] << 8) | (p[2] << 16)) | (static_cast<std::uint32_t>(p[3]) << 24); }
+
+void q5(const std::uint8_t* b, float* y, bool with_min) {
+    const float d = f16(b), m = with_min ? f16(b + 2) : 0.0f;
+    const std::uint8_t* p = b + (with_min ? 4 : 2);
+    const std::uint32_t qh = u32(p);
+    const std::uint8_t* qs = p + 4;
+    for (std::size_t j = 0; j < QK / 2; ++j) {
+        const std::uint32_t h0 = ((qh >> (j + 0)) << 4) & 0x10, h1 = (qh >> (j + 12)) & 0x10;
+        const int x0 = static_cast<int>((qs[j] & 0x0F) | h0), x1 = static_cast<int>((qs[j] >> 4) | h1);
+        if (with_min) {
+            y[j] = static_cast<float>(x0) * d + m;
+            y[j + QK / 2] = static_cast<float>(x1) * d + m;
+        } else {
+            y[j] = static_cast<float>(x0 - 16) * d;
+            y[j + QK / 2] = static_cast<float>(x1 - 16) * d;
+        }
+    }
+}
+
+void q8_0(const std::uint8_t* b, float* y) {
+    const float d = f16(b);
+    for (std::size_t j = 0; j < QK; ++j) y[j] = static_cast<float>(static_cast<std::int8_t>(b[2 + j])) * d;
+}
+
+void q2_k(const std::uint8_t* b, float* y) {
+    const std::uint8_t* scales = b;
+    const std::uint8_t* q = b + 16;
+    const float d = f16(b + 80), min = f16(b + 82);
+    std::size_t is = 0;
+    for (std::size_t n = 0; n < QK_K; n += 128) {
+        unsigned shift = 0;
+        for (std::size_t j = 0; j < 4; ++j) {
+            for (std::size_t half = 0; half < 2; ++half) {
+                const std::uint8_t sc = scales[is++];
+                const float dl = d * static_cast<float>(sc & 0xF), ml = min * static_cast<float>(sc >> 4);
+                for (std::size_t l = 0; l < 16; ++l) *y++ = dl * static_cast<float>((q[l + 16 * half] >> shift) & 3) - ml;
+            }
+            shift += 2;
+        }
+        q += 32;
+    }
+}
+
+void q45_k(const std::uint8_t* b, float* y, bool five) {
+    const float d = f16(b), min = f16(b + 2);
+    const std::uint8_t* scales = b + 4;
+    const std::uint8_t* qh = b + 16;  // Q5_K only
+    const std::uint8_t* ql = b + (five ? 48 : 16);
+    std::uint8_t u1 = 1, u2 = 2;
+    for (std::size_t j = 0, is = 0; j < QK_K; j += 64, is += 2) {
+        std::uint8_t sc, m;
+        scale_min_k4(is + 0, scales, sc, m);
+        const float d1 = d * static_cast<float>(sc), m1 = min * static_cast<float>(m);
+        scale_min_k4(is + 1, scales, sc, m);
+        const float d2 = d * static_cast<float>(sc), m2 = min * static_cast<float>(m);
+        for (std::size_t l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>((ql[l] & 0xF) + (five && (qh[l] & u1) ? 16 : 0)) - m1;
+        for (std::size_t l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>((ql[l] >> 4) + (five && (qh[l] & u2) ? 16 : 0)) - m2;
+        ql += 32;
+        u1 = static_cast<std::uint8_t>(u1 << 2);
+        u2 = static_cast<std::uint8_t>(u2 << 2);
+    }
+}
+
+void q6_k(const std::uint8_t* b, float* y) {
+    const std::uint8_t* ql = b;
+    const std::uint8_t* qh = b + 128;
+    const auto* sc = reinterpret_cast<const std::int8_t*>(b + 192);
+    const float d = f16(b + 208);
+    for (std::size_t n = 0; n < QK_K; n += 128) {
+        for (std::size_t l = 0; l < 32; ++l) {
+            const std::size_t is = l / 16;
+            const int q1 = ((ql[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+            const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+            const int q3 = ((ql[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+            const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+            y[l + 0] = d * static_cast<float>(sc[is + 0]) * static_cast<float>(q1);
+            y[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
+            y[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
+            y[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+        }
+        y += 128;
+        ql += 64;
+        qh += 32;
+        sc += 8;
+    }
+}
+
+}  // namespace
+
+const char* ggml_type_name(std::uint32_t type) {
+    switch (static_cast<GgmlType>(type)) {
+        case GgmlType::f32: return "F32";
+        case GgmlType::f16: return "F16";
+        case GgmlType::bf16: return "BF16";
+        case GgmlType::q4_0: return "Q4_0";
+        case GgmlType::q4_1: return "Q4_1";
+        case GgmlType::q5_0: return "Q5_0";
+        case GgmlType::q5_1: return "Q5_1";
+        case GgmlType::q8_0: return "Q8_0";
+        case GgmlType::q2_k: return "Q2_K";
+        case GgmlType::q4_k: return "Q4_K";
+        case GgmlType::q5_k: return "Q5_K";
+        case GgmlType::q6_k: return "Q6_K";
+    }
+    return nullptr;
+}
+
+std::size_t ggml_block_weights(GgmlType type) {
+    switch (type) {
+        case GgmlType::f32: case GgmlType::f16: case GgmlType::bf16: return 1;
+        case GgmlType::q2_k: case GgmlType::q4_k: case GgmlType::q5_k: case GgmlType::q6_k: return QK_K;
+        default: return QK;
+    }
+}
+
+std::size_t ggml_block_bytes(GgmlType type) {
+    switch (type) {
+        case GgmlType::f32: return 4;
+        case GgmlType::f16: case GgmlType::bf16: return 2;
+        case GgmlType::q4_0: return 18;
+        case GgmlType::q4_1: return 20;
+        case GgmlType::q5_0: return 22;
+        case GgmlType::q5_1: return 24;
+        case GgmlType::q8_0: return 34;
+        case GgmlType::q2_k: return 84;
+        case GgmlType::q4_k: return 144;
+        case GgmlType::q5_k: return 176;
+        case GgmlType::q6_k: return 210;
+    }
+    return 0;
+}
+
+void ggml_dequantize(GgmlType type, const std::uint8_t* p, float* y, std::size_t n) {
+    const std::size_t per = ggml_block_weights(type), bytes = ggml_block_bytes(type);
+    if (n % per != 0) throw std::logic_error("ggml_dequantize: not a whole number of blocks");
+    for (std::size_t i = 0; i < n / per; ++i, p += bytes, y += per) {
+        switch (type) {
+            case GgmlType::f32: {
+                const std::uint32_t bits = u32(p);
+                std::memcpy(y, &bits, 4);
+                break;
+            }
+            case GgmlType::f16: *y = f16(p); break;
+            case GgmlType::bf16: *y = bfloat16_to_float(static_cast<std::uint16_t>(p[0] | (p[1] << 8))); break;
+            case GgmlType::q4_0: q4_0(p, y); break;
+            case GgmlType::q4_1: q4_1(p, y); break;
+            case GgmlType::q5_0: q5(p, y, false); break;
+            case GgmlType::q5_1: q5(p, y, true); break;
+            case GgmlType::q8_0: q8_0(p, y); break;
+            case GgmlType::q2_k: q2_k(p, y); break;
+            case GgmlType::q4_k: q45_k(p, y, false); break;
+            case GgmlType::q5_k: q45_k(p, y, true); break;
+            case GgmlType::q6_k: q6_k(p, y); break;
+        }
+    }
+}
+
+}  // namespace attnwalk

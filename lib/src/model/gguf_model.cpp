@@ -1,0 +1,232 @@
+// A GGUF file read as the Hugging Face folder it was converted from: its metadata turned
+// into the config.json fields the family's spec reads, its tensors dequantized to float32
+// under Hugging Face's names (the rows of q and k put back where llama.cpp's converter took
+// them from), then the one loader. Nothing of a family is named here: the spec says its
+// GGUF architecture, its names and fields.
+//
+//   GGUF                                  Hugging Face (the spec's names)
+//   {arch}.embedding_length               hidden_size
+//   {arch}.block_count                    num_hidden_layers
+//   {arch}.feed_forward_length            intermediate_size
+//   {arch}.context_length                 max_position_embeddings
+//   {arch}.attention.head_count(_kv)      num_attention_heads, num_key_value_heads
+//   {arch}.attention.key_length           head_dim
+//   {arch}.attention.layer_norm_rms_epsilon   the norm's eps
+//   {arch}.rope.freq_base, rope.scaling.* rope_theta, rope_scaling
+//   {arch}.attention.sliding_window       sliding_window
+//   token_embd, output_norm, output       embed, final norm, head
+//   blk.N.attn_norm, attn_q/k/v/output, attn_q_norm/k_norm, post_attention_norm,
+//   ffn_norm, ffn_gate/up/down, post_ffw_norm   layer N's names
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "attnwalk/errors.hpp"
+#include "attnwalk/io/gguf.hpp"
+#include "attnwalk/io/json_input.hpp"
+#include "attnwalk/model/decoder.hpp"
+#include "config.hpp"
+
+namespace attnwalk::model_detail {
+
+namespace {
+
+using json_input::Value;
+
+const auto number = json_input::number_value;
+const auto text = json_input::string_value;
+const auto flag = json_input::bool_value;
+
+const FamilySpec& family_of(const GgufFile& g, const std::string& arch) {
+    std::string supported;
+    for (const FamilySpec* f : families()) {
+        if (f->gguf.model_type != f->model_type) continue;  // none, or its origin's
+        if (f->gguf.architecture == arch) return *f;
+        supported += (supported.empty() ? "" : ", ") + f->gguf.architecture;
+    }
+    throw InputError(g.file(), "metadata \"general.architecture\"", "GGUF architecture \"" + arch + "\" is not supported. Supported: " + supported);
+}
+
+// The metadata as config.json's fields, in the names the family's spec reads.
+Value config_of(const GgufFile& g, const FamilySpec& f, const std::string& arch) {
+    const auto key = [&](const std::string& k) { return arch + "." + k; };
+    Value c = json_input::object_value();
+    const auto set = [&](const std::string& field, Value v) { c.object.emplace_back(field, std::move(v)); };
+    const auto whole = [&](const std::string& field, const std::string& k) { set(field, number(static_cast<double>(g.whole(key(k))))); };
+    const GgufFile::TensorInfo* embed = g.tensor("token_embd.weight");
+    if (!embed || embed->ne.size() != 2) throw InputError(g.file(), "tensor \"token_embd.weight\"", "missing, or not a matrix: the token embeddings");
+    set("vocab_size", number(static_cast<double>(embed->ne[1])));
+    whole("hidden_size", "embedding_length");
+    whole("num_hidden_layers", "block_count");
+    whole("intermediate_size", "feed_forward_length");
+    whole("max_position_embeddings", "context_length");
+    whole("num_attention_heads", "attention.head_count");
+    const std::uint64_t heads = g.whole(key("attention.head_count"));
+    set("num_key_value_heads", number(static_cast<double>(g.whole(key("attention.head_count_kv"), &heads))));
+    if (g.find(key("attention.key_length"))) {
+        const std::uint64_t k = g.whole(key("attention.key_length"));
+        if (g.whole(key("attention.value_length"), &k) != k)
+            throw InputError(g.file(), "metadata \"" + key("attention.value_length") + "\"", "expected the key length " + std::to_string(k) + " (a head's values as long as its keys)");
+        if (!f.fields.head_dim.empty()) set(f.fields.head_dim, number(static_cast<double>(k)));
+    }
+    set(f.fields.norm_eps, number(g.number(key("attention.layer_norm_rms_epsilon"))));
+    const double theta = f.layers.rope_theta_default;
+    set("rope_theta", number(g.number(key("rope.freq_base"), &theta)));
+    set("tie_word_embeddings", flag(g.tensor("output.weight") == nullptr));
+    set(f.dense.activation_fields.front(), text(f.dense.activations.front()));  // GGUF says none: llama.cpp's is the architecture's
+    set("attention_bias", flag(g.tensor("blk.0.attn_output.bias") != nullptr));
+    if (g.find(key("attention.sliding_window"))) whole("sliding_window", "attention.sliding_window");
+    if (!f.layers.sliding_rope_base.empty()) {
+        const double swa_base = 10000.0;  // llama.cpp's default for a sliding layer's base
+        set(f.layers.sliding_rope_base, number(g.number(key("rope.freq_base_swa"), &swa_base)));
+    }
+    if (!f.heads.scale_field.empty()) {  // llama.cpp scales by 1/√d_h (by 1/√(C/H) for a 62-layer Gemma 3, the 27B)
+        const std::uint64_t width = g.whole(key("embedding_length")), d_h = g.whole(key("attention.key_length"));
+        set(f.heads.scale_field, number(static_cast<double>(g.whole(key("block_count")) == 62 ? width / heads : d_h)));
+    }
+    if (g.tensor("rope_freqs.weight"))
+        throw InputError(g.file(), "tensor \"rope_freqs.weight\"",
+                         "RoPE's per-frequency factors (Llama 3's rope_scaling as llama.cpp's converter writes it) are not supported yet");
+    const std::string none = "none", scaling = g.text(key("rope.scaling.type"), &none);
+    if (scaling == "linear" || scaling == "yarn") {
+        Value s = json_input::object_value();
+        s.object.emplace_back("rope_type", text(scaling));
+        s.object.emplace_back("factor", number(g.number(key("rope.scaling.factor"))));
+        if (scaling == "yarn") s.object.emplace_back("original_max_position_embeddings", number(static_cast<double>(g.whole(key("rope.scaling.original_context_length")))));
+        set("rope_scaling", std::move(s));
+    } else if (scaling != "none") {
+        throw InputError(g.file(), "metadata \"" + key("rope.scaling.type") + "\"", "expected none, linear or yarn, got \"" + scaling + "\"");
+    }
+    return c;
+}
+
+// A GGUF tensor's Hugging Face name, through the spec's names; a name it does not know stays.
+std::string hf_name(const std::string& name, const FamilySpec& f) {
+    const TensorNames& n = f.names;
+    if (name == "token_embd.weight") return n.prefix + n.embed;
+    if (name == "output_norm.weight") return n.prefix + n.final_norm + ".weight";
+    if (name == "output.weight") return n.head;
+    if (name.compare(0, 4, "blk.") != 0) return name;
+    const std::size_t dot = name.find('.', 4);
+    if (dot == std::string::npos) return name;
+    const std::string layer = name.substr(4, dot - 4), rest = name.substr(dot + 1);
+    const std::size_t last = rest.rfind('.');
+    if (layer.empty() || layer.find_first_not_of("0123456789") != std::string::npos || last == std::string::npos) return name;
+    const std::string part = rest.substr(0, last), suffix = rest.substr(last);  // ".weight" or ".bias"
+    const std::pair<const char*, const std::string*> parts[] = {
+        {"attn_norm", &n.pre_attention_norm}, {"post_attention_norm", &n.post_attention_norm}, {"ffn_norm", &n.pre_mlp_norm},
+        {"post_ffw_norm", &n.post_mlp_norm},  {"attn_q", &f.heads.query},                  {"attn_k", &f.heads.key},
+        {"attn_v", &f.heads.value},           {"attn_output", &f.heads.out},               {"attn_q_norm", &f.heads.q_norm},
+        {"attn_k_norm", &f.heads.k_norm},     {"ffn_gate", &f.dense.gate},                 {"ffn_up", &f.dense.up},
+        {"ffn_down", &f.dense.down}};
+    for (const auto& [gguf, hf] : parts) {
+        if (part != gguf || hf->empty()) continue;
+        std::string prefix = n.layer;
+        prefix.replace(prefix.find("{L}"), 3, layer);
+        return n.prefix + prefix + *hf + suffix;
+    }
+    return name;
+}
+
+// llama.cpp's converter (LlamaModel.permute) stores each head's rows (s, j) of q and k,
+// s ∈ {0, 1} the half and j < d/2, at 2j + s; put them back at s·d/2 + j. A row is
+// `row_bytes` bytes (float32 or 16-bit values).
+void unpermute_rows(unsigned char* w, std::size_t rows, std::size_t row_bytes, std::size_t heads, const GgufFile& g, const std::string& name) {
+    if (heads == 0 || rows % heads != 0 || (rows / heads) % 2 != 0)
+        throw InputError(g.file(), "tensor \"" + name + "\"", std::to_string(rows) + " rows do not split into " + std::to_string(heads) + " heads of an even size");
+    const std::size_t d = rows / heads;
+    const std::vector<unsigned char> was(w, w + rows * row_bytes);
+    for (std::size_t h = 0; h < heads; ++h)
+        for (std::size_t s = 0; s < 2; ++s)
+            for (std::size_t j = 0; j < d / 2; ++j)
+                std::memcpy(w + (h * d + s * d / 2 + j) * row_bytes, was.data() + (h * d + 2 * j + s) * row_bytes, row_bytes);
+}
+
+bool ends_with(const std::string& s, const std::string& end) { return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0; }
+
+}  // namespace
+
+Model load_gguf(const std::string& path, double memory_budget) {
+    const auto g = std::make_shared<const GgufFile>(path, memory_budget);
+    const std::string arch = g->text("general.architecture");
+    const FamilySpec& f = family_of(*g, arch);
+    ConfigFile cfg(path, config_of(*g, f, arch));
+    const std::uint64_t heads = g->whole(arch + ".attention.head_count");
+    const std::uint64_t kv_heads = g->whole(arch + ".attention.head_count_kv", &heads);
+
+    // every tensor as float32 (F16 and BF16 kept as they are, widened as used like a folder's),
+    // counted against the budget before it is taken
+    std::map<std::string, SafeTensors::Entry> entries;
+    std::map<std::string, std::size_t> types;  // "Q4_K" → tensors
+    std::size_t bytes = 0;
+    std::vector<std::size_t> offsets;  // each tensor's place in the memory
+    std::vector<bool> kept;            // kept as 16-bit values
+    for (const GgufFile::TensorInfo& t : g->tensors()) {
+        const bool sixteen = t.type == GgmlType::f16 || t.type == GgmlType::bf16;
+        const bool plus_one = f.norm_adds_one && ends_with(t.name, "norm.weight");  // stored 1 + w: w back, in float32
+        kept.push_back(sixteen && !plus_one);
+        SafeTensors::Entry e;
+        e.dtype = kept.back() ? ggml_type_name(static_cast<std::uint32_t>(t.type)) : "F32";
+        e.shape = t.shape();
+        e.begin = bytes = (bytes + 63) / 64 * 64;
+        offsets.push_back(bytes);
+        e.end = bytes += static_cast<std::size_t>(t.count) * (kept.back() ? 2 : sizeof(float));
+        if (!entries.emplace(hf_name(t.name, f), std::move(e)).second)
+            throw InputError(path, "tensor \"" + t.name + "\"", "another tensor has its name once translated: " + hf_name(t.name, f));
+        ++types[ggml_type_name(static_cast<std::uint32_t>(t.type))];
+    }
+    if (static_cast<double>(bytes) > memory_budget)
+        throw MemoryBudgetError("reading " + path + ": its weights dequantized to float32 would take " + json_input::size_text(static_cast<double>(bytes)),
+                                json_input::size_text(memory_budget));
+    std::string kinds;
+    for (const auto& [type, n] : types) kinds += (kinds.empty() ? "" : ", ") + type + " ×" + std::to_string(n);
+    const std::string described = path + " (GGUF v" + std::to_string(g->version()) + ", " + arch + ")";
+    const auto fill = [&](unsigned char* out) {
+        for (std::size_t i = 0; i < g->tensors().size(); ++i) {
+            const GgufFile::TensorInfo& t = g->tensors()[i];
+            unsigned char* w = out + offsets[i];
+            if (kept[i]) std::memcpy(w, g->bytes(t), static_cast<std::size_t>(t.bytes));  // little-endian, as a safetensors file's
+            else g->dequantize(t, reinterpret_cast<float*>(w));
+            const bool rows = ends_with(t.name, ".attn_q.weight") || ends_with(t.name, ".attn_k.weight");
+            const bool bias = ends_with(t.name, ".attn_q.bias") || ends_with(t.name, ".attn_k.bias");
+            if (f.gguf.rows_permuted && (rows || bias)) {
+                const std::size_t n_rows = static_cast<std::size_t>(rows && t.ne.size() > 1 ? t.ne[1] : t.ne[0]);
+                const std::size_t row_bytes = (rows && t.ne.size() > 1 ? static_cast<std::size_t>(t.ne[0]) : 1) * (kept[i] ? 2 : sizeof(float));
+                unpermute_rows(w, n_rows, row_bytes, t.name.find(".attn_q.") != std::string::npos ? heads : kv_heads, *g, t.name);
+            }
+            if (f.norm_adds_one && ends_with(t.name, "norm.weight"))  // the converter stored 1 + w: w back (exact)
+                for (std::size_t k = 0; k < t.count; ++k) reinterpret_cast<float*>(w)[k] -= 1.0f;
+        }
+    };
+    auto weights = std::make_shared<const SafeTensors>(path, std::move(entries), bytes, fill);
+    Model m = load_spec(cfg, f, [&](std::string& d) {
+        d = described;
+        return Files{weights};
+    });
+    auto loaded = std::const_pointer_cast<LoadedModel>(m);
+    loaded->info.dtype = "float32 from the file's " + kinds +
+                         " (dequantized as ggml does; llama.cpp itself multiplies quantized weights with quantized activations: its logits differ)";
+    if (g->find("tokenizer.ggml.eos_token_id")) {
+        const std::uint64_t eos = g->whole("tokenizer.ggml.eos_token_id");
+        if (eos < loaded->info.vocab) loaded->info.end_ids = {static_cast<std::size_t>(eos)};
+    }
+    return m;
+}
+
+}  // namespace attnwalk::model_detail
+
+namespace attnwalk {
+
+std::shared_ptr<const Tokenizer> load_gguf_tokenizer(const std::string& path, double memory_budget, TokenizerUse use) {
+    std::vector<std::string> vocabularies;
+    std::vector<GgufPreTokenizer> pres;
+    for (const FamilySpec* f : families()) {  // each name once, in the families' order
+        const std::string& v = f->gguf.vocabulary;
+        if (!v.empty() && std::find(vocabularies.begin(), vocabularies.end(), v) == vocabularies.end()) vocabularies.push_back(v);
+        for (const GgufPreTokenizer& p : f->gguf.pre)
+            if (std::none_of(pres.begin(), pres.end(), [&](const GgufPreTokenizer& q) { return q.name == p.name; })) pres.push_back(p);
+    }
+    return read_gguf_tokenizer(path, vocabularies, pres, memory_budget, use);
+}
+
+}  // namespace attnwalk

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""GGUF files through the binary (tests/data/gguf/, written by tests/make_gguf.py):
+the forward on a GGUF equal, bit for bit in --json, to the same weights read from a Hugging
+Face folder (the folder itself for F32 and BF16; for a quantized file, the folder of its
+weights dequantized by the reference); the tokenizer of a GGUF giving tokenizer.json's ids;
+broken files refused with one line and exit 1 or 2.
+
+Usage: gguf_check.py BINARY
+"""
+import json
+import pathlib
+import struct
+import subprocess
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+GGUF, MODELS = HERE / "data" / "gguf", HERE / "data" / "models"
+failures = []
+
+
+def run(binary, *args):
+    return subprocess.run([binary, *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+def forward(binary, model, prompt):
+    r = run(binary, "model", "--model", model, *prompt, "--layer", "2", "--json")
+    if r.returncode != 0:
+        failures.append(f"{model}: exit {r.returncode}: {r.stderr.strip()}")
+        return None
+    doc = json.loads(r.stdout)
+    return doc
+
+
+def same_forward(binary, gguf, folder, prompt):
+    a, b = forward(binary, GGUF / gguf, prompt), forward(binary, folder, prompt)
+    if a is None or b is None:
+        return
+    if a["steps"] != b["steps"] or a.get("tokens") != b.get("tokens"):
+        diff = [s["id"] for s, t in zip(a["steps"], b["steps"]) if s != t]
+        failures.append(f"{gguf}: the forward differs from {folder.name}'s (steps {diff[:5]})")
+    else:
+        print(f"ok  {gguf} = {folder.name} ({len(a['steps'])} steps, bit for bit)")
+    if "as ggml does" not in json.dumps(a.get("params", {})):
+        failures.append(f"{gguf}: the header does not say the weights were dequantized")
+
+
+def tokens(binary, tokenizer, text):
+    r = run(binary, "tokenize", "--tokenizer", tokenizer, "--text", text, "--json")
+    if r.returncode != 0:
+        failures.append(f"{tokenizer}: exit {r.returncode}: {r.stderr.strip()}")
+        return None
+    return [s["data"] for s in json.loads(r.stdout)["steps"] if s["id"] == "token_ids"]
+
+
+def refused(binary, name, data, says):
+    with tempfile.TemporaryDirectory() as work:
+        path = pathlib.Path(work) / "blob"  # an Ollama blob: no extension
+        path.write_bytes(data)
+        r = run(binary, "model", "--model", path, "--ids", "1,2")
+        lines = r.stderr.strip().splitlines()
+        if r.returncode not in (1, 2) or len(lines) != 1 or not lines[0].startswith("attnwalk: error:") or says not in lines[0]:
+            failures.append(f"{name}: exit {r.returncode}, {r.stderr.strip()!r} (expected one line saying {says!r})")
+        else:
+            print(f"ok  {name}: {lines[0][:150]}")
+
+
+def main():
+    binary = sys.argv[1]
+    same_forward(binary, "tiny_smollm2_f32.gguf", MODELS / "tiny_smollm2", ["--ids", "3,1,4,1,5,9"])
+    same_forward(binary, "tiny_qwen3_bf16.gguf", MODELS / "tiny_qwen3", ["--text", "the cat sat on the mat"])
+    for q in ("tiny_qwen3_q8_0", "tiny_olmo2_q4_0", "tiny_qwen2_q5_1", "tiny_gemma3_q8_0"):
+        prompt = ["--text", "the cat sat on the mat"] if "qwen3" in q else ["--ids", "3,1,4,1,5,9"]
+        same_forward(binary, q + ".gguf", GGUF / (q + "_ref"), prompt)
+    for text in ("the cat sat on the mat", "Hello, world! 12345", "  spaces\n\nand lines"):
+        a = tokens(binary, GGUF / "tiny_llama_tokenizer.gguf", text)
+        b = tokens(binary, MODELS / "tiny_llama" / "tokenizer.json", text)
+        if a != b:
+            failures.append(f"tiny_llama_tokenizer.gguf: {text!r} tokenized otherwise than tokenizer.json")
+        else:
+            print(f"ok  llama-bpe tokenizer from GGUF = tokenizer.json on {text!r}")
+
+    good = (GGUF / "tiny_qwen3_q8_0.gguf").read_bytes()
+    refused(binary, "truncated", good[:len(good) // 2], "tensor")
+    refused(binary, "wrong version", good[:4] + struct.pack("<I", 7) + good[8:], "version 7")
+    refused(binary, "truncated header", good[:40], "more than the file can hold")
+    refused(binary, "truncated key", good[:8] + struct.pack("<QQ", 0, 1) + good[24:40], "a key claims 20 bytes")
+    arch = good.index(b"qwen3", 24)
+    refused(binary, "unknown architecture", good[:arch] + b"qwenX" + good[arch + 5:], 'architecture "qwenX" is not supported')
+    key = good.index(b"qwen3.embedding_length")
+    kind = key + len(b"qwen3.embedding_length")
+    refused(binary, "metadata of the wrong type", good[:kind] + struct.pack("<I", 6) + good[kind + 4:], "qwen3.embedding_length")
+    tokens_at = good.index(b"tokenizer.ggml.tokens") + len(b"tokenizer.ggml.tokens") + 8
+    refused(binary, "a huge array", good[:tokens_at] + struct.pack("<Q", 1 << 61) + good[tokens_at + 8:], "tokenizer.ggml.tokens")
+    name = good.index(b"token_embd.weight")
+    type_at = name + len(b"token_embd.weight") + 4 + 16
+    refused(binary, "an unknown type", good[:type_at] + struct.pack("<I", 41) + good[type_at + 4:], "ggml type 41")
+    r = run(binary, "model", "--model", GGUF / "tiny_qwen3_q8_0.gguf", "--ids", "1,2", "--max-memory", "20K")
+    if r.returncode != 2 or "--max-memory" not in r.stderr:
+        failures.append(f"--max-memory 20K: exit {r.returncode}, {r.stderr.strip()!r}")
+    else:
+        print("ok  --max-memory: " + r.stderr.strip()[:150])
+    for f in failures:
+        print("FAIL " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

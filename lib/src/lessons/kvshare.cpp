@@ -15,7 +15,7 @@ namespace attnwalk {
 
 using namespace steps;
 
-ATTNWALK_LESSON(kvshare, 125) {
+ATTNWALK_LESSON(kvshare, 115) {
     static const LessonDecl lesson{"kvshare", "Cross-layer KV sharing: later layers keep their own queries but reuse an earlier layer's keys and values; the cache it saves.", {
         {"kv_sources", "per layer, the layer (counted from 1) whose keys and values it attends with: itself for a producing layer", headline},
         {"layerN.W_query", "layer N's query projection, d_in×d_out, x·W layout (a parameter)"},

@@ -123,6 +123,8 @@ TEST_SUITE("contract") {
         };
         for (const attnwalk::FamilySpec* f : attnwalk::families()) {
             add(f->heads.scale_field);
+            for (const std::string* s : {&f->heads.full_head_dim, &f->heads.full_kv_heads, &f->heads.keys_as_values, &f->heads.shared_layers, &f->dense.double_wide})
+                add(*s);
             add(f->layers.sliding_rope_base);
             add(f->layers.no_rope_layers);
             add(f->layers.no_rope_interval);

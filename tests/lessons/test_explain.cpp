@@ -31,6 +31,7 @@ TEST_SUITE("explain") {
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/model/blocks/deltanet.hpp"
+#include "attnwalk/model/blocks/heads.hpp"
 #include "attnwalk/model/blocks/latent.hpp"
 #include "attnwalk/model/decoder.hpp"
 
@@ -93,18 +94,23 @@ TEST_SUITE("explain") {
                         ++cells;
                         continue;
                     }
-                    const std::size_t h = *spec.head, d = c.head_size(), g = h / (c.heads / c.key_heads());
+                    // the layer's own d_h and G (Gemma 4's full layers have theirs)
+                    const AttentionWeights& aw = m->weights.blocks[layer].attention->get<HeadsBlock>().w;
+                    const std::size_t h = *spec.head, d = aw.head_size(), G = aw.key_heads(), g = h / (c.heads / G);
                     const Step* score = step_of(t, "explain_score");
                     REQUIRE(score);
                     CHECK(score->tensor.data[0] == step_of(t, "scores")->tensor.data[i * T + j]);
                     CHECK(step_of(t, "explain_query")->tensor.data == part(*step_of(t, "queries"), i * c.heads * d + h * d, d));
-                    CHECK(step_of(t, "explain_key")->tensor.data == part(*step_of(t, "keys"), j * c.key_heads() * d + g * d, d));
+                    if (aw.shared_kv)  // cross-layer KV sharing: the key is the earlier layer's, as that layer rotated it
+                        CHECK(step_of(t, "explain_key")->tensor.data == part(*step_of(t, "keys_rotated"), j * d, d));
+                    else
+                        CHECK(step_of(t, "explain_key")->tensor.data == part(*step_of(t, "keys"), j * G * d + g * d, d));
                     // with --head, the per-head steps hold head h and the key head g it reads (T×d_h)
                     if (const Step* n = step_of(t, "explain_query_normed"))
                         CHECK(n->tensor.data == part(*step_of(t, "queries_normed"), i * d, d));
                     if (const Step* r = step_of(t, "explain_query_rotated")) {
                         CHECK(r->tensor.data == part(*step_of(t, "queries_rotated"), i * d, d));
-                        CHECK(step_of(t, "explain_key_rotated")->tensor.data == part(*step_of(t, "keys_rotated"), j * d, d));
+                        if (!aw.shared_kv) CHECK(step_of(t, "explain_key_rotated")->tensor.data == part(*step_of(t, "keys_rotated"), j * d, d));
                     } else {
                         CHECK((c.positions != PositionKind::rope || !c.layer_specs[layer].rope));
                     }

@@ -155,6 +155,33 @@ TEST_SUITE("model") {
         CHECK(max_diff(decoder_logits(m->weights, last, 0), expected) <= 1e-5f);
     }
 
+    TEST_CASE("model.shared_layers_read_their_keys_and_values_through_the_cache") {
+        // Gemma 4's last num_kv_shared_layers layers read an earlier layer's keys and values: token by token
+        // through the cache (and a prompt of 4, then one at a time) the logits are the full pass's, and the
+        // cache holds only the layers that make them
+        for (const char* folder : {"tiny_gemma4", "tiny_gemma4_kv"}) {
+            CAPTURE(folder);
+            const Model m = load_model(test::source_path(std::string("tests/data/models/") + folder));
+            const DecoderWeights& w = m->weights;
+            const std::vector<std::size_t> ids = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0};
+            const Cube full = decoder_forward(w, ids, nullptr, nullptr);
+            DecoderCache one = make_cache(w.config), prompt = make_cache(w.config);
+            decoder_forward(w, {ids.begin(), ids.begin() + 4}, &prompt, nullptr);
+            for (std::size_t t = 0; t < ids.size(); ++t) {
+                CAPTURE(t);
+                const Cube last = decoder_forward(w, {ids[t]}, &one, nullptr);
+                CHECK(max_diff(decoder_logits(w, last, 0), decoder_logits(w, full, t)) <= 1e-5f);
+                if (t < 4) continue;
+                const Cube after = decoder_forward(w, {ids[t]}, &prompt, nullptr);
+                CHECK(max_diff(decoder_logits(w, after, 0), decoder_logits(w, full, t)) <= 1e-5f);
+            }
+            CHECK(one.layers[4].length() == 0);  // shared: nothing of their own
+            CHECK(one.layers[5].length() == 0);
+            CHECK(one.layers[2].length() == ids.size());  // full
+            CHECK(one.layers[3].length() == 3);           // the window
+        }
+    }
+
     TEST_CASE("model.the_blocked_and_the_full_attention_agree") {
         const Model m = load_gpt2(test::source_path(tiny), 4);
         const std::vector<std::size_t> ids = {9, 8, 7, 6, 5, 4, 3, 2};
@@ -163,7 +190,7 @@ TEST_SUITE("model") {
         const Mat b = decoder_logits(m->weights, decoder_forward(m->weights, ids, nullptr, nullptr), ids.size() - 1);
         CHECK(max_diff(a, b) <= 1e-5f);
         // today's families: GQA, QK-norm, RoPE, Gemma's windows (T = 10 > W = 4) and scale
-        for (const char* family : {"tiny_llama", "tiny_qwen3", "tiny_gemma3", "tiny_qwen2"}) {
+        for (const char* family : {"tiny_llama", "tiny_qwen3", "tiny_gemma3", "tiny_qwen2", "tiny_gemma4"}) {
             CAPTURE(family);
             const Model f = load_model(test::source_path(std::string("tests/data/models/") + family));
             const std::vector<std::size_t> more = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0};

@@ -8,6 +8,7 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/lessons/lessons.hpp"
 #include "attnwalk/model/blocks/heads.hpp"
+#include "attnwalk/model/blocks/mlp.hpp"
 #include "attnwalk/model/decoder.hpp"
 #include "test_util.hpp"
 
@@ -140,6 +141,46 @@ TEST_SUITE("model") {
         const Step stopped = generated();
         CHECK(stopped.tensor.data.size() == 2);
         CHECK(stopped.note.find("end-of-text token") != std::string::npos);
+    }
+
+    TEST_CASE("model.gemma4_reads_its_layers_and_refuses_what_it_lacks") {
+        // sliding layers of head_dim, full ones of global_head_dim with the proportional RoPE; the last
+        // num_kv_shared_layers read the last earlier layer of their type, with the double-wide MLP
+        const Model m = load_model(test::source_path("tests/data/models/tiny_gemma4"));
+        const DecoderConfig& c = m->weights.config;
+        CHECK(c.family->model_type == "gemma4_text");
+        CHECK(*c.attention_scale == 1.0f);  // scaling 1.0
+        CHECK(*c.logit_softcap == 4.0f);
+        REQUIRE(c.layer_specs.size() == 6);
+        CHECK(c.layer_specs[0].rope->base == 10000.0);
+        CHECK(c.layer_specs[0].rope->proportion == 0.0);
+        CHECK(c.layer_specs[2].rope->base == 1000000.0);
+        CHECK(c.layer_specs[2].rope->proportion == 0.25);
+        CHECK(c.layer_specs[4].kv_from == std::optional<std::size_t>(3));  // sliding: the last sliding layer before the shared ones
+        CHECK(c.layer_specs[5].kv_from == std::optional<std::size_t>(2));  // full
+        CHECK((c.layer_specs[2].kv_shared && c.layer_specs[3].kv_shared && !c.layer_specs[0].kv_shared && !c.layer_specs[1].kv_shared));
+        CHECK(m->weights.blocks[2].attention->get<HeadsBlock>().w.head_size() == 16);  // global_head_dim
+        CHECK(m->weights.blocks[0].attention->get<HeadsBlock>().w.head_size() == 8);
+        CHECK(m->weights.blocks[5].attention->get<HeadsBlock>().w.shared_kv);
+        CHECK(m->weights.blocks[5].feed_forward->get<MlpBlock>().up.out() == 96);  // use_double_wide_mlp
+        CHECK(m->weights.blocks[3].feed_forward->get<MlpBlock>().up.out() == 48);
+        CHECK(m->weights.blocks[1].layer_scalar.has_value());
+        // the image-and-text layout: text_config, model.language_model., the vision tower unused; keys as values
+        const Model kv = load_model(test::source_path("tests/data/models/tiny_gemma4_kv"));
+        CHECK(kv->weights.config.family->model_type == "gemma4");
+        CHECK(kv->weights.blocks[2].attention->get<HeadsBlock>().w.key_heads() == 1);  // num_global_key_value_heads
+        CHECK(kv->weights.blocks[0].attention->get<HeadsBlock>().w.key_heads() == 2);
+        const std::vector<std::string>& unused = info_of(*kv).unused;
+        CHECK(std::find(unused.begin(), unused.end(), "model.vision_tower.encoder.layers.0.self_attn.q_proj.linear.weight") != unused.end());
+        // refused by name
+        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_gemma4", [](json& j) { j["enable_moe_block"] = true; })),
+                             doctest::Contains("gemma4_text with enable_moe_block true is not supported"), InputError);
+        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_gemma4", [](json& j) { j["hidden_size_per_layer_input"] = 256; })),
+                             doctest::Contains("per-layer input embeddings (Gemma 4 E2B and E4B) is not supported"), InputError);
+        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_gemma4", [](json& j) { j["num_kv_shared_layers"] = 6; })),
+                             doctest::Contains("expected fewer than num_hidden_layers"), InputError);
+        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_gemma4", [](json& j) { j["num_kv_shared_layers"] = 5; })),  // layer 6 is full, layer 1 sliding
+                             doctest::Contains("none of the first 1 is one"), InputError);
     }
 
     TEST_CASE("model.folder_faults_are_one_message") {

@@ -258,8 +258,9 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
     // ---- the query and key vectors ----------------------------------------------------------
     const std::vector<float> q = row_of(f.qh, h, i), k = row_of(f.kh, g, j);
     const bool rope = f.rope.has_value();
+    const bool shared = L && !L->shared_kv.empty();  // cross-layer KV sharing: the keys are an earlier layer's, normalised and rotated
     // before QK-norm and RoPE: the projections themselves
-    const std::vector<float> q_proj = v.weights ? slice_of(f.q, i, h * d, d) : q, k_proj = v.weights ? slice_of(f.k, j, g * d, d) : k;
+    const std::vector<float> q_proj = v.weights ? slice_of(f.q, i, h * d, d) : q, k_proj = v.weights && !shared ? slice_of(f.k, j, g * d, d) : k;
     if (v.weights) {
         const std::vector<float> xi(&(*v.x)(0, i, 0), &(*v.x)(0, i, 0) + v.x->shape(2)), xj(&(*v.x)(0, j, 0), &(*v.x)(0, j, 0) + v.x->shape(2));
 
@@ -270,22 +271,29 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
                                  "q_" + I + " = Σ_c " + n + "_" + I + "c·W_query[c,:]" + (v.weights->query.b.size() ? " + b_query" : ""), vector_tensor(q_proj),
                                  {Axis::feature});
         sq.expansion.push_back(projection_expansion("q(" + qi + ")", xi, v.weights->query, h * d, d, q_proj));
-        Step& sk = rec.add_plain("explain_key", "The key of " + quoted(kj) + where + ":" +
-                                                    (L ? " its normalised row times the " + L->k_name + " columns of key/value head " + std::to_string(g + 1)
-                                                       : std::string(" its embedding times W_key")),
-                                 "k_" + J + " = Σ_c " + n + "_" + J + "c·W_key[c,:]" + (v.weights->key.b.size() ? " + b_key" : ""), vector_tensor(k_proj),
-                                 {Axis::feature});
-        sk.expansion.push_back(projection_expansion("k(" + kj + ")", xj, v.weights->key, g * d, d, k_proj));
-        if (L && group > 1)
-            sk.note = "Grouped-query attention: query head " + std::to_string(h + 1) + " reads key/value head " + std::to_string(g + 1) + " (⌈" +
-                      std::to_string(h + 1) + " / " + std::to_string(group) + "⌉), shared with " + std::to_string(group - 1) + " other query head" +
-                      (group == 2 ? "" : "s") + ".";
+        if (shared) {
+            Step& sk = rec.add_plain("explain_key", "The key of " + quoted(kj) + where + ": " + L->shared_kv + "'s, shared (this layer projects no keys)",
+                                     "k′_" + J + " = " + L->shared_kv + "'s k′_" + J, vector_tensor(k), {Axis::feature});
+            sk.note = "Cross-layer KV sharing: this layer has no " + L->k_name + " and reads the keys and values " + L->shared_kv +
+                      " made, already normalised and rotated; only its queries are its own.";
+        } else {
+            Step& sk = rec.add_plain("explain_key", "The key of " + quoted(kj) + where + ":" +
+                                                        (L ? " its normalised row times the " + L->k_name + " columns of key/value head " + std::to_string(g + 1)
+                                                           : std::string(" its embedding times W_key")),
+                                     "k_" + J + " = Σ_c " + n + "_" + J + "c·W_key[c,:]" + (v.weights->key.b.size() ? " + b_key" : ""), vector_tensor(k_proj),
+                                     {Axis::feature});
+            sk.expansion.push_back(projection_expansion("k(" + kj + ")", xj, v.weights->key, g * d, d, k_proj));
+            if (L && group > 1)
+                sk.note = "Grouped-query attention: query head " + std::to_string(h + 1) + " reads key/value head " + std::to_string(g + 1) + " (⌈" +
+                          std::to_string(h + 1) + " / " + std::to_string(group) + "⌉), shared with " + std::to_string(group - 1) + " other query head" +
+                          (group == 2 ? "" : "s") + ".";
+        }
     }
 
     // ---- QK-norm -----------------------------------------------------------------------------
     if (f.qk_normed && v.weights) {
         const bool whole = v.weights->qk_norm_whole;
-        const std::vector<float> qn = row_of(rope ? f.qh_plain : f.qh, h, i), kn = row_of(rope ? f.kh_plain : f.kh, g, j);
+        const std::vector<float> qn = row_of(rope ? f.qh_plain : f.qh, h, i), kn = shared ? k : row_of(rope ? f.kh_plain : f.kh, g, j);
         const auto note = [&](const Cube& raw, std::size_t t, std::size_t c0, const std::string& what) {
             const std::size_t n = whole ? raw.shape(2) : d;
             const double ms = rms_of(&raw(0, t, whole ? 0 : c0), n);
@@ -297,9 +305,11 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
         Step& a = rec.add_plain("explain_query_normed", "QK-norm: the query of " + quoted(qi) + " normalised", "q̂_" + I + " = q_norm(q_" + I + ")",
                                 vector_tensor(qn), {Axis::feature});
         a.note = note(f.q, i, h * d, "query");
-        Step& b = rec.add_plain("explain_key_normed", "QK-norm: the key of " + quoted(kj) + " normalised", "k̂_" + J + " = k_norm(k_" + J + ")",
-                                vector_tensor(kn), {Axis::feature});
-        b.note = note(f.k, j, g * d, "key");
+        if (!shared) {
+            Step& b = rec.add_plain("explain_key_normed", "QK-norm: the key of " + quoted(kj) + " normalised", "k̂_" + J + " = k_norm(k_" + J + ")",
+                                    vector_tensor(kn), {Axis::feature});
+            b.note = note(f.k, j, g * d, "key");
+        }
     }
 
     // ---- RoPE --------------------------------------------------------------------------------
@@ -328,11 +338,13 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
         std::string left_out;
         rq.expansion = rotation_pairs(qs, row_of(f.qh_plain, h, i), q, *f.rope, i, &left_out);
         if (!left_out.empty()) rq.note += " " + left_out;
-        Step& rk = rec.add_plain("explain_key_rotated", "The key of " + quoted(kj) + ", rotated by its position id p = " + pj,
-                                 "k′_" + J + " = " + ks + "_" + J + "·cos φ(" + pj + ") + rotate_half(" + ks + "_" + J + ")·sin φ(" + pj + ")",
-                                 vector_tensor(k), {Axis::feature});
-        rk.note = "Angles φ = " + angles(j) + ": the score below sees only their differences.";
-        rk.expansion = rotation_pairs(ks, row_of(f.kh_plain, g, j), k, *f.rope, j, nullptr);
+        if (!shared) {  // a shared layer's keys were rotated where they were made
+            Step& rk = rec.add_plain("explain_key_rotated", "The key of " + quoted(kj) + ", rotated by its position id p = " + pj,
+                                     "k′_" + J + " = " + ks + "_" + J + "·cos φ(" + pj + ") + rotate_half(" + ks + "_" + J + ")·sin φ(" + pj + ")",
+                                     vector_tensor(k), {Axis::feature});
+            rk.note = "Angles φ = " + angles(j) + ": the score below sees only their differences.";
+            rk.expansion = rotation_pairs(ks, row_of(f.kh_plain, g, j), k, *f.rope, j, nullptr);
+        }
     }
 
     // ---- the score: one dot product, term by term ---------------------------------------------

@@ -48,6 +48,9 @@ DecoderCache make_start_recent_cache(const DecoderConfig& config, std::size_t st
         if (config.layer_specs[l].attention == AttentionKind::deltanet)
             throw UsageError("layer " + std::to_string(l + 1) + " is a Gated DeltaNet layer, which keeps a state of fixed size rather than tokens: a "
                              "start-and-recent cache is for models whose every layer is softmax attention");
+        if (config.layer_specs[l].kv_from || config.layer_specs[l].kv_shared)
+            throw UsageError("layer " + std::to_string(l + 1) + " shares its keys and values with another layer: a start-and-recent cache is for models "
+                             "whose every layer keeps its own");
         if (config.layer_specs[l].window)
             throw UsageError("layer " + std::to_string(l + 1) + " is a sliding-window layer, which keeps its own window: a start-and-recent cache "
                              "is for models whose every layer attends to all tokens");
@@ -80,12 +83,15 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
         x = x + pos;  // (1,T,C)
     }
     t.hook(no_layer, hooks::embeddings, x);
+    SharedKv shared;  // the keys and values layers hand to later ones (cross-layer KV sharing)
+    shared.keys.resize(c.layers);
+    shared.values.resize(c.layers);
     for (std::size_t l = 0; l < c.layers; ++l) {
         const BlockWeights& b = w.blocks[l];
         const Cube a = b.norm_1 ? normalise(x, *b.norm_1, c.norm, c.norm_eps) : x;  // (1,T,C); post-norm: the residual stream itself
         if (b.norm_1) t.hook(l, hooks::norm_1, a);
         const std::vector<std::size_t>* off = ablation && l < ablation->size() && !(*ablation)[l].empty() ? &(*ablation)[l] : nullptr;
-        const LayerCall call{c, l, p0, cache, t, off};
+        const LayerCall call{c, l, p0, cache, t, off, &shared};
         Cube attn = b.attention->forward(a, call);  // (1,T,C), by the layer's kind, on its own part of the cache
         t.hook(l, hooks::attention, attn);
         if (b.attention_norm) {
@@ -103,22 +109,33 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
             t.hook(l, hooks::mlp_norm, mlp);
         }
         x += mlp;
+        if (b.layer_scalar) x *= *b.layer_scalar;  // Gemma 4: the layer's output × its scalar
         t.hook(l, hooks::residual_2, x);
     }
     return normalise(x, w.final_norm, c.norm, c.norm_eps);
 }
 
+namespace {
+
+// × the logit scale (Cohere), or soft-capped: tanh(z / cap)·cap, in float32 (Gemma 4)
+void scale_logits(const DecoderConfig& c, float* logits, std::size_t n) {
+    if (c.logit_scale)
+        for (std::size_t i = 0; i < n; ++i) logits[i] *= *c.logit_scale;
+    if (c.logit_softcap)
+        for (std::size_t i = 0; i < n; ++i) logits[i] = std::tanh(logits[i] / *c.logit_softcap) * *c.logit_softcap;
+}
+
+}  // namespace
+
 Mat decoder_logits(const DecoderWeights& w, const Cube& final_x, std::size_t row) {
     Mat logits = project_row(w.output_head(), &final_x(0, row, 0));  // (1,V)
-    if (w.config.logit_scale)
-        for (float& v : logits) v *= *w.config.logit_scale;
+    scale_logits(w.config, logits.data(), logits.size());
     return logits;
 }
 
 Cube decoder_all_logits(const DecoderWeights& w, const Cube& final_x) {
     Cube logits = project(final_x, w.output_head());  // (1,T,V)
-    if (w.config.logit_scale)
-        for (float& v : logits) v *= *w.config.logit_scale;
+    scale_logits(w.config, logits.data(), logits.size());
     return logits;
 }
 

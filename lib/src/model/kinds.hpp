@@ -49,9 +49,10 @@ std::string last_part(const std::string& name);
 std::string indexed(const std::string& pattern, std::size_t index, const char* mark = "{L}");
 
 // mlp.cpp: the activation config.json names, checked against the family's; the dense MLP of
-// `hidden` features.
+// `hidden` features (twice that on the layers that share keys and values, where the family's
+// double_wide flag says so).
 void check_activation(ConfigFile& cfg, const FamilySpec& f);
-std::unique_ptr<KindReader> mlp_reader(const FamilySpec& f, std::size_t C, std::size_t hidden);
+std::unique_ptr<KindReader> mlp_reader(ConfigFile& cfg, const FamilySpec& f, const DecoderConfig& c, std::size_t hidden);
 // experts.cpp: null when the family has no experts or config.json sets none; marks the layers
 // that have them (c.layer_specs[l].feed_forward).
 std::unique_ptr<KindReader> experts_reader(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c, std::size_t hidden);

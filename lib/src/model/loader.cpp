@@ -255,8 +255,17 @@ Model load_with_spec(ConfigFile& cfg, const FamilySpec& f, const model_detail::O
     model_detail::check_activation(cfg, f);
     const bool attention_bias = cfg.flag("attention_bias", false);
     if (cfg.flag("mlp_bias", false)) throw InputError(cfg.file(), cfg.at("mlp_bias"), "MLP biases are not supported");
+    const std::string& softcap = f.fields.logit_softcap;
+    if (!softcap.empty() && cfg.get(softcap)) {  // the logits soft-capped, tanh(z / cap)·cap
+        const double cap = cfg.number(softcap);
+        c.logit_softcap = static_cast<float>(cfg.require(cap, cap > 0.0 && cap < 1e30, cfg.at(softcap), "a number above 0 (the logits' soft cap), or null"));
+    }
     for (const char* capped : {"final_logit_softcapping", "attn_logit_softcapping"})
-        if (cfg.get(capped)) throw InputError(cfg.file(), cfg.at(capped), "soft-capping (Gemma 2) is not supported: expected null");
+        if (capped != softcap && cfg.get(capped)) throw InputError(cfg.file(), cfg.at(capped), "soft-capping (Gemma 2) is not supported: expected null");
+    for (const auto& [field, what] : f.fields.refused_nonzero)
+        if (!cfg.get(field) || cfg.number(field) != 0.0)
+            throw InputError(cfg.file(), cfg.get(field) ? cfg.at(field) : cfg.root(),
+                             f.model_type + " with " + what + " is not supported: expected " + field + " 0" + (cfg.get(field) ? "" : ", which is not given (its default is not 0)"));
     for (const std::string& refused : f.fields.refused_true)
         if (cfg.flag(refused, false))
             throw InputError(cfg.file(), cfg.at(refused), f.model_type + " with " + refused + " true is not supported: expected false");
@@ -267,7 +276,7 @@ Model load_with_spec(ConfigFile& cfg, const FamilySpec& f, const model_detail::O
     const auto latent = model_detail::latent_reader(cfg, f, c, attention_bias);
     if (f.embed_scale_sqrt_width) c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.width)));
     const auto heads = model_detail::heads_reader(cfg, f, c, attention_bias);
-    const auto mlp = model_detail::mlp_reader(f, c.width, hidden);
+    const auto mlp = model_detail::mlp_reader(cfg, f, c, hidden);
 
     std::string described;
     const Files files = open(described);
@@ -299,6 +308,7 @@ Model load_with_spec(ConfigFile& cfg, const FamilySpec& f, const model_detail::O
         if (post) b.attention_norm = model_detail::read_norm(r, f, p + n.post_attention_norm, C);
         if (pre && !c.parallel) b.norm_2 = model_detail::read_norm(r, f, p + n.pre_mlp_norm, C);
         if (post) b.mlp_norm = model_detail::read_norm(r, f, p + n.post_mlp_norm, C);
+        if (!n.layer_scalar.empty()) b.layer_scalar = r.vec(p + n.layer_scalar, 1)(0);
         attention_readers[static_cast<std::size_t>(ls.attention)]->read(r, p, l, b);
         (ls.feed_forward == FeedForwardKind::experts ? *experts : *mlp).read(r, p, l, b);
         w.blocks.push_back(std::move(b));

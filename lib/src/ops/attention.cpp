@@ -163,6 +163,10 @@ Rope rope_tables(std::size_t head_dim, std::size_t T, std::size_t position0, con
         }
     }
     if (sc.kind == RopeScaling::Kind::yarn) yarn_frequencies(r, d, base, sc);
+    if (spec.proportion > 0.0) {  // proportional (Gemma 4): ⌊proportion·d/2⌋ pairs turn, the others' frequency is 0
+        const auto turning = static_cast<std::size_t>(std::floor(spec.proportion * static_cast<double>(d) / 2.0));
+        for (std::size_t i = turning; i < half; ++i) r.inv_freq(i) = 0.0f;
+    }
     r.angles = Mat::from_shape({T, d});
     r.cos = Mat::from_shape({T, d});
     r.sin = Mat::from_shape({T, d});
@@ -209,12 +213,14 @@ Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpe
                              std::to_string(x.shape(2)));
         check_head_shape(w->width(), w->heads, w->kv_heads);
         const std::size_t G = w->key_heads();
-        if (w->key.out() != G * w->head_size() || w->value.out() != G * w->head_size())
+        if (!w->shared_kv && (w->key.out() != G * w->head_size() || w->value.out() != G * w->head_size()))
             throw UsageError("the keys and values need G·d_k = " + std::to_string(G * w->head_size()) + " columns, W_key has " +
                              std::to_string(w->key.out()));
         f.q = project(x, w->query);
-        f.k = project(x, w->key);
-        f.v = project(x, w->value);
+        if (!w->shared_kv) {  // a layer that shares another's keys and values projects none
+            f.k = project(x, w->key);
+            f.v = project(x, w->value);
+        }
         if (w->gate) f.gate = project(x, *w->gate);
         f.heads = w->heads;
         f.kv_heads = G;
@@ -235,22 +241,32 @@ Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpe
         rms_norm_rows(k_normed.data(), k_normed.size() / k_normed.shape(2), k_normed.shape(2), *w->k_norm, w->qk_norm_eps);
         f.qk_normed = true;
     }
+    const bool own_kv = !w || !w->shared_kv;  // else the caller hands kh and vh, another layer's
     f.qh = split_heads(whole ? q_normed : f.q, f.heads);
-    f.kh = split_heads(whole ? k_normed : f.k, f.kv_heads);
-    f.vh = split_heads(f.v, f.kv_heads);
+    if (own_kv) {
+        f.kh = split_heads(whole ? k_normed : f.k, f.kv_heads);
+        f.vh = split_heads(f.v, f.kv_heads);
+    }
     if (w && !whole && (w->q_norm || w->k_norm)) {  // QK-norm: each head's rows, before RoPE
-        if (!w->q_norm || !w->k_norm || w->q_norm->size() != f.d_h || w->k_norm->size() != f.d_h)
+        if (!w->q_norm || (own_kv && !w->k_norm) || w->q_norm->size() != f.d_h || (own_kv && w->k_norm->size() != f.d_h))
             throw UsageError("QK-norm needs a scale of d_k = " + std::to_string(f.d_h) + " for both the queries and the keys");
         rms_norm_rows(f.qh.data(), f.qh.size() / f.d_h, f.d_h, *w->q_norm, w->qk_norm_eps);
-        rms_norm_rows(f.kh.data(), f.kh.size() / f.d_h, f.d_h, *w->k_norm, w->qk_norm_eps);
+        if (own_kv) rms_norm_rows(f.kh.data(), f.kh.size() / f.d_h, f.d_h, *w->k_norm, w->qk_norm_eps);
         f.qk_normed = true;
+    }
+    if (w && w->v_norm && own_kv) {  // Gemma 4: each head's values through an RMSNorm without a scale
+        Vec ones = Vec::from_shape({f.d_h});
+        ones.fill(1.0f);
+        rms_norm_rows(f.vh.data(), f.vh.size() / f.d_h, f.d_h, ones, w->qk_norm_eps);
     }
     if (spec.rope) {
         f.rope = rope_tables(f.d_h, x.shape(1), spec.position0, *spec.rope);
         f.qh_plain = std::move(f.qh);
-        f.kh_plain = std::move(f.kh);
         f.qh = apply_rope(f.qh_plain, *f.rope);
-        f.kh = apply_rope(f.kh_plain, *f.rope);
+        if (own_kv) {
+            f.kh_plain = std::move(f.kh);
+            f.kh = apply_rope(f.kh_plain, *f.rope);
+        }
         f.seconds.project += since(clock);
     }
     return f;

@@ -52,6 +52,7 @@ struct LayerSource {
     std::string rope_words;           // how this layer's RoPE is scaled ("YaRN, factor 8"), empty when plain
     std::optional<RopeParams> rope;   // its RoPE's base and scaling: where the frequencies come from
     std::string q_name, k_name;       // "q_proj", "k_proj" (or "c_attn")
+    std::string shared_kv;            // cross-layer KV sharing: whose keys and values the layer reads ("layer 4"); empty: its own
 };
 
 // A latent attention layer's own parts of a cell (MLA), beside its Forward as heads: the

@@ -21,6 +21,13 @@ struct DecoderConfig;
 struct DecoderCache;
 class DecoderTap;
 
+// Cross-layer KV sharing within one forward: the keys and values (B,G,T,d_h) each layer that
+// LayerSpec::kv_shared marks made (after its cache: all it attended to), for the later layers
+// that read them (LayerSpec::kv_from). Empty for the others.
+struct SharedKv {
+    std::vector<Hyper> keys, values;
+};
+
 // What a block's forward is handed beside its input: the model, the layer, the cache (each
 // kind takes its own part of the layer's: the keys and values, or a Gated DeltaNet's state).
 struct LayerCall {
@@ -30,6 +37,7 @@ struct LayerCall {
     DecoderCache* cache;                         // null: no cache
     DecoderTap& tap;                             // hears what the kind makes, at its hook points
     const std::vector<std::size_t>* zero_heads;  // heads whose outputs are zeroed (ablation), or null
+    SharedKv* shared = nullptr;                  // the keys and values shared across layers in this forward
 };
 
 // What both kinds of block share: the question "which kind are you?".

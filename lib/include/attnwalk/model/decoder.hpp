@@ -46,6 +46,8 @@ struct LayerSpec {
     FeedForwardKind feed_forward = FeedForwardKind::mlp;  // the dense MLP or a mixture of experts
     std::optional<std::size_t> window;  // a sliding-window layer: each token sees itself and the W − 1 before it
     std::optional<RopeParams> rope;     // this layer's base and scaling; none: no RoPE here (learned positions, or a NoPE layer)
+    std::optional<std::size_t> kv_from;  // cross-layer KV sharing: the earlier layer whose keys and values this one reads (it caches none)
+    bool kv_shared = false;              // later layers read this layer's keys and values
 };
 
 struct DecoderConfig {
@@ -62,6 +64,7 @@ struct DecoderConfig {
     std::optional<float> embed_scale;      // the token embeddings are multiplied by this (Gemma: √C)
     bool tied_head = true;  // the logits use the token embeddings (else DecoderWeights::head)
     std::optional<float> logit_scale;  // the logits are multiplied by it (Cohere)
+    std::optional<float> logit_softcap;  // the logits soft-capped: tanh(z / cap)·cap (Gemma 4)
     bool parallel = false;  // the attention and the MLP both read norm_1(x) and add to x (NormPlacement::parallel)
     // Latent attention (MLA) layers: rope_interleave, and the scores' multiplier when it is
     // not (d_nope + d_rope)^(−1/2) (YaRN's mscale, DeepSeek-V3)
@@ -79,6 +82,7 @@ struct BlockWeights {
     std::optional<Norm> attention_norm, mlp_norm;          // after the attention, after the MLP (post-norm, Gemma)
     std::shared_ptr<const AttentionBlock> attention;       // heads, latent attention or a Gated DeltaNet
     std::shared_ptr<const FeedForwardBlock> feed_forward;  // the dense MLP or a mixture of experts
+    std::optional<float> layer_scalar;                     // the layer's output × this (Gemma 4)
 };
 
 struct DecoderWeights {

@@ -82,6 +82,13 @@ struct HeadsPart {
     bool qkv_bias = false;                       // biases on q, k and v always (Qwen2); else config's attention_bias puts one on all four
     bool query_gate = false;                     // q_proj makes each head's query, then its output gate: Z ⊙ σ(gate) before o_proj (Qwen3-Next)
     std::string scale_field;                     // the scores are divided by √(this field) (Gemma: query_pre_attn_scalar)
+    bool unscaled = false;                       // the scores are not scaled at all (Gemma 4: scaling 1.0)
+    bool v_norm = false;                         // each head's values through an RMSNorm without a scale (Gemma 4's v_norm)
+    std::string full_head_dim;                   // the full-attention layers' own d_h (Gemma 4: global_head_dim)
+    std::string full_kv_heads;                   // and their own G, with keys_as_values (num_global_key_value_heads)
+    std::string keys_as_values;                  // a flag: the full layers' key projection makes the values too (attention_k_eq_v)
+    std::string shared_layers;                   // the last n layers read the keys and values of the last earlier layer of
+                                                 // their type, and have no key or value projection (num_kv_shared_layers)
 };
 
 // Positions and windows, layer by layer (blocks/layers.cpp): which layers slide, RoPE's
@@ -103,6 +110,8 @@ struct LayersPart {
     std::string no_rope_layers;                  // a list, 0 where a layer applies no RoPE (SmolLM3)
     std::string no_rope_interval;                // without that list: every n-th layer applies none (SmolLM3's no_rope_layer_interval, 4)
     std::optional<std::size_t> window_default;   // sliding_window when config.json has none (Cohere 2: 4096)
+    double full_proportion_default = 0.0;        // without rope_parameters, the full layers' RoPE is "proportional" with this
+                                                 // partial_rotary_factor (Gemma 4: 0.25; RopeParams::proportion); 0: not
 };
 
 // Latent attention, MLA (blocks/latent.cpp): its projections and norms, and the fields that
@@ -133,6 +142,7 @@ struct MlpPart {
     std::string gate = "mlp.gate_proj", up = "mlp.up_proj", down = "mlp.down_proj";  // gate: gated kinds only
     std::vector<std::string> activation_fields = {"hidden_act"};  // the first present names the activation
     std::vector<std::string> activations = {"silu"};              // the values accepted for it
+    std::string double_wide;                     // a flag: twice the hidden width on the layers that share keys and values (use_double_wide_mlp)
 };
 
 // A mixture of experts (blocks/experts.cpp): the router (.weight [E, C], its bias or a
@@ -172,6 +182,7 @@ struct TensorNames {
     std::string post_mlp_norm;                       // after the MLP (placement post or both)
     std::string final_norm = "norm";
     std::string head = "lm_head.weight";             // an untied head, without the prefix
+    std::string layer_scalar;                        // one number a layer's output is multiplied by (Gemma 4: layer_scalar)
 };
 
 // config.json's field names for what differs between families outside the blocks, and their defaults.
@@ -185,6 +196,9 @@ struct ConfigFields {
     std::string head_dim = "head_dim";           // d_h when not C/H; empty: always C/H (Cohere 2 ignores the field)
     std::string logit_scale;                     // the logits are multiplied by this field (Cohere: logit_scale)
     double logit_scale_default = 1.0;
+    std::string logit_softcap;                   // the logits soft-capped, tanh(z / cap)·cap, by this field (Gemma 4: final_logit_softcapping)
+    // fields this family's support needs 0 (absent counts as not 0), and what they would turn on
+    std::vector<std::pair<std::string, std::string>> refused_nonzero;
 };
 
 // A family as llama.cpp's converter writes it into a GGUF file: its general.architecture,

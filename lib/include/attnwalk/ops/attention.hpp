@@ -50,6 +50,9 @@ struct AttentionWeights {
     std::optional<Vec> q_norm, k_norm;  // QK-norm: RMSNorm scales on each head's rows before RoPE (d_h),
     bool qk_norm_whole = false;         // or on the whole projections before the split (H·d_h and G·d_h)
     float qk_norm_eps = 1e-6f;
+    bool v_norm = false;              // an RMSNorm without a scale on each head's values (Gemma 4)
+    bool shared_kv = false;           // no key or value projection: the keys and values are another layer's (Gemma 4's shared
+                                      // layers); project_heads makes the queries alone, the caller hands kh and vh
     bool combined = false;            // drawn as one Linear(d_in, 3·d_out) (MHACombinedQKV)
     HeadLayout layout = HeadLayout::fused;
     // Where they came from, recorded in the trace's params (seed, init, d_out, ... or the file).

@@ -30,6 +30,10 @@ struct RopeParams {
     RopeScaling scaling;
     std::size_t rotary_dim = 0;  // partial rotary: only the first rotary_dim features of a head turn (0: all d_h)
     bool interleaved = false;    // the pairs are (0,1), (2,3), … (Cohere's layout), not (i, i + d/2)
+    // "proportional" RoPE (Gemma 4's full layers): the frequencies base^(−2i/d) over the whole
+    // head, the first ⌊proportion·d/2⌋ of them kept and the others 0 (their pairs do not turn).
+    // 0: every frequency turns (or rotary_dim's partial rotary).
+    double proportion = 0.0;
 };
 
 }  // namespace attnwalk

@@ -80,7 +80,9 @@ private:
         const std::size_t first = position_ + 1 - f.kh.shape(2);  // the oldest token kept (0 but on a sliding layer)
         if (!streaming && !latent_) {
             const std::string grown = f.window ? ", the last " + std::to_string(f.window) + " kept (sliding window)" : ", one row longer";
-            rec_.add(N + "keys_cache", "Token " + std::to_string(position_ + 1) + " (\"" + token_ + "\"): layer " + L + "'s key cache" + grown,
+            const bool borrowed = cache_.layers.at(l).length() == 0;  // cross-layer KV sharing: an earlier layer's cache, this one keeps none
+            rec_.add(N + "keys_cache", "Token " + std::to_string(position_ + 1) + " (\"" + token_ + "\"): " +
+                                           (borrowed ? "the key cache layer " + L + " reads, an earlier layer's (it keeps none of its own)" : "layer " + L + "'s key cache") + grown,
                      "K_cache = concat(K_cache, k_t)", f.kh, head_tokens_features)
                 .first_row = first;
         }
@@ -125,24 +127,35 @@ public:
 // window. "K and V of G·d_h = 16 floats per token and layer: 9 tokens in 2 layers, 4 (the
 // window) in 2 → (9·2 + 4·2) × 2 × 16 × 4 bytes = 3328 bytes".
 std::string cache_words(const DecoderCache& cache, const DecoderConfig& c, std::size_t tokens) {
-    std::map<std::size_t, std::size_t, std::greater<>> layers_keeping;  // tokens kept → layers (softmax attention's)
-    std::size_t linear_layers = 0;
+    // (tokens kept, G·d_h) → layers (softmax attention's; Gemma 4's full layers are wider than its sliding ones)
+    std::map<std::pair<std::size_t, std::size_t>, std::size_t, std::greater<>> layers_keeping;
+    std::size_t linear_layers = 0, sharing_layers = 0;
     double linear_floats = 0.0;  // a Gated DeltaNet layer's state and convolution inputs
+    const std::size_t width = c.key_heads() * c.head_size();
     for (std::size_t l = 0; l < cache.layers.size(); ++l) {
         if (l < c.layer_specs.size() && c.layer_specs[l].attention == AttentionKind::deltanet && l < cache.linear.size()) {
             ++linear_layers;
             linear_floats = cache.linear[l].bytes(1);
             continue;
         }
-        ++layers_keeping[cache.layers[l].length()];
+        if (l < c.layer_specs.size() && c.layer_specs[l].kv_from) {  // cross-layer KV sharing: it reads an earlier layer's
+            ++sharing_layers;
+            continue;
+        }
+        const Hyper& k = cache.layers[l].keys();
+        ++layers_keeping[{cache.layers[l].length(), k.dimension() == 4 ? k.shape(1) * k.shape(3) : width}];
     }
-    const std::size_t width = c.key_heads() * c.head_size();
+    const bool widths = std::any_of(layers_keeping.begin(), layers_keeping.end(), [&](const auto& e) { return e.first.second != layers_keeping.begin()->first.second; });
     std::string groups, sum;
-    for (const auto& [kept, n] : layers_keeping) {
+    for (const auto& [key, n] : layers_keeping) {
+        const auto [kept, floats] = key;
         groups += (groups.empty() ? "" : ", ") + std::to_string(kept) + (groups.empty() ? (kept == 1 ? " token" : " tokens") : "") +
-                  (kept < tokens ? " (the window)" : "") + " in " + std::to_string(n) + (n == 1 ? " layer" : " layers");
-        sum += (sum.empty() ? "" : " + ") + std::to_string(kept) + "·" + std::to_string(n);
+                  (kept < tokens ? " (the window)" : "") + " in " + std::to_string(n) + (n == 1 ? " layer" : " layers") +
+                  (widths ? " of " + std::to_string(floats) : "");
+        sum += (sum.empty() ? "" : " + ") + std::to_string(kept) + "·" + std::to_string(n) + (widths ? "·" + std::to_string(floats) : "");
     }
+    if (sharing_layers)
+        groups += "; the " + std::to_string(sharing_layers) + " layers that read an earlier layer's keys and values (cross-layer KV sharing) keep none";
     const bool one = layers_keeping.size() == 1;
     const std::string total = " = " + format_number(cache.bytes(4)) + " bytes";
     const std::string linear_words =
@@ -157,6 +170,8 @@ std::string cache_words(const DecoderCache& cache, const DecoderConfig& c, std::
                " floats per token and layer, and makes every head's keys and values from them again: " + groups + " → " + (one ? sum : "(" + sum + ")") +
                " × " + std::to_string(r + rope) + " × 4 bytes" + linear_words + total;
     }
+    if (widths)  // layers of different widths: each group's own G·d_k
+        return "The cache keeps K and V, G·d_k floats each per token and layer: " + groups + " → (" + sum + ") × 2 × 4 bytes" + linear_words + total;
     return "The cache keeps K and V, G·d_k = " + std::to_string(width) + " floats each per token and layer: " + groups + " → " +
            (one ? sum : "(" + sum + ")") + " × 2 × " + std::to_string(width) + " × 4 bytes" + linear_words + total;
 }

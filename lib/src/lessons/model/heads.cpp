@@ -45,12 +45,24 @@ void PromptTap::heads(std::size_t l, const Forward& f) {
             q.note = "This layer applies no RoPE (" + why +
                      "): its queries and keys are not rotated, so its scores see no positions; the causal mask alone orders the tokens.";
         }
-        Step& k = rec_.add("keys", "Keys (" + short_name(n.key) + ": " + G + " key/value head" + (f.kv_heads == 1 ? ", " : "s, ") + d + (f.d_h == 1 ? " feature" : " features") + (f.kv_heads == 1 ? "" : " each") + ")", kf,
-                           f.k, tokens_features);
-        if (f.kv_heads < f.heads)
-            k.note = "Grouped-query attention: " + G + " key/value head" + (f.kv_heads == 1 ? "" : "s") + " for " + H + " query heads; query head h reads key/value head ⌈h / " +
-                     std::to_string(f.heads / f.kv_heads) + "⌉ (both counted from 1).";
-        rec_.add("values", "Values (" + short_name(n.value) + ")", vf, f.v, tokens_features);
+        if (la.kv_from) {  // cross-layer KV sharing: no keys or values of its own
+            const std::string from = std::to_string(*la.kv_from + 1);
+            q.note = "Cross-layer KV sharing (" + n.shared_layers + "): this layer has no " + short_name(n.key) + " or " + short_name(n.value) +
+                     "; it reads the keys and values layer " + from + " made (the last earlier " + (la.window ? "sliding-window" : "full-attention") +
+                     " layer), already normalised and rotated, and caches none of its own.";
+        }
+        const bool own_kv = !la.kv_from;
+        if (own_kv) {
+            Step& k = rec_.add("keys", "Keys (" + short_name(n.key) + ": " + G + " key/value head" + (f.kv_heads == 1 ? ", " : "s, ") + d + (f.d_h == 1 ? " feature" : " features") + (f.kv_heads == 1 ? "" : " each") + ")", kf,
+                               f.k, tokens_features);
+            if (f.kv_heads < f.heads)
+                k.note = "Grouped-query attention: " + G + " key/value head" + (f.kv_heads == 1 ? "" : "s") + " for " + H + " query heads; query head h reads key/value head ⌈h / " +
+                         std::to_string(f.heads / f.kv_heads) + "⌉ (both counted from 1).";
+            const bool v_is_k = !n.keys_as_values.empty() && f.v.size() != 0 && f.v == f.k;  // attention_k_eq_v: W_k makes both
+            Step& v = rec_.add("values", v_is_k ? "Values (" + short_name(n.key) + ": the keys' projection, " + n.keys_as_values + ")" : "Values (" + short_name(n.value) + ")",
+                               v_is_k ? "V = K" : vf, f.v, tokens_features);
+            if (heads->w.v_norm) v.note = "Each head's values pass an RMSNorm without a scale (v_norm) before the weights average them.";
+        }
         // One head chosen: the per-head steps show that head and the key/value head it reads.
         const std::optional<std::size_t> qh = spec_.head;
         const std::optional<std::size_t> kh = spec_.head ? std::optional<std::size_t>(*spec_.head / (f.heads / f.kv_heads)) : std::nullopt;
@@ -76,7 +88,7 @@ void PromptTap::heads(std::size_t l, const Forward& f) {
             } else {
                 heads_or_one("queries_normed", "QK-norm: " + words_.norm + " of " + q_of + " (" + short_name(n.q_norm) + ")", "q_norm(Q_" + q_sub + ")",
                              qn, qh);
-                heads_or_one("keys_normed", "And of " + k_of + " (" + short_name(n.k_norm) + ")", "k_norm(K_" + k_sub + ")", kn, kh);
+                if (own_kv) heads_or_one("keys_normed", "And of " + k_of + " (" + short_name(n.k_norm) + ")", "k_norm(K_" + k_sub + ")", kn, kh);
             }
         }
         if (f.rope) {
@@ -88,6 +100,10 @@ void PromptTap::heads(std::size_t l, const Forward& f) {
                                                short_name(n.query) + " and " + short_name(n.key) + "."
                                          : "Hugging Face's layout (rotate_half): feature c is rotated with feature c + " + std::to_string(rotated / 2) +
                                                ", as the checkpoints store " + short_name(n.query) + " and " + short_name(n.key) + ".";
+            if (la.rope->proportion > 0.0)
+                a.note += " Proportional RoPE (rope_type proportional): the frequencies are base^(−2c/d_k) over the whole head, and only the first " +
+                          std::to_string(static_cast<std::size_t>(std::floor(la.rope->proportion * static_cast<double>(f.d_h) / 2.0))) + " of the " +
+                          std::to_string(f.d_h / 2) + " pairs turn (partial_rotary_factor " + format_number(la.rope->proportion) + "); the others' angle is 0.";
             if (rotated < f.d_h)
                 a.note += " Partial rotary: only the first r = " + std::to_string(rotated) + " of the " + std::to_string(f.d_h) +
                           " features of a head turn; the others pass unchanged.";
@@ -103,7 +119,8 @@ void PromptTap::heads(std::size_t l, const Forward& f) {
                 a.note += " A sliding-window layer: its RoPE is " + std::string(sc.kind == RopeScaling::Kind::none ? "not rescaled" : "rescaled too") + ".";
             heads_or_one("queries_rotated", qh ? "Head " + q_sub + "'s queries after RoPE" : "The queries after RoPE",
                          "Q_" + q_sub + "·cos + rotate_half(Q_" + q_sub + ")·sin", f.qh, qh);
-            heads_or_one("keys_rotated", kh ? "Key head " + k_sub + "'s keys after RoPE" : "The keys after RoPE",
+            heads_or_one("keys_rotated", (kh ? "Key head " + k_sub + "'s keys after RoPE" : "The keys after RoPE") +
+                                             (own_kv ? std::string() : ": layer " + std::to_string(*la.kv_from + 1) + "'s, shared"),
                          "K_" + k_sub + "·cos + rotate_half(K_" + k_sub + ")·sin", f.kh, kh);
         }
     }

@@ -78,7 +78,8 @@ struct Words {
     std::string mlp_hidden_title, mlp_hidden, mlp;
     std::string mlp_experts;  // a layer with a mixture of experts: its output
     std::string scale;  // what the scores are divided by, when not √d_h
-    std::string logit_scale;  // " · 0.0625 (logit_scale)": what the logits are multiplied by, when they are
+    std::string logit_scale;  // " · 0.0625 (logit_scale)": what the logits are multiplied by, when they are (or how they are soft-capped)
+    std::string layer_scalar;  // "layer_scalar": each layer's output is multiplied by its own number (Gemma 4), when it is
 };
 
 Words words_of(const DecoderConfig& c, const DecoderWeights* weights = nullptr);

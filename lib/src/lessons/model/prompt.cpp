@@ -101,6 +101,7 @@ LayerSource PromptTap::layer_source(std::size_t l) const {
     if (la.rope && la.window) L.rope_words = "A sliding-window layer (W = " + std::to_string(*la.window) + "): RoPE base " + whole_or_number(la.rope->base) + ".";
     L.q_name = words_.fused ? words_.fused_qkv : short_name(fam.heads.query);
     L.k_name = words_.fused ? words_.fused_qkv : short_name(fam.heads.key);
+    if (la.kv_from) L.shared_kv = "layer " + std::to_string(*la.kv_from + 1);
     return L;
 }
 

@@ -68,7 +68,10 @@ Words words_of(const DecoderConfig& c, const DecoderWeights* weights) {
     });
     w.mlp_experts = "Σ_(e chosen) weight_e · expert_e(" + in + ")" + (shared ? " + shared(" + in + ")" : "");  // a mixture of experts
     if (c.logit_scale) w.logit_scale = " · " + format_number(*c.logit_scale) + " (" + f.fields.logit_scale + ")";
-    if (c.attention_scale) w.scale = format_number(*c.attention_scale) + " (√" + h.scale_field + ")";
+    if (c.logit_softcap)  // Gemma 4: z → tanh(z / cap)·cap
+        w.logit_scale += ", soft-capped: tanh(z / " + format_number(*c.logit_softcap) + ")·" + format_number(*c.logit_softcap) + " (" + f.fields.logit_softcap + ")";
+    w.layer_scalar = f.names.layer_scalar;
+    if (c.attention_scale) w.scale = h.unscaled ? "1 (not scaled)" : format_number(*c.attention_scale) + " (√" + h.scale_field + ")";
     const float plain = 1.0f / std::sqrt(static_cast<float>(c.head_size()));
     if (c.latent_scaling && *c.latent_scaling != plain)  // DeepSeek-V3 with YaRN: (d_nope + d_rope)^(−1/2) × mscale²
         w.scale = format_number(1.0f / *c.latent_scaling) + " (√" + std::to_string(c.head_size()) + " ÷ mscale²)";
@@ -86,8 +89,10 @@ std::optional<PointText> point_text(HookId p, const std::string& L, const Words&
     if (p == hooks::mlp_hidden) return PointText{"mlp_hidden", w.mlp_hidden_title, w.mlp_hidden};
     if (p == hooks::mlp) return experts ? PointText{"mlp", "The mixture of experts' output", w.mlp_experts} : PointText{"mlp", "The MLP's output", w.mlp};
     if (p == hooks::mlp_norm) return PointText{"mlp_norm", w.norm + " of the MLP's output (" + w.post_mlp + ")", "norm(" + mlp + ")"};
-    if (p == hooks::residual_2)  // a parallel block: both sublayers read the norm of the layer's input x
-        return PointText{"residual_2", "Layer " + L + "'s output", "x + " + (w.parallel ? attn + " + " : std::string()) + (w.post ? "norm(" + mlp + ")" : mlp)};
+    if (p == hooks::residual_2) {  // a parallel block: both sublayers read the norm of the layer's input x; Gemma 4's × layer_scalar
+        const std::string sum = "x + " + (w.parallel ? attn + " + " : std::string()) + (w.post ? "norm(" + mlp + ")" : mlp);
+        return PointText{"residual_2", "Layer " + L + "'s output", w.layer_scalar.empty() ? sum : "(" + sum + ")·" + w.layer_scalar + "_" + L};
+    }
     return std::nullopt;
 }
 

@@ -36,6 +36,12 @@ RopeScaling rope_scaling(ConfigFile& cfg, const Value* scaling, const std::strin
         return cfg.number_of(*v, path + "." + key);
     };
     if (kind == "default" || kind.empty()) return s;
+    if (kind == "proportional") {  // its frequencies' own rule is RopeParams::proportion (rope_of); a factor divides them, as linear's
+        s.factor = num("factor", 1.0);
+        if (s.factor != 1.0) s.kind = RopeScaling::Kind::linear;
+        cfg.require(s.factor, s.factor >= 1.0, path + ".factor", "a factor of at least 1 (how many times the original context it stretches to)");
+        return s;
+    }
     if (kind == "linear") {
         s.kind = RopeScaling::Kind::linear;
         s.factor = num("factor", std::nullopt);
@@ -201,9 +207,15 @@ void plan_layers(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c) {
         // partial_rotary_factor beside rope_theta, or inside rope_parameters (transformers 5, Qwen3.5)
         const Value* inside = p ? p->find("partial_rotary_factor") : nullptr;
         const std::string partial_at = inside && inside->type != Value::Type::null ? path + ".partial_rotary_factor" : cfg.at("partial_rotary_factor");
-        const double partial = inside && inside->type != Value::Type::null ? cfg.number_of(*inside, partial_at) : cfg.number("partial_rotary_factor", 1.0);
+        const Value* kind = p ? p->find("rope_type") : nullptr;
+        const bool proportional = kind ? kind->type == Value::Type::string && kind->string == "proportional" : !slide && f.layers.full_proportion_default > 0.0;
+        const double partial = inside && inside->type != Value::Type::null ? cfg.number_of(*inside, partial_at)
+                               : !p && proportional                        ? f.layers.full_proportion_default
+                                                                           : cfg.number("partial_rotary_factor", 1.0);
         if (!(partial > 0.0 && partial <= 1.0)) throw InputError(cfg.file(), partial_at, "expected a number in (0, 1], got " + json_input::number_text(partial));
-        if (partial < 1.0) {  // int(head_dim · factor) features turn, as Hugging Face counts them; none when that is 0
+        if (proportional) {  // ⌊partial·d/2⌋ frequencies over the whole head turn, the others are 0 (_compute_proportional_rope_parameters)
+            r.proportion = partial;
+        } else if (partial < 1.0) {  // int(head_dim · factor) features turn, as Hugging Face counts them; none when that is 0
             r.rotary_dim = static_cast<std::size_t>(static_cast<double>(c.head_size()) * partial);
             none = r.rotary_dim == 0;  // rotary_dim 0 means all of d_h to the ops: these layers apply none
             if (r.rotary_dim % 2)

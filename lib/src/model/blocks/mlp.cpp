@@ -14,19 +14,23 @@ namespace {
 
 class MlpReader : public KindReader {
 public:
-    MlpReader(const FamilySpec& f, std::size_t C, std::size_t hidden) : f_(f), C_(C), hidden_(hidden) {}
-    void read(const Reader& r, const std::string& p, std::size_t, BlockWeights& b) const override {
+    MlpReader(const FamilySpec& f, const DecoderConfig& c, std::size_t hidden, bool double_wide)
+        : f_(f), c_(c), hidden_(hidden), double_wide_(double_wide) {}
+    void read(const Reader& r, const std::string& p, std::size_t layer, BlockWeights& b) const override {
         const MlpPart& n = f_.dense;
+        const std::size_t C = c_.width, hidden = double_wide_ && c_.layer_specs.at(layer).kv_from ? 2 * hidden_ : hidden_;
         auto block = std::make_shared<MlpBlock>();
-        block->gate = r.linear(p + n.gate + ".weight", C_, hidden_, true);
-        block->up = r.linear(p + n.up + ".weight", C_, hidden_, true);
-        block->down = r.linear(p + n.down + ".weight", hidden_, C_, true);
+        block->gate = r.linear(p + n.gate + ".weight", C, hidden, true);
+        block->up = r.linear(p + n.up + ".weight", C, hidden, true);
+        block->down = r.linear(p + n.down + ".weight", hidden, C, true);
         b.feed_forward = std::move(block);
     }
 
 private:
     const FamilySpec& f_;
-    std::size_t C_, hidden_;
+    const DecoderConfig& c_;
+    std::size_t hidden_;
+    bool double_wide_;  // the layers that share keys and values have twice the hidden width (Gemma 4's use_double_wide_mlp)
 };
 
 }  // namespace
@@ -41,7 +45,10 @@ void check_activation(ConfigFile& cfg, const FamilySpec& f) {
         throw InputError(cfg.file(), cfg.at(field), f.model_type + "'s MLP is " + accepted.front() + "; \"" + act + "\" is not supported");
 }
 
-std::unique_ptr<KindReader> mlp_reader(const FamilySpec& f, std::size_t C, std::size_t hidden) { return std::make_unique<MlpReader>(f, C, hidden); }
+std::unique_ptr<KindReader> mlp_reader(ConfigFile& cfg, const FamilySpec& f, const DecoderConfig& c, std::size_t hidden) {
+    const bool double_wide = !f.dense.double_wide.empty() && cfg.flag(f.dense.double_wide, false);
+    return std::make_unique<MlpReader>(f, c, hidden, double_wide);
+}
 
 }  // namespace attnwalk::model_detail
 

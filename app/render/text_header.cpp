@@ -42,7 +42,7 @@ std::string param_text(const Trace& trace, const std::string& name, const ParamV
 // What a loaded model's header says of it (its file's and its config.json's fields): one
 // line by default, every field under --show-config. None for a trace of no model.
 bool model_field(const std::string& name) {
-    static const char* const own[] = {"naming", "layout", "dtype", "biases", "vocab", "context", "width", "layers", "heads", "kv_heads", "head_dim"};
+    static const char* const own[] = {"naming", "layout", "dtype", "biases", "vocab", "context", "width", "layers", "heads", "kv_heads", "head_dim", "heads_elsewhere"};
     return name.rfind("config.", 0) == 0 || std::find(std::begin(own), std::end(own), name) != std::end(own);
 }
 
@@ -61,7 +61,14 @@ std::string model_line(const Trace& trace, std::size_t fields) {
     if (!text("layers").empty()) parts.push_back(text("layers") + " layers");
     if (!text("heads").empty())
         parts.push_back(text("heads") + " heads" + (text("head_dim").empty() ? "" : ", " + text("head_dim") + " features each") +
-                        (text("kv_heads").empty() || text("kv_heads") == text("heads") ? "" : " (" + text("kv_heads") + " key/value heads)"));
+                        [&] {  // "(2 key/value heads; layers 3, 6: 16 features each, 1 key/value head)"
+                            std::vector<std::string> said;
+                            if (!text("kv_heads").empty() && text("kv_heads") != text("heads")) said.push_back(text("kv_heads") + " key/value heads");
+                            if (!text("heads_elsewhere").empty()) said.push_back(text("heads_elsewhere"));
+                            std::string out;
+                            for (const std::string& s : said) out += (out.empty() ? " (" : "; ") + s;
+                            return out.empty() ? out : out + ")";
+                        }());
     for (const char* name : {"width", "vocab", "context"})
         if (!text(name).empty()) parts.push_back(std::string(name) + " " + text(name));
     if (!text("dtype").empty()) parts.push_back(text("dtype"));

@@ -598,6 +598,12 @@ TEST_SUITE("cli.beyond") {
         CHECK(model.at("tokens") == json::array({"<bos>", "t", "he", "␣cat"}));
         CHECK(model.at("command") == "model");
         CHECK(model.at("params").at("config.model_type") == "gemma3_text");
+        CHECK(!model.at("params").contains("heads_elsewhere"));  // every layer's heads alike
+        {  // Gemma 4's full layers: heads of another size, said in params and in the header's line
+            const std::string g4 = "model --model " + test::source_path("tests/data/models/tiny_gemma4_kv") + " --text 'the cat' --steps token_ids";
+            CHECK(run_json(g4).at("params").at("heads_elsewhere") == "layers 3, 6: 16 features each, 1 key/value head");
+            CHECK(test::run_shell("COLUMNS=1000 " + test::binary() + " " + g4).out.find("8 features each (2 key/value heads; layers 3, 6: 16 features each, 1 key/value head)") != std::string::npos);
+        }
         // the next-token candidates: ids as integers, their tokens (a newline, a control
         // byte here) shown by stand-ins like every token the terminal gets
         const std::string qwen3 = "model --model " + test::source_path("tests/data/models/tiny_qwen3") + " --text 'hello there' --steps top_k_ids";

@@ -2,6 +2,9 @@
 // tap (model/decoder.hpp). The layer shown keeps mha's step ids; the other layers are
 // summaries; then the next token's candidates, the analyses asked for, and greedy
 // generation through the KV cache checked against the whole sequence recomputed.
+#include <map>
+#include <utility>
+
 #include "model_walk.hpp"
 
 namespace attnwalk {
@@ -77,6 +80,20 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     trace.set_param("heads", static_cast<ull>(info.heads));
     if (info.kv_heads) trace.set_param("kv_heads", static_cast<ull>(info.kv_heads));
     if (info.head_dim) trace.set_param("head_dim", static_cast<ull>(info.head_dim));
+    {  // the layers whose heads are of another size (Gemma 4's full layers): said beside head_dim
+        std::map<std::pair<std::size_t, std::size_t>, std::string> other;  // (d_k, G) -> "3, 6"
+        for (std::size_t l = 0; l < m.weights.blocks.size(); ++l)
+            if (const HeadsBlock* h = m.weights.blocks[l].attention->as<HeadsBlock>())
+                if (h->w.head_size() != m.weights.config.head_size() || h->w.key_heads() != m.weights.config.key_heads()) {
+                    std::string& layers = other[{h->w.head_size(), h->w.key_heads()}];
+                    layers += (layers.empty() ? "" : ", ") + std::to_string(l + 1);
+                }
+        std::string said;
+        for (const auto& [size, layers] : other)
+            said += (said.empty() ? "" : "; ") + std::string(layers.find(',') == std::string::npos ? "layer " : "layers ") + layers + ": " +
+                    std::to_string(size.first) + " features each, " + std::to_string(size.second) + " key/value head" + (size.second == 1 ? "" : "s");
+        if (!said.empty()) trace.set_param("heads_elsewhere", said);
+    }
     for (const auto& [field, value] : info.config) trace.set_param("config." + field, value);  // config.json, as the model read it
     trace.set_param("num_tokens", static_cast<ull>(T));
     trace.set_param("layer_index", Index{{spec.layer}, false, ""});

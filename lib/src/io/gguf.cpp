@@ -11,6 +11,7 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/json_input.hpp"
+#include "mapped_file.hpp"
 
 namespace attnwalk {
 
@@ -172,19 +173,11 @@ bool GgufFile::is_gguf(const std::string& path) {
 }
 
 GgufFile::GgufFile(const std::string& path, double memory_budget) : file_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO with no writer must not block the open
-    if (fd_ < 0) throw InputError(path, "", std::string("cannot open file: ") + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ::close(fd_);
-        throw InputError(path, "", "not a regular file (a GGUF file is memory-mapped)");
-    }
-    size_ = static_cast<std::size_t>(st.st_size);
+    const io_detail::MappedFile mapped = io_detail::map_file(path, "a GGUF file", 24, "its header alone takes 24");
+    fd_ = mapped.fd;
+    size_ = mapped.size;
+    map_ = mapped.map;
     try {
-        if (size_ < 24) throw InputError(path, "", "too short for a GGUF file: " + std::to_string(size_) + " bytes, its header alone takes 24");
-        void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
-        if (m == MAP_FAILED) throw InputError(path, "", std::string("cannot map the file: ") + std::strerror(errno));
-        map_ = static_cast<const std::uint8_t*>(m);
         if (std::memcmp(map_, "GGUF", 4) != 0) throw InputError(path, "", "not a GGUF file: it does not begin with \"GGUF\"");
         Cursor c(path, map_, size_, memory_budget);
         c.take(4, "the magic");

@@ -13,6 +13,7 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/json_input.hpp"
+#include "mapped_file.hpp"
 
 namespace attnwalk {
 
@@ -93,20 +94,38 @@ const char* mapped_file_at(const void* address) noexcept {
     return nullptr;
 }
 
-SafeTensors::SafeTensors(const std::string& path, double memory_budget) : file_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO with no writer must not block the open
-    if (fd_ < 0) throw InputError(path, "", std::string("cannot open file: ") + std::strerror(errno));
+namespace io_detail {
+
+MappedFile map_file(const std::string& path, const std::string& kind, std::size_t least, const std::string& least_words) {
+    MappedFile f;
+    f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO with no writer must not block the open
+    if (f.fd < 0) throw InputError(path, "", std::string("cannot open file: ") + std::strerror(errno));
     struct stat st {};
-    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ::close(fd_);
-        throw InputError(path, "", "not a regular file (a safetensors file is memory-mapped)");
+    if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(f.fd);
+        throw InputError(path, "", "not a regular file (" + kind + " is memory-mapped)");
     }
-    size_ = static_cast<std::size_t>(st.st_size);
+    f.size = static_cast<std::size_t>(st.st_size);
     try {
-        if (size_ < 8) throw InputError(path, "", "too short for a safetensors file: " + std::to_string(size_) + " bytes, the header length alone takes 8");
-        void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+        if (f.size < least) throw InputError(path, "", "too short for " + kind + ": " + std::to_string(f.size) + " bytes, " + least_words);
+        void* m = ::mmap(nullptr, f.size, PROT_READ, MAP_PRIVATE, f.fd, 0);
         if (m == MAP_FAILED) throw InputError(path, "", std::string("cannot map the file: ") + std::strerror(errno));
-        map_ = static_cast<const unsigned char*>(m);
+        f.map = static_cast<const unsigned char*>(m);
+    } catch (...) {
+        ::close(f.fd);
+        throw;
+    }
+    return f;
+}
+
+}  // namespace io_detail
+
+SafeTensors::SafeTensors(const std::string& path, double memory_budget) : file_(path) {
+    const io_detail::MappedFile mapped = io_detail::map_file(path, "a safetensors file", 8, "the header length alone takes 8");
+    fd_ = mapped.fd;
+    size_ = mapped.size;
+    map_ = mapped.map;
+    try {
         note_mapping(map_, size_, path);
         // Files people mistake for safetensors, told by their first bytes.
         const auto begins_with = [&](const char* magic, std::size_t k) { return size_ >= k && std::memcmp(map_, magic, k) == 0; };

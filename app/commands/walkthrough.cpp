@@ -94,6 +94,19 @@ const std::vector<SectionPlan>& beyond_plan() {
          "state, reads what it predicts for its key, and writes the error back with strength β. Unrolled, the "
          "recurrence is one T×T matrix per head, without a softmax, whose rows need not sum to 1.",
          "S ← γ_t·S, S ← S + β_t·k_t·(v_t − Sᵀk_t)ᵀ, o_t = Sᵀq_t", "deltanet --decay-rate 0.1 --compact"},
+        {"kvshare", "Beyond the chapter: keys and values shared across layers",
+         "Grouped-query attention shares keys and values between the heads of one layer; Gemma 4's smaller models also "
+         "share them between layers. The last layers of the stack make no keys or values at all: each keeps its own "
+         "queries and attends with the keys and values an earlier layer left in its cache, so only the producing layers "
+         "keep a cache. Handing those keys and values over explicitly gives the same output, bit for bit.",
+         "Q_l = X_l·W_q,l for every layer l; K_l, V_l = K_P, V_P for l > P", "kvshare --compact"},
+        {"dsa", "Beyond the chapter: DeepSeek Sparse Attention",
+         "DeepSeek-V3.2 lets each query attend to at most k keys. A small lightning indexer scores every earlier key "
+         "cheaply, with a few ReLU heads weighted per query; the k best keys are kept, and the ordinary softmax runs "
+         "over them alone. A query that sees no more than k keys is unchanged; the others lose the weight of the keys "
+         "they dropped.",
+         "I_ts = Σ_j w_tj·ReLU(q^I_tj·k^I_s), A = softmax((ω + M_DSA) / √d_k) with M_DSA = 0 on the top k of I_t, −∞ elsewhere",
+         "dsa --compact"},
     };
     return plan;
 }
@@ -105,7 +118,8 @@ ATTNWALK_COMMAND(walkthrough) {
     sub->footer(std::string("Examples:\n") +
                                 "  attnwalk walkthrough                 # every section with the textbook's numbers\n"
                                 "  attnwalk walkthrough --step          # pause after each section (press Enter)\n"
-                                "  attnwalk walkthrough --beyond        # then KV cache, GQA, windows, RoPE, FlashAttention, SDPA, MLA, DeltaNet\n"
+                                "  attnwalk walkthrough --beyond        # then KV cache, GQA, windows, RoPE, FlashAttention, SDPA, MLA,\n"
+                                "                                       # DeltaNet, KV sharing across layers, sparse attention\n"
                                 "  attnwalk walkthrough --text \"cats climb trees during\" --vocab data/vocab.json\n"
                                 "  attnwalk walkthrough --html chapter.html   # one page: every part, a click explains a cell\n");
     sub->add_flag("--step", shell.step, "Pause after each section until Enter (only when stdin is a terminal)")
@@ -114,7 +128,7 @@ ATTNWALK_COMMAND(walkthrough) {
                     "Also write the whole walkthrough as one self-contained HTML page: each part's paragraph, formula and its "
                     "own page of heatmaps (no network needed)")
         ->check(non_empty());
-    sub->add_flag("--beyond", shell.beyond, "After the chapter, the attention of today's LLMs (kvcache, gqa, window, rope, flash, sdpa)");
+    sub->add_flag("--beyond", shell.beyond, "After the chapter, the attention of today's LLMs (kvcache, gqa, window, rope, flash, sdpa, mla, deltanet, kvshare, dsa)");
     sub->callback([&shell] { shell.walkthrough = true; });
 }
 

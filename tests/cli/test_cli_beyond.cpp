@@ -571,11 +571,13 @@ TEST_SUITE("cli.beyond") {
 
     TEST_CASE("cli.beyond.walkthrough_part") {
         const json doc = run_json("walkthrough --beyond");
-        REQUIRE(doc.at("sections").size() == 15);
+        REQUIRE(doc.at("sections").size() == 17);
         CHECK(doc.at("sections").at(7).at("id") == "kvcache");
         CHECK(doc.at("sections").at(12).at("id") == "sdpa");
         CHECK(doc.at("sections").at(13).at("id") == "mla");  // the two kinds of attention today's models add
         CHECK(doc.at("sections").at(14).at("id") == "deltanet");
+        CHECK(doc.at("sections").at(15).at("id") == "kvshare");  // added after, so that the parts before keep their numbers
+        CHECK(doc.at("sections").at(16).at("id") == "dsa");
         CHECK(run_json("walkthrough").at("sections").size() == 7);
     }
 

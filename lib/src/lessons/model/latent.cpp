@@ -41,7 +41,7 @@ void PromptTap::indexer(std::size_t l, const LatentForward& f, const LatentIndex
                 " features in the half-split layout (feature c with c + " + std::to_string(w.rope / 2) + "), not the heads' interleaved one.";
     rec_.add("index_keys", "The indexer's keys: one per token for all " + H + " index heads (wk, then the LayerNorm k_norm, then RoPE on the first " + rope + ")",
              "k^I = RoPE(LayerNorm(" + in + "·W_kᵀ))", ix.k, tokens_features)
-        .note = "d_I = " + d + " features per token: with --generate the cache keeps them beside the latent and k_rope.";
+        .note = "d_I = " + d + " features per token: when generating, the cache keeps them beside the latent and k_rope.";
     Step& gates = rec_.add("index_gates", "Each index head's weight for every query (weights_proj)", "w = " + in + "·W_projᵀ · H_I^−½, H_I^−½ = " + format_number(ix.gate_scale),
                            ix.gates, tokens_features);
     for (std::size_t h = 0; h < w.heads; ++h) gates.labels.push_back("w_" + std::to_string(h + 1));
@@ -53,9 +53,9 @@ void PromptTap::indexer(std::size_t l, const LatentForward& f, const LatentIndex
     is.note = "−∞ after the query (the causal mask, added before the selection). Each query keeps the " + config_.family->latent.index_topk + " = " + std::to_string(w.topk) +
               " keys it scores highest (torch.topk, ties as its CPU loop orders them); a row that sees no more keeps them all.";
     rec_.mask_from_here(std::nullopt);
-    Step& kept = rec_.add("kept", "The keys each query keeps: " + std::to_string(top.k) + " at most (" + config_.family->latent.index_topk + " " + std::to_string(w.topk) + ")",
+    Step& kept_step = rec_.add("kept", "The keys each query keeps: " + std::to_string(top.k) + " at most (" + config_.family->latent.index_topk + " " + std::to_string(w.topk) + ")",
                           "M_ts = 1 if s ∈ topk(I_t) and s ≤ t", top.kept, tokens_tokens);
-    kept.legend = "1 = kept, 0 = masked (not among the top k, or after the query)";
+    kept_step.legend = "1 = kept, 0 = masked (not among the top k, or after the query)";
     const std::size_t T = top.kept.shape(1), S = top.kept.shape(2);
     std::size_t dropped = 0, pairs = 0;
     for (std::size_t t = 0; t < T; ++t)
@@ -63,7 +63,7 @@ void PromptTap::indexer(std::size_t l, const LatentForward& f, const LatentIndex
             ++pairs;
             dropped += top.kept(0, t, s) == 0.0f ? 1 : 0;
         }
-    kept.note = grouped(dropped) + " of the " + grouped(pairs) + " causal pairs dropped: every head's weight there is 0 (their scores get −∞ before the softmax).";
+    kept_step.note = grouped(dropped) + " of the " + grouped(pairs) + " causal pairs dropped: every head's weight there is 0 (their scores get −∞ before the softmax).";
     index_kept_ = top.kept;
 }
 

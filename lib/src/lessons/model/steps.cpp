@@ -23,7 +23,7 @@ const std::vector<StepDecl>& model_steps() {
         {"latent_kv", "latent attention (DeepSeek-V3): c_KV, each token's latent after its RMSNorm, what the cache keeps (with keys_rope)", detail, beyond},
         {"keys_rope", "latent attention: the rotary key part every head shares, after RoPE (cached too)", detail, beyond},
         {"index_queries", "DeepSeek Sparse Attention's indexer (DeepSeek-V3.2): its queries per index head, wq_b on the query latent, the first d_rope features after RoPE", detail, beyond},
-        {"index_keys", "the indexer's keys, one per token for every index head: wk, the LayerNorm k_norm, RoPE (cached with --generate)", detail, beyond},
+        {"index_keys", "the indexer's keys, one per token for every index head: wk, the LayerNorm k_norm, RoPE (cached when generating)", detail, beyond},
         {"index_gates", "the indexer's weight of each index head for every query, weights_proj(x)·H_I^−½ (not softmaxed)", detail, beyond},
         {"index_scores", "the index scores I_ts = Σ_j w_tj·ReLU(q^I_tj·k^I_s·d_I^−½), −∞ after the query", detail, beyond},
         {"kept", "the keys each query keeps: 1 among its top-k index scores (and not after it), 0 elsewhere; the weights are 0 there", detail, beyond},

@@ -130,7 +130,8 @@ TEST_SUITE("contract") {
             add(f->layers.no_rope_interval);
             add(f->layers.windows_flag);
             for (const std::string& a : f->dense.activation_fields) add(a);
-            for (const std::string* s : {&f->latent.query_rank, &f->latent.rank, &f->latent.nope, &f->latent.rope, &f->latent.value, &f->latent.interleave})
+            for (const std::string* s : {&f->latent.query_rank, &f->latent.rank, &f->latent.nope, &f->latent.rope, &f->latent.value, &f->latent.interleave,
+                                             &f->latent.index_heads, &f->latent.index_dim, &f->latent.index_topk})
                 add(*s);
             if (f->deltanet)
                 for (const std::string* s : {&f->deltanet->key_heads, &f->deltanet->value_heads, &f->deltanet->key_dim, &f->deltanet->value_dim,
@@ -156,6 +157,7 @@ TEST_SUITE("contract") {
         // the decoder's own fields a kind names in its messages (intermediate_size: the MLP's, and gpt-oss's experts')
         for (const char* shared : {"attention_bias", "num_key_value_heads", "rope_scaling", "intermediate_size"}) fields.erase(shared);
         REQUIRE(fields.count("kv_lora_rank"));
+        REQUIRE(fields.count("index_topk"));
         REQUIRE(fields.count("linear_num_key_heads"));
         REQUIRE(fields.count("routed_scaling_factor"));
         REQUIRE_FALSE(fields.count("hidden_size"));

@@ -1486,6 +1486,7 @@ TEST_SUITE("cli.memory") {
               "model --model '" + tiny_qwen3 + "' --ids 1,2,3,4,5,6,7,8 --generate 40 --streaming-cache 4,8",
               "model --model '" + test::source_path("tests/data/models/tiny_gpt_oss") + "' --ids 1,2,3,4,5,6,7,8,9,10,11,12 --view --generate 8",
               "model --model '" + test::source_path("tests/data/models/tiny_deepseek_v3") + "' --ids 1,2,3,4,5,6,7,8,9,10,11,12 --view --generate 8",
+              "model --model '" + test::source_path("tests/data/models/tiny_deepseek_v32") + "' --ids 1,2,3,4,5,6,7,8,9,10,11,12 --view --generate 8",
               "model --model '" + test::source_path("tests/data/models/tiny_qwen3_next") + "' --ids 1,2,3,4,5,6,7,8,9,10,11,12 --all-layers --generate 8",
               "model --model '" + test::source_path("tests/data/models/tiny_qwen3_5") + "' --ids 1,2,3,4,5,6,7,8,9,10,11,12 --generate 8 --logit-lens",
               "model --model '" + test::source_path("tests/data/models/tiny_deepseek_v3_f32") + "' --ids 1,2,3,4,5,6,7,8 --all-layers --logit-lens",

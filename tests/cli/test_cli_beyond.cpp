@@ -452,6 +452,29 @@ TEST_SUITE("cli.beyond") {
         CHECK(flat(step(cell, "explain_score").at("data"))[0] == flat(step(cell, "scores").at("data"))[2 * 3 + 0]);
     }
 
+    TEST_CASE("cli.beyond.deepseek_v32_indexer_keeps_index_topk_keys") {
+        const std::string ds = test::source_path("tests/data/models/tiny_deepseek_v32");
+        const json doc = run_json("model --model " + ds + " --ids 5,17,3,250,9,42,7,8 --layer 2");
+        CHECK(step(doc, "index_queries").at("shape") == json::array({4, 8, 12}));  // 4 index heads of 12
+        CHECK(step(doc, "index_keys").at("shape") == json::array({8, 12}));
+        CHECK(step(doc, "index_gates").at("shape") == json::array({8, 4}));
+        const auto kept = flat(step(doc, "kept").at("data")), w = flat(step(doc, "weights").at("data"));
+        REQUIRE(kept.size() == 64);
+        for (std::size_t t = 0; t < 8; ++t) {  // min(t + 1, index_topk 4) keys kept per row, the weights 0 elsewhere in every head
+            double row = 0;
+            for (std::size_t s = 0; s < 8; ++s) {
+                row += kept[t * 8 + s];
+                if (kept[t * 8 + s] == 0.0)
+                    for (std::size_t h = 0; h < 4; ++h) CHECK(w[(h * 8 + t) * 8 + s] == 0.0);
+            }
+            CHECK(row == static_cast<double>(std::min<std::size_t>(t + 1, 4)));
+        }
+        // decoding through the latent and indexer caches matches the whole sequence; the cache note counts the indexer's key
+        const json gen = run_json("model --model " + ds + " --ids 5,17,3,250,9 --generate 6 --layer 2");
+        CHECK(flat(step(gen, "max_difference").at("data"))[0] < 1e-5);
+        CHECK(step(gen, "max_difference").at("note").get<std::string>().find("the indexer's key (d_I = 12), 32 floats") != std::string::npos);
+    }
+
     TEST_CASE("cli.beyond.qwen3_next_gated_deltanet_and_gated_attention") {
         const std::string qn = test::source_path("tests/data/models/tiny_qwen3_next");
         // a Gated DeltaNet layer: its effective attention matrix times the values gives its outputs

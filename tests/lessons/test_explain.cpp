@@ -178,6 +178,36 @@ TEST_SUITE("explain") {
         every_cell_is_its_matrix("tests/data/models/tiny_deepseek_v3", 2, "weights", "explain_weight");
         every_cell_is_its_matrix("tests/data/models/tiny_deepseek_v3", 2, "scores", "explain_score");
         every_cell_is_its_matrix("tests/data/models/tiny_deepseek_v3_f32", 0, "weights", "explain_weight");
+        // DeepSeek-V3.2: index_topk (4, 3) of the 6 keys kept, the others −∞ as the softmax read them
+        every_cell_is_its_matrix("tests/data/models/tiny_deepseek_v32", 1, "weights", "explain_weight");
+        every_cell_is_its_matrix("tests/data/models/tiny_deepseek_v32_f32", 0, "weights", "explain_weight");
+    }
+    TEST_CASE("explain.a_key_the_indexer_dropped_is_masked") {
+        const Model m = load_model(test::source_path("tests/data/models/tiny_deepseek_v32_f32"));
+        const std::vector<std::size_t> ids = {1, 2, 3, 4, 5, 6};
+        ModelSpec spec;
+        spec.layer = 0;
+        Recording recording;
+        recording.explainable = true;
+        const Trace t = walk_model(m, ids, std::vector<std::string>(ids.size(), "#"), spec, recording);
+        const Step* kept = step_of(t, "kept");
+        REQUIRE(kept);
+        std::size_t dropped = 0;
+        for (std::size_t i = 0; i < 6; ++i)
+            for (std::size_t j = 0; j <= i; ++j) {
+                CAPTURE(i);
+                CAPTURE(j);
+                const bool in = kept->tensor.data[i * 6 + j] != 0.0f;
+                const std::vector<Step> steps = explain(t, CellRef{0, 0, i, j});
+                const auto mask = std::find_if(steps.begin(), steps.end(), [](const Step& s) { return s.id == "explain_mask"; });
+                REQUIRE(mask != steps.end());
+                CHECK(mask->tensor.integers.at(0) == (in ? 1u : 0u));
+                if (!in) {
+                    CHECK(mask->note.find("not among the keys its indexer kept") != std::string::npos);
+                    ++dropped;
+                }
+            }
+        CHECK(dropped == 6);  // rows 4, 5, 6 keep 3 of their 4, 5, 6 keys
     }
     TEST_CASE("explain.a_deltanet_layers_cells_are_its_effective_attention_bit_for_bit") {
         every_cell_is_its_matrix("tests/data/models/tiny_qwen3_next", 0, "effective_attention", "explain_effective");

@@ -182,6 +182,35 @@ TEST_SUITE("model") {
         }
     }
 
+    TEST_CASE("model.deepseek_v32_decodes_through_its_latent_and_indexer_caches") {
+        // DeepSeek-V3.2: each query keeps index_topk keys (4 and 3, fewer than the 12 tokens), chosen by the indexer
+        // over the cached indexer keys: token by token, and after a prompt of 5, the logits are the full pass's
+        for (const char* folder : {"tiny_deepseek_v32", "tiny_deepseek_v32_f32"}) {
+            CAPTURE(folder);
+            const Model m = load_model(test::source_path(std::string("tests/data/models/") + folder));
+            const DecoderWeights& w = m->weights;
+            const std::vector<std::size_t> ids = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 250, 17};
+            const Cube full = decoder_forward(w, ids, nullptr, nullptr);
+            DecoderCache one = make_cache(w.config), prompt = make_cache(w.config);
+            decoder_forward(w, {ids.begin(), ids.begin() + 5}, &prompt, nullptr);
+            for (std::size_t t = 0; t < ids.size(); ++t) {
+                CAPTURE(t);
+                const Cube last = decoder_forward(w, {ids[t]}, &one, nullptr);
+                CHECK(max_diff(decoder_logits(w, last, 0), decoder_logits(w, full, t)) <= 1e-5f);
+                if (t < 5) continue;
+                const Cube after = decoder_forward(w, {ids[t]}, &prompt, nullptr);
+                CHECK(max_diff(decoder_logits(w, after, 0), decoder_logits(w, full, t)) <= 1e-5f);
+            }
+            const LatentIndexerWeights& ix = *w.blocks[0].attention->get<LatentBlock>().w.indexer;
+            REQUIRE(one.index_keys.size() == w.config.layers);
+            CHECK(one.index_keys[0].shape(1) == ids.size());
+            CHECK(one.index_keys[0].shape(2) == ix.head_dim());
+            // the bytes: c_KV, k_rope and the indexer's key per token and layer
+            const LatentWeights& lw = w.blocks[0].attention->get<LatentBlock>().w;
+            CHECK(one.bytes(4) == doctest::Approx(4.0 * static_cast<double>(ids.size() * w.config.layers * (lw.rank() + lw.rope + ix.head_dim()))));
+        }
+    }
+
     TEST_CASE("model.the_blocked_and_the_full_attention_agree") {
         const Model m = load_gpt2(test::source_path(tiny), 4);
         const std::vector<std::size_t> ids = {9, 8, 7, 6, 5, 4, 3, 2};

@@ -8,6 +8,7 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/lessons/lessons.hpp"
 #include "attnwalk/model/blocks/heads.hpp"
+#include "attnwalk/model/blocks/latent.hpp"
 #include "attnwalk/model/blocks/mlp.hpp"
 #include "attnwalk/model/decoder.hpp"
 #include "test_util.hpp"
@@ -181,6 +182,30 @@ TEST_SUITE("model") {
                              doctest::Contains("expected fewer than num_hidden_layers"), InputError);
         CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_gemma4", [](json& j) { j["num_kv_shared_layers"] = 5; })),  // layer 6 is full, layer 1 sliding
                              doctest::Contains("none of the first 1 is one"), InputError);
+    }
+
+    TEST_CASE("model.deepseek_v32_reads_its_indexer_and_refuses_what_it_lacks") {
+        // DeepSeek-V3's latent attention and experts, and in every layer the indexer: wq_b on the query latent,
+        // wk, k_norm (a LayerNorm with its bias), weights_proj; the rotary pairs interleaved without rope_interleave
+        const Model m = load_model(test::source_path("tests/data/models/tiny_deepseek_v32"));
+        const DecoderConfig& c = m->weights.config;
+        CHECK(c.family->model_type == "deepseek_v32");
+        CHECK(c.latent_interleave);
+        for (const BlockWeights& b : m->weights.blocks) {
+            const LatentWeights& w = b.attention->get<LatentBlock>().w;
+            REQUIRE(w.indexer.has_value());
+            CHECK(w.indexer->heads == 4);
+            CHECK(w.indexer->head_dim() == 12);
+            CHECK(w.indexer->topk == 4);
+            CHECK(w.indexer->rope == 8);
+            CHECK(w.indexer->wq_b.in() == 16);  // q_lora_rank
+            CHECK(w.indexer->k_norm_bias.size() == 12);
+        }
+        CHECK(info_of(*m).unused.size() == 4);  // the multi-token-prediction layer's, as DeepSeek-V3's
+        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_deepseek_v32_f32", [](json& j) { j["q_lora_rank"] = nullptr; })),
+                             doctest::Contains("the indexer reads the query latent"), InputError);
+        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_deepseek_v32_f32", [](json& j) { j["index_head_dim"] = 2; })),
+                             doctest::Contains("at least 4 (qk_rope_head_dim)"), InputError);
     }
 
     TEST_CASE("model.folder_faults_are_one_message") {

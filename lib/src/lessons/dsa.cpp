@@ -292,7 +292,7 @@ Trace walk_dsa(const Embeddings& input, const DsaSpec& spec, const Recording& re
     Step& is = rec.add("index_scores", "The index scores: the gated sum of the heads", "I_ts = Σ_j w_tj·ReLU(q^I_tj·k^I_s · d_I^−½)", ix.scores, tokens_tokens);
     is.may_be_non_finite = true;
     is.note = "−∞ after the query (the causal mask, added before the selection). DeepSeek-V3.2 on Hugging Face computes the indexer from the query's "
-                "compressed latent, puts its keys through a LayerNorm and RoPE, and multiplies ReLU(q·k) by the gate and by d_I^−½ together; the "
+                "compressed latent and puts its keys through a LayerNorm and RoPE (attnwalk model runs it on a deepseek_v32 folder); the "
                 "selection is the same.";
     rec.mask_from_here(std::nullopt);
     Tensor picked = integer_tensor(std::vector<ull>(top.indices.begin(), top.indices.end()), {T, k});

@@ -365,7 +365,9 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
 
     // ---- the mask's verdict ----------------------------------------------------------------------
     const std::size_t position = f.q_position0 + i;  // the query's place among the keys
-    const bool masked = masked_out(position, j, f.causal, f.window);
+    // a key a selection dropped (DeepSeek Sparse Attention's indexer): −∞ in what the softmax read, though the causal mask shows it
+    const bool dropped = !masked_out(position, j, f.causal, f.window) && f.scaled.size() && std::isinf(f.scaled(0, h, r, j));
+    const bool masked = masked_out(position, j, f.causal, f.window) || dropped;
     if (L || f.window) {  // the chapter's causal mask is its own lesson (causal); a model's layer or a window says its verdict
         std::string rule = f.causal ? "j ≤ i" : "";
         if (f.window) rule += std::string(rule.empty() ? "" : " and ") + "i − j < " + std::to_string(f.window);
@@ -373,6 +375,7 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
                                                     " (" + I + ")",
                                 "visible when " + rule, integer_tensor({masked ? 0ull : 1ull}, {}), {});
         if (f.causal && j > position) m.note = "Key " + J + " comes after query " + I + ": the causal mask hides the future (score −∞, weight 0).";
+        else if (dropped) m.note = "Key " + J + " is visible to query " + I + " but not among the keys its indexer kept (kept): score −∞, weight 0.";
         else if (masked) m.note = "Key " + J + " is " + std::to_string(position - j) + " tokens back, outside the window of " + std::to_string(f.window) +
                                   " (itself and the " + std::to_string(f.window - 1) + " before it): score −∞, weight 0.";
         else m.note = "Key " + J + " is " + (position == j ? "the query itself" : std::to_string(position - j) + " token" + (position - j == 1 ? "" : "s") + " back") +
@@ -443,6 +446,7 @@ void explain_cell(Recorder& rec, const CellRef& cell, const ExplainView& v) {
                  ? "Equal, bit for bit, to the weights matrix at row " + I + ", column " + J + ". Like PyTorch, the softmax multiplies by the reciprocal of the sum."
                  : "Differs from the weights matrix at row " + I + ", column " + J + ".";
     if (f.causal && j > position) w.note += " Column " + J + " is in the future of row " + I + ": masked, so its weight is 0.";
+    else if (dropped) w.note += " Key " + J + " is not among the keys row " + I + "'s indexer kept: masked, so its weight is 0.";
     else if (masked) w.note += " Key " + J + " is outside row " + I + "'s window: masked, so its weight is 0.";
     if (v.depth == ExplainDepth::weight) return;
 

@@ -29,6 +29,7 @@ double DecoderCache::bytes(std::size_t bytes_per_value) const {
     double sum = 0.0;
     for (const KvCache& kv : layers) sum += kv.bytes(bytes_per_value);
     for (const DeltaNetCache& d : linear) sum += d.bytes(bytes_per_value);
+    for (const Cube& k : index_keys) sum += static_cast<double>(k.size() * bytes_per_value);
     return sum;
 }
 
@@ -39,6 +40,7 @@ DecoderCache make_cache(const DecoderConfig& config) {
         cache.layers.emplace_back(window);
     }
     cache.linear.resize(config.layers);
+    cache.index_keys.resize(config.layers);
     return cache;
 }
 

@@ -18,6 +18,7 @@ const FamilySpec& olmo3_family();
 const FamilySpec& smollm3_family();
 const FamilySpec& gpt_oss_family();
 const FamilySpec& deepseek_v3_family();
+const FamilySpec& deepseek_v32_family();
 const FamilySpec& qwen3_next_family();
 const FamilySpec& qwen3_5_family();
 const FamilySpec& cohere2_family();
@@ -29,7 +30,7 @@ const std::vector<const FamilySpec*>& families() {
         &gpt2_family(),  &llama_family(), &qwen2_family(), &qwen3_family(), &qwen3_moe_family(),
         &gemma_family(), &gemma3_family(), &olmo2_family(), &olmo3_family(), &smollm3_family(),
         &gpt_oss_family(), &deepseek_v3_family(), &qwen3_next_family(), &qwen3_5_family(), &cohere2_family(),
-        &gemma4_text_family(), &gemma4_family(),
+        &gemma4_text_family(), &gemma4_family(), &deepseek_v32_family(),
     };
     return all;
 }

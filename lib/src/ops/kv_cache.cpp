@@ -64,7 +64,9 @@ std::vector<std::size_t> KvCache::positions() const {
 
 double KvCache::bytes(std::size_t bytes_per_value) const {
     if (length() == 0) return 0.0;
-    return kv_cache_bytes(keys_.shape(0), length(), keys_.shape(1), keys_.shape(3), 1, bytes_per_value);
+    // the keys and the values each at their own width (a latent layer: c_KV's r and k_rope's d_rope)
+    const double per_token = static_cast<double>(keys_.shape(1) * keys_.shape(3) + values_.shape(1) * values_.shape(3));
+    return static_cast<double>(keys_.shape(0)) * static_cast<double>(length()) * per_token * static_cast<double>(bytes_per_value);
 }
 
 double kv_cache_bytes(std::size_t batch, std::size_t tokens, std::size_t kv_heads, std::size_t head_size, std::size_t layers,

@@ -69,18 +69,19 @@ Hyper head_scores(const Hyper& q, const Hyper& k) {
     return out;
 }
 
-// softmax(ω·scaling) row by row, −∞ above the diagonal when causal; each row's max and sum
-// into `row_max` and `row_sum` (B,H,T) when given.
-Hyper attention_weights(const Hyper& scores, float scaling, bool causal, Cube* row_max = nullptr, Cube* row_sum = nullptr) {
+// softmax(ω·scaling) row by row, −∞ above the diagonal when causal and where `kept` (B,T,S,
+// the indexer's choice) is 0; each row's max and sum into `row_max` and `row_sum` (B,H,T) when given.
+Hyper attention_weights(const Hyper& scores, float scaling, bool causal, const Cube* kept, Cube* row_max = nullptr, Cube* row_sum = nullptr) {
     Hyper w = scores;
     if (row_max) *row_max = fresh<3>({w.shape(0), w.shape(1), w.shape(2)});
     if (row_sum) *row_sum = fresh<3>({w.shape(0), w.shape(1), w.shape(2)});
     const std::size_t T = w.shape(2), S = w.shape(3), rows = w.size() / S;
     for (std::size_t r = 0; r < rows; ++r) {
         float* row = w.data() + r * S;
-        const std::size_t i = r % T;
+        const std::size_t i = r % T, b = r / (T * w.shape(1));
+        const float* keep = kept ? kept->data() + (b * T + i) * S : nullptr;
         for (std::size_t j = 0; j < S; ++j)
-            row[j] = causal && j > i + (S - T) ? -std::numeric_limits<float>::infinity() : row[j] * scaling;
+            row[j] = (causal && j > i + (S - T)) || (keep && keep[j] == 0.0f) ? -std::numeric_limits<float>::infinity() : row[j] * scaling;
         const RowSoftmax m = softmax_row(row, S);
         if (row_max) row_max->data()[r] = m.max;
         if (row_sum) row_sum->data()[r] = m.sum;
@@ -123,6 +124,13 @@ void LatentWeights::check() const {
     if ((q_proj ? q_proj->in() : q_a_proj->in()) != d) throw UsageError("the query and kv_a_proj read different widths");
     if (q_a_proj && (q_b_proj->in() != q_a_proj->out() || q_a_norm.size() != q_a_proj->out()))
         throw UsageError("q_a_proj, q_a_layernorm and q_b_proj disagree on the query's rank");
+    if (indexer) {
+        indexer->check();
+        if (!q_a_proj || indexer->wq_b.in() != q_a_proj->out())
+            throw UsageError("the indexer's wq_b reads the query latent: it needs q_a_proj, and the same rank (" + n(indexer->wq_b.in()) + ")");
+        if (indexer->wk.in() != d) throw UsageError("the indexer's wk reads " + n(indexer->wk.in()) + " features; the layer reads " + n(d));
+        if (indexer->rope != rope) throw UsageError("the indexer turns " + n(indexer->rope) + " features; the layer's rotary part has " + n(rope));
+    }
     if (o_proj.in() != H * value) throw UsageError("o_proj reads " + n(o_proj.in()) + " numbers; H·d_v = " + n(H * value));
 }
 
@@ -186,7 +194,15 @@ LatentForward latent_attention_forward(const Cube& x, const LatentWeights& w, co
     f.scores_nope = head_scores(f.q_nope, f.k_nope);
     f.scores_rope = head_scores(f.q_rope, k_rope);
     f.scores = add(f.scores_nope, f.scores_rope);
-    f.weights = attention_weights(f.scores, f.scaling, spec.causal, &f.row_max, &f.row_sum);
+    if (w.indexer) {  // DeepseekV32Indexer: the keys each query keeps, the others masked
+        if (spec.past_index_keys ? spec.past_index_keys->shape(1) != P : P != 0)
+            throw UsageError("the indexer's cache holds other tokens than the latent cache (" + n(spec.past_index_keys ? spec.past_index_keys->shape(1) : 0) +
+                             " and " + n(P) + ")");
+        RopeParams params = spec.rope;
+        f.index = latent_indexer(x, f.q_a_normed, *w.indexer, params, spec.position0, spec.past_index_keys);
+        f.top = top_k_keys(f.index->scores, w.indexer->topk);
+    }
+    f.weights = attention_weights(f.scores, f.scaling, spec.causal, f.top ? &f.top->kept : nullptr, &f.row_max, &f.row_sum);
     f.head_outputs = weighted_sum(f.weights, f.v.data(), S * w.value, H * S * w.value, w.value);
     f.context = merge_heads(f.head_outputs);
     f.output = project(f.context, w.o_proj);
@@ -205,7 +221,7 @@ LatentAbsorbed latent_attention_absorbed(const LatentForward& f, const LatentWei
     const Hyper latent = head_slice(f.latent, 1, r, 0, r);  // (B,1,T,r): one for every head
     a.scores_nope = head_scores(a.q_latent, latent);
     a.scores = add(a.scores_nope, f.scores_rope);
-    a.weights = attention_weights(a.scores, f.scaling, spec.causal);
+    a.weights = attention_weights(a.scores, f.scaling, spec.causal, f.top ? &f.top->kept : nullptr);
     a.latent_context = weighted_sum(a.weights, f.latent.data(), 0, S * r, r);
     // Z_h = (A_h·c_KV) · W_UV,h: kvb's columns h·stride + d_nope … (r × d_v)
     a.head_outputs = fresh<4>({B, H, T, w.value});

@@ -10,6 +10,7 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/ops/attention.hpp"
+#include "attnwalk/ops/norms.hpp"
 
 namespace attnwalk {
 
@@ -46,6 +47,62 @@ IndexerForward lightning_indexer(const Cube& x, const IndexerWeights& w, bool ca
         for (std::size_t t = 0; t < T; ++t)
             for (std::size_t s = 0; s < T; ++s)
                 f.scores(b, t, s) = causal && s > t ? -std::numeric_limits<float>::infinity() : index_score(f, b, t, s);
+    return f;
+}
+
+void LatentIndexerWeights::check() const {
+    const std::size_t d = head_dim();
+    if (heads == 0 || d == 0) throw UsageError("the indexer needs at least one index head of at least one feature");
+    if (wq_b.out() != heads * d || weights_proj.out() != heads)
+        throw UsageError("the indexer's projections do not fit " + std::to_string(heads) + " index heads of " + std::to_string(d) + ": wq_b gives " +
+                         std::to_string(wq_b.out()) + ", weights_proj " + std::to_string(weights_proj.out()));
+    if (weights_proj.in() != wk.in()) throw UsageError("the indexer's wk and weights_proj read different widths");
+    if (k_norm.size() != d || k_norm_bias.size() != d) throw UsageError("the indexer's k_norm has " + std::to_string(k_norm.size()) + " weights; d_I = " + std::to_string(d));
+    if (rope > d || rope % 2) throw UsageError("the indexer turns the first " + std::to_string(rope) + " features of " + std::to_string(d) + ": expected an even number, at most d_I");
+    if (topk == 0) throw UsageError("index_topk must be at least 1: a query would keep no key");
+}
+
+IndexerForward latent_indexer(const Cube& x, const Cube& q_latent, const LatentIndexerWeights& w, const RopeParams& rope, std::size_t position0,
+                              const Cube* past_keys) {
+    w.check();
+    const std::size_t B = x.shape(0), T = x.shape(1), H = w.heads, d = w.head_dim();
+    if (x.shape(2) != w.wk.in() || q_latent.shape(0) != B || q_latent.shape(1) != T || q_latent.shape(2) != w.wq_b.in())
+        throw UsageError("the indexer reads " + std::to_string(w.wk.in()) + " features and a query latent of " + std::to_string(w.wq_b.in()) + " per token");
+    const std::size_t P = past_keys ? past_keys->shape(1) : 0, S = P + T;
+    if (P && (past_keys->shape(0) != B || past_keys->shape(2) != d))
+        throw UsageError("the indexer's cache holds keys of " + std::to_string(past_keys->shape(2)) + " features; d_I = " + std::to_string(d));
+    IndexerForward f;
+    f.scale = static_cast<float>(std::pow(static_cast<double>(d), -0.5));       // index_head_dim ** -0.5
+    f.gate_scale = static_cast<float>(std::pow(static_cast<double>(H), -0.5));  // index_n_heads ** -0.5
+    f.q = project(q_latent, w.wq_b);  // (B,T,H·d): wq_b(q_resid)
+    f.qh = split_heads(f.q, H);       // (B,H,T,d)
+    f.k_normed = layer_norm(project(x, w.wk), w.k_norm, w.k_norm_bias, w.eps);  // k_norm(wk(x))
+    Hyper k_new = Hyper::from_shape({B, 1, T, d});
+    std::copy(f.k_normed.begin(), f.k_normed.end(), k_new.begin());
+    if (w.rope) {  // apply_rotary_pos_emb, half-split, on the first d_rope features; the rest pass
+        RopeParams params = rope;
+        params.rotary_dim = 0;
+        params.interleaved = false;
+        const Rope tables = rope_tables(w.rope, T, position0, params);
+        f.qh = apply_rope(f.qh, tables);
+        k_new = apply_rope(k_new, tables);
+    }
+    f.k = Cube::from_shape({B, S, d});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t s = 0; s < S; ++s)
+            for (std::size_t c = 0; c < d; ++c) f.k(b, s, c) = s < P ? (*past_keys)(b, s, c) : k_new(b, 0, s - P, c);
+    f.gates = project(x, w.weights_proj);  // weights_proj(x) · index_n_heads ** -0.5
+    f.gates *= f.gate_scale;
+    f.dots = Hyper::from_shape({B, H, T, S});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t t = 0; t < T; ++t)
+                for (std::size_t s = 0; s < S; ++s) f.dots(b, h, t, s) = std::max(index_dot(f, b, h, t, s) * f.scale, 0.0f);  // ReLU(q·k·scale)
+    f.scores = Cube::from_shape({B, T, S});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < T; ++t)
+            for (std::size_t s = 0; s < S; ++s)
+                f.scores(b, t, s) = s > P + t ? -std::numeric_limits<float>::infinity() : index_score(f, b, t, s);
     return f;
 }
 

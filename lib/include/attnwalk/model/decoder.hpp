@@ -158,10 +158,11 @@ public:
 
 // Each layer's keys and values, for decoding token by token. A latent attention layer keeps
 // its c_KV as the "keys" (B,1,T,r) and its rotated k_rope as the "values" (B,1,T,d_rope):
-// all MLA needs to make every head's keys and values again.
+// all MLA needs to make every head's keys and values again; with an indexer, its keys too.
 struct DecoderCache {
     std::vector<KvCache> layers;
     std::vector<DeltaNetCache> linear;  // a Gated DeltaNet layer's convolution inputs and state (its KvCache stays empty)
+    std::vector<Cube> index_keys;       // a latent layer's indexer keys (1,L,d_I), normed and rotated (DeepSeek-V3.2; else empty)
     std::size_t tokens() const {
         std::size_t n = 0;
         for (const KvCache& kv : layers) n = std::max(n, kv.seen());

@@ -123,7 +123,11 @@ struct LatentPart {
     std::string out = "self_attn.o_proj";
     std::string query_rank = "q_lora_rank", rank = "kv_lora_rank";  // r_q (null: no query latent) and r
     std::string nope = "qk_nope_head_dim", rope = "qk_rope_head_dim", value = "v_head_dim";
-    std::string interleave = "rope_interleave";  // the rotary pairs are (0,1), (2,3), … in the weights
+    std::string interleave = "rope_interleave";  // the rotary pairs are (0,1), (2,3), … in the weights (empty: always, no field)
+    // DeepSeek Sparse Attention's indexer (DeepSeek-V3.2): the module (empty: none) holding
+    // wq_b, wk, k_norm (a LayerNorm) and weights_proj, and the fields that size it.
+    std::string indexer;
+    std::string index_heads = "index_n_heads", index_dim = "index_head_dim", index_topk = "index_topk";
 };
 
 // Gated DeltaNet (blocks/deltanet.cpp): the module holding in_proj_qkvz and in_proj_ba (or

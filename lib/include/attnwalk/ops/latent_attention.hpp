@@ -14,6 +14,10 @@
 //   Z_h = A_h·V_h, heads concatenated, Y = Z·W_o             (B,T,d_out)
 //
 // Absorbed: q̃_h = q_nope,h·W_UK,hᵀ (B,H,T,r); ω_nope = q̃·c_KVᵀ; Z_h = (A_h·c_KV)·W_UV,h.
+//
+// With an indexer (DeepSeek-V3.2, ops/sparse_attention.hpp's latent_indexer): each query
+// keeps the index_topk keys its index scores rank highest (among those it sees), and the
+// others get −∞ before the softmax, as DeepseekV32Attention folds them into its mask.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +25,7 @@
 
 #include "attnwalk/ops/attention.hpp"
 #include "attnwalk/ops/linear.hpp"
+#include "attnwalk/ops/sparse_attention.hpp"
 #include "attnwalk/ops/tensor.hpp"
 
 namespace attnwalk {
@@ -35,6 +40,7 @@ struct LatentWeights {
     Linear o_proj;                             // H·d_v → d_out
     std::size_t heads = 1, nope = 0, rope = 0, value = 0;  // H, d_nope, d_rope, d_v
     float eps = 1e-6f;
+    std::optional<LatentIndexerWeights> indexer;  // DeepSeek-V3.2's lightning indexer (with a query latent)
 
     std::size_t d_in() const { return kv_a_proj.in(); }
     std::size_t rank() const { return kv_b_proj.in(); }  // r, kv_lora_rank
@@ -54,6 +60,8 @@ struct LatentSpec {
     // the new tokens (at position0 …) attend to before themselves. Null: none.
     const Cube* past_latent = nullptr;
     const Cube* past_k_rope = nullptr;
+    // With an indexer: its keys of the cache's tokens (B,S,d_I), normed and rotated. Null: none.
+    const Cube* past_index_keys = nullptr;
 };
 
 struct LatentForward {
@@ -67,6 +75,8 @@ struct LatentForward {
     Hyper k_nope, v;                 // (B,H,S,d_nope), (B,H,S,d_v)
     std::optional<Rope> tables;
     Hyper scores_nope, scores_rope, scores;  // (B,H,T,S), before the mask
+    std::optional<IndexerForward> index;  // with an indexer: its queries, keys (all S), gates and scores (B,T,S)
+    std::optional<TopKeys> top;           // with an indexer: the keys each query keeps (top.kept (B,T,S): 1 kept and visible)
     Hyper weights;                   // (B,H,T,S)
     Cube row_max, row_sum;           // (B,H,T) the softmax's max and sum of exponentials per row
     Hyper head_outputs;              // (B,H,T,d_v)

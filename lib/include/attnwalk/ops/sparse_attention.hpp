@@ -10,12 +10,19 @@
 //   w = X·W_weights · H_I^−½                 (B,T,H_I)     a plain linear gate, not softmaxed
 //   I[t,s] = Σ_j w[t,j]·R[j,t,s]             (B,T,T)       −∞ after the query (causal)
 //   keep the top k of each row of I, as torch.topk picks them (ties included)
+//
+// And as Hugging Face's DeepseekV32Indexer computes it inside a DeepSeek-V3.2 layer
+// (latent_indexer, for model/blocks/latent.cpp): the queries from the layer's normed query
+// latent, q^I = c_Q·W_q_bᵀ ("wq_b"); the keys k^I = LayerNorm(X·W_kᵀ) ("wk", "k_norm");
+// RoPE (half-split) on the first d_rope features of both; the gate w = X·W_projᵀ·H_I^−½
+// ("weights_proj"); the keys of earlier calls cached, each query seeing the keys up to its own.
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
 #include "attnwalk/ops/linear.hpp"
+#include "attnwalk/ops/rope_params.hpp"
 #include "attnwalk/ops/tensor.hpp"
 
 namespace attnwalk {
@@ -40,6 +47,9 @@ struct IndexerForward {
     Hyper dots;               // (B,H_I,T,T) ReLU(q·k · scale), every pair (the causal mask comes after)
     Cube gates;               // (B,T,H_I) X·W_weights · gate_scale
     Cube scores;              // (B,T,T) I, −∞ where the key comes after the query (causal)
+    // latent_indexer: q is wq_b's output, before RoPE; qh after it; k every key (B,S,d_I), the
+    // cache's then the new tokens', normed and rotated; dots (B,H_I,T,S), scores (B,T,S).
+    Cube k_normed;            // (B,T,d_I) the new tokens' LayerNorm(X·W_kᵀ), before RoPE
 };
 
 // Throws UsageError when the weights do not fit x.
@@ -52,6 +62,29 @@ float index_dot(const IndexerForward& f, std::size_t b, std::size_t h, std::size
 // indexer adds them in float32 (IndexerForward::scores bit for bit where the key is visible).
 std::vector<float> index_terms(const IndexerForward& f, std::size_t b, std::size_t t, std::size_t s);
 float index_score(const IndexerForward& f, std::size_t b, std::size_t t, std::size_t s);
+
+// DeepSeek-V3.2's indexer (Hugging Face's DeepseekV32Indexer): its weights as a layer holds them.
+struct LatentIndexerWeights {
+    Linear wq_b;               // r_q → H_I·d_I: the queries, from the layer's normed query latent
+    Linear wk;                 // d → d_I: one key per token
+    Vec k_norm, k_norm_bias;   // the keys' LayerNorm over d_I ("k_norm", nn.LayerNorm(d_I, eps=1e-6))
+    Linear weights_proj;       // d → H_I: the gates
+    std::size_t heads = 1;     // H_I (index_n_heads)
+    std::size_t rope = 0;      // the first d_rope features of q^I and k^I turn (qk_rope_head_dim)
+    std::size_t topk = 1;      // index_topk: the keys each query keeps
+    float eps = 1e-6f;
+
+    std::size_t head_dim() const { return wk.out(); }  // d_I (index_head_dim)
+    // UsageError when the matrices do not fit the sizes.
+    void check() const;
+};
+
+// The indexer of T new tokens at positions position0 … (X (B,T,d), the query latent c_Q
+// (B,T,r_q)), against `past_keys` (B,P,d_I, normed and rotated; null: none) and themselves:
+// key s is visible to query t when s ≤ P + t, the others −∞. `rope` gives the layer's RoPE
+// (its base and scaling; rotary_dim ignored, d_rope turns).
+IndexerForward latent_indexer(const Cube& x, const Cube& q_latent, const LatentIndexerWeights& w, const RopeParams& rope,
+                              std::size_t position0, const Cube* past_keys = nullptr);
 
 struct TopKeys {
     std::size_t k = 0;                       // min(k asked, T): what torch.topk was asked for

@@ -23,10 +23,26 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     const auto attention = [&](double queries, double keys) { return L * H * queries * keys * (2.0 * d + 16.0); };
     const double N = static_cast<double>(std::min<std::size_t>(spec.generate, c.context > T ? c.context - T : 0));
     const double t = static_cast<double>(T), all = t + N;
+    // DeepSeek Sparse Attention's indexer (DeepSeek-V3.2): its projections per token (wq_b on the
+    // query latent, wk, weights_proj), H_I·(d_I + 1) per query and key it scores (every earlier
+    // key), and its top-k; its T×T dots per index head and its scores, kept mask and cached keys
+    const LatentIndexerWeights* ix = nullptr;
+    for (const BlockWeights& b : m.weights.blocks)
+        if (const LatentBlock* lb = b.attention->as<LatentBlock>(); lb && lb->w.indexer) {
+            ix = &*lb->w.indexer;
+            break;
+        }
+    const double HI = ix ? static_cast<double>(ix->heads) : 0.0, dI = ix ? static_cast<double>(ix->head_dim()) : 0.0;
+    const double index_per_token = ix ? L * (static_cast<double>(ix->wq_b.in()) * HI * dI + C * (dI + HI)) : 0.0;
+    const auto index_work = [&](double queries, double keys) { return L * queries * keys * (HI * (dI + 1.0) + 8.0); };
     Cost cost;
     // the prompt, every generated token against the cache, then the whole sequence again
     cost.work = per_token * t + attention(t, t) + V * C;
     if (N > 0) cost.work += per_token * N + attention(N, all) + N * V * C + per_token * all + attention(all, all) + V * C;
+    if (ix) {
+        cost.work += index_per_token * t + index_work(t, t);
+        if (N > 0) cost.work += index_per_token * (N + all) + index_work(N, all) + index_work(all, all);
+    }
     // floats kept: a layer's working set (x, norms, q/k/v, the MLP's hidden), the layer shown
     // in full (its T×T tensors four times in the forward, twice in the trace), the view
     // (every layer's weights), summaries of the rest, the logits, the cache
@@ -43,9 +59,10 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     // and its heads' keys and values from the latent
     const bool latent = any_layer(c, AttentionKind::latent);
     const double latent_rows = latent ? 5.0 * H * t * t + 4.0 * t * H * d : 0.0;
-    const double working = layer_rows + latent_rows + (spec.view ? 4.0 * H * t * t : 0.0);
+    const double index_rows = ix ? (HI + 4.0) * t * t + t * (HI * dI + 3.0 * dI + HI) : 0.0;  // the dots, scores, kept mask and top-k; q^I, k^I, the gates
+    const double working = layer_rows + latent_rows + index_rows + (spec.view ? 4.0 * H * t * t : 0.0);
     const double view = spec.view ? 2.0 * L * H * t * t : 0.0;
-    const double cache = N > 0 ? 2.0 * 2.0 * L * G * d * all + 6.0 * H * all * all : 0.0;  // and the recomputation's T×T
+    const double cache = N > 0 ? 2.0 * 2.0 * L * G * d * all + 6.0 * H * all * all + (ix ? L * dI * all + (HI + 4.0) * all * all : 0.0) : 0.0;  // and the recomputation's T×T
     bool sixteen = false;  // 16-bit weights widened, as the first layer's show
     if (!m.weights.blocks.empty()) {
         const BlockWeights& first = m.weights.blocks.front();

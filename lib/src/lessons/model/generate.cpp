@@ -166,9 +166,13 @@ std::string cache_words(const DecoderCache& cache, const DecoderConfig& c, std::
     const Hyper& latent = cache.layers.front().keys();
     if (any_layer(c, AttentionKind::latent) && latent.dimension() == 4) {  // MLA: the latent and the rotated rotary key, for every head at once
         const std::size_t r = latent.shape(3), rope = cache.layers.front().values().shape(3);
-        return "The cache keeps the latent c_KV (r = " + std::to_string(r) + ") and k_rope (" + std::to_string(rope) + "), " + std::to_string(r + rope) +
+        // DeepSeek-V3.2: the indexer's key of every token too (d_I)
+        const std::size_t index = !cache.index_keys.empty() && cache.index_keys.front().dimension() == 3 ? cache.index_keys.front().shape(2) : 0;
+        const std::size_t per = r + rope + index;
+        return "The cache keeps the latent c_KV (r = " + std::to_string(r) + ") and k_rope (" + std::to_string(rope) + ")" +
+               (index ? ", and the indexer's key (d_I = " + std::to_string(index) + ")" : std::string()) + ", " + std::to_string(per) +
                " floats per token and layer, and makes every head's keys and values from them again: " + groups + " → " + (one ? sum : "(" + sum + ")") +
-               " × " + std::to_string(r + rope) + " × 4 bytes" + linear_words + total;
+               " × " + std::to_string(per) + " × 4 bytes" + linear_words + total;
     }
     if (widths)  // layers of different widths: each group's own G·d_k
         return "The cache keeps K and V, G·d_k floats each per token and layer: " + groups + " → (" + sum + ") × 2 × 4 bytes" + linear_words + total;

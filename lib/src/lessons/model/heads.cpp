@@ -134,15 +134,23 @@ void PromptTap::heads(std::size_t l, const Forward& f) {
     const std::string sink_note = "Learned sinks (" + config_.family->heads.sinks +
                                   "): each head's sink logit joins every row as one more column before the softmax and is dropped after, so "
                                   "a row's weights sum to 1 minus the sink's share (sink_share).";
+    CellMask weights_mask{true, f.window};  // with an indexer (DeepSeek-V3.2): the keys it dropped hatched too
+    if (latent && index_kept_.size()) {
+        weights_mask.keys = index_kept_.shape(2);
+        for (float v : index_kept_) weights_mask.kept.push_back(v != 0.0f ? 1 : 0);
+    }
+    const std::string index_note = "DeepSeek Sparse Attention: only the keys the indexer kept (kept) take part; the others' scores get −∞ before the softmax, "
+                                   "so their weights are 0 in every head.";
     if (spec_.head) {  // one head: its T×T matrices
         const std::size_t h = *spec_.head;
         const std::string of = " of head " + std::to_string(h + 1);
         rec_.add("scores", "Scores" + of, "ω_" + std::to_string(h + 1) + " = Q_" + std::to_string(h + 1) + "·K_" + std::to_string(h / (f.heads / f.kv_heads) + 1) + "ᵀ", Cube(xt::view(f.scores, xt::all(), h)),
                  tokens_tokens);
-        rec_.mask_from_here(CellMask{true, f.window});
+        rec_.mask_from_here(weights_mask);
         Step& w = rec_.add_with_row_sums("weights", kind + of + " (one of " + heads_words(f.heads, f.d_h) + ")", formula,
                                          Cube(xt::view(f.weights, xt::all(), h)), tokens_tokens);
         rec_.mask_from_here(std::nullopt);
+        if (!weights_mask.kept.empty()) w.note = index_note;
         if (sinks) {
             w.note = sink_note;
             rec_.add("sink_share", "The sink's share of every row" + of, "1 − Σ_j A_h,ij", Mat(xt::view(f.sink_share, xt::all(), h, xt::all())), {Axis::token});
@@ -154,12 +162,13 @@ void PromptTap::heads(std::size_t l, const Forward& f) {
         if (f.square_summarised) {  // only their statistics were made
             const std::vector<std::size_t> square = {f.heads, f.rows, f.kh.shape(2)};
             rec_.add_summary("scores", scores_title, scores_formula, square, f.qh.shape(0), head_tokens_tokens, f.scores_stats);
-            rec_.mask_from_here(CellMask{true, f.window});
+            rec_.mask_from_here(weights_mask);
             rec_.add_summary("weights", weights_title, formula, square, f.qh.shape(0), head_tokens_tokens, f.weights_stats);
         } else {  // a summary: summed where they are
             rec_.add("scores", scores_title, scores_formula, f.scores, head_tokens_tokens);
-            rec_.mask_from_here(CellMask{true, f.window});
+            rec_.mask_from_here(weights_mask);
             rec_.add_with_row_sums("weights", weights_title, formula, f.weights, head_tokens_tokens);
+            if (!weights_mask.kept.empty()) rec_.trace().steps.back().note = index_note;
         }
         rec_.mask_from_here(std::nullopt);
         if (sinks) {

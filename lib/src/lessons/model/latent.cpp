@@ -18,9 +18,53 @@ void PromptTap::latent(std::size_t l, const LatentForward& f) {
              " up-projects it), so a cache keeps r = " + std::to_string(w.rank()) + " numbers and the " + std::to_string(w.rope) +
              " of keys_rope per token and layer, where the heads' keys and values would take H·(d_nope + d_rope + d_v) = " +
              std::to_string(w.heads * (w.qk_head() + w.value)) + ".";
+    const std::string interleave_field = n.interleave.empty() ? std::string("always, in this family") : n.interleave;
     rec_.add("keys_rope", "The rotary key part, one for every head, after RoPE (" + std::to_string(w.rope) + " features" +
-                              (config_.latent_interleave ? ", pairs interleaved in the weights: " + config_.family->latent.interleave : std::string()) + ")",
+                              (config_.latent_interleave ? ", pairs interleaved in the weights: " + interleave_field : std::string()) + ")",
              "k_rope = RoPE((" + in + "·W_DKVᵀ)[r:])", f.k_rope, tokens_features);
+    if (f.index && f.top) indexer(l, f, *w.indexer);
+}
+
+// DeepSeek Sparse Attention's indexer in a latent layer (DeepSeek-V3.2): its queries from the
+// query latent, its keys, its gates, the index scores, the keys each query keeps.
+void PromptTap::indexer(std::size_t l, const LatentForward& f, const LatentIndexerWeights& w) {
+    const IndexerForward& ix = *f.index;
+    const TopKeys& top = *f.top;
+    const std::string in = words_.pre ? words_.n1 + "(x)" : "x";
+    const std::string H = std::to_string(w.heads), d = std::to_string(w.head_dim()), rope = std::to_string(w.rope);
+    const std::string module = short_name(config_.family->latent.indexer);
+    rec_.add("index_queries", "Layer " + std::to_string(l + 1) + ": the indexer's queries (" + module + ".wq_b on the query latent), " + heads_words(w.heads, w.head_dim()) +
+                                  ", the first " + rope + " features after RoPE",
+             "q^I_j = RoPE(c_Q·W_q_bᵀ)_j, c_Q = RMSNorm(" + in + "·W_qaᵀ)", ix.qh, head_tokens_features)
+        .note = "DeepSeek Sparse Attention (DeepSeek-V3.2): a small attention of its own, the lightning indexer, chooses which keys each query attends to. "
+                "Its queries come from the query latent the heads' queries come from; RoPE turns their first " + rope +
+                " features in the half-split layout (feature c with c + " + std::to_string(w.rope / 2) + "), not the heads' interleaved one.";
+    rec_.add("index_keys", "The indexer's keys: one per token for all " + H + " index heads (wk, then the LayerNorm k_norm, then RoPE on the first " + rope + ")",
+             "k^I = RoPE(LayerNorm(" + in + "·W_kᵀ))", ix.k, tokens_features)
+        .note = "d_I = " + d + " features per token: when generating, the cache keeps them beside the latent and k_rope.";
+    Step& gates = rec_.add("index_gates", "Each index head's weight for every query (weights_proj)", "w = " + in + "·W_projᵀ · H_I^−½, H_I^−½ = " + format_number(ix.gate_scale),
+                           ix.gates, tokens_features);
+    for (std::size_t h = 0; h < w.heads; ++h) gates.labels.push_back("w_" + std::to_string(h + 1));
+    gates.note = "A plain linear weight scaled by H_I^−½ (Hugging Face's DeepseekV32Indexer), not a softmax over the heads: a weight may be negative.";
+    rec_.mask_from_here(CellMask{});
+    Step& is = rec_.add("index_scores", "The index scores: the gated sum of the index heads", "I_ts = Σ_j w_tj·ReLU(q^I_tj·k^I_s · d_I^−½), d_I^−½ = " + format_number(ix.scale),
+                        ix.scores, tokens_tokens);
+    is.may_be_non_finite = true;
+    is.note = "−∞ after the query (the causal mask, added before the selection). Each query keeps the " + config_.family->latent.index_topk + " = " + std::to_string(w.topk) +
+              " keys it scores highest (torch.topk, ties as its CPU loop orders them); a row that sees no more keeps them all.";
+    rec_.mask_from_here(std::nullopt);
+    Step& kept_step = rec_.add("kept", "The keys each query keeps: " + std::to_string(top.k) + " at most (" + config_.family->latent.index_topk + " " + std::to_string(w.topk) + ")",
+                          "M_ts = 1 if s ∈ topk(I_t) and s ≤ t", top.kept, tokens_tokens);
+    kept_step.legend = "1 = kept, 0 = masked (not among the top k, or after the query)";
+    const std::size_t T = top.kept.shape(1), S = top.kept.shape(2);
+    std::size_t dropped = 0, pairs = 0;
+    for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t s = 0; s <= t + (S - T) && s < S; ++s) {
+            ++pairs;
+            dropped += top.kept(0, t, s) == 0.0f ? 1 : 0;
+        }
+    kept_step.note = grouped(dropped) + " of the " + grouped(pairs) + " causal pairs dropped: every head's weight there is 0 (their scores get −∞ before the softmax).";
+    index_kept_ = top.kept;
 }
 
 std::shared_ptr<LatentSource> PromptTap::latent_parts(const LatentForward& f, const LatentWeights& w) const {

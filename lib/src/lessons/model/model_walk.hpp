@@ -121,6 +121,7 @@ public:
 private:
     void embeddings(HookId id, const Cube& t);
     void latent(std::size_t l, const LatentForward& f);        // latent.cpp
+    void indexer(std::size_t l, const LatentForward& f, const LatentIndexerWeights& w);  // latent.cpp: DeepSeek-V3.2's
     void linear(std::size_t l, const GatedDeltaNetForward& f);  // deltanet.cpp
     void heads(std::size_t l, const Forward& f);                // heads.cpp
     void experts(std::size_t l, const MoeOutput& r);            // experts.cpp
@@ -153,6 +154,7 @@ private:
     bool explainable_;
     Cube stream_, normed_;  // the rows entering the current layer, and after its norm
     std::shared_ptr<LatentSource> latent_kept_;  // the current latent attention layer's parts, until its heads
+    Cube index_kept_;  // the shown latent layer's indexer choice (1,T,S), until its heads mask the weights
 };
 
 // The analyses of the prompt's pass, each a step or a few after the candidates.

@@ -4,6 +4,7 @@
 // forward is ops/latent_attention's, its cache the latent and the rotated rotary key.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <xtensor/xview.hpp>
 
@@ -19,9 +20,13 @@ namespace {
 
 class LatentReader : public KindReader {
 public:
+    // The indexer's sizes, with one (index_heads > 0).
+    struct IndexSizes {
+        std::size_t heads = 0, dim = 0, topk = 0;
+    };
     LatentReader(const FamilySpec& f, const DecoderConfig& c, bool attention_bias, std::size_t q_rank, std::size_t kv_rank, std::size_t nope,
-                 std::size_t rope, std::size_t value)
-        : f_(f), c_(c), attention_bias_(attention_bias), q_rank_(q_rank), kv_rank_(kv_rank), nope_(nope), rope_(rope), value_(value) {}
+                 std::size_t rope, std::size_t value, IndexSizes index)
+        : f_(f), c_(c), attention_bias_(attention_bias), q_rank_(q_rank), kv_rank_(kv_rank), nope_(nope), rope_(rope), value_(value), index_(index) {}
 
     // DeepseekV3Attention's projections; its two latent norms keep RMSNorm's default eps
     void read(const Reader& r, const std::string& p, std::size_t, BlockWeights& b) const override {
@@ -47,6 +52,20 @@ public:
         lw.rope = rope_;
         lw.value = value_;
         lw.eps = 1e-6f;
+        if (index_.heads) {  // DeepseekV32Indexer: wq_b on the query latent, wk, k_norm (nn.LayerNorm, eps 1e-6), weights_proj
+            const std::string q = p + n.indexer + ".";
+            LatentIndexerWeights ix;
+            ix.wq_b = r.linear(q + "wq_b.weight", q_rank_, index_.heads * index_.dim, true);
+            ix.wk = r.linear(q + "wk.weight", C, index_.dim, true);
+            const Norm kn = r.norm(q + "k_norm", index_.dim, NormKind::layer_norm);
+            ix.k_norm = kn.scale;
+            ix.k_norm_bias = kn.shift;
+            ix.weights_proj = r.linear(q + "weights_proj.weight", C, index_.heads, true);
+            ix.heads = index_.heads;
+            ix.rope = rope_;
+            ix.topk = index_.topk;
+            lw.indexer = std::move(ix);
+        }
         auto block = std::make_shared<LatentBlock>();
         block->w = std::move(lw);
         b.attention = std::move(block);
@@ -57,6 +76,7 @@ private:
     const DecoderConfig& c_;
     bool attention_bias_;
     std::size_t q_rank_, kv_rank_, nope_, rope_, value_;
+    IndexSizes index_;
 };
 
 // (B,T,n) <-> (B,1,T,n), the cache's layout
@@ -101,7 +121,18 @@ std::unique_ptr<KindReader> latent_reader(ConfigFile& cfg, const FamilySpec& f, 
     if (nope + rope == 0) throw InputError(cfg.file(), cfg.at(n.nope), "a head needs d_nope + d_rope ≥ 1");
     if (rope % 2) throw InputError(cfg.file(), cfg.at(n.rope), "expected an even number (RoPE turns pairs), got " + std::to_string(rope));
     c.head_dim = nope + rope;  // the query and key heads; head_dim in config.json names the rotary part
-    c.latent_interleave = cfg.flag(n.interleave, true);
+    c.latent_interleave = n.interleave.empty() || cfg.flag(n.interleave, true);  // DeepseekV32Attention de-interleaves always
+    LatentReader::IndexSizes index;
+    if (!n.indexer.empty()) {  // DeepseekV32Config's index_n_heads, index_head_dim, index_topk (defaults 64, 128, 2048)
+        if (!q_rank)
+            throw InputError(cfg.file(), cfg.at(n.query_rank), "a number: the indexer reads the query latent (DeepseekV32Attention has no plain q_proj)");
+        index.heads = cfg.count(n.index_heads, 64);
+        index.dim = cfg.count(n.index_dim, 128);
+        index.topk = cfg.count(n.index_topk, 2048);
+        if (index.dim < rope)
+            throw InputError(cfg.file(), cfg.at(n.index_dim), "at least " + std::to_string(rope) + " (qk_rope_head_dim): RoPE turns the first " +
+                                                                 std::to_string(rope) + " features of the indexer's queries and keys, got " + std::to_string(index.dim));
+    }
     // DeepseekV3Attention: (d_nope + d_rope)^(−1/2), × mscale² when rope_scaling has mscale_all_dim
     double scaling = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
     if (const Value* sc = cfg.get("rope_scaling"); sc && sc->is_object()) {
@@ -116,7 +147,7 @@ std::unique_ptr<KindReader> latent_reader(ConfigFile& cfg, const FamilySpec& f, 
         }
     }
     c.latent_scaling = static_cast<float>(scaling);
-    return std::make_unique<LatentReader>(f, c, attention_bias, q_rank, kv_rank, nope, rope, value);
+    return std::make_unique<LatentReader>(f, c, attention_bias, q_rank, kv_rank, nope, rope, value, index);
 }
 
 }  // namespace attnwalk::model_detail
@@ -146,11 +177,17 @@ Cube LatentBlock::forward(const Cube& a, const LayerCall& call) const {
     spec.position0 = call.position0;
     spec.scaling = c.latent_scaling;
     Cube past_latent, past_rope;
+    Cube* index_keys = nullptr;  // the indexer's keys of the cached tokens (DeepSeek-V3.2), the cache's own slot
+    if (kv && w.indexer) {
+        if (call.cache->index_keys.size() <= layer) call.cache->index_keys.resize(layer + 1);
+        index_keys = &call.cache->index_keys[layer];
+    }
     if (kv && kv->length()) {
         past_latent = from_cached(kv->keys());
         past_rope = from_cached(kv->values());
         spec.past_latent = &past_latent;
         spec.past_k_rope = &past_rope;
+        if (index_keys) spec.past_index_keys = index_keys;
     }
     LatentForward lf = latent_attention_forward(a, w, spec);
     const std::size_t T = a.shape(1), S = lf.latent.shape(1);
@@ -158,6 +195,7 @@ Cube LatentBlock::forward(const Cube& a, const LayerCall& call) const {
         const Cube new_latent = xt::view(lf.latent, xt::all(), xt::range(S - T, S), xt::all());
         const Cube new_rope = xt::view(lf.k_rope, xt::all(), xt::range(S - T, S), xt::all());
         kv->append(as_cached(new_latent), as_cached(new_rope));
+        if (index_keys) *index_keys = lf.index->k;  // every key so far, normed and rotated (the cache's and the new tokens')
     }
     if (zero_heads && !zero_heads->empty()) {  // ablation: those heads' outputs zeroed before o_proj
         for (std::size_t h : *zero_heads)
@@ -181,6 +219,14 @@ Cube LatentBlock::forward(const Cube& a, const LayerCall& call) const {
     f.vh = lf.v;
     f.k = merge_heads(f.kh);
     f.v = merge_heads(f.vh);
+    if (lf.top) {  // DeepSeek-V3.2: what the softmax read, the keys the indexer dropped −∞ as the causal mask's (for cells written out)
+        f.scaled = lf.scores;
+        const std::size_t H = f.scaled.shape(1);
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t t = 0; t < T; ++t)
+                for (std::size_t s = 0; s < S; ++s)
+                    f.scaled(0, h, t, s) = lf.top->kept(0, t, s) == 0.0f ? -std::numeric_limits<float>::infinity() : f.scaled(0, h, t, s) * lf.scaling;
+    }
     f.scores = std::move(lf.scores);
     f.weights = std::move(lf.weights);
     f.row_max = std::move(lf.row_max);

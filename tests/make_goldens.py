@@ -8,7 +8,7 @@ that must reproduce it; tests/cli/test_golden.cpp runs the real binary with --js
 every expected step (drawn weights and dropout masks exactly, values within 1e-5 relative).
 The PyTorch reference code lives in tests/reference/: one file per lesson or model family
 (chapter.py, beyond.py, gpt2.py, modern.py, hf_families.py, mla.py, kvshare.py, dsa.py, deltanet.py, heads.py,
-gpt_oss.py, deepseek_v3.py, qwen3_next.py, qwen3_moe.py, cohere2.py, gemma4.py, deepseek_v32.py, torch_checks.py), each
+gpt_oss.py, deepseek_v3.py, qwen3_next.py, qwen3_moe.py, cohere2.py, gemma4.py, deepseek_v32.py, circuits.py, torch_checks.py), each
 written the way what it names writes it (the textbook's chapter and notebooks, Hugging Face's
 modeling files), beside
 what they share: common.py (cases, safetensors, the tiny model folders), tokenizer.py (their
@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tests/: the pa
 from reference.beyond import flash_cases, kvcache_cases, mha_beyond_cases, params_cases, rope_cases, sdpa_cases  # noqa: E402
 from reference.chapter import dropout_cases, mha_cases, single_head_cases  # noqa: E402
 from reference.cohere2 import cohere2_cases  # noqa: E402
+from reference.circuits import circuits_cases  # noqa: E402
 from reference.common import OUT  # noqa: E402
 from reference.deepseek_v3 import deepseek_v3_cases  # noqa: E402
 from reference.deepseek_v32 import deepseek_v32_cases  # noqa: E402
@@ -49,7 +50,8 @@ def main():
                         ("mha_beyond", mha_beyond_cases()), ("kvcache", kvcache_cases()), ("mla", mla_cases()), ("kvshare", kvshare_cases()), ("dsa", dsa_cases()), ("deltanet", deltanet_cases()), ("heads", heads_cases()), ("rope", rope_cases()),
                         ("flash", flash_cases()), ("sdpa", sdpa_cases()), ("params", params_cases()),
                         ("gpt2", gpt2_cases()), ("families", families_cases() + hf_families_cases() + gpt_oss_cases() + deepseek_v3_cases() + qwen3_next_cases() + qwen3_5_cases()
-                                      + qwen3_moe_cases() + cohere2_cases() + smollm3_swa_cases() + gemma4_cases() + deepseek_v32_cases())]:
+                                      + qwen3_moe_cases() + cohere2_cases() + smollm3_swa_cases() + gemma4_cases() + deepseek_v32_cases()),
+                        ("circuits", circuits_cases())]:
         with open(os.path.join(OUT, f"{name}.json"), "w") as f:
             json.dump({"generator": "tests/make_goldens.py", "torch": torch.__version__, "cases": cases}, f)
     with open(os.path.join(OUT, "torch_repr.json"), "w") as f:

@@ -85,8 +85,14 @@ namespace {
 struct ModelOptions {
     std::string model;
     std::optional<std::string> ids, tokenizer, explain, ablate, start_recent;
+    std::optional<std::string> answer, wrong, corrupt, corrupt_ids;  // circuits: the metric's tokens, the corrupted prompt
     std::optional<std::size_t> heads;
     ModelSpec spec;  // the options' defaults are the library's
+    // Whether a text besides the prompt goes through the tokenizer: the corrupted prompt, an answer not given as #ID.
+    bool encodes() const {
+        const auto text = [](const std::optional<std::string>& t) { return t && !(t->size() > 1 && (*t)[0] == '#'); };
+        return corrupt || text(answer) || text(wrong);
+    }
 };
 
 // `rope`: the model's positions may be rotary (model folders; GPT-2 learns its positions).
@@ -126,6 +132,20 @@ void add_model_options(CLI::App& sub, ModelOptions& o, bool rope) {
     sub.add_flag("--logit-lens", o.spec.logit_lens,
                  "The logit lens: every layer's residual stream through the final norm and the unembedding (top token, its probability, "
                  "the rank of the final prediction)");
+    sub.add_flag("--attribution", o.spec.attribution,
+                 "Direct logit attribution: each head's, MLP's, embedding's and bias's share of the answer's logit at the last position (or of "
+                 "--answer − --wrong), through the final norm with its scale frozen (docs/circuits.md)");
+    CLI::Option* corrupt = sub.add_option("--corrupt", o.corrupt,
+                                          "Activation patching: a corrupted prompt of as many tokens; the stream, each head and each layer's "
+                                          "attention and MLP patched from the clean run into it, one at a time (docs/circuits.md)")
+                               ->check(non_empty());
+    sub.add_option("--corrupt-ids", o.corrupt_ids, "The corrupted prompt as token ids, separated by commas")->check(non_empty())->excludes(corrupt);
+    sub.add_option("--answer", o.answer,
+                   "The token whose logit --attribution splits and patching measures: its text (one token, \" Mary\") or #ID (default: the "
+                   "model's top token)")
+        ->check(non_empty());
+    sub.add_option("--wrong", o.wrong, "Measure the logit difference --answer − --wrong instead (text or #ID); without it patching measures the answer's log-probability")
+        ->check(non_empty());
     sub.add_option("--top-k", o.spec.top_k, "Next-token candidates shown")->check(whole_number(1))->capture_default_str();
     sub.add_option("--temperature", o.spec.temperature, "Divide the logits by T before the softmax")
         ->check(number_check("T", [](double v) { return v > 0.0 && std::isfinite(v); }, "must be a positive number"))
@@ -165,6 +185,25 @@ Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model,
     const std::vector<std::string> tokens = token_labels(ids, tokenizer);
     if (o.explain) spec.explain = parse_cell(*o.explain, tokens);
     if (o.ablate) spec.ablate = parse_ablation(*o.ablate);
+    const auto one_token = [&](const std::string& option, const std::string& text) -> std::size_t {
+        if (text.size() > 1 && text[0] == '#' && text.size() <= 10 && text.find_first_not_of("0123456789", 1) == std::string::npos)
+            return static_cast<std::size_t>(std::stoul(text.substr(1)));
+        if (!tokenizer) throw UsageError(option + " '" + text + "': without a tokenizer, give the token as #ID");
+        const std::vector<std::size_t> t = tokenizer->encode(text);
+        if (t.size() != 1)
+            throw UsageError(option + " '" + text + "' is " + std::to_string(t.size()) + " tokens, and the metric reads one (mind the leading space: \" Mary\"), or give #ID");
+        return t.front();
+    };
+    if ((o.answer || o.wrong) && !spec.attribution && !o.corrupt && !o.corrupt_ids)
+        throw UsageError(std::string(o.wrong ? "--wrong" : "--answer") + " names a token the circuits measure: it needs --attribution or --corrupt");
+    if (o.answer) spec.answer = one_token("--answer", *o.answer);
+    if (o.wrong) spec.wrong = one_token("--wrong", *o.wrong);
+    if (o.corrupt) {
+        if (!tokenizer) throw UsageError("--corrupt needs a tokenizer: give the corrupted prompt as --corrupt-ids");
+        spec.corrupt = tokenizer->encode(*o.corrupt);
+        if (spec.corrupt.empty()) throw UsageError("--corrupt has no tokens");
+    }
+    if (o.corrupt_ids) spec.corrupt = parse_ids(*o.corrupt_ids);
     if (o.start_recent) {  // S,R: two whole numbers
         const std::string& t = *o.start_recent;
         const std::vector<std::string> parts = comma_items(t);
@@ -224,7 +263,7 @@ ATTNWALK_COMMAND(model) {
             // the folder's tokenizer.json (or --tokenizer): needed for --text, else for labels
             // (then its merges are not kept)
             std::shared_ptr<const Tokenizer> tokenizer;
-            const TokenizerUse use = shell.sentence ? TokenizerUse::encode : TokenizerUse::decode;
+            const TokenizerUse use = shell.sentence || o->encodes() ? TokenizerUse::encode : TokenizerUse::decode;
             const std::string own = (std::filesystem::path(o->model) / "tokenizer.json").string();
             if (o->tokenizer) tokenizer = load_tokenizer(o->tokenizer, budget, use);
             else if (GgufFile::is_gguf(o->model)) {  // its tokenizer.ggml.*, when it has one
@@ -276,10 +315,11 @@ ATTNWALK_COMMAND(gpt2) {
                 throw UsageError(std::string(e.what()) + (o->heads ? "" : " with --heads H"));
             }
             std::shared_ptr<const Tokenizer> bpe;
-            if (shell.sentence || o->tokenizer) bpe = load_tokenizer(o->tokenizer, budget, shell.sentence ? TokenizerUse::encode : TokenizerUse::decode);
+            const TokenizerUse use = shell.sentence || o->encodes() ? TokenizerUse::encode : TokenizerUse::decode;
+            if (shell.sentence || o->tokenizer) bpe = load_tokenizer(o->tokenizer, budget, use);
             if (!bpe && info_of(*model).vocab == 50257) {  // GPT-2's vocabulary: name the tokens when the files are at hand
                 try {
-                    bpe = load_tokenizer(std::nullopt, budget, TokenizerUse::decode);
+                    bpe = load_tokenizer(std::nullopt, budget, use);
                 } catch (const UsageError&) {
                 }
             }

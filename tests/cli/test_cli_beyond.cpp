@@ -712,4 +712,82 @@ TEST_SUITE("cli.beyond") {
         CHECK(grid.out.find("\n    head 1 ") != std::string::npos);  // in its table's corner, above the row labels
         CHECK(grid.out.find("head 0") == std::string::npos);
     }
+
+    // Direct logit attribution on every kind of model the loader reads: the terms sum to the
+    // logit (or logit difference) within 1e-5; a layer whose attention is not a sum of its heads
+    // (a norm after it, latent attention, Gated DeltaNet) has NaN heads; soft-capped logits refused.
+    TEST_CASE("cli.beyond.attribution_sums_to_the_logit_on_every_kind_of_model") {
+        const std::string gpt2 = test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors");
+        std::vector<std::string> runs = {"gpt2 --model " + gpt2 + " --heads 4 --ids 3,1,4,1,5,9 --attribution",
+                                         "gpt2 --model " + gpt2 + " --heads 4 --ids 3,1,4,1,5,9 --attribution --answer '#2' --wrong '#7'"};
+        for (const char* folder : {"tiny_llama", "tiny_qwen3", "tiny_gemma3", "tiny_olmo2", "tiny_cohere2", "tiny_deepseek_v3", "tiny_qwen3_next",
+                                   "tiny_gpt_oss", "tiny_qwen3_moe", "tiny_smollm3"})
+            runs.push_back("model --model " + test::source_path(std::string("tests/data/models/") + folder) + " --ids 5,17,3,25,9,4 --attribution --answer '#2' --wrong '#7'");
+        for (const std::string& args : runs) {
+            CAPTURE(args);
+            const json doc = run_json(args);
+            const auto terms = flat(step(doc, "attribution_terms").at("data"));
+            const double sum = terms[terms.size() - 2], logit = terms.back();
+            CHECK(std::abs(sum - logit) <= 1e-5 * std::max(1.0, std::abs(logit)));
+            double parts = 0.0;
+            for (std::size_t i = 0; i + 2 < terms.size(); ++i) parts += terms[i];
+            CHECK(parts == doctest::Approx(sum).epsilon(1e-6));
+            // each layer's attention is its heads (where they are separable) and o_proj's bias; the layers sum to the attention term
+            const auto layers = flat(step(doc, "attribution_layers").at("data"));
+            double attention = 0.0;
+            for (std::size_t l = 0; l < layers.size(); l += 2) attention += layers[l];
+            const auto labels = step(doc, "attribution_terms").at("labels");
+            const auto at = std::find(labels.begin(), labels.end(), "attention") - labels.begin();
+            CHECK(attention == doctest::Approx(terms[static_cast<std::size_t>(at)]).epsilon(1e-5));
+        }
+        const auto nan_heads = [](const json& doc) {
+            const auto h = flat(step(doc, "attribution_heads").at("data"));
+            return std::count_if(h.begin(), h.end(), [](double v) { return std::isnan(v); });
+        };
+        CHECK(nan_heads(run_json("model --model " + test::source_path("tests/data/models/tiny_llama") + " --ids 1,2,3 --attribution")) == 0);
+        CHECK(nan_heads(run_json("model --model " + test::source_path("tests/data/models/tiny_gemma3") + " --ids 1,2,3 --attribution")) == 16);  // norms after the attention
+        const auto r = test::run("model --model " + test::source_path("tests/data/models/tiny_gemma4") + " --ids 1,2,3 --attribution");
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.find("soft-caps") != std::string::npos);
+    }
+
+    // Activation patching: its grids' shapes, the stream patched at every position of the first
+    // layer restoring the clean metric, a layer's patched attention equal to all its heads'
+    // patched at once where they are separable; the refusals.
+    TEST_CASE("cli.beyond.patching_grids_and_their_checks") {
+        const std::string llama = test::source_path("tests/data/models/tiny_llama");
+        const std::string base = "model --model " + llama + " --ids 5,17,3,25,9,4 --corrupt-ids 5,18,3,26,9,4";
+        const json doc = run_json(base + " --answer '#2' --wrong '#7'");
+        CHECK(step(doc, "patching_metric").at("labels") == json::array({"clean", "corrupted"}));
+        CHECK(step(doc, "patching_resid").at("shape") == json::array({2, 6}));
+        CHECK(step(doc, "patching_heads").at("shape") == json::array({2, 4}));
+        CHECK(step(doc, "patching_layers").at("shape") == json::array({2, 2}));
+        const auto metric = flat(step(doc, "patching_metric").at("data"));
+        const auto resid = flat(step(doc, "patching_resid_raw").at("data"));
+        // positions where the prompts agree: the stream entering layer 1 is the same there, nothing changes
+        for (std::size_t p : {0, 2, 4, 5}) CHECK(resid[p] == doctest::Approx(metric[1]).epsilon(1e-6));
+        const auto norm = flat(step(doc, "patching_resid").at("data"));
+        for (std::size_t i = 0; i < norm.size(); ++i) CHECK(norm[i] == doctest::Approx((resid[i] - metric[1]) / (metric[0] - metric[1])).epsilon(1e-4));
+        CHECK(doc.at("params").contains("answer"));
+        CHECK(doc.at("params").contains("wrong"));
+        // the same prompt twice: nothing to normalise (nan), the raw metric unchanged everywhere
+        const json same = run_json("model --model " + llama + " --ids 5,17,3 --corrupt-ids 5,17,3");
+        for (double v : flat(step(same, "patching_layers").at("data"))) CHECK(std::isnan(v));
+        // GPT-2 through its fused path and Gemma 3 (norms after the sublayers) patch too; DeltaNet layers have no heads to patch
+        CHECK(step(run_json("gpt2 --model " + test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors") + " --heads 4 --ids 3,1,4 --corrupt-ids 3,2,4"),
+                   "patching_heads").at("shape") == json::array({2, 4}));
+        const auto qn = flat(step(run_json("model --model " + test::source_path("tests/data/models/tiny_qwen3_next") + " --ids 5,17,3 --corrupt-ids 5,18,3"),
+                                  "patching_heads_raw").at("data"));
+        CHECK(std::count_if(qn.begin(), qn.end(), [](double v) { return std::isnan(v); }) > 0);
+        for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+                 {"model --model " + llama + " --ids 1,2,3 --corrupt-ids 1,2", "the corrupted prompt has 2 tokens and the prompt 3"},
+                 {"model --model " + llama + " --ids 1,2,3 --answer '#2'", "needs --attribution or --corrupt"},
+                 {"model --model " + llama + " --ids 1,2,3 --attribution --answer '#999'", "out of range"},
+                 {"model --model " + llama + " --ids 1,2,3 --attribution --answer ' Mary'", "tokens, and the metric reads one"}}) {
+            CAPTURE(args);
+            const auto r = test::run(args);
+            CHECK(r.exit_code == 2);
+            CHECK(r.err.find(message) != std::string::npos);
+        }
+    }
 }

@@ -57,4 +57,5 @@ TEST_SUITE("golden") {
     TEST_CASE("golden.params") { check_file("params.json"); }
     TEST_CASE("golden.gpt2") { check_file("gpt2.json"); }
     TEST_CASE("golden.families") { check_file("families.json"); }
+    TEST_CASE("golden.circuits") { check_file("circuits.json"); }
 }

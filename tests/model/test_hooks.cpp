@@ -1,11 +1,14 @@
 // The decoder's hook points (model/hooks.hpp): a tap hears every point the decoder and each
 // layer's kinds of block declare, in the order docs/architecture.md gives, each value of the
 // type its id declares; on a model of attention heads (GPT-2, Gemma 3) and on models of
-// latent attention, experts and Gated DeltaNet (DeepSeek-V3, Qwen3-Next).
+// latent attention, experts and Gated DeltaNet (DeepSeek-V3, Qwen3-Next); and a tap that
+// patches values in place (activation patching).
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <xtensor/xbuilder.hpp>
 
 #include "attnwalk/model/blocks/deltanet.hpp"
 #include "attnwalk/model/blocks/experts.hpp"
@@ -136,5 +139,54 @@ TEST_SUITE("model") {
             CAPTURE(id.name());
             CHECK(std::any_of(all.begin(), all.end(), [&](const std::string& h) { return h.substr(h.find(':') + 1) == id.name(); }));
         }
+    }
+}
+
+namespace {
+
+// Activation patching's points: records each (layer, id) it is offered and replaces one value.
+class Patcher : public DecoderTap {
+public:
+    Patcher(std::size_t layer, HookId id, const Cube* with) : layer_(layer), id_(id), with_(with) {}
+    void patch(std::size_t l, HookId id, Cube& value) override {
+        offered.push_back(std::to_string(l) + ":" + std::string(id.name()));
+        if (with_ && l == layer_ && id == id_) value = *with_;
+    }
+    void hook(std::size_t l, HookId id, const Hooked& value) override {
+        if (with_ && l == layer_ && id == id_) heard = value.get<Cube>();  // the hook hears the patched value
+    }
+    std::vector<std::string> offered;
+    Cube heard;
+
+private:
+    std::size_t layer_;
+    HookId id_;
+    const Cube* with_;
+};
+
+}  // namespace
+
+TEST_SUITE("model") {
+    TEST_CASE("model.a_tap_patches_the_stream_the_attention_and_the_mlp_in_place") {
+        const Model m = load_model(test::source_path("tests/data/models/tiny_llama"));
+        const std::vector<std::size_t> ids{1, 2, 3};
+        Patcher none(0, hooks::mlp, nullptr);
+        const Cube plain = decoder_forward(m->weights, ids, nullptr, &none);
+        CHECK(none.offered == std::vector<std::string>{"0:resid_pre", "0:attention", "0:mlp", "1:resid_pre", "1:attention", "1:mlp"});
+        CHECK(plain == decoder_forward(m->weights, ids, nullptr, nullptr));  // offered, untouched: the same forward
+        const Cube zeros = xt::zeros<float>({std::size_t{1}, ids.size(), m->weights.config.width});
+        Patcher mlp(1, hooks::mlp, &zeros);
+        const Cube patched = decoder_forward(m->weights, ids, nullptr, &mlp);
+        CHECK(mlp.heard == zeros);
+        CHECK(patched != plain);
+        // the last MLP switched off: the final norm of the stream before it
+        struct Residual1 : DecoderTap {
+            Cube x;
+            void hook(std::size_t l, HookId id, const Hooked& v) override {
+                if (l == 1 && id == hooks::residual_1) x = v.get<Cube>();
+            }
+        } r1;
+        (void)decoder_forward(m->weights, ids, nullptr, &r1);
+        CHECK(patched == normalise(r1.x, m->weights.final_norm, m->weights.config.norm, m->weights.config.norm_eps));
     }
 }

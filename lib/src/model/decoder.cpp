@@ -90,11 +90,13 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
     shared.values.resize(c.layers);
     for (std::size_t l = 0; l < c.layers; ++l) {
         const BlockWeights& b = w.blocks[l];
+        t.patch(l, hooks::resid_pre, x);
         const Cube a = b.norm_1 ? normalise(x, *b.norm_1, c.norm, c.norm_eps) : x;  // (1,T,C); post-norm: the residual stream itself
         if (b.norm_1) t.hook(l, hooks::norm_1, a);
         const std::vector<std::size_t>* off = ablation && l < ablation->size() && !(*ablation)[l].empty() ? &(*ablation)[l] : nullptr;
         const LayerCall call{c, l, p0, cache, t, off, &shared};
         Cube attn = b.attention->forward(a, call);  // (1,T,C), by the layer's kind, on its own part of the cache
+        t.patch(l, hooks::attention, attn);
         t.hook(l, hooks::attention, attn);
         if (b.attention_norm) {
             attn = normalise(attn, *b.attention_norm, c.norm, c.norm_eps);
@@ -105,6 +107,7 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
         const Cube m = c.parallel ? a : b.norm_2 ? normalise(x, *b.norm_2, c.norm, c.norm_eps) : x;  // (1,T,C); parallel: what the attention read
         if (b.norm_2) t.hook(l, hooks::norm_2, m);
         Cube mlp = b.feed_forward->forward(m, call);  // (1,T,C): the MLP or the experts
+        t.patch(l, hooks::mlp, mlp);
         t.hook(l, hooks::mlp, mlp);
         if (b.mlp_norm) {
             mlp = normalise(mlp, *b.mlp_norm, c.norm, c.norm_eps);

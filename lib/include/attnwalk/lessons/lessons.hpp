@@ -211,6 +211,12 @@ struct ModelSpec {
     std::uint64_t roles_seed = 0;
     bool rollout = false;             // attention rollout (Abnar & Zuidema): heads averaged, + I, rows normalised, multiplied through the layers
     std::optional<Cell> explain;      // one cell of the layer shown written out (of `head`, else head 0)
+    // Circuits (lessons/model/circuits.cpp). The metric: the logit of `answer` at the last
+    // position (default: the model's top token), or the logit difference answer − wrong.
+    std::optional<std::size_t> answer, wrong;
+    bool attribution = false;          // direct logit attribution of the metric: every head, MLP, embedding and bias term
+    std::vector<std::size_t> corrupt;  // activation patching: the corrupted prompt's ids (as many as the prompt's); the metric
+                                       // without `wrong` is the answer's log-probability
     const Tokenizer* tokenizer = nullptr;  // labels for the generated tokens (else #id)
 };
 // The per-head numbers the model view can rank by.

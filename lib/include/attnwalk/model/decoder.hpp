@@ -120,6 +120,8 @@ inline constexpr HookId norm_2{"norm_2"};                  // m = norm_2(x), whe
 inline constexpr HookId mlp{"mlp"};                        // z, the MLP's or the experts' output
 inline constexpr HookId mlp_norm{"mlp_norm"};              // norm(z), when the block has it
 inline constexpr HookId residual_2{"residual_2"};          // the layer's output
+// patched only (DecoderTap::patch), never handed to hook: the stream entering a layer
+inline constexpr HookId resid_pre{"resid_pre"};
 }  // namespace hooks
 
 // The observer of the forward: it says which layers' attention it keeps, and hears every
@@ -154,6 +156,11 @@ public:
     virtual bool summarises_attention(std::size_t /*layer*/) const { return false; }
     // One intermediate: `value` holds the type `id` declares (Hooked::as, get). Ignored by default.
     virtual void hook(std::size_t /*layer*/, HookId /*id*/, const Hooked& /*value*/) {}
+    // Activation patching (as TransformerLens's hooks that return a value): the tap may change
+    // three of the forward's values in place before anything reads them: the stream entering
+    // layer l (hooks::resid_pre), the attention's output y (hooks::attention) and the
+    // feed-forward's output z (hooks::mlp), both before a norm after them. Untouched by default.
+    virtual void patch(std::size_t /*layer*/, HookId /*id*/, Cube& /*value*/) {}
 };
 
 // Each layer's keys and values, for decoding token by token. A latent attention layer keeps

@@ -85,6 +85,13 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     const double ablations = (spec.ablate.empty() ? 0.0 : 2.0) + (spec.ablate_each ? H + 1.0 : 0.0);
     cost.work += ablations * (per_token * t + attention(t, t) + t * V * (C + 16.0));
     const double ablation_bytes = ablations > 0 ? 2.0 * t * V + layer_rows + 4.0 * H * t * t : 0.0;
+    // circuits: attribution's forward keeping every layer's heads (their T×T tensors, the parts of the stream); patching's
+    // clean and corrupted forwards kept so and again plain (the metric), then one forward per patch: L·T positions, L·H heads, 2·L outputs
+    const double patches = spec.corrupt.empty() ? 0.0 : L * t + L * H + 2.0 * L;
+    const double circuit_runs = (spec.attribution ? 1.0 : 0.0) + (spec.corrupt.empty() ? 0.0 : 4.0 + patches);
+    cost.work += circuit_runs * (per_token * t + attention(t, t) + V * C) + (spec.attribution ? L * H * d * C : 0.0) + (spec.corrupt.empty() ? 0.0 : L * H * t * H * d * C);
+    const double kept_runs = (spec.attribution ? 1.0 : 0.0) + (spec.corrupt.empty() ? 0.0 : 2.0);
+    const double circuit_bytes = circuit_runs > 0 ? kept_runs * L * t * (6.0 * C + H * d) + layer_rows + 6.0 * H * t * t + 2.0 * L * (H + t + 2.0) : 0.0;
     const double r2 = 2.0 * static_cast<double>(spec.roles);  // head roles: every layer's weights for the 2n tokens
     if (spec.roles) cost.work += per_token * r2 + attention(r2, r2);
     const double roles_bytes = spec.roles ? L * H * r2 * r2 * 2.0 + r2 * (10.0 * C + 2.0 * I) : 0.0;
@@ -100,7 +107,7 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     // float32 weights, or the weights times the values, over every key), kept by its thread
     const double threads = static_cast<double>(cores());
     const double widening = (sixteen ? threads * 1048576.0 + all * std::max(C, I) : 0.0) + threads * 32.0 * std::max({C, I, all});
-    cost.bytes = 4.0 * (shown + working + view + cache + streamed + kept + lens + rollout + ablation_bytes + roles_bytes + 2.0 * V + widening);
+    cost.bytes = 4.0 * (shown + working + view + cache + streamed + kept + lens + rollout + ablation_bytes + circuit_bytes + roles_bytes + 2.0 * V + widening);
     if (spec.tokenizer) cost.bytes += spec.tokenizer->memory_bytes();  // held through the walk: it names the tokens
     return cost;
 }

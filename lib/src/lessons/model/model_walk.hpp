@@ -1,7 +1,7 @@
 // The model walk's parts, internal to lib/src/lessons/model/: the words of a family's parts,
 // the prompt's tap (its generic points in prompt.cpp, each block kind's narration in a file of
 // its own: heads.cpp, latent.cpp, deltanet.cpp, experts.cpp), the analyses (view.cpp, lens.cpp,
-// ablation.cpp, roles.cpp), generation and its caches (generate.cpp), the cost estimate
+// ablation.cpp, roles.cpp, circuits.cpp), generation and its caches (generate.cpp), the cost estimate
 // (cost.cpp) and the walk that calls them in order (walk.cpp).
 #pragma once
 
@@ -176,6 +176,9 @@ void record_candidates(Recorder& rec, const ModelSpec& spec, const Mat& logits, 
 void record_logit_lens(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<Cube>& residuals);
 void record_ablation(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t target);
 void record_roles(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w);
+// Direct logit attribution and activation patching of the metric on `answer` (circuits.cpp).
+void record_attribution(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t answer);
+void record_patching(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t answer);
 // Greedy decoding through the KV cache, checked against the whole sequence (generate.cpp).
 void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids, DecoderCache cache, Mat logits, const ModelSpec& spec);
 

@@ -87,6 +87,16 @@ const std::vector<StepDecl>& model_steps() {
         {"role_duplicate", "head roles: per layer and head the mean weight on the same token's first occurrence"},
         {"roles_ranked", "head roles: every head ranked by its induction score, with its other scores, its weight on the first token and its entropy", headline},
         {"rollout", "attention rollout: how much each position draws on each input token through all the layers", headline},
+        {"attribution_heads", "direct logit attribution: each head's share of the answer's logit (or logit difference) at the last position, the final norm's scale frozen", headline},
+        {"attribution_layers", "direct logit attribution: each layer's attention and MLP share", headline},
+        {"attribution_terms", "direct logit attribution: the embeddings', attention's, MLPs' and biases' terms, their sum and the model's logit", headline},
+        {"patching_metric", "activation patching: the metric on the clean and on the corrupted prompt", headline},
+        {"patching_resid", "activation patching: the stream entering each layer patched at each position, normalised (patched − corrupted)/(clean − corrupted)", headline},
+        {"patching_resid_raw", "activation patching: the same, the metric itself"},
+        {"patching_heads", "activation patching: each head's output patched at every position, normalised", headline},
+        {"patching_heads_raw", "activation patching: the same, the metric itself"},
+        {"patching_layers", "activation patching: each layer's attention output and MLP output patched, normalised", headline},
+        {"patching_layers_raw", "activation patching: the same, the metric itself"},
     }, explain_steps()});
     return steps;
 }

@@ -62,6 +62,15 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
                 throw UsageError("layer " + std::to_string(l + 1) + " is a Gated DeltaNet layer, whose heads are not switched off here: ablate the heads of a "
                                  "full-attention layer");
     }
+    for (const auto& [what, id] : {std::make_pair("the answer", spec.answer), std::make_pair("the wrong answer", spec.wrong)})
+        if (id && *id >= c.vocab)
+            throw UsageError(std::string(what) + "'s token id " + std::to_string(*id) + " is out of range: the vocabulary has " + std::to_string(c.vocab));
+    if (!spec.corrupt.empty()) {
+        if (spec.corrupt.size() != T)
+            throw UsageError("the corrupted prompt has " + std::to_string(spec.corrupt.size()) + " tokens and the prompt " + std::to_string(T) +
+                             ": activation patching swaps activations position by position, so both need the same number");
+        check_prompt(c, spec.corrupt, 0);
+    }
     if (!spec.sort.empty() && std::find(stat_names.begin(), stat_names.end(), spec.sort) == stat_names.end())
         throw UsageError("heads are ranked by entropy, max_weight, first_token, previous_token or diagonal, not \"" + spec.sort + "\"");
 
@@ -140,6 +149,15 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
         record_ablation(rec, spec, m.weights, ids, best);
     }
     if (spec.roles) record_roles(rec, spec, m.weights);
+    if (spec.attribution || !spec.corrupt.empty()) {  // the metric's answer: the one asked for, else the model's top token
+        std::size_t answer = 0;
+        for (std::size_t v = 1; v < logits.shape(1); ++v) answer = logits(0, v) > logits(0, answer) ? v : answer;
+        if (spec.answer) answer = *spec.answer;
+        trace.set_param("answer", token_labels({answer}, spec.tokenizer).front());
+        if (spec.wrong) trace.set_param("wrong", token_labels({*spec.wrong}, spec.tokenizer).front());
+        if (spec.attribution) record_attribution(rec, spec, m.weights, ids, answer);
+        if (!spec.corrupt.empty()) record_patching(rec, spec, m.weights, ids, answer);
+    }
     if (spec.rollout) {
         trace.set_param("rollout", true);
         record_rollout(rec, tap.head_means);

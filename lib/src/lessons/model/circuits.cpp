@@ -1,0 +1,333 @@
+// Circuits: which components write a prediction (direct logit attribution) and which cause it
+// (activation patching), as TransformerLens computes them (docs/circuits.md says where the two
+// differ by design).
+#include "model_walk.hpp"
+
+namespace attnwalk::model_walk {
+
+namespace {
+
+// One run's values the circuits read, at their hook points: what each layer's output
+// projection read (the heads' context Z, or Z ⊙ σ(gate) with an output gate), the attention's
+// and the MLP's outputs as the stream received them (after a norm after them) and as they
+// were made (before it), the stream entering each layer, the token and position embeddings,
+// the last layer's output.
+class CircuitTap : public DecoderTap {
+public:
+    explicit CircuitTap(std::size_t L) : context(L), attention_added(L), mlp_added(L), resid_pre(L), attention(L), mlp(L) {}
+    std::vector<Cube> context, attention_added, mlp_added;  // per layer (1,T,H·d_h), (1,T,C), (1,T,C)
+    std::vector<Cube> resid_pre, attention, mlp;            // per layer (1,T,C)
+    Cube embed, pos_embed, final_stream;                    // (1,T,C)
+
+    bool keeps_attention(std::size_t /*layer*/) const override { return true; }  // the heads' path that keeps their context
+    void hook(std::size_t l, HookId id, const Hooked& value) override {
+        if (id == hooks::embed) embed = value.get<Cube>();
+        else if (id == hooks::pos_embed) pos_embed = value.get<Cube>();
+        else if (id == hooks::heads) {
+            const Forward& f = value.get<Forward>();
+            context[l] = f.gated.size() ? f.gated : f.context;
+        } else if (id == hooks::attention || id == hooks::attention_norm) attention_added[l] = value.get<Cube>();
+        else if (id == hooks::mlp || id == hooks::mlp_norm) mlp_added[l] = value.get<Cube>();
+        else if (id == hooks::residual_2) final_stream = value.get<Cube>();
+    }
+    void patch(std::size_t l, HookId id, Cube& value) override {  // kept, not changed
+        if (id == hooks::resid_pre) resid_pre[l] = value;
+        else if (id == hooks::attention) attention[l] = value;
+        else if (id == hooks::mlp) mlp[l] = value;
+    }
+};
+
+// A patched run: at one hook point of one layer, the value replaced by the clean run's (one
+// row of it, or all of it).
+class PatchTap : public DecoderTap {
+public:
+    PatchTap(std::size_t layer, HookId point, const Cube& with, std::optional<std::size_t> row) : layer_(layer), point_(point), with_(with), row_(row) {}
+    void patch(std::size_t l, HookId id, Cube& value) override {
+        if (l != layer_ || id != point_) return;
+        if (row_) xt::view(value, 0, *row_, xt::all()) = xt::view(with_, 0, *row_, xt::all());
+        else value = with_;
+    }
+
+private:
+    std::size_t layer_;
+    HookId point_;
+    const Cube& with_;
+    std::optional<std::size_t> row_;
+};
+
+// Layer l's heads, when its attention output is their sum through o_proj: a layer of
+// softmax heads with no norm after its attention (else null).
+const AttentionWeights* separable_heads(const DecoderWeights& w, std::size_t l) {
+    const BlockWeights& b = w.blocks[l];
+    const HeadsBlock* heads = b.attention->as<HeadsBlock>();
+    return heads && heads->w.out_proj && !b.attention_norm ? &heads->w : nullptr;
+}
+
+// The metric's words: "logit(␣Mary) − logit(␣John)", "log p(␣Mary)", "logit(␣Mary)".
+std::string metric_words(const ModelSpec& spec, std::size_t answer, bool log_prob) {
+    const std::string a = token_labels({answer}, spec.tokenizer).front();
+    if (spec.wrong) return "logit(" + a + ") − logit(" + token_labels({*spec.wrong}, spec.tokenizer).front() + ")";
+    return (log_prob ? "log p(" : "logit(") + a + ")";
+}
+
+// The metric at the last position: the logit difference answer − wrong, else the answer's
+// log-probability (`log_prob`, in double from the float32 logits) or its logit.
+double metric_of(const DecoderWeights& w, const Cube& xf, std::size_t answer, std::optional<std::size_t> wrong, bool log_prob) {
+    const Mat logits = decoder_logits(w, xf, xf.shape(1) - 1);  // (1,V)
+    if (wrong) return static_cast<double>(logits(0, answer)) - static_cast<double>(logits(0, *wrong));
+    if (!log_prob) return logits(0, answer);
+    double top = logits(0, 0), sum = 0.0;
+    for (std::size_t v = 0; v < logits.shape(1); ++v) top = std::max(top, static_cast<double>(logits(0, v)));
+    for (std::size_t v = 0; v < logits.shape(1); ++v) sum += std::exp(static_cast<double>(logits(0, v)) - top);
+    return static_cast<double>(logits(0, answer)) - top - std::log(sum);
+}
+
+Vec vec_of(const std::vector<float>& values) {
+    Vec v = Vec::from_shape({values.size()});
+    std::copy(values.begin(), values.end(), v.begin());
+    return v;
+}
+
+std::string four(double v) { return format_number(static_cast<float>(v)); }
+
+}  // namespace
+
+// Direct logit attribution (TransformerLens: decompose_resid, stack_head_results,
+// apply_ln_to_stack, then the dot product with the answer's unembedding direction): the last
+// position's stream is a sum of parts (the embeddings, each head through its slice of o_proj,
+// o_proj's bias, each MLP); the final norm, with its scale σ frozen at the final stream's,
+// is linear in them: LayerNorm centres each part and divides it by σ, RMSNorm divides it.
+// Each part's term is then its dot product with γ ⊙ (W_U[answer] − W_U[wrong]) (× the logit
+// scale); the final norm's shift and the head's bias add their own. The terms sum to the logit.
+void record_attribution(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t answer) {
+    const DecoderConfig& c = w.config;
+    if (c.logit_softcap)
+        throw UsageError("direct logit attribution splits the logits into a sum of parts, and this model soft-caps them (tanh(z / " +
+                         format_number(*c.logit_softcap) + ")·" + format_number(*c.logit_softcap) + "), which no sum passes through: activation patching measures such a model");
+    const std::size_t L = c.layers, H = c.heads, C = c.width, T = ids.size(), t = T - 1;
+    CircuitTap tap(L);
+    const Cube xf = decoder_forward(w, ids, nullptr, &tap);
+    const double logit = metric_of(w, xf, answer, spec.wrong, false);
+    // the direction u = γ ⊙ (W_U[answer] − W_U[wrong]) · logit_scale, centred for a LayerNorm (Σ_c (v_c − v̄)·u_c = Σ_c v_c·(u_c − ū))
+    const Linear& head = w.output_head();
+    std::vector<float> row_a(C), row_b(C, 0.0f);
+    head.copy_out_row(answer, row_a.data());
+    if (spec.wrong) head.copy_out_row(*spec.wrong, row_b.data());
+    const double scale = c.logit_scale.value_or(1.0f);
+    const bool centred = c.norm != NormKind::rms_norm;
+    std::vector<double> u(C);
+    double mean_u = 0.0;
+    for (std::size_t k = 0; k < C; ++k) {
+        u[k] = static_cast<double>(w.final_norm.scale(k)) * (static_cast<double>(row_a[k]) - static_cast<double>(row_b[k])) * scale;
+        mean_u += u[k] / static_cast<double>(C);
+    }
+    if (centred)
+        for (double& v : u) v -= mean_u;
+    // σ of the final stream at the last position, as the final norm computes it (in double)
+    double mean = 0.0, square = 0.0;
+    for (std::size_t k = 0; k < C; ++k) mean += tap.final_stream(0, t, k) / static_cast<double>(C);
+    for (std::size_t k = 0; k < C; ++k) {
+        const double v = tap.final_stream(0, t, k) - (centred ? mean : 0.0);
+        square += v * v / static_cast<double>(C);
+    }
+    const double sigma = std::sqrt(square + static_cast<double>(c.norm_eps));
+    // a layer's output × its scalar (Gemma 4) multiplies every part written before it: each layer's parts × the scalars from it on
+    std::vector<double> after(L + 1, 1.0);
+    for (std::size_t l = L; l-- > 0;) after[l] = after[l + 1] * static_cast<double>(w.blocks[l].layer_scalar.value_or(1.0f));
+    const auto term = [&](const Cube& part, double times) {
+        double s = 0.0;
+        for (std::size_t k = 0; k < C; ++k) s += static_cast<double>(part(0, t, k)) * u[k];
+        return s * times / sigma;
+    };
+    Mat heads = Mat::from_shape({L, H});
+    Mat layers = Mat::from_shape({L, 2});
+    double attention_sum = 0.0, mlp_sum = 0.0, bias_sum = 0.0;
+    std::string whole;  // the layers whose heads are not separable
+    for (std::size_t l = 0; l < L; ++l) {
+        const double a = term(tap.attention_added[l], after[l]), m = term(tap.mlp_added[l], after[l]);
+        layers(l, 0) = static_cast<float>(a);
+        layers(l, 1) = static_cast<float>(m);
+        attention_sum += a;
+        mlp_sum += m;
+        const AttentionWeights* aw = separable_heads(w, l);
+        const std::size_t heads_here = aw ? aw->heads : 0;
+        for (std::size_t h = 0; h < H; ++h) heads(l, h) = std::numeric_limits<float>::quiet_NaN();
+        if (!aw || heads_here != H || tap.context[l].size() == 0) {
+            whole += (whole.empty() ? "" : ", ") + std::to_string(l + 1);
+            continue;
+        }
+        const Linear& o = *aw->out_proj;
+        const std::size_t d = aw->head_size();
+        for (std::size_t h = 0; h < H; ++h) {  // Σ_j z_j · (W_O u)_j over the head's d_h features
+            double s = 0.0;
+            for (std::size_t j = h * d; j < (h + 1) * d; ++j) {
+                double wu = 0.0;
+                for (std::size_t k = 0; k < C; ++k) wu += static_cast<double>(o.at(j, k)) * u[k];
+                s += static_cast<double>(tap.context[l](0, t, j)) * wu;
+            }
+            heads(l, h) = static_cast<float>(s * after[l] / sigma);
+        }
+        if (o.b.size()) {
+            double s = 0.0;
+            for (std::size_t k = 0; k < C; ++k) s += static_cast<double>(o.b(k)) * u[k];
+            bias_sum += s * after[l] / sigma;
+        }
+    }
+    const double embed = term(c.embed_scale ? Cube(tap.embed * *c.embed_scale) : tap.embed, after[0]);
+    const double positions = tap.pos_embed.size() ? term(tap.pos_embed, after[0]) : 0.0;
+    double shift = 0.0, head_bias = 0.0;  // β · (W_U[answer] − W_U[wrong]) · logit_scale; the head's own bias
+    for (std::size_t k = 0; k < C && w.final_norm.shift.size(); ++k)
+        shift += static_cast<double>(w.final_norm.shift(k)) * (static_cast<double>(row_a[k]) - static_cast<double>(row_b[k])) * scale;
+    if (head.b.size()) head_bias = (static_cast<double>(head.b(answer)) - (spec.wrong ? static_cast<double>(head.b(*spec.wrong)) : 0.0)) * scale;
+    const double sum = embed + positions + attention_sum + mlp_sum + shift + head_bias;
+
+    const std::string metric = metric_words(spec, answer, false);
+    const std::string through = centred ? "(v − v̄)/σ" : "v/σ";
+    const std::string dir = "γ ⊙ " + std::string(spec.wrong ? "(W_U[a] − W_U[b])" : "W_U[a]") + (c.logit_scale ? " · " + format_number(*c.logit_scale) : "");
+    Step& hs = rec.add_plain("attribution_heads", "Direct logit attribution: each head's share of " + metric,
+                             "z_h·W_O,hᵀ → " + through + " · " + dir, to_trace(heads), {Axis::layer, Axis::head});
+    hs.may_be_non_finite = !whole.empty();
+    std::string largest;  // the largest term written out
+    {
+        std::optional<std::pair<std::size_t, std::size_t>> at;
+        for (std::size_t l = 0; l < L; ++l)
+            for (std::size_t h = 0; h < H; ++h)
+                if (std::isfinite(heads(l, h)) && (!at || std::abs(heads(l, h)) > std::abs(heads(at->first, at->second)))) at = std::make_pair(l, h);
+        if (at)
+            largest = " The largest, head " + std::to_string(at->first + 1) + "." + std::to_string(at->second + 1) + ": its output dotted with the direction, " +
+                      four(heads(at->first, at->second) * sigma / after[at->first]) + ", divided by σ = " + four(sigma) +
+                      (after[at->first] != 1.0 ? ", × the later layers' scalars " + four(after[at->first]) : std::string()) + ": " +
+                      four(heads(at->first, at->second)) + ".";
+    }
+    hs.note = "At the last position, each head's output through its slice of the output projection, then the final norm with its scale frozen at "
+              "the final stream's (σ = " + four(sigma) + (centred ? ", each part centred" : "") + ") and the unembedding." +
+              (whole.empty() ? std::string()
+                             : " Layer" + std::string(whole.find(',') == std::string::npos ? " " : "s ") + whole +
+                                   ": the attention's output is not a sum of its heads here (a norm after it, or another kind of attention): nan, their "
+                                   "whole attention is in attribution_layers.") + largest;
+    Step& ls = rec.add_plain("attribution_layers", "Each layer's attention and MLP share of " + metric, through + " · " + dir, to_trace(layers),
+                             {Axis::layer, Axis::feature});
+    ls.labels = {"attention", "MLP"};
+    ls.note = "The attention column is its heads' sum plus the output projection's bias (" + four(bias_sum) + " over all layers)" +
+              (w.blocks.front().mlp_norm || w.blocks.front().attention_norm ? ", each after the norm that follows it," : "") + " as the stream received it.";
+    std::vector<std::string> labels{"embeddings"};
+    std::vector<float> values{static_cast<float>(embed)};
+    if (tap.pos_embed.size()) {
+        labels.push_back("positions");
+        values.push_back(static_cast<float>(positions));
+    }
+    labels.insert(labels.end(), {"attention", "MLPs"});
+    values.insert(values.end(), {static_cast<float>(attention_sum), static_cast<float>(mlp_sum)});
+    if (w.final_norm.shift.size()) {
+        labels.push_back("final norm's shift");
+        values.push_back(static_cast<float>(shift));
+    }
+    if (head.b.size()) {
+        labels.push_back("head's bias");
+        values.push_back(static_cast<float>(head_bias));
+    }
+    labels.insert(labels.end(), {"sum", "logit"});
+    values.insert(values.end(), {static_cast<float>(sum), static_cast<float>(logit)});
+    Step& ts = rec.add_plain("attribution_terms", "The parts of " + metric + " and their sum", "Σ terms = " + metric,
+                             to_trace(vec_of(values)), {Axis::feature});
+    ts.labels = labels;
+    ts.note = "The last two: the sum of the terms and the model's own " + std::string(spec.wrong ? "logit difference" : "logit") +
+              "; they differ by " + four(std::abs(sum - logit)) + " (the terms in double, the model's logits in float32).";
+}
+
+// Activation patching (TransformerLens's patching.py: get_act_patch_resid_pre,
+// get_act_patch_attn_head_out_all_pos, and attn_out / mlp_out over every position): run
+// the corrupted prompt with one activation taken from the clean run, and measure the metric;
+// normalised as its demos do, (patched − corrupted)/(clean − corrupted).
+void record_patching(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t answer) {
+    const DecoderConfig& c = w.config;
+    const std::size_t L = c.layers, H = c.heads, T = ids.size();
+    const bool log_prob = !spec.wrong;
+    CircuitTap clean(L), corrupt(L);  // their values (the heads' context kept: the path that keeps each layer's attention)
+    (void)decoder_forward(w, ids, nullptr, &clean);
+    (void)decoder_forward(w, spec.corrupt, nullptr, &corrupt);
+    // the metric on the path the patched runs take (keeping nothing), so that a patch that changes nothing measures 0
+    const double m_clean = metric_of(w, decoder_forward(w, ids, nullptr, nullptr), answer, spec.wrong, log_prob);
+    const double m_corrupt = metric_of(w, decoder_forward(w, spec.corrupt, nullptr, nullptr), answer, spec.wrong, log_prob);
+    const double span = m_clean - m_corrupt;
+    const auto run = [&](std::size_t l, HookId point, const Cube& with, std::optional<std::size_t> row) {
+        PatchTap tap(l, point, with, row);
+        return metric_of(w, decoder_forward(w, spec.corrupt, nullptr, &tap), answer, spec.wrong, log_prob);
+    };
+    const auto normalised = [&](const Mat& raw) {
+        Mat n = raw;
+        for (float& v : n) v = span == 0.0 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>((static_cast<double>(v) - m_corrupt) / span);
+        return n;
+    };
+    const std::string metric = metric_words(spec, answer, log_prob);
+    const std::string formula = "(patched − corrupted) / (clean − corrupted)";
+    rec.add_plain("patching_metric", "The metric " + metric + " on the clean and the corrupted prompt", metric,
+                  to_trace(Vec({static_cast<float>(m_clean), static_cast<float>(m_corrupt)})), {Axis::feature})
+        .labels = {"clean", "corrupted"};
+    Mat resid = Mat::from_shape({L, T});
+    for (std::size_t l = 0; l < L; ++l)
+        for (std::size_t p = 0; p < T; ++p) resid(l, p) = static_cast<float>(run(l, hooks::resid_pre, clean.resid_pre[l], p));
+    const std::string corrupted = "The corrupted prompt (" + [&] {
+        std::string s;
+        const std::vector<std::string> words = token_labels(spec.corrupt, spec.tokenizer);
+        for (std::size_t i = 0; i < words.size(); ++i) s += (i ? " " : "") + words[i];
+        return s;
+    }() + ") run with ";
+    Step& r = rec.add_plain("patching_resid", "Patching the stream entering each layer, position by position", formula, to_trace(normalised(resid)),
+                            {Axis::layer, Axis::token});
+    r.may_be_non_finite = span == 0.0;
+    r.note = corrupted + "one row of the stream entering layer l taken from the clean run; 1: the clean metric restored, 0: no change." +
+             (span == 0.0 ? " The clean and the corrupted metric are equal: nothing to normalise (nan)." : "");
+    rec.add_plain("patching_resid_raw", "The same, the metric itself", metric, to_trace(resid), {Axis::layer, Axis::token});
+    Mat heads = Mat::from_shape({L, H});
+    std::string whole;
+    for (std::size_t l = 0; l < L; ++l) {
+        const AttentionWeights* aw = separable_heads(w, l);
+        const BlockWeights& b = w.blocks[l];
+        const HeadsBlock* hb = b.attention->as<HeadsBlock>();  // a norm after the attention is fine here: o_proj's output is patched before it
+        if (hb && hb->w.out_proj) aw = &hb->w;
+        if (!aw || aw->heads != H || clean.context[l].size() == 0 || corrupt.context[l].size() == 0) {
+            for (std::size_t h = 0; h < H; ++h) heads(l, h) = std::numeric_limits<float>::quiet_NaN();
+            whole += (whole.empty() ? "" : ", ") + std::to_string(l + 1);
+            continue;
+        }
+        const std::size_t d = aw->head_size();
+        for (std::size_t h = 0; h < H; ++h) {  // the corrupted z with head h's from the clean run, through o_proj
+            Cube z = corrupt.context[l];
+            xt::view(z, 0, xt::all(), xt::range(h * d, (h + 1) * d)) = xt::view(clean.context[l], 0, xt::all(), xt::range(h * d, (h + 1) * d));
+            const Cube y = project(z, *aw->out_proj);
+            heads(l, h) = static_cast<float>(run(l, hooks::attention, y, std::nullopt));
+        }
+    }
+    Step& hs = rec.add_plain("patching_heads", "Patching each head's output", formula, to_trace(normalised(heads)), {Axis::layer, Axis::head});
+    hs.may_be_non_finite = span == 0.0 || !whole.empty();
+    std::string cell;
+    {
+        std::optional<std::pair<std::size_t, std::size_t>> at;
+        for (std::size_t l = 0; l < L; ++l)
+            for (std::size_t h = 0; h < H; ++h)
+                if (std::isfinite(heads(l, h)) && (!at || std::abs(heads(l, h) - m_corrupt) > std::abs(heads(at->first, at->second) - m_corrupt))) at = std::make_pair(l, h);
+        if (at && span != 0.0) {
+            const double p = heads(at->first, at->second);
+            cell = " The largest, head " + std::to_string(at->first + 1) + "." + std::to_string(at->second + 1) + ": (" + four(p) + " − " + four(m_corrupt) +
+                   ") / (" + four(m_clean) + " − " + four(m_corrupt) + ") = " + four((p - m_corrupt) / span) + ".";
+        }
+    }
+    hs.note = corrupted + "head h's z (what its slice of the output projection reads) at every position taken from the clean run." + cell +
+              (whole.empty() ? std::string() : " Layer" + std::string(whole.find(',') == std::string::npos ? " " : "s ") + whole + ": not softmax heads (nan).");
+    rec.add_plain("patching_heads_raw", "The same, the metric itself", metric, to_trace(heads), {Axis::layer, Axis::head}).may_be_non_finite = !whole.empty();
+    Mat layers = Mat::from_shape({L, 2});
+    for (std::size_t l = 0; l < L; ++l) {
+        layers(l, 0) = static_cast<float>(run(l, hooks::attention, clean.attention[l], std::nullopt));
+        layers(l, 1) = static_cast<float>(run(l, hooks::mlp, clean.mlp[l], std::nullopt));
+    }
+    Step& ls = rec.add_plain("patching_layers", "Patching each layer's attention and MLP output", formula, to_trace(normalised(layers)),
+                             {Axis::layer, Axis::feature});
+    ls.labels = {"attention", "MLP"};
+    ls.may_be_non_finite = span == 0.0;
+    ls.note = corrupted + "layer l's whole attention output (or MLP output) taken from the clean run. Clean " + metric + " = " + four(m_clean) +
+              ", corrupted " + four(m_corrupt) + ".";
+    rec.add_plain("patching_layers_raw", "The same, the metric itself", metric, to_trace(layers), {Axis::layer, Axis::feature}).labels = {"attention", "MLP"};
+}
+
+}  // namespace attnwalk::model_walk

@@ -1,0 +1,228 @@
+"""Circuits, as TransformerLens computes them, on the tiny GPT-2 and the tiny Llama (GQA), Qwen3
+(QK-norm) and Gemma 3 (QK-norm, norms after the sublayers) models: golden circuits.
+
+Direct logit attribution (ActivationCache.decompose_resid / stack_head_results / apply_ln_to_stack):
+the last position's stream as a stack of parts (the embeddings, each head's z_h @ W_O[h], o_proj's
+bias, each MLP's output), in float64, each centred (LayerNorm) and divided by the final norm's scale
+of the final stream (RMSNorm: divided only), then dotted with the unembedding direction with the
+final norm's weight folded in (fold_ln): γ ⊙ (W_U[answer] − W_U[wrong]). The final norm's shift
+(TransformerLens folds it into b_U) is a term of its own, so that the terms sum to the logit.
+
+Activation patching (patching.py's generic_activation_patch): the corrupted prompt run with one
+activation from the clean run, through PyTorch hooks on the reference modules: resid_pre at one
+position (layer_pos_patch_setter), a head's z at every position (layer_head_vector_patch_setter on
+hook_z: the input of o_proj, its head's slice), and a layer's attention output or MLP output at
+every position (attnwalk's by-layer grid; TransformerLens's attn_out / mlp_out grids go by position
+too). The metric is the logit difference, or the answer's log-probability; normalised as its
+demos do, (patched − corrupted) / (clean − corrupted). The models are rebuilt exactly as
+gpt2_cases and families_cases build (and save) them."""
+import torch
+
+from .common import as_stored, case
+from .gpt2 import BookGPT, BookLayerNorm
+from .modern import MODERN, ModernModel, RMSNorm
+
+
+def blocks_of(m):
+    return list(m.trf_blocks)
+
+
+def heads_of(block):
+    return block.att.heads if hasattr(block.att, "heads") else block.att.num_heads
+
+
+def run(m, ids, hooks=()):
+    handles = []
+    for module, kind, fn in hooks:
+        handles.append(module.register_forward_pre_hook(fn) if kind == "pre" else module.register_forward_hook(fn))
+    try:
+        with torch.no_grad():
+            return m(ids)[0]  # (T, V)
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def metric(logits, answer, wrong):
+    last = logits[-1]
+    if wrong is not None:
+        return float(last[answer]) - float(last[wrong])
+    return float(torch.log_softmax(last.double(), dim=-1)[answer])  # attnwalk's: in double from the float32 logits
+
+
+def patching_expect(m, clean_ids, corrupt_ids, answer, wrong):
+    blocks = blocks_of(m)
+    L, T = len(blocks), clean_ids.shape[1]
+    H = heads_of(blocks[0])
+    cache = {}
+
+    def keep(name):
+        def pre(module, args):
+            cache[name] = args[0].detach().clone()
+        def post(module, args, out):
+            cache[name] = out.detach().clone()
+        return pre, post
+
+    mlp_of = lambda b: b.ff[2] if isinstance(b.ff, torch.nn.Sequential) else b.ff  # BookBlock calls its MLP's parts one by one
+    hooks = []
+    for l, b in enumerate(blocks):
+        hooks += [(b, "pre", keep(("resid", l))[0]), (b.att, "post", keep(("attn", l))[1]), (mlp_of(b), "post", keep(("mlp", l))[1]),
+                  (b.att.out_proj, "pre", keep(("z", l))[0])]
+    m_clean = metric(run(m, clean_ids, hooks), answer, wrong)
+    m_corrupt = metric(run(m, corrupt_ids), answer, wrong)
+
+    def pre_setter(fn):
+        def hook(module, args):
+            return (fn(args[0].clone()),) + tuple(args[1:])
+        return hook
+
+    resid = torch.zeros(L, T, dtype=torch.float64)
+    for l, b in enumerate(blocks):
+        for p in range(T):
+            def fn(x, l=l, p=p):
+                x[:, p] = cache[("resid", l)][:, p]
+                return x
+            resid[l, p] = metric(run(m, corrupt_ids, [(b, "pre", pre_setter(fn))]), answer, wrong)
+    heads = torch.zeros(L, H, dtype=torch.float64)
+    for l, b in enumerate(blocks):
+        d = b.att.out_proj.in_features // H
+        for h in range(H):
+            def fn(z, l=l, h=h, d=d):
+                z[:, :, h * d:(h + 1) * d] = cache[("z", l)][:, :, h * d:(h + 1) * d]
+                return z
+            heads[l, h] = metric(run(m, corrupt_ids, [(b.att.out_proj, "pre", pre_setter(fn))]), answer, wrong)
+    layers = torch.zeros(L, 2, dtype=torch.float64)
+    for l, b in enumerate(blocks):
+        layers[l, 0] = metric(run(m, corrupt_ids, [(b.att, "post", lambda mod, a, o, l=l: cache[("attn", l)])]), answer, wrong)
+        layers[l, 1] = metric(run(m, corrupt_ids, [(mlp_of(b), "post", lambda mod, a, o, l=l: cache[("mlp", l)])]), answer, wrong)
+    norm = lambda t: (t - m_corrupt) / (m_clean - m_corrupt)
+    return {"patching_metric": torch.tensor([m_clean, m_corrupt]), "patching_resid": norm(resid), "patching_resid_raw": resid,
+            "patching_heads": norm(heads), "patching_heads_raw": heads, "patching_layers": norm(layers), "patching_layers_raw": layers}
+
+
+def attribution_expect(m, ids, answer, wrong, layer_norm, head, gemma=False):
+    """TransformerLens's direct logit attribution at the last position, in float64."""
+    logits = run(m, ids)
+    blocks = blocks_of(m)
+    H = heads_of(blocks[0])
+    d64 = lambda t: t.detach().double()
+    final = d64(blocks[-1].residual_2[0, -1])
+    fn = m.final_norm
+    if layer_norm:
+        gamma, beta, eps = d64(fn.scale), d64(fn.shift), fn.eps
+        scale = ((final - final.mean()) ** 2).mean().add(eps).sqrt()  # hook_scale
+    else:
+        gamma = d64(1.0 + fn.scale) if fn.gemma else d64(fn.scale)
+        beta, eps = None, fn.eps
+        scale = (final ** 2).mean().add(eps).sqrt()
+    W_U = d64(head)
+    direction = gamma * (W_U[answer] - (W_U[wrong] if wrong is not None else 0.0))  # fold_ln: W_U with ln_final.w folded in
+
+    def apply_ln_to_stack(stack):  # (n, C)
+        if layer_norm:
+            stack = stack - stack.mean(dim=-1, keepdim=True)
+        return stack / scale
+
+    def logit_attrs(stack):
+        return apply_ln_to_stack(stack) @ direction
+
+    L = len(blocks)
+    per_head = torch.full((L, H), float("nan"), dtype=torch.float64)
+    per_layer = torch.zeros(L, 2, dtype=torch.float64)
+    for l, b in enumerate(blocks):
+        att = b.att
+        added_attention = b.attention_norm if hasattr(b, "attention_norm") else b.attention
+        added_mlp = b.mlp_norm if hasattr(b, "mlp_norm") else b.mlp
+        per_layer[l] = logit_attrs(torch.stack([d64(added_attention[0, -1]), d64(added_mlp[0, -1])]))
+        if not hasattr(b, "attention_norm"):  # stack_head_results: z_h @ W_O[h]
+            d = att.out_proj.in_features // H
+            z, W_O = d64(att.context[0, -1]), d64(att.out_proj.weight)
+            results = torch.stack([z[h * d:(h + 1) * d] @ W_O[:, h * d:(h + 1) * d].T for h in range(H)])
+            per_head[l] = logit_attrs(results)
+    if hasattr(m, "pos_emb"):
+        T = ids.shape[1]
+        parts = [d64(m.tok_emb(ids)[0, -1]), d64(m.pos_emb(torch.arange(T))[-1])]
+    else:
+        parts = [d64(m.embeddings[0, -1])]
+    terms = list(logit_attrs(torch.stack(parts)))
+    terms += [per_layer[:, 0].sum(), per_layer[:, 1].sum()]
+    if beta is not None:
+        terms.append(beta @ (W_U[answer] - (W_U[wrong] if wrong is not None else 0.0)))
+    total = sum(terms)
+    logit = float(logits[-1, answer]) - (float(logits[-1, wrong]) if wrong is not None else 0.0)
+    assert abs(float(total) - logit) < 1e-5 * max(1.0, abs(logit)), (float(total), logit)
+    terms += [total, torch.tensor(logit, dtype=torch.float64)]
+    return {"attribution_heads": per_head, "attribution_layers": per_layer, "attribution_terms": torch.stack([torch.as_tensor(t) for t in terms])}
+
+
+def corrupted(ids, vocab, positions):
+    c = ids.clone()
+    for p in positions:
+        c[0, p] = (int(c[0, p]) + 1 + p) % vocab
+    return c
+
+
+def patching_choice(m, ids, vocab, log_prob):
+    """The metric (the top token's log-probability, or its logit difference against one of the next five) and the corruption (of
+    a few) whose change is largest against the metric's size: random test models barely depend on their context, and a change of
+    a few hundredths on a metric of 20 would make the normalised grids a ratio of float32 roundings."""
+    logits = run(m, ids)[-1]
+    top = int(torch.argmax(logits))
+    order = torch.argsort(logits, descending=True).tolist()
+    best = None
+    for wrong in [None] if log_prob else order[1:6]:
+        clean = metric(logits[None], top, wrong)
+        for ps in ([1, 6], [2, 5], [0, 3], [4], [3, 7], [5, 6, 7], list(range(ids.shape[1] - 1))):
+            bad = corrupted(ids, vocab, ps)
+            x = metric(run(m, bad), top, wrong)
+            score = abs(clean - x) / max(1.0, abs(clean), abs(x))
+            if best is None or score > best[0]:
+                best = (score, wrong, bad)
+    return top, best[1], best[2]
+
+
+def patching_case(name, m, ids, vocab, base, log_prob):
+    top, wrong, bad = patching_choice(m, ids, vocab, log_prob)
+    exp = patching_expect(m, ids, bad, top, wrong)
+    args = base + ["--corrupt-ids", ",".join(str(i) for i in bad[0].tolist()), "--answer", f"#{top}"]
+    if wrong is not None:
+        args += ["--wrong", f"#{wrong}"]
+    return case(name + ("_patching_log_prob" if log_prob else "_patching"), args, None, exp)
+
+
+def circuits_cases():
+    cases = []
+    for name, seed, (vocab, ctx, d, layers, heads) in [("tiny_gpt2_hf_f32", 1, (50, 16, 16, 2, 4))]:
+        torch.manual_seed(seed)
+        m = BookGPT(vocab, ctx, d, layers, heads)
+        with torch.no_grad():
+            for mod in m.modules():
+                if isinstance(mod, BookLayerNorm):
+                    mod.scale.uniform_(0.5, 1.5)
+                    mod.shift.uniform_(-0.2, 0.2)
+        m.eval()
+        ids = torch.randint(0, vocab, (1, 9), generator=torch.Generator().manual_seed(100 + seed))
+        top = int(torch.argmax(run(m, ids)[-1]))
+        base = ["gpt2", "--model", "@SRC@/tests/data/" + name + ".safetensors", "--heads", str(heads), "--ids", ",".join(str(i) for i in ids[0].tolist())]
+        exp = attribution_expect(m, ids, top, None, True, m.tok_emb.weight)
+        cases.append(case(f"{name}_attribution_top", base + ["--attribution"], None, exp))
+        answer, wrong = 3, 7
+        exp = attribution_expect(m, ids, answer, wrong, True, m.tok_emb.weight)
+        cases.append(case(f"{name}_attribution_difference", base + ["--attribution", "--answer", f"#{answer}", "--wrong", f"#{wrong}"], None, exp))
+        cases.append(patching_case(name, m, ids, vocab, base, False))
+        cases.append(patching_case(name, m, ids, vocab, base, True))
+    for name, dtype, shards, seed, cfg in MODERN:
+        if name not in ("tiny_llama", "tiny_qwen3", "tiny_gemma3"):
+            continue
+        torch.manual_seed(seed)
+        m = ModernModel(cfg)
+        as_stored(m, dtype, lambda mod: mod.scale if isinstance(mod, RMSNorm) else None)
+        ids = torch.randint(0, cfg["vocab"], (1, 10), generator=torch.Generator().manual_seed(100 + seed))
+        head = m.tok_emb.weight if cfg["tied"] else m.out_head.weight
+        gemma = cfg["family"] == "gemma3_text"
+        base = ["model", "--model", "@SRC@/tests/data/models/" + name, "--ids", ",".join(str(i) for i in ids[0].tolist())]
+        answer, wrong = 5, 9
+        exp = attribution_expect(m, ids, answer, wrong, False, head, gemma)
+        cases.append(case(f"{name}_attribution_difference", base + ["--attribution", "--answer", f"#{answer}", "--wrong", f"#{wrong}"], None, exp))
+        cases.append(patching_case(name, m, ids, cfg["vocab"], base, False))
+    return cases

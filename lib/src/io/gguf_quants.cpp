@@ -11,6 +11,7 @@
 //   Q5_1     32     24    d, m, qh[4], qs[16]: y = q·d + m
 //   Q8_0     32     34    d, qs[32] (int8): y = q·d
 //   Q2_K    256     84    scales[16] (4-bit scale | 4-bit min), qs[64], d, dmin
+//   Q3_K    256    110    hmask[32] (the 3rd bits), qs[64] (2 bits), scales[12] (16 × 6 bits), d
 //   Q4_K    256    144    d, dmin, scales[12] (8 × 6-bit scale and min), qs[128]
 //   Q5_K    256    176    d, dmin, scales[12], qh[32], qs[128]
 //   Q6_K    256    210    ql[128], qh[64], scales[16] (int8), d
@@ -101,6 +102,38 @@ void q2_k(const std::uint8_t* b, float* y) {
     }
 }
 
+// y = d·(sc − 32)·(q − 4·(3rd bit clear)), the 16 scales of 6 bits shuffled into 12 bytes
+void q3_k(const std::uint8_t* b, float* y) {
+    const std::uint8_t* hm = b;
+    const std::uint8_t* q = b + 32;
+    const float d_all = f16(b + 108);
+    constexpr std::uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
+    std::uint32_t aux[4] = {u32(b + 96), u32(b + 100), u32(b + 104), 0};
+    const std::uint32_t tmp = aux[2];
+    aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
+    aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
+    aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
+    aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
+    const auto scale = [&](std::size_t i) { return static_cast<int>(static_cast<std::int8_t>((aux[i / 4] >> (8 * (i % 4))) & 0xFF)); };
+    std::size_t is = 0;
+    unsigned m = 1;
+    for (std::size_t n = 0; n < QK_K; n += 128) {
+        unsigned shift = 0;
+        for (std::size_t j = 0; j < 4; ++j) {
+            for (std::size_t half = 0; half < 2; ++half) {
+                const float dl = d_all * static_cast<float>(scale(is++) - 32);
+                for (std::size_t l = 0; l < 16; ++l) {
+                    const int code = static_cast<int>((q[l + 16 * half] >> shift) & 3) - ((hm[l + 16 * half] & m) ? 0 : 4);
+                    *y++ = dl * static_cast<float>(code);
+                }
+            }
+            shift += 2;
+            m <<= 1;
+        }
+        q += 32;
+    }
+}
+
 void q45_k(const std::uint8_t* b, float* y, bool five) {
     const float d = f16(b), min = f16(b + 2);
     const std::uint8_t* scales = b + 4;
@@ -158,6 +191,7 @@ const char* ggml_type_name(std::uint32_t type) {
         case GgmlType::q5_1: return "Q5_1";
         case GgmlType::q8_0: return "Q8_0";
         case GgmlType::q2_k: return "Q2_K";
+        case GgmlType::q3_k: return "Q3_K";
         case GgmlType::q4_k: return "Q4_K";
         case GgmlType::q5_k: return "Q5_K";
         case GgmlType::q6_k: return "Q6_K";
@@ -168,7 +202,7 @@ const char* ggml_type_name(std::uint32_t type) {
 std::size_t ggml_block_weights(GgmlType type) {
     switch (type) {
         case GgmlType::f32: case GgmlType::f16: case GgmlType::bf16: return 1;
-        case GgmlType::q2_k: case GgmlType::q4_k: case GgmlType::q5_k: case GgmlType::q6_k: return QK_K;
+        case GgmlType::q2_k: case GgmlType::q3_k: case GgmlType::q4_k: case GgmlType::q5_k: case GgmlType::q6_k: return QK_K;
         default: return QK;
     }
 }
@@ -183,6 +217,7 @@ std::size_t ggml_block_bytes(GgmlType type) {
         case GgmlType::q5_1: return 24;
         case GgmlType::q8_0: return 34;
         case GgmlType::q2_k: return 84;
+        case GgmlType::q3_k: return 110;
         case GgmlType::q4_k: return 144;
         case GgmlType::q5_k: return 176;
         case GgmlType::q6_k: return 210;
@@ -208,6 +243,7 @@ void ggml_dequantize(GgmlType type, const std::uint8_t* p, float* y, std::size_t
             case GgmlType::q5_1: q5(p, y, true); break;
             case GgmlType::q8_0: q8_0(p, y); break;
             case GgmlType::q2_k: q2_k(p, y); break;
+            case GgmlType::q3_k: q3_k(p, y); break;
             case GgmlType::q4_k: q45_k(p, y, false); break;
             case GgmlType::q5_k: q45_k(p, y, true); break;
             case GgmlType::q6_k: q6_k(p, y); break;

@@ -29,7 +29,7 @@ namespace attnwalk {
 // ggml's tensor types that attnwalk reads (their numbers are ggml's enum ggml_type).
 enum class GgmlType : std::uint32_t {
     f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8,
-    q2_k = 10, q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30,
+    q2_k = 10, q3_k = 11, q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30,
 };
 
 // A type's name as llama.cpp prints it ("Q4_K"), or null for a number attnwalk does not read.

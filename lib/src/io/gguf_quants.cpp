@@ -15,7 +15,11 @@
 //   Q4_K    256    144    d, dmin, scales[12] (8 × 6-bit scale and min), qs[128]
 //   Q5_K    256    176    d, dmin, scales[12], qh[32], qs[128]
 //   Q6_K    256    210    ql[128], qh[64], scales[16] (int8), d
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/gguf.hpp"
@@ -249,6 +253,105 @@ void ggml_dequantize(GgmlType type, const std::uint8_t* p, float* y, std::size_t
             case GgmlType::q6_k: q6_k(p, y); break;
         }
     }
+}
+
+GgmlBlockParts ggml_block_parts(GgmlType type, const std::uint8_t* b) {
+    GgmlBlockParts parts;
+    const auto half = [&](const std::uint8_t* p) {
+        parts.scale_bits.push_back(static_cast<std::uint16_t>(p[0] | (p[1] << 8)));
+        parts.scales.push_back(f16(p));
+    };
+    switch (type) {
+        case GgmlType::q8_0:
+            half(b);
+            for (std::size_t j = 0; j < QK; ++j) parts.codes.push_back(static_cast<std::int8_t>(b[2 + j]));
+            return parts;
+        case GgmlType::q4_0:
+            half(b);
+            parts.codes.resize(QK);
+            for (std::size_t j = 0; j < QK / 2; ++j) {  // the low nibbles are weights 0..15, the high ones 16..31
+                parts.codes[j] = b[2 + j] & 0x0F;
+                parts.codes[j + QK / 2] = b[2 + j] >> 4;
+            }
+            return parts;
+        case GgmlType::q4_k:
+            half(b);
+            half(b + 2);
+            for (std::size_t j = 0; j < 8; ++j) {
+                std::uint8_t sc, m;
+                scale_min_k4(j, b + 4, sc, m);
+                parts.sub_scales.push_back(sc);
+                parts.sub_mins.push_back(m);
+            }
+            for (std::size_t k = 0; k < 4; ++k) {  // 32 bytes per pair of sub-blocks: low nibbles, then high
+                const std::uint8_t* ql = b + 16 + 32 * k;
+                for (std::size_t l = 0; l < 32; ++l) parts.codes.push_back(ql[l] & 0x0F);
+                for (std::size_t l = 0; l < 32; ++l) parts.codes.push_back(ql[l] >> 4);
+            }
+            return parts;
+        default:
+            throw std::invalid_argument(std::string("ggml_block_parts: ") + ggml_type_name(static_cast<std::uint32_t>(type)) + " is not taken apart");
+    }
+}
+
+namespace {
+
+// IEEE half, rounded to nearest even (GGML_FP32_TO_FP16); F. Giesen's float_to_half_fast3_rtne.
+std::uint16_t to_f16(float value) {
+    std::uint32_t f;
+    std::memcpy(&f, &value, 4);
+    const std::uint32_t sign = f & 0x80000000u, infinity = 255u << 23, largest = (127u + 16u) << 23;
+    const std::uint32_t magic_bits = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+    f ^= sign;
+    std::uint16_t out;
+    if (f >= largest) {
+        out = f > infinity ? 0x7E00 : 0x7C00;
+    } else if (f < (113u << 23)) {  // a subnormal half: the float addition rounds it
+        float v, magic;
+        std::memcpy(&v, &f, 4);
+        std::memcpy(&magic, &magic_bits, 4);
+        v += magic;
+        std::uint32_t u;
+        std::memcpy(&u, &v, 4);
+        out = static_cast<std::uint16_t>(u - magic_bits);
+    } else {
+        const std::uint32_t odd = (f >> 13) & 1;
+        f += (static_cast<std::uint32_t>(15 - 127) << 23) + 0xFFF;
+        f += odd;
+        out = static_cast<std::uint16_t>(f >> 13);
+    }
+    return static_cast<std::uint16_t>(out | (sign >> 16));
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> ggml_quantize(GgmlType type, const float* x, std::size_t n) {
+    if ((type != GgmlType::q8_0 && type != GgmlType::q4_0) || n % QK != 0)
+        throw std::invalid_argument("ggml_quantize: Q8_0 or Q4_0, whole blocks of 32");
+    std::vector<std::uint8_t> out;
+    for (std::size_t i = 0; i < n; i += QK, x += QK) {
+        float amax = 0.0f, max = 0.0f;
+        for (std::size_t j = 0; j < QK; ++j)
+            if (amax < std::fabs(x[j])) {
+                amax = std::fabs(x[j]);
+                max = x[j];
+            }
+        const float d = type == GgmlType::q8_0 ? amax / 127.0f : max / -8.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        const std::uint16_t bits = to_f16(d);
+        out.push_back(static_cast<std::uint8_t>(bits & 0xFF));
+        out.push_back(static_cast<std::uint8_t>(bits >> 8));
+        if (type == GgmlType::q8_0) {
+            for (std::size_t j = 0; j < QK; ++j) out.push_back(static_cast<std::uint8_t>(static_cast<std::int8_t>(std::round(x[j] * id))));
+        } else {
+            for (std::size_t j = 0; j < QK / 2; ++j) {
+                const int lo = std::min(15, static_cast<int>(static_cast<std::int8_t>(x[j] * id + 8.5f)));
+                const int hi = std::min(15, static_cast<int>(static_cast<std::int8_t>(x[QK / 2 + j] * id + 8.5f)));
+                out.push_back(static_cast<std::uint8_t>(lo | (hi << 4)));
+            }
+        }
+    }
+    return out;
 }
 
 }  // namespace attnwalk

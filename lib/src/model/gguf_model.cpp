@@ -221,7 +221,11 @@ Model load_gguf(const std::string& path, double memory_budget) {
     const auto g = std::make_shared<const GgufFile>(path, memory_budget);
     const std::string arch = g->text("general.architecture");
     const FamilySpec& f = family_of(*g, arch);
-    ConfigFile cfg(path, config_of(*g, f, arch));
+    Value config = config_of(*g, f, arch);
+    std::string rope_note;  // Llama 3's scaling, read from rope_freqs.weight: the one-line header says so
+    if (const Value* sc = config.find("rope_scaling"); sc && g->tensor("rope_freqs.weight"))
+        if (const Value* factor = sc->find("factor")) rope_note = ", Llama 3's rope scaling from rope_freqs (factor " + json_input::number_text(factor->number) + ")";
+    ConfigFile cfg(path, std::move(config));
     const std::uint64_t heads = g->whole(arch + ".attention.head_count");
     const std::uint64_t kv_heads = g->whole(arch + ".attention.head_count_kv", &heads);
 
@@ -256,7 +260,7 @@ Model load_gguf(const std::string& path, double memory_budget) {
                                 json_input::size_text(memory_budget));
     std::string kinds;
     for (const auto& [type, n] : types) kinds += (kinds.empty() ? "" : ", ") + type + " ×" + std::to_string(n);
-    const std::string described = path + " (GGUF v" + std::to_string(g->version()) + ", " + arch + ")";
+    const std::string described = path + " (GGUF v" + std::to_string(g->version()) + ", " + arch + rope_note + ")";
     const auto fill = [&](unsigned char* out) {
         for (std::size_t i = 0; i < g->tensors().size(); ++i) {
             const GgufFile::TensorInfo& t = g->tensors()[i];

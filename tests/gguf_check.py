@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """GGUF files through the binary (tests/data/gguf/, written by tests/make_gguf.py):
 the forward on a GGUF equal, bit for bit in --json, to the same weights read from a Hugging
-Face folder (the folder itself for F32 and BF16; for a quantized file, the folder of its
+Face folder (the folder itself for F32 and BF16, with Llama 3's rope_scaling for the file that
+carries it as rope_freqs.weight; for a quantized file, the folder of its
 weights dequantized by the reference); the tokenizer of a GGUF giving tokenizer.json's ids;
 broken files refused with one line and exit 1 or 2.
 
@@ -9,6 +10,7 @@ Usage: gguf_check.py BINARY
 """
 import json
 import pathlib
+import shutil
 import struct
 import subprocess
 import sys
@@ -67,7 +69,12 @@ def refused(binary, name, data, says):
 
 def main():
     binary = sys.argv[1]
-    same_forward(binary, "tiny_smollm2_f32.gguf", MODELS / "tiny_smollm2", ["--ids", "3,1,4,1,5,9"])
+    with tempfile.TemporaryDirectory() as work:  # Llama 3's RoPE: tiny_smollm2's weights, the config beside the file
+        folder = pathlib.Path(work) / "tiny_llama3_f32_ref"
+        folder.mkdir()
+        shutil.copy(GGUF / "tiny_llama3_f32_ref" / "config.json", folder / "config.json")
+        shutil.copy(MODELS / "tiny_smollm2" / "model.safetensors", folder / "model.safetensors")
+        same_forward(binary, "tiny_llama3_f32.gguf", folder, ["--ids", "3,1,4,1,5,9"])
     same_forward(binary, "tiny_qwen3_bf16.gguf", MODELS / "tiny_qwen3", ["--text", "the cat sat on the mat"])
     for q in ("tiny_qwen3_q8_0", "tiny_olmo2_q4_0", "tiny_qwen2_q5_1", "tiny_gemma3_q8_0"):
         prompt = ["--text", "the cat sat on the mat"] if "qwen3" in q else ["--ids", "3,1,4,1,5,9"]
@@ -95,6 +102,10 @@ def main():
     name = good.index(b"token_embd.weight")
     type_at = name + len(b"token_embd.weight") + 4 + 16
     refused(binary, "an unknown type", good[:type_at] + struct.pack("<I", 41) + good[type_at + 4:], "ggml type 41")
+    llama3 = (GGUF / "tiny_llama3_f32.gguf").read_bytes()
+    factors = struct.pack("<4f", 1.0, 1.0, 2.6945300102233887, 8.0)  # rope_freqs.weight, as the converter computes them
+    at = llama3.index(factors)
+    refused(binary, "rope_freqs off Llama 3's rule", llama3[:at + 8] + struct.pack("<f", 3.0) + llama3[at + 12:], "rope_freqs.weight\"[2]")
     r = run(binary, "model", "--model", GGUF / "tiny_qwen3_q8_0.gguf", "--ids", "1,2", "--max-memory", "20K")
     if r.returncode != 2 or "--max-memory" not in r.stderr:
         failures.append(f"--max-memory 20K: exit {r.returncode}, {r.stderr.strip()!r}")

@@ -2,7 +2,11 @@
 """Writes the GGUF test files of tests/data/gguf/ from the tiny Hugging Face folders, as
 llama.cpp's convert_hf_to_gguf.py and llama-quantize lay them out (no llama.cpp needed):
 
-  tiny_smollm2_f32.gguf       a Llama: q's and k's rows permuted as LlamaModel.permute does
+  tiny_llama3_f32.gguf        a Llama 3.x: tiny_smollm2's weights with Llama 3's RoPE (rope_theta 500000,
+                              rope_scaling llama3, factor 8), q's and k's rows permuted as
+                              LlamaModel.permute does, and the scaling as the converter writes it:
+                              the tensor rope_freqs.weight (LlamaModel.generate_extra_tensors); its
+                              folder is tiny_smollm2's weights beside tiny_llama3_f32_ref/config.json
   tiny_qwen3_bf16.gguf        Qwen3 in BF16, with its tokenizer (tokenizer.ggml.pre "qwen2")
   tiny_qwen3_q8_0.gguf, tiny_olmo2_q4_0.gguf, tiny_qwen2_q5_1.gguf, tiny_gemma3_q8_0.gguf
                               quantized where a row is whole blocks (else F32, as llama-quantize
@@ -11,8 +15,8 @@ llama.cpp's convert_hf_to_gguf.py and llama-quantize lay them out (no llama.cpp 
                               (Gemma 3's norms stored as 1 + w, as the converter does; its folder
                               with llama.cpp's scale 1/√d_h and window pattern)
   tiny_llama_tokenizer.gguf   tiny_llama's tokenizer alone (tokenizer.ggml.pre "llama-bpe")
-  blocks.gguf + blocks.json   one tensor per type, two rows of 256, and the reference's floats
-                              (their bits) for each
+  blocks.gguf + blocks.f32    one tensor per type, two rows of 256, and the reference's floats
+                              for each, one after the other as little-endian float32 (their bits)
 
 The reference dequantization below is written from ggml's dequantize_row_* (ggml-quants.c)
 with numpy float32 operations, each rounded as the C computes it.
@@ -33,8 +37,8 @@ import sys  # noqa: E402
 sys.path.insert(0, sys_path)
 from hostile_model_path import read_st, write_st  # noqa: E402
 
-TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7, "Q8_0": 8, "Q2_K": 10, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14, "BF16": 30}
-BLOCK = {"F32": 1, "F16": 1, "BF16": 1, "Q4_0": 32, "Q4_1": 32, "Q5_0": 32, "Q5_1": 32, "Q8_0": 32, "Q2_K": 256, "Q4_K": 256, "Q5_K": 256, "Q6_K": 256}
+TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7, "Q8_0": 8, "Q2_K": 10, "Q3_K": 11, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14, "BF16": 30}
+BLOCK = {"F32": 1, "F16": 1, "BF16": 1, "Q4_0": 32, "Q4_1": 32, "Q5_0": 32, "Q5_1": 32, "Q8_0": 32, "Q2_K": 256, "Q4_K": 256, "Q5_K": 256, "Q6_K": 256, "Q3_K": 256}  # Q3_K last: the others' test blocks as before
 f32 = np.float32
 
 
@@ -115,6 +119,28 @@ def dq_q2_k(b):
     return np.concatenate(y)
 
 
+def dq_q3_k(b):
+    hm, q, d = b[0:32].astype(np.int32), b[32:96].astype(np.int32), half(b[108:110])[0]
+    aux = [int.from_bytes(bytes(b[96 + 4 * i:100 + 4 * i]), "little") for i in range(3)] + [0]
+    tmp, k1, k2 = aux[2], 0x03030303, 0x0F0F0F0F
+    aux[2] = ((aux[0] >> 4) & k2) | (((tmp >> 4) & k1) << 4)
+    aux[3] = ((aux[1] >> 4) & k2) | (((tmp >> 6) & k1) << 4)
+    aux[0] = (aux[0] & k2) | (((tmp >> 0) & k1) << 4)
+    aux[1] = (aux[1] & k2) | (((tmp >> 2) & k1) << 4)
+    scales = np.frombuffer(b"".join(struct.pack("<I", a) for a in aux), dtype=np.int8).astype(np.int32)
+    y, i, m = [], 0, 1
+    for n in range(2):
+        qq = q[32 * n:32 * n + 32]
+        for shift in (0, 2, 4, 6):
+            for h in (0, 1):
+                dl = d * f32(scales[i] - 32)
+                i += 1
+                code = ((qq[16 * h:16 * h + 16] >> shift) & 3) - np.where(hm[16 * h:16 * h + 16] & m, 0, 4)
+                y.append(dl * code.astype(f32))
+            m <<= 1
+    return np.concatenate(y)
+
+
 def q45_k(b, five):
     d, mn, scales = half(b[0:2])[0], half(b[2:4])[0], [int(x) for x in b[4:16]]
     qh = b[16:48].astype(np.int32)
@@ -192,7 +218,7 @@ def quantize(kind, x, rng):
             q = np.minimum(top, ((blk - lo) * (1 / d if d else 0) + 0.5).astype(np.int32))
             out += f16b(d) + f16b(lo) + (pack5(q) if kind == "Q5_1" else nibbles(q))
         else:  # the K-quants: codes and 6-bit scales drawn, d and dmin from the values' range
-            size = {"Q2_K": 84, "Q4_K": 144, "Q5_K": 176, "Q6_K": 210}[kind]
+            size = {"Q2_K": 84, "Q3_K": 110, "Q4_K": 144, "Q5_K": 176, "Q6_K": 210}[kind]
             b = bytearray(rng.integers(0, 256, size, dtype=np.uint8).tobytes())
             span = float(np.abs(blk).max())
             d, dmin = f16b(span / 600), f16b(span / 900)
@@ -200,6 +226,8 @@ def quantize(kind, x, rng):
                 b[80:82], b[82:84] = d, dmin
             elif kind == "Q6_K":
                 b[208:210] = f16b(span / 4000)
+            elif kind == "Q3_K":
+                b[108:110] = f16b(span / 1000)
             else:
                 b[0:2], b[2:4] = d, dmin
             out += b
@@ -323,9 +351,31 @@ def tokenizer_kv(d, pre):
     return kv
 
 
-def convert(folder, out, kind, pre=None):
+def rope_factors(cfg, d_h):
+    """LlamaModel.generate_extra_tensors: the factors ggml divides RoPE's frequencies by, in
+    float32 as torch computes them; the original context from the config's top level (8192)."""
+    sc = cfg["rope_scaling"]
+    base = cfg.get("rope_theta", 10000.0)
+    freqs = f32(1) / (f32(base) ** (np.arange(0, d_h, 2, dtype=f32) / f32(d_h)))
+    factor, low, high = sc.get("factor", 8.0), sc.get("low_freq_factor", 1.0), sc.get("high_freq_factor", 4.0)
+    old = cfg.get("original_max_position_embeddings", 8192)
+    out = []
+    for freq in freqs:
+        wavelen = f32(2 * np.pi) / freq
+        if wavelen < old / high:
+            out.append(f32(1))
+        elif wavelen > old / low:
+            out.append(f32(factor))
+        else:
+            smooth = (f32(old) / wavelen - f32(low)) / f32(high - low)
+            out.append(f32(1) / ((f32(1) - smooth) / f32(factor) + smooth))
+    return np.array(out, dtype=f32)
+
+
+def convert(folder, out, kind, pre=None, config=None):
     d = MODELS / folder
     cfg = json.loads((d / "config.json").read_text())
+    cfg.update(config or {})
     arch = {"gemma3_text": "gemma3"}.get(cfg["model_type"], cfg["model_type"])
     C, H = cfg["hidden_size"], cfg["num_attention_heads"]
     G = cfg.get("num_key_value_heads", H)
@@ -359,6 +409,11 @@ def convert(folder, out, kind, pre=None):
             n = H if ".attn_q." in g else G
             back = back.reshape(n, w.shape[0] // n // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
         reference[name] = back
+    if (cfg.get("rope_scaling") or {}).get("rope_type") == "llama3":
+        tensors.append(("rope_freqs.weight", [d_h // 2], "F32", rope_factors(cfg, d_h).astype("<f4").tobytes()))
+        ref = OUT / (out[:-5] + "_ref")  # the folder: the weights of `folder`, this config
+        ref.mkdir(exist_ok=True)
+        (ref / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
     write_gguf(OUT / out, kv, tensors)
     if kind not in ("F32", "F16", "BF16"):  # the same weights, dequantized by the reference, as a folder
         ref = OUT / (out[:-5] + "_ref")
@@ -380,19 +435,22 @@ def convert(folder, out, kind, pre=None):
 
 def blocks():
     rng = np.random.default_rng(2026)
-    tensors, expected = [], {}
+    tensors, expected = [], b""
     for kind in BLOCK:
         x = (rng.standard_normal(512) * 0.05).astype(f32)
         raw = quantize(kind, x, rng)
         tensors.append((kind.lower(), [2, 256], kind, raw))
-        expected[kind.lower()] = [int(b) for b in dequantize(kind, raw, 512).view(np.uint32)]
+        expected += dequantize(kind, raw, 512).astype("<f4").tobytes()
     write_gguf(OUT / "blocks.gguf", [("general.architecture", ("str", "blocks"))], tensors)
-    (OUT / "blocks.json").write_text(json.dumps(expected, separators=(",", ":")) + "\n")
+    (OUT / "blocks.f32").write_bytes(expected)
+    (OUT / "blocks.json").unlink(missing_ok=True)
 
 
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
-    convert("tiny_smollm2", "tiny_smollm2_f32.gguf", "F32")
+    llama3 = {"rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                                      "original_max_position_embeddings": 8192}}
+    convert("tiny_smollm2", "tiny_llama3_f32.gguf", "F32", config=llama3)
     convert("tiny_qwen3", "tiny_qwen3_bf16.gguf", "BF16", pre="qwen2")
     convert("tiny_qwen3", "tiny_qwen3_q8_0.gguf", "Q8_0", pre="qwen2")
     convert("tiny_olmo2", "tiny_olmo2_q4_0.gguf", "Q4_0")

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/io/gguf.hpp"
 #include "attnwalk/io/safetensors.hpp"
 #include "cli.hpp"
 #include "shell.hpp"
@@ -106,6 +107,32 @@ TEST_SUITE("shell.signals") {
             (void)::truncate(path.c_str(), 0);  // another program cuts the file while it is mapped
             st.read_into(name, out.data());      // its pages are gone: SIGBUS
             ::_exit(3);                          // not reached
+        }
+        int status = 0;
+        REQUIRE(::waitpid(child, &status, 0) == child);
+        REQUIRE(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 1);
+        CHECK(test::read_file(err) == "attnwalk: error: " + path +
+                                          ": the file shrank while it was being read (it is memory-mapped: it must not change while attnwalk runs)\n");
+    }
+}
+
+TEST_SUITE("shell.signals") {
+    TEST_CASE("shell.a_gguf_file_that_shrinks_while_mapped_is_one_line_not_a_crash") {
+        const std::string path = test::scratch() + "/shrinking.gguf", err = test::scratch() + "/sigbus_gguf_err";
+        REQUIRE(test::run_shell("cp '" + test::source_path("tests/data/gguf/tiny_llama3_f32.gguf") + "' '" + path + "'").exit_code == 0);
+        const pid_t child = ::fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            ::dup2(fd, STDERR_FILENO);
+            app::report_shrunk_inputs();
+            const GgufFile g(path);
+            const GgufFile::TensorInfo& t = g.tensors().back();
+            std::vector<float> out(static_cast<std::size_t>(t.count));
+            (void)::truncate(path.c_str(), 0);  // cut while mapped
+            g.dequantize(t, out.data());         // SIGBUS
+            ::_exit(3);
         }
         int status = 0;
         REQUIRE(::waitpid(child, &status, 0) == child);

@@ -1,6 +1,6 @@
 // The GGUF reader: each type's blocks dequantized exactly as the reference written from
 // ggml's dequantize_row_* (tests/make_gguf.py: blocks.gguf and the bits of its floats in
-// blocks.json), and malformed files refused with one InputError naming the key or tensor.
+// blocks.f32), and malformed files refused with one InputError naming the key or tensor.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -45,19 +45,20 @@ std::string refusal(const std::string& path) {
 TEST_SUITE("io") {
     TEST_CASE("gguf.each_type_dequantizes_as_ggml_does") {
         const GgufFile g(test::source_path("tests/data/gguf/blocks.gguf"));
-        const auto expected = nlohmann::json::parse(test::read_file(test::source_path("tests/data/gguf/blocks.json")));
-        REQUIRE(g.tensors().size() == 12);
+        const std::string expected = test::read_file(test::source_path("tests/data/gguf/blocks.f32"));  // each tensor's 512 floats, in order
+        REQUIRE(g.tensors().size() == 13);
+        REQUIRE(expected.size() == 13 * 512 * 4);
+        std::size_t k = 0;
         for (const GgufFile::TensorInfo& t : g.tensors()) {
             CAPTURE(t.name);
             REQUIRE(t.count == 512);
             std::vector<float> out(512);
             g.dequantize(t, out.data());
-            const auto& bits = expected.at(t.name);
-            REQUIRE(bits.size() == 512);
             double max_diff = 0;
             std::size_t differ = 0;
-            for (std::size_t i = 0; i < 512; ++i) {
-                const auto b = bits[i].get<std::uint32_t>();
+            for (std::size_t i = 0; i < 512; ++i, ++k) {
+                std::uint32_t b;
+                std::memcpy(&b, expected.data() + 4 * k, 4);  // little-endian, as the machines that run these tests
                 float want;
                 std::memcpy(&want, &b, 4);
                 std::uint32_t got;
@@ -107,5 +108,58 @@ TEST_SUITE("io") {
         const GgufFile g(gguf(arch, 1));
         CHECK_THROWS_AS(g.whole("general.architecture"), InputError);
         CHECK_THROWS_WITH_AS(g.text("missing.key"), doctest::Contains("missing.key"), InputError);
+    }
+}
+
+// The quant lesson's blocks: taken apart, their parts rebuild the dequantizer's floats bit
+// for bit (walk_quant checks each weight), and ggml's reference quantizers round-trip.
+#include "attnwalk/lessons/quant.hpp"
+
+TEST_SUITE("io") {
+    TEST_CASE("gguf.blocks_taken_apart_rebuild_the_dequantizer") {
+        const std::string path = test::source_path("tests/data/gguf/blocks.gguf");
+        const GgufFile g(path);
+        for (const char* name : {"q8_0", "q4_0", "q4_k"}) {
+            const GgufFile::TensorInfo* t = g.tensor(name);
+            REQUIRE(t != nullptr);
+            std::vector<float> all(t->count);
+            g.dequantize(*t, all.data());
+            const std::size_t per = ggml_block_weights(t->type), blocks = t->count / per;
+            for (std::size_t b = 0; b < blocks; ++b) {
+                CAPTURE(name);
+                CAPTURE(b);
+                const Trace trace = walk_quant(quant_block_of_file(path, name, b, 1e9));
+                const Step* w = nullptr;
+                for (const Step& s : trace.steps)
+                    if (s.id == "quant_weights") w = &s;
+                REQUIRE(w != nullptr);
+                REQUIRE(w->tensor.data.size() == per);
+                CHECK(std::memcmp(w->tensor.data.data(), all.data() + b * per, per * sizeof(float)) == 0);
+            }
+        }
+        CHECK_THROWS_AS(quant_block_of_file(path, "q6_k", 0, 1e9), InputError);
+        CHECK_THROWS_AS(quant_block_of_file(path, "q8_0", 16, 1e9), InputError);
+        CHECK_THROWS_AS(quant_block_of_file(path, "nothing", 0, 1e9), InputError);
+    }
+
+    TEST_CASE("gguf.reference_quantizers_round_trip") {
+        std::vector<float> x(64);
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.03f * std::sin(0.37f * static_cast<float>(i)) + (i == 40 ? -0.09f : 0.0f);
+        for (GgmlType type : {GgmlType::q8_0, GgmlType::q4_0}) {
+            const std::vector<std::uint8_t> q = ggml_quantize(type, x.data(), x.size());
+            REQUIRE(q.size() == 2 * ggml_block_bytes(type));
+            std::vector<float> back(x.size());
+            ggml_dequantize(type, q.data(), back.data(), x.size());
+            for (std::size_t b = 0; b < 2; ++b) {
+                const float d = std::fabs(ggml_block_parts(type, q.data() + b * ggml_block_bytes(type)).scales[0]);
+                for (std::size_t i = 32 * b; i < 32 * b + 32; ++i) {
+                    CAPTURE(i);
+                    CHECK(std::fabs(back[i] - x[i]) <= (type == GgmlType::q8_0 ? 0.6f : 1.1f) * d);  // half a step (Q4_0: a step at +max)
+                }
+            }
+        }
+        CHECK(walk_quant(quant_block_builtin("Q8_0")).steps.size() == 5);
+        CHECK(walk_quant(quant_block_builtin("Q4_0")).steps.size() == 5);
+        CHECK_THROWS_AS(quant_block_builtin("Q4_K"), UsageError);
     }
 }

@@ -177,6 +177,7 @@ GgufFile::GgufFile(const std::string& path, double memory_budget) : file_(path) 
     fd_ = mapped.fd;
     size_ = mapped.size;
     map_ = mapped.map;
+    io_detail::note_mapping(map_, size_, path);  // a SIGBUS here names the file
     try {
         if (std::memcmp(map_, "GGUF", 4) != 0) throw InputError(path, "", "not a GGUF file: it does not begin with \"GGUF\"");
         Cursor c(path, map_, size_, memory_budget);
@@ -222,7 +223,7 @@ GgufFile::GgufFile(const std::string& path, double memory_budget) : file_(path) 
             }
             const std::uint64_t type = c.u(4, "the type");
             if (!ggml_type_name(static_cast<std::uint32_t>(type)) || type > 0xffffffffu)
-                c.fail("ggml type " + std::to_string(type) + " is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q4_K, Q5_K, Q6_K are)");
+                c.fail("ggml type " + std::to_string(type) + " is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K are)");
             t.type = static_cast<GgmlType>(type);
             const std::size_t block = ggml_block_weights(t.type);
             if (t.ne[0] % block != 0)
@@ -254,6 +255,7 @@ GgufFile::GgufFile(const std::string& path, double memory_budget) : file_(path) 
                 throw InputError(path, "tensor \"" + tensors_[starts[i].second].name + "\"", "its data overlaps that of \"" + prev.name + "\"");
         }
     } catch (...) {
+        io_detail::forget_mapping(map_);
         if (map_) ::munmap(const_cast<std::uint8_t*>(map_), size_);
         ::close(fd_);
         throw;
@@ -261,6 +263,7 @@ GgufFile::GgufFile(const std::string& path, double memory_budget) : file_(path) 
 }
 
 GgufFile::~GgufFile() {
+    io_detail::forget_mapping(map_);
     if (map_) ::munmap(const_cast<std::uint8_t*>(map_), size_);
     if (fd_ >= 0) ::close(fd_);
 }

@@ -11,10 +11,15 @@
 //   Q5_1     32     24    d, m, qh[4], qs[16]: y = q·d + m
 //   Q8_0     32     34    d, qs[32] (int8): y = q·d
 //   Q2_K    256     84    scales[16] (4-bit scale | 4-bit min), qs[64], d, dmin
+//   Q3_K    256    110    hmask[32] (the 3rd bits), qs[64] (2 bits), scales[12] (16 × 6 bits), d
 //   Q4_K    256    144    d, dmin, scales[12] (8 × 6-bit scale and min), qs[128]
 //   Q5_K    256    176    d, dmin, scales[12], qh[32], qs[128]
 //   Q6_K    256    210    ql[128], qh[64], scales[16] (int8), d
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/gguf.hpp"
@@ -101,6 +106,38 @@ void q2_k(const std::uint8_t* b, float* y) {
     }
 }
 
+// y = d·(sc − 32)·(q − 4·(3rd bit clear)), the 16 scales of 6 bits shuffled into 12 bytes
+void q3_k(const std::uint8_t* b, float* y) {
+    const std::uint8_t* hm = b;
+    const std::uint8_t* q = b + 32;
+    const float d_all = f16(b + 108);
+    constexpr std::uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
+    std::uint32_t aux[4] = {u32(b + 96), u32(b + 100), u32(b + 104), 0};
+    const std::uint32_t tmp = aux[2];
+    aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
+    aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
+    aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
+    aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
+    const auto scale = [&](std::size_t i) { return static_cast<int>(static_cast<std::int8_t>((aux[i / 4] >> (8 * (i % 4))) & 0xFF)); };
+    std::size_t is = 0;
+    unsigned m = 1;
+    for (std::size_t n = 0; n < QK_K; n += 128) {
+        unsigned shift = 0;
+        for (std::size_t j = 0; j < 4; ++j) {
+            for (std::size_t half = 0; half < 2; ++half) {
+                const float dl = d_all * static_cast<float>(scale(is++) - 32);
+                for (std::size_t l = 0; l < 16; ++l) {
+                    const int code = static_cast<int>((q[l + 16 * half] >> shift) & 3) - ((hm[l + 16 * half] & m) ? 0 : 4);
+                    *y++ = dl * static_cast<float>(code);
+                }
+            }
+            shift += 2;
+            m <<= 1;
+        }
+        q += 32;
+    }
+}
+
 void q45_k(const std::uint8_t* b, float* y, bool five) {
     const float d = f16(b), min = f16(b + 2);
     const std::uint8_t* scales = b + 4;
@@ -158,6 +195,7 @@ const char* ggml_type_name(std::uint32_t type) {
         case GgmlType::q5_1: return "Q5_1";
         case GgmlType::q8_0: return "Q8_0";
         case GgmlType::q2_k: return "Q2_K";
+        case GgmlType::q3_k: return "Q3_K";
         case GgmlType::q4_k: return "Q4_K";
         case GgmlType::q5_k: return "Q5_K";
         case GgmlType::q6_k: return "Q6_K";
@@ -168,7 +206,7 @@ const char* ggml_type_name(std::uint32_t type) {
 std::size_t ggml_block_weights(GgmlType type) {
     switch (type) {
         case GgmlType::f32: case GgmlType::f16: case GgmlType::bf16: return 1;
-        case GgmlType::q2_k: case GgmlType::q4_k: case GgmlType::q5_k: case GgmlType::q6_k: return QK_K;
+        case GgmlType::q2_k: case GgmlType::q3_k: case GgmlType::q4_k: case GgmlType::q5_k: case GgmlType::q6_k: return QK_K;
         default: return QK;
     }
 }
@@ -183,6 +221,7 @@ std::size_t ggml_block_bytes(GgmlType type) {
         case GgmlType::q5_1: return 24;
         case GgmlType::q8_0: return 34;
         case GgmlType::q2_k: return 84;
+        case GgmlType::q3_k: return 110;
         case GgmlType::q4_k: return 144;
         case GgmlType::q5_k: return 176;
         case GgmlType::q6_k: return 210;
@@ -208,11 +247,111 @@ void ggml_dequantize(GgmlType type, const std::uint8_t* p, float* y, std::size_t
             case GgmlType::q5_1: q5(p, y, true); break;
             case GgmlType::q8_0: q8_0(p, y); break;
             case GgmlType::q2_k: q2_k(p, y); break;
+            case GgmlType::q3_k: q3_k(p, y); break;
             case GgmlType::q4_k: q45_k(p, y, false); break;
             case GgmlType::q5_k: q45_k(p, y, true); break;
             case GgmlType::q6_k: q6_k(p, y); break;
         }
     }
+}
+
+GgmlBlockParts ggml_block_parts(GgmlType type, const std::uint8_t* b) {
+    GgmlBlockParts parts;
+    const auto half = [&](const std::uint8_t* p) {
+        parts.scale_bits.push_back(static_cast<std::uint16_t>(p[0] | (p[1] << 8)));
+        parts.scales.push_back(f16(p));
+    };
+    switch (type) {
+        case GgmlType::q8_0:
+            half(b);
+            for (std::size_t j = 0; j < QK; ++j) parts.codes.push_back(static_cast<std::int8_t>(b[2 + j]));
+            return parts;
+        case GgmlType::q4_0:
+            half(b);
+            parts.codes.resize(QK);
+            for (std::size_t j = 0; j < QK / 2; ++j) {  // the low nibbles are weights 0..15, the high ones 16..31
+                parts.codes[j] = b[2 + j] & 0x0F;
+                parts.codes[j + QK / 2] = b[2 + j] >> 4;
+            }
+            return parts;
+        case GgmlType::q4_k:
+            half(b);
+            half(b + 2);
+            for (std::size_t j = 0; j < 8; ++j) {
+                std::uint8_t sc, m;
+                scale_min_k4(j, b + 4, sc, m);
+                parts.sub_scales.push_back(sc);
+                parts.sub_mins.push_back(m);
+            }
+            for (std::size_t k = 0; k < 4; ++k) {  // 32 bytes per pair of sub-blocks: low nibbles, then high
+                const std::uint8_t* ql = b + 16 + 32 * k;
+                for (std::size_t l = 0; l < 32; ++l) parts.codes.push_back(ql[l] & 0x0F);
+                for (std::size_t l = 0; l < 32; ++l) parts.codes.push_back(ql[l] >> 4);
+            }
+            return parts;
+        default:
+            throw std::invalid_argument(std::string("ggml_block_parts: ") + ggml_type_name(static_cast<std::uint32_t>(type)) + " is not taken apart");
+    }
+}
+
+namespace {
+
+// IEEE half, rounded to nearest even (GGML_FP32_TO_FP16); F. Giesen's float_to_half_fast3_rtne.
+std::uint16_t to_f16(float value) {
+    std::uint32_t f;
+    std::memcpy(&f, &value, 4);
+    const std::uint32_t sign = f & 0x80000000u, infinity = 255u << 23, largest = (127u + 16u) << 23;
+    const std::uint32_t magic_bits = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+    f ^= sign;
+    std::uint16_t out;
+    if (f >= largest) {
+        out = f > infinity ? 0x7E00 : 0x7C00;
+    } else if (f < (113u << 23)) {  // a subnormal half: the float addition rounds it
+        float v, magic;
+        std::memcpy(&v, &f, 4);
+        std::memcpy(&magic, &magic_bits, 4);
+        v += magic;
+        std::uint32_t u;
+        std::memcpy(&u, &v, 4);
+        out = static_cast<std::uint16_t>(u - magic_bits);
+    } else {
+        const std::uint32_t odd = (f >> 13) & 1;
+        f += (static_cast<std::uint32_t>(15 - 127) << 23) + 0xFFF;
+        f += odd;
+        out = static_cast<std::uint16_t>(f >> 13);
+    }
+    return static_cast<std::uint16_t>(out | (sign >> 16));
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> ggml_quantize(GgmlType type, const float* x, std::size_t n) {
+    if ((type != GgmlType::q8_0 && type != GgmlType::q4_0) || n % QK != 0)
+        throw std::invalid_argument("ggml_quantize: Q8_0 or Q4_0, whole blocks of 32");
+    std::vector<std::uint8_t> out;
+    for (std::size_t i = 0; i < n; i += QK, x += QK) {
+        float amax = 0.0f, max = 0.0f;
+        for (std::size_t j = 0; j < QK; ++j)
+            if (amax < std::fabs(x[j])) {
+                amax = std::fabs(x[j]);
+                max = x[j];
+            }
+        const float d = type == GgmlType::q8_0 ? amax / 127.0f : max / -8.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        const std::uint16_t bits = to_f16(d);
+        out.push_back(static_cast<std::uint8_t>(bits & 0xFF));
+        out.push_back(static_cast<std::uint8_t>(bits >> 8));
+        if (type == GgmlType::q8_0) {
+            for (std::size_t j = 0; j < QK; ++j) out.push_back(static_cast<std::uint8_t>(static_cast<std::int8_t>(std::round(x[j] * id))));
+        } else {
+            for (std::size_t j = 0; j < QK / 2; ++j) {
+                const int lo = std::min(15, static_cast<int>(static_cast<std::int8_t>(x[j] * id + 8.5f)));
+                const int hi = std::min(15, static_cast<int>(static_cast<std::int8_t>(x[QK / 2 + j] * id + 8.5f)));
+                out.push_back(static_cast<std::uint8_t>(lo | (hi << 4)));
+            }
+        }
+    }
+    return out;
 }
 
 }  // namespace attnwalk

@@ -19,4 +19,9 @@ struct MappedFile {
 // naming the file; nothing is left open then.
 MappedFile map_file(const std::string& path, const std::string& kind, std::size_t least, const std::string& least_words);
 
+// A mapping alive, named for mapped_file_at (the SIGBUS handler of app/cli.cpp says which
+// file shrank while mapped), and forgotten before it is unmapped.
+void note_mapping(const unsigned char* begin, std::size_t size, const std::string& path);
+void forget_mapping(const unsigned char* begin);
+
 }  // namespace attnwalk::io_detail

@@ -48,19 +48,6 @@ struct Mapping {
 };
 Mapping mappings[64];
 
-void note_mapping(const unsigned char* begin, std::size_t size, const std::string& path) {
-    for (Mapping& m : mappings) {
-        bool free = false;
-        if (!m.claimed.compare_exchange_strong(free, true)) continue;
-        m.size = size;
-        const std::size_t n = std::min(path.size(), sizeof m.path - 1);
-        std::memcpy(m.path, path.data(), n);
-        m.path[n] = '\0';
-        m.begin.store(begin);
-        return;
-    }  // more than 64 files mapped at once: this one's SIGBUS goes unnamed
-}
-
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
 #endif
@@ -72,15 +59,6 @@ void populate(const unsigned char* map, std::size_t from, std::size_t to) {
     const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
     const std::size_t first = from / page * page;
     if (to > first) (void)::madvise(const_cast<unsigned char*>(map) + first, to - first, MADV_POPULATE_READ);
-}
-
-void forget_mapping(const unsigned char* begin) {
-    for (Mapping& m : mappings)
-        if (m.begin.load() == begin) {
-            m.begin.store(nullptr);
-            m.claimed.store(false);
-            return;
-        }
 }
 
 }  // namespace
@@ -95,6 +73,28 @@ const char* mapped_file_at(const void* address) noexcept {
 }
 
 namespace io_detail {
+
+void note_mapping(const unsigned char* begin, std::size_t size, const std::string& path) {
+    for (Mapping& m : mappings) {
+        bool free = false;
+        if (!m.claimed.compare_exchange_strong(free, true)) continue;
+        m.size = size;
+        const std::size_t n = std::min(path.size(), sizeof m.path - 1);
+        std::memcpy(m.path, path.data(), n);
+        m.path[n] = '\0';
+        m.begin.store(begin);
+        return;
+    }  // more than 64 files mapped at once: this one's SIGBUS goes unnamed
+}
+
+void forget_mapping(const unsigned char* begin) {
+    for (Mapping& m : mappings)
+        if (m.begin.load() == begin) {
+            m.begin.store(nullptr);
+            m.claimed.store(false);
+            return;
+        }
+}
 
 MappedFile map_file(const std::string& path, const std::string& kind, std::size_t least, const std::string& least_words) {
     MappedFile f;
@@ -126,7 +126,7 @@ SafeTensors::SafeTensors(const std::string& path, double memory_budget) : file_(
     size_ = mapped.size;
     map_ = mapped.map;
     try {
-        note_mapping(map_, size_, path);
+        io_detail::note_mapping(map_, size_, path);
         // Files people mistake for safetensors, told by their first bytes.
         const auto begins_with = [&](const char* magic, std::size_t k) { return size_ >= k && std::memcmp(map_, magic, k) == 0; };
         const char* convert = ": load it in Python and save it with safetensors.torch.save_file(model.state_dict(), \"model.safetensors\")"
@@ -196,7 +196,7 @@ SafeTensors::SafeTensors(const std::string& path, double memory_budget) : file_(
         }
     } catch (...) {
         if (map_) {
-            forget_mapping(map_);
+            io_detail::forget_mapping(map_);
             ::munmap(const_cast<unsigned char*>(map_), size_);
         }
         ::close(fd_);
@@ -221,7 +221,7 @@ SafeTensors::~SafeTensors() {
     stop_touching_ = true;
     if (toucher_.joinable()) toucher_.join();
     if (map_) {
-        forget_mapping(map_);
+        io_detail::forget_mapping(map_);
         ::munmap(const_cast<unsigned char*>(map_), size_);
     }
     if (fd_ >= 0) ::close(fd_);

@@ -13,18 +13,22 @@
 //   {arch}.attention.key_length           head_dim
 //   {arch}.attention.layer_norm_rms_epsilon   the norm's eps
 //   {arch}.rope.freq_base, rope.scaling.* rope_theta, rope_scaling
+//   rope_freqs (Llama 3.x)                rope_scaling llama3, checked (llama3_of_factors)
 //   {arch}.attention.sliding_window       sliding_window
 //   token_embd, output_norm, output       embed, final norm, head
 //   blk.N.attn_norm, attn_q/k/v/output, attn_q_norm/k_norm, post_attention_norm,
 //   ffn_norm, ffn_gate/up/down, post_ffw_norm   layer N's names
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/gguf.hpp"
 #include "attnwalk/io/json_input.hpp"
 #include "attnwalk/model/decoder.hpp"
+#include "attnwalk/ops/attention.hpp"
 #include "config.hpp"
 
 namespace attnwalk::model_detail {
@@ -45,6 +49,69 @@ const FamilySpec& family_of(const GgufFile& g, const std::string& arch) {
         supported += (supported.empty() ? "" : ", ") + f->gguf.architecture;
     }
     throw InputError(g.file(), "metadata \"general.architecture\"", "GGUF architecture \"" + arch + "\" is not supported. Supported: " + supported);
+}
+
+// Llama 3.x's rope_scaling as llama.cpp's converter writes it: no keys, a tensor of d/2
+// factors by which ggml divides RoPE's frequencies (ggml_rope_cache_init: θ/ff). The
+// converter's LlamaModel.generate_extra_tensors takes each frequency θ_i = base^(−2i/d) in
+// float32, its wavelength λ_i = 2π/θ_i, and stores 1 where λ_i < original/high_freq_factor,
+// `factor` where λ_i > original/low_freq_factor, else 1/((1 − s)/factor + s) with
+// s = (original/λ_i − low_freq_factor)/(high_freq_factor − low_freq_factor); its original
+// context is 8192 (it reads original_max_position_embeddings from the config's top level,
+// where Llama 3's has none) and every Llama 3.x has low 1 and high 4. The file's factors are
+// checked against those the rule gives for the largest of them; then Hugging Face's
+// rope_scaling llama3 with those values does the arithmetic, as PyTorch does it (θ_i/factor,
+// and the blend (1 − s)·θ_i/factor + s·θ_i where ggml divides by the stored factor), so the
+// forward is the folder's. Factors all 1 change nothing: no scaling (null). Others refused.
+// A float32 as its shortest text that reads back the same.
+std::string float_text(float v) {
+    char buf[32];
+    for (int digits = 1; digits <= 9; ++digits) {
+        std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(v));
+        if (std::strtof(buf, nullptr) == v) break;
+    }
+    return buf;
+}
+
+Value llama3_of_factors(const GgufFile& g, const GgufFile::TensorInfo& t, double base, std::size_t d) {
+    const std::string where = "tensor \"rope_freqs.weight\"";
+    if (t.ne.size() != 1 || d % 2 != 0 || t.count != d / 2)
+        throw InputError(g.file(), where, "expected one factor per pair of the " + std::to_string(d) + " rotated features of a head (" + std::to_string(d / 2) + "), got " +
+                                              std::to_string(t.count) + " in " + std::to_string(t.ne.size()) + " dimensions");
+    std::vector<float> got(d / 2);
+    g.dequantize(t, got.data());
+    float factor = 1.0f;
+    for (float v : got) {
+        if (!(std::isfinite(v) && v >= 1.0f)) throw InputError(g.file(), where, "expected factors of at least 1 (ggml divides each frequency by one), got " + float_text(v));
+        factor = std::max(factor, v);
+    }
+    if (factor == 1.0f) return Value{};
+    constexpr float low = 1.0f, high = 4.0f, original = 8192.0f;
+    RopeParams plain;
+    plain.base = base;
+    const Rope rope = rope_tables(d, 0, 0, plain);
+    const float two_pi = static_cast<float>(2.0 * 3.14159265358979323846);
+    for (std::size_t i = 0; i < d / 2; ++i) {  // float32, term by term as the converter's torch
+        const float wavelen = two_pi / rope.inv_freq(i);
+        float want = 1.0f;
+        if (wavelen > original / low) want = factor;
+        else if (wavelen >= original / high) {
+            const float smooth = (original / wavelen - low) / (high - low);
+            want = 1.0f / ((1.0f - smooth) / factor + smooth);
+        }
+        if (!(std::fabs(got[i] - want) <= 1e-6f * want))  // torch and this may round the blend a last bit apart
+            throw InputError(g.file(), where + "[" + std::to_string(i) + "]",
+                             "expected " + float_text(want) + ", the factor Llama 3's rope scaling gives (factor " + float_text(factor) +
+                                 ", low_freq_factor 1, high_freq_factor 4, original context 8192, as llama.cpp's converter computes them), got " +
+                                 float_text(got[i]) + ": other factors are not supported");
+    }
+    Value s = json_input::object_value();
+    s.object.emplace_back("rope_type", text("llama3"));
+    s.object.emplace_back("factor", number(static_cast<double>(factor)));
+    s.object.emplace_back("low_freq_factor", number(static_cast<double>(low)));
+    s.object.emplace_back("high_freq_factor", number(static_cast<double>(high)));
+    s.object.emplace_back("original_max_position_embeddings", number(static_cast<double>(original)));
+    return s;
 }
 
 // The metadata as config.json's fields, in the names the family's spec reads.
@@ -84,10 +151,14 @@ Value config_of(const GgufFile& g, const FamilySpec& f, const std::string& arch)
         const std::uint64_t width = g.whole(key("embedding_length")), d_h = g.whole(key("attention.key_length"));
         set(f.heads.scale_field, number(static_cast<double>(g.whole(key("block_count")) == 62 ? width / heads : d_h)));
     }
-    if (g.tensor("rope_freqs.weight"))
-        throw InputError(g.file(), "tensor \"rope_freqs.weight\"",
-                         "RoPE's per-frequency factors (Llama 3's rope_scaling as llama.cpp's converter writes it) are not supported yet");
     const std::string none = "none", scaling = g.text(key("rope.scaling.type"), &none);
+    if (const GgufFile::TensorInfo* t = g.tensor("rope_freqs.weight")) {
+        if (scaling != "none")
+            throw InputError(g.file(), "metadata \"" + key("rope.scaling.type") + "\"", "expected none beside the tensor rope_freqs.weight (its own scaling), got \"" + scaling + "\"");
+        const std::uint64_t d_h = g.find(key("attention.key_length")) ? g.whole(key("attention.key_length")) : g.whole(key("embedding_length")) / heads;
+        Value s = llama3_of_factors(g, *t, g.number(key("rope.freq_base"), &theta), static_cast<std::size_t>(g.whole(key("rope.dimension_count"), &d_h)));
+        if (s.is_object()) set("rope_scaling", std::move(s));
+    }
     if (scaling == "linear" || scaling == "yarn") {
         Value s = json_input::object_value();
         s.object.emplace_back("rope_type", text(scaling));
@@ -150,7 +221,11 @@ Model load_gguf(const std::string& path, double memory_budget) {
     const auto g = std::make_shared<const GgufFile>(path, memory_budget);
     const std::string arch = g->text("general.architecture");
     const FamilySpec& f = family_of(*g, arch);
-    ConfigFile cfg(path, config_of(*g, f, arch));
+    Value config = config_of(*g, f, arch);
+    std::string rope_note;  // Llama 3's scaling, read from rope_freqs.weight: the one-line header says so
+    if (const Value* sc = config.find("rope_scaling"); sc && g->tensor("rope_freqs.weight"))
+        if (const Value* factor = sc->find("factor")) rope_note = ", Llama 3's rope scaling from rope_freqs (factor " + json_input::number_text(factor->number) + ")";
+    ConfigFile cfg(path, std::move(config));
     const std::uint64_t heads = g->whole(arch + ".attention.head_count");
     const std::uint64_t kv_heads = g->whole(arch + ".attention.head_count_kv", &heads);
 
@@ -162,6 +237,11 @@ Model load_gguf(const std::string& path, double memory_budget) {
     std::vector<std::size_t> offsets;  // each tensor's place in the memory
     std::vector<bool> kept;            // kept as 16-bit values
     for (const GgufFile::TensorInfo& t : g->tensors()) {
+        if (t.name == "rope_freqs.weight") {  // read into rope_scaling (config_of)
+            offsets.push_back(0);
+            kept.push_back(false);
+            continue;
+        }
         const bool sixteen = t.type == GgmlType::f16 || t.type == GgmlType::bf16;
         const bool plus_one = f.norm_adds_one && ends_with(t.name, "norm.weight");  // stored 1 + w: w back, in float32
         kept.push_back(sixteen && !plus_one);
@@ -180,10 +260,11 @@ Model load_gguf(const std::string& path, double memory_budget) {
                                 json_input::size_text(memory_budget));
     std::string kinds;
     for (const auto& [type, n] : types) kinds += (kinds.empty() ? "" : ", ") + type + " ×" + std::to_string(n);
-    const std::string described = path + " (GGUF v" + std::to_string(g->version()) + ", " + arch + ")";
+    const std::string described = path + " (GGUF v" + std::to_string(g->version()) + ", " + arch + rope_note + ")";
     const auto fill = [&](unsigned char* out) {
         for (std::size_t i = 0; i < g->tensors().size(); ++i) {
             const GgufFile::TensorInfo& t = g->tensors()[i];
+            if (t.name == "rope_freqs.weight") continue;
             unsigned char* w = out + offsets[i];
             if (kept[i]) std::memcpy(w, g->bytes(t), static_cast<std::size_t>(t.bytes));  // little-endian, as a safetensors file's
             else g->dequantize(t, reinterpret_cast<float*>(w));

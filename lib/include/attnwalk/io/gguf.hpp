@@ -29,7 +29,7 @@ namespace attnwalk {
 // ggml's tensor types that attnwalk reads (their numbers are ggml's enum ggml_type).
 enum class GgmlType : std::uint32_t {
     f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8,
-    q2_k = 10, q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30,
+    q2_k = 10, q3_k = 11, q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30,
 };
 
 // A type's name as llama.cpp prints it ("Q4_K"), or null for a number attnwalk does not read.
@@ -39,6 +39,23 @@ std::size_t ggml_block_weights(GgmlType type);
 std::size_t ggml_block_bytes(GgmlType type);
 // `n` weights (a multiple of the block) from `bytes` into `out`, as ggml's dequantize_row_*.
 void ggml_dequantize(GgmlType type, const std::uint8_t* bytes, float* out, std::size_t n);
+
+// One block taken apart as ggml_dequantize reads it (the lesson `quant`): its half-precision
+// scales (Q8_0, Q4_0: d; Q4_K: d, dmin) as stored and as float32, Q4_K's eight 6-bit scales
+// and mins (its 12 bytes unpacked as get_scale_min_k4 does), and each weight's code in the
+// order of the weights (Q8_0: the int8; Q4_0: 0..15, the weight (q − 8)·d; Q4_K: 0..15, the
+// weight d·sc·q − dmin·m of its sub-block of 32). Other types: std::invalid_argument.
+struct GgmlBlockParts {
+    std::vector<std::uint16_t> scale_bits;
+    std::vector<float> scales;
+    std::vector<unsigned> sub_scales, sub_mins;
+    std::vector<int> codes;
+};
+GgmlBlockParts ggml_block_parts(GgmlType type, const std::uint8_t* block);
+// ggml's reference quantizers quantize_row_q8_0_ref and quantize_row_q4_0_ref: `n` weights
+// (whole blocks of 32) into Q8_0 or Q4_0 blocks (d = max|x|/127, q = round(x/d); d = x_max/−8,
+// q = min(15, trunc(x/d + 8.5))). Other types: std::invalid_argument.
+std::vector<std::uint8_t> ggml_quantize(GgmlType type, const float* x, std::size_t n);
 
 // A metadata value: a scalar, or an array of one type (its elements in the one vector of
 // their kind).

@@ -143,6 +143,10 @@ TEST_SUITE("contract") {
                                              &e.sparse_step, &e.dense_layers, &e.normalise, &e.groups, &e.top_groups, &e.routed_scale})
                     add(*s);
             }
+            if (f->per_layer) {
+                add(f->per_layer->size);
+                add(f->per_layer->vocab);
+            }
             add(f->fields.extra_layers);
             add(f->fields.nested);
             for (const std::string& r : f->fields.refused_true) add(r);

@@ -236,6 +236,12 @@ TEST_SUITE("model") {
         CHECK_THROWS_WITH_AS(check_prompt(c, {c.vocab}, 0), doctest::Contains("is out of range"), UsageError);
         CHECK_THROWS_WITH_AS(check_prompt(c, {1}, c.context), doctest::Contains("the model's context is"), UsageError);
         CHECK_NOTHROW(check_prompt(c, {1, 2}, c.context - 2));
+        DecoderConfig per_layer = c;  // per-layer inputs (Gemma 4 E2B, E4B): their table may have fewer rows than the vocabulary
+        per_layer.per_layer_input = 8;
+        per_layer.per_layer_vocab = 3;
+        CHECK_THROWS_WITH_AS(check_prompt(per_layer, {1, 3}, 0), doctest::Contains("token id 3 has no per-layer input: the per-layer inputs' table has 3 rows"),
+                             UsageError);
+        CHECK_NOTHROW(check_prompt(per_layer, {1, 2}, 0));
     }
 }
 

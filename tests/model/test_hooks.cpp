@@ -1,8 +1,8 @@
 // The decoder's hook points (model/hooks.hpp): a tap hears every point the decoder and each
 // layer's kinds of block declare, in the order docs/architecture.md gives, each value of the
 // type its id declares; on a model of attention heads (GPT-2, Gemma 3) and on models of
-// latent attention, experts and Gated DeltaNet (DeepSeek-V3, Qwen3-Next); and a tap that
-// patches values in place (activation patching).
+// latent attention, experts and Gated DeltaNet (DeepSeek-V3, Qwen3-Next); with per-layer inputs (Gemma 4);
+// and a tap that patches values in place (activation patching).
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -15,6 +15,7 @@
 #include "attnwalk/model/blocks/heads.hpp"
 #include "attnwalk/model/blocks/latent.hpp"
 #include "attnwalk/model/blocks/mlp.hpp"
+#include "attnwalk/model/blocks/per_layer.hpp"
 #include "attnwalk/model/decoder.hpp"
 #include "test_util.hpp"
 
@@ -26,7 +27,8 @@ namespace {
 const std::vector<HookId> declared = {hooks::embed,      hooks::pos_embed,  hooks::embeddings, hooks::norm_1,     hooks::latent,
                                       hooks::heads,      hooks::deltanet,   hooks::attention,  hooks::attention_norm, hooks::residual_1,
                                       hooks::norm_2,     hooks::mlp_hidden, hooks::experts,    hooks::mlp,        hooks::mlp_norm,
-                                      hooks::residual_2};
+                                      hooks::residual_2, hooks::per_layer_embed, hooks::per_layer_projection, hooks::per_layer_inputs,
+                                      hooks::per_layer_input, hooks::per_layer_gated, hooks::per_layer_output};
 
 // Hears every hook as "layer:id" ("-:embed" before the layers) and checks its value's type.
 class Every : public DecoderTap {
@@ -124,11 +126,17 @@ TEST_SUITE("model") {
                                                       layer(3, qwen("heads", "experts"))});
         CHECK(heard_by("tiny_qwen3_next", true) == next);
         CHECK(heard_by("tiny_qwen3_next", false) == next);
+        // Gemma 4 with per-layer inputs: made after the embeddings, each layer's mixed in after its MLP's norm
+        const std::vector<const char*> g4 = {"norm_1", "heads",    "attention",       "attention_norm",  "residual_1",       "norm_2",
+                                             "mlp_hidden", "mlp", "mlp_norm", "per_layer_input", "per_layer_gated", "per_layer_output", "residual_2"};
+        std::vector<std::vector<std::string>> gemma4 = {{"-:embed", "-:embeddings", "-:per_layer_embed", "-:per_layer_projection", "-:per_layer_inputs"}};
+        for (std::size_t l = 0; l < 6; ++l) gemma4.push_back(layer(l, g4));
+        CHECK(heard_by("tiny_gemma4", true) == joined(gemma4));
     }
 
     TEST_CASE("model.every_declared_hook_point_is_heard") {
         std::vector<std::string> all;
-        for (const std::string folder : {"tiny_gemma3", "tiny_deepseek_v3_f32", "tiny_qwen3_next"}) {
+        for (const std::string folder : {"tiny_gemma3", "tiny_deepseek_v3_f32", "tiny_qwen3_next", "tiny_gemma4"}) {
             const std::vector<std::string> h = heard_by(folder, true);
             all.insert(all.end(), h.begin(), h.end());
         }

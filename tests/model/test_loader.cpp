@@ -10,6 +10,7 @@
 #include "attnwalk/model/blocks/heads.hpp"
 #include "attnwalk/model/blocks/latent.hpp"
 #include "attnwalk/model/blocks/mlp.hpp"
+#include "attnwalk/model/blocks/per_layer.hpp"
 #include "attnwalk/model/decoder.hpp"
 #include "test_util.hpp"
 
@@ -176,8 +177,24 @@ TEST_SUITE("model") {
         // refused by name
         CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_gemma4", [](json& j) { j["enable_moe_block"] = true; })),
                              doctest::Contains("gemma4_text with enable_moe_block true is not supported"), InputError);
-        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_gemma4", [](json& j) { j["hidden_size_per_layer_input"] = 256; })),
-                             doctest::Contains("per-layer input embeddings (Gemma 4 E2B and E4B) is not supported"), InputError);
+        // per-layer inputs (E2B, E4B): P = 8 of a table of 64 rows; absent, the field is Gemma4TextConfig's 256 (not none), which
+        // the tensors do not fit; 0, the model has none and its tensors are named as unused
+        CHECK(c.per_layer_input == 8);
+        CHECK(c.per_layer_vocab == 64);
+        REQUIRE(m->weights.per_layer);
+        CHECK(m->weights.per_layer->get<PerLayerEmbeddings>().layers.size() == 6);
+        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_gemma4", [](json& j) { j.erase("hidden_size_per_layer_input"); })),
+                             doctest::Contains("embed_tokens_per_layer"), InputError);
+        const Model without = load_model(folder_like("tiny_gemma4", [](json& j) { j["hidden_size_per_layer_input"] = 0; }));
+        CHECK(!without->weights.per_layer);
+        const std::vector<std::string>& left = info_of(*without).unused;
+        CHECK(std::find(left.begin(), left.end(), "model.embed_tokens_per_layer.weight") != left.end());
+        CHECK(std::find(left.begin(), left.end(), "model.layers.2.per_layer_input_gate.weight") != left.end());
+        // Gemma4TextConfig makes the last layer full whatever layer_types says (tiny_gemma4_kv's config.json ends in a sliding one)
+        CHECK(!kv->weights.config.layer_specs[5].window.has_value());
+        CHECK(kv->weights.config.layer_specs[5].rope->proportion == 0.25);
+        CHECK(kv->weights.blocks[5].attention->get<HeadsBlock>().w.head_size() == 16);
+        CHECK(kv->weights.config.layer_specs[4].window == std::optional<std::size_t>(3));
         CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_gemma4", [](json& j) { j["num_kv_shared_layers"] = 6; })),
                              doctest::Contains("expected fewer than num_hidden_layers"), InputError);
         CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_gemma4", [](json& j) { j["num_kv_shared_layers"] = 5; })),  // layer 6 is full, layer 1 sliding

@@ -6,9 +6,16 @@ with head_dim and the default RoPE (θ 1e4), full layers with global_head_dim an
 head, the rest 0); keys equal to values on the full layers with attention_k_eq_v (num_global_key_value_heads);
 the last num_kv_shared_layers layers without k_proj/v_proj, reading the keys and values the last earlier layer
 of their type stored (store_full_length_kv), with the double-wide MLP there (use_double_wide_mlp); each
-layer's output × its layer_scalar; the logits soft-capped, tanh(z / cap) · cap (final_logit_softcapping).
-Two tiny folders: tiny_gemma4 (gemma4_text, F32, one file) and tiny_gemma4_kv (gemma4's image-and-text layout:
-text_config, tensors under model.language_model., a vision tower's tensor unused; k_eq_v; BF16 in two shards)."""
+layer's output × its layer_scalar; the logits soft-capped, tanh(z / cap) · cap (final_logit_softcapping);
+per-layer inputs (hidden_size_per_layer_input, the E2B and E4B models: Gemma4TextModel.get_per_layer_inputs and
+project_per_layer_inputs before the layers, embed_tokens_per_layer × √P and per_layer_model_projection × C^−½ through
+per_layer_projection_norm, combined × 2^−½; in each layer after the MLP per_layer_input_gate, the activation, × the
+layer's input, per_layer_projection, post_per_layer_input_norm, added to the stream); the last layer full attention
+whatever layer_types says (Gemma4TextConfig.__post_init__ forces it).
+Two tiny folders: tiny_gemma4 (gemma4_text, F32, one file; E2B-like: shared layers and per-layer inputs) and
+tiny_gemma4_kv (gemma4's image-and-text layout: text_config, tensors under model.language_model., a vision tower's
+tensor unused; k_eq_v; its config.json's layer_types ending in a sliding layer, which the model makes full; BF16 in
+two shards)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -120,7 +127,7 @@ class G4MLP(nn.Module):  # Gemma4TextMLP: twice intermediate_size on the shared 
         return self.down_proj(self.hidden)
 
 
-class G4Layer(nn.Module):  # Gemma4TextDecoderLayer (no per-layer input, no MoE block)
+class G4Layer(nn.Module):  # Gemma4TextDecoderLayer (no MoE block)
     def __init__(self, cfg, i):
         super().__init__()
         C, eps = cfg["C"], cfg["eps"]
@@ -128,8 +135,13 @@ class G4Layer(nn.Module):  # Gemma4TextDecoderLayer (no per-layer input, no MoE 
         self.input_layernorm, self.post_attention_layernorm = G4Norm(C, eps), G4Norm(C, eps)
         self.pre_feedforward_layernorm, self.post_feedforward_layernorm = G4Norm(C, eps), G4Norm(C, eps)
         self.layer_scalar = nn.Parameter(torch.ones(1))
+        self.ple = cfg.get("ple", 0)
+        if self.ple:  # hidden_size_per_layer_input
+            self.per_layer_input_gate = nn.Linear(C, self.ple, bias=False)
+            self.per_layer_projection = nn.Linear(self.ple, C, bias=False)
+            self.post_per_layer_input_norm = G4Norm(C, eps)
 
-    def forward(self, x, cos, sin, mask, shared_kv):
+    def forward(self, x, cos, sin, mask, shared_kv, per_layer_input=None):
         self.ln_1 = self.input_layernorm(x)
         self.attention = self.self_attn(self.ln_1, cos, sin, mask, shared_kv)
         self.attention_norm = self.post_attention_layernorm(self.attention)
@@ -139,6 +151,14 @@ class G4Layer(nn.Module):  # Gemma4TextDecoderLayer (no per-layer input, no MoE 
         self.mlp_hidden = self.mlp.hidden
         self.mlp_norm = self.post_feedforward_layernorm(self.mlp_out)
         out = self.residual_1 + self.mlp_norm
+        if self.ple:  # residual + post_per_layer_input_norm(per_layer_projection(act(per_layer_input_gate(h)) * per_layer_input))
+            self.pl_input = per_layer_input
+            h = F.gelu(self.per_layer_input_gate(out), approximate="tanh")
+            h = h * per_layer_input
+            self.pl_gated = h
+            h = self.post_per_layer_input_norm(self.per_layer_projection(h))
+            self.pl_output = h
+            out = out + h
         out = out * self.layer_scalar
         self.residual_2 = out
         return out
@@ -151,6 +171,11 @@ class G4Model(nn.Module):  # Gemma4ForCausalLM
         self.embed_tokens = nn.Embedding(cfg["vocab"], cfg["C"])
         self.layers = nn.ModuleList([G4Layer(cfg, i) for i in range(len(cfg["types"]))])
         self.norm = G4Norm(cfg["C"], cfg["eps"])
+        P, L = cfg.get("ple", 0), len(cfg["types"])
+        if P:  # Gemma4TextModel's per-layer embeddings (PLE)
+            self.embed_tokens_per_layer = nn.Embedding(cfg["vocab"], L * P)
+            self.per_layer_model_projection = nn.Linear(cfg["C"], L * P, bias=False)
+            self.per_layer_projection_norm = G4Norm(P, cfg["eps"])
         self.inv_freq = {"sliding_attention": g4_inv_freq(cfg["rope"]["sliding_attention"], cfg["d"]),
                          "full_attention": g4_inv_freq(cfg["rope"]["full_attention"], cfg["gd"])}
 
@@ -158,6 +183,15 @@ class G4Model(nn.Module):  # Gemma4ForCausalLM
         T = ids.shape[1]
         self.tokens = self.embed_tokens(ids)
         x = self.embeddings = self.tokens * torch.tensor(self.cfg["C"] ** 0.5).to(self.tokens.dtype)
+        P, L = self.cfg.get("ple", 0), len(self.cfg["types"])
+        per_layer = None
+        if P:  # get_per_layer_inputs, then project_per_layer_inputs
+            e = self.embed_tokens_per_layer(ids) * torch.tensor(P ** 0.5).to(self.embed_tokens_per_layer.weight.dtype)
+            e = e.reshape(*ids.shape, L, P)
+            proj = self.per_layer_model_projection(x) * self.cfg["C"] ** -0.5
+            proj = self.per_layer_projection_norm(proj.reshape(*x.shape[:-1], L, P))
+            per_layer = (proj + e) * 2.0 ** -0.5
+            self.pl_embed, self.pl_proj, self.pl_inputs = (t.reshape(*ids.shape, L * P) for t in (e, proj, per_layer))
         i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
         neg = torch.finfo(torch.float32).min
         masks = {"full_attention": torch.where(j <= i, 0.0, neg)[None, None],
@@ -167,9 +201,9 @@ class G4Model(nn.Module):  # Gemma4ForCausalLM
             self.angles[t], cos, sin = g4_rotary(inv, T)
             rot[t] = (cos, sin)
         shared_kv = {}
-        for layer in self.layers:
+        for i, layer in enumerate(self.layers):
             t = layer.self_attn.layer_type
-            x = layer(x, *rot[t], masks[t], shared_kv)
+            x = layer(x, *rot[t], masks[t], shared_kv, per_layer[:, :, i, :] if per_layer is not None else None)
         self.ln_f = self.norm(x)
         logits = self.ln_f @ self.embed_tokens.weight.T
         cap = self.cfg["softcap"]
@@ -181,10 +215,10 @@ def g4_text_config(cfg, dtype):
             "intermediate_size": cfg["hidden"], "num_hidden_layers": len(cfg["types"]), "num_attention_heads": cfg["H"],
             "num_key_value_heads": cfg["G"], "head_dim": cfg["d"], "global_head_dim": cfg["gd"],
             "num_global_key_value_heads": cfg["global_G"] if cfg["k_eq_v"] else None, "attention_k_eq_v": cfg["k_eq_v"],
-            "num_kv_shared_layers": cfg["shared"], "use_double_wide_mlp": cfg["double_wide"], "hidden_size_per_layer_input": 0,
+            "num_kv_shared_layers": cfg["shared"], "use_double_wide_mlp": cfg["double_wide"], "hidden_size_per_layer_input": cfg.get("ple", 0),
             "vocab_size_per_layer_input": cfg["vocab"], "enable_moe_block": False, "max_position_embeddings": cfg["ctx"],
             "rms_norm_eps": cfg["eps"], "tie_word_embeddings": True, "hidden_activation": "gelu_pytorch_tanh", "attention_bias": False,
-            "sliding_window": cfg["window"], "layer_types": cfg["types"], "rope_parameters": cfg["rope"],
+            "sliding_window": cfg["window"], "layer_types": cfg.get("config_types", cfg["types"]), "rope_parameters": cfg["rope"],
             "final_logit_softcapping": cfg["softcap"], "pad_token_id": 0, "eos_token_id": 1, "bos_token_id": 2,
             "dtype": {torch.float32: "float32", torch.bfloat16: "bfloat16"}[dtype]}
 
@@ -205,6 +239,14 @@ def g4_tensors(m, prefix):
         for name in ["gate_proj", "up_proj", "down_proj"]:
             t[p + f"mlp.{name}.weight"] = getattr(layer.mlp, name).weight
         t[p + "layer_scalar"] = layer.layer_scalar
+        if layer.ple:
+            t[p + "per_layer_input_gate.weight"] = layer.per_layer_input_gate.weight
+            t[p + "per_layer_projection.weight"] = layer.per_layer_projection.weight
+            t[p + "post_per_layer_input_norm.weight"] = layer.post_per_layer_input_norm.weight
+    if m.cfg.get("ple", 0):
+        t[prefix + "embed_tokens_per_layer.weight"] = m.embed_tokens_per_layer.weight
+        t[prefix + "per_layer_model_projection.weight"] = m.per_layer_model_projection.weight
+        t[prefix + "per_layer_projection_norm.weight"] = m.per_layer_projection_norm.weight
     return t
 
 
@@ -214,8 +256,9 @@ TINY = dict(vocab=64, C=32, hidden=48, H=4, G=2, d=8, gd=16, global_G=1, ctx=64,
             types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention", "sliding_attention", "full_attention"],
             shared=2, double_wide=True, k_eq_v=False)
 GEMMA4 = [  # name, dtype, shards, seed, configuration, image-and-text layout
-    ("tiny_gemma4", torch.float32, 1, 63, TINY, False),
-    ("tiny_gemma4_kv", torch.bfloat16, 2, 62, dict(TINY, k_eq_v=True), True),
+    ("tiny_gemma4", torch.float32, 1, 63, dict(TINY, ple=8), False),  # E2B-like: shared layers, per-layer inputs of 8
+    # config.json's layer_types end in a sliding layer: Gemma4TextConfig makes it full (the model computes TINY's types)
+    ("tiny_gemma4_kv", torch.bfloat16, 2, 62, dict(TINY, k_eq_v=True, config_types=TINY["types"][:-1] + ["sliding_attention"]), True),
 ]
 
 
@@ -263,6 +306,10 @@ def g4_cases(name, m, cfg, seed, encode):
             exp.update({"keys": a.k[0], "values": a.v[0], "keys_normed": a.k_normed[0], "keys_rotated": a.k_rot[0]})
         for key in ["ln_1", "attention", "attention_norm", "residual_1", "ln_2", "mlp_hidden", "mlp_norm", "residual_2"]:
             exp[f"layer{layer + 1}.{key}"] = getattr(b, key)[0]
+        if b.ple:  # the per-layer inputs, made before the layers, and this layer's part
+            exp.update({"per_layer_embeddings": m.pl_embed[0], "per_layer_projection": m.pl_proj[0], "per_layer_inputs": m.pl_inputs[0]})
+            for key, attr in [("per_layer_input", "pl_input"), ("per_layer_gated", "pl_gated"), ("per_layer_output", "pl_output")]:
+                exp[f"layer{layer + 1}.{key}"] = getattr(b, attr)[0]
         exp[f"layer{layer + 1}.mlp"] = b.mlp_out[0]
         return exp, []
     L = len(cfg["types"])

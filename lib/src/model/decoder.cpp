@@ -21,6 +21,11 @@ void check_prompt(const DecoderConfig& c, const std::vector<std::size_t>& ids, s
     for (std::size_t id : ids)
         if (id >= c.vocab)
             throw UsageError("token id " + std::to_string(id) + " is out of range: the vocabulary has " + std::to_string(c.vocab));
+    if (c.per_layer_input)  // the per-layer inputs' table may be shorter than the vocabulary
+        for (std::size_t id : ids)
+            if (id >= c.per_layer_vocab)
+                throw UsageError("token id " + std::to_string(id) + " has no per-layer input: the per-layer inputs' table has " +
+                                 std::to_string(c.per_layer_vocab) + " rows");
 }
 
 void check_prompt(const LoadedModel& model, const std::vector<std::size_t>& ids) { check_prompt(model.weights.config, ids, 0); }
@@ -85,6 +90,7 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
         x = x + pos;  // (1,T,C)
     }
     t.hook(no_layer, hooks::embeddings, x);
+    const Cube per_layer = w.per_layer ? w.per_layer->inputs(ids, x, t) : Cube();  // (1,T,L·P): every layer's input (Gemma 4 E2B, E4B)
     SharedKv shared;  // the keys and values layers hand to later ones (cross-layer KV sharing)
     shared.keys.resize(c.layers);
     shared.values.resize(c.layers);
@@ -114,6 +120,7 @@ Cube decoder_forward(const DecoderWeights& w, const std::vector<std::size_t>& id
             t.hook(l, hooks::mlp_norm, mlp);
         }
         x += mlp;
+        if (w.per_layer) x = w.per_layer->forward(x, per_layer, call);  // x + the layer's per-layer input, mixed
         if (b.layer_scalar) x *= *b.layer_scalar;  // Gemma 4: the layer's output × its scalar
         t.hook(l, hooks::residual_2, x);
     }

@@ -15,6 +15,7 @@
 //   deltanet.cpp  Gated DeltaNet
 //   mlp.cpp       the dense MLP
 //   experts.cpp   a mixture of experts: routers, experts (float rows or MXFP4), a shared expert
+//   per_layer.cpp per-layer inputs (Gemma 4 E2B, E4B): a model part beside the layers' blocks
 #pragma once
 
 #include <cstddef>
@@ -66,6 +67,15 @@ std::unique_ptr<KindReader> latent_reader(ConfigFile& cfg, const FamilySpec& f, 
 // heads.cpp: the scale field (into c.attention_scale), biases as the family and
 // attention_bias say.
 std::unique_ptr<KindReader> heads_reader(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c, bool attention_bias);
+// A part of the model outside its layers' two blocks, read once for the model (per-layer inputs).
+class ModelPartReader {
+public:
+    virtual ~ModelPartReader() = default;
+    virtual void read(const Reader& r, DecoderWeights& w) const = 0;
+};
+// per_layer.cpp: null unless the family has per-layer inputs and config.json sizes them (its
+// default is not 0); sets c.per_layer_input and c.per_layer_vocab.
+std::unique_ptr<ModelPartReader> per_layer_reader(ConfigFile& cfg, const FamilySpec& f, DecoderConfig& c);
 // A norm stored around 0 and multiplied by (1 + w) is read as 1 + w, in float32 (Gemma's).
 Norm read_norm(const Reader& r, const FamilySpec& f, const std::string& name, std::size_t size);
 

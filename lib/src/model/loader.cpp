@@ -277,6 +277,7 @@ Model load_with_spec(ConfigFile& cfg, const FamilySpec& f, const model_detail::O
     if (f.embed_scale_sqrt_width) c.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.width)));
     const auto heads = model_detail::heads_reader(cfg, f, c, attention_bias);
     const auto mlp = model_detail::mlp_reader(cfg, f, c, hidden);
+    const auto per_layer = model_detail::per_layer_reader(cfg, f, c);
 
     std::string described;
     const Files files = open(described);
@@ -313,6 +314,7 @@ Model load_with_spec(ConfigFile& cfg, const FamilySpec& f, const model_detail::O
         (ls.feed_forward == FeedForwardKind::experts ? *experts : *mlp).read(r, p, l, b);
         w.blocks.push_back(std::move(b));
     }
+    if (per_layer) per_layer->read(r, w);
     w.final_norm = model_detail::read_norm(r, f, n.final_norm, C);
     if (!c.tied_head) w.head = r.with_prefix("").linear(n.head, C, c.vocab, true);
     info.unused = r.unused();

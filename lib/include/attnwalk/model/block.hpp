@@ -1,5 +1,5 @@
 // A layer's two blocks as the decoder holds and calls them: its attention and its
-// feed-forward, each an object of its kind that owns the kind's weights. A kind declares its
+// feed-forward (and a model's per-layer inputs, where it has them), each an object of its kind that owns the kind's weights. A kind declares its
 // type in its own header (model/blocks/<kind>.hpp: HeadsBlock, LatentBlock, DeltaNetBlock,
 // MlpBlock, ExpertsBlock) and writes its forward in lib/src/model/blocks/<kind>.cpp; the
 // decoder calls `forward` and names no kind. Code that reads a kind's weights includes the
@@ -67,6 +67,18 @@ public:
 class FeedForwardBlock : public Block {
 public:
     virtual Cube forward(const Cube& m, const LayerCall& call) const = 0;
+};
+
+// Per-layer inputs (Gemma 4 E2B and E4B; model/blocks/per_layer.hpp): before the layers, a
+// narrow input for every layer made from the token ids and the embeddings x; after each
+// layer's MLP, the layer's own part of it mixed into the residual stream. Held by the
+// decoder's weights, not by a layer.
+class PerLayerInputsBlock : public Block {
+public:
+    // Every layer's input (1,T,L·P), from the ids and x (1,T,C), the input of layer 1.
+    virtual Cube inputs(const std::vector<std::size_t>& ids, const Cube& x, DecoderTap& tap) const = 0;
+    // x (1,T,C) after layer call.layer's MLP, with that layer's part of `inputs` mixed in.
+    virtual Cube forward(const Cube& x, const Cube& inputs, const LayerCall& call) const = 0;
 };
 
 }  // namespace attnwalk

@@ -18,6 +18,8 @@
 //               z = feed_forward(m): down(act(up(m))), gated: down(act(gate(m)) ⊙ up(m))
 //                                  (blocks/mlp.hpp), or a mixture of experts (blocks/experts.hpp)
 //               x = x + mlp_norm(z)               (a norm after the MLP; else z)
+//               x = x + per-layer input's        (Gemma 4 E2B, E4B: blocks/per_layer.hpp)
+//               x = x · layer_scalar              (Gemma 4)
 //   final norm (1,T,C); logits of the last position = head·x_T (× logit_scale)   (1,V)
 #pragma once
 
@@ -70,6 +72,9 @@ struct DecoderConfig {
     // not (d_nope + d_rope)^(−1/2) (YaRN's mscale, DeepSeek-V3)
     bool latent_interleave = false;
     std::optional<float> latent_scaling;
+    // Per-layer inputs (Gemma 4 E2B, E4B): P features per layer for each token, from a table of
+    // per_layer_vocab rows (0: none; DecoderWeights::per_layer)
+    std::size_t per_layer_input = 0, per_layer_vocab = 0;
 
     std::size_t head_size() const { return head_dim ? head_dim : heads ? width / heads : 0; }  // d_h
     std::size_t key_heads() const { return kv_heads ? kv_heads : heads; }                      // G
@@ -92,6 +97,7 @@ struct DecoderWeights {
     std::vector<BlockWeights> blocks;
     Norm final_norm;
     Linear head;           // untied head (V×C, nn.Linear's layout); unused when tied
+    std::shared_ptr<const PerLayerInputsBlock> per_layer;  // per-layer inputs (Gemma 4 E2B, E4B), or null
     const Linear& output_head() const { return config.tied_head ? embed : head; }
 };
 
@@ -128,13 +134,15 @@ inline constexpr HookId resid_pre{"resid_pre"};
 // intermediate as hook(layer, id, value), in data-flow order (docs/architecture.md has the
 // table):
 //
-//   no_layer   embed, pos_embed (learned positions), embeddings
+//   no_layer   embed, pos_embed (learned positions), embeddings; per-layer inputs'
+//              (blocks/per_layer.hpp: per_layer_embed, per_layer_projection, per_layer_inputs)
 //   each layer norm_1; the attention kind's: heads (blocks/heads.hpp, a Forward), or
 //              latent then heads (blocks/latent.hpp: a LatentForward, then the same layer
 //              as heads), or deltanet (blocks/deltanet.hpp, a GatedDeltaNetForward);
 //              attention, attention_norm, residual_1, norm_2; the feed-forward kind's:
 //              mlp_hidden (blocks/mlp.hpp, a Cube (1,T,hidden)) or experts
-//              (blocks/experts.hpp, a MoeOutput); mlp, mlp_norm, residual_2
+//              (blocks/experts.hpp, a MoeOutput); mlp, mlp_norm; per-layer inputs'
+//              (per_layer_input, per_layer_gated, per_layer_output); residual_2
 //
 // (norm_1, norm_2, attention_norm, mlp_norm only where the block has that norm.) A value is
 // the forward's own, valid during the call; a tap that wants it later copies it. A new kind

@@ -112,6 +112,7 @@ struct LayersPart {
     std::optional<std::size_t> window_default;   // sliding_window when config.json has none (Cohere 2: 4096)
     double full_proportion_default = 0.0;        // without rope_parameters, the full layers' RoPE is "proportional" with this
                                                  // partial_rotary_factor (Gemma 4: 0.25; RopeParams::proportion); 0: not
+    bool last_layer_full = false;                // the last layer is full attention whatever layer_types says (Gemma4TextConfig forces it)
 };
 
 // Latent attention, MLA (blocks/latent.cpp): its projections and norms, and the fields that
@@ -147,6 +148,22 @@ struct MlpPart {
     std::vector<std::string> activation_fields = {"hidden_act"};  // the first present names the activation
     std::vector<std::string> activations = {"silu"};              // the values accepted for it
     std::string double_wide;                     // a flag: twice the hidden width on the layers that share keys and values (use_double_wide_mlp)
+};
+
+// Per-layer inputs (blocks/per_layer.cpp; Gemma 4 E2B and E4B, Gemma 3n): a second embedding
+// table of P features per layer for each token, [vocab_pl, L·P], × √P, mixed with a projection
+// of the embeddings x (× C^(−1/2), each layer's P through an RMSNorm): (proj + emb)·2^(−1/2);
+// after each layer's MLP, x + norm(act(x·W_gateᵀ) ⊙ input_l ·W_projᵀ). Names without the
+// prefix; norms without ".weight".
+struct PerLayerPart {
+    std::string size = "hidden_size_per_layer_input";  // P; 0: none
+    std::size_t size_default = 256;                     // Gemma4TextConfig's, when config.json does not say
+    std::string vocab = "vocab_size_per_layer_input";   // the table's rows
+    std::size_t vocab_default = 262144;
+    std::string embed = "embed_tokens_per_layer.weight", model_projection = "per_layer_model_projection.weight";
+    std::string projection_norm = "per_layer_projection_norm";
+    std::string gate = "per_layer_input_gate.weight", projection = "per_layer_projection.weight";  // each layer's, after its prefix
+    std::string post_norm = "post_per_layer_input_norm";
 };
 
 // A mixture of experts (blocks/experts.cpp): the router (.weight [E, C], its bias or a
@@ -239,6 +256,7 @@ struct FamilySpec {
     std::optional<DeltaNetPart> deltanet;            // layer_types' linear_attention layers are Gated DeltaNet ones
     MlpPart dense;                                   // the dense MLP: its names, its activation
     std::optional<ExpertsPart> experts;              // a mixture of experts in place of the MLP, on the layers it says
+    std::optional<PerLayerPart> per_layer;           // per-layer inputs, where config.json sizes them (Gemma 4 E2B, E4B)
 
     TensorNames names;
     ConfigFields fields;

@@ -19,8 +19,27 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     const double expert_hidden = moe ? 2.0 * static_cast<double>(moe->experts.front().down.in()) : 0.0;  // an expert's gate and up, per token
     const double I = m.weights.blocks.empty() ? 4.0 * C : std::max(dense_hidden, expert_hidden);
     const double mlp = std::max(moe ? moe_work(*moe, 1) : 0.0, dense_block == m.weights.blocks.end() ? 0.0 : (gated(c.mlp) ? 3.0 : 2.0) * C * dense_hidden);
-    const double per_token = L * (C * (H + 2.0 * G) * d + H * d * C + mlp);  // the layers' multiply-adds for one token
-    const auto attention = [&](double queries, double keys) { return L * H * queries * keys * (2.0 * d + 16.0); };
+    // each layer's heads as they are (Gemma 4's full layers: global_head_dim, num_global_key_value_heads; a layer that reads
+    // another's keys and values projects none and caches none), each layer's MLP as wide as it is (Gemma 4's double-wide ones)
+    double projections = 0.0, d_sum = 0.0, cached = 0.0, mlps = 0.0, qkv_widest = (H + 2.0 * G) * d;
+    for (std::size_t l = 0; l < m.weights.blocks.size(); ++l) {
+        const BlockWeights& b = m.weights.blocks[l];
+        const HeadsBlock* h = b.attention->as<HeadsBlock>();
+        const double dl = h ? static_cast<double>(h->w.head_size()) : d, Gl = h ? static_cast<double>(h->w.key_heads()) : G;
+        const bool reads = l < c.layer_specs.size() && c.layer_specs[l].kv_from.has_value();
+        projections += C * (H + (reads ? 0.0 : 2.0 * Gl)) * dl + H * dl * C;
+        d_sum += dl;
+        if (!reads) cached += Gl * dl;
+        qkv_widest = std::max(qkv_widest, (H + 2.0 * Gl) * dl);
+        const MlpBlock* dense_l = b.feed_forward->as<MlpBlock>();
+        mlps += dense_l ? (gated(c.mlp) ? 3.0 : 2.0) * C * static_cast<double>(dense_l->up.out()) : mlp;
+    }
+    if (m.weights.blocks.empty()) projections = L * (C * (H + 2.0 * G) * d + H * d * C), d_sum = L * d, cached = L * G * d, mlps = L * mlp;
+    // per-layer inputs (Gemma 4 E2B, E4B): the projection of x to L·P, and each layer's gate and projection back
+    const double P = static_cast<double>(c.per_layer_input);
+    const double per_layer = P > 0.0 ? C * L * P + L * 2.0 * C * P : 0.0;
+    const double per_token = projections + mlps + per_layer;  // the layers' multiply-adds for one token
+    const auto attention = [&](double queries, double keys) { return H * queries * keys * (2.0 * d_sum + 16.0 * L); };
     const double N = static_cast<double>(std::min<std::size_t>(spec.generate, c.context > T ? c.context - T : 0));
     const double t = static_cast<double>(T), all = t + N;
     // DeepSeek Sparse Attention's indexer (DeepSeek-V3.2): its projections per token (wq_b on the
@@ -47,7 +66,8 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     // in full (its T×T tensors four times in the forward, twice in the trace), the view
     // (every layer's weights), summaries of the rest, the logits, the cache
     // (a mixture of experts: an expert's rows in, its gate and up, its hidden, its output)
-    const double layer_rows = t * (10.0 * C + 3.0 * (H + 2.0 * G) * d + 2.0 * I + (moe ? 2.0 * C + 1.5 * I : 0.0));
+    // (per-layer inputs: every layer's, the table's rows and the projection, T·L·P each)
+    const double layer_rows = t * (10.0 * C + 3.0 * qkv_widest + 2.0 * I + (moe ? 2.0 * C + 1.5 * I : 0.0) + 3.0 * L * P);
     // (only summed: each core's scores and weights of one head at a time)
     const BlockWeights* shown_block = spec.layer < m.weights.blocks.size() ? &m.weights.blocks[spec.layer] : nullptr;
     const bool summed = sums_shown_layer(spec, recording.summary, explainable) && shown_block && c.layer_specs[spec.layer].attention == AttentionKind::heads &&
@@ -62,7 +82,7 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     const double index_rows = ix ? (HI + 4.0) * t * t + t * (HI * dI + 3.0 * dI + HI) : 0.0;  // the dots, scores, kept mask and top-k; q^I, k^I, the gates
     const double working = layer_rows + latent_rows + index_rows + (spec.view ? 4.0 * H * t * t : 0.0);
     const double view = spec.view ? 2.0 * L * H * t * t : 0.0;
-    const double cache = N > 0 ? 2.0 * 2.0 * L * G * d * all + 6.0 * H * all * all + (ix ? L * dI * all + (HI + 4.0) * all * all : 0.0) : 0.0;  // and the recomputation's T×T
+    const double cache = N > 0 ? 2.0 * 2.0 * cached * all + 6.0 * H * all * all + (ix ? L * dI * all + (HI + 4.0) * all * all : 0.0) : 0.0;  // and the recomputation's T×T
     bool sixteen = false;  // 16-bit weights widened, as the first layer's show
     if (!m.weights.blocks.empty()) {
         const BlockWeights& first = m.weights.blocks.front();
@@ -74,7 +94,7 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     // a layer kept to be explained: its forward (the rows, Q, K, V and their heads, the T×T
     // tensors) and the rows entering it; a latent attention layer also its parts (the score's
     // two parts, its latents and rotary parts)
-    const double kept_layer = t * (2.0 * C + 3.0 * (H + 2.0 * G) * d) + 4.0 * H * t * t + (latent ? 2.0 * H * t * t + 3.0 * t * H * d : 0.0);
+    const double kept_layer = t * (2.0 * C + 3.0 * qkv_widest) + 4.0 * H * t * t + (latent ? 2.0 * H * t * t + 3.0 * t * H * d : 0.0);
     const double kept = spec.explain || explainable ? (explainable && spec.view ? L : 1.0) * kept_layer : 0.0;
     // the logit lens: every layer's stream kept, each through the final norm and the head (T×V logits at a time)
     const double lens = spec.logit_lens ? (L + 1.0) * t * C * 2.0 + 2.0 * t * V + 4.0 * (L + 1.0) * t : 0.0;
@@ -99,8 +119,8 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     // logits), every cached key rotated again at each step
     double streamed = 0.0;
     if (spec.start_recent && N > 0) {
-        cost.work += per_token * t + attention(t, t) + per_token * N + attention(N, all) + N * V * C + N * L * G * d * all * 4.0;
-        streamed = 2.0 * 2.0 * L * G * d * all + 2.0 * G * d * all + 4.0 * V + 4.0 * N;
+        cost.work += per_token * t + attention(t, t) + per_token * N + attention(N, all) + N * V * C + N * cached * all * 4.0;
+        streamed = 2.0 * 2.0 * cached * all + 2.0 * G * d * all + 4.0 * V + 4.0 * N;
     }
     // 16-bit weights: each core's widened block, or a product's input de-interleaved for the kernel that
     // widens in registers; and each core's packed strip of 32 columns (products on the AVX-512 kernels:

@@ -25,6 +25,7 @@
 #include "attnwalk/model/blocks/heads.hpp"
 #include "attnwalk/model/blocks/latent.hpp"
 #include "attnwalk/model/blocks/mlp.hpp"
+#include "attnwalk/model/blocks/per_layer.hpp"
 #include "attnwalk/model/decoder.hpp"
 #include "attnwalk/ops/activations.hpp"
 #include "attnwalk/ops/attention.hpp"
@@ -80,6 +81,9 @@ struct Words {
     std::string scale;  // what the scores are divided by, when not √d_h
     std::string logit_scale;  // " · 0.0625 (logit_scale)": what the logits are multiplied by, when they are (or how they are soft-capped)
     std::string layer_scalar;  // "layer_scalar": each layer's output is multiplied by its own number (Gemma 4), when it is
+    bool per_layer = false;    // per-layer inputs mixed into each layer's output (Gemma 4 E2B, E4B)
+    std::string per_layer_norm = "norm";  // the norm of their output (post_per_layer_input_norm)
+    std::string mlp_act;       // the MLP's activation, as the per-layer gate applies it: "GELU" or "SiLU"
 };
 
 Words words_of(const DecoderConfig& c, const DecoderWeights* weights = nullptr);
@@ -120,6 +124,7 @@ public:
 
 private:
     void embeddings(HookId id, const Cube& t);
+    void per_layer(HookId id, const Cube& t);  // per-layer inputs before the layers (prompt.cpp)
     void latent(std::size_t l, const LatentForward& f);        // latent.cpp
     void indexer(std::size_t l, const LatentForward& f, const LatentIndexerWeights& w);  // latent.cpp: DeepSeek-V3.2's
     void linear(std::size_t l, const GatedDeltaNetForward& f);  // deltanet.cpp

@@ -48,6 +48,10 @@ void PromptTap::embeddings(HookId id, const Cube& t) {
         rec_.add("token_embeddings", "Token embeddings: rows of " + E, E + "[ids]", t, tokens_features);
         return;
     }
+    if (id == hooks::per_layer_embed || id == hooks::per_layer_projection || id == hooks::per_layer_inputs) {  // per-layer inputs (Gemma 4 E2B, E4B)
+        per_layer(id, t);
+        return;
+    }
     if (id == hooks::pos_embed) {
         rec_.add("position_embeddings", "Position embeddings: rows 1…T of wpe", "wpe[0:T]", t, tokens_features);
         return;
@@ -65,6 +69,29 @@ void PromptTap::embeddings(HookId id, const Cube& t) {
     } else {
         rec_.add("embeddings", "The input of layer 1", "x = " + E + "[ids]", x, tokens_features).note =
             rope_words();
+    }
+}
+
+// Per-layer inputs, made before the layers from the ids and the embeddings, in the family's names.
+void PromptTap::per_layer(HookId id, const Cube& t) {
+    if (!config_.family->per_layer) return;
+    const PerLayerPart& n = *config_.family->per_layer;
+    const std::string table = short_name(n.embed), projection = short_name(n.model_projection), norm = short_name(n.projection_norm);
+    if (id == hooks::per_layer_embed) {
+        rec_.add("per_layer_embeddings", "Per-layer inputs: rows of " + table + " × √P",
+                 table + "[ids] · " + format_number(std::sqrt(static_cast<float>(config_.per_layer_input))), t, tokens_features)
+            .note = "P = " + std::to_string(config_.per_layer_input) + " features for each of the " + std::to_string(config_.layers) +
+                    " layers, one row of " + std::to_string(t.shape(2)) + " per token: layer l reads features l·P … (l + 1)·P − 1.";
+    } else if (id == hooks::per_layer_projection) {
+        rec_.add("per_layer_projection", "Per-layer inputs: the embeddings through " + projection + ", each layer's part normed",
+                 norm + "(x·W_model" + words_.t + " · " + format_number(static_cast<float>(std::pow(static_cast<double>(config_.width), -0.5))) + ")",
+                 t, tokens_features)
+            .note = "x is the input of layer 1 (the embeddings × √C); × C^(−1/2), then each layer's P features through their own RMSNorm (" + norm + ").";
+    } else {
+        rec_.add("per_layer_inputs", "Per-layer inputs: the projection and the embeddings, combined",
+                 "inputs = (per_layer_projection + per_layer_embeddings) · " + format_number(static_cast<float>(std::pow(2.0, -0.5))), t, tokens_features)
+            .note = "Each layer mixes its own P features into its output after the MLP: x + " + words_.per_layer_norm + "((" + words_.mlp_act + "(x·W_gate" +
+                    words_.t + ") ⊙ inputs_l)·W_proj" + words_.t + ").";
     }
 }
 

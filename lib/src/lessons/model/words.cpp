@@ -71,6 +71,9 @@ Words words_of(const DecoderConfig& c, const DecoderWeights* weights) {
     if (c.logit_softcap)  // Gemma 4: z → tanh(z / cap)·cap
         w.logit_scale += ", soft-capped: tanh(z / " + format_number(*c.logit_softcap) + ")·" + format_number(*c.logit_softcap) + " (" + f.fields.logit_softcap + ")";
     w.layer_scalar = f.names.layer_scalar;
+    w.per_layer = c.per_layer_input > 0;
+    if (f.per_layer) w.per_layer_norm = f.per_layer->post_norm;
+    w.mlp_act = c.mlp == MlpKind::swiglu ? "SiLU" : "GELU";
     if (c.attention_scale) w.scale = h.unscaled ? "1 (not scaled)" : format_number(*c.attention_scale) + " (√" + h.scale_field + ")";
     const float plain = 1.0f / std::sqrt(static_cast<float>(c.head_size()));
     if (c.latent_scaling && *c.latent_scaling != plain)  // DeepSeek-V3 with YaRN: (d_nope + d_rope)^(−1/2) × mscale²
@@ -89,8 +92,14 @@ std::optional<PointText> point_text(HookId p, const std::string& L, const Words&
     if (p == hooks::mlp_hidden) return PointText{"mlp_hidden", w.mlp_hidden_title, w.mlp_hidden};
     if (p == hooks::mlp) return experts ? PointText{"mlp", "The mixture of experts' output", w.mlp_experts} : PointText{"mlp", "The MLP's output", w.mlp};
     if (p == hooks::mlp_norm) return PointText{"mlp_norm", w.norm + " of the MLP's output (" + w.post_mlp + ")", "norm(" + mlp + ")"};
+    if (p == hooks::per_layer_input) return PointText{"per_layer_input", "Layer " + L + "'s per-layer input: its P features of per_layer_inputs", "inputs_" + L};
+    if (p == hooks::per_layer_gated)
+        return PointText{"per_layer_gated", "The per-layer gate: " + w.mlp_act + " of the stream's projection, times the layer's input",
+                         w.mlp_act + "(x·W_gate" + w.t + ") ⊙ inputs_" + L};
+    if (p == hooks::per_layer_output)
+        return PointText{"per_layer_output", "The per-layer input's output, added to the stream", "pl_" + L + " = " + w.per_layer_norm + "(gated·W_proj" + w.t + ")"};
     if (p == hooks::residual_2) {  // a parallel block: both sublayers read the norm of the layer's input x; Gemma 4's × layer_scalar
-        const std::string sum = "x + " + (w.parallel ? attn + " + " : std::string()) + (w.post ? "norm(" + mlp + ")" : mlp);
+        const std::string sum = "x + " + (w.parallel ? attn + " + " : std::string()) + (w.post ? "norm(" + mlp + ")" : mlp) + (w.per_layer ? " + pl_" + L : "");
         return PointText{"residual_2", "Layer " + L + "'s output", w.layer_scalar.empty() ? sum : "(" + sum + ")·" + w.layer_scalar + "_" + L};
     }
     return std::nullopt;

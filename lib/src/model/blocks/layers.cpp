@@ -151,6 +151,9 @@ std::vector<bool> sliding_layers(ConfigFile& cfg, const FamilySpec& f, std::size
         const std::vector<bool> rotates = rotating_layers(cfg, f, layers);  // SmolLM3: the layers without RoPE slide
         for (std::size_t l = 0; l < layers; ++l) sliding[l] = !rotates[l];
     }
+    // Gemma4TextConfig.__post_init__: "Last layer must use `full_attention`", a sliding one made
+    // full (with a warning), before the layers' RoPE and KV sharing are planned
+    if (f.layers.last_layer_full && layers > 0) sliding[layers - 1] = false;
     return sliding;
 }
 

@@ -6,7 +6,9 @@
 // projection makes the values too (num_global_key_value_heads); the last
 // num_kv_shared_layers layers read the keys and values of the last earlier layer of their
 // type, with twice the MLP's width where use_double_wide_mlp says; each layer's output ×
-// its layer_scalar; the logits soft-capped (final_logit_softcapping). "gemma4", the
+// its layer_scalar; per-layer inputs (hidden_size_per_layer_input, Gemma 4 E2B and E4B:
+// blocks/per_layer.hpp); the last layer full attention whatever layer_types says (as
+// Gemma4TextConfig forces it); the logits soft-capped (final_logit_softcapping). "gemma4", the
 // image-and-text checkpoint, keeps the text model's fields in text_config and its tensors
 // under model.language_model. (the vision and audio towers' beside them are named as unused).
 #include "attnwalk/model/family.hpp"
@@ -35,7 +37,8 @@ const FamilySpec& gemma4_text_family() {
         f.names.layer_scalar = "layer_scalar";
         f.fields.logit_softcap = "final_logit_softcapping";
         f.fields.refused_true = {"enable_moe_block"};
-        f.fields.refused_nonzero = {{"hidden_size_per_layer_input", "per-layer input embeddings (Gemma 4 E2B and E4B)"}};
+        f.per_layer = PerLayerPart{};
+        f.layers.last_layer_full = true;
         f.refused_types = {};
         return f;
     }();

@@ -79,7 +79,10 @@ TEST_SUITE("sparse_attention") {
                 }
                 CHECK(f.scores(0, t, s) == doctest::Approx(want).epsilon(1e-6));
             }
-        CHECK(f.gates(0, 0, 1) == doctest::Approx(-2.0 / std::sqrt(2.0)).epsilon(1e-6));  // a gate may be negative: no softmax
+        // the textbook's gates: a softmax across the index heads of x·W_weights (x_1·W_weights = (1, −2))
+        CHECK(f.gates(0, 0, 0) == doctest::Approx(1.0 / (1.0 + std::exp(-3.0))).epsilon(1e-6));
+        CHECK(f.gates(0, 0, 1) == doctest::Approx(std::exp(-3.0) / (1.0 + std::exp(-3.0))).epsilon(1e-6));
+        for (std::size_t t = 0; t < 3; ++t) CHECK(f.gates(0, t, 0) + f.gates(0, t, 1) == doctest::Approx(1.0).epsilon(1e-6));
     }
 
     TEST_CASE("sparse_attention.work_counts_the_indexer_and_the_kept_keys") {

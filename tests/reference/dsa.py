@@ -21,7 +21,7 @@ class Indexer(nn.Module):  # LightningIndexer: H_I index heads of d_I, one key p
         q = self.W_q_index(x).view(b, T, self.index_heads, self.index_dim)  # (b, T, H_I, d_I)
         k = self.W_k_index(x)                                                # (b, S, d_I)
         dots = torch.relu(torch.einsum("bthd,bsd->bths", q, k) * self.scale)  # (b, T, H_I, S)
-        gates = self.W_weights(x) * (self.index_heads ** -0.5)                # (b, T, H_I): not softmaxed
+        gates = self.W_weights(x).softmax(dim=-1)                             # (b, T, H_I): normalised across the heads
         scores = torch.einsum("bth,bths->bts", gates, dots) + causal          # (b, T, S), −∞ after the query
         chosen = scores.topk(min(topk, T), dim=-1)                            # (b, T, k)
         out.update({"index_queries": q.transpose(1, 2), "index_keys": k, "index_dots": dots.transpose(1, 2),

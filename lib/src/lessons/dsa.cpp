@@ -38,7 +38,7 @@ ATTNWALK_LESSON(dsa, 125) {
             {"index_queries", "the indexer's queries, per index head: q^I = X·W_q_index"},
             {"index_keys", "the indexer's keys, one per token shared by the index heads: k^I = X·W_k_index"},
             {"index_dots", "per index head ReLU(q^I·k^I · d_I^−½), every query and key"},
-            {"index_gates", "the index heads' weights per query, w = X·W_weights · H_I^−½"},
+            {"index_gates", "the index heads' weights per query, w = softmax_j(X·W_weights): normalised across the index heads"},
             {"index_scores", "the index scores I = Σ_j w_j·ReLU(q^I_j·k^I · d_I^−½), −∞ after the query", headline},
             {"index_topk", "the keys each query keeps, as torch.topk returns them (highest first; positions)"},
             {"index_kth", "the k-th highest index score of each row: the bar a key must reach (−∞: the row keeps every key it sees)"},
@@ -91,12 +91,12 @@ void explain_selection(Recorder& rec, const Selection& sel, const Cell& cell, co
     for (std::size_t h = 0; h < H; ++h)
         for (float v : {index_dot(ix, 0, h, i, j), ix.dots(0, h, i, j), ix.gates(0, i, h), terms[h]}) heads.data.push_back(v);
     Step& hs = rec.add_plain("explain_index_heads", "The indexer's heads for query " + qi + " and key " + kj,
-                             "R_j = ReLU(q^I_" + I + ",j·k^I_" + J + " · d_I^−½), w_" + I + ",j = (x_" + I + "·W_weights)_j · H_I^−½",
+                             "R_j = ReLU(q^I_" + I + ",j·k^I_" + J + " · d_I^−½), w_" + I + ",j = softmax_j(x_" + I + "·W_weights)",
                              std::move(heads), {Axis::head, Axis::feature});
     hs.labels = {"q·k", "R_j", "w_j", "w_j·R_j"};
-    hs.note = "d_I^−½ = " + format_number(ix.scale) + ", H_I^−½ = " + format_number(ix.gate_scale) +
+    hs.note = "d_I^−½ = " + format_number(ix.scale) +
               ". The ReLU drops a head that finds the key irrelevant (a negative dot product) instead of letting it vote against it; the gate w, "
-              "a plain linear function of the query's token, may be negative and say how much each head counts.";
+              "a softmax across the index heads of a linear function of the query's token, says how much each head counts (positive, summing to 1).";
     if (future) hs.note += " The key comes after the query: the causal mask makes its index score −∞ whatever these are.";
 
     const float score = ix.scores(0, i, j);
@@ -284,16 +284,15 @@ Trace walk_dsa(const Embeddings& input, const DsaSpec& spec, const Recording& re
     rec.add("index_dots", "Each index head's ReLU of the scaled dot products", "R_j = ReLU(q^I_j·k^Iᵀ · d_I^−½), d_I^−½ = " + format_number(ix.scale),
             ix.dots, head_tokens_tokens)
         .note = "A cheap score: d_I = " + std::to_string(spec.index_dim) + " features per index head, and the ReLU zeroes a head that sees no match.";
-    Step& gates = rec.add("index_gates", "Each index head's weight for every query", "w = X·W_weights · H_I^−½, H_I^−½ = " + format_number(ix.gate_scale),
-                          ix.gates, tokens_features);
+    Step& gates = rec.add("index_gates", "Each index head's weight for every query", "w_t = softmax_j(x_t·W_weights)", ix.gates, tokens_features);
     for (std::size_t h = 0; h < spec.index_heads; ++h) gates.labels.push_back("w_" + std::to_string(h + 1));
-    gates.note = "A plain linear gate scaled by H_I^−½, as the textbook and DeepSeek-V3.2 on Hugging Face compute it, not a softmax over the heads: "
-                 "a weight may be negative.";
+    gates.note = "A softmax across the index heads, as the textbook computes it: each weight positive, each row summing to 1. DeepSeek-V3.2 on "
+                 "Hugging Face gates with a plain linear weight scaled by H_I^−½ instead, not softmaxed (it may be negative).";
     Step& is = rec.add("index_scores", "The index scores: the gated sum of the heads", "I_ts = Σ_j w_tj·ReLU(q^I_tj·k^I_s · d_I^−½)", ix.scores, tokens_tokens);
     is.may_be_non_finite = true;
     is.note = "−∞ after the query (the causal mask, added before the selection). DeepSeek-V3.2 on Hugging Face computes the indexer from the query's "
-                "compressed latent and puts its keys through a LayerNorm and RoPE (attnwalk model runs it on a deepseek_v32 folder); the "
-                "selection is the same.";
+                "compressed latent, puts its keys through a LayerNorm and RoPE, and gates the heads with weights_proj(x)·H_I^−½, not a softmax "
+                "(attnwalk model runs it on a deepseek_v32 folder); the selection is the same.";
     rec.mask_from_here(std::nullopt);
     Tensor picked = integer_tensor(std::vector<ull>(top.indices.begin(), top.indices.end()), {T, k});
     picked.positions = true;

@@ -11,6 +11,7 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/ops/attention.hpp"
 #include "attnwalk/ops/norms.hpp"
+#include "attnwalk/ops/softmax.hpp"
 
 namespace attnwalk {
 
@@ -30,12 +31,10 @@ IndexerForward lightning_indexer(const Cube& x, const IndexerWeights& w, bool ca
         throw UsageError("the indexer reads " + std::to_string(w.key.in()) + " features per token, the input has " + std::to_string(x.shape(2)));
     const std::size_t B = x.shape(0), T = x.shape(1), H = w.heads, d = w.head_dim();
     IndexerForward f;
-    f.scale = static_cast<float>(std::pow(static_cast<double>(d), -0.5));       // index_head_dim ** -0.5
-    f.gate_scale = static_cast<float>(std::pow(static_cast<double>(H), -0.5));  // index_n_heads ** -0.5
+    f.scale = static_cast<float>(std::pow(static_cast<double>(d), -0.5));  // index_head_dim ** -0.5
     f.q = project(x, w.query);  // (B,T,H·d)
     f.k = project(x, w.key);    // (B,T,d)
-    f.gates = project(x, w.gates);  // (B,T,H)
-    f.gates *= f.gate_scale;
+    f.gates = softmax(project(x, w.gates));  // (B,T,H): W_weights(x).softmax(dim=-1), normalised across the heads
     f.qh = split_heads(f.q, H);  // (B,H_I,T,d_I): the view(b, T, H_I, d_I) read head by head
     f.dots = Hyper::from_shape({B, H, T, T});
     for (std::size_t b = 0; b < B; ++b)

@@ -7,15 +7,16 @@
 //   q^I = X·W_q_index                       (B,T,H_I·d_I)
 //   k^I = X·W_k_index                       (B,T,d_I)     one key per token, shared by the heads
 //   R[j,t,s] = ReLU(q^I_t,j·k^I_s · d_I^−½)   (B,H_I,T,T)
-//   w = X·W_weights · H_I^−½                 (B,T,H_I)     a plain linear gate, not softmaxed
+//   w = softmax_j(X·W_weights)               (B,T,H_I)     normalised across the index heads
 //   I[t,s] = Σ_j w[t,j]·R[j,t,s]             (B,T,T)       −∞ after the query (causal)
 //   keep the top k of each row of I, as torch.topk picks them (ties included)
 //
 // And as Hugging Face's DeepseekV32Indexer computes it inside a DeepSeek-V3.2 layer
 // (latent_indexer, for model/blocks/latent.cpp): the queries from the layer's normed query
 // latent, q^I = c_Q·W_q_bᵀ ("wq_b"); the keys k^I = LayerNorm(X·W_kᵀ) ("wk", "k_norm");
-// RoPE (half-split) on the first d_rope features of both; the gate w = X·W_projᵀ·H_I^−½
-// ("weights_proj"); the keys of earlier calls cached, each query seeing the keys up to its own.
+// RoPE (half-split) on the first d_rope features of both; the gate a plain linear weight,
+// w = X·W_projᵀ·H_I^−½ ("weights_proj"), not softmaxed; the keys of earlier calls cached, each
+// query seeing the keys up to its own.
 #pragma once
 
 #include <cstddef>
@@ -40,12 +41,12 @@ struct IndexerWeights {
 
 struct IndexerForward {
     float scale = 1.0f;       // d_I^−½ in float32, what each dot product is multiplied by
-    float gate_scale = 1.0f;  // H_I^−½ in float32, what each gate is multiplied by
+    float gate_scale = 1.0f;  // latent_indexer: H_I^−½ in float32, what each gate is multiplied by (lightning_indexer: 1, its gates softmaxed)
     Cube q;                   // (B,T,H_I·d_I)
     Hyper qh;                 // (B,H_I,T,d_I) the same, viewed per index head
     Cube k;                   // (B,T,d_I)
     Hyper dots;               // (B,H_I,T,T) ReLU(q·k · scale), every pair (the causal mask comes after)
-    Cube gates;               // (B,T,H_I) X·W_weights · gate_scale
+    Cube gates;               // (B,T,H_I) softmax_j(X·W_weights) (lightning_indexer), X·W_projᵀ · gate_scale (latent_indexer)
     Cube scores;              // (B,T,T) I, −∞ where the key comes after the query (causal)
     // latent_indexer: q is wq_b's output, before RoPE; qh after it; k every key (B,S,d_I), the
     // cache's then the new tokens', normed and rotated; dots (B,H_I,T,S), scores (B,T,S).

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -525,6 +526,15 @@ const Tensor& tensor_of(const Value& value, const std::string& file, const std::
         cur = &cur->array.front();
         at = index_path(at, 0);
     }
+}
+
+std::string float32_text(float v) {
+    char buf[32];
+    for (int digits = 1; digits <= 9; ++digits) {
+        std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(v));
+        if (std::strtof(buf, nullptr) == v) break;
+    }
+    return buf;
 }
 
 }  // namespace attnwalk::json_input

@@ -12,6 +12,7 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/gguf.hpp"
+#include "attnwalk/io/json_input.hpp"
 #include "attnwalk/lessons/recorder.hpp"
 #include "steps.hpp"
 
@@ -33,16 +34,6 @@ ATTNWALK_LESSON(quant, 240) {
 namespace {
 
 using ull = unsigned long long;
-
-// The shortest text that reads back as the same float32.
-std::string float_text(float v) {
-    char buf[32];
-    for (int digits = 1; digits <= 9; ++digits) {
-        std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(v));
-        if (std::strtof(buf, nullptr) == v) break;
-    }
-    return buf;
-}
 
 std::string hex4(unsigned v) {
     char buf[8];
@@ -161,7 +152,7 @@ Trace walk_quant(const QuantBlock& q) {
                             scales, {Axis::feature});
     s.labels = k ? std::vector<std::string>{"d", "dmin"} : std::vector<std::string>{"d"};
     for (std::size_t i = 0; i < parts.scales.size(); ++i)
-        s.note += std::string(i ? "; " : "") + s.labels[i] + ": the half " + hex4(parts.scale_bits[i]) + " = " + float_text(parts.scales[i]);
+        s.note += std::string(i ? "; " : "") + s.labels[i] + ": the half " + hex4(parts.scale_bits[i]) + " = " + json_input::float32_text(parts.scales[i]);
     s.note += ".";
 
     if (k) {
@@ -173,10 +164,10 @@ Trace walk_quant(const QuantBlock& q) {
         Step& u = rec.add_plain("quant_sub_scales", "The eight sub-blocks' 6-bit scales and mins", "sc_j, m_j = get_scale_min_k4(j, scales[12])",
                                 integer_tensor(v, {8, 2}), {Axis::rank, Axis::feature});
         u.labels = {"sc", "m"};
-        u.note = "Sub-block j of 32 weights gets the scale d·sc_j and the offset dmin·m_j: d·sc_1 = " + float_text(parts.scales[0]) + " × " +
-                 std::to_string(parts.sub_scales[0]) + " = " + float_text(parts.scales[0] * static_cast<float>(parts.sub_scales[0])) +
-                 ", dmin·m_1 = " + float_text(parts.scales[1]) + " × " + std::to_string(parts.sub_mins[0]) + " = " +
-                 float_text(parts.scales[1] * static_cast<float>(parts.sub_mins[0])) + ".";
+        u.note = "Sub-block j of 32 weights gets the scale d·sc_j and the offset dmin·m_j: d·sc_1 = " + json_input::float32_text(parts.scales[0]) + " × " +
+                 std::to_string(parts.sub_scales[0]) + " = " + json_input::float32_text(parts.scales[0] * static_cast<float>(parts.sub_scales[0])) +
+                 ", dmin·m_1 = " + json_input::float32_text(parts.scales[1]) + " × " + std::to_string(parts.sub_mins[0]) + " = " +
+                 json_input::float32_text(parts.scales[1] * static_cast<float>(parts.sub_mins[0])) + ".";
     }
 
     std::vector<ull> stored;  // Q8_0: the byte as stored (its words: the int8 it is read as); Q4: the nibble
@@ -197,16 +188,16 @@ Trace walk_quant(const QuantBlock& q) {
         const float d = parts.scales[0];
         const int c = parts.codes[i];
         if (t == GgmlType::q8_0) {
-            text = std::to_string(c) + " × " + float_text(d);
+            text = std::to_string(c) + " × " + json_input::float32_text(d);
             return static_cast<float>(c) * d;
         }
         if (t == GgmlType::q4_0) {
-            text = "(" + std::to_string(c) + " − 8) × " + float_text(d);
+            text = "(" + std::to_string(c) + " − 8) × " + json_input::float32_text(d);
             return static_cast<float>(c - 8) * d;
         }
         const std::size_t j = i / 32;
         const float scale = d * static_cast<float>(parts.sub_scales[j]), offset = parts.scales[1] * static_cast<float>(parts.sub_mins[j]);
-        text = float_text(scale) + " × " + std::to_string(c) + " − " + float_text(offset);
+        text = json_input::float32_text(scale) + " × " + std::to_string(c) + " − " + json_input::float32_text(offset);
         return scale * static_cast<float>(c) - offset;
     };
     std::string written;
@@ -214,7 +205,7 @@ Trace walk_quant(const QuantBlock& q) {
         std::string text;
         const float v = rebuilt(i, text);
         if (std::memcmp(&v, &w[i], sizeof v) != 0) throw std::logic_error("walk_quant: the parts do not rebuild weight " + std::to_string(i));
-        if (i < 3 || (k && i % 32 == 0 && i <= 64)) written += (written.empty() ? "" : "; ") + std::string("w_") + std::to_string(i + 1) + " = " + text + " = " + float_text(v);
+        if (i < 3 || (k && i % 32 == 0 && i <= 64)) written += (written.empty() ? "" : "; ") + std::string("w_") + std::to_string(i + 1) + " = " + text + " = " + json_input::float32_text(v);
     }
     Tensor weights;
     weights.shape = {n / 32, 32};
@@ -231,7 +222,7 @@ Trace walk_quant(const QuantBlock& q) {
                 worst = std::fabs(q.original[i] - w[i]);
                 at = i;
             }
-        r.note += " The row was w_" + std::to_string(at + 1) + " = " + float_text(q.original[at]) + " before quantization: off by " + float_text(worst) +
+        r.note += " The row was w_" + std::to_string(at + 1) + " = " + json_input::float32_text(q.original[at]) + " before quantization: off by " + json_input::float32_text(worst) +
                   ", the most of the " + std::to_string(n) + ".";
     }
 

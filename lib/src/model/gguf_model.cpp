@@ -63,16 +63,6 @@ const FamilySpec& family_of(const GgufFile& g, const std::string& arch) {
 // rope_scaling llama3 with those values does the arithmetic, as PyTorch does it (θ_i/factor,
 // and the blend (1 − s)·θ_i/factor + s·θ_i where ggml divides by the stored factor), so the
 // forward is the folder's. Factors all 1 change nothing: no scaling (null). Others refused.
-// A float32 as its shortest text that reads back the same.
-std::string float_text(float v) {
-    char buf[32];
-    for (int digits = 1; digits <= 9; ++digits) {
-        std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(v));
-        if (std::strtof(buf, nullptr) == v) break;
-    }
-    return buf;
-}
-
 Value llama3_of_factors(const GgufFile& g, const GgufFile::TensorInfo& t, double base, std::size_t d) {
     const std::string where = "tensor \"rope_freqs.weight\"";
     if (t.ne.size() != 1 || d % 2 != 0 || t.count != d / 2)
@@ -82,7 +72,7 @@ Value llama3_of_factors(const GgufFile& g, const GgufFile::TensorInfo& t, double
     g.dequantize(t, got.data());
     float factor = 1.0f;
     for (float v : got) {
-        if (!(std::isfinite(v) && v >= 1.0f)) throw InputError(g.file(), where, "expected factors of at least 1 (ggml divides each frequency by one), got " + float_text(v));
+        if (!(std::isfinite(v) && v >= 1.0f)) throw InputError(g.file(), where, "expected factors of at least 1 (ggml divides each frequency by one), got " + json_input::float32_text(v));
         factor = std::max(factor, v);
     }
     if (factor == 1.0f) return Value{};
@@ -101,9 +91,9 @@ Value llama3_of_factors(const GgufFile& g, const GgufFile::TensorInfo& t, double
         }
         if (!(std::fabs(got[i] - want) <= 1e-6f * want))  // torch and this may round the blend a last bit apart
             throw InputError(g.file(), where + "[" + std::to_string(i) + "]",
-                             "expected " + float_text(want) + ", the factor Llama 3's rope scaling gives (factor " + float_text(factor) +
+                             "expected " + json_input::float32_text(want) + ", the factor Llama 3's rope scaling gives (factor " + json_input::float32_text(factor) +
                                  ", low_freq_factor 1, high_freq_factor 4, original context 8192, as llama.cpp's converter computes them), got " +
-                                 float_text(got[i]) + ": other factors are not supported");
+                                 json_input::float32_text(got[i]) + ": other factors are not supported");
     }
     Value s = json_input::object_value();
     s.object.emplace_back("rope_type", text("llama3"));

@@ -88,6 +88,9 @@ std::size_t utf8_sequence_length(const char* p, const char* end);
 // A number as its shortest text: a whole number below 10^15 as digits, else the fewest
 // significant digits that read back to it ("1e+300", not 300 digits).
 std::string number_text(double value);
+// A float32 as the fewest significant digits (%g) that read back to the same float32
+// (a GGUF file's scales and factors, written out).
+std::string float32_text(float value);
 // A code point as UTF-8 (the JSON reader's \u escapes, the byte-level tokenizers' map).
 std::string utf8(std::uint32_t cp);
 // Whether `text` is valid UTF-8 throughout.

@@ -155,8 +155,8 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads, doubl
         BlockWeights b;
         b.norm_1 = r.norm(h + "ln_1", C, NormKind::layer_norm);
         b.norm_2 = r.norm(h + "ln_2", C, NormKind::layer_norm);
-        auto heads = std::make_shared<HeadsBlock>();  // the heads kind's block, filled from GPT-2's fused names
-        AttentionWeights& a = heads->w;
+        auto block = std::make_shared<HeadsBlock>();  // the heads kind's block, filled from GPT-2's fused names
+        AttentionWeights& a = block->w;
         Linear qkv = r.linear(h + "attn.c_attn.weight", C, 3 * C, linear);
         qkv.b = r.bias(h + "attn.c_attn.bias", 3 * C);
         a.query = output_columns(qkv, 0, C);  // Q | K | V: columns of the x·W matrix (rows of nn.Linear's)
@@ -166,7 +166,7 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads, doubl
         a.out_proj->b = r.bias(h + "attn.c_proj.bias", C);
         a.heads = info.heads;
         a.combined = true;
-        b.attention = std::move(heads);
+        b.attention = std::move(block);
         auto mlp = std::make_shared<MlpBlock>();  // the dense MLP kind's block
         mlp->up = r.linear(h + "mlp.c_fc.weight", C, 4 * C, linear);
         mlp->up.b = r.bias(h + "mlp.c_fc.bias", 4 * C);

@@ -1,4 +1,4 @@
-// Built on x86-64 only, without contraction (lib/CMakeLists.txt): AVX-512F has fused
+// Built on x86-64 only, without contraction (as every file: CMakeLists.txt): AVX-512F has fused
 // multiply-adds, and a contracted a·b + c would round once where the AVX2 and scalar
 // kernels round twice. Called only when the CPU has AVX-512F.
 #include <immintrin.h>

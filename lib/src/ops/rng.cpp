@@ -16,7 +16,7 @@ constexpr double pi = 3.14159265358979323846;
 // float. PyTorch's AVX2 kernels are compiled with -mfma and GCC contracts a multiply
 // whose only use is an add into one fused multiply-add; the std::fma calls below sit
 // exactly where that contraction happens (verified bit for bit against python3-torch,
-// tests/test_rng.cpp). This file is compiled with -ffp-contract=off so that no other
+// tests/test_rng.cpp). Every file is compiled with -ffp-contract=off (CMakeLists.txt) so that no other
 // operation is fused.
 
 // ATen declares its constants as double literals stored in float arrays.

@@ -1472,7 +1472,21 @@ TEST_SUITE("cli.memory") {
         }
         const std::string blas = "mha -i '" + test::temp_file(small + R"(], "embeddings": [)" + small_rows + "]}") + "' --heads 1 --d-out 64 --json";
         REQUIRE(test::run(blas + " --timing").out.find("OpenBLAS") != std::string::npos);
-        const double baseline = std::max(peak_of("params").first, peak_of(blas).first);
+        // A process's peak moves by a megabyte or two from run to run (12.2–14.0 MB for the
+        // 64³ product, idle, 6 runs): which thread ran which part, and what its arena and stack
+        // kept. That is not the command's data, and it only ever adds: the process alone is the
+        // least of three runs, and a command over its budget is measured twice more, its least
+        // peak counting.
+        const auto least_peak = [](const std::string& args, int runs) {
+            double least = INFINITY;
+            for (int i = 0; i < runs; ++i) {
+                const auto [peak, code] = peak_of(args);
+                REQUIRE(code == 0);
+                least = std::min(least, peak);
+            }
+            return least;
+        };
+        const double baseline = std::max(least_peak("params", 3), least_peak(blas, 3));
         std::string sixty = "1";  // a summary's shown layer summed in buffers of one head (from 32 rows, with AVX-512)
         for (int i = 2; i <= 60; ++i) sixty += "," + std::to_string(i);
         for (const std::string& args :
@@ -1500,8 +1514,8 @@ TEST_SUITE("cli.memory") {
             const double budget = accepted_budget(args + " --json");
             char text_budget[32];
             std::snprintf(text_budget, sizeof text_budget, "%.0f", budget);
-            const auto [peak, code] = peak_of(args + " --json --max-memory " + text_budget);
-            REQUIRE(code == 0);
+            double peak = least_peak(args + " --json --max-memory " + text_budget, 1);
+            if (peak - baseline > budget) peak = std::min(peak, least_peak(args + " --json --max-memory " + text_budget, 2));
             INFO("estimate " << budget / 1e6 << " MB, peak " << peak / 1e6 << " MB, of which the process alone " << baseline / 1e6 << " MB");
             CHECK(peak - baseline <= budget);
         }

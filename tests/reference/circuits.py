@@ -14,7 +14,8 @@ position (layer_pos_patch_setter), a head's z at every position (layer_head_vect
 hook_z: the input of o_proj, its head's slice), and a layer's attention output or MLP output at
 every position (attnwalk's by-layer grid; TransformerLens's attn_out / mlp_out grids go by position
 too). The metric is the logit difference, or the answer's log-probability; normalised as its
-demos do, (patched − corrupted) / (clean − corrupted). The models are rebuilt exactly as
+demos do, (patched − corrupted) / (clean − corrupted). A head's circuits (head_circuits_expect): the QK and OV tables,
+the OV circuit's eigenvalues and copying score, as TransformerLens's FactoredMatrix computes them. The models are rebuilt exactly as
 gpt2_cases and families_cases build (and save) them."""
 import torch
 
@@ -155,6 +156,62 @@ def attribution_expect(m, ids, answer, wrong, layer_norm, head, gemma=False):
     return {"attribution_heads": per_head, "attribution_layers": per_layer, "attribution_terms": torch.stack([torch.as_tensor(t) for t in terms])}
 
 
+def head_circuits_expect(m, ids, layer, head, layer_norm, W_U, embed_scale=1.0, cos_sin=None, offset=1):
+    """A head's circuits as TransformerLens computes them (model.QK / model.OV as FactoredMatrix, with fold_ln: each norm's weight
+    folded into the weights that read the stream, W_Q, W_K, W_V and W_U, and for a LayerNorm the reading weights and W_U centred;
+    its scale σ, b_Q, b_K, b_V, b_O left out), in float64. QK: W_E·W_QK·W_Eᵀ restricted to the prompt's tokens (query × key);
+    OV: W_E·W_OV·W_U likewise (source × output token); the eigenvalues of the whole vocabulary's OV circuit as FactoredMatrix
+    finds them, torch.linalg.eig of BA = (W_O·W_U)·(W_E·W_V) (d_h × d_h), sorted by real part then imaginary part, largest first;
+    the copying score Σλ / Σ|λ| (its real part). attnwalk's additions, which TransformerLens has no such layer for: QK-norm's and
+    a norm after the attention's weights folded in the same way (their divisions left out), and with RoPE the QK table again
+    with the query `offset` positions after the key (q·R(Δ), k·R(0), the model's own rotary tables)."""
+    d64 = lambda t: t.detach().double()
+    b = blocks_of(m)[layer]
+    att = b.att
+    H = heads_of(b)
+    G = getattr(att, "num_kv_groups", H)
+    d = att.head_dim if hasattr(att, "head_dim") else att.d_h
+    g = head // (H // G)
+
+    def weight(norm):  # a norm's weight as it multiplies (Gemma's 1 + w)
+        return d64(1.0 + norm.scale.float()) if getattr(norm, "gemma", False) else d64(norm.scale)
+
+    W_E = d64(m.tok_emb.weight) * embed_scale  # (V, C)
+    if layer_norm:
+        W_E = W_E - W_E.mean(dim=-1, keepdim=True)  # the centring the folded LayerNorm does (TL centres the reading weights)
+    W_E = W_E * weight(b.norm1)
+    W_Q = d64(att.W_query.weight)[head * d:(head + 1) * d].T  # (C, d_h)
+    W_K = d64(att.W_key.weight)[g * d:(g + 1) * d].T
+    W_V = d64(att.W_value.weight)[g * d:(g + 1) * d].T
+    W_O = d64(att.out_proj.weight)[:, head * d:(head + 1) * d].T  # (d_h, C)
+    gq = weight(att.q_norm) if getattr(att, "q_norm", None) is not None else 1.0
+    gk = weight(att.k_norm) if getattr(att, "k_norm", None) is not None else 1.0
+    U = weight(m.final_norm)[:, None] * d64(W_U).T  # (C, V)
+    if layer_norm:
+        U = U - U.mean(dim=0, keepdim=True)
+    if hasattr(b, "post_attention_layernorm"):
+        U = weight(b.post_attention_layernorm)[:, None] * U
+    E = W_E[ids[0]]  # the prompt's rows
+    q, k = (E @ W_Q) * gq, (E @ W_K) * gk
+    out = {"circuit_qk": q @ k.T}
+    if cos_sin is not None:
+        cos, sin = (d64(t) for t in cos_sin)
+
+        def turn(x, p):
+            half = torch.cat([-x[:, d // 2:], x[:, :d // 2]], dim=-1)
+            return x * cos[p] + half * sin[p]
+        out["circuit_qk_offset"] = turn(q, offset) @ turn(k, 0).T
+    out["circuit_ov"] = E @ W_V @ W_O @ U[:, ids[0]]
+    A, B = W_E @ W_V, W_O @ U  # FactoredMatrix(W_E W_V, W_O W_U)
+    eig = torch.linalg.eig(B @ A).eigenvalues
+    order = sorted(range(d), key=lambda i: (-float(eig[i].real), -float(eig[i].imag)))
+    eig = eig[order]
+    out["circuit_ov_eigenvalues"] = torch.stack([eig.real, eig.imag], dim=1)
+    score = (eig.sum() / eig.abs().sum()).real
+    out["circuit_copying"] = torch.stack([score, eig.real.sum(), eig.abs().sum()])
+    return out
+
+
 def corrupted(ids, vocab, positions):
     c = ids.clone()
     for p in positions:
@@ -211,6 +268,8 @@ def circuits_cases():
         cases.append(case(f"{name}_attribution_difference", base + ["--attribution", "--answer", f"#{answer}", "--wrong", f"#{wrong}"], None, exp))
         cases.append(patching_case(name, m, ids, vocab, base, False))
         cases.append(patching_case(name, m, ids, vocab, base, True))
+        exp = head_circuits_expect(m, ids, 1, 2, True, m.tok_emb.weight)
+        cases.append(case(f"{name}_circuits", base + ["--circuits", "--layer", "2", "--head", "3"], None, exp))
     for name, dtype, shards, seed, cfg in MODERN:
         if name not in ("tiny_llama", "tiny_qwen3", "tiny_gemma3"):
             continue
@@ -225,4 +284,12 @@ def circuits_cases():
         exp = attribution_expect(m, ids, answer, wrong, False, head, gemma)
         cases.append(case(f"{name}_attribution_difference", base + ["--attribution", "--answer", f"#{answer}", "--wrong", f"#{wrong}"], None, exp))
         cases.append(patching_case(name, m, ids, cfg["vocab"], base, False))
+        # a head's circuits: Llama's query head 3 shares key/value head 2 (GQA, H = 4, G = 2: h // 2, not h % 2); Qwen3 and Gemma 3 fold QK-norm's weights
+        layer, qh, offset = {"tiny_llama": (1, 2, 3), "tiny_qwen3": (0, 1, 1), "tiny_gemma3": (0, 2, 2)}[name]
+        blk = m.trf_blocks[layer]
+        tables = (m.cos_local, m.sin_local) if gemma and blk.sliding else (m.cos, m.sin)
+        scale = float(torch.tensor(cfg["C"] ** 0.5, dtype=torch.float32)) if gemma else 1.0
+        exp = head_circuits_expect(m, ids, layer, qh, False, head, embed_scale=scale, cos_sin=tables, offset=offset)
+        args = base + ["--circuits", "--layer", str(layer + 1), "--head", str(qh + 1)] + (["--offset", str(offset)] if offset != 1 else [])
+        cases.append(case(f"{name}_circuits", args, None, exp))
     return cases

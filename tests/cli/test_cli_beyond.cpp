@@ -833,7 +833,7 @@ TEST_SUITE("cli.beyond") {
         for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
                  {"model --model " + models("tiny_llama") + " --ids 1,2,3 --circuits", "give --head H"},
                  {"model --model " + models("tiny_llama") + " --ids 1,2,3 --offset 2", "--offset requires --circuits"},
-                 {"model --model " + models("tiny_llama") + " --ids 1,2,3 --circuits --head 1 --offset 64", "--offset 64 is out of range"},
+                 {"model --model " + models("tiny_llama") + " --ids 1,2,3 --circuits --head 1 --offset 64", "the offset 64 is out of range"},
                  {"model --model " + models("tiny_deepseek_v3") + " --ids 1,2,3 --circuits --head 1", "latent attention (MLA)"},
                  {"model --model " + models("tiny_qwen3_next") + " --ids 1,2,3 --circuits --head 1", "Gated DeltaNet"},
                  {"model --model " + models("tiny_qwen3_next") + " --ids 1,2,3 --circuits --layer 4 --head 1", "gates its heads' outputs"}}) {

@@ -99,7 +99,7 @@ std::vector<std::complex<double>> hqr(Square a) {
     while (nn >= 0) {
         int its = 0;
         do {
-            for (l = nn; l > 0; --l) {  // a small subdiagonal entry splits the matrix
+            for (l = nn; l > 0; l--) {  // a small subdiagonal entry splits the matrix
                 s = std::abs(a(l - 1, l - 1)) + std::abs(a(l, l));
                 if (s == 0.0) s = anorm;
                 if (std::abs(a(l, l - 1)) <= eps * s) {
@@ -138,7 +138,7 @@ std::vector<std::complex<double>> hqr(Square a) {
                     }
                     ++its;
                     int m = nn - 2;
-                    for (; m >= l; --m) {  // two consecutive small subdiagonal entries
+                    for (; m >= l; m--) {  // two consecutive small subdiagonal entries
                         z = a(m, m);
                         r = x - z;
                         s = y - z;

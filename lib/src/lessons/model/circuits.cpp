@@ -384,26 +384,26 @@ void times(const double* x, const Table& m, double* out) {
 void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids) {
     const DecoderConfig& c = w.config;
     const std::size_t l = spec.layer, T = ids.size(), C = c.width, V = c.vocab;
-    if (!spec.head) throw UsageError("--circuits shows one head's circuits: give --layer L and --head H");
+    if (!spec.head) throw UsageError("a head's circuits are one head's: name the layer and the head");
     const std::size_t h = *spec.head;
     const std::string where = "layer " + std::to_string(l + 1);
     const LayerSpec la = l < c.layer_specs.size() ? c.layer_specs[l] : LayerSpec{};
     if (la.attention == AttentionKind::deltanet)
-        throw UsageError("--circuits: " + where + " is a Gated DeltaNet layer (linear attention): a token's output is read from a state that the "
+        throw UsageError("a head's circuits: " + where + " is a Gated DeltaNet layer (linear attention): a token's output is read from a state that the "
                          "delta rule writes and decays token by token, its keys pass through a short convolution and an L2 norm first, so no fixed "
                          "matrix W_Q·W_Kᵀ scores a pair of tokens and no W_V·W_O carries one; choose a full-attention layer");
     if (la.attention == AttentionKind::latent)
-        throw UsageError("--circuits: " + where + " is a latent attention (MLA) layer, whose QK circuit runs through the latent c_KV (its RMSNorm "
-                         "between W_DKV and W_UK) and a shared rotary key: --circuits does not compute it; choose a layer of softmax heads");
+        throw UsageError("a head's circuits: " + where + " is a latent attention (MLA) layer, whose QK circuit runs through the latent c_KV (its RMSNorm "
+                         "between W_DKV and W_UK) and a shared rotary key: the circuits here do not go through it; choose a layer of softmax heads");
     const HeadsBlock* hb = w.blocks[l].attention->as<HeadsBlock>();
-    if (!hb || !hb->w.out_proj) throw UsageError("--circuits: " + where + "'s attention is not heads with an output projection");
+    if (!hb || !hb->w.out_proj) throw UsageError("a head's circuits: " + where + "'s attention is not heads with an output projection");
     const AttentionWeights& aw = hb->w;
-    if (h >= aw.heads) throw UsageError("--circuits: head " + std::to_string(h + 1) + " is out of range: " + where + " has " + std::to_string(aw.heads) + " heads");
+    if (h >= aw.heads) throw UsageError("a head's circuits: head " + std::to_string(h + 1) + " is out of range: " + where + " has " + std::to_string(aw.heads) + " heads");
     if (aw.shared_kv || la.kv_from)
-        throw UsageError("--circuits: " + where + " reads the keys and values of an earlier layer (cross-layer KV sharing): its key and value "
+        throw UsageError("a head's circuits: " + where + " reads the keys and values of an earlier layer (cross-layer KV sharing): its key and value "
                          "weights are that layer's, read through that layer's norm; choose a layer that makes its own");
     if (aw.gate)
-        throw UsageError("--circuits: " + where + " gates its heads' outputs with σ(X·W_gate) before the output projection, a factor that depends on "
+        throw UsageError("a head's circuits: " + where + " gates its heads' outputs with σ(X·W_gate) before the output projection, a factor that depends on "
                          "the token and that no fixed W_V·W_O carries; its QK circuit alone would be half the story");
     const std::size_t d = aw.head_size(), H = aw.heads, G = aw.key_heads(), g = h / (H / G);
     const Norm* n1 = w.blocks[l].norm_1 ? &*w.blocks[l].norm_1 : nullptr;
@@ -542,7 +542,7 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
                                  "RoPE(r(e_i)·W_Q,h, p + " + std::to_string(delta) + ")·RoPE(r(e_j)·W_K,g, p)ᵀ", to_trace(qk_table(turn(q, delta), turn(k, 0))),
                                  {Axis::token, Axis::token});
         os.note = "The query rotated by its position p + Δ and the key by p, Δ = " + std::to_string(delta) +
-                  " (--offset): RoPE makes the score depend on Δ alone, q·R(Δ)·kᵀ; the layer's own rotation (base, scaling" +
+                  ": RoPE makes the score depend on Δ alone, q·R(Δ)·kᵀ; the layer's own rotation (base, scaling" +
                   std::string(rope.attention_scaling != 1.0f ? ", its attention factor on both" : "") + ")." + qknorm;
     }
     Step& ovs = rec.add_plain("circuit_ov", "OV circuit of " + name + ": source token (row) × output token's logit (column)", "r(e_i)·W_V,g·W_O,h·u_j",

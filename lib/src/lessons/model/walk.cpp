@@ -72,7 +72,7 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
         check_prompt(c, spec.corrupt, 0);
     }
     if (spec.circuits && spec.circuit_offset >= info.context)
-        throw UsageError("--offset " + std::to_string(spec.circuit_offset) + " is out of range: a query and a key are less than the context (" +
+        throw UsageError("the offset " + std::to_string(spec.circuit_offset) + " is out of range: a query and a key are less than the context (" +
                          std::to_string(info.context) + ") apart");
     if (!spec.sort.empty() && std::find(stat_names.begin(), stat_names.end(), spec.sort) == stat_names.end())
         throw UsageError("heads are ranked by entropy, max_weight, first_token, previous_token or diagonal, not \"" + spec.sort + "\"");

@@ -830,6 +830,11 @@ TEST_SUITE("cli.beyond") {
             const auto qk = flat(step(doc, "circuit_qk").at("data")), turned = flat(step(doc, "circuit_qk_offset").at("data"));
             CHECK_CLOSE_ALL(turned, qk, 1e-6);
         }
+        {  // a NoPE layer (SmolLM3's fourth): no offset table, and the note says why
+            const json doc = run_json("model --model " + models("tiny_smollm3") + " --ids 5,17,3 --circuits --layer 4 --head 1");
+            CHECK(std::none_of(doc.at("steps").begin(), doc.at("steps").end(), [](const json& s) { return s.at("id") == "circuit_qk_offset"; }));
+            CHECK(step(doc, "circuit_qk").at("note").get<std::string>().find("no RoPE") != std::string::npos);
+        }
         for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
                  {"model --model " + models("tiny_llama") + " --ids 1,2,3 --circuits", "give --head H"},
                  {"model --model " + models("tiny_llama") + " --ids 1,2,3 --offset 2", "--offset requires --circuits"},

@@ -519,7 +519,8 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
                                          : "";
     const std::string rope_words = la.rope ? " With RoPE the score depends on the distance: this is the position-free form, a query and a key at the "
                                              "same position (the rotation cancels); circuit_qk_offset turns them apart."
-                                           : "";
+                                           : c.positions == PositionKind::rope ? " This layer has no RoPE (a NoPE layer): the score is the same at every distance."
+                                                                                : "";
     Step& qs = rec.add_plain("circuit_qk", "QK circuit of " + name + ": query token (row) × key token (column)", "r(e_i)·W_Q,h·W_K,gᵀ·r(e_j)ᵀ",
                              to_trace(qk_table(q, k)), {Axis::token, Axis::token});
     qs.note = "W_QK = W_Q,h·W_K,gᵀ" + kv + " read through each prompt token's embedding, " + norm_words +

@@ -793,11 +793,12 @@ TEST_SUITE("cli.beyond") {
     // A head's circuits (--circuits): the tables' and eigenvalues' shapes on every kind of
     // model with softmax heads, the copying score its two sums' ratio within [−1, 1]; over the
     // whole vocabulary (tiny Gemma 3: 64 tokens, a context of 64) the OV table's trace is the
-    // eigenvalues' sum; at offset 0 RoPE's rotation cancels; the layers it refuses, by name.
+    // eigenvalues' sum; at offset 0 RoPE's rotation cancels (latent attention's too); the layers it refuses, by name.
     TEST_CASE("cli.beyond.head_circuits") {
         const auto models = [](const char* folder) { return test::source_path(std::string("tests/data/models/") + folder); };
         std::vector<std::string> runs = {"gpt2 --model " + test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors") + " --heads 4 --ids 3,1,4,1,5 --circuits --layer 2 --head 3"};
-        for (const char* folder : {"tiny_llama", "tiny_qwen3", "tiny_gemma3", "tiny_olmo2", "tiny_cohere2", "tiny_gpt_oss", "tiny_smollm3", "tiny_qwen2"})
+        for (const char* folder : {"tiny_llama", "tiny_qwen3", "tiny_gemma3", "tiny_olmo2", "tiny_cohere2", "tiny_gpt_oss", "tiny_smollm3", "tiny_qwen2",
+                                   "tiny_deepseek_v3", "tiny_deepseek_v32_f32"})
             runs.push_back("model --model " + models(folder) + " --ids 5,17,3,25,9 --circuits --layer 1 --head 2");
         for (const std::string& args : runs) {
             CAPTURE(args);
@@ -830,6 +831,12 @@ TEST_SUITE("cli.beyond") {
             const auto qk = flat(step(doc, "circuit_qk").at("data")), turned = flat(step(doc, "circuit_qk_offset").at("data"));
             CHECK_CLOSE_ALL(turned, qk, 1e-6);
         }
+        {  // latent attention: the query latent, interleaved RoPE, YaRN; offset 0 is the position-free table there too
+            const json doc = run_json("model --model " + models("tiny_deepseek_v3") + " --ids 5,17,3 --circuits --layer 2 --head 3 --offset 0");
+            CHECK_CLOSE_ALL(flat(step(doc, "circuit_qk_offset").at("data")), flat(step(doc, "circuit_qk").at("data")), 1e-6);
+            CHECK(step(doc, "circuit_qk").at("note").get<std::string>().find("Latent attention (MLA)") != std::string::npos);
+            CHECK(step(doc, "circuit_ov_eigenvalues").at("shape") == json::array({12, 2}));  // d_v
+        }
         {  // a NoPE layer (SmolLM3's fourth): no offset table, and the note says why
             const json doc = run_json("model --model " + models("tiny_smollm3") + " --ids 5,17,3 --circuits --layer 4 --head 1");
             CHECK(std::none_of(doc.at("steps").begin(), doc.at("steps").end(), [](const json& s) { return s.at("id") == "circuit_qk_offset"; }));
@@ -839,7 +846,6 @@ TEST_SUITE("cli.beyond") {
                  {"model --model " + models("tiny_llama") + " --ids 1,2,3 --circuits", "give --head H"},
                  {"model --model " + models("tiny_llama") + " --ids 1,2,3 --offset 2", "--offset requires --circuits"},
                  {"model --model " + models("tiny_llama") + " --ids 1,2,3 --circuits --head 1 --offset 64", "the offset 64 is out of range"},
-                 {"model --model " + models("tiny_deepseek_v3") + " --ids 1,2,3 --circuits --head 1", "latent attention (MLA)"},
                  {"model --model " + models("tiny_qwen3_next") + " --ids 1,2,3 --circuits --head 1", "Gated DeltaNet"},
                  {"model --model " + models("tiny_qwen3_next") + " --ids 1,2,3 --circuits --layer 4 --head 1", "gates its heads' outputs"}}) {
             CAPTURE(args);

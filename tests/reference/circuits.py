@@ -15,12 +15,15 @@ hook_z: the input of o_proj, its head's slice), and a layer's attention output o
 every position (attnwalk's by-layer grid; TransformerLens's attn_out / mlp_out grids go by position
 too). The metric is the logit difference, or the answer's log-probability; normalised as its
 demos do, (patched − corrupted) / (clean − corrupted). A head's circuits (head_circuits_expect): the QK and OV tables,
-the OV circuit's eigenvalues and copying score, as TransformerLens's FactoredMatrix computes them. The models are rebuilt exactly as
+the OV circuit's eigenvalues and copying score, as TransformerLens's FactoredMatrix computes them (and, for DeepSeek-V3's latent
+attention, through the latent: latent_circuits_expect). The models are rebuilt exactly as
 gpt2_cases and families_cases build (and save) them."""
 import torch
 
 from .common import as_stored, case
+from .deepseek_v3 import DEEPSEEK_V3, DsModel
 from .gpt2 import BookGPT, BookLayerNorm
+from .hf_blocks import HFRMSNorm, HFRotary, hf_rotate_half
 from .modern import MODERN, ModernModel, RMSNorm
 
 
@@ -212,6 +215,56 @@ def head_circuits_expect(m, ids, layer, head, layer_norm, W_U, embed_scale=1.0, 
     return out
 
 
+def latent_circuits_expect(m, ids, layer, head, offset):
+    """A latent attention (MLA, DeepseekV3Attention) head's circuits, folded as head_circuits_expect folds a head's: each RMSNorm's
+    weight folded in and its division left out (the layer's input norm, the query latent's q_a_layernorm, the key/value latent's
+    kv_a_layernorm, the final norm). The query head h: q_proj's (or q_b_proj(q_a_proj(x) ⊙ γ_qa)'s) columns of head h, [q_nope | q_rope];
+    the key [c_KV·W_UK,h | k_rope], c_KV = kv_a_proj_with_mqa(x)[:r] ⊙ γ_kv, k_rope its last d_rope (one for every head); the value
+    c_KV·W_UV,h. The offset table rotates q_rope and k_rope as apply_rotary_pos_emb(_interleave) does, at positions Δ and 0."""
+    d64 = lambda t: t.detach().double()
+    a = m.layers[layer].self_attn
+    nope, rope, v, r, qk = a.nope, a.rope, a.v_dim, a.r, a.qk
+    W_E = d64(m.embed_tokens.weight) * d64(m.layers[layer].input_layernorm.weight)
+
+    def query(X):
+        if a.q_rank is None:
+            q = X @ d64(a.q_proj.weight).T
+        else:
+            q = ((X @ d64(a.q_a_proj.weight).T) * d64(a.q_a_layernorm.weight)) @ d64(a.q_b_proj.weight).T
+        return q.view(-1, a.H, qk)[:, head]
+
+    def latent(X):  # k_nope, k_rope, value
+        kv = X @ d64(a.kv_a_proj_with_mqa.weight).T
+        c = kv[:, :r] * d64(a.kv_a_layernorm.weight)
+        kvb = (c @ d64(a.kv_b_proj.weight).T).view(-1, a.H, nope + v)[:, head]
+        return kvb[:, :nope], kv[:, r:], kvb[:, nope:]
+
+    E = W_E[ids[0]]
+    q = query(E)
+    k_nope, k_rot, val = latent(E)
+    out = {"circuit_qk": q @ torch.cat([k_nope, k_rot], dim=-1).T}
+    cos, sin = HFRotary(m.inv_freq, m.attention_scaling)(torch.zeros(1), torch.arange(offset + 1)[None])
+    cos, sin = d64(cos[0]), d64(sin[0])
+
+    def turn(x, p):
+        if a.interleave:
+            x = x.reshape(-1, rope // 2, 2).transpose(2, 1).reshape(-1, rope)
+        return x * cos[p] + hf_rotate_half(x) * sin[p]
+    qo = torch.cat([q[:, :nope], turn(q[:, nope:], offset)], dim=-1)
+    ko = torch.cat([k_nope, turn(k_rot, 0)], dim=-1)
+    out["circuit_qk_offset"] = qo @ ko.T
+    W_O = d64(a.o_proj.weight)[:, head * v:(head + 1) * v].T  # (d_v, C)
+    U = d64(m.norm.weight)[:, None] * d64(m.lm_head.weight).T
+    out["circuit_ov"] = val @ W_O @ U[:, ids[0]]
+    A, B = latent(W_E)[2], W_O @ U  # FactoredMatrix(W_E·W_V, W_O·W_U)
+    eig = torch.linalg.eig(B @ A).eigenvalues
+    order = sorted(range(v), key=lambda i: (-float(eig[i].real), -float(eig[i].imag)))
+    eig = eig[order]
+    out["circuit_ov_eigenvalues"] = torch.stack([eig.real, eig.imag], dim=1)
+    out["circuit_copying"] = torch.stack([(eig.sum() / eig.abs().sum()).real, eig.real.sum(), eig.abs().sum()])
+    return out
+
+
 def corrupted(ids, vocab, positions):
     c = ids.clone()
     for p in positions:
@@ -291,5 +344,21 @@ def circuits_cases():
         scale = float(torch.tensor(cfg["C"] ** 0.5, dtype=torch.float32)) if gemma else 1.0
         exp = head_circuits_expect(m, ids, layer, qh, False, head, embed_scale=scale, cos_sin=tables, offset=offset)
         args = base + ["--circuits", "--layer", str(layer + 1), "--head", str(qh + 1)] + (["--offset", str(offset)] if offset != 1 else [])
+        cases.append(case(f"{name}_circuits", args, None, exp))
+    # latent attention (MLA): a query latent, YaRN and interleaved RoPE (BF16), and plain q_proj (F32), rebuilt as deepseek_v3_cases builds them
+    for name, dtype, shards, seed, cfg in DEEPSEEK_V3:
+        torch.manual_seed(seed)
+        m = DsModel(cfg)
+        with torch.no_grad():
+            for mod in m.modules():
+                if isinstance(mod, HFRMSNorm):
+                    mod.weight.uniform_(0.5, 1.5)
+            for prm in m.parameters():
+                prm.copy_(prm.to(dtype).float())
+        ids = torch.randint(0, cfg["vocab"], (1, 7), generator=torch.Generator().manual_seed(100 + seed))
+        layer, qh, offset = (1, 2, 2) if cfg["q_rank"] else (0, 1, 1)
+        exp = latent_circuits_expect(m, ids, layer, qh, offset)
+        args = ["model", "--model", "@SRC@/tests/data/models/" + name, "--ids", ",".join(str(i) for i in ids[0].tolist()), "--circuits",
+                "--layer", str(layer + 1), "--head", str(qh + 1)] + (["--offset", str(offset)] if offset != 1 else [])
         cases.append(case(f"{name}_circuits", args, None, exp))
     return cases

@@ -2,6 +2,7 @@
 // (activation patching), as TransformerLens computes them (docs/circuits.md says where the two
 // differ by design).
 #include <complex>
+#include <functional>
 
 #include "attnwalk/ops/eigen.hpp"
 #include "model_walk.hpp"
@@ -360,6 +361,22 @@ Table head_block(const AttentionWeights& aw, const Linear& layer, std::size_t h,
     return t;
 }
 
+// Columns first … first+count−1 of a layer (d_in×count, in double).
+Table columns_of(const Linear& layer, std::size_t first, std::size_t count) {
+    Table t(layer.in(), count);
+    for (std::size_t k = 0; k < layer.in(); ++k)
+        for (std::size_t j = 0; j < count; ++j) t(k, j) = layer.at(k, first + j);
+    return t;
+}
+
+// Inputs first … first+count−1 of a layer as d_out×count (an output projection's rows for one head, transposed).
+Table rows_of(const Linear& layer, std::size_t first, std::size_t count) {
+    Table t(layer.out(), count);
+    for (std::size_t k = 0; k < layer.out(); ++k)
+        for (std::size_t j = 0; j < count; ++j) t(k, j) = layer.at(first + j, k);
+    return t;
+}
+
 // x (C) · M (C×d) -> (d), accumulated row by row (axpy: the compiler's vectors keep the order).
 void times(const double* x, const Table& m, double* out) {
     std::fill(out, out + m.cols, 0.0);
@@ -392,25 +409,83 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
         throw UsageError("a head's circuits: " + where + " is a Gated DeltaNet layer (linear attention): a token's output is read from a state that the "
                          "delta rule writes and decays token by token, its keys pass through a short convolution and an L2 norm first, so no fixed "
                          "matrix W_Q·W_Kᵀ scores a pair of tokens and no W_V·W_O carries one; choose a full-attention layer");
-    if (la.attention == AttentionKind::latent)
-        throw UsageError("a head's circuits: " + where + " is a latent attention (MLA) layer, whose QK circuit runs through the latent c_KV (its RMSNorm "
-                         "between W_DKV and W_UK) and a shared rotary key: the circuits here do not go through it; choose a layer of softmax heads");
-    const HeadsBlock* hb = w.blocks[l].attention->as<HeadsBlock>();
-    if (!hb || !hb->w.out_proj) throw UsageError("a head's circuits: " + where + "'s attention is not heads with an output projection");
-    const AttentionWeights& aw = hb->w;
-    if (h >= aw.heads) throw UsageError("a head's circuits: head " + std::to_string(h + 1) + " is out of range: " + where + " has " + std::to_string(aw.heads) + " heads");
-    if (aw.shared_kv || la.kv_from)
-        throw UsageError("a head's circuits: " + where + " reads the keys and values of an earlier layer (cross-layer KV sharing): its key and value "
-                         "weights are that layer's, read through that layer's norm; choose a layer that makes its own");
-    if (aw.gate)
-        throw UsageError("a head's circuits: " + where + " gates its heads' outputs with σ(X·W_gate) before the output projection, a factor that depends on "
-                         "the token and that no fixed W_V·W_O carries; its QK circuit alone would be half the story");
-    const std::size_t d = aw.head_size(), H = aw.heads, G = aw.key_heads(), g = h / (H / G);
     const Norm* n1 = w.blocks[l].norm_1 ? &*w.blocks[l].norm_1 : nullptr;
     const bool centred = c.norm != NormKind::rms_norm;
     const Norm* post = w.blocks[l].attention_norm ? &*w.blocks[l].attention_norm : nullptr;
-    const Table WQ = head_block(aw, aw.query, h, false), WK = head_block(aw, aw.key, g, false), WV = head_block(aw, aw.value, g, false);
-    const Table WO = head_block(aw, *aw.out_proj, h, true);  // W_O,hᵀ: C×d_h
+    // The head as three maps of a row r (C) that the first norm read: its query and its key (d_k each), its value (d_v); and
+    // W_O,hᵀ (C×d_v). RoPE turns the d_rot features from rot_from of the query and the key.
+    const AttentionWeights* aw = nullptr;
+    const LatentWeights* lw = nullptr;
+    std::size_t dk = 0, dv = 0, rot_from = 0, rot_width = 0, H = 0, G = 0, g = 0;
+    std::optional<RopeParams> rope_params = la.rope;
+    Table WQ(0, 0), WK(0, 0), WV(0, 0), WO(0, 0), Wqa(0, 0), Wkva(0, 0);
+    std::function<void(const double*, double*)> query, key, value;
+    if (la.attention == AttentionKind::latent) {  // MLA: the key and the value from the latent c_KV, the rotary key shared by the heads
+        lw = &w.blocks[l].attention->get<LatentBlock>().w;
+        H = G = lw->heads;
+        if (h >= H) throw UsageError("a head's circuits: head " + std::to_string(h + 1) + " is out of range: " + where + " has " + std::to_string(H) + " heads");
+        g = h;
+        dk = lw->qk_head(), dv = lw->value, rot_from = lw->nope, rot_width = lw->rope;
+        if (rope_params) rope_params->interleaved = c.latent_interleave;  // Hugging Face's de-interleave, then the half split: the pairs (2i, 2i + 1)
+        const std::size_t r = lw->rank(), per = lw->nope + lw->value;
+        if (lw->q_proj) {
+            WQ = columns_of(*lw->q_proj, h * dk, dk);
+        } else {
+            Wqa = columns_of(*lw->q_a_proj, 0, lw->query_rank());
+            WQ = columns_of(*lw->q_b_proj, h * dk, dk);
+        }
+        Wkva = columns_of(lw->kv_a_proj, 0, r + lw->rope);
+        WK = columns_of(lw->kv_b_proj, h * per, lw->nope);           // W_UK,h: r×d_nope
+        WV = columns_of(lw->kv_b_proj, h * per + lw->nope, dv);      // W_UV,h: r×d_v
+        WO = rows_of(lw->o_proj, h * dv, dv);
+        query = [&](const double* x, double* out) {  // the query latent's RMSNorm: its weight folded in, its division left out
+            if (Wqa.rows == 0) return times(x, WQ, out);
+            std::vector<double> a(Wqa.cols);
+            times(x, Wqa, a.data());
+            for (std::size_t j = 0; j < a.size(); ++j) a[j] *= static_cast<double>(lw->q_a_norm(j));
+            times(a.data(), WQ, out);
+        };
+        const auto latent = [&](const double* x) {  // [c_KV ⊙ γ_kv (r) | k_rope (d_rope)]
+            std::vector<double> kv(Wkva.cols);
+            times(x, Wkva, kv.data());
+            for (std::size_t j = 0; j < lw->rank(); ++j) kv[j] *= static_cast<double>(lw->kv_a_norm(j));
+            return kv;
+        };
+        key = [&, latent](const double* x, double* out) {  // [c_KV·W_UK,h | k_rope]
+            const std::vector<double> kv = latent(x);
+            times(kv.data(), WK, out);  // WK reads the first r
+            for (std::size_t j = 0; j < lw->rope; ++j) out[lw->nope + j] = kv[lw->rank() + j];
+        };
+        value = [&, latent](const double* x, double* out) { times(latent(x).data(), WV, out); };
+    } else {
+        const HeadsBlock* hb = w.blocks[l].attention->as<HeadsBlock>();
+        if (!hb || !hb->w.out_proj) throw UsageError("a head's circuits: " + where + "'s attention is not heads with an output projection");
+        aw = &hb->w;
+        if (h >= aw->heads) throw UsageError("a head's circuits: head " + std::to_string(h + 1) + " is out of range: " + where + " has " + std::to_string(aw->heads) + " heads");
+        if (aw->shared_kv || la.kv_from)
+            throw UsageError("a head's circuits: " + where + " reads the keys and values of an earlier layer (cross-layer KV sharing): its key and value "
+                             "weights are that layer's, read through that layer's norm; choose a layer that makes its own");
+        if (aw->gate)
+            throw UsageError("a head's circuits: " + where + " gates its heads' outputs with σ(X·W_gate) before the output projection, a factor that depends on "
+                             "the token and that no fixed W_V·W_O carries; its QK circuit alone would be half the story");
+        H = aw->heads, G = aw->key_heads(), g = h / (H / G);
+        dk = dv = rot_width = aw->head_size();
+        WQ = head_block(*aw, aw->query, h, false), WK = head_block(*aw, aw->key, g, false), WV = head_block(*aw, aw->value, g, false);
+        WO = head_block(*aw, *aw->out_proj, h, true);  // W_O,hᵀ: C×d_h
+        // QK-norm's weights folded in, its division left out
+        const auto qk_scale = [&](const std::optional<Vec>& norm, std::size_t head_index, std::size_t j) {
+            return norm ? static_cast<double>((*norm)(aw->qk_norm_whole ? head_index * dk + j : j)) : 1.0;
+        };
+        query = [&, qk_scale](const double* x, double* out) {
+            times(x, WQ, out);
+            for (std::size_t j = 0; j < dk; ++j) out[j] *= qk_scale(aw->q_norm, h, j);
+        };
+        key = [&, qk_scale](const double* x, double* out) {
+            times(x, WK, out);
+            for (std::size_t j = 0; j < dk; ++j) out[j] *= qk_scale(aw->k_norm, g, j);
+        };
+        value = [&](const double* x, double* out) { times(x, WV, out); };
+    }
     // a token's embedding as the layer's first norm reads it: × the embedding scale, centred (LayerNorm), × γ; σ left out
     std::vector<float> row(C);
     const auto read = [&](std::size_t t, double* out) {
@@ -436,23 +511,13 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
         if (post)  // a norm after the attention: its weight on the head's output, its scale left out
             for (std::size_t k = 0; k < C; ++k) out[k] *= static_cast<double>(post->scale(k));
     };
-    // QK-norm's and the value norm's weights folded in, their division left out
-    const auto qk_scale = [&](const std::optional<Vec>& norm, std::size_t head_index, std::size_t j) {
-        return norm ? static_cast<double>((*norm)(aw.qk_norm_whole ? head_index * d + j : j)) : 1.0;
-    };
-    Table q(T, d), k(T, d), ov(T, d), u(T, C);
+    Table q(T, dk), k(T, dk), ov(T, dv), u(T, C);
     std::vector<double> x(C);
     for (std::size_t i = 0; i < T; ++i) {
         read(ids[i], x.data());
-        times(x.data(), WQ, &q(i, 0));
-        times(x.data(), WK, &k(i, 0));
-        std::vector<double> v(d), o(C, 0.0);
-        times(x.data(), WV, v.data());
-        for (std::size_t j = 0; j < d; ++j) {
-            q(i, j) *= qk_scale(aw.q_norm, h, j);
-            k(i, j) *= qk_scale(aw.k_norm, g, j);
-            ov(i, j) = v[j];
-        }
+        query(x.data(), &q(i, 0));
+        key(x.data(), &k(i, 0));
+        value(x.data(), &ov(i, 0));
         unembed(ids[i], &u(i, 0));
     }
     const auto qk_table = [&](const Table& qs, const Table& ks) {
@@ -460,7 +525,7 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
         for (std::size_t i = 0; i < T; ++i)
             for (std::size_t j = 0; j < T; ++j) {
                 double s = 0.0;
-                for (std::size_t f = 0; f < d; ++f) s += qs(i, f) * ks(j, f);
+                for (std::size_t f = 0; f < dk; ++f) s += qs(i, f) * ks(j, f);
                 m(i, j) = static_cast<float>(s);
             }
         return m;
@@ -471,7 +536,7 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
         std::vector<double> out(C);
         for (std::size_t i = 0; i < T; ++i) {
             std::fill(out.begin(), out.end(), 0.0);
-            for (std::size_t f = 0; f < d; ++f)  // Σ_f v_f · W_O[f, :]
+            for (std::size_t f = 0; f < dv; ++f)  // Σ_f v_f · W_O[f, :]
                 for (std::size_t kk = 0; kk < C; ++kk) out[kk] += ov(i, f) * WO(kk, f);
             for (std::size_t j = 0; j < T; ++j) {
                 double s = 0.0;
@@ -480,26 +545,26 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
             }
         }
     }
-    // the eigenvalues: M = Σ_t (W_O,h·u_t)(r_t·W_V,g)ᵀ over the whole vocabulary (d_h×d_h)
-    std::vector<double> M(d * d, 0.0);
+    // the eigenvalues: M = Σ_t (W_O,h·u_t)(value(r_t))ᵀ over the whole vocabulary (d_v×d_v)
+    std::vector<double> M(dv * dv, 0.0);
     {
-        std::vector<double> r(C), ut(C), p(d), qo(d);
+        std::vector<double> r(C), ut(C), p(dv), qo(dv);
         for (std::size_t t = 0; t < V; ++t) {
             read(t, r.data());
-            times(r.data(), WV, p.data());
+            value(r.data(), p.data());
             unembed(t, ut.data());
             times(ut.data(), WO, qo.data());
-            for (std::size_t a = 0; a < d; ++a) {
+            for (std::size_t a = 0; a < dv; ++a) {
                 const double s = qo[a];
-                double* dst = &M[a * d];
-                for (std::size_t b = 0; b < d; ++b) dst[b] += s * p[b];
+                double* dst = &M[a * dv];
+                for (std::size_t b = 0; b < dv; ++b) dst[b] += s * p[b];
             }
         }
     }
-    const std::vector<std::complex<double>> lambda = eigenvalues(M, d);
+    const std::vector<std::complex<double>> lambda = eigenvalues(M, dv);
     double sum_re = 0.0, sum_abs = 0.0;
-    Mat eig = Mat::from_shape({d, 2});
-    for (std::size_t i = 0; i < d; ++i) {
+    Mat eig = Mat::from_shape({dv, 2});
+    for (std::size_t i = 0; i < dv; ++i) {
         eig(i, 0) = static_cast<float>(lambda[i].real());
         eig(i, 1) = static_cast<float>(lambda[i].imag());
         sum_re += lambda[i].real();
@@ -514,9 +579,15 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
                                                              : "× the first norm's weight γ (its scale σ left out, as TransformerLens's fold_ln does)")
                                                   : "as it is (no norm before the attention)") +
                                    (c.embed_scale ? ", the embedding × " + format_number(*c.embed_scale) : std::string());
-    const std::string qknorm = aw.q_norm ? " QK-norm is not linear: its weights are folded in, its division by each query's and key's RMS left out "
+    const std::string qknorm = aw && aw->q_norm ? " QK-norm is not linear: its weights are folded in, its division by each query's and key's RMS left out "
                                            "(the table is norm-free)."
                                          : "";
+    const std::string latent_words =
+        lw ? " Latent attention (MLA): the query " + std::string(lw->q_a_proj ? "through its own latent (q_a_proj, its RMSNorm's weight, q_b_proj)" : "from q_proj") +
+                 ", the key [c_KV·W_UK,h | k_rope] with c_KV = the latent (kv_a_proj's first " + std::to_string(lw->rank()) +
+                 ", its RMSNorm's weight folded in, its division left out) and k_rope the rotary part every head shares." +
+                 (lw->indexer ? " The lightning indexer, which picks the keys each query may see, is not part of the circuit." : "")
+           : "";
     const std::string rope_words = la.rope ? " With RoPE the score depends on the distance: this is the position-free form, a query and a key at the "
                                              "same position (the rotation cancels); circuit_qk_offset turns them apart."
                                            : c.positions == PositionKind::rope ? " This layer has no RoPE (a NoPE layer): the score is the same at every distance."
@@ -524,18 +595,18 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
     Step& qs = rec.add_plain("circuit_qk", "QK circuit of " + name + ": query token (row) × key token (column)", "r(e_i)·W_Q,h·W_K,gᵀ·r(e_j)ᵀ",
                              to_trace(qk_table(q, k)), {Axis::token, Axis::token});
     qs.note = "W_QK = W_Q,h·W_K,gᵀ" + kv + " read through each prompt token's embedding, " + norm_words +
-              "; no bias and no 1/√d_h: the circuit of TransformerLens's W_E·W_QK·W_Eᵀ, its rows and columns the prompt's tokens." + rope_words + qknorm;
-    if (la.rope) {
+              "; no bias and no 1/√d_h: the circuit of TransformerLens's W_E·W_QK·W_Eᵀ, its rows and columns the prompt's tokens." + latent_words + rope_words + qknorm;
+    if (rope_params) {
         const std::size_t delta = spec.circuit_offset;
-        const Rope rope = rope_tables(d, delta + 1, 0, *la.rope);
+        const Rope rope = rope_tables(rot_width, delta + 1, 0, *rope_params);
         const auto turn = [&](const Table& in, std::size_t pos) {
             Table out = in;
             const std::size_t dims = rope.dims();
             for (std::size_t i = 0; i < T; ++i)
                 for (std::size_t f = 0; f < dims; ++f) {
                     const bool first = rope.interleaved ? f % 2 == 0 : f < dims / 2;
-                    const double half = (first ? -1.0 : 1.0) * in(i, rope.partner(f));
-                    out(i, f) = in(i, f) * static_cast<double>(rope.cos(pos, f)) + half * static_cast<double>(rope.sin(pos, f));
+                    const double half = (first ? -1.0 : 1.0) * in(i, rot_from + rope.partner(f));
+                    out(i, rot_from + f) = in(i, rot_from + f) * static_cast<double>(rope.cos(pos, f)) + half * static_cast<double>(rope.sin(pos, f));
                 }
             return out;
         };
@@ -552,12 +623,13 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
                std::string(centred ? "centred " : "") + "γ_f ⊙ W_U[j]" + (c.logit_scale ? " × " + format_number(*c.logit_scale) : std::string()) +
                " (the final norm's weight folded in, its scale left out), the rows read as for circuit_qk; TransformerLens's W_E·W_OV·W_U on the "
                "prompt's tokens. A copying head has a large diagonal." +
-               (post ? " The norm after the attention: its weight γ on the head's output folded in, its scale left out." : std::string()) + (aw.v_norm ? " The values' RMSNorm is not linear: left out." : std::string());
+               (post ? " The norm after the attention: its weight γ on the head's output folded in, its scale left out." : std::string()) + (aw && aw->v_norm ? " The values' RMSNorm is not linear: left out." : std::string()) +
+               (lw ? " Latent attention: the value c_KV·W_UV,h." : std::string());
     Step& es = rec.add_plain("circuit_ov_eigenvalues", "The eigenvalues of " + name + "'s OV circuit over the whole vocabulary", "λ(W_E·W_V,g·W_O,h·W_U)",
                              to_trace(eig), {Axis::rank, Axis::feature});
     es.labels = {"real", "imaginary"};
-    es.note = "The " + std::to_string(V) + "×" + std::to_string(V) + " circuit has rank ≤ " + std::to_string(d) + ": its nonzero eigenvalues are those of the " +
-              std::to_string(d) + "×" + std::to_string(d) + " matrix (W_O,h·W_U)·(W_E·W_V,g) (FactoredMatrix's BA), over all " + std::to_string(V) +
+    es.note = "The " + std::to_string(V) + "×" + std::to_string(V) + " circuit has rank ≤ " + std::to_string(dv) + ": its nonzero eigenvalues are those of the " +
+              std::to_string(dv) + "×" + std::to_string(dv) + " matrix (W_O,h·W_U)·(W_E·W_V,g) (FactoredMatrix's BA), over all " + std::to_string(V) +
               " tokens, in double, by Hessenberg reduction and Francis's double-shift QR; largest real part first.";
     Step& cs = rec.add_plain("circuit_copying", "The OV copying score of " + name, "Σ Re λ / Σ |λ|",
                              to_trace(vec_of({static_cast<float>(score), static_cast<float>(sum_re), static_cast<float>(sum_abs)})), {Axis::feature});

@@ -135,6 +135,14 @@ void add_model_options(CLI::App& sub, ModelOptions& o, bool rope) {
     sub.add_flag("--attribution", o.spec.attribution,
                  "Direct logit attribution: each head's, MLP's, embedding's and bias's share of the answer's logit at the last position (or of "
                  "--answer − --wrong), through the final norm with its scale frozen (docs/circuits.md)");
+    CLI::Option* circuits = sub.add_flag("--circuits", o.spec.circuits,
+                                         "A head's circuits (--layer L --head H): its QK and OV tables over the prompt's tokens through the "
+                                         "embedding and unembedding, and the OV copying score from its eigenvalues (docs/circuits.md)");
+    if (rope)
+        sub.add_option("--offset", o.spec.circuit_offset, "With --circuits on a RoPE layer: the QK table again with the query this many positions after the key")
+            ->check(whole_number(0))
+            ->needs(circuits)
+            ->capture_default_str();
     CLI::Option* corrupt = sub.add_option("--corrupt", o.corrupt,
                                           "Activation patching: a corrupted prompt of as many tokens; the stream, each head and each layer's "
                                           "attention and MLP patched from the clean run into it, one at a time (docs/circuits.md)")
@@ -196,6 +204,7 @@ Trace walk_prompt(const Shell& shell, const ModelOptions& o, const Model& model,
     };
     if ((o.answer || o.wrong) && !spec.attribution && !o.corrupt && !o.corrupt_ids)
         throw UsageError(std::string(o.wrong ? "--wrong" : "--answer") + " names a token the circuits measure: it needs --attribution or --corrupt");
+    if (spec.circuits && !spec.head) throw UsageError("--circuits shows one head's circuits: give --head H (and --layer L, default 1)");
     if (o.answer) spec.answer = one_token("--answer", *o.answer);
     if (o.wrong) spec.wrong = one_token("--wrong", *o.wrong);
     if (o.corrupt) {

@@ -790,4 +790,68 @@ TEST_SUITE("cli.beyond") {
             CHECK(r.err.find(message) != std::string::npos);
         }
     }
+    // A head's circuits (--circuits): the tables' and eigenvalues' shapes on every kind of
+    // model with softmax heads, the copying score its two sums' ratio within [−1, 1]; over the
+    // whole vocabulary (tiny Gemma 3: 64 tokens, a context of 64) the OV table's trace is the
+    // eigenvalues' sum; at offset 0 RoPE's rotation cancels (latent attention's too); the layers it refuses, by name.
+    TEST_CASE("cli.beyond.head_circuits") {
+        const auto models = [](const char* folder) { return test::source_path(std::string("tests/data/models/") + folder); };
+        std::vector<std::string> runs = {"gpt2 --model " + test::source_path("tests/data/tiny_gpt2_hf_f32.safetensors") + " --heads 4 --ids 3,1,4,1,5 --circuits --layer 2 --head 3"};
+        for (const char* folder : {"tiny_llama", "tiny_qwen3", "tiny_gemma3", "tiny_olmo2", "tiny_cohere2", "tiny_gpt_oss", "tiny_smollm3", "tiny_qwen2",
+                                   "tiny_deepseek_v3", "tiny_deepseek_v32_f32"})
+            runs.push_back("model --model " + models(folder) + " --ids 5,17,3,25,9 --circuits --layer 1 --head 2");
+        for (const std::string& args : runs) {
+            CAPTURE(args);
+            const json doc = run_json(args);
+            CHECK(step(doc, "circuit_qk").at("shape") == json::array({5, 5}));
+            CHECK(step(doc, "circuit_ov").at("shape") == json::array({5, 5}));
+            const auto eig = step(doc, "circuit_ov_eigenvalues");
+            CHECK(eig.at("labels") == json::array({"real", "imaginary"}));
+            const auto e = flat(eig.at("data"));
+            for (std::size_t i = 2; i < e.size(); i += 2) CHECK(e[i] <= e[i - 2]);  // largest real part first
+            const auto cs = flat(step(doc, "circuit_copying").at("data"));
+            CHECK(cs[0] == doctest::Approx(cs[1] / cs[2]).epsilon(1e-5));
+            CHECK(std::abs(cs[0]) <= 1.0 + 1e-6);
+            CHECK(doc.at("params").at("circuits") == true);
+            const bool rope = args.rfind("model", 0) == 0;
+            CHECK(std::any_of(doc.at("steps").begin(), doc.at("steps").end(), [](const json& s) { return s.at("id") == "circuit_qk_offset"; }) == rope);
+        }
+        {  // every token of the vocabulary: the OV circuit's trace is the sum of its eigenvalues
+            std::string ids;
+            for (int t = 0; t < 64; ++t) ids += (t ? "," : "") + std::to_string(t);
+            const json doc = run_json("model --model " + models("tiny_gemma3") + " --ids " + ids + " --circuits --layer 3 --head 2");
+            const auto ov = flat(step(doc, "circuit_ov").at("data"));
+            double trace = 0.0;
+            for (std::size_t t = 0; t < 64; ++t) trace += ov[t * 64 + t];
+            const auto cs = flat(step(doc, "circuit_copying").at("data"));
+            CHECK(trace == doctest::Approx(cs[1]).epsilon(1e-5));
+        }
+        {  // offset 0: the query and the key at one position, the rotation cancels
+            const json doc = run_json("model --model " + models("tiny_llama") + " --ids 5,17,3 --circuits --layer 2 --head 4 --offset 0");
+            const auto qk = flat(step(doc, "circuit_qk").at("data")), turned = flat(step(doc, "circuit_qk_offset").at("data"));
+            CHECK_CLOSE_ALL(turned, qk, 1e-6);
+        }
+        {  // latent attention: the query latent, interleaved RoPE, YaRN; offset 0 is the position-free table there too
+            const json doc = run_json("model --model " + models("tiny_deepseek_v3") + " --ids 5,17,3 --circuits --layer 2 --head 3 --offset 0");
+            CHECK_CLOSE_ALL(flat(step(doc, "circuit_qk_offset").at("data")), flat(step(doc, "circuit_qk").at("data")), 1e-6);
+            CHECK(step(doc, "circuit_qk").at("note").get<std::string>().find("Latent attention (MLA)") != std::string::npos);
+            CHECK(step(doc, "circuit_ov_eigenvalues").at("shape") == json::array({12, 2}));  // d_v
+        }
+        {  // a NoPE layer (SmolLM3's fourth): no offset table, and the note says why
+            const json doc = run_json("model --model " + models("tiny_smollm3") + " --ids 5,17,3 --circuits --layer 4 --head 1");
+            CHECK(std::none_of(doc.at("steps").begin(), doc.at("steps").end(), [](const json& s) { return s.at("id") == "circuit_qk_offset"; }));
+            CHECK(step(doc, "circuit_qk").at("note").get<std::string>().find("no RoPE") != std::string::npos);
+        }
+        for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+                 {"model --model " + models("tiny_llama") + " --ids 1,2,3 --circuits", "give --head H"},
+                 {"model --model " + models("tiny_llama") + " --ids 1,2,3 --offset 2", "--offset requires --circuits"},
+                 {"model --model " + models("tiny_llama") + " --ids 1,2,3 --circuits --head 1 --offset 64", "the offset 64 is out of range"},
+                 {"model --model " + models("tiny_qwen3_next") + " --ids 1,2,3 --circuits --head 1", "Gated DeltaNet"},
+                 {"model --model " + models("tiny_qwen3_next") + " --ids 1,2,3 --circuits --layer 4 --head 1", "gates its heads' outputs"}}) {
+            CAPTURE(args);
+            const auto r = test::run(args);
+            CHECK(r.exit_code == 2);
+            CHECK(r.err.find(message) != std::string::npos);
+        }
+    }
 }

@@ -217,6 +217,11 @@ struct ModelSpec {
     bool attribution = false;          // direct logit attribution of the metric: every head, MLP, embedding and bias term
     std::vector<std::size_t> corrupt;  // activation patching: the corrupted prompt's ids (as many as the prompt's); the metric
                                        // without `wrong` is the answer's log-probability
+    // A head's circuits (`layer`, `head`): its QK and OV tables over the prompt's tokens, the
+    // OV circuit's eigenvalues and copying score; with RoPE, the QK table again with the
+    // query `circuit_offset` positions after the key.
+    bool circuits = false;
+    std::size_t circuit_offset = 1;
     const Tokenizer* tokenizer = nullptr;  // labels for the generated tokens (else #id)
 };
 // The per-head numbers the model view can rank by.

@@ -1,6 +1,10 @@
 // Circuits: which components write a prediction (direct logit attribution) and which cause it
 // (activation patching), as TransformerLens computes them (docs/circuits.md says where the two
 // differ by design).
+#include <complex>
+#include <functional>
+
+#include "attnwalk/ops/eigen.hpp"
 #include "model_walk.hpp"
 
 namespace attnwalk::model_walk {
@@ -328,6 +332,311 @@ void record_patching(Recorder& rec, const ModelSpec& spec, const DecoderWeights&
     ls.note = corrupted + "layer l's whole attention output (or MLP output) taken from the clean run. Clean " + metric + " = " + four(m_clean) +
               ", corrupted " + four(m_corrupt) + ".";
     rec.add_plain("patching_layers_raw", "The same, the metric itself", metric, to_trace(layers), {Axis::layer, Axis::feature}).labels = {"attention", "MLP"};
+}
+
+namespace {
+
+// Rows of doubles, row-major.
+struct Table {
+    std::size_t rows = 0, cols = 0;
+    std::vector<double> v;
+    Table(std::size_t r, std::size_t c) : rows(r), cols(c), v(r * c, 0.0) {}
+    double& operator()(std::size_t i, std::size_t j) { return v[i * cols + j]; }
+    double operator()(std::size_t i, std::size_t j) const { return v[i * cols + j]; }
+};
+
+// Head h's d_h columns of a projection (C×d_h, in double), or, `transposed`, its d_h inputs
+// (the output projection's rows for the head: d_h×C, stored C×d_h here too).
+Table head_block(const AttentionWeights& aw, const Linear& layer, std::size_t h, bool rows_of_head) {
+    const std::size_t d = aw.head_size(), C = rows_of_head ? layer.out() : layer.in();
+    Table t(C, d);
+    if (!rows_of_head && aw.layout != HeadLayout::fused) {
+        const Linear cols = aw.head_columns(layer, h);
+        for (std::size_t k = 0; k < C; ++k)
+            for (std::size_t j = 0; j < d; ++j) t(k, j) = cols.w(k, j);
+        return t;
+    }
+    for (std::size_t k = 0; k < C; ++k)
+        for (std::size_t j = 0; j < d; ++j) t(k, j) = rows_of_head ? layer.at(h * d + j, k) : layer.at(k, h * d + j);
+    return t;
+}
+
+// Columns first … first+count−1 of a layer (d_in×count, in double).
+Table columns_of(const Linear& layer, std::size_t first, std::size_t count) {
+    Table t(layer.in(), count);
+    for (std::size_t k = 0; k < layer.in(); ++k)
+        for (std::size_t j = 0; j < count; ++j) t(k, j) = layer.at(k, first + j);
+    return t;
+}
+
+// Inputs first … first+count−1 of a layer as d_out×count (an output projection's rows for one head, transposed).
+Table rows_of(const Linear& layer, std::size_t first, std::size_t count) {
+    Table t(layer.out(), count);
+    for (std::size_t k = 0; k < layer.out(); ++k)
+        for (std::size_t j = 0; j < count; ++j) t(k, j) = layer.at(first + j, k);
+    return t;
+}
+
+// x (C) · M (C×d) -> (d), accumulated row by row (axpy: the compiler's vectors keep the order).
+void times(const double* x, const Table& m, double* out) {
+    std::fill(out, out + m.cols, 0.0);
+    for (std::size_t k = 0; k < m.rows; ++k) {
+        const double a = x[k];
+        const double* row = &m.v[k * m.cols];
+        for (std::size_t j = 0; j < m.cols; ++j) out[j] += a * row[j];
+    }
+}
+
+}  // namespace
+
+// A head's circuits, as TransformerLens's FactoredMatrix computes them (model.QK, model.OV,
+// full circuits through W_E and W_U with fold_ln): W_QK = W_Q,h·W_K,gᵀ and W_OV = W_V,g·W_O,h
+// (g the key/value head query head h shares, h·G/H), read through the embedding: each
+// token's row of W_E as the layer's first norm reads it with its scale σ left out (the norm's
+// weight γ folded in; a LayerNorm also centres the row; no bias: the circuits are the
+// weights' bilinear forms), and, for OV, written through the final norm's weight into W_U's
+// rows (centred for a LayerNorm). The copying score: Σ Re λ / Σ |λ| over the eigenvalues of
+// the whole vocabulary's OV circuit W_E·W_V·W_O·W_U, which are, but for zeros, those of the
+// d_h×d_h matrix (W_O·W_U)·(W_E·W_V).
+void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids) {
+    const DecoderConfig& c = w.config;
+    const std::size_t l = spec.layer, T = ids.size(), C = c.width, V = c.vocab;
+    if (!spec.head) throw UsageError("a head's circuits are one head's: name the layer and the head");
+    const std::size_t h = *spec.head;
+    const std::string where = "layer " + std::to_string(l + 1);
+    const LayerSpec la = l < c.layer_specs.size() ? c.layer_specs[l] : LayerSpec{};
+    if (la.attention == AttentionKind::deltanet)
+        throw UsageError("a head's circuits: " + where + " is a Gated DeltaNet layer (linear attention): a token's output is read from a state that the "
+                         "delta rule writes and decays token by token, its keys pass through a short convolution and an L2 norm first, so no fixed "
+                         "matrix W_Q·W_Kᵀ scores a pair of tokens and no W_V·W_O carries one; choose a full-attention layer");
+    const Norm* n1 = w.blocks[l].norm_1 ? &*w.blocks[l].norm_1 : nullptr;
+    const bool centred = c.norm != NormKind::rms_norm;
+    const Norm* post = w.blocks[l].attention_norm ? &*w.blocks[l].attention_norm : nullptr;
+    // The head as three maps of a row r (C) that the first norm read: its query and its key (d_k each), its value (d_v); and
+    // W_O,hᵀ (C×d_v). RoPE turns the d_rot features from rot_from of the query and the key.
+    const AttentionWeights* aw = nullptr;
+    const LatentWeights* lw = nullptr;
+    std::size_t dk = 0, dv = 0, rot_from = 0, rot_width = 0, H = 0, G = 0, g = 0;
+    std::optional<RopeParams> rope_params = la.rope;
+    Table WQ(0, 0), WK(0, 0), WV(0, 0), WO(0, 0), Wqa(0, 0), Wkva(0, 0);
+    std::function<void(const double*, double*)> query, key, value;
+    if (la.attention == AttentionKind::latent) {  // MLA: the key and the value from the latent c_KV, the rotary key shared by the heads
+        lw = &w.blocks[l].attention->get<LatentBlock>().w;
+        H = G = lw->heads;
+        if (h >= H) throw UsageError("a head's circuits: head " + std::to_string(h + 1) + " is out of range: " + where + " has " + std::to_string(H) + " heads");
+        g = h;
+        dk = lw->qk_head(), dv = lw->value, rot_from = lw->nope, rot_width = lw->rope;
+        if (rope_params) rope_params->interleaved = c.latent_interleave;  // Hugging Face's de-interleave, then the half split: the pairs (2i, 2i + 1)
+        const std::size_t r = lw->rank(), per = lw->nope + lw->value;
+        if (lw->q_proj) {
+            WQ = columns_of(*lw->q_proj, h * dk, dk);
+        } else {
+            Wqa = columns_of(*lw->q_a_proj, 0, lw->query_rank());
+            WQ = columns_of(*lw->q_b_proj, h * dk, dk);
+        }
+        Wkva = columns_of(lw->kv_a_proj, 0, r + lw->rope);
+        WK = columns_of(lw->kv_b_proj, h * per, lw->nope);           // W_UK,h: r×d_nope
+        WV = columns_of(lw->kv_b_proj, h * per + lw->nope, dv);      // W_UV,h: r×d_v
+        WO = rows_of(lw->o_proj, h * dv, dv);
+        query = [&](const double* x, double* out) {  // the query latent's RMSNorm: its weight folded in, its division left out
+            if (Wqa.rows == 0) return times(x, WQ, out);
+            std::vector<double> a(Wqa.cols);
+            times(x, Wqa, a.data());
+            for (std::size_t j = 0; j < a.size(); ++j) a[j] *= static_cast<double>(lw->q_a_norm(j));
+            times(a.data(), WQ, out);
+        };
+        const auto latent = [&](const double* x) {  // [c_KV ⊙ γ_kv (r) | k_rope (d_rope)]
+            std::vector<double> kv(Wkva.cols);
+            times(x, Wkva, kv.data());
+            for (std::size_t j = 0; j < lw->rank(); ++j) kv[j] *= static_cast<double>(lw->kv_a_norm(j));
+            return kv;
+        };
+        key = [&, latent](const double* x, double* out) {  // [c_KV·W_UK,h | k_rope]
+            const std::vector<double> kv = latent(x);
+            times(kv.data(), WK, out);  // WK reads the first r
+            for (std::size_t j = 0; j < lw->rope; ++j) out[lw->nope + j] = kv[lw->rank() + j];
+        };
+        value = [&, latent](const double* x, double* out) { times(latent(x).data(), WV, out); };
+    } else {
+        const HeadsBlock* hb = w.blocks[l].attention->as<HeadsBlock>();
+        if (!hb || !hb->w.out_proj) throw UsageError("a head's circuits: " + where + "'s attention is not heads with an output projection");
+        aw = &hb->w;
+        if (h >= aw->heads) throw UsageError("a head's circuits: head " + std::to_string(h + 1) + " is out of range: " + where + " has " + std::to_string(aw->heads) + " heads");
+        if (aw->shared_kv || la.kv_from)
+            throw UsageError("a head's circuits: " + where + " reads the keys and values of an earlier layer (cross-layer KV sharing): its key and value "
+                             "weights are that layer's, read through that layer's norm; choose a layer that makes its own");
+        if (aw->gate)
+            throw UsageError("a head's circuits: " + where + " gates its heads' outputs with σ(X·W_gate) before the output projection, a factor that depends on "
+                             "the token and that no fixed W_V·W_O carries; its QK circuit alone would be half the story");
+        H = aw->heads, G = aw->key_heads(), g = h / (H / G);
+        dk = dv = rot_width = aw->head_size();
+        WQ = head_block(*aw, aw->query, h, false), WK = head_block(*aw, aw->key, g, false), WV = head_block(*aw, aw->value, g, false);
+        WO = head_block(*aw, *aw->out_proj, h, true);  // W_O,hᵀ: C×d_h
+        // QK-norm's weights folded in, its division left out
+        const auto qk_scale = [&](const std::optional<Vec>& norm, std::size_t head_index, std::size_t j) {
+            return norm ? static_cast<double>((*norm)(aw->qk_norm_whole ? head_index * dk + j : j)) : 1.0;
+        };
+        query = [&, qk_scale](const double* x, double* out) {
+            times(x, WQ, out);
+            for (std::size_t j = 0; j < dk; ++j) out[j] *= qk_scale(aw->q_norm, h, j);
+        };
+        key = [&, qk_scale](const double* x, double* out) {
+            times(x, WK, out);
+            for (std::size_t j = 0; j < dk; ++j) out[j] *= qk_scale(aw->k_norm, g, j);
+        };
+        value = [&](const double* x, double* out) { times(x, WV, out); };
+    }
+    // a token's embedding as the layer's first norm reads it: × the embedding scale, centred (LayerNorm), × γ; σ left out
+    std::vector<float> row(C);
+    const auto read = [&](std::size_t t, double* out) {
+        w.embed.copy_out_row(t, row.data());
+        double mean = 0.0;
+        for (std::size_t k = 0; k < C; ++k) mean += static_cast<double>(row[k]) * c.embed_scale.value_or(1.0f) / static_cast<double>(C);
+        for (std::size_t k = 0; k < C; ++k) {
+            const double x = static_cast<double>(row[k]) * c.embed_scale.value_or(1.0f) - (n1 && centred ? mean : 0.0);
+            out[k] = n1 ? x * static_cast<double>(n1->scale(k)) : x;
+        }
+    };
+    // a token's unembedding column as the final norm writes into it: γ_f ⊙ W_U[t], centred (LayerNorm), × the logit scale
+    const Linear& head = w.output_head();
+    const auto unembed = [&](std::size_t t, double* out) {
+        head.copy_out_row(t, row.data());
+        double mean = 0.0;
+        for (std::size_t k = 0; k < C; ++k) {
+            out[k] = static_cast<double>(w.final_norm.scale(k)) * static_cast<double>(row[k]) * c.logit_scale.value_or(1.0f);
+            mean += out[k] / static_cast<double>(C);
+        }
+        if (centred)
+            for (std::size_t k = 0; k < C; ++k) out[k] -= mean;
+        if (post)  // a norm after the attention: its weight on the head's output, its scale left out
+            for (std::size_t k = 0; k < C; ++k) out[k] *= static_cast<double>(post->scale(k));
+    };
+    Table q(T, dk), k(T, dk), ov(T, dv), u(T, C);
+    std::vector<double> x(C);
+    for (std::size_t i = 0; i < T; ++i) {
+        read(ids[i], x.data());
+        query(x.data(), &q(i, 0));
+        key(x.data(), &k(i, 0));
+        value(x.data(), &ov(i, 0));
+        unembed(ids[i], &u(i, 0));
+    }
+    const auto qk_table = [&](const Table& qs, const Table& ks) {
+        Mat m = Mat::from_shape({T, T});
+        for (std::size_t i = 0; i < T; ++i)
+            for (std::size_t j = 0; j < T; ++j) {
+                double s = 0.0;
+                for (std::size_t f = 0; f < dk; ++f) s += qs(i, f) * ks(j, f);
+                m(i, j) = static_cast<float>(s);
+            }
+        return m;
+    };
+    // the OV table: the source token's v·W_O,h (C) dotted with each output token's unembedding
+    Mat ovt = Mat::from_shape({T, T});
+    {
+        std::vector<double> out(C);
+        for (std::size_t i = 0; i < T; ++i) {
+            std::fill(out.begin(), out.end(), 0.0);
+            for (std::size_t f = 0; f < dv; ++f)  // Σ_f v_f · W_O[f, :]
+                for (std::size_t kk = 0; kk < C; ++kk) out[kk] += ov(i, f) * WO(kk, f);
+            for (std::size_t j = 0; j < T; ++j) {
+                double s = 0.0;
+                for (std::size_t kk = 0; kk < C; ++kk) s += out[kk] * u(j, kk);
+                ovt(i, j) = static_cast<float>(s);
+            }
+        }
+    }
+    // the eigenvalues: M = Σ_t (W_O,h·u_t)(value(r_t))ᵀ over the whole vocabulary (d_v×d_v)
+    std::vector<double> M(dv * dv, 0.0);
+    {
+        std::vector<double> r(C), ut(C), p(dv), qo(dv);
+        for (std::size_t t = 0; t < V; ++t) {
+            read(t, r.data());
+            value(r.data(), p.data());
+            unembed(t, ut.data());
+            times(ut.data(), WO, qo.data());
+            for (std::size_t a = 0; a < dv; ++a) {
+                const double s = qo[a];
+                double* dst = &M[a * dv];
+                for (std::size_t b = 0; b < dv; ++b) dst[b] += s * p[b];
+            }
+        }
+    }
+    const std::vector<std::complex<double>> lambda = eigenvalues(M, dv);
+    double sum_re = 0.0, sum_abs = 0.0;
+    Mat eig = Mat::from_shape({dv, 2});
+    for (std::size_t i = 0; i < dv; ++i) {
+        eig(i, 0) = static_cast<float>(lambda[i].real());
+        eig(i, 1) = static_cast<float>(lambda[i].imag());
+        sum_re += lambda[i].real();
+        sum_abs += std::abs(lambda[i]);
+    }
+    const double score = sum_abs > 0.0 ? sum_re / sum_abs : std::numeric_limits<double>::quiet_NaN();
+
+    const std::string name = "head " + std::to_string(l + 1) + "." + std::to_string(h + 1);
+    const std::string kv = G == H ? std::string() : " (its key/value head " + std::to_string(g + 1) + " of " + std::to_string(G) + ": query heads " +
+                                                        std::to_string(g * (H / G) + 1) + "–" + std::to_string((g + 1) * (H / G)) + " share it)";
+    const std::string norm_words = std::string(n1 ? (centred ? "centred and × the first norm's weight γ (its scale σ left out, as TransformerLens's fold_ln does)"
+                                                             : "× the first norm's weight γ (its scale σ left out, as TransformerLens's fold_ln does)")
+                                                  : "as it is (no norm before the attention)") +
+                                   (c.embed_scale ? ", the embedding × " + format_number(*c.embed_scale) : std::string());
+    const std::string qknorm = aw && aw->q_norm ? " QK-norm is not linear: its weights are folded in, its division by each query's and key's RMS left out "
+                                           "(the table is norm-free)."
+                                         : "";
+    const std::string latent_words =
+        lw ? " Latent attention (MLA): the query " + std::string(lw->q_a_proj ? "through its own latent (q_a_proj, its RMSNorm's weight, q_b_proj)" : "from q_proj") +
+                 ", the key [c_KV·W_UK,h | k_rope] with c_KV = the latent (kv_a_proj's first " + std::to_string(lw->rank()) +
+                 ", its RMSNorm's weight folded in, its division left out) and k_rope the rotary part every head shares." +
+                 (lw->indexer ? " The lightning indexer, which picks the keys each query may see, is not part of the circuit." : "")
+           : "";
+    const std::string rope_words = la.rope ? " With RoPE the score depends on the distance: this is the position-free form, a query and a key at the "
+                                             "same position (the rotation cancels); circuit_qk_offset turns them apart."
+                                           : c.positions == PositionKind::rope ? " This layer has no RoPE (a NoPE layer): the score is the same at every distance."
+                                                                                : "";
+    Step& qs = rec.add_plain("circuit_qk", "QK circuit of " + name + ": query token (row) × key token (column)", "r(e_i)·W_Q,h·W_K,gᵀ·r(e_j)ᵀ",
+                             to_trace(qk_table(q, k)), {Axis::token, Axis::token});
+    qs.note = "W_QK = W_Q,h·W_K,gᵀ" + kv + " read through each prompt token's embedding, " + norm_words +
+              "; no bias and no 1/√d_h: the circuit of TransformerLens's W_E·W_QK·W_Eᵀ, its rows and columns the prompt's tokens." + latent_words + rope_words + qknorm;
+    if (rope_params) {
+        const std::size_t delta = spec.circuit_offset;
+        const Rope rope = rope_tables(rot_width, delta + 1, 0, *rope_params);
+        const auto turn = [&](const Table& in, std::size_t pos) {
+            Table out = in;
+            const std::size_t dims = rope.dims();
+            for (std::size_t i = 0; i < T; ++i)
+                for (std::size_t f = 0; f < dims; ++f) {
+                    const bool first = rope.interleaved ? f % 2 == 0 : f < dims / 2;
+                    const double half = (first ? -1.0 : 1.0) * in(i, rot_from + rope.partner(f));
+                    out(i, rot_from + f) = in(i, rot_from + f) * static_cast<double>(rope.cos(pos, f)) + half * static_cast<double>(rope.sin(pos, f));
+                }
+            return out;
+        };
+        Step& os = rec.add_plain("circuit_qk_offset", "The same with the query " + std::to_string(delta) + " position" + (delta == 1 ? "" : "s") + " after the key",
+                                 "RoPE(r(e_i)·W_Q,h, p + " + std::to_string(delta) + ")·RoPE(r(e_j)·W_K,g, p)ᵀ", to_trace(qk_table(turn(q, delta), turn(k, 0))),
+                                 {Axis::token, Axis::token});
+        os.note = "The query rotated by its position p + Δ and the key by p, Δ = " + std::to_string(delta) +
+                  ": RoPE makes the score depend on Δ alone, q·R(Δ)·kᵀ; the layer's own rotation (base, scaling" +
+                  std::string(rope.attention_scaling != 1.0f ? ", its attention factor on both" : "") + ")." + qknorm;
+    }
+    Step& ovs = rec.add_plain("circuit_ov", "OV circuit of " + name + ": source token (row) × output token's logit (column)", "r(e_i)·W_V,g·W_O,h·u_j",
+                              to_trace(ovt), {Axis::token, Axis::token});
+    ovs.note = "W_OV = W_V,g·W_O,h" + kv + ": what the head writes when it attends to token i, read by token j's unembedding u_j = " +
+               std::string(centred ? "centred " : "") + "γ_f ⊙ W_U[j]" + (c.logit_scale ? " × " + format_number(*c.logit_scale) : std::string()) +
+               " (the final norm's weight folded in, its scale left out), the rows read as for circuit_qk; TransformerLens's W_E·W_OV·W_U on the "
+               "prompt's tokens. A copying head has a large diagonal." +
+               (post ? " The norm after the attention: its weight γ on the head's output folded in, its scale left out." : std::string()) + (aw && aw->v_norm ? " The values' RMSNorm is not linear: left out." : std::string()) +
+               (lw ? " Latent attention: the value c_KV·W_UV,h." : std::string());
+    Step& es = rec.add_plain("circuit_ov_eigenvalues", "The eigenvalues of " + name + "'s OV circuit over the whole vocabulary", "λ(W_E·W_V,g·W_O,h·W_U)",
+                             to_trace(eig), {Axis::rank, Axis::feature});
+    es.labels = {"real", "imaginary"};
+    es.note = "The " + std::to_string(V) + "×" + std::to_string(V) + " circuit has rank ≤ " + std::to_string(dv) + ": its nonzero eigenvalues are those of the " +
+              std::to_string(dv) + "×" + std::to_string(dv) + " matrix (W_O,h·W_U)·(W_E·W_V,g) (FactoredMatrix's BA), over all " + std::to_string(V) +
+              " tokens, in double, by Hessenberg reduction and Francis's double-shift QR; largest real part first.";
+    Step& cs = rec.add_plain("circuit_copying", "The OV copying score of " + name, "Σ Re λ / Σ |λ|",
+                             to_trace(vec_of({static_cast<float>(score), static_cast<float>(sum_re), static_cast<float>(sum_abs)})), {Axis::feature});
+    cs.labels = {"copying score", "Σ Re λ", "Σ |λ|"};
+    cs.may_be_non_finite = !(sum_abs > 0.0);
+    cs.note = "TransformerLens's eigenvalue copying score: 1 when every eigenvalue is positive (the head copies the token it attends to into the "
+              "prediction), −1 when every one is negative; " + format_number(static_cast<float>(score)) + " here.";
 }
 
 }  // namespace attnwalk::model_walk

@@ -112,6 +112,9 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     cost.work += circuit_runs * (per_token * t + attention(t, t) + V * C) + (spec.attribution ? L * H * d * C : 0.0) + (spec.corrupt.empty() ? 0.0 : L * H * t * H * d * C);
     const double kept_runs = (spec.attribution ? 1.0 : 0.0) + (spec.corrupt.empty() ? 0.0 : 2.0);
     const double circuit_bytes = circuit_runs > 0 ? kept_runs * L * t * (6.0 * C + H * d) + layer_rows + 6.0 * H * t * t + 2.0 * L * (H + t + 2.0) : 0.0;
+    // a head's circuits: every token of the vocabulary through W_V,g and, unembedded, through W_O,h (in double), the T×T tables
+    if (spec.circuits) cost.work += V * (4.0 * C + 2.0 * C * d + d * d) + t * (4.0 * C * d + t * (2.0 * d + C));
+    const double qkov_bytes = spec.circuits ? 2.0 * (4.0 * C * d + d * d + t * (C + 4.0 * d)) + 4.0 * t * t + 2.0 * C : 0.0;
     const double r2 = 2.0 * static_cast<double>(spec.roles);  // head roles: every layer's weights for the 2n tokens
     if (spec.roles) cost.work += per_token * r2 + attention(r2, r2);
     const double roles_bytes = spec.roles ? L * H * r2 * r2 * 2.0 + r2 * (10.0 * C + 2.0 * I) : 0.0;
@@ -127,7 +130,7 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     // float32 weights, or the weights times the values, over every key), kept by its thread
     const double threads = static_cast<double>(cores());
     const double widening = (sixteen ? threads * 1048576.0 + all * std::max(C, I) : 0.0) + threads * 32.0 * std::max({C, I, all});
-    cost.bytes = 4.0 * (shown + working + view + cache + streamed + kept + lens + rollout + ablation_bytes + circuit_bytes + roles_bytes + 2.0 * V + widening);
+    cost.bytes = 4.0 * (shown + working + view + cache + streamed + kept + lens + rollout + ablation_bytes + circuit_bytes + qkov_bytes + roles_bytes + 2.0 * V + widening);
     if (spec.tokenizer) cost.bytes += spec.tokenizer->memory_bytes();  // held through the walk: it names the tokens
     return cost;
 }

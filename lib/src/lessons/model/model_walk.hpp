@@ -184,6 +184,8 @@ void record_roles(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w)
 // Direct logit attribution and activation patching of the metric on `answer` (circuits.cpp).
 void record_attribution(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t answer);
 void record_patching(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t answer);
+// Head spec.head of layer spec.layer: its QK and OV circuits, their eigenvalues (circuits.cpp).
+void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids);
 // Greedy decoding through the KV cache, checked against the whole sequence (generate.cpp).
 void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids, DecoderCache cache, Mat logits, const ModelSpec& spec);
 

@@ -103,6 +103,11 @@ const std::vector<StepDecl>& model_steps() {
         {"patching_heads_raw", "activation patching: the same, the metric itself"},
         {"patching_layers", "activation patching: each layer's attention output and MLP output patched, normalised", headline},
         {"patching_layers_raw", "activation patching: the same, the metric itself"},
+        {"circuit_qk", "a head's QK circuit: W_Q,h·W_K,gᵀ between the prompt's tokens' embeddings (query × key), the norms' weights folded in", headline},
+        {"circuit_qk_offset", "RoPE: the QK circuit with the query Δ positions after the key", headline, beyond},
+        {"circuit_ov", "a head's OV circuit: W_V,g·W_O,h from each prompt token's embedding to each prompt token's unembedding", headline},
+        {"circuit_ov_eigenvalues", "the eigenvalues of the head's OV circuit over the whole vocabulary (real, imaginary)"},
+        {"circuit_copying", "the OV copying score Σ Re λ / Σ |λ|, with its two sums", headline},
     }, explain_steps()});
     return steps;
 }

@@ -71,6 +71,9 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
                              ": activation patching swaps activations position by position, so both need the same number");
         check_prompt(c, spec.corrupt, 0);
     }
+    if (spec.circuits && spec.circuit_offset >= info.context)
+        throw UsageError("the offset " + std::to_string(spec.circuit_offset) + " is out of range: a query and a key are less than the context (" +
+                         std::to_string(info.context) + ") apart");
     if (!spec.sort.empty() && std::find(stat_names.begin(), stat_names.end(), spec.sort) == stat_names.end())
         throw UsageError("heads are ranked by entropy, max_weight, first_token, previous_token or diagonal, not \"" + spec.sort + "\"");
 
@@ -157,6 +160,10 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
         if (spec.wrong) trace.set_param("wrong", token_labels({*spec.wrong}, spec.tokenizer).front());
         if (spec.attribution) record_attribution(rec, spec, m.weights, ids, answer);
         if (!spec.corrupt.empty()) record_patching(rec, spec, m.weights, ids, answer);
+    }
+    if (spec.circuits) {
+        trace.set_param("circuits", true);
+        record_head_circuits(rec, spec, m.weights, ids);
     }
     if (spec.rollout) {
         trace.set_param("rollout", true);

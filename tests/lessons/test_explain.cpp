@@ -24,6 +24,29 @@ TEST_SUITE("explain") {
         CHECK(find("explain_context").tensor.data == std::vector<float>{f.context(0, 2, 0), f.context(0, 2, 1)});
         CHECK(find("explain_context").expansion.at(0).terms.size() == 3);
     }
+
+    // A head's circuits are token × token tables of its weights: a cell of one is no
+    // attention's cell (the explorer and the page explained head 1 there).
+    TEST_CASE("explain.a_heads_circuit_table_is_no_attention_cell") {
+        Trace trace;
+        trace.tokens = {"a", "b"};
+        for (const char* id : {"weights", "circuit_qk", "circuit_qk_offset", "circuit_ov"}) {
+            Step s;
+            s.id = id;
+            s.tensor.shape = {2, 2};
+            s.tensor.data = {1.0f, 0.0f, 0.5f, 0.5f};
+            s.axes = {Axis::token, Axis::token};
+            trace.steps.push_back(s);
+        }
+        const std::optional<CellRef> weight = cell_of(trace, trace.steps[0], 0, 1, 0);
+        REQUIRE(weight.has_value());
+        CHECK(weight->query == 1);
+        CHECK(weight->key == 0);
+        for (std::size_t i = 1; i < trace.steps.size(); ++i) {
+            CAPTURE(trace.steps[i].id);
+            CHECK_FALSE(cell_of(trace, trace.steps[i], 0, 1, 0).has_value());
+        }
+    }
 }
 
 #include <algorithm>

@@ -137,7 +137,8 @@ void add_model_options(CLI::App& sub, ModelOptions& o, bool rope) {
                  "--answer − --wrong), through the final norm with its scale frozen (docs/circuits.md)");
     CLI::Option* circuits = sub.add_flag("--circuits", o.spec.circuits,
                                          "A head's circuits (--layer L --head H): its QK and OV tables over the prompt's tokens through the "
-                                         "embedding and unembedding, and the OV copying score from its eigenvalues (docs/circuits.md)");
+                                         "embedding and unembedding, and the OV copying score from its eigenvalues; --steps 'circuit*' shows them alone "
+                                         "(docs/circuits.md)");
     if (rope)
         sub.add_option("--offset", o.spec.circuit_offset, "With --circuits on a RoPE layer: the QK table again with the query this many positions after the key")
             ->check(whole_number(0))

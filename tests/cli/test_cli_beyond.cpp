@@ -847,7 +847,10 @@ TEST_SUITE("cli.beyond") {
                  {"model --model " + models("tiny_llama") + " --ids 1,2,3 --offset 2", "--offset requires --circuits"},
                  {"model --model " + models("tiny_llama") + " --ids 1,2,3 --circuits --head 1 --offset 64", "the offset 64 is out of range"},
                  {"model --model " + models("tiny_qwen3_next") + " --ids 1,2,3 --circuits --head 1", "Gated DeltaNet"},
-                 {"model --model " + models("tiny_qwen3_next") + " --ids 1,2,3 --circuits --layer 4 --head 1", "gates its heads' outputs"}}) {
+                 {"model --model " + models("tiny_qwen3_next") + " --ids 1,2,3 --circuits --layer 4 --head 1", "gates its heads' outputs"},
+                 // a refusal names the layers that can be shown, or says there is none
+                 {"model --model " + models("tiny_qwen3_next") + " --ids 1,2,3 --circuits --layer 1 --head 1", "no layer of this model has circuits"},
+                 {"model --model " + models("tiny_gemma4") + " --ids 1,2,3 --circuits --layer 6 --head 1", "choose layer 1, 2, 3 or 4"}}) {
             CAPTURE(args);
             const auto r = test::run(args);
             CHECK(r.exit_code == 2);

@@ -398,6 +398,29 @@ void times(const double* x, const Table& m, double* out) {
 // rows (centred for a LayerNorm). The copying score: Σ Re λ / Σ |λ| over the eigenvalues of
 // the whole vocabulary's OV circuit W_E·W_V·W_O·W_U, which are, but for zeros, those of the
 // d_h×d_h matrix (W_O·W_U)·(W_E·W_V).
+namespace {
+
+// The layers whose circuits can be shown, in words for a refusal: "choose layer 1, 2 or 4",
+// or that the model has none.
+std::string circuit_layers_words(const DecoderWeights& w) {
+    std::vector<std::size_t> ok;
+    for (std::size_t l = 0; l < w.blocks.size(); ++l) {
+        const LayerSpec la = l < w.config.layer_specs.size() ? w.config.layer_specs[l] : LayerSpec{};
+        if (la.attention == AttentionKind::latent) {
+            ok.push_back(l + 1);
+        } else if (la.attention != AttentionKind::deltanet && w.blocks[l].attention) {
+            const HeadsBlock* hb = w.blocks[l].attention->as<HeadsBlock>();
+            if (hb && hb->w.out_proj && !hb->w.shared_kv && !la.kv_from && !hb->w.gate) ok.push_back(l + 1);
+        }
+    }
+    if (ok.empty()) return "no layer of this model has circuits to show";
+    std::string out = "choose layer ";
+    for (std::size_t i = 0; i < ok.size(); ++i) out += (i == 0 ? "" : i + 1 == ok.size() ? " or " : ", ") + std::to_string(ok[i]);
+    return out;
+}
+
+}  // namespace
+
 void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids) {
     const DecoderConfig& c = w.config;
     const std::size_t l = spec.layer, T = ids.size(), C = c.width, V = c.vocab;
@@ -408,7 +431,7 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
     if (la.attention == AttentionKind::deltanet)
         throw UsageError("a head's circuits: " + where + " is a Gated DeltaNet layer (linear attention): a token's output is read from a state that the "
                          "delta rule writes and decays token by token, its keys pass through a short convolution and an L2 norm first, so no fixed "
-                         "matrix W_Q·W_Kᵀ scores a pair of tokens and no W_V·W_O carries one; choose a full-attention layer");
+                         "matrix W_Q·W_Kᵀ scores a pair of tokens and no W_V·W_O carries one; " + circuit_layers_words(w));
     const Norm* n1 = w.blocks[l].norm_1 ? &*w.blocks[l].norm_1 : nullptr;
     const bool centred = c.norm != NormKind::rms_norm;
     const Norm* post = w.blocks[l].attention_norm ? &*w.blocks[l].attention_norm : nullptr;
@@ -464,10 +487,10 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
         if (h >= aw->heads) throw UsageError("a head's circuits: head " + std::to_string(h + 1) + " is out of range: " + where + " has " + std::to_string(aw->heads) + " heads");
         if (aw->shared_kv || la.kv_from)
             throw UsageError("a head's circuits: " + where + " reads the keys and values of an earlier layer (cross-layer KV sharing): its key and value "
-                             "weights are that layer's, read through that layer's norm; choose a layer that makes its own");
+                             "weights are that layer's, read through that layer's norm; " + circuit_layers_words(w));
         if (aw->gate)
             throw UsageError("a head's circuits: " + where + " gates its heads' outputs with σ(X·W_gate) before the output projection, a factor that depends on "
-                             "the token and that no fixed W_V·W_O carries; its QK circuit alone would be half the story");
+                             "the token and that no fixed W_V·W_O carries; its QK circuit alone would be half the story; " + circuit_layers_words(w));
         H = aw->heads, G = aw->key_heads(), g = h / (H / G);
         dk = dv = rot_width = aw->head_size();
         WQ = head_block(*aw, aw->query, h, false), WK = head_block(*aw, aw->key, g, false), WV = head_block(*aw, aw->value, g, false);
@@ -573,7 +596,7 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
     const double score = sum_abs > 0.0 ? sum_re / sum_abs : std::numeric_limits<double>::quiet_NaN();
 
     const std::string name = "head " + std::to_string(l + 1) + "." + std::to_string(h + 1);
-    const std::string kv = G == H ? std::string() : " (its key/value head " + std::to_string(g + 1) + " of " + std::to_string(G) + ": query heads " +
+    const std::string kv = G == H ? std::string(" (g = h: the head's own key and value)") : " (its key/value head " + std::to_string(g + 1) + " of " + std::to_string(G) + ": query heads " +
                                                         std::to_string(g * (H / G) + 1) + "–" + std::to_string((g + 1) * (H / G)) + " share it)";
     const std::string norm_words = std::string(n1 ? (centred ? "centred and × the first norm's weight γ (its scale σ left out, as TransformerLens's fold_ln does)"
                                                              : "× the first norm's weight γ (its scale σ left out, as TransformerLens's fold_ln does)")
@@ -590,8 +613,10 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
            : "";
     const std::string rope_words = la.rope ? " With RoPE the score depends on the distance: this is the position-free form, a query and a key at the "
                                              "same position (the rotation cancels); circuit_qk_offset turns them apart."
-                                           : c.positions == PositionKind::rope ? " This layer has no RoPE (a NoPE layer): the score is the same at every distance."
-                                                                                : "";
+                                           : c.positions == PositionKind::rope ? " This layer has no RoPE (a NoPE layer): the score is the same at every distance, so there is no "
+                                                                                  "offset table."
+                                                                                : " The learned position embeddings are left out, as TransformerLens leaves "
+                                                                                  "them: this is the tokens' circuit alone.";
     Step& qs = rec.add_plain("circuit_qk", "QK circuit of " + name + ": query token (row) × key token (column)", "r(e_i)·W_Q,h·W_K,gᵀ·r(e_j)ᵀ",
                              to_trace(qk_table(q, k)), {Axis::token, Axis::token});
     qs.note = "W_QK = W_Q,h·W_K,gᵀ" + kv + " read through each prompt token's embedding, " + norm_words +

@@ -229,7 +229,7 @@ std::string heatmap_svg(const Figure& f, const std::vector<std::size_t>& order, 
         for (std::size_t c = 0; c < f.cols; c += label_every) {
             const double x = x0 + cell * (static_cast<double>(c) + 0.5), y = y0 - 6.0;
             svg << "<text x=\"" << x << "\" y=\"" << y << "\" font-size=\"12\" transform=\"rotate(-60 " << x << ' ' << y
-                << ")\">" << xml_escape(shorten(f.col_labels[c], 16)) << "</text>\n";
+                << ")\">" << xml_escape(abbreviate(f.col_labels[c], 16)) << "</text>\n";
         }
         // the axes: rows are queries, columns are keys (or layers and heads: a grid of the heads)
         const double side = cell * static_cast<double>(f.rows);
@@ -251,7 +251,7 @@ std::string heatmap_svg(const Figure& f, const std::vector<std::size_t>& order, 
             const double y = y0 + cell * static_cast<double>(r);
             if (r % label_every == 0)
                 svg << "<text x=\"" << x0 - 6.0 << "\" y=\"" << y + cell / 2.0 + 4.0
-                    << "\" font-size=\"12\" text-anchor=\"end\">" << xml_escape(shorten(f.row_labels[r], 16)) << "</text>\n";
+                    << "\" font-size=\"12\" text-anchor=\"end\">" << xml_escape(abbreviate(f.row_labels[r], 16)) << "</text>\n";
             for (std::size_t c = 0; c < f.cols; ++c) {
                 const float v = f.value(p, r, c);
                 const double x = x0 + cell * static_cast<double>(c);

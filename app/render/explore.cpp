@@ -203,12 +203,12 @@ std::vector<std::string> panel_lines(const Trace& trace, const Figure& f, const 
     }
     const ExploreShape e = explore_shape(s);
     if (!s.row_sum.data.empty() && s.row_sum.data.size() == e.panels * e.rows) add("row sum " + number(s.row_sum.data[v.panel * e.rows + v.row]));
-    if (cell) {
-        const std::vector<std::string> more = written_out(trace, explain(trace, *cell), width, precision);
+    {  // an attention's cell, or an entry with arithmetic of its own (a patching cell, an attribution term)
+        const std::vector<std::string> more = written_out(trace, explain_at(trace, s, v.panel, v.row, v.col), width, precision);
         if (!more.empty()) {
             lines.push_back("");
             lines.insert(lines.end(), more.begin(), more.end());
-        } else if (trace.explainer) {
+        } else if (cell && trace.explainer) {
             lines.push_back("");
             add("(this cell is not among those the run kept to write out: the layer shown, --layer, holds them)");
         }

@@ -154,7 +154,7 @@ function explain(f, p, i, j) {
   if (f.titles[p]) box.append(el("div", { text: f.titles[p] }));
   if (w >= 0) {
     const written = X.cells[w];
-    box.append(el("div", { class: "legend", text: "This cell in each step:" }),
+    if (written.path.length) box.append(el("div", { class: "legend", text: "This cell in each step:" }),
       valueTable(written.path.map(([si, text]) => [steps[si].id, text, si === f.step, F.steps[si].meaning])));
     box.append(el("h2", { text: "Written out" }));
     written.s.forEach((k, n) => box.append(writtenStep(X.steps[k], n)));

@@ -69,6 +69,7 @@ CellKey key_of(const CellRef& c) { return {c.layer, c.head, c.query, c.key}; }
 struct Written {
     std::string json;
     std::map<CellKey, std::size_t> index;
+    std::map<std::pair<std::size_t, std::size_t>, std::size_t> entries;  // (a step's index, an entry's place in its tensor) -> its place in the list
 };
 
 // A written-out step as the page shows it: title, formula, its numbers as the text view
@@ -87,11 +88,43 @@ std::string written_step_json(const Trace& trace, const Step& step, const TextOp
 // the run kept, in order — the shown head first — while they fit the budget. A step that
 // several cells share (a query's row through the norm, its projection, its row's softmax)
 // is written once: `steps` holds each distinct step, a cell lists its steps' indices.
+// Before them, the entries with arithmetic of their own (a patching grid's cells, the
+// attribution terms), with an empty path.
 Written written_cells(const Trace& trace, const TextOptions& text, std::size_t budget) {
     Written out;
     std::vector<std::string> steps, cells;  // each a JSON value the writer wrote
     std::string note;
+    std::map<std::string, std::size_t> known;  // a step's JSON -> its place in `steps`
+    std::size_t used = 0;
     if (trace.explainer) {
+        for (std::size_t si = 0; si < trace.steps.size() && used < budget; ++si) {
+            const Step& s = trace.steps[si];
+            if (!trace.explainer->writes_out(s.id) || s.tensor.shape.size() != 2) continue;
+            const std::size_t rows = s.tensor.shape[0], cols = s.tensor.shape[1];
+            for (std::size_t k = 0; k < rows * cols && used < budget; ++k) {
+                const std::vector<Step> explained = explain_at(trace, s, 0, k / cols, k % cols);
+                if (explained.empty()) continue;
+                std::ostringstream one;
+                {
+                    JsonWriter w(one, NonFinite::string);
+                    w.raw('{').key("s").raw('[');
+                    for (std::size_t n = 0; n < explained.size(); ++n) {
+                        std::string json = written_step_json(trace, explained[n], text);
+                        auto at = known.find(json);
+                        if (at == known.end()) {
+                            used += json.size() + 1;
+                            at = known.emplace(std::move(json), steps.size()).first;
+                            steps.push_back(at->first);
+                        }
+                        (n ? w.raw(',') : w).integer(at->second);
+                    }
+                    w.raw(']').raw(',').key("path").raw("[]").raw('}');
+                }
+                used += one.str().size() + 1;
+                out.entries.emplace(std::make_pair(si, k), cells.size());
+                cells.push_back(one.str());
+            }
+        }
         auto heads = trace.explainer->covered();
         std::optional<std::size_t> chosen;  // --head: that head first
         for (const auto& [name, value] : trace.params)
@@ -99,8 +132,7 @@ Written written_cells(const Trace& trace, const TextOptions& text, std::size_t b
                 if (const Index* at = std::get_if<Index>(&value); at && !at->at.empty()) chosen = static_cast<std::size_t>(at->at[0]);
         if (chosen) std::stable_partition(heads.begin(), heads.end(), [&](const auto& lh) { return lh.second == *chosen; });
         const std::size_t T = trace.tokens.size();
-        std::map<std::string, std::size_t> known;  // a step's JSON -> its place in `steps`
-        std::size_t used = 0, whole = 0, rows_of_last = 0;  // heads written whole; query rows of a head written in part
+        std::size_t whole = 0, rows_of_last = 0;  // heads written whole; query rows of a head written in part
         bool full = false;
         for (const auto& [layer, head] : heads) {
             for (std::size_t i = 0; i < T && !full; ++i) {  // a query row at a time: what a row adds, or nothing
@@ -262,15 +294,19 @@ void figure_json(JsonWriter& w, const Trace& trace, std::size_t index, const Tex
             else w.integer(static_cast<unsigned long long>(colour));
         }
         w.raw(']');
-        if (f.attention && !written.index.empty()) {  // the written-out cell each entry is, or −1
+        if (!written.index.empty() || !written.entries.empty()) {  // the written-out cell each entry is, or −1
             std::vector<long long> at(f.rows * f.cols, -1);
             bool any = false;
             for (std::size_t k = 0; k < at.size(); ++k)
-                if (const auto cell = f.cell(trace, p, k / f.cols, k % f.cols))
+                if (const auto cell = f.cell(trace, p, k / f.cols, k % f.cols)) {
                     if (const auto it = written.index.find(key_of(*cell)); it != written.index.end()) {
                         at[k] = static_cast<long long>(it->second);
                         any = true;
                     }
+                } else if (const auto it = written.entries.find({index, (p * f.rows + k / f.cols) * f.cols + k % f.cols}); it != written.entries.end()) {
+                    at[k] = static_cast<long long>(it->second);
+                    any = true;
+                }
             if (any) {
                 w.raw(',').key("written");
                 array(w, at, [&](long long x) { x < 0 ? w.raw("-1") : w.integer(static_cast<unsigned long long>(x)); });

@@ -770,6 +770,17 @@ TEST_SUITE("cli.beyond") {
         for (std::size_t i = 0; i < norm.size(); ++i) CHECK(norm[i] == doctest::Approx((resid[i] - metric[1]) / (metric[0] - metric[1])).epsilon(1e-4));
         CHECK(doc.at("params").contains("answer"));
         CHECK(doc.at("params").contains("wrong"));
+        // one cell written out: --head in --layer's layer, its value the grid's entry bit for bit, and one attribution term likewise
+        const json chosen = run_json(base + " --answer '#2' --wrong '#7' --attribution --layer 2 --head 3");
+        CHECK(step(chosen, "explain_patching_swap").at("title").get<std::string>().find("head 2.3") != std::string::npos);
+        CHECK(step(chosen, "explain_patching_swap").at("shape") == json::array({8, 2}));  // d_h rows: clean, corrupted
+        CHECK(flat(step(chosen, "explain_patching_value").at("data")).at(0) == flat(step(chosen, "patching_heads").at("data")).at(1 * 4 + 2));
+        CHECK(flat(step(chosen, "explain_patching_metric").at("data")).back() == flat(step(chosen, "patching_heads_raw").at("data")).at(1 * 4 + 2));
+        CHECK(step(chosen, "explain_attribution_term").at("title").get<std::string>().find("head 2.3") != std::string::npos);
+        CHECK(flat(step(chosen, "explain_attribution_term").at("data")).at(0) == flat(step(chosen, "attribution_heads").at("data")).at(1 * 4 + 2));
+        const auto text = test::run(base + " --answer '#2' --wrong '#7' --attribution --steps 'explain_*'");
+        CHECK(text.exit_code == 0);
+        CHECK(text.out.find("more terms)") != std::string::npos);
         // the same prompt twice: nothing to normalise (nan), the raw metric unchanged everywhere
         const json same = run_json("model --model " + llama + " --ids 5,17,3 --corrupt-ids 5,17,3");
         for (double v : flat(step(same, "patching_layers").at("data"))) CHECK(std::isnan(v));

@@ -194,9 +194,69 @@ void every_cell_is_its_matrix(const std::string& folder, std::size_t layer, cons
     CHECK(cells == H * T * T);
 }
 
+// Every entry of the circuits' grids, asked of the trace's explainer as the explorer and the
+// page ask it (explain_at): the last number of its written-out step `last` is the grid's
+// entry, bit for bit; the count of entries written out.
+std::size_t every_entry_is_its_grid(const Trace& t, const std::string& grid, const std::string& last) {
+    const Step* g = step_of(t, grid);
+    REQUIRE(g);
+    REQUIRE(g->tensor.shape.size() == 2);
+    const std::size_t rows = g->tensor.shape[0], cols = g->tensor.shape[1];
+    std::size_t written = 0;
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t c = 0; c < cols; ++c) {
+            CAPTURE(grid);
+            CAPTURE(r);
+            CAPTURE(c);
+            const std::vector<Step> steps = explain_at(t, *g, 0, r, c);
+            const float value = g->tensor.data[r * cols + c];
+            if (steps.empty()) {  // a layer without separable heads: nan in the grid, nothing to write out
+                CHECK(std::isnan(value));
+                continue;
+            }
+            const auto found = std::find_if(steps.begin(), steps.end(), [&](const Step& s) { return s.id == last; });
+            REQUIRE(found != steps.end());
+            const float got = found->tensor.data.back();
+            CHECK((got == value || (std::isnan(got) && std::isnan(value))));
+            ++written;
+        }
+    return written;
+}
+
 }  // namespace
 
 TEST_SUITE("explain") {
+    TEST_CASE("explain.every_attribution_term_and_patching_cell_is_its_grids_entry") {
+        for (const std::string folder : {"tests/data/models/tiny_llama", "tests/data/models/tiny_gemma3", "tests/data/models/tiny_qwen3_next"}) {
+            CAPTURE(folder);
+            const Model m = load_model(test::source_path(folder));
+            const std::vector<std::size_t> ids = {5, 17, 3, 25, 9, 4};
+            ModelSpec spec;
+            spec.attribution = true;
+            spec.corrupt = {5, 18, 3, 26, 9, 4};
+            spec.answer = 2;
+            spec.wrong = 7;
+            Recording recording;
+            recording.explainable = true;
+            const Trace t = walk_model(m, ids, std::vector<std::string>(ids.size(), "#"), spec, recording);
+            REQUIRE(t.explainer);
+            const std::size_t L = step_of(t, "attribution_heads")->tensor.shape[0], H = step_of(t, "attribution_heads")->tensor.shape[1];
+            CHECK(every_entry_is_its_grid(t, "attribution_layers", "explain_attribution_term") == L * 2);
+            const std::size_t heads = every_entry_is_its_grid(t, "attribution_heads", "explain_attribution_term");
+            CHECK(heads == (folder.find("gemma3") != std::string::npos ? 0 : folder.find("next") != std::string::npos ? L * H / 2 : L * H));  // a norm after
+            // every attention (Gemma 3), half the layers Gated DeltaNet (Qwen3-Next): nan there, nothing written out
+            CHECK(every_entry_is_its_grid(t, "patching_resid", "explain_patching_value") == L * ids.size());
+            CHECK(every_entry_is_its_grid(t, "patching_layers", "explain_patching_value") == L * 2);
+            CHECK(every_entry_is_its_grid(t, "patching_heads", "explain_patching_value") > 0);
+            CHECK(every_entry_is_its_grid(t, "patching_heads_raw", "explain_patching_metric") <= L * H);
+            CHECK(every_entry_is_its_grid(t, "patching_resid_raw", "explain_patching_metric") == L * ids.size());
+            // the walk writes out one of each itself: the largest head's (Gemma 3, no head's own: a layer's)
+            CHECK(step_of(t, "explain_attribution_term"));
+            CHECK(step_of(t, "explain_patching_value"));
+            // a step with no arithmetic of its own writes out nothing
+            CHECK(explain_at(t, *step_of(t, "patching_metric"), 0, 0, 0).empty());
+        }
+    }
     TEST_CASE("explain.a_latent_layers_cells_are_its_weights_bit_for_bit") {
         every_cell_is_its_matrix("tests/data/models/tiny_deepseek_v3", 2, "weights", "explain_weight");
         every_cell_is_its_matrix("tests/data/models/tiny_deepseek_v3", 2, "scores", "explain_score");

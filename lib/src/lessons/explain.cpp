@@ -596,4 +596,49 @@ std::vector<Step> explain(const Trace& trace, const CellRef& cell) {
     return steps;
 }
 
+std::vector<Step> explain_at(const Trace& trace, const Step& step, std::size_t panel, std::size_t row, std::size_t col) {
+    if (const std::optional<CellRef> cell = cell_of(trace, step, panel, row, col)) return explain(trace, *cell);
+    const std::vector<std::size_t>& shape = step.tensor.shape;
+    if (!trace.explainer || step.kind != StepKind::result || shape.empty() || step.summarised) return {};
+    const std::size_t rows = shape.size() >= 2 ? shape[shape.size() - 2] : 1, cols = shape.back();
+    if (row >= rows || col >= cols) return {};
+    std::vector<Step> steps = trace.explainer->explain_entry(EntryRef{step.id, (panel * rows + row) * cols + col}, trace.tokens);
+    steps::check_declared("", steps);
+    return steps;
+}
+
+namespace {
+
+// Two explainers asked in turn.
+class Combined : public Explainer {
+public:
+    Combined(std::shared_ptr<const Explainer> a, std::shared_ptr<const Explainer> b) : a_(std::move(a)), b_(std::move(b)) {}
+    std::vector<Step> explain(const CellRef& cell, const std::vector<std::string>& tokens) const override {
+        std::vector<Step> steps = a_->explain(cell, tokens);
+        return steps.empty() ? b_->explain(cell, tokens) : steps;
+    }
+    std::vector<std::pair<std::size_t, std::size_t>> covered() const override {
+        std::vector<std::pair<std::size_t, std::size_t>> both = a_->covered(), more = b_->covered();
+        for (const auto& lh : more)
+            if (std::find(both.begin(), both.end(), lh) == both.end()) both.push_back(lh);
+        return both;
+    }
+    std::vector<Step> explain_entry(const EntryRef& entry, const std::vector<std::string>& tokens) const override {
+        std::vector<Step> steps = a_->explain_entry(entry, tokens);
+        return steps.empty() ? b_->explain_entry(entry, tokens) : steps;
+    }
+    bool writes_out(const std::string& step) const override { return a_->writes_out(step) || b_->writes_out(step); }
+
+private:
+    std::shared_ptr<const Explainer> a_, b_;
+};
+
+}  // namespace
+
+std::shared_ptr<const Explainer> combined(std::shared_ptr<const Explainer> first, std::shared_ptr<const Explainer> second) {
+    if (!first) return second;
+    if (!second) return first;
+    return std::make_shared<const Combined>(std::move(first), std::move(second));
+}
+
 }  // namespace attnwalk

@@ -76,14 +76,33 @@ std::string metric_words(const ModelSpec& spec, std::size_t answer, bool log_pro
 
 // The metric at the last position: the logit difference answer − wrong, else the answer's
 // log-probability (`log_prob`, in double from the float32 logits) or its logit.
-double metric_of(const DecoderWeights& w, const Cube& xf, std::size_t answer, std::optional<std::size_t> wrong, bool log_prob) {
+MetricParts metric_parts(const DecoderWeights& w, const Cube& xf, std::size_t answer, std::optional<std::size_t> wrong, bool log_prob) {
     const Mat logits = decoder_logits(w, xf, xf.shape(1) - 1);  // (1,V)
-    if (wrong) return static_cast<double>(logits(0, answer)) - static_cast<double>(logits(0, *wrong));
-    if (!log_prob) return logits(0, answer);
+    MetricParts m;
+    m.answer = logits(0, answer);
+    if (wrong) {
+        m.wrong = logits(0, *wrong);
+        m.value = m.answer - m.wrong;
+        return m;
+    }
+    if (!log_prob) return m.value = m.answer, m;
     double top = logits(0, 0), sum = 0.0;
     for (std::size_t v = 0; v < logits.shape(1); ++v) top = std::max(top, static_cast<double>(logits(0, v)));
     for (std::size_t v = 0; v < logits.shape(1); ++v) sum += std::exp(static_cast<double>(logits(0, v)) - top);
-    return static_cast<double>(logits(0, answer)) - top - std::log(sum);
+    m.top = top;
+    m.log_sum = std::log(sum);
+    m.value = m.answer - top - m.log_sum;
+    return m;
+}
+double metric_of(const DecoderWeights& w, const Cube& xf, std::size_t answer, std::optional<std::size_t> wrong, bool log_prob) {
+    return metric_parts(w, xf, answer, wrong, log_prob).value;
+}
+
+// Row t of a (1,T,C) tensor.
+std::vector<float> row_at(const Cube& x, std::size_t t) {
+    std::vector<float> r(x.shape(2));
+    for (std::size_t k = 0; k < r.size(); ++k) r[k] = x(0, t, k);
+    return r;
 }
 
 Vec vec_of(const std::vector<float>& values) {
@@ -103,7 +122,8 @@ std::string four(double v) { return format_number(static_cast<float>(v)); }
 // is linear in them: LayerNorm centres each part and divides it by σ, RMSNorm divides it.
 // Each part's term is then its dot product with γ ⊙ (W_U[answer] − W_U[wrong]) (× the logit
 // scale); the final norm's shift and the head's bias add their own. The terms sum to the logit.
-void record_attribution(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t answer) {
+void record_attribution(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t answer,
+                        CircuitEntries& entries) {
     const DecoderConfig& c = w.config;
     if (c.logit_softcap)
         throw UsageError("direct logit attribution splits the logits into a sum of parts, and this model soft-caps them (tanh(z / " +
@@ -138,17 +158,31 @@ void record_attribution(Recorder& rec, const ModelSpec& spec, const DecoderWeigh
     // a layer's output × its scalar (Gemma 4) multiplies every part written before it: each layer's parts × the scalars from it on
     std::vector<double> after(L + 1, 1.0);
     for (std::size_t l = L; l-- > 0;) after[l] = after[l + 1] * static_cast<double>(w.blocks[l].layer_scalar.value_or(1.0f));
-    const auto term = [&](const Cube& part, double times) {
+    const auto dot = [&](const Cube& part) {
         double s = 0.0;
         for (std::size_t k = 0; k < C; ++k) s += static_cast<double>(part(0, t, k)) * u[k];
-        return s * times / sigma;
+        return s;
     };
+    const auto term = [&](const Cube& part, double times) { return dot(part) * times / sigma; };
     Mat heads = Mat::from_shape({L, H});
     Mat layers = Mat::from_shape({L, 2});
+    AttributionEntries& e = entries.attribution.emplace();  // what writing out any entry needs
+    e.L = L, e.H = H, e.C = C, e.last = t, e.sigma = sigma, e.centred = centred, e.after = after;
+    e.u.assign(u.begin(), u.end());
+    e.heads.assign(L * H * C, 0.0f);
+    e.head_dots.assign(L * H, 0.0);
+    e.layers.resize(L * 2 * C);
+    e.layer_dots.resize(L * 2);
     double attention_sum = 0.0, mlp_sum = 0.0, bias_sum = 0.0;
     std::string whole;  // the layers whose heads are not separable
     for (std::size_t l = 0; l < L; ++l) {
         const double a = term(tap.attention_added[l], after[l]), m = term(tap.mlp_added[l], after[l]);
+        for (std::size_t k = 0; k < C; ++k) {
+            e.layers[(l * 2) * C + k] = tap.attention_added[l](0, t, k);
+            e.layers[(l * 2 + 1) * C + k] = tap.mlp_added[l](0, t, k);
+        }
+        e.layer_dots[l * 2] = dot(tap.attention_added[l]);
+        e.layer_dots[l * 2 + 1] = dot(tap.mlp_added[l]);
         layers(l, 0) = static_cast<float>(a);
         layers(l, 1) = static_cast<float>(m);
         attention_sum += a;
@@ -162,13 +196,19 @@ void record_attribution(Recorder& rec, const ModelSpec& spec, const DecoderWeigh
         }
         const Linear& o = *aw->out_proj;
         const std::size_t d = aw->head_size();
-        for (std::size_t h = 0; h < H; ++h) {  // Σ_j z_j · (W_O u)_j over the head's d_h features
-            double s = 0.0;
+        std::vector<double> out(C);
+        for (std::size_t h = 0; h < H; ++h) {  // the head's output o = z_h·W_O,hᵀ over its d_h features, then o·u
+            std::fill(out.begin(), out.end(), 0.0);
             for (std::size_t j = h * d; j < (h + 1) * d; ++j) {
-                double wu = 0.0;
-                for (std::size_t k = 0; k < C; ++k) wu += static_cast<double>(o.at(j, k)) * u[k];
-                s += static_cast<double>(tap.context[l](0, t, j)) * wu;
+                const double z = tap.context[l](0, t, j);
+                for (std::size_t k = 0; k < C; ++k) out[k] += z * static_cast<double>(o.at(j, k));
             }
+            double s = 0.0;
+            for (std::size_t k = 0; k < C; ++k) {
+                s += out[k] * u[k];
+                e.heads[(l * H + h) * C + k] = static_cast<float>(out[k]);
+            }
+            e.head_dots[l * H + h] = s;
             heads(l, h) = static_cast<float>(s * after[l] / sigma);
         }
         if (o.b.size()) {
@@ -191,9 +231,9 @@ void record_attribution(Recorder& rec, const ModelSpec& spec, const DecoderWeigh
     Step& hs = rec.add_plain("attribution_heads", "Direct logit attribution: each head's share of " + metric,
                              "z_h·W_O,hᵀ → " + through + " · " + dir, to_trace(heads), {Axis::layer, Axis::head});
     hs.may_be_non_finite = !whole.empty();
-    std::string largest;  // the largest term written out
+    std::string largest;  // the largest term, said in the note
+    std::optional<std::pair<std::size_t, std::size_t>> at;
     {
-        std::optional<std::pair<std::size_t, std::size_t>> at;
         for (std::size_t l = 0; l < L; ++l)
             for (std::size_t h = 0; h < H; ++h)
                 if (std::isfinite(heads(l, h)) && (!at || std::abs(heads(l, h)) > std::abs(heads(at->first, at->second)))) at = std::make_pair(l, h);
@@ -237,13 +277,28 @@ void record_attribution(Recorder& rec, const ModelSpec& spec, const DecoderWeigh
     ts.labels = labels;
     ts.note = "The last two: the sum of the terms and the model's own " + std::string(spec.wrong ? "logit difference" : "logit") +
               "; they differ by " + four(std::abs(sum - logit)) + " (the terms in double, the model's logits in float32).";
+    e.metric = metric;
+    e.direction = dir;
+    e.answer = token_labels({answer}, spec.tokenizer).front();
+    if (spec.wrong) e.wrong = token_labels({*spec.wrong}, spec.tokenizer).front();
+    e.head_terms.assign(heads.begin(), heads.end());
+    e.layer_terms.assign(layers.begin(), layers.end());
+    // one term written out: the head asked for (spec.head, in spec.layer), else the largest
+    if (spec.head && spec.layer < L && *spec.head < H && std::isfinite(heads(spec.layer, *spec.head))) at = std::make_pair(spec.layer, *spec.head);
+    if (at) write_entry(rec, entries, "attribution_heads", at->first * H + at->second);
+    else {  // no head's term of its own (a norm after every attention): the largest of a layer's attention and MLP terms
+        std::size_t best = 0;
+        for (std::size_t k = 1; k < 2 * L; ++k) best = std::abs(layers.data()[k]) > std::abs(layers.data()[best]) ? k : best;
+        write_entry(rec, entries, "attribution_layers", best);
+    }
 }
 
 // Activation patching (TransformerLens's patching.py: get_act_patch_resid_pre,
 // get_act_patch_attn_head_out_all_pos, and attn_out / mlp_out over every position): run
 // the corrupted prompt with one activation taken from the clean run, and measure the metric;
 // normalised as its demos do, (patched − corrupted)/(clean − corrupted).
-void record_patching(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t answer) {
+void record_patching(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t answer,
+                     CircuitEntries& entries) {
     const DecoderConfig& c = w.config;
     const std::size_t L = c.layers, H = c.heads, T = ids.size();
     const bool log_prob = !spec.wrong;
@@ -251,13 +306,34 @@ void record_patching(Recorder& rec, const ModelSpec& spec, const DecoderWeights&
     (void)decoder_forward(w, ids, nullptr, &clean);
     (void)decoder_forward(w, spec.corrupt, nullptr, &corrupt);
     // the metric on the path the patched runs take (keeping nothing), so that a patch that changes nothing measures 0
-    const double m_clean = metric_of(w, decoder_forward(w, ids, nullptr, nullptr), answer, spec.wrong, log_prob);
-    const double m_corrupt = metric_of(w, decoder_forward(w, spec.corrupt, nullptr, nullptr), answer, spec.wrong, log_prob);
+    PatchingEntries& e = entries.patching.emplace();  // what writing out any entry needs
+    const std::size_t C = c.width;
+    e.L = L, e.H = H, e.T = T, e.C = C;
+    e.clean = metric_parts(w, decoder_forward(w, ids, nullptr, nullptr), answer, spec.wrong, log_prob);
+    e.corrupted = metric_parts(w, decoder_forward(w, spec.corrupt, nullptr, nullptr), answer, spec.wrong, log_prob);
+    const double m_clean = e.clean.value, m_corrupt = e.corrupted.value;
     const double span = m_clean - m_corrupt;
     const auto run = [&](std::size_t l, HookId point, const Cube& with, std::optional<std::size_t> row) {
         PatchTap tap(l, point, with, row);
-        return metric_of(w, decoder_forward(w, spec.corrupt, nullptr, &tap), answer, spec.wrong, log_prob);
+        return metric_parts(w, decoder_forward(w, spec.corrupt, nullptr, &tap), answer, spec.wrong, log_prob);
     };
+    e.metric = metric_words(spec, answer, log_prob);
+    e.answer = token_labels({answer}, spec.tokenizer).front();
+    if (spec.wrong) e.wrong = token_labels({*spec.wrong}, spec.tokenizer).front();
+    e.prompt = token_labels(ids, spec.tokenizer);
+    e.corrupt = token_labels(spec.corrupt, spec.tokenizer);
+    e.resid.resize(L * T), e.heads.resize(L * H), e.layers.resize(L * 2);
+    e.resid_clean.resize(L * T * C), e.resid_corrupted.resize(L * T * C);
+    e.z_clean.resize(L), e.z_corrupted.resize(L);
+    e.out_clean.resize(L * 2 * C), e.out_corrupted.resize(L * 2 * C);
+    for (std::size_t l = 0; l < L; ++l) {
+        std::copy(clean.resid_pre[l].begin(), clean.resid_pre[l].end(), e.resid_clean.begin() + static_cast<std::ptrdiff_t>(l * T * C));
+        std::copy(corrupt.resid_pre[l].begin(), corrupt.resid_pre[l].end(), e.resid_corrupted.begin() + static_cast<std::ptrdiff_t>(l * T * C));
+        for (std::size_t k = 0; k < C; ++k) {
+            e.out_clean[l * 2 * C + k] = clean.attention[l](0, T - 1, k), e.out_corrupted[l * 2 * C + k] = corrupt.attention[l](0, T - 1, k);
+            e.out_clean[(l * 2 + 1) * C + k] = clean.mlp[l](0, T - 1, k), e.out_corrupted[(l * 2 + 1) * C + k] = corrupt.mlp[l](0, T - 1, k);
+        }
+    }
     const auto normalised = [&](const Mat& raw) {
         Mat n = raw;
         for (float& v : n) v = span == 0.0 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>((static_cast<double>(v) - m_corrupt) / span);
@@ -270,7 +346,10 @@ void record_patching(Recorder& rec, const ModelSpec& spec, const DecoderWeights&
         .labels = {"clean", "corrupted"};
     Mat resid = Mat::from_shape({L, T});
     for (std::size_t l = 0; l < L; ++l)
-        for (std::size_t p = 0; p < T; ++p) resid(l, p) = static_cast<float>(run(l, hooks::resid_pre, clean.resid_pre[l], p));
+        for (std::size_t p = 0; p < T; ++p) {
+            e.resid[l * T + p] = run(l, hooks::resid_pre, clean.resid_pre[l], p);
+            resid(l, p) = static_cast<float>(e.resid[l * T + p].value);
+        }
     const std::string corrupted = "The corrupted prompt (" + [&] {
         std::string s;
         const std::vector<std::string> words = token_labels(spec.corrupt, spec.tokenizer);
@@ -296,18 +375,21 @@ void record_patching(Recorder& rec, const ModelSpec& spec, const DecoderWeights&
             continue;
         }
         const std::size_t d = aw->head_size();
+        e.z_clean[l] = row_at(clean.context[l], T - 1);
+        e.z_corrupted[l] = row_at(corrupt.context[l], T - 1);
         for (std::size_t h = 0; h < H; ++h) {  // the corrupted z with head h's from the clean run, through o_proj
             Cube z = corrupt.context[l];
             xt::view(z, 0, xt::all(), xt::range(h * d, (h + 1) * d)) = xt::view(clean.context[l], 0, xt::all(), xt::range(h * d, (h + 1) * d));
             const Cube y = project(z, *aw->out_proj);
-            heads(l, h) = static_cast<float>(run(l, hooks::attention, y, std::nullopt));
+            e.heads[l * H + h] = run(l, hooks::attention, y, std::nullopt);
+            heads(l, h) = static_cast<float>(e.heads[l * H + h].value);
         }
     }
     Step& hs = rec.add_plain("patching_heads", "Patching each head's output", formula, to_trace(normalised(heads)), {Axis::layer, Axis::head});
     hs.may_be_non_finite = span == 0.0 || !whole.empty();
     std::string cell;
+    std::optional<std::pair<std::size_t, std::size_t>> at;
     {
-        std::optional<std::pair<std::size_t, std::size_t>> at;
         for (std::size_t l = 0; l < L; ++l)
             for (std::size_t h = 0; h < H; ++h)
                 if (std::isfinite(heads(l, h)) && (!at || std::abs(heads(l, h) - m_corrupt) > std::abs(heads(at->first, at->second) - m_corrupt))) at = std::make_pair(l, h);
@@ -320,10 +402,15 @@ void record_patching(Recorder& rec, const ModelSpec& spec, const DecoderWeights&
     hs.note = corrupted + "head h's z (what its slice of the output projection reads) at every position taken from the clean run." + cell +
               (whole.empty() ? std::string() : " Layer" + std::string(whole.find(',') == std::string::npos ? " " : "s ") + whole + ": not softmax heads (nan).");
     rec.add_plain("patching_heads_raw", "The same, the metric itself", metric, to_trace(heads), {Axis::layer, Axis::head}).may_be_non_finite = !whole.empty();
+    // one cell written out: the head asked for (spec.head, in spec.layer), else the largest change
+    if (spec.head && spec.layer < L && *spec.head < H && std::isfinite(heads(spec.layer, *spec.head))) at = std::make_pair(spec.layer, *spec.head);
+    if (at) write_entry(rec, entries, "patching_heads", at->first * H + at->second);
     Mat layers = Mat::from_shape({L, 2});
     for (std::size_t l = 0; l < L; ++l) {
-        layers(l, 0) = static_cast<float>(run(l, hooks::attention, clean.attention[l], std::nullopt));
-        layers(l, 1) = static_cast<float>(run(l, hooks::mlp, clean.mlp[l], std::nullopt));
+        e.layers[l * 2] = run(l, hooks::attention, clean.attention[l], std::nullopt);
+        e.layers[l * 2 + 1] = run(l, hooks::mlp, clean.mlp[l], std::nullopt);
+        layers(l, 0) = static_cast<float>(e.layers[l * 2].value);
+        layers(l, 1) = static_cast<float>(e.layers[l * 2 + 1].value);
     }
     Step& ls = rec.add_plain("patching_layers", "Patching each layer's attention and MLP output", formula, to_trace(normalised(layers)),
                              {Axis::layer, Axis::feature});

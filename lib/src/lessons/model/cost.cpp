@@ -111,7 +111,12 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
     const double circuit_runs = (spec.attribution ? 1.0 : 0.0) + (spec.corrupt.empty() ? 0.0 : 4.0 + patches);
     cost.work += circuit_runs * (per_token * t + attention(t, t) + V * C) + (spec.attribution ? L * H * d * C : 0.0) + (spec.corrupt.empty() ? 0.0 : L * H * t * H * d * C);
     const double kept_runs = (spec.attribution ? 1.0 : 0.0) + (spec.corrupt.empty() ? 0.0 : 2.0);
-    const double circuit_bytes = circuit_runs > 0 ? kept_runs * L * t * (6.0 * C + H * d) + layer_rows + 6.0 * H * t * t + 2.0 * L * (H + t + 2.0) : 0.0;
+    // and what writing out any entry after the walk needs (circuit_entries.cpp): each head's and layer's output vector, the
+    // direction; each patch's swapped numbers (the stream entering every layer, the heads' z and the outputs at the last position)
+    const double entries = (spec.attribution ? L * (H + 2.0) * C + 3.0 * L * (H + 2.0) + C : 0.0) +
+                           (spec.corrupt.empty() ? 0.0 : 2.0 * L * t * C + 2.0 * L * H * d + 4.0 * L * C + 10.0 * (L * t + L * H + 2.0 * L));
+    const double circuit_bytes =
+        circuit_runs > 0 ? kept_runs * L * t * (6.0 * C + H * d) + layer_rows + 6.0 * H * t * t + 2.0 * L * (H + t + 2.0) + entries : 0.0;
     // a head's circuits: every token of the vocabulary through W_V,g and, unembedded, through W_O,h (in double), the T×T tables
     if (spec.circuits) cost.work += V * (4.0 * C + 2.0 * C * d + d * d) + t * (4.0 * C * d + t * (2.0 * d + C));
     const double qkov_bytes = spec.circuits ? 2.0 * (4.0 * C * d + d * d + t * (C + 4.0 * d)) + 4.0 * t * t + 2.0 * C : 0.0;

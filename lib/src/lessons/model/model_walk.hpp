@@ -181,9 +181,55 @@ void record_candidates(Recorder& rec, const ModelSpec& spec, const Mat& logits, 
 void record_logit_lens(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<Cube>& residuals);
 void record_ablation(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t target);
 void record_roles(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w);
-// Direct logit attribution and activation patching of the metric on `answer` (circuits.cpp).
-void record_attribution(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t answer);
-void record_patching(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t answer);
+// What the circuits' grids need to write out any of their entries after the walk
+// (circuit_entries.cpp): each attribution term's vector and direction, each patched run's
+// metric and what it swapped.
+struct AttributionEntries {
+    std::string metric, direction;   // "logit(␣Mary) − logit(␣John)", "γ ⊙ (W_U[a] − W_U[b])"
+    std::string answer, wrong;       // the tokens' labels (wrong: empty without a wrong answer)
+    bool centred = false;            // a LayerNorm: each part centred (the direction is)
+    double sigma = 1.0;              // the final stream's scale at the last position, frozen
+    std::size_t L = 0, H = 0, C = 0, last = 0;
+    std::vector<float> u;            // C: the direction, centred for a LayerNorm
+    std::vector<double> after;       // L + 1: the layer scalars from layer l on (Gemma 4), else 1
+    std::vector<float> heads;        // L·H·C: each head's output at the last position (zeros in a layer not separable)
+    std::vector<double> head_dots;   // L·H: its dot product with u, in double
+    std::vector<float> head_terms;   // L·H: the grid's entries
+    std::vector<float> layers;       // L·2·C: each layer's attention and MLP output as the stream received it
+    std::vector<double> layer_dots;  // L·2
+    std::vector<float> layer_terms;  // L·2
+};
+// A metric's parts: the answer's logit, the wrong one's (logit difference) or the largest
+// logit and log Σ exp(z − max) (log-probability).
+struct MetricParts {
+    double value = 0.0, answer = 0.0, wrong = 0.0, top = 0.0, log_sum = 0.0;
+};
+struct PatchingEntries {
+    std::string metric, answer, wrong;  // wrong: empty for the log-probability
+    std::vector<std::string> prompt, corrupt;  // the clean and the corrupted prompt's tokens
+    MetricParts clean, corrupted;
+    std::size_t L = 0, H = 0, T = 0, C = 0;
+    std::vector<MetricParts> resid, heads, layers;    // L·T, L·H, L·2: each patched run's metric
+    std::vector<float> resid_clean, resid_corrupted;  // L·T·C: the stream entering each layer
+    std::vector<std::vector<float>> z_clean, z_corrupted;  // per layer, H·d_h at the last position (empty: no heads to patch)
+    std::vector<float> out_clean, out_corrupted;      // L·2·C: the attention's and the MLP's output at the last position
+};
+struct CircuitEntries {
+    std::optional<AttributionEntries> attribution;
+    std::optional<PatchingEntries> patching;
+};
+// The entry `index` of step `step` written out (explain_attribution_*, explain_patching_*):
+// appended to rec; false when the step has none there.
+bool write_entry(Recorder& rec, const CircuitEntries& e, const std::string& step, std::size_t index);
+// The explainer of these entries (joined to the kept attentions' by the walk).
+std::shared_ptr<const Explainer> entries_explainer(std::shared_ptr<const CircuitEntries> e);
+
+// Direct logit attribution and activation patching of the metric on `answer` (circuits.cpp),
+// each keeping what its entries need in `entries` and writing one out.
+void record_attribution(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t answer,
+                        CircuitEntries& entries);
+void record_patching(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids, std::size_t answer,
+                     CircuitEntries& entries);
 // Head spec.head of layer spec.layer: its QK and OV circuits, their eigenvalues (circuits.cpp).
 void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWeights& w, const std::vector<std::size_t>& ids);
 // Greedy decoding through the KV cache, checked against the whole sequence (generate.cpp).

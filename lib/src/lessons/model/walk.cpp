@@ -152,14 +152,15 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
         record_ablation(rec, spec, m.weights, ids, best);
     }
     if (spec.roles) record_roles(rec, spec, m.weights);
+    const auto entries = std::make_shared<CircuitEntries>();  // the circuits' grids' entries, to write out any after the walk
     if (spec.attribution || !spec.corrupt.empty()) {  // the metric's answer: the one asked for, else the model's top token
         std::size_t answer = 0;
         for (std::size_t v = 1; v < logits.shape(1); ++v) answer = logits(0, v) > logits(0, answer) ? v : answer;
         if (spec.answer) answer = *spec.answer;
         trace.set_param("answer", token_labels({answer}, spec.tokenizer).front());
         if (spec.wrong) trace.set_param("wrong", token_labels({*spec.wrong}, spec.tokenizer).front());
-        if (spec.attribution) record_attribution(rec, spec, m.weights, ids, answer);
-        if (!spec.corrupt.empty()) record_patching(rec, spec, m.weights, ids, answer);
+        if (spec.attribution) record_attribution(rec, spec, m.weights, ids, answer, *entries);
+        if (!spec.corrupt.empty()) record_patching(rec, spec, m.weights, ids, answer, *entries);
     }
     if (spec.circuits) {
         trace.set_param("circuits", true);
@@ -181,7 +182,9 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
         const auto shown = std::find_if(tap.kept.begin(), tap.kept.end(), [&](const KeptAttention& k) { return k.layer->layer == spec.layer; });
         explain_cell(rec, CellRef{spec.layer, head, spec.explain->i, spec.explain->j}, view_of(*shown));
     }
-    if (recording.explainable && !recording.summary) trace.explainer = keep_for_explaining(std::move(tap.kept));
+    if (recording.explainable && !recording.summary)
+        trace.explainer = combined(keep_for_explaining(std::move(tap.kept)),
+                                   entries->attribution || entries->patching ? entries_explainer(entries) : nullptr);
     try {
         return finish(std::move(trace), recording);
     } catch (const RuntimeError&) {  // non-finite: a weight of the file, rather than an overflow?

@@ -222,12 +222,17 @@ void figure_json(JsonWriter& w, const Trace& trace, std::size_t index, const Tex
     for (std::size_t p : drawn) is_drawn[p] = 1;
     std::vector<std::string> titles, row_names, col_names;
     for (std::size_t p = 0; p < f.panels; ++p) titles.push_back(f.panel_names[p] + (f.panel_marks[p].empty() ? "" : " · " + f.panel_marks[p]));
-    // a cell named in the explanation: "query 3 “starts”, key 1 “Your”" (one query's row per head: by its label alone)
+    // a cell named in the explanation: "query 3 “starts”, key 1 “Your”" (one query's row per head: by its label alone);
+    // other axes by their label, which may name its axis already ("layer 2, head 3")
+    const auto named = [](const std::string& axis, const std::string& label) { return axis.empty() || label.rfind(axis + " ", 0) == 0 ? label : axis + " " + label; };
+    const std::size_t rank = s.axes.size();
+    const bool token_rows = rank >= 2 && s.axes[rank - 2] == Axis::token, token_cols = rank >= 1 && s.axes.back() == Axis::token;
     for (std::size_t r = 0; r < f.rows; ++r)
-        row_names.push_back(f.row_axis + " " + (s.query ? f.row_labels[r] : std::to_string(s.first_row + r + 1) + " “" + f.row_labels[r] + "”"));
-    const bool own_keys = s.axes.back() == Axis::token && !s.labels.empty();
+        row_names.push_back(token_rows ? f.row_axis + " " + std::to_string(s.first_row + r + 1) + " “" + f.row_labels[r] + "”" : named(f.row_axis, f.row_labels[r]));
+    const bool own_keys = token_cols && !s.labels.empty();
     for (std::size_t c = 0; c < f.cols; ++c)
-        col_names.push_back(f.col_axis + " " + (own_keys ? "" : std::to_string(s.first_key + c + 1) + " ") + "“" + f.col_labels[c] + "”");
+        col_names.push_back(token_cols ? f.col_axis + " " + (own_keys ? "" : std::to_string(s.first_key + c + 1) + " ") + "“" + f.col_labels[c] + "”"
+                                       : s.labels.empty() ? named(f.col_axis, f.col_labels[c]) : f.col_labels[c]);  // a column the step names ("MLP")
     bool any_hidden = !f.masked.empty();
     for (std::size_t p : drawn)
         for (std::size_t r = 0; r < f.rows && !any_hidden; ++r)

@@ -106,7 +106,7 @@ bool write_patching(Recorder& rec, const PatchingEntries& p, const std::string& 
         labels.push_back("logit(" + p.wrong + ")");
     } else {
         values.insert(values.end(), {static_cast<float>(m.top), static_cast<float>(m.log_sum)});
-        labels.insert(labels.end(), {"max logit", "log Σ exp(z − max)"});
+        labels.insert(labels.end(), {"max", "log Σ exp"});
     }
     values.push_back(static_cast<float>(m.value));
     labels.push_back("metric");

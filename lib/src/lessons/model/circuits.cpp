@@ -395,8 +395,9 @@ void record_patching(Recorder& rec, const ModelSpec& spec, const DecoderWeights&
                 if (std::isfinite(heads(l, h)) && (!at || std::abs(heads(l, h) - m_corrupt) > std::abs(heads(at->first, at->second) - m_corrupt))) at = std::make_pair(l, h);
         if (at && span != 0.0) {
             const double p = heads(at->first, at->second);
-            cell = " The largest, head " + std::to_string(at->first + 1) + "." + std::to_string(at->second + 1) + ": (" + four(p) + " − " + four(m_corrupt) +
-                   ") / (" + four(m_clean) + " − " + four(m_corrupt) + ") = " + four((p - m_corrupt) / span) + ".";
+            const auto operand = [](double v) { return v < 0.0 ? "(" + four(v) + ")" : four(v); };  // "− (-4.3162)"
+            cell = " The largest, head " + std::to_string(at->first + 1) + "." + std::to_string(at->second + 1) + ": (" + four(p) + " − " + operand(m_corrupt) +
+                   ") / (" + four(m_clean) + " − " + operand(m_corrupt) + ") = " + four((p - m_corrupt) / span) + ".";
         }
     }
     hs.note = corrupted + "head h's z (what its slice of the output projection reads) at every position taken from the clean run." + cell +

@@ -143,13 +143,13 @@ Figure figure_of(const Trace& trace, std::size_t index, ColorScale asked, PanelS
     f.rows = s.tensor.shape[rank - 2];
     f.cols = s.tensor.shape[rank - 1];
     const bool square = s.axes[rank - 1] == Axis::token && s.axes[rank - 2] == Axis::token;
-    f.row_axis = axis_word(s.axes[rank - 2], true, square);
-    f.col_axis = axis_word(s.axes[rank - 1], false, square);
+    f.row_axis = s.row_axis.empty() ? axis_word(s.axes[rank - 2], true, square) : s.row_axis;  // the step's own names (a circuit table)
+    f.col_axis = s.col_axis.empty() ? axis_word(s.axes[rank - 1], false, square) : s.col_axis;
     for (std::size_t r = 0; r < f.rows; ++r) f.row_labels.push_back(label_at(trace, s, rank - 2, r));
     for (std::size_t c = 0; c < f.cols; ++c) f.col_labels.push_back(label_at(trace, s, rank - 1, c));
     // one query's row per head is a cell of the attention unless its keys name themselves (a cache that kept some tokens:
     // their positions are not first_key + j)
-    f.attention = square || (s.query && s.axes[rank - 2] == Axis::head && s.axes[rank - 1] == Axis::token && s.labels.empty());
+    f.attention = (square && s.row_axis.empty() && s.col_axis.empty()) || (s.query && s.axes[rank - 2] == Axis::head && s.axes[rank - 1] == Axis::token && s.labels.empty());
     f.token_rows = !square && s.axes[rank - 2] == Axis::token;
     f.weights = !s.row_sum.data.empty() || s.heads_grid;
     // the panels: every index of the leading axes

@@ -66,8 +66,12 @@ void step_json(JsonWriter& w, const Step& step, bool timed, const std::string& n
     // A token×token matrix's last two axes are its queries (rows) and keys (columns).
     const std::size_t rank = step.axes.size();
     const bool attention = rank >= 2 && step.axes[rank - 2] == Axis::token && step.axes[rank - 1] == Axis::token;
-    for (std::size_t i = 0; i < rank; ++i)
-        (i ? w.raw(',') : w).string(attention && i + 2 == rank ? "query" : attention && i + 1 == rank ? "key" : axis_name(step.axes[i]));
+    const auto name = [&](std::size_t i) -> std::string {
+        if (i + 2 == rank && !step.row_axis.empty()) return step.row_axis;  // the step names its axes (a circuit table)
+        if (i + 1 == rank && !step.col_axis.empty()) return step.col_axis;
+        return attention && i + 2 == rank ? "query" : attention && i + 1 == rank ? "key" : axis_name(step.axes[i]);
+    };
+    for (std::size_t i = 0; i < rank; ++i) (i ? w.raw(',') : w).string(name(i));
     w.raw(']');
     if (step.summarised) {
         const Summary& s = step.summary;

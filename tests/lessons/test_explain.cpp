@@ -36,6 +36,7 @@ TEST_SUITE("explain") {
             s.tensor.shape = {2, 2};
             s.tensor.data = {1.0f, 0.0f, 0.5f, 0.5f};
             s.axes = {Axis::token, Axis::token};
+            if (s.id != "weights") s.row_axis = "query", s.col_axis = "key";  // as circuits.cpp names them: tokens through the embeddings
             trace.steps.push_back(s);
         }
         const std::optional<CellRef> weight = cell_of(trace, trace.steps[0], 0, 1, 0);

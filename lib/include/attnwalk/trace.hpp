@@ -109,6 +109,12 @@ struct Step {
     std::size_t first_key = 0;          // a token column axis (last) starts at this token
     std::size_t first_layer = 0;        // a layer axis starts at this layer (DeepSeek-V3's experts: after its dense layers)
     std::vector<std::string> labels;    // optional: names of the last axis's entries (columns)
+    // Optional: the last two axes' names where the usual ones would mislead. A token × token step
+    // with names of its own is no attention's (a head's circuit tables: rows of query tokens and
+    // columns of key tokens through the embeddings; source and output tokens): renderers name
+    // its axes so, and no cell of it is an attention's to write out (cell_of). Empty: a token ×
+    // token step is an attention's, its axes query and key.
+    std::string row_axis, col_axis;
     std::string note;                   // optional explanation
     std::string legend;                 // optional: what its values mean where a number alone does not say (a mask's
                                         // 1 and 0); the explorer writes it beside the step's value

@@ -565,9 +565,9 @@ std::shared_ptr<const Explainer> keep_for_explaining(std::vector<KeptAttention> 
 std::optional<CellRef> cell_of(const Trace& trace, const Step& step, std::size_t panel, std::size_t row, std::size_t col) {
     const std::size_t r = step.axes.size();
     if (step.kind != StepKind::result || r < 2 || r != step.tensor.shape.size() || step.axes[r - 1] != Axis::token) return std::nullopt;
-    // A head's circuits (circuit_qk, circuit_ov, …) are tables of its weights between the
-    // prompt's tokens, not an attention's cells: no query and key of a forward to write out.
-    if (step.id.rfind("circuit_", 0) == 0) return std::nullopt;
+    // A token × token step that names its own axes (a head's circuit tables: its weights between
+    // the prompt's tokens) is no attention's: no query and key of a forward to write out.
+    if (!step.row_axis.empty() || !step.col_axis.empty()) return std::nullopt;
     CellRef c;
     c.layer = index_param(trace, "layer_index").value_or(0);
     const bool square = step.axes[r - 2] == Axis::token;

@@ -488,19 +488,31 @@ void times(const double* x, const Table& m, double* out) {
 // d_h×d_h matrix (W_O·W_U)·(W_E·W_V).
 namespace {
 
+// Why layer l's heads have no circuits to show (after "layer N"), or nothing when they have.
+std::optional<std::string> why_no_circuits(const DecoderWeights& w, std::size_t l) {
+    const LayerSpec la = l < w.config.layer_specs.size() ? w.config.layer_specs[l] : LayerSpec{};
+    if (la.attention == AttentionKind::latent) return std::nullopt;
+    if (la.attention == AttentionKind::deltanet)
+        return std::string(" is a Gated DeltaNet layer (linear attention): a token's output is read from a state that the delta rule writes and decays "
+                           "token by token, its keys pass through a short convolution and an L2 norm first, so no fixed matrix W_Q·W_Kᵀ scores a pair "
+                           "of tokens and no W_V·W_O carries one");
+    const HeadsBlock* hb = w.blocks[l].attention ? w.blocks[l].attention->as<HeadsBlock>() : nullptr;
+    if (!hb || !hb->w.out_proj) return std::string("'s attention is not heads with an output projection");
+    if (hb->w.shared_kv || la.kv_from)
+        return std::string(" reads the keys and values of an earlier layer (cross-layer KV sharing): its key and value weights are that layer's, read "
+                           "through that layer's norm");
+    if (hb->w.gate)
+        return std::string(" gates its heads' outputs with σ(X·W_gate) before the output projection, a factor that depends on the token and that no "
+                           "fixed W_V·W_O carries; its QK circuit alone would be half the story");
+    return std::nullopt;
+}
+
 // The layers whose circuits can be shown, in words for a refusal: "choose layer 1, 2 or 4",
 // or that the model has none.
 std::string circuit_layers_words(const DecoderWeights& w) {
     std::vector<std::size_t> ok;
-    for (std::size_t l = 0; l < w.blocks.size(); ++l) {
-        const LayerSpec la = l < w.config.layer_specs.size() ? w.config.layer_specs[l] : LayerSpec{};
-        if (la.attention == AttentionKind::latent) {
-            ok.push_back(l + 1);
-        } else if (la.attention != AttentionKind::deltanet && w.blocks[l].attention) {
-            const HeadsBlock* hb = w.blocks[l].attention->as<HeadsBlock>();
-            if (hb && hb->w.out_proj && !hb->w.shared_kv && !la.kv_from && !hb->w.gate) ok.push_back(l + 1);
-        }
-    }
+    for (std::size_t l = 0; l < w.blocks.size(); ++l)
+        if (!why_no_circuits(w, l)) ok.push_back(l + 1);
     if (ok.empty()) return "no layer of this model has circuits to show";
     std::string out = "choose layer ";
     for (std::size_t i = 0; i < ok.size(); ++i) out += (i == 0 ? "" : i + 1 == ok.size() ? " or " : ", ") + std::to_string(ok[i]);
@@ -516,10 +528,7 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
     const std::size_t h = *spec.head;
     const std::string where = "layer " + std::to_string(l + 1);
     const LayerSpec la = l < c.layer_specs.size() ? c.layer_specs[l] : LayerSpec{};
-    if (la.attention == AttentionKind::deltanet)
-        throw UsageError("a head's circuits: " + where + " is a Gated DeltaNet layer (linear attention): a token's output is read from a state that the "
-                         "delta rule writes and decays token by token, its keys pass through a short convolution and an L2 norm first, so no fixed "
-                         "matrix W_Q·W_Kᵀ scores a pair of tokens and no W_V·W_O carries one; " + circuit_layers_words(w));
+    if (const std::optional<std::string> why = why_no_circuits(w, l)) throw UsageError("a head's circuits: " + where + *why + "; " + circuit_layers_words(w));
     const Norm* n1 = w.blocks[l].norm_1 ? &*w.blocks[l].norm_1 : nullptr;
     const bool centred = c.norm != NormKind::rms_norm;
     const Norm* post = w.blocks[l].attention_norm ? &*w.blocks[l].attention_norm : nullptr;
@@ -569,16 +578,8 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
         };
         value = [&, latent](const double* x, double* out) { times(latent(x).data(), WV, out); };
     } else {
-        const HeadsBlock* hb = w.blocks[l].attention->as<HeadsBlock>();
-        if (!hb || !hb->w.out_proj) throw UsageError("a head's circuits: " + where + "'s attention is not heads with an output projection");
-        aw = &hb->w;
+        aw = &w.blocks[l].attention->get<HeadsBlock>().w;  // heads with an output projection, neither shared nor gated (why_no_circuits)
         if (h >= aw->heads) throw UsageError("a head's circuits: head " + std::to_string(h + 1) + " is out of range: " + where + " has " + std::to_string(aw->heads) + " heads");
-        if (aw->shared_kv || la.kv_from)
-            throw UsageError("a head's circuits: " + where + " reads the keys and values of an earlier layer (cross-layer KV sharing): its key and value "
-                             "weights are that layer's, read through that layer's norm; " + circuit_layers_words(w));
-        if (aw->gate)
-            throw UsageError("a head's circuits: " + where + " gates its heads' outputs with σ(X·W_gate) before the output projection, a factor that depends on "
-                             "the token and that no fixed W_V·W_O carries; its QK circuit alone would be half the story; " + circuit_layers_words(w));
         H = aw->heads, G = aw->key_heads(), g = h / (H / G);
         dk = dv = rot_width = aw->head_size();
         WQ = head_block(*aw, aw->query, h, false), WK = head_block(*aw, aw->key, g, false), WV = head_block(*aw, aw->value, g, false);
@@ -707,6 +708,7 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
                                                                                   "them: this is the tokens' circuit alone.";
     Step& qs = rec.add_plain("circuit_qk", "QK circuit of " + name + ": query token (row) × key token (column)", "r(e_i)·W_Q,h·W_K,gᵀ·r(e_j)ᵀ",
                              to_trace(qk_table(q, k)), {Axis::token, Axis::token});
+    qs.row_axis = "query", qs.col_axis = "key";  // tokens through the embeddings: no attention's cells
     qs.note = "W_QK = W_Q,h·W_K,gᵀ" + kv + " read through each prompt token's embedding, " + norm_words +
               "; no bias and no 1/√d_h: the circuit of TransformerLens's W_E·W_QK·W_Eᵀ, its rows and columns the prompt's tokens." + latent_words + rope_words + qknorm;
     if (rope_params) {
@@ -726,12 +728,15 @@ void record_head_circuits(Recorder& rec, const ModelSpec& spec, const DecoderWei
         Step& os = rec.add_plain("circuit_qk_offset", "The same with the query " + std::to_string(delta) + " position" + (delta == 1 ? "" : "s") + " after the key",
                                  "RoPE(r(e_i)·W_Q,h, p + " + std::to_string(delta) + ")·RoPE(r(e_j)·W_K,g, p)ᵀ", to_trace(qk_table(turn(q, delta), turn(k, 0))),
                                  {Axis::token, Axis::token});
+        os.row_axis = "query", os.col_axis = "key";
+        rec.trace().set_param("circuit_offset", static_cast<unsigned long long>(delta));
         os.note = "The query rotated by its position p + Δ and the key by p, Δ = " + std::to_string(delta) +
                   ": RoPE makes the score depend on Δ alone, q·R(Δ)·kᵀ; the layer's own rotation (base, scaling" +
                   std::string(rope.attention_scaling != 1.0f ? ", its attention factor on both" : "") + ")." + qknorm;
     }
     Step& ovs = rec.add_plain("circuit_ov", "OV circuit of " + name + ": source token (row) × output token's logit (column)", "r(e_i)·W_V,g·W_O,h·u_j",
                               to_trace(ovt), {Axis::token, Axis::token});
+    ovs.row_axis = "source", ovs.col_axis = "output";
     ovs.note = "W_OV = W_V,g·W_O,h" + kv + ": what the head writes when it attends to token i, read by token j's unembedding u_j = " +
                std::string(centred ? "centred " : "") + "γ_f ⊙ W_U[j]" + (c.logit_scale ? " × " + format_number(*c.logit_scale) : std::string()) +
                " (the final norm's weight folded in, its scale left out), the rows read as for circuit_qk; TransformerLens's W_E·W_OV·W_U on the "

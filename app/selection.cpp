@@ -4,6 +4,7 @@
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/did_you_mean.hpp"
+#include "attnwalk/lessons/catalogue.hpp"
 
 namespace attnwalk::app {
 
@@ -41,11 +42,20 @@ std::size_t position(const Trace& trace, const std::string& id, const std::strin
     }
     // a typo (a third of its letters or fewer, at least 2): the id it most likely meant first
     const std::vector<std::string> near = closest(id, known, 1, std::max<std::size_t>(2, id.size() / 3));
-    throw UsageError("--steps '" + pattern + "': this trace has no step '" + id + "'" + (near.empty() ? "" : "; did you mean '" + near.front() + "'?") +
-                     " (its steps: " + ids + ")");
+    const std::string hint = unrecorded_hint(trace, id);
+    throw UsageError("--steps '" + pattern + "': this trace has no step '" + id + "'" +
+                     (!hint.empty() ? hint : near.empty() ? "" : "; did you mean '" + near.front() + "'?") + " (its steps: " + ids + ")");
 }
 
 }  // namespace
+
+std::string unrecorded_hint(const Trace& trace, const std::string& id) {
+    const LessonDecl* lesson = find_lesson(trace.command);
+    const StepDecl* d = lesson ? declaration(*lesson, id) : nullptr;
+    if (!d) return "";
+    return "; " + id + " is a step of " + trace.command + " (" + d->meaning + ") that this run did not record: an option records it, or another kind of " +
+           "input; see attnwalk " + trace.command + " --help";
+}
 
 Trace select_steps(Trace trace, const std::vector<std::string>& patterns) {
     if (patterns.empty()) return trace;

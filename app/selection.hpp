@@ -13,6 +13,11 @@ namespace attnwalk::app {
 // (the final step). A pattern that names no step is a UsageError listing the trace's ids.
 Trace select_steps(Trace trace, const std::vector<std::string>& patterns);
 
+// When `id` is a step the trace's command declares but this run did not record (an option
+// records it, as --circuits records circuit_ov, or another kind of input): a hint that says so,
+// "; circuit_ov is a step of model (…) that this run did not record: …". Empty otherwise.
+std::string unrecorded_hint(const Trace& trace, const std::string& id);
+
 // --compact: the steps whose ids are in `headline`, and any explain_* steps (a cell that
 // was asked for).
 Trace compact(Trace trace, const std::vector<std::string>& headline);

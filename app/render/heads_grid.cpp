@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "../selection.hpp"
 #include "attnwalk/errors.hpp"
 #include "figure.hpp"
 #include "heatmap.hpp"
@@ -103,7 +104,8 @@ std::string svg_of_weights(const Trace& trace, const TextOptions& opt, const std
             for (const Step& s : trace.steps)
                 if (is_heat_matrix(s) && drawable.find(" " + s.id + ",") == std::string::npos) drawable += " " + s.id + ",";
             if (!drawable.empty()) drawable.pop_back();
-            throw UsageError("--svg-step " + step_id + ": " + (chosen ? "not a token×token or layer×head step, nothing to draw as a heatmap" : "this trace has no such step") +
+            throw UsageError("--svg-step " + step_id + ": " +
+                             (chosen ? "not a token×token or layer×head step, nothing to draw as a heatmap" : "this trace has no such step" + unrecorded_hint(trace, step_id)) +
                              (drawable.empty() ? " (the steps kept hold none)" : " (the steps it can draw:" + drawable + ")"));
         }
     } else if (const std::optional<std::size_t> opening = opening_step(trace)) {

@@ -75,6 +75,8 @@ function room() {
 }
 // One panel of a figure on a canvas: labels, axis names, cells (values in them when they
 // are big enough), masked cells hatched, the cursor. `size`: a thumbnail's cell size.
+// A label cut to n characters ends in "…", as the text view's and the SVG's do.
+const cut = (s, n) => { const c = [...s]; return c.length > n ? c.slice(0, n - 1).join("") + "…" : s; };
 function heatmap(f, p, size, onclick) {
   const R = f.rows, C = f.cols, cells = f.cells[p], z = state.zoom, width = room();
   const fs = Math.round(14 * z), longest = Math.min(12, Math.max(...f.row_labels.map(l => l.length), ...f.col_labels.map(l => l.length)));
@@ -88,8 +90,8 @@ function heatmap(f, p, size, onclick) {
   const g = cv.getContext("2d");
   g.font = fs + "px system-ui,sans-serif"; g.fillStyle = "#222"; g.textBaseline = "middle";
   if (labels) {
-    for (let i = 0; i < R; ++i) g.fillText(f.row_labels[i].slice(0, 12), fs * 1.6, padY + (i + 0.5) * cell);
-    for (let j = 0; j < C; ++j) { g.save(); g.translate(padX + (j + 0.5) * cell, padY - 6); g.rotate(-Math.PI / 3); g.fillText(f.col_labels[j].slice(0, 12), 0, 0); g.restore(); }
+    for (let i = 0; i < R; ++i) g.fillText(cut(f.row_labels[i], 12), fs * 1.6, padY + (i + 0.5) * cell);
+    for (let j = 0; j < C; ++j) { g.save(); g.translate(padX + (j + 0.5) * cell, padY - 6); g.rotate(-Math.PI / 3); g.fillText(cut(f.col_labels[j], 12), 0, 0); g.restore(); }
     g.fillStyle = "#555";  // the axis names: rows, columns
     g.save(); g.translate(fs * 0.7, padY + R * cell / 2); g.rotate(-Math.PI / 2); g.textAlign = "center"; g.fillText("← " + f.row_axis, 0, 0); g.restore();
     g.textAlign = "left"; g.fillText(f.col_axis + " →", padX, fs * 0.8);
@@ -183,8 +185,8 @@ function headView(f) {
     const text = (x, y, t, anchor, i) => { const e = document.createElementNS(NS, "text"); e.setAttribute("x", x); e.setAttribute("y", y); e.setAttribute("text-anchor", anchor); e.setAttribute("font-size", Math.round(15 * z)); e.textContent = t;
       if (i !== undefined) { e.style.cursor = "pointer"; e.addEventListener("mouseenter", () => { hover = i; draw(); }); e.addEventListener("mouseleave", () => { hover = -1; draw(); }); } svg.append(e); };
     const x1 = W * 0.3, x2 = W * 0.7;
-    for (let i = 0; i < R; ++i) text(x1 - 6, 20 + i * row, f.row_labels[i].slice(0, 14), "end", i);
-    for (let j = 0; j < C; ++j) text(x2 + 6, 20 + j * row, f.col_labels[j].slice(0, 14), "start");
+    for (let i = 0; i < R; ++i) text(x1 - 6, 20 + i * row, cut(f.row_labels[i], 14), "end", i);
+    for (let j = 0; j < C; ++j) text(x2 + 6, 20 + j * row, cut(f.col_labels[j], 14), "start");
     const shown = panels.filter((_, h) => state.heads[h]);
     panels.forEach((p, h) => { if (!state.heads[h]) return;
       const off = (shown.indexOf(p) - (shown.length - 1) / 2) * 2.5;  // each head its own track, so two heads stay two colours

@@ -826,6 +826,11 @@ TEST_SUITE("cli.beyond") {
             CHECK(doc.at("params").at("circuits") == true);
             const bool rope = args.rfind("model", 0) == 0;
             CHECK(std::any_of(doc.at("steps").begin(), doc.at("steps").end(), [](const json& s) { return s.at("id") == "circuit_qk_offset"; }) == rope);
+            CHECK(doc.at("params").contains("circuit_offset") == rope);  // Δ, default 1
+            if (rope) CHECK(doc.at("params").at("circuit_offset") == 1);
+            // the tables' axes: tokens through the embeddings, the OV table's rows sources and columns outputs
+            CHECK(step(doc, "circuit_qk").at("axes") == json::array({"query", "key"}));
+            CHECK(step(doc, "circuit_ov").at("axes") == json::array({"source", "output"}));
         }
         {  // every token of the vocabulary: the OV circuit's trace is the sum of its eigenvalues
             std::string ids;
@@ -861,7 +866,10 @@ TEST_SUITE("cli.beyond") {
                  {"model --model " + models("tiny_qwen3_next") + " --ids 1,2,3 --circuits --layer 4 --head 1", "gates its heads' outputs"},
                  // a refusal names the layers that can be shown, or says there is none
                  {"model --model " + models("tiny_qwen3_next") + " --ids 1,2,3 --circuits --layer 1 --head 1", "no layer of this model has circuits"},
-                 {"model --model " + models("tiny_gemma4") + " --ids 1,2,3 --circuits --layer 6 --head 1", "choose layer 1, 2, 3 or 4"}}) {
+                 {"model --model " + models("tiny_gemma4") + " --ids 1,2,3 --circuits --layer 6 --head 1", "choose layer 1, 2, 3 or 4"},
+                 // a step an option records, asked for without it: said so
+                 {"model --model " + models("tiny_llama") + " --ids 1,2,3 --steps circuit_ov", "circuit_ov is a step of model (a head's OV circuit"},
+                 {"model --model " + models("tiny_llama") + " --ids 1,2,3 --svg-step circuit_ov --svg " + test::temp_file("", ".svg"), "that this run did not record"}}) {
             CAPTURE(args);
             const auto r = test::run(args);
             CHECK(r.exit_code == 2);

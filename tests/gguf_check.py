@@ -88,8 +88,9 @@ def main():
             print(f"ok  llama-bpe tokenizer from GGUF = tokenizer.json on {text!r}")
     # GPT-2 as the converter's GPT2Model writes it: Conv1D weights transposed, output.weight a copy of
     # token_embd (read as tied), LayerNorm's eps, the "gpt-2" pre-tokenizer; the F32 file is byte for byte
-    # what llama.cpp's convert_hf_to_gguf.py made of tiny_gpt2_f32_ref
+    # what llama.cpp's convert_hf_to_gguf.py made of tiny_gpt2_f32_ref (and the F16 file with --outtype f16)
     same_forward(binary, "tiny_gpt2_f32.gguf", GGUF / "tiny_gpt2_f32_ref", ["--text", "the cat sat on the mat"])
+    same_forward(binary, "tiny_gpt2_f16.gguf", GGUF / "tiny_gpt2_f16_ref", ["--text", "the cat sat on the mat"])
     same_forward(binary, "tiny_gpt2_q8_0.gguf", GGUF / "tiny_gpt2_q8_0_ref", ["--text", "the cat sat on the mat"])
     for text in ("the cat sat on the mat", "Hello, world! 12345", "  spaces\n\nand lines<|endoftext|>it's"):
         a = tokens(binary, GGUF / "tiny_gpt2_f32.gguf", text)

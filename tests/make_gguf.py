@@ -15,7 +15,7 @@ llama.cpp's convert_hf_to_gguf.py and llama-quantize lay them out (no llama.cpp 
                               (Gemma 3's norms stored as 1 + w, as the converter does; its folder
                               with llama.cpp's scale 1/√d_h and window pattern)
   tiny_llama_tokenizer.gguf   tiny_llama's tokenizer alone (tokenizer.ggml.pre "llama-bpe")
-  tiny_gpt2_f32.gguf, tiny_gpt2_q8_0.gguf
+  tiny_gpt2_f32.gguf, tiny_gpt2_f16.gguf, tiny_gpt2_q8_0.gguf
                               GPT-2 as convert_hf_to_gguf.py's GPT2Model writes it (gpt2.* keys, the
                               LayerNorm's layer_norm_epsilon, attn_qkv and the other Conv1D weights
                               transposed to [out, in], position_embd, output.weight a copy of
@@ -23,7 +23,8 @@ llama.cpp's convert_hf_to_gguf.py and llama-quantize lay them out (no llama.cpp 
                               Hugging Face GPT-2 folder this file writes (random weights, a byte-level
                               BPE tokenizer.json of GPT-2's kind); the Q8_0 file as llama-quantize
                               makes it from the F32 one (position_embd, norms and biases kept F32),
-                              beside tiny_gpt2_q8_0_ref/
+                              beside tiny_gpt2_q8_0_ref/; the F16 one (--outtype f16) beside
+                              tiny_gpt2_f16_ref/, its 16-bit weights in Hugging Face's layout
   blocks.gguf + blocks.f32    one tensor per type, two rows of 256, and the reference's floats
                               for each, one after the other as little-endian float32 (their bits)
 
@@ -400,7 +401,7 @@ def convert(folder, out, kind, pre=None, config=None):
     if pre:
         kv += tokenizer_kv(d, pre)
     rng = np.random.default_rng(61)
-    tensors, reference = [], {}
+    tensors, reference, dtypes = [], {}, {}
     for name, (w, dtype) in sorted(read_folder(d).items()):
         g = gguf_name(name, arch)
         if arch == "llama" and g.endswith(("attn_q.weight", "attn_k.weight")):
@@ -467,11 +468,14 @@ def gpt2_tokenizer(size):
                       "fuse_unk": False, "byte_fallback": False, "vocab": ids, "merges": [a + " " + b for a, b in merges]}}
 
 
-def write_st_folder(ref, tensors):
+def write_st_folder(ref, tensors, dtypes=None):
+    """model.safetensors of float32 arrays, each in F32 or as `dtypes` says (F16: the values exactly)."""
     header, body = {}, b""
     for name, a in tensors.items():
-        raw = np.ascontiguousarray(a, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [len(body), len(body) + len(raw)]}
+        dtype = (dtypes or {}).get(name, "F32")
+        raw = np.ascontiguousarray(a, dtype="<f2" if dtype == "F16" else "<f4").tobytes()
+        body += b"\0" * (-len(body) % 8)
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [len(body), len(body) + len(raw)]}
         body += raw
     write_st(ref / "model.safetensors", header, body)
 
@@ -510,14 +514,15 @@ GPT2_PARTS = {"ln_1": "attn_norm", "attn.c_attn": "attn_qkv", "attn.c_proj": "at
 
 
 def convert_gpt2(ref, out, kind):
-    """convert_hf_to_gguf.py's GPT2Model (and, for a quantized kind, llama-quantize on its F32 output)."""
+    """convert_hf_to_gguf.py's GPT2Model (--outtype f32 or f16: position_embd, norms and biases stay F32), and
+    for a quantized kind llama-quantize on its F32 output (which quantizes no position_embd either)."""
     c = json.loads((ref / "config.json").read_text())
     kv = [("general.architecture", ("str", "gpt2")), ("general.type", ("str", "model")),  # the converter's metadata, in its order
           ("general.name", ("str", "Tiny_Gpt2_F32_Ref")), ("general.size_label", ("str", "46K")), ("gpt2.block_count", ("u32", c["n_layer"])),
           ("gpt2.context_length", ("u32", c["n_ctx"])), ("gpt2.embedding_length", ("u32", c["n_embd"])),
           ("gpt2.feed_forward_length", ("u32", 4 * c["n_embd"])), ("gpt2.attention.head_count", ("u32", c["n_head"])),
           ("gpt2.attention.layer_norm_epsilon", ("f32", c["layer_norm_epsilon"])),
-          ("general.file_type", ("u32", {"F32": 0, "Q8_0": 7}[kind]))]
+          ("general.file_type", ("u32", {"F32": 0, "F16": 1, "Q8_0": 7}[kind]))]
     t = json.loads((ref / "tokenizer.json").read_text())  # get_vocab_base: the vocabulary, its added tokens CONTROL
     vocab = dict(t["model"]["vocab"], **{a["content"]: a["id"] for a in t["added_tokens"]})
     tokens = [None] * c["vocab_size"]
@@ -530,7 +535,7 @@ def convert_gpt2(ref, out, kind):
            ("tokenizer.ggml.bos_token_id", ("u32", c["bos_token_id"])), ("tokenizer.ggml.eos_token_id", ("u32", c["eos_token_id"])),
            ("general.quantization_version", ("u32", 2))]
     rng = np.random.default_rng(61)
-    tensors, reference = [], {}
+    tensors, reference, dtypes = [], {}, {}
     for name, (w, _) in read_folder(ref).items():  # in the file's order, as the converter takes them
         if name.endswith((".attn.bias", ".attn.masked_bias")):  # "we don't need these"
             continue
@@ -546,16 +551,17 @@ def convert_gpt2(ref, out, kind):
         tensors.append((g, list(stored.shape), k, raw))
         back = dequantize(k, raw, w.size).reshape(stored.shape)
         reference[name] = back.T.copy() if stored is not w else back
+        dtypes[name] = "F16" if k == "F16" else "F32"
         if g == "token_embd.weight":  # "GPT2 output is tied to (same as) wte in original model": a copy as output.weight
             tensors.append(("output.weight", list(stored.shape), k, raw))
     write_gguf(OUT / out, kv, tensors)
-    if kind != "F32":  # the same weights, dequantized by the reference, as a folder
+    if kind != "F32":  # the same weights, dequantized by the reference (F16: as they are), as a folder
         q = OUT / (out[:-5] + "_ref")
         shutil.rmtree(q, ignore_errors=True)
         q.mkdir()
         shutil.copy(ref / "config.json", q / "config.json")
         shutil.copy(ref / "tokenizer.json", q / "tokenizer.json")
-        write_st_folder(q, reference)
+        write_st_folder(q, reference, dtypes)
 
 
 def blocks():
@@ -585,6 +591,7 @@ def main():
     write_gguf(OUT / "tiny_llama_tokenizer.gguf", [("general.architecture", ("str", "llama"))] + tokenizer_kv(d, "llama-bpe"), [])
     ref = tiny_gpt2()
     convert_gpt2(ref, "tiny_gpt2_f32.gguf", "F32")
+    convert_gpt2(ref, "tiny_gpt2_f16.gguf", "F16")
     convert_gpt2(ref, "tiny_gpt2_q8_0.gguf", "Q8_0")
     blocks()
 

@@ -127,9 +127,9 @@ TEST_SUITE("model") {
     TEST_CASE("model.a_gpt2_gguf_is_its_folder") {
         // llama.cpp's converter's GPT-2 (tiny_gpt2_f32.gguf is byte for byte its output): the Conv1D
         // weights it transposed are read in x·W again, the copy of wte as output.weight read as a
-        // tied head, the LayerNorm's eps from gpt2.attention.layer_norm_epsilon; Q8_0 as its
-        // dequantized folder
-        for (const char* name : {"tiny_gpt2_f32", "tiny_gpt2_q8_0"}) {
+        // tied head, the LayerNorm's eps from gpt2.attention.layer_norm_epsilon; F16 (16-bit values
+        // transposed) as its folder of the same values, Q8_0 as its dequantized folder
+        for (const char* name : {"tiny_gpt2_f32", "tiny_gpt2_f16", "tiny_gpt2_q8_0"}) {
             CAPTURE(name);
             const std::string dir = "tests/data/gguf/" + std::string(name);
             const Model g = load_model(test::source_path(dir + ".gguf")), f = load_model(test::source_path(dir + "_ref"));

@@ -116,8 +116,9 @@ bool copies_embeddings(const GgufFile& g) {
     return out && embed && out->type == embed->type && out->ne == embed->ne && std::memcmp(g.bytes(*out), g.bytes(*embed), static_cast<std::size_t>(out->bytes)) == 0;
 }
 
-// The metadata as config.json's fields, in the names the family's spec reads.
-Value config_of(const GgufFile& g, const FamilySpec& f, const std::string& arch) {
+// The metadata as config.json's fields, in the names the family's spec reads; `copied_head`:
+// output.weight is token_embd.weight's copy (copies_embeddings).
+Value config_of(const GgufFile& g, const FamilySpec& f, const std::string& arch, bool copied_head) {
     const auto key = [&](const std::string& k) { return arch + "." + k; };
     Value c = json_input::object_value();
     const auto set = [&](const std::string& field, Value v) { c.object.emplace_back(field, std::move(v)); };
@@ -142,7 +143,7 @@ Value config_of(const GgufFile& g, const FamilySpec& f, const std::string& arch)
     set(f.fields.norm_eps, number(g.number(key(f.norm == NormKind::layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"))));
     const double theta = f.layers.rope_theta_default;
     set("rope_theta", number(g.number(key("rope.freq_base"), &theta)));
-    set("tie_word_embeddings", flag(g.tensor("output.weight") == nullptr || copies_embeddings(g)));
+    set("tie_word_embeddings", flag(g.tensor("output.weight") == nullptr || copied_head));
     set(f.dense.activation_fields.front(), text(f.dense.activations.front()));  // GGUF says none: llama.cpp's is the architecture's
     set("attention_bias", flag(g.tensor("blk.0.attn_output.bias") != nullptr));
     if (g.find(key("attention.sliding_window"))) whole("sliding_window", "attention.sliding_window");
@@ -243,14 +244,14 @@ Model load_gguf(const std::string& path, double memory_budget) {
     const auto g = std::make_shared<const GgufFile>(path, memory_budget);
     const std::string arch = g->text("general.architecture");
     const FamilySpec& f = family_of(*g, arch);
-    Value config = config_of(*g, f, arch);
+    const bool copied_head = copies_embeddings(*g);  // read as tied: the copy is not taken
+    Value config = config_of(*g, f, arch, copied_head);
     std::string note;  // Llama 3's scaling read from rope_freqs.weight, a head read as tied: the one-line header says so
     if (const Value* sc = config.find("rope_scaling"); sc && g->tensor("rope_freqs.weight"))
         if (const Value* factor = sc->find("factor")) note = ", Llama 3's rope scaling from rope_freqs (factor " + json_input::number_text(factor->number) + ")";
     ConfigFile cfg(path, std::move(config));
     const std::uint64_t heads = g->whole(arch + ".attention.head_count");
     const std::uint64_t kv_heads = g->whole(arch + ".attention.head_count_kv", &heads);
-    const bool copied_head = copies_embeddings(*g);  // read as tied: the copy is not taken
     if (copied_head) note += ", output.weight a copy of token_embd.weight: tied";
 
     // every tensor as float32 (F16 and BF16 kept as they are, widened as used like a folder's),

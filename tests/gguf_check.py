@@ -119,6 +119,11 @@ def main():
             failures.append("an untied GPT-2 GGUF: read as tied, or its own output.weight unused")
         else:
             print("ok  GPT-2 with an output.weight of its own: untied, its logits its own")
+    r = run(binary, "gpt2", "--model", GGUF / "tiny_gpt2_f32.gguf", "--ids", "1,2")  # the bare-checkpoint command points to model
+    if r.returncode != 2 or "attnwalk model --model" not in r.stderr or len(r.stderr.strip().splitlines()) != 1:
+        failures.append(f"gpt2 --model FILE.gguf: exit {r.returncode}, {r.stderr.strip()!r} (expected one line pointing to attnwalk model)")
+    else:
+        print("ok  gpt2 --model on a GGUF: " + r.stderr.strip()[:150])
     width = gpt2.index(b"gpt2.embedding_length") + len(b"gpt2.embedding_length") + 4
     refused(binary, "GPT-2's metadata off its tensors", gpt2[:width] + struct.pack("<I", 48) + gpt2[width + 4:], "expected 32, the width C of the token embeddings, got 48")
 

@@ -86,6 +86,46 @@ def main():
             failures.append(f"tiny_llama_tokenizer.gguf: {text!r} tokenized otherwise than tokenizer.json")
         else:
             print(f"ok  llama-bpe tokenizer from GGUF = tokenizer.json on {text!r}")
+    # GPT-2 as the converter's GPT2Model writes it: Conv1D weights transposed, output.weight a copy of
+    # token_embd (read as tied), LayerNorm's eps, the "gpt-2" pre-tokenizer; the F32 file is byte for byte
+    # what llama.cpp's convert_hf_to_gguf.py made of tiny_gpt2_f32_ref (and the F16 file with --outtype f16)
+    same_forward(binary, "tiny_gpt2_f32.gguf", GGUF / "tiny_gpt2_f32_ref", ["--text", "the cat sat on the mat"])
+    same_forward(binary, "tiny_gpt2_f16.gguf", GGUF / "tiny_gpt2_f16_ref", ["--text", "the cat sat on the mat"])
+    same_forward(binary, "tiny_gpt2_q8_0.gguf", GGUF / "tiny_gpt2_q8_0_ref", ["--text", "the cat sat on the mat"])
+    for text in ("the cat sat on the mat", "Hello, world! 12345", "  spaces\n\nand lines<|endoftext|>it's"):
+        a = tokens(binary, GGUF / "tiny_gpt2_f32.gguf", text)
+        b = tokens(binary, GGUF / "tiny_gpt2_f32_ref" / "tokenizer.json", text)
+        if a != b or not a:
+            failures.append(f"tiny_gpt2_f32.gguf: {text!r} tokenized otherwise than tokenizer.json ({a} and {b})")
+        else:
+            print(f"ok  gpt-2 tokenizer from GGUF = tokenizer.json on {text!r}")
+    r = run(binary, "model", "--model", GGUF / "tiny_gpt2_f32.gguf", "--ids", "1,2", "--compact")
+    if r.returncode != 0 or "output.weight a copy of token_embd.weight: tied" not in r.stdout:
+        failures.append(f"tiny_gpt2_f32.gguf: the header does not say the head is read as tied: {r.stdout[:300]!r} {r.stderr.strip()!r}")
+    else:
+        print("ok  GPT-2's output.weight, a copy of token_embd, read as tied")
+    gpt2 = (GGUF / "tiny_gpt2_f32.gguf").read_bytes()
+    with tempfile.TemporaryDirectory() as work:  # an output.weight of its own (fine-tuned, or quantized otherwise): untied
+        st = (GGUF / "tiny_gpt2_f32_ref" / "model.safetensors").read_bytes()
+        n = struct.unpack("<Q", st[:8])[0]
+        begin, end = json.loads(st[8:8 + n])["wte.weight"]["data_offsets"]
+        wte = st[8 + n + begin:8 + n + end]
+        at = gpt2.index(wte, gpt2.index(wte) + 1)  # the copy, after token_embd
+        untied = pathlib.Path(work) / "untied.gguf"
+        untied.write_bytes(gpt2[:at] + struct.pack("<f", 5.0) + gpt2[at + 4:])
+        a, b = forward(binary, untied, ["--ids", "0,1,2"]), forward(binary, GGUF / "tiny_gpt2_f32.gguf", ["--ids", "0,1,2"])
+        logits = lambda doc: [s["data"] for s in doc["steps"] if s["id"] == "top_k_probs"]  # token 0's logit moved: every probability  # noqa: E731
+        if a is None or b is None or "a copy of token_embd" in json.dumps(a.get("params", {})) or logits(a) == logits(b):
+            failures.append("an untied GPT-2 GGUF: read as tied, or its own output.weight unused")
+        else:
+            print("ok  GPT-2 with an output.weight of its own: untied, its logits its own")
+    r = run(binary, "gpt2", "--model", GGUF / "tiny_gpt2_f32.gguf", "--ids", "1,2")  # the bare-checkpoint command points to model
+    if r.returncode != 2 or "attnwalk model --model" not in r.stderr or len(r.stderr.strip().splitlines()) != 1:
+        failures.append(f"gpt2 --model FILE.gguf: exit {r.returncode}, {r.stderr.strip()!r} (expected one line pointing to attnwalk model)")
+    else:
+        print("ok  gpt2 --model on a GGUF: " + r.stderr.strip()[:150])
+    width = gpt2.index(b"gpt2.embedding_length") + len(b"gpt2.embedding_length") + 4
+    refused(binary, "GPT-2's metadata off its tensors", gpt2[:width] + struct.pack("<I", 48) + gpt2[width + 4:], "expected 32, the width C of the token embeddings, got 48")
 
     good = (GGUF / "tiny_qwen3_q8_0.gguf").read_bytes()
     refused(binary, "truncated", good[:len(good) // 2], "tensor")

@@ -15,6 +15,16 @@ llama.cpp's convert_hf_to_gguf.py and llama-quantize lay them out (no llama.cpp 
                               (Gemma 3's norms stored as 1 + w, as the converter does; its folder
                               with llama.cpp's scale 1/√d_h and window pattern)
   tiny_llama_tokenizer.gguf   tiny_llama's tokenizer alone (tokenizer.ggml.pre "llama-bpe")
+  tiny_gpt2_f32.gguf, tiny_gpt2_f16.gguf, tiny_gpt2_q8_0.gguf
+                              GPT-2 as convert_hf_to_gguf.py's GPT2Model writes it (gpt2.* keys, the
+                              LayerNorm's layer_norm_epsilon, attn_qkv and the other Conv1D weights
+                              transposed to [out, in], position_embd, output.weight a copy of
+                              token_embd, tokenizer.ggml.pre "gpt-2"), from tiny_gpt2_f32_ref/, a
+                              Hugging Face GPT-2 folder this file writes (random weights, a byte-level
+                              BPE tokenizer.json of GPT-2's kind); the Q8_0 file as llama-quantize
+                              makes it from the F32 one (position_embd, norms and biases kept F32),
+                              beside tiny_gpt2_q8_0_ref/; the F16 one (--outtype f16) beside
+                              tiny_gpt2_f16_ref/, its 16-bit weights in Hugging Face's layout
   blocks.gguf + blocks.f32    one tensor per type, two rows of 256, and the reference's floats
                               for each, one after the other as little-endian float32 (their bits)
 
@@ -391,7 +401,7 @@ def convert(folder, out, kind, pre=None, config=None):
     if pre:
         kv += tokenizer_kv(d, pre)
     rng = np.random.default_rng(61)
-    tensors, reference = [], {}
+    tensors, reference, dtypes = [], {}, {}
     for name, (w, dtype) in sorted(read_folder(d).items()):
         g = gguf_name(name, arch)
         if arch == "llama" and g.endswith(("attn_q.weight", "attn_k.weight")):
@@ -433,6 +443,127 @@ def convert(folder, out, kind, pre=None, config=None):
         write_st(ref / "model.safetensors", header, body)
 
 
+# ---- GPT-2 ------------------------------------------------------------------------------
+GPT2 = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": 300, "n_positions": 32, "n_ctx": 32,
+        "n_embd": 32, "n_layer": 2, "n_head": 2, "n_inner": None, "activation_function": "gelu_new",
+        "layer_norm_epsilon": 1e-5, "bos_token_id": 299, "eos_token_id": 299, "torch_dtype": "float32"}
+
+
+def gpt2_tokenizer(size):
+    """GPT-2's kind of tokenizer.json: byte-level BPE on GPT-2's own split (ByteLevel, use_regex),
+    <|endoftext|> last, no BOS added; trained on the goldens' corpus."""
+    from reference.tokenizer import CORPUS, byte_chars, train_bpe
+    bc = byte_chars()
+    words = ["".join(bc[b] for b in (("" if i == 0 else " ") + w).encode()) for i, w in enumerate(CORPUS.split())]
+    vocab, merges = train_bpe(words, [bc[b] for b in range(256)], size - 257)
+    ids = {t: i for i, t in enumerate(vocab)}
+    return {"version": "1.0", "truncation": None, "padding": None,
+            "added_tokens": [{"id": len(vocab), "content": "<|endoftext|>", "single_word": False, "lstrip": False, "rstrip": False,
+                              "normalized": True, "special": True}],
+            "normalizer": None,
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+            "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+            "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+            "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "", "end_of_word_suffix": "",
+                      "fuse_unk": False, "byte_fallback": False, "vocab": ids, "merges": [a + " " + b for a, b in merges]}}
+
+
+def write_st_folder(ref, tensors, dtypes=None):
+    """model.safetensors of float32 arrays, each in F32 or as `dtypes` says (F16: the values exactly)."""
+    header, body = {}, b""
+    for name, a in tensors.items():
+        dtype = (dtypes or {}).get(name, "F32")
+        raw = np.ascontiguousarray(a, dtype="<f2" if dtype == "F16" else "<f4").tobytes()
+        body += b"\0" * (-len(body) % 8)
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [len(body), len(body) + len(raw)]}
+        body += raw
+    write_st(ref / "model.safetensors", header, body)
+
+
+def tiny_gpt2():
+    """tiny_gpt2_f32_ref/: a Hugging Face GPT-2 folder (no "transformer." prefix, Conv1D's x·W
+    weights, the head tied to wte; as transformers saves it today, without the causal masks
+    h.N.attn.bias, which the converter would drop)."""
+    c = GPT2
+    C, V, P = c["n_embd"], c["vocab_size"], c["n_positions"]
+    rng = np.random.default_rng(6102)
+    normal = lambda *shape, s=0.1: (rng.standard_normal(shape) * s).astype(f32)  # noqa: E731
+    t = {"wte.weight": normal(V, C, s=0.2), "wpe.weight": normal(P, C, s=0.1)}
+    for l in range(c["n_layer"]):
+        h = f"h.{l}."
+        for ln in ("ln_1", "ln_2"):
+            t[h + ln + ".weight"] = rng.uniform(0.5, 1.5, C).astype(f32)
+            t[h + ln + ".bias"] = normal(C, s=0.05)
+        for name, n_in, n_out in (("attn.c_attn", C, 3 * C), ("attn.c_proj", C, C), ("mlp.c_fc", C, 4 * C), ("mlp.c_proj", 4 * C, C)):
+            t[h + name + ".weight"] = normal(n_in, n_out, s=0.2)  # Conv1D: [in, out]
+            t[h + name + ".bias"] = normal(n_out, s=0.05)
+    t["ln_f.weight"] = rng.uniform(0.5, 1.5, C).astype(f32)
+    t["ln_f.bias"] = normal(C, s=0.05)
+    ref = OUT / "tiny_gpt2_f32_ref"
+    shutil.rmtree(ref, ignore_errors=True)
+    ref.mkdir()
+    (ref / "config.json").write_text(json.dumps(c, indent=2) + "\n")
+    (ref / "tokenizer.json").write_text(json.dumps(gpt2_tokenizer(V), ensure_ascii=False, indent=1) + "\n")
+    write_st_folder(ref, t)
+    return ref
+
+
+GPT2_NAMES = {"wte": "token_embd", "wpe": "position_embd", "ln_f": "output_norm"}
+GPT2_PARTS = {"ln_1": "attn_norm", "attn.c_attn": "attn_qkv", "attn.c_proj": "attn_output", "ln_2": "ffn_norm",
+              "mlp.c_fc": "ffn_up", "mlp.c_proj": "ffn_down"}
+
+
+def convert_gpt2(ref, out, kind):
+    """convert_hf_to_gguf.py's GPT2Model (--outtype f32 or f16: position_embd, norms and biases stay F32), and
+    for a quantized kind llama-quantize on its F32 output (which quantizes no position_embd either)."""
+    c = json.loads((ref / "config.json").read_text())
+    kv = [("general.architecture", ("str", "gpt2")), ("general.type", ("str", "model")),  # the converter's metadata, in its order
+          ("general.name", ("str", "Tiny_Gpt2_F32_Ref")), ("general.size_label", ("str", "46K")), ("gpt2.block_count", ("u32", c["n_layer"])),
+          ("gpt2.context_length", ("u32", c["n_ctx"])), ("gpt2.embedding_length", ("u32", c["n_embd"])),
+          ("gpt2.feed_forward_length", ("u32", 4 * c["n_embd"])), ("gpt2.attention.head_count", ("u32", c["n_head"])),
+          ("gpt2.attention.layer_norm_epsilon", ("f32", c["layer_norm_epsilon"])),
+          ("general.file_type", ("u32", {"F32": 0, "F16": 1, "Q8_0": 7}[kind]))]
+    t = json.loads((ref / "tokenizer.json").read_text())  # get_vocab_base: the vocabulary, its added tokens CONTROL
+    vocab = dict(t["model"]["vocab"], **{a["content"]: a["id"] for a in t["added_tokens"]})
+    tokens = [None] * c["vocab_size"]
+    for tok, i in vocab.items():
+        tokens[i] = tok
+    special = {a["id"] for a in t["added_tokens"] if a["special"]}
+    kv += [("tokenizer.ggml.model", ("str", "gpt2")), ("tokenizer.ggml.pre", ("str", "gpt-2")), ("tokenizer.ggml.tokens", ("strs", tokens)),
+           ("tokenizer.ggml.token_type", ("i32s", [3 if i in special else 1 for i in range(len(tokens))])),
+           ("tokenizer.ggml.merges", ("strs", t["model"]["merges"])),  # gguf.SpecialVocab: merges, then config.json's ids
+           ("tokenizer.ggml.bos_token_id", ("u32", c["bos_token_id"])), ("tokenizer.ggml.eos_token_id", ("u32", c["eos_token_id"])),
+           ("general.quantization_version", ("u32", 2))]
+    rng = np.random.default_rng(61)
+    tensors, reference, dtypes = [], {}, {}
+    for name, (w, _) in read_folder(ref).items():  # in the file's order, as the converter takes them
+        if name.endswith((".attn.bias", ".attn.masked_bias")):  # "we don't need these"
+            continue
+        stem, suffix = name.rsplit(".", 1)
+        if stem in GPT2_NAMES:
+            g = f"{GPT2_NAMES[stem]}.{suffix}"
+        else:
+            _, layer, part = stem.split(".", 2)
+            g = f"blk.{layer}.{GPT2_PARTS[part]}.{suffix}"
+        stored = w.T.copy() if name.endswith((".c_attn.weight", ".c_proj.weight", ".c_fc.weight")) else w  # to [out, in]
+        k = kind if w.ndim == 2 and g != "position_embd.weight" and stored.shape[-1] % BLOCK[kind] == 0 else "F32"
+        raw = quantize(k, stored, rng)
+        tensors.append((g, list(stored.shape), k, raw))
+        back = dequantize(k, raw, w.size).reshape(stored.shape)
+        reference[name] = back.T.copy() if stored is not w else back
+        dtypes[name] = "F16" if k == "F16" else "F32"
+        if g == "token_embd.weight":  # "GPT2 output is tied to (same as) wte in original model": a copy as output.weight
+            tensors.append(("output.weight", list(stored.shape), k, raw))
+    write_gguf(OUT / out, kv, tensors)
+    if kind != "F32":  # the same weights, dequantized by the reference (F16: as they are), as a folder
+        q = OUT / (out[:-5] + "_ref")
+        shutil.rmtree(q, ignore_errors=True)
+        q.mkdir()
+        shutil.copy(ref / "config.json", q / "config.json")
+        shutil.copy(ref / "tokenizer.json", q / "tokenizer.json")
+        write_st_folder(q, reference, dtypes)
+
+
 def blocks():
     rng = np.random.default_rng(2026)
     tensors, expected = [], b""
@@ -458,6 +589,10 @@ def main():
     convert("tiny_gemma3", "tiny_gemma3_q8_0.gguf", "Q8_0")
     d = MODELS / "tiny_llama"
     write_gguf(OUT / "tiny_llama_tokenizer.gguf", [("general.architecture", ("str", "llama"))] + tokenizer_kv(d, "llama-bpe"), [])
+    ref = tiny_gpt2()
+    convert_gpt2(ref, "tiny_gpt2_f32.gguf", "F32")
+    convert_gpt2(ref, "tiny_gpt2_f16.gguf", "F16")
+    convert_gpt2(ref, "tiny_gpt2_q8_0.gguf", "Q8_0")
     blocks()
 
 

@@ -316,6 +316,9 @@ ATTNWALK_COMMAND(gpt2) {
                                  (std::filesystem::exists(std::filesystem::path(o->model) / "config.json", ec)
                                       ? ": a Hugging Face model folder is read by attnwalk model --model " + o->model
                                       : ": give its model.safetensors"));
+            if (GgufFile::is_gguf(o->model))  // llama.cpp's GPT-2 (or another model) is a whole model: config, tokenizer, weights
+                throw UsageError("gpt2 reads one safetensors file, and " + o->model + " is a GGUF file (llama.cpp's format): attnwalk model --model " +
+                                 o->model + " reads it");
             Model model;
             try {
                 model = load_gpt2(o->model, o->heads, budget);

@@ -124,6 +124,27 @@ TEST_SUITE("model") {
         CHECK(std::equal(a.begin(), a.end(), b.begin()));
     }
 
+    TEST_CASE("model.a_gpt2_gguf_is_its_folder") {
+        // llama.cpp's converter's GPT-2 (tiny_gpt2_f32.gguf is byte for byte its output): the Conv1D
+        // weights it transposed are read in x·W again, the copy of wte as output.weight read as a
+        // tied head, the LayerNorm's eps from gpt2.attention.layer_norm_epsilon; F16 (16-bit values
+        // transposed) as its folder of the same values, Q8_0 as its dequantized folder
+        for (const char* name : {"tiny_gpt2_f32", "tiny_gpt2_f16", "tiny_gpt2_q8_0"}) {
+            CAPTURE(name);
+            const std::string dir = "tests/data/gguf/" + std::string(name);
+            const Model g = load_model(test::source_path(dir + ".gguf")), f = load_model(test::source_path(dir + "_ref"));
+            CHECK(g->weights.config.family->model_type == "gpt2");
+            CHECK(g->weights.config.tied_head);
+            CHECK(info_of(*g).layout == "x·W (Conv1D)");
+            CHECK(info_of(*g).unused.empty());
+            CHECK(g->weights.config.norm_eps == 1e-5f);
+            CHECK(g->weights.config.heads == 2);
+            CHECK(info_of(*g).context == 32);
+            const Cube a = decoder_forward(g->weights, {0, 5, 299, 7}, nullptr, nullptr), b = decoder_forward(f->weights, {0, 5, 299, 7}, nullptr, nullptr);
+            CHECK(std::equal(a.begin(), a.end(), b.begin(), b.end()));
+        }
+    }
+
     TEST_CASE("model.generation_stops_at_generation_configs_eos") {
         const std::string dir = folder_like("tiny_llama", [](json&) {});
         ModelSpec spec;

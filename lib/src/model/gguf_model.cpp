@@ -1,8 +1,9 @@
 // A GGUF file read as the Hugging Face folder it was converted from: its metadata turned
 // into the config.json fields the family's spec reads, its tensors dequantized to float32
 // under Hugging Face's names (the rows of q and k put back where llama.cpp's converter took
-// them from), then the one loader. Nothing of a family is named here: the spec says its
-// GGUF architecture, its names and fields.
+// them from, the matrices it transposed transposed back), then the one loader (or the
+// family's own reader). Nothing of a family is named here: the spec says its GGUF
+// architecture, its names and fields.
 //
 //   GGUF                                  Hugging Face (the spec's names)
 //   {arch}.embedding_length               hidden_size
@@ -11,13 +12,16 @@
 //   {arch}.context_length                 max_position_embeddings
 //   {arch}.attention.head_count(_kv)      num_attention_heads, num_key_value_heads
 //   {arch}.attention.key_length           head_dim
-//   {arch}.attention.layer_norm_rms_epsilon   the norm's eps
+//   {arch}.attention.layer_norm_rms_epsilon   the norm's eps (RMSNorm)
+//   {arch}.attention.layer_norm_epsilon   the norm's eps (LayerNorm: GPT-2)
 //   {arch}.rope.freq_base, rope.scaling.* rope_theta, rope_scaling
 //   rope_freqs (Llama 3.x)                rope_scaling llama3, checked (llama3_of_factors)
 //   {arch}.attention.sliding_window       sliding_window
-//   token_embd, output_norm, output       embed, final norm, head
-//   blk.N.attn_norm, attn_q/k/v/output, attn_q_norm/k_norm, post_attention_norm,
-//   ffn_norm, ffn_gate/up/down, post_ffw_norm   layer N's names
+//   token_embd, output_norm, output       embed, final norm, head (output as token_embd's
+//                                         bytes again, GPT-2's copy: tied)
+//   position_embd                         learned positions
+//   blk.N.attn_norm, attn_q/k/v/output, attn_qkv, attn_q_norm/k_norm, post_attention_norm,
+//   ffn_norm, ffn_gate/up/down, post_ffw_norm   layer N's names (weights and biases)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -104,8 +108,17 @@ Value llama3_of_factors(const GgufFile& g, const GgufFile::TensorInfo& t, double
     return s;
 }
 
-// The metadata as config.json's fields, in the names the family's spec reads.
-Value config_of(const GgufFile& g, const FamilySpec& f, const std::string& arch) {
+// Whether output.weight is token_embd.weight again, byte for byte: a tied head the converter
+// wrote out as a copy (GPT2Model.modify_tensors), read as tied.
+bool copies_embeddings(const GgufFile& g) {
+    const GgufFile::TensorInfo* out = g.tensor("output.weight");
+    const GgufFile::TensorInfo* embed = g.tensor("token_embd.weight");
+    return out && embed && out->type == embed->type && out->ne == embed->ne && std::memcmp(g.bytes(*out), g.bytes(*embed), static_cast<std::size_t>(out->bytes)) == 0;
+}
+
+// The metadata as config.json's fields, in the names the family's spec reads; `copied_head`:
+// output.weight is token_embd.weight's copy (copies_embeddings).
+Value config_of(const GgufFile& g, const FamilySpec& f, const std::string& arch, bool copied_head) {
     const auto key = [&](const std::string& k) { return arch + "." + k; };
     Value c = json_input::object_value();
     const auto set = [&](const std::string& field, Value v) { c.object.emplace_back(field, std::move(v)); };
@@ -126,10 +139,11 @@ Value config_of(const GgufFile& g, const FamilySpec& f, const std::string& arch)
             throw InputError(g.file(), "metadata \"" + key("attention.value_length") + "\"", "expected the key length " + std::to_string(k) + " (a head's values as long as its keys)");
         if (!f.fields.head_dim.empty()) set(f.fields.head_dim, number(static_cast<double>(k)));
     }
-    set(f.fields.norm_eps, number(g.number(key("attention.layer_norm_rms_epsilon"))));
+    // llama.cpp's key for a LayerNorm's eps, or an RMSNorm's
+    set(f.fields.norm_eps, number(g.number(key(f.norm == NormKind::layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"))));
     const double theta = f.layers.rope_theta_default;
     set("rope_theta", number(g.number(key("rope.freq_base"), &theta)));
-    set("tie_word_embeddings", flag(g.tensor("output.weight") == nullptr));
+    set("tie_word_embeddings", flag(g.tensor("output.weight") == nullptr || copied_head));
     set(f.dense.activation_fields.front(), text(f.dense.activations.front()));  // GGUF says none: llama.cpp's is the architecture's
     set("attention_bias", flag(g.tensor("blk.0.attn_output.bias") != nullptr));
     if (g.find(key("attention.sliding_window"))) whole("sliding_window", "attention.sliding_window");
@@ -165,7 +179,8 @@ Value config_of(const GgufFile& g, const FamilySpec& f, const std::string& arch)
 std::string hf_name(const std::string& name, const FamilySpec& f) {
     const TensorNames& n = f.names;
     if (name == "token_embd.weight") return n.prefix + n.embed;
-    if (name == "output_norm.weight") return n.prefix + n.final_norm + ".weight";
+    if (name == "position_embd.weight" && !n.positions.empty()) return n.prefix + n.positions;
+    if (name == "output_norm.weight" || name == "output_norm.bias") return n.prefix + n.final_norm + name.substr(name.find('.'));
     if (name == "output.weight") return n.head;
     if (name.compare(0, 4, "blk.") != 0) return name;
     const std::size_t dot = name.find('.', 4);
@@ -177,7 +192,8 @@ std::string hf_name(const std::string& name, const FamilySpec& f) {
     const std::pair<const char*, const std::string*> parts[] = {
         {"attn_norm", &n.pre_attention_norm}, {"post_attention_norm", &n.post_attention_norm}, {"ffn_norm", &n.pre_mlp_norm},
         {"post_ffw_norm", &n.post_mlp_norm},  {"attn_q", &f.heads.query},                  {"attn_k", &f.heads.key},
-        {"attn_v", &f.heads.value},           {"attn_output", &f.heads.out},               {"attn_q_norm", &f.heads.q_norm},
+        {"attn_v", &f.heads.value},           {"attn_output", &f.heads.out},               {"attn_qkv", &f.heads.fused_qkv},
+        {"attn_q_norm", &f.heads.q_norm},
         {"attn_k_norm", &f.heads.k_norm},     {"ffn_gate", &f.dense.gate},                 {"ffn_up", &f.dense.up},
         {"ffn_down", &f.dense.down}};
     for (const auto& [gguf, hf] : parts) {
@@ -205,19 +221,38 @@ void unpermute_rows(unsigned char* w, std::size_t rows, std::size_t row_bytes, s
 
 bool ends_with(const std::string& s, const std::string& end) { return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0; }
 
+// Whether the tensor is a layer's matrix the converter transposed (GgufPart::transposed):
+// "blk.N.PART.weight" of two dimensions.
+bool transposed_by_converter(const GgufFile::TensorInfo& t, const FamilySpec& f) {
+    if (t.ne.size() != 2 || t.name.compare(0, 4, "blk.") != 0 || !ends_with(t.name, ".weight")) return false;
+    const std::size_t dot = t.name.find('.', 4);
+    if (dot == std::string::npos) return false;
+    const std::string part = t.name.substr(dot + 1, t.name.size() - 7 - dot - 1);
+    return std::find(f.gguf.transposed.begin(), f.gguf.transposed.end(), part) != f.gguf.transposed.end();
+}
+
+// A rows×cols matrix of `size`-byte values transposed in place (through a copy).
+void transpose(unsigned char* w, std::size_t rows, std::size_t cols, std::size_t size) {
+    const std::vector<unsigned char> was(w, w + rows * cols * size);
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t c = 0; c < cols; ++c) std::memcpy(w + (c * rows + r) * size, was.data() + (r * cols + c) * size, size);
+}
+
 }  // namespace
 
 Model load_gguf(const std::string& path, double memory_budget) {
     const auto g = std::make_shared<const GgufFile>(path, memory_budget);
     const std::string arch = g->text("general.architecture");
     const FamilySpec& f = family_of(*g, arch);
-    Value config = config_of(*g, f, arch);
-    std::string rope_note;  // Llama 3's scaling, read from rope_freqs.weight: the one-line header says so
+    const bool copied_head = copies_embeddings(*g);  // read as tied: the copy is not taken
+    Value config = config_of(*g, f, arch, copied_head);
+    std::string note;  // Llama 3's scaling read from rope_freqs.weight, a head read as tied: the one-line header says so
     if (const Value* sc = config.find("rope_scaling"); sc && g->tensor("rope_freqs.weight"))
-        if (const Value* factor = sc->find("factor")) rope_note = ", Llama 3's rope scaling from rope_freqs (factor " + json_input::number_text(factor->number) + ")";
+        if (const Value* factor = sc->find("factor")) note = ", Llama 3's rope scaling from rope_freqs (factor " + json_input::number_text(factor->number) + ")";
     ConfigFile cfg(path, std::move(config));
     const std::uint64_t heads = g->whole(arch + ".attention.head_count");
     const std::uint64_t kv_heads = g->whole(arch + ".attention.head_count_kv", &heads);
+    if (copied_head) note += ", output.weight a copy of token_embd.weight: tied";
 
     // every tensor as float32 (F16 and BF16 kept as they are, widened as used like a folder's),
     // counted against the budget before it is taken
@@ -226,8 +261,9 @@ Model load_gguf(const std::string& path, double memory_budget) {
     std::size_t bytes = 0;
     std::vector<std::size_t> offsets;  // each tensor's place in the memory
     std::vector<bool> kept;            // kept as 16-bit values
+    const auto skipped = [&](const GgufFile::TensorInfo& t) { return t.name == "rope_freqs.weight" || (copied_head && t.name == "output.weight"); };
     for (const GgufFile::TensorInfo& t : g->tensors()) {
-        if (t.name == "rope_freqs.weight") {  // read into rope_scaling (config_of)
+        if (skipped(t)) {  // rope_freqs read into rope_scaling (config_of); a head that is the embeddings' copy: tied
             offsets.push_back(0);
             kept.push_back(false);
             continue;
@@ -238,6 +274,7 @@ Model load_gguf(const std::string& path, double memory_budget) {
         SafeTensors::Entry e;
         e.dtype = kept.back() ? ggml_type_name(static_cast<std::uint32_t>(t.type)) : "F32";
         e.shape = t.shape();
+        if (transposed_by_converter(t, f)) std::reverse(e.shape.begin(), e.shape.end());  // back to the checkpoint's [in, out]
         e.begin = bytes = (bytes + 63) / 64 * 64;
         offsets.push_back(bytes);
         e.end = bytes += static_cast<std::size_t>(t.count) * (kept.back() ? 2 : sizeof(float));
@@ -250,14 +287,16 @@ Model load_gguf(const std::string& path, double memory_budget) {
                                 json_input::size_text(memory_budget));
     std::string kinds;
     for (const auto& [type, n] : types) kinds += (kinds.empty() ? "" : ", ") + type + " ×" + std::to_string(n);
-    const std::string described = path + " (GGUF v" + std::to_string(g->version()) + ", " + arch + rope_note + ")";
+    const std::string described = path + " (GGUF v" + std::to_string(g->version()) + ", " + arch + note + ")";
     const auto fill = [&](unsigned char* out) {
         for (std::size_t i = 0; i < g->tensors().size(); ++i) {
             const GgufFile::TensorInfo& t = g->tensors()[i];
-            if (t.name == "rope_freqs.weight") continue;
+            if (skipped(t)) continue;
             unsigned char* w = out + offsets[i];
             if (kept[i]) std::memcpy(w, g->bytes(t), static_cast<std::size_t>(t.bytes));  // little-endian, as a safetensors file's
             else g->dequantize(t, reinterpret_cast<float*>(w));
+            if (transposed_by_converter(t, f))
+                transpose(w, static_cast<std::size_t>(t.ne[1]), static_cast<std::size_t>(t.ne[0]), kept[i] ? 2 : sizeof(float));
             const bool rows = ends_with(t.name, ".attn_q.weight") || ends_with(t.name, ".attn_k.weight");
             const bool bias = ends_with(t.name, ".attn_q.bias") || ends_with(t.name, ".attn_k.bias");
             if (f.gguf.rows_permuted && (rows || bias)) {
@@ -270,10 +309,11 @@ Model load_gguf(const std::string& path, double memory_budget) {
         }
     };
     auto weights = std::make_shared<const SafeTensors>(path, std::move(entries), bytes, fill);
-    Model m = load_spec(cfg, f, [&](std::string& d) {
+    const OpenWeights open = [&](std::string& d) {
         d = described;
         return Files{weights};
-    });
+    };
+    Model m = f.read_weights ? f.read_weights(cfg, open, memory_budget) : load_spec(cfg, f, open);
     auto loaded = std::const_pointer_cast<LoadedModel>(m);
     loaded->info.dtype = "float32 from the file's " + kinds +
                          " (dequantized as ggml does; llama.cpp itself multiplies quantized weights with quantized activations: its logits differ)";

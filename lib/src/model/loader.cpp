@@ -355,9 +355,8 @@ Model load_model(const std::string& path, double memory_budget) {
     // a multimodal checkpoint (Qwen3.5): the text model's fields in text_config, read from there
     const std::unique_ptr<ConfigFile> text = family->fields.nested.empty() ? nullptr : cfg.nested(family->fields.nested);
     ConfigFile& fields = text ? *text : cfg;
-    Model m = family->read_folder ? family->read_folder(path, fields, memory_budget) : load_with_spec(fields, *family, [&](std::string& described) {
-                                                    return model_detail::open_weights(dir, described, memory_budget);
-                                                });
+    const model_detail::OpenWeights open = [&](std::string& described) { return model_detail::open_weights(dir, described, memory_budget); };
+    Model m = family->read_weights ? family->read_weights(fields, open, memory_budget) : load_with_spec(fields, *family, open);
     auto loaded = std::const_pointer_cast<LoadedModel>(m);
     if (text) loaded->info.config.insert(loaded->info.config.begin(), cfg.used().begin(), cfg.used().end());
     loaded->info.end_ids = model_detail::end_ids(dir, loaded->info.vocab);

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -23,6 +25,8 @@
 #include "attnwalk/ops/kinds.hpp"
 
 namespace attnwalk {
+
+class SafeTensors;  // io/safetensors.hpp
 
 namespace model_detail {
 class ConfigFile;  // config.json, each field read noted (lib/src/model/config.hpp)
@@ -234,6 +238,10 @@ struct GgufPart {
     // hold. Read from every spec, whatever its model_type.
     std::string vocabulary;
     std::vector<GgufPreTokenizer> pre;
+    // The parts of a layer (GGUF's names: "attn_qkv", "ffn_up") whose matrices the converter
+    // transposed from the checkpoint's x·W layout (GPT-2's Conv1D) to GGUF's [out, in]: the
+    // reader transposes them back, so the family reads them as from its folder.
+    std::vector<std::string> transposed;
 };
 
 struct FamilySpec {
@@ -267,11 +275,14 @@ struct FamilySpec {
     // model_types close to this one that the loader refuses, and why (Gemma 3's
     // image-and-text "gemma3").
     std::vector<std::pair<std::string, std::string>> refused_types;
-    // A family whose checkpoints need more than the names above reads its folder itself
+    // A family whose checkpoints need more than the names above reads its weights itself
     // (GPT-2: one fused c_attn, Conv1D's x·W layout or nanoGPT's names, sizes read off
-    // the tensors). Null: the one loader reads it from the spec.
-    // `memory_budget`: the bytes a file's JSON may take to parse (open_weights).
-    Model (*read_folder)(const std::string& dir, model_detail::ConfigFile& config, double memory_budget) = nullptr;
+    // the tensors), from config.json's fields (or a GGUF file's, in their names) and the
+    // files `open` gives (a folder's, or a GGUF file's tensors under Hugging Face's names),
+    // saying in `described` what they are. Null: the one loader reads it from the spec.
+    // `memory_budget`: the bytes a file's JSON may take to parse.
+    using OpenFiles = std::function<std::vector<std::shared_ptr<const SafeTensors>>(std::string& described)>;
+    Model (*read_weights)(model_detail::ConfigFile& config, const OpenFiles& open, double memory_budget) = nullptr;
 
     // How the lessons write the family's math: GPT-2's code and papers multiply x·W
     // (Conv1D); Hugging Face's Linear layers x·Wᵀ. The norms as formulas name them.

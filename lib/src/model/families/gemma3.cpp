@@ -12,7 +12,7 @@ const FamilySpec& gemma3_family() {
         FamilySpec f = gemma_family();
         f.layers.windows = true;  // its sliding layers, as layer_types (or the pattern) say
         f.model_type = "gemma3_text";
-        f.gguf = {"gemma3", f.model_type, false, "", {}};
+        f.gguf = {"gemma3", f.model_type, false, "", {}, {}};
         f.models = "Gemma 3 270M and 1B";
         f.placement = NormPlacement::both;
         f.heads.qk_norm = QkNormSpan::per_head;

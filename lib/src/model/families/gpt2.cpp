@@ -2,7 +2,8 @@
 // biases everywhere (but nanoGPT's bias=False), the head tied to the token embeddings.
 // Its checkpoints need their own reading: one fused c_attn, Conv1D's x·W layout (or
 // nanoGPT's nn.Linear one and names), sizes read off the tensors, a bare file without
-// config.json (the gpt2 command).
+// config.json (the gpt2 command). A GGUF file (llama.cpp's converter's GPT2Model) is read
+// through the same reader, its tensors under these names and in this layout again.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -24,7 +25,8 @@ namespace {
 
 using model_detail::Reader;
 
-Model read_gpt2_folder(const std::string& dir, model_detail::ConfigFile& config, double memory_budget);
+Model read_gpt2(model_detail::ConfigFile& config, const FamilySpec::OpenFiles& open, double memory_budget);
+Model gpt2_of(const std::shared_ptr<const SafeTensors>& map, std::optional<std::size_t> heads, float norm_eps);
 
 // The layers: one more than the largest N of any "h.N." name, so that a missing layer is
 // a missing tensor, never a shorter model.
@@ -66,11 +68,21 @@ const FamilySpec& gpt2_family() {
         f.dense.gate = "";
         f.dense.up = "mlp.c_fc";
         f.dense.down = "mlp.c_proj";
+        f.dense.activation_fields = {"activation_function"};
+        f.dense.activations = {"gelu_new"};
+        f.fields.norm_eps = "layer_norm_epsilon";
+        f.fields.norm_eps_default = 1e-5;
         f.names.final_norm = "ln_f";
         f.math_xw = true;
         f.norm_1_symbol = "ln_1";
         f.norm_2_symbol = "ln_2";
-        f.read_folder = read_gpt2_folder;
+        f.read_weights = read_gpt2;
+        // llama.cpp's GGUF (convert_hf_to_gguf.py's GPT2Model): wte → token_embd, wpe → position_embd,
+        // c_attn → attn_qkv, c_proj → attn_output, c_fc → ffn_up, mlp.c_proj → ffn_down (these four
+        // transposed to [out, in]), ln_1/ln_2/ln_f → attn_norm/ffn_norm/output_norm, and a copy of
+        // wte as output.weight
+        f.gguf.architecture = f.gguf.model_type = "gpt2";
+        f.gguf.transposed = {"attn_qkv", "attn_output", "ffn_up", "ffn_down"};
         return f;
     }();
     return spec;
@@ -90,8 +102,14 @@ void check_weights_finite(const LoadedModel& model) {
 }
 
 Model load_gpt2(const std::string& path, std::optional<std::size_t> heads, double memory_budget) {
-    const auto map = std::make_shared<const SafeTensors>(path, memory_budget);
+    return gpt2_of(std::make_shared<const SafeTensors>(path, memory_budget), heads, 1e-5f);
+}
+
+namespace {
+
+Model gpt2_of(const std::shared_ptr<const SafeTensors>& map, std::optional<std::size_t> heads, float norm_eps) {
     const SafeTensors& st = *map;
+    const std::string& path = st.file();
     const bool nano = st.find("transformer.wte.weight") != nullptr;
     const std::string prefix = nano ? "transformer." : "";
     if (!st.find(prefix + "wte.weight"))
@@ -138,7 +156,7 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads, doubl
     c.layers = info.layers;
     c.heads = info.heads;
     c.norm = NormKind::layer_norm;
-    c.norm_eps = 1e-5f;
+    c.norm_eps = norm_eps;
     c.mlp = MlpKind::gelu_tanh;
     c.positions = PositionKind::learned;
     c.layer_specs.assign(info.layers, LayerSpec{});
@@ -182,17 +200,34 @@ Model load_gpt2(const std::string& path, std::optional<std::size_t> heads, doubl
     return m;
 }
 
-namespace {
-
-// A Hugging Face GPT-2 folder: config.json's n_head, one model.safetensors.
-Model read_gpt2_folder(const std::string& dir, model_detail::ConfigFile& config, double memory_budget) {
-    const std::size_t heads = config.count("n_head");
+// A Hugging Face GPT-2 folder (config.json's n_head, one model.safetensors), or a GGUF
+// file's tensors under those names. Its fields by GPT2Config's names or the ones its
+// attribute_map gives them (num_attention_heads for n_head, …: a GGUF file's metadata
+// become those); the sizes it states must be the tensors'.
+Model read_gpt2(model_detail::ConfigFile& config, const FamilySpec::OpenFiles& open, double) {
+    const auto name = [&](const char* own, const char* alias) { return config.get(own) || !config.get(alias) ? own : alias; };
+    const std::size_t heads = config.count(name("n_head", "num_attention_heads"));
+    const FamilySpec& f = gpt2_family();
+    const double eps = config.number(f.fields.norm_eps, f.fields.norm_eps_default);
+    config.require(eps, eps >= 0.0, config.at(f.fields.norm_eps), "a number of at least 0 (added to the variance)");
     std::string described;
-    const model_detail::Files files = model_detail::open_weights(dir, described, memory_budget);
+    const model_detail::Files files = open(described);
     if (files.size() != 1) throw InputError(described, "", "a sharded GPT-2 checkpoint is not supported: one model.safetensors");
-    Model m = load_gpt2(files.front()->file(), heads, memory_budget);
+    Model m = gpt2_of(files.front(), heads, static_cast<float>(eps));
     auto copy = std::make_shared<LoadedModel>(*m);
-    copy->info.config = config.used();
+    ModelInfo& info = copy->info;
+    info.file = described;
+    const auto agrees = [&](const std::string& key, std::size_t value, const std::string& what) {
+        if (!config.get(key)) return;
+        const std::size_t stated = config.count(key);
+        config.require(static_cast<double>(stated), stated == value, config.at(key), std::to_string(value) + ", " + what);
+    };
+    agrees(name("n_embd", "hidden_size"), info.width, "the width C of the token embeddings");
+    agrees(name("n_layer", "num_hidden_layers"), info.layers, "the number of layers the weights hold");
+    agrees(name("n_positions", "max_position_embeddings"), info.context, "the rows of the position embeddings");
+    agrees("vocab_size", info.vocab, "the rows of the token embeddings");
+    agrees(name("n_inner", "intermediate_size"), 4 * info.width, "4C, the MLP's width");
+    info.config = config.used();
     return copy;
 }
 

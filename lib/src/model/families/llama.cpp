@@ -8,7 +8,7 @@ const FamilySpec& llama_family() {
     static const FamilySpec spec = [] {
         FamilySpec f;
         f.model_type = "llama";
-        f.gguf = {"llama", f.model_type, true, "", {}};
+        f.gguf = {"llama", f.model_type, true, "", {}, {}};
         f.gguf.pre = {{"llama-bpe", R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
                        true, false}};  // Llama 3's tokenizer.json: ignore_merges
         f.models = "Llama 3, SmolLM2";

@@ -11,7 +11,7 @@ const FamilySpec& olmo2_family() {
     static const FamilySpec spec = [] {
         FamilySpec f = llama_family();
         f.model_type = "olmo2";
-        f.gguf = {"olmo2", f.model_type, false, "", {}};
+        f.gguf = {"olmo2", f.model_type, false, "", {}, {}};
         f.models = "OLMo 2";
         f.placement = NormPlacement::post;
         f.heads.qk_norm = QkNormSpan::whole;

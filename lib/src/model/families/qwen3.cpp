@@ -10,7 +10,7 @@ const FamilySpec& qwen3_family() {
     static const FamilySpec spec = [] {
         FamilySpec f = llama_family();
         f.model_type = "qwen3";
-        f.gguf = {"qwen3", f.model_type, false, "", {}};
+        f.gguf = {"qwen3", f.model_type, false, "", {}, {}};
         f.models = "Qwen3";
         f.heads.qk_norm = QkNormSpan::per_head;
         f.fields.refused_true = {"use_sliding_window"};

@@ -3,7 +3,8 @@
 dequantized weights (docs/gguf.md, "Checked against llama.cpp"). Not run in CI.
 
     /usr/bin/python3 tests/bench/gguf_llamacpp.py --llama LLAMA_DIR [--attnwalk BINARY]
-        [--folder-check] [--blocks 3] [--threads 2] FILE.gguf ...
+        [--folder-check] [--ggml-check] [--source DIR] [--blocks 3] [--threads 2]
+        [--max-memory 8G] [--json OUT.json] FILE.gguf ...
 
 LLAMA_DIR is a llama.cpp source tree built as docs/gguf.md says (build/bin/libllama.so); its
 gguf-py (numpy) is the reference dequantization. The files are llama.cpp's own: made by its
@@ -21,9 +22,10 @@ convert_hf_to_gguf.py and llama-quantize. For each file:
     and floats (`quant --json`) against gguf-py's `dequantize` of the same bytes, bit for bit;
   - --folder-check: every tensor dequantized by gguf-py into a float32 Hugging Face folder
     (q and k rows put back from the converter's permutation, the source folder's config.json
-    and tokenizer.json beside, found as FILE's `general.source` or --source), and attnwalk's
+    and tokenizer.json beside: --source, else FILE's name without its last "-TYPE.gguf",
+    e.g. /tmp/llama/smollm360 for /tmp/llama/smollm360-Q4_K_M.gguf), and attnwalk's
     logits from that folder against its logits from the GGUF, bit for bit: the whole model's
-    dequantization checked through the forward.
+    dequantization checked through the forward (the llama architecture);
   - --ggml-check: the file turned into float32 by ggml's own C (`llama-quantize
     --allow-requantize FILE OUT F32`: dequantize_row_* as llama.cpp compiled them): its
     weights against gguf-py's, bit for bit; attnwalk's logits from it against those from FILE,
@@ -241,6 +243,21 @@ def types_held(reader):
     return ", ".join(f"{k} ×{v}" for k, v in sorted(count.items(), key=lambda kv: -kv[1]))
 
 
+def row(path, info):
+    def nxt(c):
+        gap = "" if c["top1"] else f" (attnwalk's first two {c['gap']:.3g} apart)"
+        return (f"{'yes' if c['top1'] else 'NO'}{gap} / {'yes' if c['top5_set'] else 'no'}"
+                f"{'' if c['top5_order'] or not c['top5_set'] else ' (order)'} / {c['max_diff']:.3g}")
+
+    blocks = "; ".join(f"{t} {b} blocks, {e}/{f}" for t, (b, e, f) in info["blocks"].items()) or "-"
+    folder = info.get("folder")
+    fcell = f"{folder['tensors']} tensors, logits {'bit-equal' if folder['logits_bit_equal'] else 'DIFFER'}" if folder else "-"
+    g = info.get("ggml")
+    gcell = (f"{g['weights_equal']:,}/{g['weights']:,} / logits {'bit-equal' if g['attnwalk_bit_equal'] else 'DIFFER'} / "
+             f"{g['llama_f32_max_diff']:.3g}" if g else "-")
+    return f"| {os.path.basename(path)} | {info['types']} | {nxt(info['T10'])} | {nxt(info['T128'])} | {blocks} | {fcell} | {gcell} |"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("gguf", nargs="+")
@@ -252,8 +269,8 @@ def main():
     p.add_argument("--blocks", type=int, default=3, help="blocks per tensor for the quant check (at most 3)")
     p.add_argument("--folder-check", action="store_true", help="the forward of gguf-py's dequantized weights")
     p.add_argument("--ggml-check", action="store_true", help="the file dequantized by ggml's C (llama-quantize to F32)")
-    p.add_argument("--source", help="the Hugging Face folder converted (default: the file's general.source.url, "
-                   "else its name without -TYPE.gguf)")
+    p.add_argument("--source", help="the Hugging Face folder converted, for --folder-check (default: the file's "
+                   "name without its last -TYPE.gguf)")
     p.add_argument("--json", help="also write every figure to this file")
     a = p.parse_args()
     global MAX_MEMORY
@@ -263,7 +280,10 @@ def main():
         return 0
     gguf, dequantize = load_gguf_py(a.llama)
     tool = build_logits_tool(a.llama)
-    rows, everything = [], {}
+    everything = {}
+    print("| file | tensor types (gguf-py) | 10 ids: top-1 / top-5 / max abs diff | 128 ids: the same | "
+          "blocks bit-equal (floats) | forward of gguf-py's weights | ggml's F32: weights equal / attnwalk / llama.cpp max diff |")
+    print("|---|---|---|---|---|---|---|", flush=True)
     with tempfile.TemporaryDirectory(prefix="gguf_llamacpp.") as scratch:
         for path in a.gguf:
             reader = gguf.GGUFReader(path)
@@ -290,25 +310,8 @@ def main():
             if a.ggml_check:
                 info["ggml"] = ggml_check(a.attnwalk, a.llama, tool, reader, dequantize, gguf, path, prompts, mine, vocab, a.threads, scratch)
             everything[path] = info
-            rows.append((path, info))
+            print(row(path, info), flush=True)
 
-    def nxt(c):
-        gap = "" if c["top1"] else f" (attnwalk's first two {c['gap']:.3g} apart)"
-        return (f"{'yes' if c['top1'] else 'NO'}{gap} / {'yes' if c['top5_set'] else 'no'}"
-                f"{'' if c['top5_order'] or not c['top5_set'] else ' (order)'} / {c['max_diff']:.3g}")
-
-    print("| file | tensor types (gguf-py) | 10 ids: top-1 / top-5 / max abs diff | 128 ids: the same | "
-          "blocks bit-equal (floats) | forward of gguf-py's weights | ggml's F32: weights equal / attnwalk / llama.cpp max diff |")
-    print("|---|---|---|---|---|---|---|")
-    for path, info in rows:
-        blocks = "; ".join(f"{t} {b} blocks, {e}/{f}" for t, (b, e, f) in info["blocks"].items()) or "-"
-        folder = info.get("folder")
-        fcell = (f"{folder['tensors']} tensors, logits {'bit-equal' if folder['logits_bit_equal'] else 'DIFFER'}"
-                 if folder else "-")
-        g = info.get("ggml")
-        gcell = (f"{g['weights_equal']:,}/{g['weights']:,} / logits {'bit-equal' if g['attnwalk_bit_equal'] else 'DIFFER'} / "
-                 f"{g['llama_f32_max_diff']:.3g}" if g else "-")
-        print(f"| {os.path.basename(path)} | {info['types']} | {nxt(info['T10'])} | {nxt(info['T128'])} | {blocks} | {fcell} | {gcell} |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(everything, f, indent=1, default=lambda x: list(x) if isinstance(x, tuple) else str(x))

@@ -47,8 +47,9 @@ import sys  # noqa: E402
 sys.path.insert(0, sys_path)
 from hostile_model_path import read_st, write_st  # noqa: E402
 
-TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7, "Q8_0": 8, "Q2_K": 10, "Q3_K": 11, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14, "BF16": 30}
-BLOCK = {"F32": 1, "F16": 1, "BF16": 1, "Q4_0": 32, "Q4_1": 32, "Q5_0": 32, "Q5_1": 32, "Q8_0": 32, "Q2_K": 256, "Q4_K": 256, "Q5_K": 256, "Q6_K": 256, "Q3_K": 256}  # Q3_K last: the others' test blocks as before
+TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7, "Q8_0": 8, "Q2_K": 10, "Q3_K": 11, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14, "BF16": 30, "IQ4_NL": 20, "IQ4_XS": 23}
+BLOCK = {"F32": 1, "F16": 1, "BF16": 1, "Q4_0": 32, "Q4_1": 32, "Q5_0": 32, "Q5_1": 32, "Q8_0": 32, "Q2_K": 256, "Q4_K": 256, "Q5_K": 256, "Q6_K": 256, "Q3_K": 256,
+         "IQ4_NL": 32, "IQ4_XS": 256}  # Q3_K, then the IQ4s, last: the others' test blocks as before
 f32 = np.float32
 
 
@@ -195,6 +196,25 @@ def dq_q6_k(b):
     return y
 
 
+KVALUES_IQ4NL = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], dtype=f32)
+
+
+def dq_iq4_nl(b):  # dequantize_row_iq4_nl: d·kvalues_iq4nl[q], low nibbles first
+    d, qs = half(b[0:2])[0], b[2:18]
+    return np.concatenate([d * KVALUES_IQ4NL[qs & 15], d * KVALUES_IQ4NL[qs >> 4]])
+
+
+def dq_iq4_xs(b):  # dequantize_row_iq4_xs: 8 sub-blocks of 32, each dl = d·(ls − 32) with a 6-bit ls
+    d, sh, sl, qs = half(b[0:2])[0], int(b[2]) | (int(b[3]) << 8), b[4:8], b[8:136]
+    y = []
+    for ib in range(8):
+        ls = ((int(sl[ib // 2]) >> (4 * (ib % 2))) & 15) | (((sh >> (2 * ib)) & 3) << 4)
+        dl = f32(d * f32(ls - 32))
+        q = qs[16 * ib:16 * ib + 16]
+        y += [dl * KVALUES_IQ4NL[q & 15], dl * KVALUES_IQ4NL[q >> 4]]
+    return np.concatenate(y)
+
+
 # ---- the writer's quantization (ggml's reference rounding for the 32-weight types) -----
 def f16b(x):
     return np.array([x], dtype="<f2").tobytes()
@@ -227,8 +247,8 @@ def quantize(kind, x, rng):
             d = f32((hi - lo) / top)
             q = np.minimum(top, ((blk - lo) * (1 / d if d else 0) + 0.5).astype(np.int32))
             out += f16b(d) + f16b(lo) + (pack5(q) if kind == "Q5_1" else nibbles(q))
-        else:  # the K-quants: codes and 6-bit scales drawn, d and dmin from the values' range
-            size = {"Q2_K": 84, "Q3_K": 110, "Q4_K": 144, "Q5_K": 176, "Q6_K": 210}[kind]
+        else:  # the K-quants and IQ4s: codes and 6-bit scales drawn, d and dmin from the values' range
+            size = {"Q2_K": 84, "Q3_K": 110, "Q4_K": 144, "Q5_K": 176, "Q6_K": 210, "IQ4_NL": 18, "IQ4_XS": 136}[kind]
             b = bytearray(rng.integers(0, 256, size, dtype=np.uint8).tobytes())
             span = float(np.abs(blk).max())
             d, dmin = f16b(span / 600), f16b(span / 900)
@@ -238,6 +258,10 @@ def quantize(kind, x, rng):
                 b[208:210] = f16b(span / 4000)
             elif kind == "Q3_K":
                 b[108:110] = f16b(span / 1000)
+            elif kind == "IQ4_NL":
+                b[0:2] = f16b(span / 127)
+            elif kind == "IQ4_XS":
+                b[0:2] = f16b(span / 4000)
             else:
                 b[0:2], b[2:4] = d, dmin
             out += b

@@ -3,13 +3,16 @@
 (docs/performance.md, sections 10 and 14). Not run in CI.
 
     python3 tests/bench/compare_llamacpp.py --llama LLAMA_BUILD --gguf MODEL.gguf \\
-        (--safetensors MODEL.safetensors | --folder DIR) [--attnwalk BINARY] [--rounds 3]
+        [--safetensors MODEL.safetensors | --folder DIR] [--attnwalk BINARY] [--rounds 3]
         [--threads 2] [--env both] [--bench BUILD/attnwalk_bench]
 
 LLAMA_BUILD is a llama.cpp build folder holding bin/llama-bench (and, for the whole
 process, a `topk` program beside it or bin/llama-simple: see section 10). MODEL.gguf must
 hold the same tensors as the safetensors file (GPT-2: `gpt2 --model`) or the Hugging Face
-folder (any family: `model --model DIR`, e.g. a Llama-3.2-1B-shaped BF16 one). Without
+folder (any family: `model --model DIR`, e.g. a Llama-3.2-1B-shaped BF16 one). With
+neither, both tools read MODEL.gguf itself (`model --model MODEL.gguf`), quantized or not;
+the whole process of llama.cpp is then best timed by `llamacpp_logits` (built into
+LLAMA_BUILD/bin by tests/bench/gguf_llamacpp.py), which takes ids as topk does. Without
 --llama (or LLAMA_CPP_BUILD in the environment) it says so and exits 0: nothing to compare.
 
 Each round, for T random token ids below the vocabulary's size (seed 1, the same for both;
@@ -98,11 +101,12 @@ def environments(which):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--llama", default=os.environ.get("LLAMA_CPP_BUILD"), help="llama.cpp build folder (bin/llama-bench)")
-    p.add_argument("--gguf", help="the model as GGUF, F32")
+    p.add_argument("--gguf", help="the model as GGUF (F32 beside a folder or safetensors file; any type alone)")
     p.add_argument("--safetensors", help="the same model as GPT-2's safetensors (the gpt2 command)")
     p.add_argument("--folder", help="the same model as a Hugging Face folder (the model command)")
     p.add_argument("--attnwalk", default=os.path.join(ROOT, "build/app/attnwalk"))
     p.add_argument("--bench", help="attnwalk_bench (cmake --build build --target attnwalk_bench): the forward warm too")
+    p.add_argument("--max-memory", help="attnwalk's --max-memory (a 1B model's weights in float32 take 4.6 GiB)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--env", choices=("asis", "haswell", "clean", "both"), default="asis",
@@ -112,19 +116,27 @@ def main():
         print("compare_llamacpp: skipped, no llama.cpp build given (--llama or LLAMA_CPP_BUILD)")
         return 0
     bench = os.path.join(a.llama, "bin", "llama-bench")
-    model = a.folder or a.safetensors
-    if not (os.access(bench, os.X_OK) and a.gguf and model and os.path.exists(a.gguf) and os.path.exists(model)):
-        print(f"compare_llamacpp: skipped, needs {bench}, --gguf and --safetensors or --folder")
+    model = a.folder or a.safetensors or a.gguf
+    if not (os.access(bench, os.X_OK) and a.gguf and os.path.exists(a.gguf) and os.path.exists(model)):
+        print(f"compare_llamacpp: skipped, needs {bench} and --gguf")
         return 0
-    topk = next((c for c in (os.path.join(a.llama, "..", "topk"), os.path.join(a.llama, "bin", "topk")) if os.access(c, os.X_OK)), None)
+    topk = next((c for c in (os.path.join(a.llama, "..", "topk"), os.path.join(a.llama, "bin", "topk"),
+                             os.path.join(a.llama, "bin", "llamacpp_logits")) if os.access(c, os.X_OK)), None)
     simple = os.path.join(a.llama, "bin", "llama-simple")
     if a.folder:
         command = [a.attnwalk, "model", "--model", a.folder]
         vocab = json.load(open(os.path.join(a.folder, "config.json")))["vocab_size"]
         lengths = (10, 128, 512)
+    elif not a.safetensors:  # the same file for both
+        command = [a.attnwalk, "model", "--model", a.gguf] + (["--max-memory", a.max_memory] if a.max_memory else [])
+        vocab = json.loads(subprocess.run(command + ["--ids", "0", "--steps", "token_ids", "--json"], check=True,
+                                          capture_output=True, text=True).stdout)["params"]["vocab"]
+        lengths = (10, 128, 512)
     else:
         command = [a.attnwalk, "gpt2", "--model", a.safetensors]
         vocab, lengths = 50257, (10, 128, 1024)
+    if a.max_memory and "--max-memory" not in command:
+        command += ["--max-memory", a.max_memory]
     rng = random.Random(1)
     ids = {T: ",".join(str(rng.randrange(vocab)) for _ in range(T)) for T in lengths}
     res = {}

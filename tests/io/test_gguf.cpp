@@ -46,8 +46,8 @@ TEST_SUITE("io") {
     TEST_CASE("gguf.each_type_dequantizes_as_ggml_does") {
         const GgufFile g(test::source_path("tests/data/gguf/blocks.gguf"));
         const std::string expected = test::read_file(test::source_path("tests/data/gguf/blocks.f32"));  // each tensor's 512 floats, in order
-        REQUIRE(g.tensors().size() == 13);
-        REQUIRE(expected.size() == 13 * 512 * 4);
+        REQUIRE(g.tensors().size() == 15);
+        REQUIRE(expected.size() == 15 * 512 * 4);
         std::size_t k = 0;
         for (const GgufFile::TensorInfo& t : g.tensors()) {
             CAPTURE(t.name);
@@ -90,6 +90,10 @@ TEST_SUITE("io") {
         CHECK(refusal(gguf(arch, 1)).empty());
         CHECK(refusal(gguf(arch, 1, str("t") + u32(1) + u64(4) + u32(0) + u64(0), 4)).find("version 4") != std::string::npos);
         CHECK(refusal(gguf(arch, 1, str("t") + u32(1) + u64(4) + u32(99) + u64(0))).find("ggml type 99") != std::string::npos);
+        // a type ggml has but attnwalk does not read is named (IQ2_XXS: a 2-bit type of llama-quantize)
+        CHECK(refusal(gguf(arch, 1, str("t") + u32(1) + u64(256) + u32(16) + u64(0))).find("ggml type 16 (IQ2_XXS) is not supported") != std::string::npos);
+        CHECK(refusal(gguf(arch, 1, str("t") + u32(1) + u64(33) + u32(20) + u64(0))).find("blocks of 32") != std::string::npos);  // IQ4_NL
+        CHECK(refusal(gguf(arch, 1, str("t") + u32(1) + u64(32) + u32(23) + u64(0))).find("IQ4_XS blocks of 256") != std::string::npos);
         CHECK(refusal(gguf(arch, 1, str("t") + u32(1) + u64(8) + u32(0) + u64(0))).find("pass the end") != std::string::npos);
         CHECK(refusal(gguf(arch, 1, str("t") + u32(1) + u64(4) + u32(0) + u64(3))).find("alignment") != std::string::npos);
         CHECK(refusal(gguf(arch, 1, str("t") + u32(1) + u64(33) + u32(8) + u64(0))).find("blocks of 32") != std::string::npos);

@@ -222,8 +222,11 @@ GgufFile::GgufFile(const std::string& path, double memory_budget) : file_(path) 
                 t.count *= ne;
             }
             const std::uint64_t type = c.u(4, "the type");
-            if (!ggml_type_name(static_cast<std::uint32_t>(type)) || type > 0xffffffffu)
-                c.fail("ggml type " + std::to_string(type) + " is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K are)");
+            if (!ggml_type_name(static_cast<std::uint32_t>(type)) || type > 0xffffffffu) {
+                const char* name = ggml_unread_type_name(static_cast<std::uint32_t>(type));
+                c.fail("ggml type " + std::to_string(type) + (name ? std::string(" (") + name + ")" : std::string()) +
+                       " is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS are)");
+            }
             t.type = static_cast<GgmlType>(type);
             const std::size_t block = ggml_block_weights(t.type);
             if (t.ne[0] % block != 0)

@@ -15,6 +15,9 @@
 //   Q4_K    256    144    d, dmin, scales[12] (8 × 6-bit scale and min), qs[128]
 //   Q5_K    256    176    d, dmin, scales[12], qh[32], qs[128]
 //   Q6_K    256    210    ql[128], qh[64], scales[16] (int8), d
+//   IQ4_NL   32     18    d, qs[16]: y = d·kvalues_iq4nl[q], 16 non-uniform levels −127 … 113
+//   IQ4_XS  256    136    d, scales_h (u16), scales_l[4] (8 × 6-bit scale), qs[128]:
+//                         y = d·(ls − 32)·kvalues_iq4nl[q] in each of the 8 sub-blocks of 32
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -78,6 +81,33 @@ void q5(const std::uint8_t* b, float* y, bool with_min) {
         } else {
             y[j] = static_cast<float>(x0 - 16) * d;
             y[j + QK / 2] = static_cast<float>(x1 - 16) * d;
+        }
+    }
+}
+
+// ggml's kvalues_iq4nl: the 16 levels a 4-bit code of IQ4_NL and IQ4_XS stands for
+constexpr std::int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+void iq4_nl(const std::uint8_t* b, float* y) {
+    const float d = f16(b);
+    const std::uint8_t* qs = b + 2;
+    for (std::size_t j = 0; j < QK / 2; ++j) {
+        y[j] = d * static_cast<float>(kvalues_iq4nl[qs[j] & 0xF]);
+        y[j + QK / 2] = d * static_cast<float>(kvalues_iq4nl[qs[j] >> 4]);
+    }
+}
+
+void iq4_xs(const std::uint8_t* b, float* y) {
+    const float d = f16(b);
+    const unsigned scales_h = static_cast<unsigned>(b[2] | (b[3] << 8));
+    const std::uint8_t* scales_l = b + 4;
+    const std::uint8_t* qs = b + 8;
+    for (std::size_t ib = 0; ib < QK_K / 32; ++ib, y += 32, qs += 16) {
+        const int ls = static_cast<int>(((scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((scales_h >> (2 * ib)) & 3) << 4));
+        const float dl = d * static_cast<float>(ls - 32);
+        for (std::size_t j = 0; j < 16; ++j) {
+            y[j] = dl * static_cast<float>(kvalues_iq4nl[qs[j] & 0xF]);
+            y[j + 16] = dl * static_cast<float>(kvalues_iq4nl[qs[j] >> 4]);
         }
     }
 }
@@ -199,14 +229,41 @@ const char* ggml_type_name(std::uint32_t type) {
         case GgmlType::q4_k: return "Q4_K";
         case GgmlType::q5_k: return "Q5_K";
         case GgmlType::q6_k: return "Q6_K";
+        case GgmlType::iq4_nl: return "IQ4_NL";
+        case GgmlType::iq4_xs: return "IQ4_XS";
     }
     return nullptr;
+}
+
+const char* ggml_unread_type_name(std::uint32_t type) {
+    // ggml.h's enum ggml_type (4 and 5, Q4_2 and Q4_3, were removed; 31–33 and 36–38 are gone too)
+    switch (type) {
+        case 9: return "Q8_1";
+        case 15: return "Q8_K";
+        case 16: return "IQ2_XXS";
+        case 17: return "IQ2_XS";
+        case 18: return "IQ3_XXS";
+        case 19: return "IQ1_S";
+        case 21: return "IQ3_S";
+        case 22: return "IQ2_S";
+        case 24: return "I8";
+        case 25: return "I16";
+        case 26: return "I32";
+        case 27: return "I64";
+        case 28: return "F64";
+        case 29: return "IQ1_M";
+        case 34: return "TQ1_0";
+        case 35: return "TQ2_0";
+        case 39: return "MXFP4";
+        default: return nullptr;
+    }
 }
 
 std::size_t ggml_block_weights(GgmlType type) {
     switch (type) {
         case GgmlType::f32: case GgmlType::f16: case GgmlType::bf16: return 1;
-        case GgmlType::q2_k: case GgmlType::q3_k: case GgmlType::q4_k: case GgmlType::q5_k: case GgmlType::q6_k: return QK_K;
+        case GgmlType::q2_k: case GgmlType::q3_k: case GgmlType::q4_k: case GgmlType::q5_k: case GgmlType::q6_k:
+        case GgmlType::iq4_xs: return QK_K;
         default: return QK;
     }
 }
@@ -225,6 +282,8 @@ std::size_t ggml_block_bytes(GgmlType type) {
         case GgmlType::q4_k: return 144;
         case GgmlType::q5_k: return 176;
         case GgmlType::q6_k: return 210;
+        case GgmlType::iq4_nl: return 18;
+        case GgmlType::iq4_xs: return 136;
     }
     return 0;
 }
@@ -251,6 +310,8 @@ void ggml_dequantize(GgmlType type, const std::uint8_t* p, float* y, std::size_t
             case GgmlType::q4_k: q45_k(p, y, false); break;
             case GgmlType::q5_k: q45_k(p, y, true); break;
             case GgmlType::q6_k: q6_k(p, y); break;
+            case GgmlType::iq4_nl: iq4_nl(p, y); break;
+            case GgmlType::iq4_xs: iq4_xs(p, y); break;
         }
     }
 }

@@ -29,12 +29,15 @@ namespace attnwalk {
 // ggml's tensor types that attnwalk reads (their numbers are ggml's enum ggml_type).
 enum class GgmlType : std::uint32_t {
     f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8,
-    q2_k = 10, q3_k = 11, q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30,
+    q2_k = 10, q3_k = 11, q4_k = 12, q5_k = 13, q6_k = 14, iq4_nl = 20, iq4_xs = 23, bf16 = 30,
 };
 
 // A type's name as llama.cpp prints it ("Q4_K"), or null for a number attnwalk does not read.
 const char* ggml_type_name(std::uint32_t type);
-// Weights per block (1 for F32, F16, BF16; 32; 256 for the K-quants) and bytes per block.
+// The name ggml gives a type attnwalk does not read ("IQ2_XXS", "TQ1_0", "MXFP4"), for a refusal;
+// null for a number ggml has no type for.
+const char* ggml_unread_type_name(std::uint32_t type);
+// Weights per block (1 for F32, F16, BF16; 32; 256 for the K-quants and IQ4_XS) and bytes per block.
 std::size_t ggml_block_weights(GgmlType type);
 std::size_t ggml_block_bytes(GgmlType type);
 // `n` weights (a multiple of the block) from `bytes` into `out`, as ggml's dequantize_row_*.

@@ -9,6 +9,7 @@ broken files refused with one line and exit 1 or 2.
 Usage: gguf_check.py BINARY
 """
 import json
+import re
 import pathlib
 import shutil
 import struct
@@ -43,8 +44,12 @@ def same_forward(binary, gguf, folder, prompt):
         failures.append(f"{gguf}: the forward differs from {folder.name}'s (steps {diff[:5]})")
     else:
         print(f"ok  {gguf} = {folder.name} ({len(a['steps'])} steps, bit for bit)")
-    if "as ggml does" not in json.dumps(a.get("params", {})):
-        failures.append(f"{gguf}: the header does not say the weights were dequantized")
+    said = json.dumps(a.get("params", {}), ensure_ascii=False)
+    quantized = re.search(r"_i?q\d", gguf) is not None  # tiny_qwen3_q8_0.gguf: dequantized; F32, F16, BF16 files: widened or as they are
+    if ("dequantized as ggml does" in said) != quantized:
+        failures.append(f"{gguf}: the header {'does not say' if quantized else 'says'} the weights were dequantized")
+    if "llama.cpp" not in said:
+        failures.append(f"{gguf}: the header does not say how llama.cpp's own products differ")
 
 
 def tokens(binary, tokenizer, text):

@@ -315,8 +315,19 @@ Model load_gguf(const std::string& path, double memory_budget) {
     };
     Model m = f.read_weights ? f.read_weights(cfg, open, memory_budget) : load_spec(cfg, f, open);
     auto loaded = std::const_pointer_cast<LoadedModel>(m);
+    // what llama.cpp does with the same weights: quantized ones times activations quantized to 8 bits; 16-bit ones times activations
+    // rounded to 16 bits (ggml's vec_dot_type); float32 ones in float32, as here
+    bool quantized = false, sixteen = false;
+    for (const auto& [type, n] : types) {
+        (void)n;
+        if (type == "F16" || type == "BF16") sixteen = true;
+        else if (type != "F32") quantized = true;
+    }
     loaded->info.dtype = "float32 from the file's " + kinds +
-                         " (dequantized as ggml does; llama.cpp itself multiplies quantized weights with quantized activations: its logits differ)";
+                         (quantized ? " (dequantized as ggml does; llama.cpp itself multiplies quantized weights with quantized activations: its logits differ)"
+                          : sixteen ? " (widened exactly; llama.cpp itself rounds the activations to 16 bits for its F16 and BF16 products: its logits differ "
+                                      "in the last digits)"
+                                    : " (llama.cpp multiplies these in float32 too: its logits differ only in the order of its sums)");
     if (g->find("tokenizer.ggml.eos_token_id")) {
         const std::uint64_t eos = g->whole("tokenizer.ggml.eos_token_id");
         if (eos < loaded->info.vocab) loaded->info.end_ids = {static_cast<std::size_t>(eos)};

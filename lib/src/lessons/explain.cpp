@@ -38,6 +38,15 @@ std::string num(double v) { return format_number(v); }
 // A number after an operator: a negative one in parentheses, as a written-out sum writes it ("− (-0.1095)").
 std::string operand(double v) { return v < 0.0 ? "(" + num(v) + ")" : num(v); }
 
+Expansion dot_of(const std::string& label, const std::vector<float>& a, const std::vector<float>& b, float result) {
+    Expansion e;
+    e.label = label;
+    for (std::size_t c = 0; c < a.size(); ++c) e.terms.push_back({a[c], {b[c]}});
+    e.result = {result};
+    elide(e);
+    return e;
+}
+
 // Past this many terms a sum is shown by its first two and its last: a model's 2048.
 constexpr std::size_t long_sum = 12;
 

@@ -30,15 +30,6 @@ std::string rms_words(const std::vector<float>& before, float eps, const std::st
            ") = " + num(std::sqrt(ms * ms + static_cast<double>(eps))) + "; each divided by it, times the norm's weight, feature by feature.";
 }
 
-Expansion dot_of(const std::string& label, const std::vector<float>& a, const std::vector<float>& b, float result) {
-    Expansion e;
-    e.label = label;
-    for (std::size_t c = 0; c < a.size(); ++c) e.terms.push_back({a[c], {b[c]}});
-    e.result = {result};
-    elide(e);
-    return e;
-}
-
 }  // namespace
 
 float explain_latent_score(Recorder& rec, const CellRef& cell, const ExplainView& v, const CellNames& n) {

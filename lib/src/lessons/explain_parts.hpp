@@ -18,10 +18,14 @@ Tensor vector_tensor(std::vector<float> values);
 std::string quoted(const std::string& token);
 // A number for a note, as the lessons write numbers.
 std::string num(double v);
+// A number after an operator: a negative one in parentheses ("− (-0.1095)").
+std::string operand(double v);
 // √(mean(x²)) of n floats, in double: for a note.
 double rms_of(const float* x, std::size_t n);
 // A long sum shown by its first two terms and its last.
 void elide(Expansion& e);
+// a·b written out term by term (a long one elided), its result the forward's.
+Expansion dot_of(const std::string& label, const std::vector<float>& a, const std::vector<float>& b, float result);
 // v = x·W (+ b) into the n columns of W from col0 on, row by row of W (a long sum: its first
 // two rows and its last); `result` is the forward's.
 Expansion projection_expansion(const std::string& label, const std::vector<float>& x, const Linear& lin, std::size_t col0, std::size_t n,

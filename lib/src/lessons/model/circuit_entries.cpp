@@ -9,23 +9,13 @@ namespace attnwalk::model_walk {
 
 namespace {
 
+using explain_parts::dot_of;
 using explain_parts::num;
+using explain_parts::operand;
 using explain_parts::quoted;
 using explain_parts::vector_tensor;
 
-std::string operand(double v) { return v < 0.0 ? "(" + num(v) + ")" : num(v); }
-
 std::string head_name(std::size_t l, std::size_t h) { return "head " + std::to_string(l + 1) + "." + std::to_string(h + 1); }
-
-// u·o over the C features, written out (a long sum: its first two terms and its last).
-Expansion dot_written(const std::string& label, const std::vector<float>& o, const std::vector<float>& u, float result) {
-    Expansion e;
-    e.label = label;
-    for (std::size_t k = 0; k < o.size(); ++k) e.terms.push_back({o[k], {u[k]}});
-    e.result = {result};
-    explain_parts::elide(e);
-    return e;
-}
 
 // attribution_heads (head: index l·H + h) or attribution_layers (index l·2 + part).
 bool write_attribution(Recorder& rec, const AttributionEntries& a, bool head, std::size_t index) {
@@ -54,7 +44,7 @@ bool write_attribution(Recorder& rec, const AttributionEntries& a, bool head, st
               (a.centred ? ", less its mean: a LayerNorm centres each part, and Σ (v − v̄)·w = Σ v·(w − w̄)" : "") + ". The same for every part.";
     Step& ts = rec.add_plain("explain_attribution_term", "The term of " + name + " in " + a.metric,
                              o_name + "·u / σ" + std::string(after != 1.0 ? " · s" : ""), scalar_trace(value), {});
-    ts.expansion.push_back(dot_written(o_name + "·u", o, a.u, static_cast<float>(dot)));
+    ts.expansion.push_back(dot_of(o_name + "·u", o, a.u, static_cast<float>(dot)));
     ts.note = "Its dot product with the direction over the " + std::to_string(a.C) + " features, " + num(dot) + ", divided by σ = " + num(a.sigma) +
               ", the final stream's scale at the last position, frozen as TransformerLens's apply_ln_to_stack freezes it" +
               (after != 1.0 ? "; times the layer scalars from layer " + L1 + " on, s = " + num(after) : "") + ": " + num(value) + ", " +

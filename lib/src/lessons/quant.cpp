@@ -230,7 +230,7 @@ Trace walk_quant(const QuantBlock& q) {
     std::vector<float> per;
     std::string table;
     for (GgmlType ty : {GgmlType::f32, GgmlType::f16, GgmlType::bf16, GgmlType::q8_0, GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0, GgmlType::q5_1,
-                        GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k}) {
+                        GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k, GgmlType::iq4_nl, GgmlType::iq4_xs}) {
         const std::size_t wb = ggml_block_weights(ty), bb = ggml_block_bytes(ty);
         names.emplace_back(ggml_type_name(static_cast<std::uint32_t>(ty)));
         per.push_back(static_cast<float>(static_cast<double>(bb) / static_cast<double>(wb)));

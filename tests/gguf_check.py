@@ -26,8 +26,8 @@ def run(binary, *args):
     return subprocess.run([binary, *map(str, args)], capture_output=True, text=True, timeout=120)
 
 
-def forward(binary, model, prompt):
-    r = run(binary, "model", "--model", model, *prompt, "--layer", "2", "--json")
+def forward(binary, model, prompt, *more):
+    r = run(binary, "model", "--model", model, *prompt, "--layer", "2", "--json", *more)
     if r.returncode != 0:
         failures.append(f"{model}: exit {r.returncode}: {r.stderr.strip()}")
         return None
@@ -151,6 +151,16 @@ def main():
     factors = struct.pack("<4f", 1.0, 1.0, 2.6945300102233887, 8.0)  # rope_freqs.weight, as the converter computes them
     at = llama3.index(factors)
     refused(binary, "rope_freqs off Llama 3's rule", llama3[:at + 8] + struct.pack("<f", 3.0) + llama3[at + 12:], "rope_freqs.weight\"[2]")
+    # within a budget below the whole model in float32 (about 114 KiB) but above its largest tensor
+    # (the embeddings, 37.5 KiB): its tensors made as the forward reaches them, some given back
+    # and made again, the same forward
+    ids = ["--ids", "1,2,3"]
+    whole, tight = forward(binary, GGUF / "tiny_qwen3_q8_0.gguf", ids), forward(binary, GGUF / "tiny_qwen3_q8_0.gguf", ids, "--max-memory", "60K")
+    if whole is not None and tight is not None:
+        if whole["steps"] != tight["steps"]:
+            failures.append("--max-memory 60K: the forward differs from the unbounded one")
+        else:
+            print(f"ok  --max-memory 60K: the same {len(whole['steps'])} steps, made a layer at a time")
     r = run(binary, "model", "--model", GGUF / "tiny_qwen3_q8_0.gguf", "--ids", "1,2", "--max-memory", "20K")
     if r.returncode != 2 or "--max-memory" not in r.stderr:
         failures.append(f"--max-memory 20K: exit {r.returncode}, {r.stderr.strip()!r}")

@@ -145,6 +145,41 @@ TEST_SUITE("model") {
         }
     }
 
+    TEST_CASE("model.a_gguf_beyond_its_budget_is_made_a_layer_at_a_time") {
+        // a GGUF's quantized weights are made as float32 when the forward first needs them and
+        // kept while the budget allows: with room for all, each is made once; with room for a
+        // few, those used longest ago are given back and made again, and the forward is the same
+        const std::string path = test::source_path("tests/data/gguf/tiny_qwen3_q8_0.gguf");
+        const Model all = load_model(path);
+        REQUIRE(all->weights.embed.made);
+        const Cube a = decoder_forward(all->weights, {1, 2, 3}, nullptr, nullptr);
+        const MadeCache::Stats once = all->weights.embed.made->cache().stats();
+        CHECK(once.given_back == 0);
+        const Cube again = decoder_forward(all->weights, {1, 2, 3}, nullptr, nullptr);
+        CHECK(std::equal(a.begin(), a.end(), again.begin(), again.end()));
+        CHECK(all->weights.embed.made->cache().stats().made == once.made);  // kept: not made again
+
+        const double largest = 4.0 * static_cast<double>(all->weights.embed.made->count());  // the embeddings, the largest here
+        const double budget = std::max(largest * 1.25, once.peak / 3);
+        REQUIRE(budget < once.peak);
+        const Model tight = load_model(path, budget);
+        const Cube b = decoder_forward(tight->weights, {1, 2, 3}, nullptr, nullptr);
+        const Cube c = decoder_forward(tight->weights, {1, 2, 3}, nullptr, nullptr);
+        CHECK(std::equal(a.begin(), a.end(), b.begin(), b.end()));
+        CHECK(std::equal(a.begin(), a.end(), c.begin(), c.end()));
+        const MadeCache::Stats stats = tight->weights.embed.made->cache().stats();
+        CHECK(stats.given_back > 0);
+        CHECK(stats.made > once.made);  // made again on the second forward
+        CHECK(stats.peak <= budget);
+        // below the largest tensor: refused when read, naming it
+        try {
+            (void)load_model(path, largest * 0.9);
+            FAIL("a budget below the largest tensor was taken");
+        } catch (const MemoryBudgetError& e) {
+            CHECK(std::string(e.what()).find("token_embd.weight") != std::string::npos);
+        }
+    }
+
     TEST_CASE("model.generation_stops_at_generation_configs_eos") {
         const std::string dir = folder_like("tiny_llama", [](json&) {});
         ModelSpec spec;

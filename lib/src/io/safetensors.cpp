@@ -276,10 +276,15 @@ const std::uint8_t* SafeTensors::direct8(const std::string& name) const {
     return map_ + data_start_ + e->begin;
 }
 
+std::shared_ptr<const MadeFloats> SafeTensors::made(const std::string& name) const {
+    const Entry* e = find(name);
+    return e ? e->made : nullptr;
+}
+
 const float* SafeTensors::direct(const std::string& name) const {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     const Entry* e = find(name);
-    if (!e || e->dtype != "F32") return nullptr;
+    if (!e || e->dtype != "F32" || e->made) return nullptr;
     const unsigned char* p = map_ + data_start_ + e->begin;
     if (reinterpret_cast<std::uintptr_t>(p) % alignof(float) != 0) return nullptr;
     handed_out_.emplace_back(data_start_ + e->begin, data_start_ + e->end);
@@ -314,6 +319,10 @@ void SafeTensors::read_into(const std::string& name, float* out) const {
     if (!e) throw InputError(file_, json_input::member_path("$", name), "missing tensor \"" + name + "\"");
     std::size_t n = 1;
     for (std::size_t d : e->shape) n *= d;
+    if (e->made) {
+        e->made->read(0, n, out);
+        return;
+    }
     const unsigned char* p = map_ + data_start_ + e->begin;
     // Fault the destination's pages in with one call (Linux ≥ 5.14) rather than one trap
     // per page while copying: on some virtual machines that is most of a model's load.

@@ -33,6 +33,8 @@
 #include "attnwalk/io/json_input.hpp"
 #include "attnwalk/model/decoder.hpp"
 #include "attnwalk/ops/attention.hpp"
+#include "attnwalk/ops/blas.hpp"
+#include "attnwalk/ops/made_floats.hpp"
 #include "config.hpp"
 
 namespace attnwalk::model_detail {
@@ -208,18 +210,33 @@ std::string hf_name(const std::string& name, const FamilySpec& f) {
 // llama.cpp's converter (LlamaModel.permute) stores each head's rows (s, j) of q and k,
 // s ∈ {0, 1} the half and j < d/2, at 2j + s; put them back at s·d/2 + j. A row is
 // `row_bytes` bytes (float32 or 16-bit values).
-void unpermute_rows(unsigned char* w, std::size_t rows, std::size_t row_bytes, std::size_t heads, const GgufFile& g, const std::string& name) {
+bool ends_with(const std::string& s, const std::string& end) { return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0; }
+
+// A head's rows d; InputError when `rows` do not split into `heads` heads of an even size.
+std::size_t head_rows(std::size_t rows, std::size_t heads, const GgufFile& g, const std::string& name) {
     if (heads == 0 || rows % heads != 0 || (rows / heads) % 2 != 0)
         throw InputError(g.file(), "tensor \"" + name + "\"", std::to_string(rows) + " rows do not split into " + std::to_string(heads) + " heads of an even size");
-    const std::size_t d = rows / heads;
+    return rows / heads;
+}
+
+// Whether q's or k's rows (or biases) were permuted by the converter, and then their rows and heads.
+bool permuted(const GgufFile::TensorInfo& t, const FamilySpec& f) {
+    return f.gguf.rows_permuted && (ends_with(t.name, ".attn_q.weight") || ends_with(t.name, ".attn_k.weight") || ends_with(t.name, ".attn_q.bias") ||
+                                    ends_with(t.name, ".attn_k.bias"));
+}
+std::size_t permuted_rows(const GgufFile::TensorInfo& t) { return static_cast<std::size_t>(t.ne.size() > 1 ? t.ne[1] : t.ne[0]); }
+std::size_t permuted_heads(const GgufFile::TensorInfo& t, std::size_t heads, std::size_t kv_heads) {
+    return t.name.find(".attn_q.") != std::string::npos ? heads : kv_heads;
+}
+
+void unpermute_rows(unsigned char* w, std::size_t rows, std::size_t row_bytes, std::size_t heads, const GgufFile& g, const std::string& name) {
+    const std::size_t d = head_rows(rows, heads, g, name);
     const std::vector<unsigned char> was(w, w + rows * row_bytes);
     for (std::size_t h = 0; h < heads; ++h)
         for (std::size_t s = 0; s < 2; ++s)
             for (std::size_t j = 0; j < d / 2; ++j)
                 std::memcpy(w + (h * d + s * d / 2 + j) * row_bytes, was.data() + (h * d + 2 * j + s) * row_bytes, row_bytes);
 }
-
-bool ends_with(const std::string& s, const std::string& end) { return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0; }
 
 // Whether the tensor is a layer's matrix the converter transposed (GgufPart::transposed):
 // "blk.N.PART.weight" of two dimensions.
@@ -238,6 +255,37 @@ void transpose(unsigned char* w, std::size_t rows, std::size_t cols, std::size_t
         for (std::size_t c = 0; c < cols; ++c) std::memcpy(w + (c * rows + r) * size, was.data() + (r * cols + c) * size, size);
 }
 
+// Tensor t's weights as float32 into `out`, its rows split over the cores.
+void dequantize_on_every_core(const GgufFile& g, const GgufFile::TensorInfo& t, float* out) {
+    const std::size_t length = static_cast<std::size_t>(t.ne.empty() ? 1 : t.ne[0]), rows = static_cast<std::size_t>(t.count) / std::max<std::size_t>(length, 1);
+    const std::size_t row_bytes = length / ggml_block_weights(t.type) * ggml_block_bytes(t.type);
+    const std::uint8_t* bytes = g.bytes(t);
+    on_every_core(static_cast<std::size_t>(t.count), [&](std::size_t worker, std::size_t workers) {
+        const auto [begin, end] = worker_share(rows, worker, workers);
+        if (begin < end) ggml_dequantize(t.type, bytes + begin * row_bytes, out + begin * length, (end - begin) * length);
+    });
+}
+
+// One row of tensor i as float32, made alone (MadeFloats::MakeRow): a matrix's rows as they
+// are in the checkpoint (q and k's put back where the converter took them from). Null for a
+// tensor the converter transposed, or not a matrix.
+MadeFloats::MakeRow row_maker(const std::shared_ptr<const GgufFile>& g, std::size_t i, const FamilySpec& f, std::size_t heads, std::size_t kv_heads) {
+    const GgufFile::TensorInfo& t = g->tensors()[i];
+    if (t.ne.size() != 2 || transposed_by_converter(t, f)) return nullptr;
+    const std::size_t length = static_cast<std::size_t>(t.ne[0]), rows = static_cast<std::size_t>(t.ne[1]);
+    const std::size_t row_bytes = length / ggml_block_weights(t.type) * ggml_block_bytes(t.type);
+    const std::size_t d = permuted(t, f) ? head_rows(rows, permuted_heads(t, heads, kv_heads), *g, t.name) : 0;  // a head's rows, where they were permuted
+    return [g, i, length, row_bytes, d](std::size_t r, float* out) {
+        const GgufFile::TensorInfo& u = g->tensors()[i];
+        std::size_t stored = r;
+        if (d) {  // row s·d/2 + j of a head was stored at 2j + s (unpermute_rows)
+            const std::size_t in_head = r % d, s = in_head / (d / 2), j = in_head % (d / 2);
+            stored = r - in_head + 2 * j + s;
+        }
+        ggml_dequantize(u.type, g->bytes(u) + stored * row_bytes, out, length);
+    };
+}
+
 }  // namespace
 
 Model load_gguf(const std::string& path, double memory_budget) {
@@ -254,12 +302,16 @@ Model load_gguf(const std::string& path, double memory_budget) {
     const std::uint64_t kv_heads = g->whole(arch + ".attention.head_count_kv", &heads);
     if (copied_head) note += ", output.weight a copy of token_embd.weight: tied";
 
-    // every tensor as float32 (F16 and BF16 kept as they are, widened as used like a folder's),
-    // counted against the budget before it is taken
+    // F16 and BF16 tensors kept as they are (widened as used, like a folder's) in memory filled
+    // once; every other one made as float32 when a product first needs it, dequantized as ggml
+    // does, and kept while the memory budget allows (made_floats.hpp): a layer at a time when the
+    // whole model would not fit
     std::map<std::string, SafeTensors::Entry> entries;
     std::map<std::string, std::size_t> types;  // "Q4_K" → tensors
-    std::size_t bytes = 0;
-    std::vector<std::size_t> offsets;  // each tensor's place in the memory
+    std::size_t bytes = 0;             // the 16-bit tensors' memory
+    std::size_t largest = 0;           // the largest tensor made as float32, in floats
+    std::string largest_name;
+    std::vector<std::size_t> offsets;  // each 16-bit tensor's place in the memory
     std::vector<bool> kept;            // kept as 16-bit values
     const auto skipped = [&](const GgufFile::TensorInfo& t) { return t.name == "rope_freqs.weight" || (copied_head && t.name == "output.weight"); };
     for (const GgufFile::TensorInfo& t : g->tensors()) {
@@ -268,6 +320,7 @@ Model load_gguf(const std::string& path, double memory_budget) {
             kept.push_back(false);
             continue;
         }
+        if (permuted(t, f)) (void)head_rows(permuted_rows(t), permuted_heads(t, heads, kv_heads), *g, t.name);  // refused now, not when first used
         const bool sixteen = t.type == GgmlType::f16 || t.type == GgmlType::bf16;
         const bool plus_one = f.norm_adds_one && ends_with(t.name, "norm.weight");  // stored 1 + w: w back, in float32
         kept.push_back(sixteen && !plus_one);
@@ -275,39 +328,67 @@ Model load_gguf(const std::string& path, double memory_budget) {
         e.dtype = kept.back() ? ggml_type_name(static_cast<std::uint32_t>(t.type)) : "F32";
         e.shape = t.shape();
         if (transposed_by_converter(t, f)) std::reverse(e.shape.begin(), e.shape.end());  // back to the checkpoint's [in, out]
-        e.begin = bytes = (bytes + 63) / 64 * 64;
-        offsets.push_back(bytes);
-        e.end = bytes += static_cast<std::size_t>(t.count) * (kept.back() ? 2 : sizeof(float));
+        if (kept.back()) {
+            e.begin = bytes = (bytes + 63) / 64 * 64;
+            offsets.push_back(bytes);
+            e.end = bytes += static_cast<std::size_t>(t.count) * 2;
+        } else {
+            offsets.push_back(0);
+            if (t.count > largest) {
+                largest = static_cast<std::size_t>(t.count);
+                largest_name = t.name;
+            }
+        }
         if (!entries.emplace(hf_name(t.name, f), std::move(e)).second)
             throw InputError(path, "tensor \"" + t.name + "\"", "another tensor has its name once translated: " + hf_name(t.name, f));
         ++types[ggml_type_name(static_cast<std::uint32_t>(t.type))];
     }
-    if (static_cast<double>(bytes) > memory_budget)
-        throw MemoryBudgetError("reading " + path + ": its weights dequantized to float32 would take " + json_input::size_text(static_cast<double>(bytes)),
+    const double made_largest = 4.0 * static_cast<double>(largest);
+    if (static_cast<double>(bytes) + made_largest > memory_budget) {
+        const std::string sixteen = json_input::size_text(static_cast<double>(bytes)), made = json_input::size_text(made_largest);
+        const std::string others = " (the others are made as the forward needs them and given back)";
+        throw MemoryBudgetError("reading " + path + ": " +
+                                    (!largest ? "its 16-bit weights would take " + sixteen
+                                     : bytes  ? "its 16-bit weights (" + sixteen + ") and its largest tensor as float32 (" + largest_name + ", " + made +
+                                                   ") would take " + json_input::size_text(static_cast<double>(bytes) + made_largest) + others
+                                              : "its largest tensor, " + largest_name + ", would take " + made + " as float32" + others),
                                 json_input::size_text(memory_budget));
+    }
     std::string kinds;
     for (const auto& [type, n] : types) kinds += (kinds.empty() ? "" : ", ") + type + " ×" + std::to_string(n);
     const std::string described = path + " (GGUF v" + std::to_string(g->version()) + ", " + arch + note + ")";
+    // what the converter did to a tensor, undone in `w` (float32, or 16-bit values when `sixteen`)
+    const auto restore = [g, &f, heads, kv_heads](const GgufFile::TensorInfo& t, unsigned char* w, bool sixteen) {
+        if (transposed_by_converter(t, f))
+            transpose(w, static_cast<std::size_t>(t.ne[1]), static_cast<std::size_t>(t.ne[0]), sixteen ? 2 : sizeof(float));
+        if (permuted(t, f)) {
+            const std::size_t row_bytes = (t.ne.size() > 1 ? static_cast<std::size_t>(t.ne[0]) : 1) * (sixteen ? 2 : sizeof(float));
+            unpermute_rows(w, permuted_rows(t), row_bytes, permuted_heads(t, heads, kv_heads), *g, t.name);
+        }
+        if (f.norm_adds_one && ends_with(t.name, "norm.weight"))  // the converter stored 1 + w: w back (exact)
+            for (std::size_t k = 0; k < t.count; ++k) reinterpret_cast<float*>(w)[k] -= 1.0f;
+    };
     const auto fill = [&](unsigned char* out) {
         for (std::size_t i = 0; i < g->tensors().size(); ++i) {
             const GgufFile::TensorInfo& t = g->tensors()[i];
-            if (skipped(t)) continue;
+            if (!kept[i]) continue;
             unsigned char* w = out + offsets[i];
-            if (kept[i]) std::memcpy(w, g->bytes(t), static_cast<std::size_t>(t.bytes));  // little-endian, as a safetensors file's
-            else g->dequantize(t, reinterpret_cast<float*>(w));
-            if (transposed_by_converter(t, f))
-                transpose(w, static_cast<std::size_t>(t.ne[1]), static_cast<std::size_t>(t.ne[0]), kept[i] ? 2 : sizeof(float));
-            const bool rows = ends_with(t.name, ".attn_q.weight") || ends_with(t.name, ".attn_k.weight");
-            const bool bias = ends_with(t.name, ".attn_q.bias") || ends_with(t.name, ".attn_k.bias");
-            if (f.gguf.rows_permuted && (rows || bias)) {
-                const std::size_t n_rows = static_cast<std::size_t>(rows && t.ne.size() > 1 ? t.ne[1] : t.ne[0]);
-                const std::size_t row_bytes = (rows && t.ne.size() > 1 ? static_cast<std::size_t>(t.ne[0]) : 1) * (kept[i] ? 2 : sizeof(float));
-                unpermute_rows(w, n_rows, row_bytes, t.name.find(".attn_q.") != std::string::npos ? heads : kv_heads, *g, t.name);
-            }
-            if (f.norm_adds_one && ends_with(t.name, "norm.weight"))  // the converter stored 1 + w: w back (exact)
-                for (std::size_t k = 0; k < t.count; ++k) reinterpret_cast<float*>(w)[k] -= 1.0f;
+            std::memcpy(w, g->bytes(t), static_cast<std::size_t>(t.bytes));  // little-endian, as a safetensors file's
+            restore(t, w, true);
         }
     };
+    const auto cache = std::make_shared<MadeCache>(memory_budget - static_cast<double>(bytes));
+    for (std::size_t i = 0; i < g->tensors().size(); ++i) {
+        const GgufFile::TensorInfo& t = g->tensors()[i];
+        if (kept[i] || skipped(t)) continue;
+        const auto make = [g, i, restore](float* out) {
+            const GgufFile::TensorInfo& u = g->tensors()[i];
+            dequantize_on_every_core(*g, u, out);
+            restore(u, reinterpret_cast<unsigned char*>(out), false);
+        };
+        entries.at(hf_name(t.name, f)).made =
+            std::make_shared<const MadeFloats>(static_cast<std::size_t>(t.count), static_cast<std::size_t>(t.ne[0]), make, row_maker(g, i, f, heads, kv_heads), cache);
+    }
     auto weights = std::make_shared<const SafeTensors>(path, std::move(entries), bytes, fill);
     const OpenWeights open = [&](std::string& d) {
         d = described;
@@ -324,7 +405,7 @@ Model load_gguf(const std::string& path, double memory_budget) {
         else if (type != "F32") quantized = true;
     }
     loaded->info.dtype = "float32 from the file's " + kinds +
-                         (quantized ? " (dequantized as ggml does; llama.cpp itself multiplies quantized weights with quantized activations: its logits differ)"
+                         (quantized ? " (dequantized as ggml does, each tensor when first used; llama.cpp itself multiplies quantized weights with quantized activations: its logits differ)"
                           : sixteen ? " (widened exactly; llama.cpp itself rounds the activations to 16 bits for its F16 and BF16 products: its logits differ "
                                       "in the last digits)"
                                     : " (llama.cpp multiplies these in float32 too: its logits differ only in the order of its sums)");

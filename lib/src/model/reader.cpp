@@ -74,7 +74,9 @@ std::vector<Linear> Reader::layers(const std::string& name, std::size_t count, s
     const std::shared_ptr<const void> owner = owner_of(f);
     const std::size_t ld = transposed ? d_in : d_out, each = d_in * d_out;
     std::vector<Linear> out;
-    if (const float* data = f->direct(prefix_ + name)) {
+    if (const std::shared_ptr<const MadeFloats> made = f->made(prefix_ + name)) {  // a GGUF's quantized weights: made as they are used
+        for (std::size_t e = 0; e < count; ++e) out.push_back(made_linear(made, e * each, d_in, d_out, ld, transposed));
+    } else if (const float* data = f->direct(prefix_ + name)) {
         for (std::size_t e = 0; e < count; ++e) out.push_back(external_linear(data + e * each, d_in, d_out, ld, transposed, owner));
     } else if (const std::uint16_t* data16 = f->direct16(prefix_ + name)) {  // BF16 or F16: widened block by block as it is used
         const bool bf16 = f->find(prefix_ + name)->dtype == "BF16";

@@ -64,7 +64,8 @@ private:
     // The file that holds a tensor, as the owner the weights read in place keep alive.
     std::shared_ptr<const void> owner_of(const SafeTensors* f) const;
     // `count` layers of d_in×d_out one after the other in tensor `name` (checked already),
-    // each read where it lies (F32), widened as used (BF16, F16) or from a float32 copy.
+    // each read where it lies (F32), widened as used (BF16, F16), made as used (a GGUF's
+    // quantized weights) or from a float32 copy.
     std::vector<Linear> layers(const std::string& name, std::size_t count, std::size_t d_in, std::size_t d_out, bool transposed) const;
 
     Files files_;

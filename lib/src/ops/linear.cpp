@@ -39,6 +39,13 @@ Linear external_linear16(const std::uint16_t* data, bool bf16, std::size_t d_in,
     return l;
 }
 
+Linear made_linear(std::shared_ptr<const MadeFloats> made, std::size_t first, std::size_t d_in, std::size_t d_out, std::size_t ld, bool transposed) {
+    Linear l = external_linear(nullptr, d_in, d_out, ld, transposed, nullptr);
+    l.made = std::move(made);
+    l.made_first = first;
+    return l;
+}
+
 namespace {
 
 // n 16-bit values to float32.
@@ -63,7 +70,17 @@ void widen(const std::uint16_t* from, std::size_t n, bool bf16, float* to) {
 // The stored matrix's row r (d_in of nn.Linear's layout, d_out of x·W's) as float32.
 void stored_row(const Linear& l, std::size_t r, std::size_t n, float* dst) {
     if (l.ext) std::copy(l.ext + r * l.ext_ld, l.ext + r * l.ext_ld + n, dst);
+    else if (l.made) l.made->read(l.made_first + r * l.ext_ld, n, dst);
     else widen(l.ext16 + r * l.ext_ld, n, l.ext16_bf16, dst);
+}
+
+// The floats of a float32 layer, where they lie or made now (`hold` keeps made ones while
+// they are used); null for 16-bit and owned layers.
+const float* floats_of(const Linear& l, std::shared_ptr<const float>& hold) {
+    if (l.ext) return l.ext;
+    if (!l.made) return nullptr;
+    hold = l.made->get();
+    return hold.get() + l.made_first;
 }
 
 // 16-bit weights are widened a block of outputs at a time, and each block multiplied as
@@ -135,6 +152,11 @@ float Linear::at(std::size_t r, std::size_t c) const {
     if (!external()) return w(r, c);
     const std::size_t i = ext_transposed ? c * ext_ld + r : r * ext_ld + c;
     if (ext) return ext[i];
+    if (made) {
+        float v = 0.0f;
+        made->read(made_first + i, 1, &v);
+        return v;
+    }
     return ext16_bf16 ? bfloat16_to_float(ext16[i]) : half_to_float(ext16[i]);
 }
 
@@ -143,8 +165,10 @@ Mat Linear::matrix() const {
     Mat m = Mat::from_shape({ext_in, ext_out});
     const std::size_t rows = ext_transposed ? ext_out : ext_in, n = ext_transposed ? ext_in : ext_out;
     std::vector<float> row(n);
+    std::shared_ptr<const float> hold;
+    const Linear in_place = made ? external_linear(floats_of(*this, hold), ext_in, ext_out, ext_ld, ext_transposed, nullptr) : Linear{};
     for (std::size_t r = 0; r < rows; ++r) {
-        stored_row(*this, r, n, row.data());
+        stored_row(made ? in_place : *this, r, n, row.data());
         for (std::size_t c = 0; c < n; ++c) (ext_transposed ? m(c, r) : m(r, c)) = row[c];
     }
     return m;
@@ -152,8 +176,9 @@ Mat Linear::matrix() const {
 
 void project_into(const float* x, std::size_t rows, const Linear& layer, float* y, std::size_t ldy) {
     const std::size_t d_in = layer.in(), d_out = layer.out();
-    if (layer.ext) {  // straight from where the floats lie
-        sgemm(false, layer.ext_transposed, rows, d_out, d_in, 1.0f, x, d_in, layer.ext, layer.ext_ld, 0.0f, y, ldy);
+    std::shared_ptr<const float> hold;
+    if (const float* w = floats_of(layer, hold)) {  // straight from where the floats lie, or were made
+        sgemm(false, layer.ext_transposed, rows, d_out, d_in, 1.0f, x, d_in, w, layer.ext_ld, 0.0f, y, ldy);
     } else if (bf16_direct(layer, rows)) {
         bf16_rows(x, rows, layer, y, ldy);
     } else if (layer.ext16) {  // each core widens and multiplies its share of the outputs, a block at a time
@@ -203,7 +228,8 @@ Cube project(const Cube& x, const Linear& layer) {
 Linear output_columns(const Linear& layer, std::size_t first, std::size_t count) {
     if (!layer.external()) throw std::logic_error("output_columns reads an external layer");
     const std::size_t offset = layer.ext_transposed ? first * layer.ext_ld : first;
-    Linear part = layer.ext ? external_linear(layer.ext + offset, layer.ext_in, count, layer.ext_ld, layer.ext_transposed, layer.owner)
+    Linear part = layer.made ? made_linear(layer.made, layer.made_first + offset, layer.ext_in, count, layer.ext_ld, layer.ext_transposed)
+                : layer.ext  ? external_linear(layer.ext + offset, layer.ext_in, count, layer.ext_ld, layer.ext_transposed, layer.owner)
                             : external_linear16(layer.ext16 + offset, layer.ext16_bf16, layer.ext_in, count, layer.ext_ld, layer.ext_transposed,
                                                 layer.owner);
     if (layer.b.size() != 0) part.b = xt::view(layer.b, xt::range(first, first + count));
@@ -214,10 +240,11 @@ Mat project_row(const Linear& layer, const float* x) {
     if (!layer.external() || !layer.ext_transposed) throw std::logic_error("project_row needs a layer in nn.Linear's layout");
     const std::size_t out = layer.ext_out, in = layer.ext_in;
     Mat y = Mat::from_shape({1, out});
+    std::shared_ptr<const float> hold;
     if (bf16_direct(layer, 1)) {
         bf16_rows(x, 1, layer, y.data(), out);
-    } else if (layer.ext) {
-        sgemm(false, false, out, 1, in, 1.0f, layer.ext, layer.ext_ld, x, 1, 0.0f, y.data(), 1);  // W·x: d_out rows
+    } else if (const float* w = floats_of(layer, hold)) {
+        sgemm(false, false, out, 1, in, 1.0f, w, layer.ext_ld, x, 1, 0.0f, y.data(), 1);  // W·x: d_out rows
     } else {  // each core widens its share of the rows, a block small enough to stay in its cache at a time
         on_every_core([&](std::size_t worker, std::size_t workers) {
             const auto [begin, end] = worker_share(out, worker, workers);

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "attnwalk/ops/made_floats.hpp"
 #include "attnwalk/ops/tensor.hpp"
 #include "attnwalk/trace.hpp"
 
@@ -31,6 +32,9 @@ public:
         std::string dtype;                // "F32", "F16", "BF16", or another (listed, not convertible)
         std::vector<std::size_t> shape;
         std::size_t begin = 0, end = 0;   // byte offsets within the data
+        // F32 numbers made when they are used rather than held (a GGUF's quantized weights):
+        // begin and end unused
+        std::shared_ptr<const MadeFloats> made;
     };
 
     // What reading a header takes, its entries taken one by one as they are parsed (the
@@ -42,9 +46,9 @@ public:
     // Opens and checks `path`. Throws InputError; MemoryBudgetError when parsing its header
     // would take more than `memory_budget` bytes (json_input::check_parse_budget).
     explicit SafeTensors(const std::string& path, double memory_budget = std::numeric_limits<double>::infinity());
-    // Float32 tensors made in memory rather than read from a file (a GGUF file's weights,
-    // dequantized): `entries` (dtype F32) place them in `bytes` bytes of fresh memory, which
-    // `fill` writes once; `file` names them in messages.
+    // Tensors made in memory rather than read from a file (a GGUF file's weights): `entries`
+    // place them in `bytes` bytes of fresh memory, which `fill` writes once, or are made as
+    // they are used (Entry::made); `file` names them in messages.
     SafeTensors(std::string file, std::map<std::string, Entry> entries, std::size_t bytes, const std::function<void(unsigned char*)>& fill);
     ~SafeTensors();
     SafeTensors(const SafeTensors&) = delete;
@@ -58,6 +62,8 @@ public:
     Tensor get(const std::string& name) const;
     // The same into `out` (entry's element count floats), without a Tensor in between.
     void read_into(const std::string& name, float* out) const;
+    // A tensor's floats made as they are used (Entry::made), or null.
+    std::shared_ptr<const MadeFloats> made(const std::string& name) const;
     // The mapped floats themselves when the tensor is F32 on a little-endian machine and
     // 4-byte aligned in the file (no copy: valid while this object lives); else null.
     const float* direct(const std::string& name) const;

@@ -1,7 +1,8 @@
 // One linear layer, y = x·W + b, for every weight of every model: matrices the library
 // owns (drawn, or read from JSON) and numbers that lie elsewhere (a memory-mapped
-// checkpoint: float32, or bfloat16/half converted a block at a time as they are used), in
-// either layout, never copied whole.
+// checkpoint: float32, or bfloat16/half converted a block at a time as they are used; a
+// GGUF's quantized weights, made as float32 when a product needs them), in either layout,
+// never copied whole.
 //
 //   x (B,T,d_in) · W (d_in,d_out) + b (d_out) -> (B,T,d_out)
 #pragma once
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "attnwalk/ops/made_floats.hpp"
 #include "attnwalk/ops/tensor.hpp"
 
 namespace attnwalk {
@@ -24,11 +26,15 @@ struct Linear {
     // Or 16-bit values in the same layout: bfloat16 (ext16_bf16) or IEEE half.
     const std::uint16_t* ext16 = nullptr;
     bool ext16_bf16 = true;
+    // Or float32 numbers made when they are used (a GGUF's quantized weights, dequantized:
+    // made_floats.hpp), the layout's first number at made_first.
+    std::shared_ptr<const MadeFloats> made;
+    std::size_t made_first = 0;
     std::size_t ext_in = 0, ext_out = 0, ext_ld = 0;
     bool ext_transposed = false;
     std::shared_ptr<const void> owner;
 
-    bool external() const { return ext || ext16; }
+    bool external() const { return ext || ext16 || made; }
     std::size_t in() const { return external() ? ext_in : w.shape(0); }
     std::size_t out() const { return external() ? ext_out : w.shape(1); }
     Mat matrix() const;  // w, or the external numbers as a d_in×d_out float32 matrix
@@ -46,6 +52,9 @@ Linear external_linear(const float* data, std::size_t d_in, std::size_t d_out, s
 // The same for 16-bit values: bfloat16 (`bf16`) or IEEE half.
 Linear external_linear16(const std::uint16_t* data, bool bf16, std::size_t d_in, std::size_t d_out, std::size_t ld, bool transposed,
                          std::shared_ptr<const void> owner);
+
+// The same for floats made when they are used, the layout's first number at `first`.
+Linear made_linear(std::shared_ptr<const MadeFloats> made, std::size_t first, std::size_t d_in, std::size_t d_out, std::size_t ld, bool transposed);
 
 // Outputs first … first+count−1 of an external layer (its weights and bias), in place:
 // Q, K and V of one fused qkv layer.

@@ -1,5 +1,6 @@
 // libFuzzer target: a GGUF file (and, when it opens, every tensor dequantized, the model and
-// the tokenizer read from it) must be refused with an InputError or UsageError within a
+// the tokenizer read from it, and one token through the model, which makes every tensor the
+// model dequantizes as it is used) must be refused with an InputError or UsageError within a
 // memory budget, never crash, leak or hang.
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/gguf.hpp"
 #include "attnwalk/io/tokenizer.hpp"
+#include "attnwalk/model/decoder.hpp"
 #include "attnwalk/model/family.hpp"
 #include "attnwalk/model/model.hpp"
 #include "scratch.hpp"
@@ -38,7 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             (void)attnwalk::load_gguf_tokenizer(path, budget, attnwalk::TokenizerUse::encode);
         } catch (const attnwalk::InputError&) {
         }
-        (void)attnwalk::load_model(path, budget);
+        const attnwalk::Model m = attnwalk::load_model(path, budget);
+        (void)attnwalk::decoder_forward(m->weights, {0}, nullptr, nullptr);
     } catch (const attnwalk::InputError&) {
     } catch (const attnwalk::UsageError&) {
     }

@@ -180,6 +180,31 @@ TEST_SUITE("model") {
         }
     }
 
+    TEST_CASE("model.a_gguf_row_made_alone_is_the_tensors_row") {
+        // a row of q or k read before the tensor is made (MadeFloats's row maker: one row of the
+        // file dequantized, its place in the converter's permutation undone) is the row of the
+        // tensor made whole; on a Llama 3 whose q and k rows llama.cpp's converter permuted
+        const std::string path = test::source_path("tests/data/gguf/tiny_llama3_f32.gguf");
+        const Model rows = load_model(path), whole = load_model(path);
+        for (const char* which : {"query", "key"}) {
+            CAPTURE(which);
+            const auto& a = rows->weights.blocks[1].attention->get<HeadsBlock>().w;
+            const auto& b = whole->weights.blocks[1].attention->get<HeadsBlock>().w;
+            const Linear& lr = std::string(which) == "query" ? a.query : a.key;
+            const Linear& lw = std::string(which) == "query" ? b.query : b.key;
+            REQUIRE(lr.made);
+            REQUIRE(lr.ext_transposed);
+            const Mat m = lw.matrix();  // made whole: d_in × d_out
+            const std::size_t made = lr.made->cache().stats().made;  // the norms, made as the model was read
+            std::vector<float> row(lr.in());
+            for (std::size_t j = 0; j < lr.out(); ++j) {
+                lr.copy_out_row(j, row.data());
+                for (std::size_t k = 0; k < row.size(); ++k) REQUIRE(row[k] == m(k, j));
+            }
+            CHECK(lr.made->cache().stats().made == made);  // no tensor was made for the rows
+        }
+    }
+
     TEST_CASE("model.generation_stops_at_generation_configs_eos") {
         const std::string dir = folder_like("tiny_llama", [](json&) {});
         ModelSpec spec;

@@ -177,8 +177,8 @@ Mat Linear::matrix() const {
 void project_into(const float* x, std::size_t rows, const Linear& layer, float* y, std::size_t ldy) {
     const std::size_t d_in = layer.in(), d_out = layer.out();
     std::shared_ptr<const float> hold;
-    if (const float* w = floats_of(layer, hold)) {  // straight from where the floats lie, or were made
-        sgemm(false, layer.ext_transposed, rows, d_out, d_in, 1.0f, x, d_in, w, layer.ext_ld, 0.0f, y, ldy);
+    if (const float* floats = floats_of(layer, hold)) {  // straight from where the floats lie, or were made
+        sgemm(false, layer.ext_transposed, rows, d_out, d_in, 1.0f, x, d_in, floats, layer.ext_ld, 0.0f, y, ldy);
     } else if (bf16_direct(layer, rows)) {
         bf16_rows(x, rows, layer, y, ldy);
     } else if (layer.ext16) {  // each core widens and multiplies its share of the outputs, a block at a time
@@ -243,8 +243,8 @@ Mat project_row(const Linear& layer, const float* x) {
     std::shared_ptr<const float> hold;
     if (bf16_direct(layer, 1)) {
         bf16_rows(x, 1, layer, y.data(), out);
-    } else if (const float* w = floats_of(layer, hold)) {
-        sgemm(false, false, out, 1, in, 1.0f, w, layer.ext_ld, x, 1, 0.0f, y.data(), 1);  // W·x: d_out rows
+    } else if (const float* floats = floats_of(layer, hold)) {
+        sgemm(false, false, out, 1, in, 1.0f, floats, layer.ext_ld, x, 1, 0.0f, y.data(), 1);  // W·x: d_out rows
     } else {  // each core widens its share of the rows, a block small enough to stay in its cache at a time
         on_every_core([&](std::size_t worker, std::size_t workers) {
             const auto [begin, end] = worker_share(out, worker, workers);

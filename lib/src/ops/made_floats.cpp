@@ -1,12 +1,30 @@
 #include "attnwalk/ops/made_floats.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <vector>
 
+#include "attnwalk/ops/huge_pages.hpp"
+
 namespace attnwalk {
+
+namespace {
+
+// `count` floats in memory of their own, handed back to the system when the last pointer
+// goes (a heap would keep the pages of a tensor given back, and a budget would not bound it).
+std::shared_ptr<float> fresh_floats(std::size_t count) {
+    const std::size_t bytes = std::max<std::size_t>(count, 1) * sizeof(float);
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    advise_huge_pages(p, bytes);
+    return std::shared_ptr<float>(static_cast<float*>(p), [bytes](float* q) { ::munmap(q, bytes); });
+}
+
+}  // namespace
 
 struct MadeCache::State {
     std::mutex lock;
@@ -40,18 +58,22 @@ std::shared_ptr<const float> MadeFloats::get() const {
     std::lock_guard<std::mutex> hold(s.lock);
     last_used_ = ++s.clock;
     if (held_) return held_;
-    // room first: the floats used longest ago that nobody is using now are given back until these fit
+    // Room first: the floats used most recently that nobody is using now are given back until
+    // these fit. A forward reads the layers in order and the next one runs through them again
+    // (a generated token, a patched run): what was used longest ago is what comes next, and
+    // keeping it keeps the first layers held from one pass to the next (giving back the
+    // oldest would make every tensor again on every pass).
     const double bytes = 4.0 * static_cast<double>(count_);
     while (s.stats.held + bytes > cache_->capacity_) {
-        const MadeFloats* oldest = nullptr;
+        const MadeFloats* newest = nullptr;
         for (const MadeFloats* m : s.members)
-            if (m->held_ && m->held_.use_count() == 1 && (!oldest || m->last_used_ < oldest->last_used_)) oldest = m;
-        if (!oldest) break;  // the rest are in use: over the budget for as long as they are
-        oldest->held_.reset();
-        s.stats.held -= 4.0 * static_cast<double>(oldest->count_);
+            if (m->held_ && m->held_.use_count() == 1 && (!newest || m->last_used_ > newest->last_used_)) newest = m;
+        if (!newest) break;  // the rest are in use: over the budget for as long as they are
+        newest->held_.reset();
+        s.stats.held -= 4.0 * static_cast<double>(newest->count_);
         ++s.stats.given_back;
     }
-    std::shared_ptr<float> floats(new float[std::max<std::size_t>(count_, 1)], std::default_delete<float[]>());
+    std::shared_ptr<float> floats = fresh_floats(count_);
     make_(floats.get());
     held_ = std::move(floats);
     s.stats.held += bytes;
@@ -70,10 +92,8 @@ void MadeFloats::read(std::size_t first, std::size_t n, float* out) const {
             return;
         }
     }
-    if (make_row_ && (first + n - 1) / length_ == row) {
-        std::vector<float> floats(length_);
-        make_row_(row, floats.data());
-        std::memcpy(out, floats.data() + (first - row * length_), n * sizeof(float));
+    if (make_row_ && n == length_ && first == row * length_) {  // a whole row (an embedding's): made alone
+        make_row_(row, out);
         return;
     }
     const std::shared_ptr<const float> all = get();

@@ -1,9 +1,9 @@
 // Weights that exist as float32 only while they are used: a GGUF file's quantized tensors,
-// dequantized when a product first needs them and kept while a budget allows, the one used
-// longest ago given back first. A model larger than memory in float32 then runs layer by
-// layer: each layer's matrices are made as the forward reaches it and given back for the
-// next ones when the budget is full. The numbers made are the same whenever they are made,
-// so a product's result does not depend on what the cache held.
+// dequantized when a product first needs them and kept while a budget allows. A model larger
+// than the budget in float32 then runs layer by layer: each layer's matrices are made as the
+// forward reaches them, and when the budget is full the ones made most recently are given
+// back (the first layers stay held for the next pass). The numbers made are the same
+// whenever they are made, so a product's result does not depend on what the cache held.
 //
 // This header is light (no xtensor): linear.hpp and safetensors.hpp include it.
 #pragma once
@@ -36,7 +36,8 @@ public:
     // never given back, while the returned pointer (or a copy of it) lives.
     std::shared_ptr<const float> get() const;
     // Floats first … first+n−1 into `out`: from the cache when it holds them; else, when they
-    // lie within one row that can be made alone, that row made (not kept); else get().
+    // are one whole row that can be made alone, that row made (not kept); else get() (a few
+    // numbers read one by one make the tensor once, not a row each).
     void read(std::size_t first, std::size_t n, float* out) const;
 
 private:

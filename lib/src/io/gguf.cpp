@@ -335,4 +335,10 @@ void GgufFile::dequantize(const TensorInfo& t, float* out) const {
     ggml_dequantize(t.type, bytes(t), out, static_cast<std::size_t>(t.count));
 }
 
+void GgufFile::dequantize_rows(const TensorInfo& t, std::size_t first, std::size_t rows, float* out) const {
+    const std::size_t length = t.ne.empty() ? 1 : static_cast<std::size_t>(t.ne[0]);
+    const std::size_t row_bytes = length / ggml_block_weights(t.type) * ggml_block_bytes(t.type);
+    ggml_dequantize(t.type, bytes(t) + first * row_bytes, out, rows * length);
+}
+
 }  // namespace attnwalk

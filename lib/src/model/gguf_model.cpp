@@ -207,9 +207,6 @@ std::string hf_name(const std::string& name, const FamilySpec& f) {
     return name;
 }
 
-// llama.cpp's converter (LlamaModel.permute) stores each head's rows (s, j) of q and k,
-// s ∈ {0, 1} the half and j < d/2, at 2j + s; put them back at s·d/2 + j. A row is
-// `row_bytes` bytes (float32 or 16-bit values).
 bool ends_with(const std::string& s, const std::string& end) { return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0; }
 
 // A head's rows d; InputError when `rows` do not split into `heads` heads of an even size.
@@ -229,13 +226,20 @@ std::size_t permuted_heads(const GgufFile::TensorInfo& t, std::size_t heads, std
     return t.name.find(".attn_q.") != std::string::npos ? heads : kv_heads;
 }
 
+// llama.cpp's converter (LlamaModel.permute) stores each head's rows (s, j) of q and k,
+// s ∈ {0, 1} the half and j < d/2, at 2j + s: where the checkpoint's row r, s·d/2 + j of its
+// head of d rows, lies in the file.
+std::size_t file_row(std::size_t r, std::size_t d) {
+    const std::size_t in_head = r % d, s = in_head / (d / 2), j = in_head % (d / 2);
+    return r - in_head + 2 * j + s;
+}
+
+// Each row put back where the checkpoint has it. A row is `row_bytes` bytes (float32 or
+// 16-bit values).
 void unpermute_rows(unsigned char* w, std::size_t rows, std::size_t row_bytes, std::size_t heads, const GgufFile& g, const std::string& name) {
     const std::size_t d = head_rows(rows, heads, g, name);
     const std::vector<unsigned char> was(w, w + rows * row_bytes);
-    for (std::size_t h = 0; h < heads; ++h)
-        for (std::size_t s = 0; s < 2; ++s)
-            for (std::size_t j = 0; j < d / 2; ++j)
-                std::memcpy(w + (h * d + s * d / 2 + j) * row_bytes, was.data() + (h * d + 2 * j + s) * row_bytes, row_bytes);
+    for (std::size_t r = 0; r < rows; ++r) std::memcpy(w + r * row_bytes, was.data() + file_row(r, d) * row_bytes, row_bytes);
 }
 
 // Whether the tensor is a layer's matrix the converter transposed (GgufPart::transposed):
@@ -257,12 +261,10 @@ void transpose(unsigned char* w, std::size_t rows, std::size_t cols, std::size_t
 
 // Tensor t's weights as float32 into `out`, its rows split over the cores.
 void dequantize_on_every_core(const GgufFile& g, const GgufFile::TensorInfo& t, float* out) {
-    const std::size_t length = static_cast<std::size_t>(t.ne.empty() ? 1 : t.ne[0]), rows = static_cast<std::size_t>(t.count) / std::max<std::size_t>(length, 1);
-    const std::size_t row_bytes = length / ggml_block_weights(t.type) * ggml_block_bytes(t.type);
-    const std::uint8_t* bytes = g.bytes(t);
+    const std::size_t length = t.ne.empty() ? 1 : static_cast<std::size_t>(t.ne[0]), rows = static_cast<std::size_t>(t.count) / std::max<std::size_t>(length, 1);
     on_every_core(static_cast<std::size_t>(t.count), [&](std::size_t worker, std::size_t workers) {
         const auto [begin, end] = worker_share(rows, worker, workers);
-        if (begin < end) ggml_dequantize(t.type, bytes + begin * row_bytes, out + begin * length, (end - begin) * length);
+        if (begin < end) g.dequantize_rows(t, begin, end - begin, out + begin * length);
     });
 }
 
@@ -272,18 +274,9 @@ void dequantize_on_every_core(const GgufFile& g, const GgufFile::TensorInfo& t, 
 MadeFloats::MakeRow row_maker(const std::shared_ptr<const GgufFile>& g, std::size_t i, const FamilySpec& f, std::size_t heads, std::size_t kv_heads) {
     const GgufFile::TensorInfo& t = g->tensors()[i];
     if (t.ne.size() != 2 || transposed_by_converter(t, f)) return nullptr;
-    const std::size_t length = static_cast<std::size_t>(t.ne[0]), rows = static_cast<std::size_t>(t.ne[1]);
-    const std::size_t row_bytes = length / ggml_block_weights(t.type) * ggml_block_bytes(t.type);
+    const std::size_t rows = static_cast<std::size_t>(t.ne[1]);
     const std::size_t d = permuted(t, f) ? head_rows(rows, permuted_heads(t, heads, kv_heads), *g, t.name) : 0;  // a head's rows, where they were permuted
-    return [g, i, length, row_bytes, d](std::size_t r, float* out) {
-        const GgufFile::TensorInfo& u = g->tensors()[i];
-        std::size_t stored = r;
-        if (d) {  // row s·d/2 + j of a head was stored at 2j + s (unpermute_rows)
-            const std::size_t in_head = r % d, s = in_head / (d / 2), j = in_head % (d / 2);
-            stored = r - in_head + 2 * j + s;
-        }
-        ggml_dequantize(u.type, g->bytes(u) + stored * row_bytes, out, length);
-    };
+    return [g, i, d](std::size_t r, float* out) { g->dequantize_rows(g->tensors()[i], d ? file_row(r, d) : r, 1, out); };
 }
 
 }  // namespace

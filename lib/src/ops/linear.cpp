@@ -166,9 +166,10 @@ Mat Linear::matrix() const {
     const std::size_t rows = ext_transposed ? ext_out : ext_in, n = ext_transposed ? ext_in : ext_out;
     std::vector<float> row(n);
     std::shared_ptr<const float> hold;
-    const Linear in_place = made ? external_linear(floats_of(*this, hold), ext_in, ext_out, ext_ld, ext_transposed, nullptr) : Linear{};
+    const float* floats = floats_of(*this, hold);  // made ones made once, not a row at a time
     for (std::size_t r = 0; r < rows; ++r) {
-        stored_row(made ? in_place : *this, r, n, row.data());
+        if (floats) std::copy(floats + r * ext_ld, floats + r * ext_ld + n, row.data());
+        else stored_row(*this, r, n, row.data());
         for (std::size_t c = 0; c < n; ++c) (ext_transposed ? m(c, r) : m(r, c)) = row[c];
     }
     return m;

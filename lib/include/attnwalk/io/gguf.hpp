@@ -118,6 +118,8 @@ public:
     // The tensor's raw bytes (mapped) and its weights as float32 into `out` (count floats).
     const std::uint8_t* bytes(const TensorInfo& t) const;
     void dequantize(const TensorInfo& t, float* out) const;
+    // Rows first … first+rows−1 of the tensor (rows of ne[0] weights, whole blocks) into `out`.
+    void dequantize_rows(const TensorInfo& t, std::size_t first, std::size_t rows, float* out) const;
 
 private:
     std::string file_;

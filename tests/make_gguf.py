@@ -301,20 +301,30 @@ def gvalue(v):
     raise ValueError(kind)
 
 
-def write_gguf(path, kv, tensors, align=32):
-    """kv: [(key, (type, value))]; tensors: [(name, torch-order shape, kind, bytes)]."""
+def gguf_header(kv, tensors, align=32):
+    """kv: [(key, (type, value))]; tensors: [(name, torch-order shape, kind, size in bytes)].
+    The header up to the data (padded to `align`), and each tensor's offset in the data."""
     head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv))
     for k, v in kv:
         head += gstr(k) + gvalue(v)
-    data, offsets = b"", []
-    for name, shape, kind, raw in tensors:
-        data += b"\0" * (-len(data) % align)
-        offsets.append(len(data))
-        data += raw
-    for (name, shape, kind, raw), off in zip(tensors, offsets):
+    offsets, at = [], 0
+    for name, shape, kind, size in tensors:
+        at += -at % align
+        offsets.append(at)
+        at += size
+    for (name, shape, kind, size), off in zip(tensors, offsets):
         head += gstr(name) + struct.pack("<I", len(shape)) + b"".join(struct.pack("<Q", d) for d in reversed(shape))
         head += struct.pack("<IQ", TYPES[kind], off)
     head += b"\0" * (-len(head) % align)
+    return head, offsets
+
+
+def write_gguf(path, kv, tensors, align=32):
+    """kv: [(key, (type, value))]; tensors: [(name, torch-order shape, kind, bytes)]."""
+    head, offsets = gguf_header(kv, [(name, shape, kind, len(raw)) for name, shape, kind, raw in tensors], align)
+    data = b""
+    for (name, shape, kind, raw), off in zip(tensors, offsets):
+        data += b"\0" * (off - len(data)) + raw
     pathlib.Path(path).write_bytes(head + data)
 
 

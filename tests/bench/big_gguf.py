@@ -8,13 +8,12 @@ Usage: /usr/bin/python3 tests/bench/big_gguf.py OUT.gguf [--layers 16] [--type Q
 """
 import argparse
 import pathlib
-import struct
 import sys
 
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-from make_gguf import TYPES, BLOCK, gstr, gvalue  # noqa: E402
+from make_gguf import BLOCK, gguf_header  # noqa: E402
 
 SIZE = {"Q4_K": 144, "Q8_0": 34}
 
@@ -56,18 +55,7 @@ def main():
         n = int(np.prod(shape))
         return 4 * n if kind == "F32" else n // BLOCK[kind] * SIZE[kind]
 
-    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv))
-    for k, v in kv:
-        head += gstr(k) + gvalue(v)
-    offset, offsets = 0, []
-    for name, shape, kind in tensors:
-        offset += -offset % 32
-        offsets.append(offset)
-        offset += nbytes(shape, kind)
-    for (name, shape, kind), off in zip(tensors, offsets):
-        head += gstr(name) + struct.pack("<I", len(shape)) + b"".join(struct.pack("<Q", d) for d in reversed(shape))
-        head += struct.pack("<IQ", TYPES[kind], off)
-    head += b"\0" * (-len(head) % 32)
+    head, offsets = gguf_header(kv, [(name, shape, kind, nbytes(shape, kind)) for name, shape, kind in tensors])
     rng = np.random.default_rng(61)
     with open(a.out, "wb") as f:
         f.write(head)

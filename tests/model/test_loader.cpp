@@ -167,6 +167,7 @@ TEST_SUITE("model") {
         const Cube c = decoder_forward(tight->weights, {1, 2, 3}, nullptr, nullptr);
         CHECK(std::equal(a.begin(), a.end(), b.begin(), b.end()));
         CHECK(std::equal(a.begin(), a.end(), c.begin(), c.end()));
+        CHECK(tight->weights.embed.made->cache().capacity() == budget);  // the budget less the 16-bit tensors (none here)
         const MadeCache::Stats stats = tight->weights.embed.made->cache().stats();
         CHECK(stats.given_back > 0);
         CHECK(stats.made > once.made);  // made again on the second forward

@@ -59,8 +59,10 @@ BENCHMARK(BM_sgemm)->Args({2048, 2048, 2048})->Args({2048, 768, 768})->Unit(benc
 
 // A few rows through a float32 layer in GPT-2's layout, x·W with W [d_in × d_out]: the MLP's
 // c_fc (768 × 3072) and c_proj (3072 × 768) for a short prompt (rows 10) and a generated
-// token (1). Eight copies of W are taken in turn (75 MiB, more than every cache here), so
-// the weights come from memory as in a forward. GB/s counts the weights read once a product.
+// token (1), and Llama-3.2-1B's gate (2048 × 8192) at 128 and 512 rows: what sgemm reaches on
+// float32 weights of that shape, beside BM_bf16_layer. Eight copies of W are taken in turn
+// (75 MiB for GPT-2's, 512 MiB for Llama's: more than every cache here), so the weights come
+// from memory as in a forward. GB/s counts the weights read once a product.
 void BM_f32_xw_layer(benchmark::State& state) {
     const std::size_t rows = static_cast<std::size_t>(state.range(0)), d_in = static_cast<std::size_t>(state.range(1)),
                       d_out = static_cast<std::size_t>(state.range(2)), copies = 8;
@@ -80,13 +82,15 @@ BENCHMARK(BM_f32_xw_layer)
     ->Args({10, 3072, 768})
     ->Args({1, 768, 3072})
     ->Args({16, 768, 3072})
+    ->Args({128, 2048, 8192})
+    ->Args({512, 2048, 8192})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
 // A few rows through a BF16 layer in nn.Linear's layout, [d_out × d_in], args rows, d_in,
 // d_out: Llama-3.2-1B's gate projection (2048 → 8192) for a generated token (rows 1), short
-// prompts (10, 32), the register kernel's limit (128) and past it (129: the widened blocks
-// and sgemm); at 128 rows also its down (8192 → 2048), query (2048 → 2048) and key
+// prompts (10, 32), the register kernel's limit (128) and past it (129 and 512: the widened
+// blocks and sgemm, where OpenBLAS has AVX-512 kernels; the register kernel where not); at 128 rows also its down (8192 → 2048), query (2048 → 2048) and key
 // (2048 → 512) projections. Copies of W (256 MiB in all, more than every cache here) are
 // taken in turn, so the weights come from memory as in a forward. GB/s counts the weights
 // read once per product.
@@ -120,6 +124,9 @@ BENCHMARK(BM_bf16_layer)
     ->Args({32, 2048, 8192})
     ->Args({128, 2048, 8192})
     ->Args({129, 2048, 8192})
+    ->Args({512, 2048, 8192})
+    ->Args({512, 8192, 2048})
+    ->Args({512, 2048, 2048})
     ->Args({128, 8192, 2048})
     ->Args({128, 2048, 2048})
     ->Args({128, 2048, 512})

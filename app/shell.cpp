@@ -177,7 +177,9 @@ void add_shell_options(OptionBuilder sub, Shell& s, bool walk, InputKind kind) {
     sub.add_flag("--summary", s.recording.summary, "Big inputs: per step only the shape, min/max/mean, row sums, a checksum and the time")
         ->excludes(npy)
         ->group(output_group);
-    sub.add_flag("--timing", s.recording.timing, "After the trace, the wall time of each step")->group(output_group);
+    sub.add_flag("--timing", s.recording.timing,
+                 "After the trace, the wall time of each step; from 1 GFLOP of matrix products, each step's work and its time over the least "
+                 "this machine takes for it (measured after the walk)")->group(output_group);
 }
 
 namespace {

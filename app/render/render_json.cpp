@@ -100,7 +100,12 @@ void step_json(JsonWriter& w, const Step& step, bool timed, const std::string& n
         nested(w, step.row_sum, 0, 0);
     }
     if (!step.note.empty()) w.raw(',').key("note").string(step.note);
-    if (timed) w.raw(',').key("seconds").number(step.seconds);
+    if (timed) {
+        w.raw(',').key("seconds").number(step.seconds);
+        w.raw(',').key("flop").integer(static_cast<unsigned long long>(step.flop));
+        w.raw(',').key("bytes").integer(static_cast<unsigned long long>(step.bytes));
+        if (step.limit_seconds > 0) w.raw(',').key("limit_seconds").number(step.limit_seconds);
+    }
     if (!step.expansion.empty()) {
         w.raw(',').key("expansion").raw('[');
         for (std::size_t e = 0; e < step.expansion.size(); ++e) {
@@ -162,8 +167,12 @@ void trace_json(JsonWriter& w, const Trace& trace, const std::string& npy_dir = 
         total += trace.steps[i].seconds;
     }
     w.raw(']');
-    if (trace.timed)
-        w.raw(',').key("timing").raw('{').key("total_seconds").number(total).raw(',').key("matrix_products").string(trace.backend).raw('}');
+    if (trace.timed) {
+        w.raw(',').key("timing").raw('{').key("total_seconds").number(total).raw(',').key("matrix_products").string(trace.backend);
+        if (trace.sgemm_flop_per_second > 0)
+            w.raw(',').key("sgemm_flop_per_second").number(trace.sgemm_flop_per_second).raw(',').key("copy_bytes_per_second").number(trace.copy_bytes_per_second);
+        w.raw('}');
+    }
     w.raw('}');
 }
 

@@ -124,6 +124,9 @@ struct Step {
     StepKind kind = StepKind::result;
     bool may_be_non_finite = false;     // inf/NaN here is the lesson (−∞ masking, naive softmax overflow)
     double seconds = 0.0;               // wall time spent computing and recording this step
+    // The matrix products' work counted while the step ran (ops/work.hpp), and in a timed
+    // trace of enough work, the least time this machine could take for it (0: none).
+    double flop = 0.0, bytes = 0.0, limit_seconds = 0.0;
     std::optional<CellMask> mask;       // a token×token step after the mask
     std::optional<std::size_t> query;   // a step of one query's row (kvcache's stepN.*): that query's position
     bool heads_grid = false;            // every layer's and head's attention weights (layer × head × query × key,
@@ -162,6 +165,10 @@ struct Trace {
     std::vector<Step> steps;
     bool timed = false;  // timed or summarised: step times are part of the output
     std::string backend;  // how large matrix products ran (for a timed trace)
+    // Timed (Recording::timing), when the steps' products counted at least limit_least_flop: the machine's
+    // rates measured after the walk (ops/work.hpp's measure_machine), which set each step's
+    // limit_seconds; 0 otherwise.
+    double sgemm_flop_per_second = 0.0, copy_bytes_per_second = 0.0;
     // A model's layers, one each, as renderers mark them: "sliding window, W = 4",
     // "no RoPE", … (all empty where every layer is alike).
     std::vector<std::string> layer_kinds;

@@ -164,12 +164,18 @@ void record_blocked(Recorder& rec, const Cube& x, const AttentionWeights& w, con
     const MhaWords& m = words;
     rec.restart_clock();
     const fast::BlockedResult r = fast::blocked_attention(x, w, spec.causal);
-    rec.add_summary("queries", "Queries for all heads at once", "Q = X·W_query", {T, d_out}, B, tokens_features, r.queries)
-        .seconds = r.seconds.query;
-    rec.add_summary("keys", "Keys for all heads at once", "K = X·W_key", {T, d_out}, B, tokens_features, r.keys).seconds =
-        r.seconds.key;
-    rec.add_summary("values", "Values for all heads at once", "V = X·W_value", {T, d_out}, B, tokens_features, r.values)
-        .seconds = r.seconds.value;
+    // each step gets its phase's time and work, measured inside the forward
+    const auto spent = [](Step& step, double seconds, const Work& work) {
+        step.seconds = seconds;
+        step.flop = work.flop;
+        step.bytes = work.bytes;
+    };
+    spent(rec.add_summary("queries", "Queries for all heads at once", "Q = X·W_query", {T, d_out}, B, tokens_features, r.queries),
+          r.seconds.query, r.work.query);
+    spent(rec.add_summary("keys", "Keys for all heads at once", "K = X·W_key", {T, d_out}, B, tokens_features, r.keys), r.seconds.key,
+          r.work.key);
+    spent(rec.add_summary("values", "Values for all heads at once", "V = X·W_value", {T, d_out}, B, tokens_features, r.values),
+          r.seconds.value, r.work.value);
     rec.add_summary("queries_split", m.q_split_title, "Q.view(B, T, H, d_k).transpose(1, 2)", {H, T, d_h}, B,
                     head_tokens_features, r.queries)
         .seconds = 0.0;
@@ -180,7 +186,7 @@ void record_blocked(Recorder& rec, const Cube& x, const AttentionWeights& w, con
                     head_tokens_features, r.values)
         .seconds = 0.0;
     Step& scores = rec.add_summary("scores", "Scores of every head", "ω_h = Q_h·K_hᵀ", {H, T, T}, B, head_tokens_tokens, r.scores);
-    scores.seconds = r.seconds.scores;
+    spent(scores, r.seconds.scores, r.work.scores);
     if (r.scores.causal_triangle) scores.summary.scope = "j ≤ i only: the masked scores above the diagonal are never computed";
     if (spec.causal) {
         Step& mask = rec.add_summary("mask", "The causal mask, shared by every head", "M = tril(ones(T, T))", {T, T}, B, tokens_tokens, r.mask, false);
@@ -190,14 +196,14 @@ void record_blocked(Recorder& rec, const Cube& x, const AttentionWeights& w, con
     if (spec.causal) rec.mask_from_here(CellMask{});
     rec.add_summary("weights", m.weights_title, m.weights_formula, {H, T, T}, B, head_tokens_tokens, r.weights).seconds =
         r.seconds.softmax;
-    rec.add_summary("head_outputs", "Each head's context vectors", "Z_h = A_h·V_h", {H, T, d_h}, B, head_tokens_features,
-                    r.head_outputs)
-        .seconds = r.seconds.values;
+    spent(rec.add_summary("head_outputs", "Each head's context vectors", "Z_h = A_h·V_h", {H, T, d_h}, B, head_tokens_features,
+                          r.head_outputs),
+          r.seconds.values, r.work.values);
     rec.add_summary("context", "Heads concatenated along the features", m.context_formula, {T, d_out}, B, tokens_features,
                     r.head_outputs)
         .seconds = 0.0;
     Step& out = rec.add_summary("output", m.output_title, m.output_formula, {T, d_out}, B, tokens_features, r.output_summary);
-    out.seconds = r.seconds.output;
+    spent(out, r.seconds.output, r.work.output);
     out.tensor.data.assign(r.output.data(), r.output.data() + r.output.size());
 }
 

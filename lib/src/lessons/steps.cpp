@@ -14,6 +14,7 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/ops/blas.hpp"
 #include "attnwalk/ops/blocked_attention.hpp"
+#include "attnwalk/ops/work.hpp"
 
 namespace attnwalk {
 
@@ -111,18 +112,31 @@ Trace start_trace(const std::string& command, const Embeddings& input, const Att
 // Checks that nothing overflowed (check_finite), then keeps the trace as asked.
 void charge_forward_time(Trace& trace, const Forward& f) {
     const auto& t = f.seconds;
+    const auto& w = f.work;
     const struct {
         const char* id;
         double seconds;
-    } charges[] = {{"queries", t.project / 3}, {"keys", t.project / 3},       {"values", t.project / 3},
-                   {"scores", t.scores},       {"scores_masked", t.mask_scale}, {"weights", t.softmax},
-                   {"weights_dropped", t.dropout}, {"head_outputs", t.context},  {"output", t.output}};
+        Work work;
+    } charges[] = {{"queries", t.project / 3, w.project * (1.0 / 3)}, {"keys", t.project / 3, w.project * (1.0 / 3)},
+                   {"values", t.project / 3, w.project * (1.0 / 3)}, {"scores", t.scores, w.scores},
+                   {"scores_masked", t.mask_scale, {}},              {"weights", t.softmax, {}},
+                   {"weights_dropped", t.dropout, {}},               {"head_outputs", t.context, w.context},
+                   {"output", t.output, w.output}};
     const bool heads = std::any_of(trace.steps.begin(), trace.steps.end(), [](const Step& s) { return s.id == "head_outputs"; });
+    const auto charge = [](Step& step, double seconds, const Work& work) {
+        step.seconds += seconds;
+        step.flop += work.flop;
+        step.bytes += work.bytes;
+    };
     for (Step& step : trace.steps) {
         for (const auto& c : charges)
-            if (step.id == c.id) step.seconds += c.seconds;
+            if (step.id == c.id) charge(step, c.seconds, c.work);
         if (step.id == "scores_scaled" && f.causal == false) step.seconds += t.mask_scale;
-        if (step.id == "context") step.seconds += heads ? 0.0 : t.context + t.output;  // one head: context is the output
+        if (step.id == "context" && !heads) {  // one head: context is the output
+            Work both = w.context;
+            both += w.output;
+            charge(step, t.context + t.output, both);
+        }
     }
 }
 
@@ -173,6 +187,16 @@ Trace finish(Trace trace, const Recording& recording, const Forward* f) {
     }
     trace.timed = recording.summary || recording.timing;
     if (trace.timed) trace.backend = blas_backend();
+    if (recording.timing) {  // each step beside the machine, where there is work enough to measure it by
+        double flop = 0.0;
+        for (const Step& s : trace.steps) flop += s.flop;
+        if (flop >= limit_least_flop) {
+            const MachineRates rates = measure_machine();
+            trace.sgemm_flop_per_second = rates.flop_per_second;
+            trace.copy_bytes_per_second = rates.bytes_per_second;
+            for (Step& s : trace.steps) s.limit_seconds = limit_seconds({s.flop, s.bytes}, rates);
+        }
+    }
     return trace;
 }
 

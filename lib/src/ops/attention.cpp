@@ -207,6 +207,7 @@ Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpe
     Forward f;
     f.causal = spec.causal;
     auto clock = Clock::now();
+    Work mark = work_so_far();
     if (w) {
         if (w->d_in() != x.shape(2))
             throw UsageError("the weights take d_in = " + std::to_string(w->d_in()) + " features, the input has " +
@@ -229,6 +230,7 @@ Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpe
     }
     f.d_h = f.q.shape(2) / f.heads;
     f.seconds.project = since(clock);
+    f.work.project = work_since(mark);
     const bool whole = w && w->qk_norm_whole && (w->q_norm || w->k_norm);
     Cube q_normed, k_normed;  // QK-norm over the whole projections (OLMo): Q and K normalised, then split
     if (whole) {
@@ -268,6 +270,7 @@ Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpe
             f.kh = apply_rope(f.kh_plain, *f.rope);
         }
         f.seconds.project += since(clock);
+        f.work.project += work_since(mark);
     }
     return f;
 }
@@ -390,6 +393,7 @@ void attend_head_by_head(Forward& f, const AttentionWeights* w, const ForwardSpe
 
 void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     auto clock = Clock::now();
+    Work mark = work_so_far();
     const std::size_t B = f.qh.shape(0), H = f.heads, G = f.kv_heads, group = H / G, d_h = f.d_h;
     const std::size_t Tq = f.qh.shape(2), T = f.kh.shape(2);
     f.causal = spec.causal;
@@ -412,6 +416,9 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     if (f.square_summarised) {
         attend_head_by_head(f, w, spec);  // the phases' shares of the thread time, then of the wall time
         const double wall = since(clock);
+        const Work both = work_since(mark);  // a head's scores and values: the same rows, keys and d_h each
+        f.work.scores = both * 0.5;
+        f.work.context = both - f.work.scores;
         f.seconds.scores *= wall;
         f.seconds.softmax *= wall;
         f.seconds.context *= wall;
@@ -435,6 +442,7 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
                                       &f.scores(b, h, 0, 0), T);
         }
         f.seconds.scores = since(clock);
+        f.work.scores = work_since(mark);
         const bool masking = spec.causal || f.window > 0;
         if (spec.until == Stage::scores && !masking && f.scale == 1.0f && !spec.scale_factor && !spec.bias) return;
         if (spec.bias && (spec.bias->shape(0) != R || spec.bias->shape(1) != T))
@@ -533,6 +541,7 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
         if (h < H) xt::view(f.head_outputs, xt::all(), h, xt::all(), xt::all()) = 0.0f;
     f.context = merge_heads(f.head_outputs);
     f.seconds.context = (f.square_summarised ? f.seconds.context : 0.0) + since(clock);  // the summed path's values, and the merge
+    f.work.context += work_since(mark);
     if (w && w->gate) {  // the rows of the gate that match the context's: R query rows from row0 (the last ones of a cache)
         if (f.gate.shape(2) != f.context.shape(2)) throw UsageError("the output gate needs H·d_k = " + std::to_string(f.context.shape(2)) + " columns");
         f.gated = f.context;
@@ -545,6 +554,7 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     const Cube& z = w && w->gate ? f.gated : f.context;
     f.output = w && w->out_proj ? project(z, *w->out_proj) : z;
     f.seconds.output = since(clock);
+    f.work.output = work_since(mark);
 }
 
 Forward attention_forward(const Cube& x, const AttentionWeights* w, const ForwardSpec& spec) {

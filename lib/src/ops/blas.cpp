@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "attnwalk/ops/work.hpp"
 #include "kernels.hpp"
 
 namespace attnwalk {
@@ -125,6 +126,13 @@ struct AsWorker {
 
 void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
            std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
+    const double mm = static_cast<double>(m), nn = static_cast<double>(n), kk = static_cast<double>(k);
+    count_work(2.0 * mm * nn * kk, 4.0 * (mm * kk + kk * nn + mm * nn));
+    sgemm_counted_by_caller(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void sgemm_counted_by_caller(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
+                             std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
     if (m == 0 || n == 0) return;
     const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
     if (work < blas_min_work) {
@@ -208,7 +216,11 @@ namespace fast {
 void head_scores(bool kernels, std::size_t rows, std::size_t cols, std::size_t d, const float* q, std::size_t ldq, const float* k,
                  std::size_t ldk, const float* packed, float* s, std::size_t lds) {
 #if defined(ATTNWALK_HAVE_AVX2)
-    if (kernels) return scores_avx512(rows, d, q, ldq, packed, cols, s, lds);
+    if (kernels) {
+        const double r = static_cast<double>(rows), c = static_cast<double>(cols), dd = static_cast<double>(d);
+        count_work(2.0 * r * c * dd, 4.0 * (r * dd + c * dd + r * c));
+        return scores_avx512(rows, d, q, ldq, packed, cols, s, lds);
+    }
 #endif
     (void)kernels;
     (void)packed;
@@ -218,7 +230,11 @@ void head_scores(bool kernels, std::size_t rows, std::size_t cols, std::size_t d
 void head_values(bool kernels, std::size_t rows, std::size_t cols, std::size_t d, const float* p, std::size_t ldp, const float* v,
                  std::size_t ldv, float* out, std::size_t ldo) {
 #if defined(ATTNWALK_HAVE_AVX2)
-    if (kernels) return weighted_values_avx512(rows, cols, d, p, ldp, v, ldv, out, ldo);
+    if (kernels) {
+        const double r = static_cast<double>(rows), c = static_cast<double>(cols), dd = static_cast<double>(d);
+        count_work(2.0 * r * c * dd, 4.0 * (r * c + c * dd + r * dd));
+        return weighted_values_avx512(rows, cols, d, p, ldp, v, ldv, out, ldo);
+    }
 #endif
     (void)kernels;
     sgemm(false, false, rows, d, cols, 1.0f, p, ldp, v, ldv, 0.0f, out, ldo);

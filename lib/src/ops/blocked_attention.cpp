@@ -105,10 +105,14 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
     Cube qkv = fresh<3>({B, T, ld});
     const Linear* layers[] = {&w.query, &w.key, &w.value};
     double* times[] = {&result.seconds.query, &result.seconds.key, &result.seconds.value};
+    Work* works[] = {&result.work.query, &result.work.key, &result.work.value};
+    Work mark = work_so_far();
     for (std::size_t p = 0; p < 3; ++p) {
         const auto t0 = Clock::now();
+        (void)work_since(mark);
         linear_into(x, *layers[p], qkv.data() + p * d_out, ld);
         *times[p] = since(t0);
+        *works[p] = work_since(mark);
     }
     const float* q = qkv.data();
     const float* k = qkv.data() + d_out;
@@ -178,10 +182,14 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
         }
     };
     auto t0 = Clock::now();
+    (void)work_since(mark);
     on_every_core([&](std::size_t i, std::size_t) {  // each core takes (batch, head) pairs, products included
         if (i < threads) work(workers[i]);
     });
     const double attention = since(t0);
+    const Work attended = work_since(mark);  // a block's scores and values: the same rows, keys and d_h each
+    result.work.scores = attended * 0.5;
+    result.work.values = attended - result.work.scores;
 
     Worker all;
     for (const Worker& wk : workers) {
@@ -222,9 +230,11 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
 
     // ---- the output projection -----------------------------------------------------------------
     t0 = Clock::now();
+    (void)work_since(mark);
     result.output = fresh<3>({B, T, d_out});
     linear_into(z, *w.out_proj, result.output.data(), d_out);
     result.seconds.output = since(t0);
+    result.work.output = work_since(mark);
     Running out;
     for (std::size_t r = 0; r < B * T; ++r) out.add_row(result.output.data() + r * d_out, d_out);
     result.output_summary = out.summary(false);

@@ -8,6 +8,7 @@
 #include <xtensor/xview.hpp>
 
 #include "attnwalk/ops/blas.hpp"
+#include "attnwalk/ops/work.hpp"
 #include "kernels.hpp"
 
 namespace attnwalk {
@@ -103,6 +104,13 @@ float* widen_buffer(std::size_t floats) {
     return buffer.data();
 }
 
+// The work of `rows` rows through a 16-bit layer (ops/work.hpp): its weights read once as
+// 16-bit numbers, x read and y written as float32.
+void count_16bit(std::size_t rows, std::size_t d_in, std::size_t d_out) {
+    const double r = static_cast<double>(rows), i = static_cast<double>(d_in), o = static_cast<double>(d_out);
+    count_work(2.0 * r * i * o, 2.0 * i * o + 4.0 * r * (i + o));
+}
+
 // A few rows through BF16 weights in nn.Linear's layout: each weight read once and widened
 // in registers (fast::bf16_rows: on AVX-512F or AVX2, the same bits), every core its share of the outputs. More rows than direct_rows go through the
 // widened blocks and sgemm. With AVX-512 the kernel beats them to 128 rows: a Llama-3.2-1B-
@@ -126,6 +134,7 @@ void bf16_rows(const float* x, std::size_t rows, const Linear& l, float* y, std:
 #if defined(ATTNWALK_HAVE_AVX2)
     const std::size_t d_in = l.ext_in, d_out = l.ext_out;
     note_vector_kernels();
+    count_16bit(rows, d_in, d_out);
     std::vector<float> xs(rows * (d_in / 16 * 16));
     fast::deinterleave16(x, rows, d_in, d_in, xs.data());
     on_every_core(rows * d_in * d_out, [&](std::size_t worker, std::size_t workers) {
@@ -183,6 +192,7 @@ void project_into(const float* x, std::size_t rows, const Linear& layer, float* 
     } else if (bf16_direct(layer, rows)) {
         bf16_rows(x, rows, layer, y, ldy);
     } else if (layer.ext16) {  // each core widens and multiplies its share of the outputs, a block at a time
+        count_16bit(rows, d_in, d_out);
         on_every_core([&](std::size_t worker, std::size_t workers) {
             const auto [begin, end] = worker_share(d_out, worker, workers);
             if (begin >= end) return;
@@ -192,10 +202,10 @@ void project_into(const float* x, std::size_t rows, const Linear& layer, float* 
                 const std::size_t n = std::min(block, end - j0);
                 if (layer.ext_transposed) {  // rows j0… of [d_out, d_in]: n×d_in
                     for (std::size_t j = 0; j < n; ++j) stored_row(layer, j0 + j, d_in, w + j * d_in);
-                    sgemm(false, true, rows, n, d_in, 1.0f, x, d_in, w, d_in, 0.0f, y + j0, ldy);
+                    sgemm_counted_by_caller(false, true, rows, n, d_in, 1.0f, x, d_in, w, d_in, 0.0f, y + j0, ldy);
                 } else {  // columns j0… of [d_in, d_out]: d_in×n
                     for (std::size_t r = 0; r < d_in; ++r) widen(layer.ext16 + r * layer.ext_ld + j0, n, layer.ext16_bf16, w + r * n);
-                    sgemm(false, false, rows, n, d_in, 1.0f, x, d_in, w, n, 0.0f, y + j0, ldy);
+                    sgemm_counted_by_caller(false, false, rows, n, d_in, 1.0f, x, d_in, w, n, 0.0f, y + j0, ldy);
                 }
             }
         });
@@ -247,6 +257,7 @@ Mat project_row(const Linear& layer, const float* x) {
     } else if (const float* floats = floats_of(layer, hold)) {
         sgemm(false, false, out, 1, in, 1.0f, floats, layer.ext_ld, x, 1, 0.0f, y.data(), 1);  // W·x: d_out rows
     } else {  // each core widens its share of the rows, a block small enough to stay in its cache at a time
+        count_16bit(1, in, out);
         on_every_core([&](std::size_t worker, std::size_t workers) {
             const auto [begin, end] = worker_share(out, worker, workers);
             if (begin >= end) return;
@@ -256,7 +267,7 @@ Mat project_row(const Linear& layer, const float* x) {
             for (std::size_t j0 = begin; j0 < end; j0 += block) {
                 const std::size_t n = std::min(block, end - j0);
                 for (std::size_t j = 0; j < n; ++j) stored_row(layer, j0 + j, in, w + j * in);
-                sgemm(false, false, n, 1, in, 1.0f, w, in, x, 1, 0.0f, y.data() + j0, 1);
+                sgemm_counted_by_caller(false, false, n, 1, in, 1.0f, w, in, x, 1, 0.0f, y.data() + j0, 1);
             }
         });
     }

@@ -8,6 +8,7 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/ops/activations.hpp"
 #include "attnwalk/ops/blas.hpp"
+#include "attnwalk/ops/work.hpp"
 
 namespace attnwalk {
 
@@ -42,6 +43,8 @@ void ExpertMatrix::apply(const float* x, std::size_t n, float* y, std::size_t ld
         return;
     }
     const Mxfp4Rows& m = *mxfp4;
+    const double rows = static_cast<double>(m.rows), cols = static_cast<double>(m.cols), tokens = static_cast<double>(n);
+    count_work(2.0 * tokens * rows * cols, rows * cols / 2.0 + rows * cols / 32.0 + 4.0 * tokens * (rows + cols));  // 4 bits a weight, a byte of scale per 32
     on_every_core(n * m.rows * m.cols, [&](std::size_t worker, std::size_t workers) {
         const WorkerShare share = worker_share(m.rows, worker, workers);
         std::vector<float> row(m.cols);

@@ -12,6 +12,7 @@
 #include "attnwalk/lessons/catalogue.hpp"
 #include "attnwalk/ops/rows.hpp"
 #include "attnwalk/ops/tensor.hpp"
+#include "attnwalk/ops/work.hpp"
 #include "attnwalk/trace_tensors.hpp"
 #include "attnwalk/trace.hpp"
 
@@ -19,7 +20,7 @@ namespace attnwalk {
 
 class Recorder {
 public:
-    explicit Recorder(Trace& trace) : trace_(trace), last_(Clock::now()) {}
+    explicit Recorder(Trace& trace) : trace_(trace), last_(Clock::now()), last_work_(work_so_far()) {}
 
     // A batched tensor (leading B), its axes given without the batch axis.
     template <std::size_t N>
@@ -76,8 +77,12 @@ public:
     // The token×token steps recorded from now on are masked so (nullopt: from now on not).
     void mask_from_here(std::optional<CellMask> mask) { mask_ = mask; }
 
-    // The clock of the next step starts now (after work that belongs to no step).
-    void restart_clock() { last_ = Clock::now(); }
+    // The clock of the next step, and its count of work, start now (after work that belongs
+    // to no step).
+    void restart_clock() {
+        last_ = Clock::now();
+        last_work_ = work_so_far();
+    }
 
     Tensor per_batch(Tensor t) const {
         if (!trace_.batched) t.shape.erase(t.shape.begin());
@@ -107,6 +112,10 @@ private:
         const auto now = Clock::now();  // the time since the previous step: this step's work
         step.seconds = std::chrono::duration<double>(now - last_).count();
         last_ = now;
+        const Work work = work_so_far();  // the products' work since the previous step
+        step.flop = work.flop - last_work_.flop;
+        step.bytes = work.bytes - last_work_.bytes;
+        last_work_ = work;
         trace_.steps.push_back(std::move(step));
         return trace_.steps.back();
     }
@@ -114,6 +123,7 @@ private:
     using Clock = std::chrono::steady_clock;
     Trace& trace_;
     Clock::time_point last_;
+    Work last_work_;
     std::optional<CellMask> mask_;
     bool summarising_ = false;
 };

@@ -33,6 +33,7 @@
 #include "attnwalk/ops/rope_params.hpp"
 #include "attnwalk/ops/shapes.hpp"
 #include "attnwalk/ops/tensor.hpp"
+#include "attnwalk/ops/work.hpp"
 
 namespace attnwalk {
 
@@ -172,6 +173,9 @@ struct Forward {
     struct {
         double project = 0, scores = 0, mask_scale = 0, softmax = 0, dropout = 0, context = 0, output = 0;
     } seconds;                    // wall time of each phase
+    struct {
+        Work project, scores, context, output;
+    } work;                       // the products' work of each phase (ops/work.hpp)
 
     const Hyper& final_weights() const { return dropped ? weights_dropped : weights; }
 };

@@ -20,6 +20,11 @@ constexpr double blas_min_work = 64.0 * 64.0 * 64.0;
 // Large products use every core: their rows (or columns) are split over threads.
 void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
            std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc);
+// The same, for a caller that counts the work itself (ops/work.hpp): a 16-bit layer's
+// widened blocks, whose weights were read from memory as 16-bit numbers. sgemm counts
+// 2·m·n·k operations and the three matrices' float32 bytes.
+void sgemm_counted_by_caller(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
+                             std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc);
 
 // Whether attnwalk's AVX-512 kernels take the products of more than 16 rows that OpenBLAS
 // would: on an AVX-512 CPU whose OpenBLAS runs older kernels (it does not know the CPU, or

@@ -30,6 +30,9 @@ struct BlockedResult {
     struct {
         double query = 0, key = 0, value = 0, scores = 0, softmax = 0, values = 0, output = 0;
     } seconds;                      // wall time per phase (the attention's phases split by thread time)
+    struct {
+        Work query, key, value, scores, values, output;
+    } work;                         // the products' work per phase (scores and values: half the attention's each)
 };
 
 // Fused weights with out_proj; x is (B,T,d_in).

@@ -178,7 +178,7 @@ void add_shell_options(OptionBuilder sub, Shell& s, bool walk, InputKind kind) {
         ->excludes(npy)
         ->group(output_group);
     sub.add_flag("--timing", s.recording.timing,
-                 "After the trace, the wall time of each step; from 1 GFLOP of matrix products, each step's work and its time over the least "
+                 "After the trace, the wall time of each step; from 10 GFLOP of matrix products, each step's work and its time over the least "
                  "this machine takes for it (measured after the walk)")->group(output_group);
 }
 

@@ -2,12 +2,13 @@
 """--timing sets each step beside the machine: the work counted in the step's matrix products,
 the machine's rates measured after the walk, and the step's limit (ops/work.hpp).
 
-Checks, on mha with a 2048×768 input, 12 heads of 64 (17 GFLOP, well above the 1 GFLOP a
-trace needs for limits): every step's flop and bytes are whole numbers; the four projections
+Checks, on mha with a 2048×768 input, 12 heads of 64 (17 GFLOP, above the 10 GFLOP a trace
+needs for limits): every step's flop and bytes are whole numbers; the four projections
 count 2·T·d·d each, exactly; scores and head_outputs count the same work, between the causal
 triangle's and the full square's; each step's limit is its work at the measured rates; the
-text view prints the ratios. And a chapter command's trace, far below 1 GFLOP, gets no rates
-and no limits. No time is checked: these machines are shared.
+text view prints the ratios. On the built-in sentence with grouped keys and an output gate,
+each projection counts its own work (d_in = 3, T = 6). And a chapter command's trace, far
+below 10 GFLOP, gets no rates and no limits. No time is checked: these machines are shared.
 
 Usage: timing_limits.py BINARY
 """
@@ -74,8 +75,17 @@ def main():
         want = max(s["flop"] / rate, s["bytes"] / bw)
         check(abs(s.get("limit_seconds", -1) - want) <= 1e-9 + 1e-6 * want, f"{s['id']}: limit = max(flop/rate, bytes/bandwidth)")
     check("× limit" in text and "GFLOP/s (sgemm 2048³)" in text, "the text view: ratios and rates")
-    total = [line for line in text.splitlines() if line.strip().startswith("total")]
-    check(bool(total) and "GFLOP" in total[0], "the text view: the total's work and ratio")
+    total = [line.split() for line in text.splitlines() if line.strip().startswith("total")]
+    check(bool(total) and len(total[-1]) == 4, "the text view: the total's seconds, GFLOP and ratio")
+    if total and len(total[-1]) == 4:
+        counted = sum(s["flop"] for s in doc["steps"] if "limit_seconds" in s) / 1e9
+        check(abs(float(total[-1][2]) - counted) < 0.002, f"the text view's total GFLOP {total[-1][2]} against the JSON's {counted:.3f}")
+
+    grouped = json.loads(run(binary, "mha", "--heads", "4", "--d-out", "8", "--kv-heads", "1", "--output-gate", "--seed", "1",
+                             "--timing", "--json"))
+    work = {s["id"]: s["flop"] for s in grouped["steps"]}
+    for name, d_out in (("queries", 8), ("keys", 2), ("values", 2), ("gate", 8)):
+        check(work.get(name) == 2 * 6 * 3 * d_out, f"grouped: {name} counts 2·T·d_in·{d_out} = {2 * 6 * 3 * d_out}, got {work.get(name)}")
 
     small = json.loads(run(binary, "softmax", "--timing", "--json"))
     check("sgemm_flop_per_second" not in small["timing"], "a chapter command: no rates measured")

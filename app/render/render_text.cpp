@@ -275,37 +275,44 @@ void print_timing(const Trace& trace, const TextOptions& opt, std::ostream& out)
         id_w = std::max(id_w, width(s.id));
     }
     out << '\n' << wrap("(wall clock per step; matrix products: " + trace.backend + ")", opt.columns, "timing ", "  ");
-    const bool limits = trace.sgemm_flop_per_second > 0;
     char buf[160];
-    if (limits) {  // the machine's rates, measured after the walk
-        std::snprintf(buf, sizeof buf, "%.0f GFLOP/s (sgemm 2048³), %.1f GB/s (memcpy)", trace.sgemm_flop_per_second / 1e9,
-                      trace.copy_bytes_per_second / 1e9);
-        out << wrap("(GFLOP: the step's matrix products; × limit: its time over the least this machine takes for them at " +
-                        std::string(buf) + ", measured after the walk)",
-                    opt.columns, "  ", "  ");
+    if (trace.sgemm_flop_per_second <= 0) {  // seconds and shares
+        for (const Step& s : trace.steps) {
+            std::snprintf(buf, sizeof buf, "%10.6f s  %5.1f%%", s.seconds, total > 0 ? 100.0 * s.seconds / total : 0.0);
+            out << "    " << pad_right(s.id, id_w) << buf << '\n';
+        }
+        std::snprintf(buf, sizeof buf, "%10.6f s", total);
+        out << "    " << pad_right("total", id_w) << buf << '\n';
+        return;
     }
-    double flop = 0.0, limit = 0.0;
-    const auto line = [&](const std::string& id, double seconds, double share, double step_flop, double step_limit) {
-        std::snprintf(buf, sizeof buf, "%10.6f s", seconds);
-        std::string text = "    " + pad_right(id, id_w) + buf;
-        if (share >= 0) {
-            std::snprintf(buf, sizeof buf, "  %5.1f%%", share);
-            text += buf;
-        } else if (limits) {
-            text += "        ";
-        }
-        if (step_limit > 0) {
-            std::snprintf(buf, sizeof buf, "  %9.3f GFLOP  %6.2f× limit", step_flop / 1e9, seconds / step_limit);
-            text += buf;
-        }
-        out << text << '\n';
-    };
+    // and beside the machine: the rates measured after the walk, each step's work and its time
+    // over the least the machine takes for it (the library's limit_seconds)
+    std::snprintf(buf, sizeof buf, "%.0f GFLOP/s (sgemm 2048³) and %.1f GB/s (memcpy)", trace.sgemm_flop_per_second / 1e9,
+                  trace.copy_bytes_per_second / 1e9);
+    out << wrap("(GFLOP: a step's matrix products; × limit: its time over the least this machine takes for them at " + std::string(buf) +
+                    ", measured after the walk; the total's over the steps with products)",
+                opt.columns, "  ", "  ");
+    out << "    " << pad_right("", id_w) << "   seconds   share     GFLOP  × limit\n";
+    double flop = 0.0, limit = 0.0, limited = 0.0;  // limited: the seconds of the steps with a limit
     for (const Step& s : trace.steps) {
-        line(s.id, s.seconds, total > 0 ? 100.0 * s.seconds / total : 0.0, s.flop, s.limit_seconds);
-        flop += s.flop;
-        limit += s.limit_seconds;
+        std::snprintf(buf, sizeof buf, "%10.6f  %5.1f%%", s.seconds, total > 0 ? 100.0 * s.seconds / total : 0.0);
+        std::string row = "    " + pad_right(s.id, id_w) + buf;
+        if (s.limit_seconds > 0) {
+            std::snprintf(buf, sizeof buf, "%10.3f %8.2f", s.flop / 1e9, s.seconds / s.limit_seconds);
+            row += buf;
+            flop += s.flop;
+            limit += s.limit_seconds;
+            limited += s.seconds;
+        }
+        out << row << '\n';
     }
-    line("total", total, -1.0, flop, limit);
+    std::snprintf(buf, sizeof buf, "%10.6f        ", total);
+    std::string row = "    " + pad_right("total", id_w) + buf;
+    if (limit > 0) {
+        std::snprintf(buf, sizeof buf, "%10.3f %8.2f", flop / 1e9, limited / limit);
+        row += buf;
+    }
+    out << row << '\n';
 }
 
 void print_heading(const Step& step, std::size_t number, const TextOptions& opt, std::ostream& out) {

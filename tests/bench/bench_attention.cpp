@@ -18,6 +18,7 @@
 #include "attnwalk/ops/blocked_attention.hpp"
 #include "attnwalk/ops/blas.hpp"
 #include "attnwalk/ops/linear.hpp"
+#include "attnwalk/ops/moe.hpp"
 #include "attnwalk/io/embeddings.hpp"
 #include "attnwalk/ops/rng.hpp"
 #include "attnwalk/lessons/lessons.hpp"
@@ -166,6 +167,32 @@ void BM_mha(benchmark::State& state) {
     state.counters["rest_ms"] = 1e3 * (all - projections - scores - softmax - weighted) / n;
 }
 BENCHMARK(BM_mha)->Arg(256)->Arg(512)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// One MXFP4 expert projection of gpt-oss-20b, gate_up (2880 → 5760), for n tokens routed to
+// it (args n): the rows decoded once each, every token's dot product with them. Random
+// codes and scales near 2^0; copies taken in turn (256 MiB in all), as the experts of a
+// layer come from memory. GB/s counts the MXFP4 bytes read once a product.
+void BM_mxfp4_expert(benchmark::State& state) {
+    const std::size_t n = static_cast<std::size_t>(state.range(0)), rows = 5760, cols = 2880;
+    const std::size_t block_bytes = rows * cols / 2, scale_bytes = rows * cols / 32;
+    const std::size_t copies = std::max<std::size_t>(1, (std::size_t{256} << 20) / (block_bytes + scale_bytes));
+    std::vector<std::uint8_t> blocks(copies * block_bytes), scales(copies * scale_bytes);
+    std::mt19937 gen(5);
+    for (auto& b : blocks) b = static_cast<std::uint8_t>(gen());
+    for (auto& s : scales) s = static_cast<std::uint8_t>(124 + gen() % 6);
+    const auto x = random_values(n * cols, 4);
+    std::vector<float> y(n * rows);
+    std::size_t turn = 0;
+    for (auto _ : state) {
+        attnwalk::ExpertMatrix m;
+        m.mxfp4 = attnwalk::Mxfp4Rows{blocks.data() + turn * block_bytes, scales.data() + turn * scale_bytes, rows, cols, nullptr};
+        m.apply(x.data(), n, y.data(), rows);
+        benchmark::DoNotOptimize(y.data());
+        turn = (turn + 1) % copies;
+    }
+    report_rates(state, static_cast<double>(block_bytes + scale_bytes), 2.0 * static_cast<double>(n * rows * cols));
+}
+BENCHMARK(BM_mxfp4_expert)->Arg(1)->Arg(4)->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Loading embeddings JSON: the text of a T×768 file, parsed (MB/s of JSON text).
 void BM_parse_embeddings(benchmark::State& state) {

@@ -1,9 +1,13 @@
 #include "test_util.hpp"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "attnwalk/ops/moe.hpp"
 #include "attnwalk/ops/rng.hpp"
+
+#include "ops/kernels.hpp"
 
 using namespace attnwalk;
 
@@ -111,6 +115,39 @@ TEST_SUITE("ops.moe") {
                 CHECK(out.chosen[t * k] == order[0]);
                 CHECK(out.chosen[t * k + 1] == order[1]);
             }
+        }
+    }
+
+    TEST_CASE("ops.moe.mxfp4_dots_on_the_vector_kernel_are_the_loops_bits") {
+        // values of every magnitude, so that the order of the additions shows in the bits
+        Generator g(11);
+        const std::size_t k = 96;
+        const std::vector<float> row = g.uniform(k, -6.0, 6.0), row1 = g.uniform(k, -6.0, 6.0);
+        std::vector<float> x = g.uniform(5 * k, -1.0, 1.0);
+        for (std::size_t i = 0; i < x.size(); i += 7) x[i] *= 1e6f;
+        for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{5}}) {
+            CAPTURE(n);
+            std::vector<float> loop(n * 3, -1.0f), vec(n * 3, -1.0f), one(n * 3, -1.0f);
+            fast::mxfp4_dots_loop(row.data(), k, x.data(), n, loop.data(), 3);
+            fast::mxfp4_dots_loop(row1.data(), k, x.data(), n, loop.data() + 1, 3);
+            double want = 0.0;  // the loop is a dot product
+            for (std::size_t c = 0; c < k; ++c) want += static_cast<double>(x[c]) * row[c];
+            CHECK(loop[0] == doctest::Approx(want).epsilon(1e-4));
+#if defined(ATTNWALK_HAVE_AVX2)
+            if (!fast::has_avx2_fma()) continue;
+            fast::mxfp4_dots_avx2(row.data(), row1.data(), k, x.data(), n, vec.data(), 3);  // two rows
+            fast::mxfp4_dots_avx2(row.data(), row.data(), k, x.data(), n, one.data(), 3);   // one row
+            for (std::size_t i = 0; i < loop.size(); ++i) {
+                CAPTURE(i);
+                std::uint32_t a, b, c;
+                std::memcpy(&a, &loop[i], 4);
+                std::memcpy(&b, &vec[i], 4);
+                std::memcpy(&c, &one[i], 4);
+                CHECK(a == b);  // the same bits (unwritten entries stay -1 in both)
+                if (i % 3 == 0) CHECK(a == c);
+                else CHECK(one[i] == -1.0f);  // one row writes its own column alone
+            }
+#endif
         }
     }
 }

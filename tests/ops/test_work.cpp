@@ -46,6 +46,19 @@ TEST_SUITE("work") {
         }
     }
 
+    TEST_CASE("work.a_sixteen_bit_layer_in_x_w_layout_counts_the_same") {
+        const std::size_t d_in = 32, d_out = 40, rows = 5;
+        const std::vector<std::uint16_t> w(d_in * d_out, 0x3F80);  // [d_in, d_out], bfloat16 1.0
+        Cube x = Cube::from_shape({1, rows, d_in});
+        x.fill(0.5f);
+        const Work before = work_so_far();
+        const Cube y = project(x, external_linear16(w.data(), true, d_in, d_out, d_out, false, nullptr));
+        const Work spent = work_so_far() - before;
+        CHECK(spent.flop == 2.0 * 5 * 32 * 40);
+        CHECK(spent.bytes == 2.0 * 32 * 40 + 4.0 * 5 * (32 + 40));
+        CHECK(y(0, 4, 39) == 16.0f);
+    }
+
     TEST_CASE("work.the_machine_is_measured_without_counting_it") {
         const Work before = work_so_far();
         const MachineRates rates = measure_machine();

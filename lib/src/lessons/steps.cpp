@@ -117,8 +117,9 @@ void charge_forward_time(Trace& trace, const Forward& f) {
         const char* id;
         double seconds;
         Work work;
-    } charges[] = {{"queries", t.project / 3, w.project * (1.0 / 3)}, {"keys", t.project / 3, w.project * (1.0 / 3)},
-                   {"values", t.project / 3, w.project * (1.0 / 3)}, {"scores", t.scores, w.scores},
+    } charges[] = {{"queries", t.project / 3, w.query},               {"keys", t.project / 3, w.key},
+                   {"values", t.project / 3, w.value},                {"gate", 0.0, w.gate},
+                   {"scores", t.scores, w.scores},
                    {"scores_masked", t.mask_scale, {}},              {"weights", t.softmax, {}},
                    {"weights_dropped", t.dropout, {}},               {"head_outputs", t.context, w.context},
                    {"output", t.output, w.output}};

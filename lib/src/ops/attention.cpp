@@ -218,11 +218,17 @@ Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpe
             throw UsageError("the keys and values need G·d_k = " + std::to_string(G * w->head_size()) + " columns, W_key has " +
                              std::to_string(w->key.out()));
         f.q = project(x, w->query);
+        f.work.query = work_since(mark);
         if (!w->shared_kv) {  // a layer that shares another's keys and values projects none
             f.k = project(x, w->key);
+            f.work.key = work_since(mark);
             f.v = project(x, w->value);
+            f.work.value = work_since(mark);
         }
-        if (w->gate) f.gate = project(x, *w->gate);
+        if (w->gate) {
+            f.gate = project(x, *w->gate);
+            f.work.gate = work_since(mark);
+        }
         f.heads = w->heads;
         f.kv_heads = G;
     } else {
@@ -230,7 +236,6 @@ Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpe
     }
     f.d_h = f.q.shape(2) / f.heads;
     f.seconds.project = since(clock);
-    f.work.project = work_since(mark);
     const bool whole = w && w->qk_norm_whole && (w->q_norm || w->k_norm);
     Cube q_normed, k_normed;  // QK-norm over the whole projections (OLMo): Q and K normalised, then split
     if (whole) {
@@ -270,7 +275,6 @@ Forward project_heads(const Cube& x, const AttentionWeights* w, const ForwardSpe
             f.kh = apply_rope(f.kh_plain, *f.rope);
         }
         f.seconds.project += since(clock);
-        f.work.project += work_since(mark);
     }
     return f;
 }
@@ -335,10 +339,12 @@ void attend_head_by_head(Forward& f, const AttentionWeights* w, const ForwardSpe
     std::atomic<std::size_t> next{0}, summed{0};
     std::atomic<bool> failed{false};
     double busy[3] = {0, 0, 0};  // thread seconds: scores, softmax and statistics, values
+    Work scores_work, values_work;  // the two products' work, as their calls count it
     std::mutex busy_lock;
     on_every_core(B * H * R * T * d_h, [&](std::size_t, std::size_t) {
         std::vector<float> keys, s, p;  // made at this core's first pair: never more buffers than pairs
         double mine[3] = {0, 0, 0};
+        Work my_scores, my_values;
         try {
             for (std::size_t task; !failed.load() && (task = next++) < B * H;) {
                 if (s.empty()) {
@@ -349,7 +355,7 @@ void attend_head_by_head(Forward& f, const AttentionWeights* w, const ForwardSpe
                 auto t = Clock::now();
                 const float* k = &f.kh(b, h / group, 0, 0);
                 fast::pack_keys(k, d_h, T, d_h, keys);
-                fast::head_scores(true, R, T, d_h, &f.qh(b, h, f.row0, 0), d_h, k, d_h, keys.data(), s.data(), T);
+                my_scores += fast::head_scores(true, R, T, d_h, &f.qh(b, h, f.row0, 0), d_h, k, d_h, keys.data(), s.data(), T);
                 mine[0] += since(t);
                 for (std::size_t r = 0; r < R; ++r) {
                     const std::size_t row = task * R + r;
@@ -362,7 +368,8 @@ void attend_head_by_head(Forward& f, const AttentionWeights* w, const ForwardSpe
                 mine[1] += since(t);
                 for (std::size_t r0 = 0; r0 < R; r0 += block) {  // causal: past a block's last row the weights are exact zeros
                     const std::size_t n = std::min(block, R - r0), cols = causal ? std::min(T, first + r0 + n) : T;
-                    fast::head_values(true, n, cols, d_h, p.data() + r0 * T, T, &f.vh(b, h / group, 0, 0), d_h, &f.head_outputs(b, h, r0, 0), d_h);
+                    my_values += fast::head_values(true, n, cols, d_h, p.data() + r0 * T, T, &f.vh(b, h / group, 0, 0), d_h,
+                                                   &f.head_outputs(b, h, r0, 0), d_h);
                 }
                 mine[2] += since(t);
                 if (!spec.square_statistics) continue;
@@ -382,7 +389,11 @@ void attend_head_by_head(Forward& f, const AttentionWeights* w, const ForwardSpe
         }
         const std::lock_guard<std::mutex> hold(busy_lock);
         for (int i = 0; i < 3; ++i) busy[i] += mine[i];
+        scores_work += my_scores;
+        values_work += my_values;
     });
+    f.work.scores = scores_work;
+    f.work.context = values_work;
     const double all = std::max(busy[0] + busy[1] + busy[2], 1e-12);
     f.seconds.scores = busy[0] / all;
     f.seconds.softmax = busy[1] / all;
@@ -416,9 +427,7 @@ void attend(Forward& f, const AttentionWeights* w, const ForwardSpec& spec) {
     if (f.square_summarised) {
         attend_head_by_head(f, w, spec);  // the phases' shares of the thread time, then of the wall time
         const double wall = since(clock);
-        const Work both = work_since(mark);  // a head's scores and values: the same rows, keys and d_h each
-        f.work.scores = both * 0.5;
-        f.work.context = both - f.work.scores;
+        (void)work_since(mark);  // the products' work, shared out by attend_head_by_head as they counted it
         f.seconds.scores *= wall;
         f.seconds.softmax *= wall;
         f.seconds.context *= wall;

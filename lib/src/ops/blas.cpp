@@ -213,31 +213,44 @@ void sgemm_counted_by_caller(bool trans_a, bool trans_b, std::size_t m, std::siz
 
 namespace fast {
 
-void head_scores(bool kernels, std::size_t rows, std::size_t cols, std::size_t d, const float* q, std::size_t ldq, const float* k,
+namespace {
+// A head's product of rows × cols × d, either way the same work: 2·rows·cols·d operations,
+// the three matrices' float32 bytes (sgemm counts the same).
+Work head_product_work(std::size_t rows, std::size_t cols, std::size_t d) {
+    const double r = static_cast<double>(rows), c = static_cast<double>(cols), dd = static_cast<double>(d);
+    return {2.0 * r * c * dd, 4.0 * (r * dd + c * dd + r * c)};
+}
+}  // namespace
+
+Work head_scores(bool kernels, std::size_t rows, std::size_t cols, std::size_t d, const float* q, std::size_t ldq, const float* k,
                  std::size_t ldk, const float* packed, float* s, std::size_t lds) {
+    const Work work = head_product_work(rows, cols, d);
 #if defined(ATTNWALK_HAVE_AVX2)
     if (kernels) {
-        const double r = static_cast<double>(rows), c = static_cast<double>(cols), dd = static_cast<double>(d);
-        count_work(2.0 * r * c * dd, 4.0 * (r * dd + c * dd + r * c));
-        return scores_avx512(rows, d, q, ldq, packed, cols, s, lds);
+        count_work(work.flop, work.bytes);
+        scores_avx512(rows, d, q, ldq, packed, cols, s, lds);
+        return work;
     }
 #endif
     (void)kernels;
     (void)packed;
-    sgemm(false, true, rows, cols, d, 1.0f, q, ldq, k, ldk, 0.0f, s, lds);
+    sgemm(false, true, rows, cols, d, 1.0f, q, ldq, k, ldk, 0.0f, s, lds);  // counts the same
+    return work;
 }
 
-void head_values(bool kernels, std::size_t rows, std::size_t cols, std::size_t d, const float* p, std::size_t ldp, const float* v,
+Work head_values(bool kernels, std::size_t rows, std::size_t cols, std::size_t d, const float* p, std::size_t ldp, const float* v,
                  std::size_t ldv, float* out, std::size_t ldo) {
+    const Work work = head_product_work(rows, cols, d);
 #if defined(ATTNWALK_HAVE_AVX2)
     if (kernels) {
-        const double r = static_cast<double>(rows), c = static_cast<double>(cols), dd = static_cast<double>(d);
-        count_work(2.0 * r * c * dd, 4.0 * (r * c + c * dd + r * dd));
-        return weighted_values_avx512(rows, cols, d, p, ldp, v, ldv, out, ldo);
+        count_work(work.flop, work.bytes);
+        weighted_values_avx512(rows, cols, d, p, ldp, v, ldv, out, ldo);
+        return work;
     }
 #endif
     (void)kernels;
-    sgemm(false, false, rows, d, cols, 1.0f, p, ldp, v, ldv, 0.0f, out, ldo);
+    sgemm(false, false, rows, d, cols, 1.0f, p, ldp, v, ldv, 0.0f, out, ldo);  // counts the same
+    return work;
 }
 
 }  // namespace fast

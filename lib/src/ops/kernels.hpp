@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../stats_sums.hpp"
+#include "attnwalk/ops/work.hpp"
 
 namespace attnwalk::fast {
 
@@ -203,6 +204,15 @@ void many_rows_avx512(std::size_t m, std::size_t j0, std::size_t j1, std::size_t
 // deinterleave16 (in each 16 values the 8 even, then the 8 odd; k/16·16 values a row).
 // Sums run over the even and the odd places in 8 lanes each, then the tail in order.
 void deinterleave16(const float* x, std::size_t m, std::size_t k, std::size_t ldx, float* xs);
+
+// MXFP4 experts (moe.cpp): y[t·ldy] = row · x_t for n tokens x_t (k apart), k a multiple of 16,
+// as 16 lanes (lane q: the products of elements q, q + 16, … added in order, each product
+// rounded before its sum) then lane 0 + lane 1 + … + lane 15. mxfp4_dots_avx2 does the same
+// for two rows at once, y[t·ldy] and y[t·ldy + 1] (row1 == row0: one row, y[t·ldy] alone),
+// in registers of 8 lanes, multiplying and adding apart as the loop does: the same bits
+// (x86 only, where has_avx2_fma).
+void mxfp4_dots_loop(const float* row, std::size_t k, const float* x, std::size_t n, float* y, std::size_t ldy);
+void mxfp4_dots_avx2(const float* row0, const float* row1, std::size_t k, const float* x, std::size_t n, float* y, std::size_t ldy);
 void bf16_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* x, std::size_t ldx, const float* xs,
                     const std::uint16_t* w, std::size_t ldw, float* y, std::size_t ldy);
 // The same on AVX-512F (kernels_avx512.cpp; has_avx512), two of W's rows in one register:
@@ -263,9 +273,10 @@ void weighted_values_avx512(std::size_t rows, std::size_t n, std::size_t d, cons
 // said yes) on the kernels above, reading the keys from `packed` (pack_keys of K) and V as
 // given; else through sgemm on K[cols × d, ldk] and V[cols × d, ldv] (blas.cpp).
 // S[rows × cols, lds] = Q[rows × d, ldq]·Kᵀ, and O[rows × d, ldo] = P[rows × cols, ldp]·V.
-void head_scores(bool kernels, std::size_t rows, std::size_t cols, std::size_t d, const float* q, std::size_t ldq, const float* k,
+// Each counts its work (ops/work.hpp) and returns it, for a caller that shares out phases.
+Work head_scores(bool kernels, std::size_t rows, std::size_t cols, std::size_t d, const float* q, std::size_t ldq, const float* k,
                  std::size_t ldk, const float* packed, float* s, std::size_t lds);
-void head_values(bool kernels, std::size_t rows, std::size_t cols, std::size_t d, const float* p, std::size_t ldp, const float* v,
+Work head_values(bool kernels, std::size_t rows, std::size_t cols, std::size_t d, const float* p, std::size_t ldp, const float* v,
                  std::size_t ldv, float* out, std::size_t ldo);
 
 // Minimum, maximum and sum of one row (a summary's statistics of queries, keys, values and

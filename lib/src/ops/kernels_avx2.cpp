@@ -396,4 +396,63 @@ __attribute__((target("avx2,fma"))) void sgemm_loop_avx2(bool trans_a, bool tran
     sgemm_loop_body(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+
+namespace {
+// Lanes 0-7 (lo) and 8-15 (hi) added in that order, one by one.
+__attribute__((target("avx2"))) float lanes_in_order(__m256 lo, __m256 hi) {
+    alignas(32) float lane[16];
+    _mm256_store_ps(lane, lo);
+    _mm256_store_ps(lane + 8, hi);
+    float sum = 0.0f;
+    for (float v : lane) sum += v;
+    return sum;
+}
+}  // namespace
+
+// Lane by lane as mxfp4_dots_loop: products rounded, then added, never fused. Two rows (the
+// second may be the first again) against two tokens at a time: eight chains of additions, and
+// each token's 16 numbers loaded once for both rows.
+__attribute__((target("avx2"))) void mxfp4_dots_avx2(const float* row0, const float* row1, std::size_t k, const float* x, std::size_t n,
+                                                     float* y, std::size_t ldy) {
+    std::size_t t = 0;
+    for (; t + 2 <= n; t += 2) {
+        const float* x0 = x + t * k;
+        const float* x1 = x0 + k;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0, d1 = a0;  // a, b: row 0; c, d: row 1
+        for (std::size_t c = 0; c < k; c += 16) {
+            const __m256 p0 = _mm256_loadu_ps(row0 + c), p1 = _mm256_loadu_ps(row0 + c + 8);
+            const __m256 q0 = _mm256_loadu_ps(row1 + c), q1 = _mm256_loadu_ps(row1 + c + 8);
+            const __m256 u0 = _mm256_loadu_ps(x0 + c), u1 = _mm256_loadu_ps(x0 + c + 8);
+            const __m256 v0 = _mm256_loadu_ps(x1 + c), v1 = _mm256_loadu_ps(x1 + c + 8);
+            a0 = _mm256_add_ps(a0, _mm256_mul_ps(u0, p0));
+            a1 = _mm256_add_ps(a1, _mm256_mul_ps(u1, p1));
+            b0 = _mm256_add_ps(b0, _mm256_mul_ps(v0, p0));
+            b1 = _mm256_add_ps(b1, _mm256_mul_ps(v1, p1));
+            c0 = _mm256_add_ps(c0, _mm256_mul_ps(u0, q0));
+            c1 = _mm256_add_ps(c1, _mm256_mul_ps(u1, q1));
+            d0 = _mm256_add_ps(d0, _mm256_mul_ps(v0, q0));
+            d1 = _mm256_add_ps(d1, _mm256_mul_ps(v1, q1));
+        }
+        y[t * ldy] = lanes_in_order(a0, a1);
+        y[(t + 1) * ldy] = lanes_in_order(b0, b1);
+        if (row1 != row0) {
+            y[t * ldy + 1] = lanes_in_order(c0, c1);
+            y[(t + 1) * ldy + 1] = lanes_in_order(d0, d1);
+        }
+    }
+    for (; t < n; ++t) {
+        const float* x0 = x + t * k;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, c0 = a0, c1 = a0;
+        for (std::size_t c = 0; c < k; c += 16) {
+            const __m256 u0 = _mm256_loadu_ps(x0 + c), u1 = _mm256_loadu_ps(x0 + c + 8);
+            a0 = _mm256_add_ps(a0, _mm256_mul_ps(u0, _mm256_loadu_ps(row0 + c)));
+            a1 = _mm256_add_ps(a1, _mm256_mul_ps(u1, _mm256_loadu_ps(row0 + c + 8)));
+            c0 = _mm256_add_ps(c0, _mm256_mul_ps(u0, _mm256_loadu_ps(row1 + c)));
+            c1 = _mm256_add_ps(c1, _mm256_mul_ps(u1, _mm256_loadu_ps(row1 + c + 8)));
+        }
+        y[t * ldy] = lanes_in_order(a0, a1);
+        if (row1 != row0) y[t * ldy + 1] = lanes_in_order(c0, c1);
+    }
+}
+
 }  // namespace attnwalk::fast

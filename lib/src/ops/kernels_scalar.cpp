@@ -155,6 +155,18 @@ std::pair<RowStats, RowStats> softmax_row_scalar(float* row, std::size_t n, floa
     return {raw, normalise_scalar(row, n, inv, 0)};
 }
 
+void mxfp4_dots_loop(const float* row, std::size_t k, const float* x, std::size_t n, float* y, std::size_t ldy) {
+    for (std::size_t t = 0; t < n; ++t) {
+        const float* xt = x + t * k;
+        float lane[16] = {};
+        for (std::size_t c = 0; c < k; c += 16)
+            for (std::size_t q = 0; q < 16; ++q) lane[q] += xt[c + q] * row[c + q];
+        float sum = 0.0f;
+        for (float v : lane) sum += v;
+        y[t * ldy] = sum;
+    }
+}
+
 bool has_avx2_fma() {
 #if defined(ATTNWALK_HAVE_AVX2)
     static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");

@@ -9,6 +9,7 @@
 #include "attnwalk/ops/activations.hpp"
 #include "attnwalk/ops/blas.hpp"
 #include "attnwalk/ops/work.hpp"
+#include "kernels.hpp"
 
 namespace attnwalk {
 
@@ -47,18 +48,25 @@ void ExpertMatrix::apply(const float* x, std::size_t n, float* y, std::size_t ld
     count_work(2.0 * tokens * rows * cols, rows * cols / 2.0 + rows * cols / 32.0 + 4.0 * tokens * (rows + cols));  // 4 bits a weight, a byte of scale per 32
     on_every_core(n * m.rows * m.cols, [&](std::size_t worker, std::size_t workers) {
         const WorkerShare share = worker_share(m.rows, worker, workers);
-        std::vector<float> row(m.cols);
-        for (std::size_t j = share.begin; j < share.end; ++j) {  // each output's row, dequantised once for every token
-            m.row(j, row.data());
-            for (std::size_t t = 0; t < n; ++t) {  // 16 partial sums (vector lanes), added at the end
-                const float* xt = x + t * m.cols;
-                float lane[16] = {};
-                for (std::size_t c = 0; c < m.cols; c += 16)  // cols is a multiple of 32
-                    for (std::size_t k = 0; k < 16; ++k) lane[k] += xt[c + k] * row[c + k];
-                float sum = 0.0f;
-                for (float v : lane) sum += v;
-                y[t * ldy + j] = sum;
+        std::vector<float> decoded(2 * m.cols);
+        float* const row = decoded.data();
+        float* const next = row + m.cols;
+        // each output's row dequantised once for every token; 16 partial sums (vector lanes) a
+        // dot product, added at the end: the same bits either way (cols is a multiple of 32)
+#if defined(ATTNWALK_HAVE_AVX2)
+        if (fast::has_avx2_fma()) {
+            for (std::size_t j = share.begin; j < share.end; j += 2) {  // two rows at a time
+                m.row(j, row);
+                const bool pair = j + 1 < share.end;
+                if (pair) m.row(j + 1, next);
+                fast::mxfp4_dots_avx2(row, pair ? next : row, m.cols, x, n, y + j, ldy);
             }
+            return;
+        }
+#endif
+        for (std::size_t j = share.begin; j < share.end; ++j) {
+            m.row(j, row);
+            fast::mxfp4_dots_loop(row, m.cols, x, n, y + j, ldy);
         }
     });
 }

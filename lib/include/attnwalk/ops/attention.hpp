@@ -174,8 +174,8 @@ struct Forward {
         double project = 0, scores = 0, mask_scale = 0, softmax = 0, dropout = 0, context = 0, output = 0;
     } seconds;                    // wall time of each phase
     struct {
-        Work project, scores, context, output;
-    } work;                       // the products' work of each phase (ops/work.hpp)
+        Work query, key, value, gate, scores, context, output;
+    } work;                       // the products' work of each projection and phase (ops/work.hpp)
 
     const Hyper& final_weights() const { return dropped ? weights_dropped : weights; }
 };

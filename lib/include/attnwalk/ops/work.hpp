@@ -24,6 +24,10 @@ inline Work& operator+=(Work& a, const Work& b) {
 inline Work operator-(const Work& a, const Work& b) { return {a.flop - b.flop, a.bytes - b.bytes}; }
 inline Work operator*(const Work& a, double k) { return {a.flop * k, a.bytes * k}; }
 
+// The count is the process's, as the pool of cores is: a step's share is the difference of
+// two readings, so a trace counts right while one walk runs at a time (as the command line
+// runs them); two walks at once on two threads would each see the other's products.
+
 // Adds one product's work to the process's count (any thread).
 void count_work(double flop, double bytes);
 // The work counted since the process started.
@@ -37,16 +41,19 @@ inline Work work_since(Work& mark) {
 
 struct MachineRates {
     double flop_per_second = 0.0;   // sgemm of 2048 × 2048 × 2048 on every core, the best of 2
-    double bytes_per_second = 0.0;  // bytes memcpy copies a second on every core (64 MiB, the best of 3)
+    double bytes_per_second = 0.0;  // bytes memcpy copies a second on every core (64 MiB, the best of 3): the
+                                    // issue's memory limit; a stream that only reads can go faster
 };
-// Measures both now (about 0.1-0.2 s); not counted as work.
+// Measures both now (0.15-0.35 s here, the first call in a process the most); not counted as
+// work. The buffers (48 MiB, then 128 MiB) come and go with the call.
 MachineRates measure_machine();
 
 // The least time for `w` at `rates` (0 without rates).
 double limit_seconds(const Work& w, const MachineRates& rates);
 
 // A timed trace's steps are set beside the machine when their products counted at least
-// this much: below it, measuring the machine would take longer than the walk itself.
-constexpr double limit_least_flop = 1e9;
+// this much (30-70 ms of products here): for less, measuring the machine would cost many
+// times the walk.
+constexpr double limit_least_flop = 10e9;
 
 }  // namespace attnwalk

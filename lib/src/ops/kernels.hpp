@@ -205,14 +205,9 @@ void many_rows_avx512(std::size_t m, std::size_t j0, std::size_t j1, std::size_t
 // Sums run over the even and the odd places in 8 lanes each, then the tail in order.
 void deinterleave16(const float* x, std::size_t m, std::size_t k, std::size_t ldx, float* xs);
 
-// MXFP4 experts (moe.cpp): y[t·ldy] = row · x_t for n tokens x_t (k apart), k a multiple of 16,
-// as 16 lanes (lane q: the products of elements q, q + 16, … added in order, each product
-// rounded before its sum) then lane 0 + lane 1 + … + lane 15. mxfp4_dots_avx2 does the same
-// for two rows at once, y[t·ldy] and y[t·ldy + 1] (row1 == row0: one row, y[t·ldy] alone),
-// in registers of 8 lanes, multiplying and adding apart as the loop does: the same bits
-// (x86 only, where has_avx2_fma).
-void mxfp4_dots_loop(const float* row, std::size_t k, const float* x, std::size_t n, float* y, std::size_t ldy);
+// MXFP4 experts, two rows at a time: see mxfp4_dots_loop below.
 void mxfp4_dots_avx2(const float* row0, const float* row1, std::size_t k, const float* x, std::size_t n, float* y, std::size_t ldy);
+
 void bf16_rows_avx2(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* x, std::size_t ldx, const float* xs,
                     const std::uint16_t* w, std::size_t ldw, float* y, std::size_t ldy);
 // The same on AVX-512F (kernels_avx512.cpp; has_avx512), two of W's rows in one register:
@@ -222,6 +217,14 @@ void bf16_rows_avx512(std::size_t m, std::size_t j0, std::size_t j1, std::size_t
 void bf16_rows(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, const float* x, std::size_t ldx, const float* xs,
                const std::uint16_t* w, std::size_t ldw, float* y, std::size_t ldy);  // the better of the two for this CPU (AVX2 + FMA at least)
 #endif
+
+// MXFP4 experts (moe.cpp): y[t·ldy] = row · x_t for n tokens x_t (k apart), k a multiple of 16,
+// as 16 lanes (lane q: the products of elements q, q + 16, … added in order, each product
+// rounded before its sum) then lane 0 + lane 1 + … + lane 15. mxfp4_dots_avx2 does the same
+// for two rows at once, y[t·ldy] and y[t·ldy + 1] (row1 == row0: one row, y[t·ldy] alone),
+// in registers of 8 lanes, multiplying and adding apart as the loop does: the same bits
+// (x86 only, where has_avx2_fma).
+void mxfp4_dots_loop(const float* row, std::size_t k, const float* x, std::size_t n, float* y, std::size_t ldy);
 
 // A summary's pass over n floats, finite_sums (declared on stats' side: stats_sums.hpp), in
 // its three versions, which give the same bits (a test checks): portable, AVX2, AVX-512.

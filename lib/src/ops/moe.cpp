@@ -50,11 +50,11 @@ void ExpertMatrix::apply(const float* x, std::size_t n, float* y, std::size_t ld
         const WorkerShare share = worker_share(m.rows, worker, workers);
         std::vector<float> decoded(2 * m.cols);
         float* const row = decoded.data();
-        float* const next = row + m.cols;
         // each output's row dequantised once for every token; 16 partial sums (vector lanes) a
         // dot product, added at the end: the same bits either way (cols is a multiple of 32)
 #if defined(ATTNWALK_HAVE_AVX2)
         if (fast::has_avx2_fma()) {
+            float* const next = row + m.cols;
             for (std::size_t j = share.begin; j < share.end; j += 2) {  // two rows at a time
                 m.row(j, row);
                 const bool pair = j + 1 < share.end;

@@ -8,8 +8,8 @@ after), with GPTModel in PyTorch as the yardstick. Needs Debian's python3-torch
 Writes the random GPT-2-124M-shaped checkpoint of compare_gpt2.py, then, RUNS times
 (default 5), alternating the two builds, measures: the whole process for a 10-token
 prompt (`gpt2 --compact`), the sum of the steps' times of a T = 1024 forward
-(`gpt2 --summary --timing --json`), the peak RSS of that walk without --timing, and `mha` at T = 2048,
-d = 768, H = 12 (`--summary --timing`). Prints each median, and the after/before ratio.
+(`gpt2 --summary --timing --json`), the peak RSS of that walk without --timing, and `mha`
+at T = 2048, d = 768, H = 12 (`--summary --timing`). Prints each median, and the after/before ratio.
 """
 import json
 import os

@@ -126,8 +126,7 @@ struct AsWorker {
 
 void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
            std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
-    const double mm = static_cast<double>(m), nn = static_cast<double>(n), kk = static_cast<double>(k);
-    count_work(2.0 * mm * nn * kk, 4.0 * (mm * kk + kk * nn + mm * nn));
+    count_work(product_work(m, n, k));
     sgemm_counted_by_caller(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
@@ -213,21 +212,12 @@ void sgemm_counted_by_caller(bool trans_a, bool trans_b, std::size_t m, std::siz
 
 namespace fast {
 
-namespace {
-// A head's product of rows × cols × d, either way the same work: 2·rows·cols·d operations,
-// the three matrices' float32 bytes (sgemm counts the same).
-Work head_product_work(std::size_t rows, std::size_t cols, std::size_t d) {
-    const double r = static_cast<double>(rows), c = static_cast<double>(cols), dd = static_cast<double>(d);
-    return {2.0 * r * c * dd, 4.0 * (r * dd + c * dd + r * c)};
-}
-}  // namespace
-
 Work head_scores(bool kernels, std::size_t rows, std::size_t cols, std::size_t d, const float* q, std::size_t ldq, const float* k,
                  std::size_t ldk, const float* packed, float* s, std::size_t lds) {
-    const Work work = head_product_work(rows, cols, d);
+    const Work work = product_work(rows, cols, d);  // the same either way: sgemm counts it too
 #if defined(ATTNWALK_HAVE_AVX2)
     if (kernels) {
-        count_work(work.flop, work.bytes);
+        count_work(work);
         scores_avx512(rows, d, q, ldq, packed, cols, s, lds);
         return work;
     }
@@ -240,10 +230,10 @@ Work head_scores(bool kernels, std::size_t rows, std::size_t cols, std::size_t d
 
 Work head_values(bool kernels, std::size_t rows, std::size_t cols, std::size_t d, const float* p, std::size_t ldp, const float* v,
                  std::size_t ldv, float* out, std::size_t ldo) {
-    const Work work = head_product_work(rows, cols, d);
+    const Work work = product_work(rows, d, cols);  // the same either way: sgemm counts it too
 #if defined(ATTNWALK_HAVE_AVX2)
     if (kernels) {
-        count_work(work.flop, work.bytes);
+        count_work(work);
         weighted_values_avx512(rows, cols, d, p, ldp, v, ldv, out, ldo);
         return work;
     }

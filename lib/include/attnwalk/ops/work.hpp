@@ -30,6 +30,13 @@ inline Work operator*(const Work& a, double k) { return {a.flop * k, a.bytes * k
 
 // Adds one product's work to the process's count (any thread).
 void count_work(double flop, double bytes);
+// The work of a float32 product C[m × n] = A[m × k]·B[k × n]: 2·m·n·k operations, the three
+// matrices' bytes (sgemm's count, and an attention kernel's for the same product).
+inline Work product_work(std::size_t m, std::size_t n, std::size_t k) {
+    const double mm = static_cast<double>(m), nn = static_cast<double>(n), kk = static_cast<double>(k);
+    return {2.0 * mm * nn * kk, 4.0 * (mm * kk + kk * nn + mm * nn)};
+}
+inline void count_work(const Work& w) { count_work(w.flop, w.bytes); }
 // The work counted since the process started.
 Work work_so_far();
 // The work counted since `mark`, which moves to now: a phase's share, as a clock's lap.

@@ -19,6 +19,7 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/npy.hpp"
 #include "attnwalk/io/vocab.hpp"
+#include "attnwalk/ops/work.hpp"
 
 namespace attnwalk::app {
 
@@ -178,8 +179,9 @@ void add_shell_options(OptionBuilder sub, Shell& s, bool walk, InputKind kind) {
         ->excludes(npy)
         ->group(output_group);
     sub.add_flag("--timing", s.recording.timing,
-                 "After the trace, the wall time of each step; from 10 GFLOP of matrix products, each step's work and its time over the least "
-                 "this machine takes for it (measured after the walk)")->group(output_group);
+                 "After the trace, the wall time of each step; from " + std::to_string(static_cast<long long>(limit_least_flop / 1e9)) +
+                     " GFLOP of matrix products, each step's work and its time over the least this machine takes for it (measured after "
+                     "the walk)")->group(output_group);
 }
 
 namespace {

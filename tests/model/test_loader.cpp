@@ -1,5 +1,7 @@
 // The loader (model/loader.cpp): a Hugging Face folder read through its family's spec, what
 // a folder must hold, and each fault as one message naming the file and the place.
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -317,6 +319,19 @@ TEST_SUITE("model") {
                              doctest::Contains("missing tensor \"model.layers.4.input_layernorm.weight\""), InputError);
         CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_gemma3", [](json& c) { c["num_hidden_layers"] = 3; c["layer_types"].erase(3); })),
                              doctest::Contains("holds layer 3"), InputError);
+        // the layers are planned before any tensor is read: their count is bounded first (a fuzzed
+        // GGUF's block_count of 2^27 once asked for gigabytes of plans), in a folder or a GGUF
+        CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_llama", [](json& c) { c["num_hidden_layers"] = 1000000000; })),
+                             doctest::Contains("num_hidden_layers: expected a whole number from 1 to 4096, got 1000000000"), InputError);
+        {
+            std::string gguf = test::read_file(test::source_path("tests/data/gguf/tiny_llama3_f32.gguf"));
+            const std::string key = "llama.block_count";
+            const std::size_t at = gguf.find(key);
+            REQUIRE(at != std::string::npos);
+            const std::uint32_t deep = 1u << 27;
+            std::memcpy(&gguf[at + key.size() + 4], &deep, 4);  // after the key, its type (u32), then the value
+            CHECK_THROWS_WITH_AS(load_model(test::temp_file(gguf, ".gguf")), doctest::Contains("from 1 to 4096, got 134217728"), InputError);
+        }
         CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_qwen3", [](json& c) { c["num_key_value_heads"] = 3; })),
                              doctest::Contains("3 key/value heads do not divide 4 query heads"), InputError);
         CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_llama", [](json& c) { c["rope_scaling"]["rope_type"] = "longrope"; })),

@@ -109,14 +109,15 @@ double ConfigFile::require(double value, bool ok, const std::string& path, const
     return value;
 }
 
-std::size_t ConfigFile::count(const std::string& key, std::optional<std::size_t> fallback, std::size_t least) {
+std::size_t ConfigFile::count(const std::string& key, std::optional<std::size_t> fallback, std::size_t least, std::size_t most) {
     const Value* v = get(key);
     if (!v) {
         if (fallback) return *fallback;
         throw InputError(file_, root_, "missing \"" + key + "\"");
     }
-    if (v->type != Value::Type::number || v->number != std::floor(v->number) || v->number < static_cast<double>(least) || v->number > 1e9)
-        throw InputError(file_, at(key), "expected a whole number from " + std::to_string(least) + " to 10^9, got " + value_text(*v, true));
+    if (v->type != Value::Type::number || v->number != std::floor(v->number) || v->number < static_cast<double>(least) || v->number > static_cast<double>(most))
+        throw InputError(file_, at(key), "expected a whole number from " + std::to_string(least) + " to " +
+                                             (most == 1000000000 ? std::string("10^9") : std::to_string(most)) + ", got " + value_text(*v, true));
     return static_cast<std::size_t>(v->number);
 }
 
@@ -204,6 +205,10 @@ using model_detail::Files;
 using model_detail::Reader;
 namespace fs = std::filesystem;
 
+// The most layers a checkpoint may have: far above the deepest published (Llama 3.1 405B, 126),
+// and low enough that planning them costs little (about a megabyte).
+constexpr std::size_t max_layers = 4096;
+
 // No layer beyond the config's count: the largest N of "<prefix>N." is below num_hidden_layers.
 void check_layer_names(const Files& files, const std::string& prefix, std::size_t layers, const std::string& config) {
     std::size_t found = 0;
@@ -226,7 +231,9 @@ Model load_with_spec(ConfigFile& cfg, const FamilySpec& f, const model_detail::O
     c.family = &f;
     c.vocab = info.vocab = cfg.count("vocab_size");
     c.width = info.width = cfg.count("hidden_size");
-    c.layers = info.layers = cfg.count("num_hidden_layers");
+    // each layer is planned (its window, RoPE, kind) before any tensor is read: the count is bounded
+    // first, so that a file cannot ask for a plan of 10^9 layers (the deepest checkpoints have ~128)
+    c.layers = info.layers = cfg.count("num_hidden_layers", std::nullopt, 1, max_layers);
     c.heads = info.heads = cfg.count("num_attention_heads");
     c.kv_heads = cfg.count("num_key_value_heads", c.heads);
     if (c.heads % c.kv_heads != 0)

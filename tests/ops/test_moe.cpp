@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "attnwalk/ops/moe.hpp"
 #include "attnwalk/ops/rng.hpp"
@@ -116,6 +117,38 @@ TEST_SUITE("ops.moe") {
                 CHECK(out.chosen[t * k + 1] == order[1]);
             }
         }
+    }
+
+    TEST_CASE("ops.moe.mxfp4_rows_on_the_vector_kernel_are_the_tables_bits") {
+        // every byte at every scale: 16 groups of 16 bytes (0 … 255) for each of the 256 scales,
+        // −0, subnormals and ±inf (scale 255: 6·2^128) among them
+        const std::size_t groups = 256 * 16;
+        std::vector<std::uint8_t> blocks(groups * 16), scales(groups);
+        for (std::size_t g = 0; g < groups; ++g) {
+            scales[g] = static_cast<std::uint8_t>(g / 16);
+            for (std::size_t i = 0; i < 16; ++i) blocks[g * 16 + i] = static_cast<std::uint8_t>((g % 16) * 16 + i);
+        }
+        std::vector<float> loop(groups * 32, 1.0f), vec(groups * 32, 2.0f);
+        fast::mxfp4_row_loop(blocks.data(), scales.data(), groups, loop.data());
+        const auto at = [](std::size_t scale, std::size_t byte) { return 32 * (scale * 16 + byte / 16) + 2 * (byte % 16); };
+        CHECK(loop[at(127, 0x7F)] == -6.0f);  // scale 127 (× 1), byte 0x7F: low nibble 15 (−6), then high 7 (6)
+        CHECK(loop[at(127, 0x7F) + 1] == 6.0f);
+        CHECK(loop[at(129, 0x98)] == 0.0f);  // code 8: −0
+        CHECK(std::signbit(loop[at(129, 0x98)]));
+        CHECK(loop[at(255, 0x7F) + 1] == std::numeric_limits<float>::infinity());  // 6·2^128
+        CHECK(loop[at(0, 0x01)] == std::ldexp(0.5f, -127));  // a subnormal
+#if defined(ATTNWALK_HAVE_AVX2)
+        if (!fast::has_avx2_fma()) return;
+        fast::mxfp4_row_avx2(blocks.data(), scales.data(), groups, vec.data());
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < loop.size(); ++i) {
+            std::uint32_t a, b;
+            std::memcpy(&a, &loop[i], 4);
+            std::memcpy(&b, &vec[i], 4);
+            differ += a != b;
+        }
+        CHECK(differ == 0);
+#endif
     }
 
     TEST_CASE("ops.moe.mxfp4_dots_on_the_vector_kernel_are_the_loops_bits") {

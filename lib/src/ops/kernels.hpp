@@ -205,6 +205,11 @@ void many_rows_avx512(std::size_t m, std::size_t j0, std::size_t j1, std::size_t
 // Sums run over the even and the odd places in 8 lanes each, then the tail in order.
 void deinterleave16(const float* x, std::size_t m, std::size_t k, std::size_t ldx, float* xs);
 
+// MXFP4 rows decoded, as mxfp4_row_loop below: the table's 8 magnitudes at the group's scale
+// permuted by each code's low 3 bits, its bit 3 set as the sign bit (the table's codes 8-15
+// are codes 0-7 negated, -0 and -inf included): the same bits.
+void mxfp4_row_avx2(const std::uint8_t* blocks, const std::uint8_t* scales, std::size_t groups, float* out);
+
 // MXFP4 experts, two rows at a time: see mxfp4_dots_loop below.
 void mxfp4_dots_avx2(const float* row0, const float* row1, std::size_t k, const float* x, std::size_t n, float* y, std::size_t ldy);
 
@@ -225,6 +230,11 @@ void bf16_rows(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, con
 // in registers of 8 lanes, multiplying and adding apart as the loop does: the same bits
 // (x86 only, where has_avx2_fma).
 void mxfp4_dots_loop(const float* row, std::size_t k, const float* x, std::size_t n, float* y, std::size_t ldy);
+// MXFP4 values (moe.cpp): code v at scale s is mxfp4_table()[16·s + v] = FP4[v]·2^(s − 127).
+// mxfp4_row_loop writes `groups` groups of 32 values, each from 16 bytes (value 2i the low
+// nibble of byte i, 2i + 1 its high one) at its byte of scale.
+const float* mxfp4_table();
+void mxfp4_row_loop(const std::uint8_t* blocks, const std::uint8_t* scales, std::size_t groups, float* out);
 
 // A summary's pass over n floats, finite_sums (declared on stats' side: stats_sums.hpp), in
 // its three versions, which give the same bits (a test checks): portable, AVX2, AVX-512.

@@ -409,6 +409,25 @@ __attribute__((target("avx2"))) float lanes_in_order(__m256 lo, __m256 hi) {
 }
 }  // namespace
 
+__attribute__((target("avx2"))) void mxfp4_row_avx2(const std::uint8_t* blocks, const std::uint8_t* scales, std::size_t groups, float* out) {
+    const float* table = mxfp4_table();
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    const __m256i seven = _mm256_set1_epi32(7);
+    for (std::size_t g = 0; g < groups; ++g) {
+        const __m256 magnitudes = _mm256_loadu_ps(table + 16 * scales[g]);
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks + 16 * g));
+        const __m128i lo = _mm_and_si128(b, low4), hi = _mm_and_si128(_mm_srli_epi16(b, 4), low4);
+        const __m128i codes[2] = {_mm_unpacklo_epi8(lo, hi), _mm_unpackhi_epi8(lo, hi)};  // values 0-15, 16-31 in order
+        for (int h = 0; h < 4; ++h) {
+            const __m128i part = h % 2 ? _mm_srli_si128(codes[h / 2], 8) : codes[h / 2];
+            const __m256i code = _mm256_cvtepu8_epi32(part);
+            const __m256 magnitude = _mm256_permutevar8x32_ps(magnitudes, _mm256_and_si256(code, seven));
+            const __m256i sign = _mm256_slli_epi32(_mm256_srli_epi32(code, 3), 31);
+            _mm256_storeu_ps(out + 32 * g + 8 * h, _mm256_or_ps(magnitude, _mm256_castsi256_ps(sign)));
+        }
+    }
+}
+
 // Lane by lane as mxfp4_dots_loop: products rounded, then added, never fused. Two rows (the
 // second may be the first again) against two tokens at a time: eight chains of additions, and
 // each token's 16 numbers loaded once for both rows.

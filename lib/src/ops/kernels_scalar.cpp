@@ -155,6 +155,30 @@ std::pair<RowStats, RowStats> softmax_row_scalar(float* row, std::size_t n, floa
     return {raw, normalise_scalar(row, n, inv, 0)};
 }
 
+const float* mxfp4_table() {
+    // every code at every scale, once: FP4[code] · 2^(s − 127) is exact in float32 (or ±inf)
+    static const std::vector<float> table = [] {
+        constexpr float fp4_values[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+        std::vector<float> t(256 * 16);
+        for (int s = 0; s < 256; ++s)
+            for (int v = 0; v < 16; ++v) t[static_cast<std::size_t>(s * 16 + v)] = std::ldexp(fp4_values[v], s - 127);
+        return t;
+    }();
+    return table.data();
+}
+
+void mxfp4_row_loop(const std::uint8_t* blocks, const std::uint8_t* scales, std::size_t groups, float* out) {
+    const float* table = mxfp4_table();
+    for (std::size_t g = 0; g < groups; ++g) {
+        const float* scaled = table + scales[g] * 16;  // the 16 values at this group's scale
+        for (std::size_t i = 0; i < 16; ++i) {
+            const std::uint8_t byte = blocks[g * 16 + i];
+            out[g * 32 + 2 * i] = scaled[byte & 0x0F];
+            out[g * 32 + 2 * i + 1] = scaled[byte >> 4];
+        }
+    }
+}
+
 void mxfp4_dots_loop(const float* row, std::size_t k, const float* x, std::size_t n, float* y, std::size_t ldy) {
     for (std::size_t t = 0; t < n; ++t) {
         const float* xt = x + t * k;

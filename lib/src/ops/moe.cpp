@@ -13,29 +13,15 @@
 
 namespace attnwalk {
 
-namespace {
-constexpr float fp4_values[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
-}  // namespace
-
 void Mxfp4Rows::row(std::size_t r, float* out) const {
-    // every code at every scale, once: FP4[code] · 2^(s − 127) is exact in float32
-    static const std::vector<float> table = [] {
-        std::vector<float> t(256 * 16);
-        for (int s = 0; s < 256; ++s)
-            for (int v = 0; v < 16; ++v) t[static_cast<std::size_t>(s * 16 + v)] = std::ldexp(fp4_values[v], s - 127);
-        return t;
-    }();
     const std::size_t groups = cols / 32;
-    const std::uint8_t* b = blocks + r * (cols / 2);
-    const std::uint8_t* s = scales + r * groups;
-    for (std::size_t g = 0; g < groups; ++g) {
-        const float* scaled = &table[s[g] * 16];  // the 16 values at this group's scale
-        for (std::size_t i = 0; i < 16; ++i) {
-            const std::uint8_t byte = b[g * 16 + i];
-            out[g * 32 + 2 * i] = scaled[byte & 0x0F];
-            out[g * 32 + 2 * i + 1] = scaled[byte >> 4];
-        }
+#if defined(ATTNWALK_HAVE_AVX2)
+    if (fast::has_avx2_fma()) {
+        fast::mxfp4_row_avx2(blocks + r * (cols / 2), scales + r * groups, groups, out);
+        return;
     }
+#endif
+    fast::mxfp4_row_loop(blocks + r * (cols / 2), scales + r * groups, groups, out);
 }
 
 void ExpertMatrix::apply(const float* x, std::size_t n, float* y, std::size_t ldy) const {

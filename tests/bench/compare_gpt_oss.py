@@ -26,6 +26,7 @@ Before the rounds, each T's top-5 next tokens are compared with attnwalk's (`--s
 top_k_ids,top_k_logits`), and the largest |difference| of their logits is printed.
 """
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -36,27 +37,20 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PYTHON = "/usr/bin/python3"
+_spec = importlib.util.spec_from_file_location("compare_torch_folder", os.path.join(ROOT, "tests", "bench", "compare_torch_folder.py"))
+_shared = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_shared)
+environments, ids_for = _shared.environments, _shared.ids_for  # the settings and the ids, as there
+
+
+def bench_forward(bench, folder, tokens, env):
+    """attnwalk_bench's BM_model_forward: seconds per forward for each T."""
+    return {T: ms / 1e3 for T, ms in _shared.bench_forward(bench, folder, tokens, env).items()}
 
 GPT_OSS_20B = dict(family="gpt_oss", vocab=201088, C=2880, hidden=2880, H=64, G=8, d=64, ctx=131072, eps=1e-5, theta=150000.0, window=128,
                    experts=32, top_k=4, limit=7.0,
                    rope_scaling={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
                                  "original_max_position_embeddings": 4096, "truncate": False})
-
-
-def environments(which):
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}
-    return {"both": [("haswell", dict(clean, OPENBLAS_CORETYPE="Haswell")), ("clean", clean)],
-            "haswell": [("haswell", dict(clean, OPENBLAS_CORETYPE="Haswell"))], "clean": [("clean", clean)],
-            "asis": [("asis", dict(os.environ))]}[which]
-
-
-def ids_for(vocab, T):
-    """T ids below the vocabulary's size, the same every run (a linear congruential walk)."""
-    x, out = 1, []
-    for _ in range(T):
-        x = (x * 6364136223846793005 + 1442695040888963407) % 2**64
-        out.append((x >> 33) % vocab)
-    return out
 
 
 def build(layers, experts_as_floats):
@@ -119,18 +113,6 @@ def reference(layers, tokens, timed):
                 times.append(time.perf_counter() - t)
             out["T"][T] = {"ids": top.tolist(), "logits": logits[top].tolist(), "seconds": times}
     print(json.dumps(out), flush=True)
-
-
-def bench_forward(bench, folder, tokens, env):
-    e = dict(env, ATTNWALK_BENCH_MODEL=folder, ATTNWALK_BENCH_TOKENS=",".join(map(str, tokens)))
-    out = subprocess.run([bench, "--benchmark_filter=BM_model_forward", "--benchmark_repetitions=3", "--benchmark_format=json"],
-                         env=e, check=True, capture_output=True, text=True).stdout
-    per = {}
-    for b in json.loads(out)["benchmarks"]:
-        if b.get("run_type") == "iteration":
-            per.setdefault(int(b["name"].split("/")[1]), []).append(
-                b["real_time"] * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]])
-    return {T: statistics.median(v) for T, v in per.items()}
 
 
 def wall(cmd, runs, env):

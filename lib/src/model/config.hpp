@@ -42,8 +42,9 @@ public:
     // `value`, read from `path`, when `ok`; else InputError naming this file, the field,
     // what was expected and the value.
     double require(double value, bool ok, const std::string& path, const std::string& expected) const;
-    // A whole number from `least` to `most`.
-    std::size_t count(const std::string& key, std::optional<std::size_t> fallback = std::nullopt, std::size_t least = 1, std::size_t most = 1000000000);
+    // A whole number from `least` to `most` (by default count_most, 10^9).
+    static constexpr std::size_t count_most = 1000000000;
+    std::size_t count(const std::string& key, std::optional<std::size_t> fallback = std::nullopt, std::size_t least = 1, std::size_t most = count_most);
     bool flag(const std::string& key, bool fallback);
     const std::vector<std::pair<std::string, std::string>>& used() const { return used_; }
 

@@ -117,7 +117,7 @@ std::size_t ConfigFile::count(const std::string& key, std::optional<std::size_t>
     }
     if (v->type != Value::Type::number || v->number != std::floor(v->number) || v->number < static_cast<double>(least) || v->number > static_cast<double>(most))
         throw InputError(file_, at(key), "expected a whole number from " + std::to_string(least) + " to " +
-                                             (most == 1000000000 ? std::string("10^9") : std::to_string(most)) + ", got " + value_text(*v, true));
+                                             (most == count_most ? std::string("10^9") : std::to_string(most)) + ", got " + value_text(*v, true));
     return static_cast<std::size_t>(v->number);
 }
 
@@ -231,8 +231,7 @@ Model load_with_spec(ConfigFile& cfg, const FamilySpec& f, const model_detail::O
     c.family = &f;
     c.vocab = info.vocab = cfg.count("vocab_size");
     c.width = info.width = cfg.count("hidden_size");
-    // each layer is planned (its window, RoPE, kind) before any tensor is read: the count is bounded
-    // first, so that a file cannot ask for a plan of 10^9 layers (the deepest checkpoints have ~128)
+    // each layer is planned (its window, RoPE, kind) before any tensor is read: bounded first (max_layers)
     c.layers = info.layers = cfg.count("num_hidden_layers", std::nullopt, 1, max_layers);
     c.heads = info.heads = cfg.count("num_attention_heads");
     c.kv_heads = cfg.count("num_key_value_heads", c.heads);

@@ -54,7 +54,7 @@ TEST_SUITE("delta_rule") {
         in.v(0, 0, 2, 0) = -1.0f;
         in.g = Cube({1, 1, 3}, std::log(0.5f));
         in.beta = Cube({1, 1, 3}, 0.5f);
-        const DeltaRecurrent r = delta_rule_recurrent(in, true);
+        const DeltaRun r = delta_rule_recurrent(in, true);
         CHECK(r.outputs(0, 0, 0, 0) == doctest::Approx(1.0));    // 0 → 0.5·(2 − 0) = 1
         CHECK(r.outputs(0, 0, 1, 0) == doctest::Approx(1.25));   // 1 decays to 0.5, + 0.5·(2 − 0.5) = 1.25
         CHECK(r.steps[1].prediction(0, 0, 0) == doctest::Approx(0.5));
@@ -64,7 +64,7 @@ TEST_SUITE("delta_rule") {
     TEST_CASE("delta_rule.the_matrix_and_the_chunks_give_the_recurrent_outputs") {
         Generator g(11);
         const DeltaInputs in = random_inputs(g, 2, 3, 37, 8, 5);
-        const DeltaRecurrent r = delta_rule_recurrent(in, false);
+        const DeltaRun r = delta_rule_recurrent(in, false);
         const Hyper A = delta_rule_attention(in);
         Hyper av = Hyper::from_shape(r.outputs.shape());
         for (std::size_t b = 0; b < 2; ++b)
@@ -80,8 +80,46 @@ TEST_SUITE("delta_rule") {
         CHECK(worst(av, r.outputs) < 2e-5f);
         for (std::size_t chunk : {1u, 4u, 37u, 64u}) {
             CAPTURE(chunk);
-            CHECK(worst(delta_rule_chunked(in, chunk), r.outputs) < 2e-5f);
+            const DeltaRun c = delta_rule_chunked(in, chunk);
+            CHECK(worst(c.outputs, r.outputs) < 2e-5f);
+            CHECK(worst(c.state, r.state) < 2e-5f);
         }
+    }
+
+    TEST_CASE("delta_rule.the_chunks_go_on_from_a_state") {
+        // a prompt in two calls, the second from the first's state, as one call: both forms
+        Generator g(3);
+        const DeltaInputs all = random_inputs(g, 1, 2, 150, 16, 12);
+        const DeltaRun whole = delta_rule_recurrent(all, false);
+        const auto part = [&](std::size_t from, std::size_t to) {
+            DeltaInputs p;
+            p.q = Hyper::from_shape({1, 2, to - from, 16});
+            p.k = p.q;
+            p.v = Hyper::from_shape({1, 2, to - from, 12});
+            p.g = Cube::from_shape({1, 2, to - from});
+            p.beta = p.g;
+            for (std::size_t h = 0; h < 2; ++h)
+                for (std::size_t t = from; t < to; ++t) {
+                    for (std::size_t c = 0; c < 16; ++c) {
+                        p.q(0, h, t - from, c) = all.q(0, h, t, c);
+                        p.k(0, h, t - from, c) = all.k(0, h, t, c);
+                    }
+                    for (std::size_t c = 0; c < 12; ++c) p.v(0, h, t - from, c) = all.v(0, h, t, c);
+                    p.g(0, h, t - from) = all.g(0, h, t);
+                    p.beta(0, h, t - from) = all.beta(0, h, t);
+                }
+            return p;
+        };
+        const DeltaRun first = delta_rule_chunked(part(0, 70), 64);
+        DeltaInputs rest = part(70, 150);
+        rest.initial = first.state;
+        const DeltaRun second = delta_rule_chunked(rest, 64);
+        CHECK(worst(second.state, whole.state) < 2e-5f);
+        float w = 0.0f;
+        for (std::size_t h = 0; h < 2; ++h)
+            for (std::size_t t = 70; t < 150; ++t)
+                for (std::size_t c = 0; c < 12; ++c) w = std::max(w, std::fabs(second.outputs(0, h, t - 70, c) - whole.outputs(0, h, t, c)));
+        CHECK(w < 2e-5f);
     }
 
     TEST_CASE("delta_rule.one_cell_is_the_matrix_entry_bit_for_bit") {
@@ -110,7 +148,7 @@ TEST_SUITE("delta_rule") {
         in.v(0, 0, 1, 0) = 7.0f;
         in.g = Cube({1, 1, 2}, 0.0f);
         in.beta = Cube({1, 1, 2}, 1.0f);
-        const DeltaRecurrent r = delta_rule_recurrent(in, false);
+        const DeltaRun r = delta_rule_recurrent(in, false);
         CHECK(r.outputs(0, 0, 1, 0) == doctest::Approx(7.0));  // plain linear attention would read 10
     }
 }

@@ -173,7 +173,7 @@ Trace walk_deltanet(const Embeddings& input, const DeltaNetSpec& spec, const Rec
         ds.note += " Here γ is near 0: with A drawn from U(0, 16) the state forgets almost everything at each token. A small decay "
                    "rate A (0.1: γ ≈ 0.9) lets it remember.";
 
-    const DeltaRecurrent rnn = delta_rule_recurrent(in, true);
+    const DeltaRun rnn = delta_rule_recurrent(in, true);
     for (std::size_t t = 0; t < T; ++t) {
         const DeltaStep& s = rnn.steps[t];
         const std::string N = "step" + std::to_string(t + 1) + ".", tok = steps::quoted(trace.tokens[t]);
@@ -217,7 +217,7 @@ Trace walk_deltanet(const Embeddings& input, const DeltaNetSpec& spec, const Rec
     const float diff = worst(eff, rnn.outputs);
     rec.add_plain("max_difference", "The matrix against the recurrence", "max |A·V − o|", scalar_trace(diff), {}).note =
         difference_note(diff, "they");
-    const Hyper chunked = delta_rule_chunked(in, spec.chunk);
+    const Hyper chunked = delta_rule_chunked(in, spec.chunk).outputs;
     const std::size_t C = std::min(spec.chunk, T);  // a longer chunk is the whole input
     rec.add("chunked_output", "The chunked form, " + std::to_string(C) + (C == 1 ? " token" : " tokens") + " per chunk" +
                                   (C < spec.chunk ? " (the whole input)" : ""),

@@ -1,10 +1,12 @@
 #include "attnwalk/ops/delta_rule.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <vector>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/ops/blas.hpp"
 #include "attnwalk/ops/rows.hpp"
 
 namespace attnwalk {
@@ -44,9 +46,9 @@ Hyper l2_normalise(const Hyper& x, float scale, float eps) {
     return y;
 }
 
-DeltaRecurrent delta_rule_recurrent(const DeltaInputs& in, bool keep_steps) {
+DeltaRun delta_rule_recurrent(const DeltaInputs& in, bool keep_steps) {
     const Sizes s = sizes_of(in);
-    DeltaRecurrent out;
+    DeltaRun out;
     out.outputs = fresh<4>({s.B, s.H, s.T, s.dv});
     out.state = Hyper::from_shape({s.B, s.H, s.dk, s.dv});
     if (in.initial.size() == out.state.size()) std::copy(in.initial.begin(), in.initial.end(), out.state.begin());
@@ -155,91 +157,91 @@ DeltaCell delta_rule_cell(const DeltaInputs& in, std::size_t b, std::size_t h, s
     return cell;
 }
 
-Hyper delta_rule_chunked(const DeltaInputs& in, std::size_t C) {  // C: the chunk, capped at T below
+DeltaRun delta_rule_chunked(const DeltaInputs& in, std::size_t C) {  // C: the chunk, capped at T below
     const Sizes s = sizes_of(in);
     if (C == 0) throw UsageError("a chunk holds at least one token");
     C = std::min(C, std::max<std::size_t>(s.T, 1));  // a chunk past the end is padding only: the same outputs
-    const std::size_t n = (s.T + C - 1) / C, L = n * C;  // padded with zeros to whole chunks
-    Hyper out = fresh<4>({s.B, s.H, s.T, s.dv});
-    std::vector<float> g(L), attn(C * C), decay(C * C), kbeta(C * s.dk), vbeta(C * s.dv), value(C * s.dv), kcum(C * s.dk),
-        S(s.dk * s.dv), vnew(C * s.dv), qk(C * C);
-    const auto at = [&](const Hyper& x, std::size_t b, std::size_t h, std::size_t t, std::size_t c) {
-        return t < s.T ? x(b, h, t, c) : 0.0f;
+    const std::size_t n = (s.T + C - 1) / C, dk = s.dk, dv = s.dv;  // padded with zeros to whole chunks
+    DeltaRun out;
+    out.outputs = fresh<4>({s.B, s.H, s.T, dv});
+    out.state = Hyper::from_shape({s.B, s.H, dk, dv});
+    const bool initial = in.initial.size() == out.state.size();
+    // One head at a time, the heads shared by the cores; each chunk's products through sgemm (the
+    // matrices of torch_chunk_gated_delta_rule, which multiplies them with matmul).
+    struct Buffers {
+        std::vector<float> g, decay, attn, qc, kc, kbeta, vbeta, value, kcum, qk, vnew, part, W;
     };
-    for (std::size_t b = 0; b < s.B; ++b)
-        for (std::size_t h = 0; h < s.H; ++h) {
-            std::fill(S.begin(), S.end(), 0.0f);
+    std::atomic<std::size_t> next{0};
+    on_every_core(s.B * s.H * s.T * dk * dv, [&](std::size_t, std::size_t) {
+        Buffers u;
+        u.g.resize(C);
+        for (auto* v : {&u.decay, &u.attn, &u.qk}) v->resize(C * C);
+        for (auto* v : {&u.qc, &u.kc, &u.kbeta, &u.kcum}) v->resize(C * dk);
+        for (auto* v : {&u.vbeta, &u.value, &u.vnew, &u.part}) v->resize(C * std::max(dk, dv));
+        u.W.resize(dk * dv);
+        for (std::size_t task; (task = next++) < s.B * s.H;) {
+            const std::size_t b = task / s.H, h = task % s.H;
+            float* S = &out.state(b, h, 0, 0);
+            if (initial) std::copy_n(&in.initial(b, h, 0, 0), dk * dv, S);
+            else std::fill_n(S, dk * dv, 0.0f);
             for (std::size_t ch = 0; ch < n; ++ch) {
-                const std::size_t t0 = ch * C;
-                // g.cumsum within the chunk; decay_mask = exp(g_i − g_j) below the diagonal
-                float run = 0.0f;
-                for (std::size_t i = 0; i < C; ++i) g[i] = run += (t0 + i < s.T ? in.g(b, h, t0 + i) : 0.0f);
-                for (std::size_t i = 0; i < C; ++i)
-                    for (std::size_t j = 0; j < C; ++j) decay[i * C + j] = j <= i ? std::exp(g[i] - g[j]) : 0.0f;
+                const std::size_t t0 = ch * C, real = std::min(C, s.T - t0);
+                // this chunk's queries and keys, zero past the end; k_beta, v_beta
+                std::fill(u.qc.begin(), u.qc.end(), 0.0f);
+                std::fill(u.kc.begin(), u.kc.end(), 0.0f);
+                std::copy_n(&in.q(b, h, t0, 0), real * dk, u.qc.data());
+                std::copy_n(&in.k(b, h, t0, 0), real * dk, u.kc.data());
                 for (std::size_t i = 0; i < C; ++i) {
-                    const float beta = t0 + i < s.T ? in.beta(b, h, t0 + i) : 0.0f;
-                    for (std::size_t c = 0; c < s.dk; ++c) kbeta[i * s.dk + c] = at(in.k, b, h, t0 + i, c) * beta;
-                    for (std::size_t c = 0; c < s.dv; ++c) vbeta[i * s.dv + c] = at(in.v, b, h, t0 + i, c) * beta;
+                    const float beta = i < real ? in.beta(b, h, t0 + i) : 0.0f;
+                    for (std::size_t c = 0; c < dk; ++c) u.kbeta[i * dk + c] = u.kc[i * dk + c] * beta;
+                    for (std::size_t c = 0; c < dv; ++c) u.vbeta[i * dv + c] = (i < real ? in.v(b, h, t0 + i, c) : 0.0f) * beta;
                 }
-                // attn = −(k_beta·kᵀ ⊙ decay) strictly below the diagonal, then the forward substitution
+                // g.cumsum within the chunk; decay_mask = exp(g_i − g_j) on and below the diagonal
+                float run = 0.0f;
+                for (std::size_t i = 0; i < C; ++i) u.g[i] = run += (i < real ? in.g(b, h, t0 + i) : 0.0f);
                 for (std::size_t i = 0; i < C; ++i)
-                    for (std::size_t j = 0; j < C; ++j) {
-                        float d = 0.0f;
-                        for (std::size_t c = 0; c < s.dk; ++c) d += kbeta[i * s.dk + c] * at(in.k, b, h, t0 + j, c);
-                        attn[i * C + j] = j < i ? -(d * decay[i * C + j]) : 0.0f;
-                    }
+                    for (std::size_t j = 0; j < C; ++j) u.decay[i * C + j] = j <= i ? std::exp(u.g[i] - u.g[j]) : 0.0f;
+                // attn = −(k_beta·kᵀ ⊙ decay) strictly below the diagonal, then the forward substitution
+                sgemm(false, true, C, C, dk, 1.0f, u.kbeta.data(), dk, u.kc.data(), dk, 0.0f, u.attn.data(), C);
+                for (std::size_t i = 0; i < C; ++i)
+                    for (std::size_t j = 0; j < C; ++j) u.attn[i * C + j] = j < i ? -(u.attn[i * C + j] * u.decay[i * C + j]) : 0.0f;
                 for (std::size_t i = 1; i < C; ++i) {
-                    std::vector<float> row(attn.begin() + static_cast<std::ptrdiff_t>(i * C), attn.begin() + static_cast<std::ptrdiff_t>(i * C + i));
+                    float* row = u.part.data();  // attn[i, :i] before this row's update
+                    std::copy_n(&u.attn[i * C], i, row);
                     for (std::size_t j = 0; j < i; ++j) {
                         float extra = 0.0f;
-                        for (std::size_t m = 0; m < i; ++m) extra += row[m] * attn[m * C + j];
-                        attn[i * C + j] = row[j] + extra;
+                        for (std::size_t m = 0; m < i; ++m) extra += row[m] * u.attn[m * C + j];
+                        u.attn[i * C + j] = row[j] + extra;
                     }
                 }
-                for (std::size_t i = 0; i < C; ++i) attn[i * C + i] += 1.0f;
+                for (std::size_t i = 0; i < C; ++i) u.attn[i * C + i] += 1.0f;
                 // value = attn·v_beta; k_cumdecay = attn·(k_beta ⊙ exp(g))
-                for (std::size_t i = 0; i < C; ++i) {
-                    for (std::size_t c = 0; c < s.dv; ++c) {
-                        float v = 0.0f;
-                        for (std::size_t j = 0; j < C; ++j) v += attn[i * C + j] * vbeta[j * s.dv + c];
-                        value[i * s.dv + c] = v;
-                    }
-                    for (std::size_t c = 0; c < s.dk; ++c) {
-                        float v = 0.0f;
-                        for (std::size_t j = 0; j < C; ++j) v += attn[i * C + j] * (kbeta[j * s.dk + c] * std::exp(g[j]));
-                        kcum[i * s.dk + c] = v;
-                    }
-                }
+                sgemm(false, false, C, dv, C, 1.0f, u.attn.data(), C, u.vbeta.data(), dv, 0.0f, u.value.data(), dv);
+                for (std::size_t i = 0; i < C; ++i)
+                    for (std::size_t c = 0; c < dk; ++c) u.kbeta[i * dk + c] *= std::exp(u.g[i]);
+                sgemm(false, false, C, dk, C, 1.0f, u.attn.data(), C, u.kbeta.data(), dk, 0.0f, u.kcum.data(), dk);
                 // within the chunk: q·kᵀ ⊙ decay (diagonal included); v_new = value − k_cumdecay·S
+                sgemm(false, true, C, C, dk, 1.0f, u.qc.data(), dk, u.kc.data(), dk, 0.0f, u.qk.data(), C);
+                for (std::size_t i = 0; i < C * C; ++i) u.qk[i] *= u.decay[i];
+                sgemm(false, false, C, dv, dk, 1.0f, u.kcum.data(), dk, S, dv, 0.0f, u.part.data(), dv);
+                for (std::size_t i = 0; i < C * dv; ++i) u.vnew[i] = u.value[i] - u.part[i];
+                // the output: (q ⊙ exp(g))·S from the chunks before, plus q·kᵀ ⊙ decay · v_new from this one
                 for (std::size_t i = 0; i < C; ++i)
-                    for (std::size_t j = 0; j < C; ++j) {
-                        float d = 0.0f;
-                        for (std::size_t c = 0; c < s.dk; ++c) d += at(in.q, b, h, t0 + i, c) * at(in.k, b, h, t0 + j, c);
-                        qk[i * C + j] = j <= i ? d * decay[i * C + j] : 0.0f;
-                    }
-                for (std::size_t i = 0; i < C; ++i)
-                    for (std::size_t m = 0; m < s.dv; ++m) {
-                        float p = 0.0f;
-                        for (std::size_t c = 0; c < s.dk; ++c) p += kcum[i * s.dk + c] * S[c * s.dv + m];
-                        vnew[i * s.dv + m] = value[i * s.dv + m] - p;
-                    }
-                for (std::size_t i = 0; i < C && t0 + i < s.T; ++i)
-                    for (std::size_t m = 0; m < s.dv; ++m) {
-                        float inter = 0.0f, intra = 0.0f;
-                        for (std::size_t c = 0; c < s.dk; ++c) inter += (at(in.q, b, h, t0 + i, c) * std::exp(g[i])) * S[c * s.dv + m];
-                        for (std::size_t j = 0; j < C; ++j) intra += qk[i * C + j] * vnew[j * s.dv + m];
-                        out(b, h, t0 + i, m) = inter + intra;
-                    }
+                    for (std::size_t c = 0; c < dk; ++c) u.qc[i * dk + c] *= std::exp(u.g[i]);
+                sgemm(false, false, C, dv, dk, 1.0f, u.qc.data(), dk, S, dv, 0.0f, u.part.data(), dv);
+                sgemm(false, false, C, dv, C, 1.0f, u.qk.data(), C, u.vnew.data(), dv, 0.0f, u.value.data(), dv);
+                for (std::size_t i = 0; i < real; ++i)
+                    for (std::size_t m = 0; m < dv; ++m) out.outputs(b, h, t0 + i, m) = u.part[i * dv + m] + u.value[i * dv + m];
                 // S ← S·exp(g_last) + (k ⊙ exp(g_last − g))ᵀ·v_new
-                const float last = g[C - 1];
-                for (std::size_t c = 0; c < s.dk; ++c)
-                    for (std::size_t m = 0; m < s.dv; ++m) {
-                        float w = 0.0f;
-                        for (std::size_t j = 0; j < C; ++j) w += (at(in.k, b, h, t0 + j, c) * std::exp(last - g[j])) * vnew[j * s.dv + m];
-                        S[c * s.dv + m] = S[c * s.dv + m] * std::exp(last) + w;
-                    }
+                const float last = u.g[C - 1];
+                for (std::size_t i = 0; i < C; ++i)
+                    for (std::size_t c = 0; c < dk; ++c) u.kc[i * dk + c] *= std::exp(last - u.g[i]);
+                sgemm(true, false, dk, dv, C, 1.0f, u.kc.data(), dk, u.vnew.data(), dv, 0.0f, u.W.data(), dv);
+                const float keep = std::exp(last);
+                for (std::size_t i = 0; i < dk * dv; ++i) S[i] = S[i] * keep + u.W[i];
             }
         }
+    });
     return out;
 }
 

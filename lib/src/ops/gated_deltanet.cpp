@@ -13,6 +13,7 @@ namespace {
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }  // torch's, threshold 20
 std::string n(std::size_t v) { return std::to_string(v); }
+constexpr std::size_t prompt_chunk = 64;  // chunk_size of modeling_qwen3_next.py's chunked rule
 }  // namespace
 
 void GatedDeltaNetWeights::check() const {
@@ -156,7 +157,9 @@ GatedDeltaNetForward gated_deltanet_forward(const Cube& x, const GatedDeltaNetWe
     DeltaInputs in = delta_rule_inputs(f, w);
     if (cache && cache->state.size()) in.initial = cache->state;
     const bool fresh_start = !cache || cache->seen == 0;
-    DeltaRecurrent rec = delta_rule_recurrent(in, false);
+    // a prompt in chunks, as Hugging Face's prefill (torch_chunk_gated_delta_rule); a token
+    // decoded after it, one step of the recurrence (torch_recurrent_gated_delta_rule)
+    DeltaRun rec = fresh_start || T > 1 ? delta_rule_chunked(in, prompt_chunk) : delta_rule_recurrent(in, false);
     f.outputs = std::move(rec.outputs);
     f.state = std::move(rec.state);
     if (effective && fresh_start) f.effective = delta_rule_attention(in);

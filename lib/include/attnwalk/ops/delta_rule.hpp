@@ -37,13 +37,13 @@ struct DeltaStep {
     Cube output;       // (B,H,d_v) Sᵀq_t
 };
 
-struct DeltaRecurrent {
+struct DeltaRun {
     Hyper outputs;                // (B,H,T,d_v)
     Hyper state;                  // (B,H,d_k,d_v) the final state
-    std::vector<DeltaStep> steps;  // per token, when asked
+    std::vector<DeltaStep> steps;  // per token, when asked (the recurrent form)
 };
 
-DeltaRecurrent delta_rule_recurrent(const DeltaInputs& in, bool keep_steps);
+DeltaRun delta_rule_recurrent(const DeltaInputs& in, bool keep_steps);
 // The effective attention matrix A (B,H,T,T), lower-triangular, with o = A·V exactly in
 // exact arithmetic: A = P·U, P_tj = γ_tj·(q_t·k_j), γ_tj = exp(g_j+1 + … + g_t), and U
 // the written errors as combinations of the values, (I + diag(β)·L)·U = diag(β),
@@ -59,8 +59,11 @@ struct DeltaCell {
     float value = 0.0f;
 };
 DeltaCell delta_rule_cell(const DeltaInputs& in, std::size_t b, std::size_t h, std::size_t t, std::size_t c);
-// The chunked form, `chunk` tokens at a time (torch_chunk_gated_delta_rule's steps).
-Hyper delta_rule_chunked(const DeltaInputs& in, std::size_t chunk);
+// The chunked form, `chunk` tokens at a time (torch_chunk_gated_delta_rule's steps, from
+// in.initial when given): within a chunk the tokens are solved together, a small triangular
+// system, and every other step is a matrix product; the state passes from chunk to chunk. A
+// model's layer computes a prompt this way, 64 tokens a chunk, as Hugging Face's does.
+DeltaRun delta_rule_chunked(const DeltaInputs& in, std::size_t chunk);
 
 // x / √(Σx² + eps) along the last axis (FLA's l2norm, eps 1e-6), times `scale`.
 Hyper l2_normalise(const Hyper& x, float scale, float eps = 1e-6f);

@@ -99,18 +99,34 @@ namespace {
 
 // One head's written errors U (T×T, lower-triangular, in double) and the running sums of its
 // log decays (cum, T + 1): row j of U = β_j·(e_j − Σ_m<j γ_jm (k_j·k_m) U_m), γ_tj = exp(cum_t+1 − cum_j+1).
+// Each entry U_jc takes its terms in the order of m, whatever the blocking: rows are made `rows_at_once`
+// at a time, so that each finished row m is read once for all of them (memory, not arithmetic, bounds
+// this at thousands of tokens).
+constexpr std::size_t rows_at_once = 16;
+
 void written_errors(const DeltaInputs& in, const Sizes& s, std::size_t b, std::size_t h, std::vector<double>& cum, std::vector<double>& U) {
-    cum.assign(s.T + 1, 0.0);
-    for (std::size_t t = 0; t < s.T; ++t) cum[t + 1] = cum[t] + in.g(b, h, t);
-    const auto gamma = [&](std::size_t t, std::size_t j) { return std::exp(cum[t + 1] - cum[j + 1]); };
-    U.assign(s.T * s.T, 0.0);
-    for (std::size_t j = 0; j < s.T; ++j) {
-        const double beta = in.beta(b, h, j);
-        U[j * s.T + j] = beta;
-        for (std::size_t m = 0; m < j; ++m) {
-            const double l = gamma(j, m) * dot(&in.k(b, h, j, 0), &in.k(b, h, m, 0), s.dk);
-            for (std::size_t c = 0; c <= m; ++c) U[j * s.T + c] -= beta * l * U[m * s.T + c];
-        }
+    const std::size_t T = s.T;
+    cum.assign(T + 1, 0.0);
+    for (std::size_t t = 0; t < T; ++t) cum[t + 1] = cum[t] + in.g(b, h, t);
+    U.assign(T * T, 0.0);
+    const float* k = T ? &in.k(b, h, 0, 0) : nullptr;
+    const auto factor = [&](std::size_t j, std::size_t m) {  // β_j·l_jm, l_jm = γ_jm (k_j·k_m)
+        const double l = std::exp(cum[j + 1] - cum[m + 1]) * dot(k + j * s.dk, k + m * s.dk, s.dk);
+        return static_cast<double>(in.beta(b, h, j)) * l;
+    };
+    const auto take = [&](std::size_t j, std::size_t m) {  // U_j −= β_j·l_jm·U_m over U_m's entries c ≤ m
+        double* __restrict uj = U.data() + j * T;
+        const double* __restrict um = U.data() + m * T;
+        const double f = factor(j, m);
+        for (std::size_t c = 0; c <= m; ++c) uj[c] -= f * um[c];
+    };
+    for (std::size_t j0 = 0; j0 < T; j0 += rows_at_once) {
+        const std::size_t j1 = std::min(T, j0 + rows_at_once);
+        for (std::size_t j = j0; j < j1; ++j) U[j * T + j] = in.beta(b, h, j);
+        for (std::size_t m = 0; m < j0; ++m)  // the rows finished before this block, each read once
+            for (std::size_t j = j0; j < j1; ++j) take(j, m);
+        for (std::size_t j = j0; j < j1; ++j)  // then the block's own, in order
+            for (std::size_t m = j0; m < j; ++m) take(j, m);
     }
 }
 
@@ -120,19 +136,31 @@ double decay_between(const std::vector<double>& cum, std::size_t t, std::size_t 
 
 Hyper delta_rule_attention(const DeltaInputs& in) {
     const Sizes s = sizes_of(in);
-    Hyper A = Hyper::from_shape({s.B, s.H, s.T, s.T});
+    const std::size_t T = s.T;
+    Hyper A = Hyper::from_shape({s.B, s.H, T, T});
     A.fill(0.0f);
-    std::vector<double> cum, U;
-    for (std::size_t b = 0; b < s.B; ++b)
-        for (std::size_t h = 0; h < s.H; ++h) {
+    // A = P·U, P_tj = γ_tj (q_t·k_j) for j ≤ t. Entry A_tc adds its terms in the order of j; rows of
+    // t are taken rows_at_once at a time so that each row of U is read once for all of them. The
+    // heads are shared by the cores.
+    std::atomic<std::size_t> next{0};
+    on_every_core(s.B * s.H * T * T * T / 3 + 1, [&](std::size_t, std::size_t) {
+        std::vector<double> cum, U;
+        for (std::size_t task; (task = next++) < s.B * s.H;) {
+            const std::size_t b = task / s.H, h = task % s.H;
             written_errors(in, s, b, h, cum, U);
-            // A = P·U, P_tj = γ_tj (q_t·k_j) for j ≤ t
-            for (std::size_t t = 0; t < s.T; ++t)
-                for (std::size_t j = 0; j <= t; ++j) {
-                    const double p = decay_between(cum, t, j) * dot(&in.q(b, h, t, 0), &in.k(b, h, j, 0), s.dk);
-                    for (std::size_t c = 0; c <= j; ++c) A(b, h, t, c) += static_cast<float>(p * U[j * s.T + c]);
+            for (std::size_t t0 = 0; t0 < T; t0 += rows_at_once) {
+                const std::size_t t1 = std::min(T, t0 + rows_at_once);
+                for (std::size_t j = 0; j < t1; ++j) {
+                    const double* __restrict uj = U.data() + j * T;
+                    for (std::size_t t = std::max(t0, j); t < t1; ++t) {
+                        const double p = decay_between(cum, t, j) * dot(&in.q(b, h, t, 0), &in.k(b, h, j, 0), s.dk);
+                        float* __restrict at = &A(b, h, t, 0);
+                        for (std::size_t c = 0; c <= j; ++c) at[c] += static_cast<float>(p * uj[c]);
+                    }
                 }
+            }
         }
+    });
     return A;
 }
 

@@ -51,6 +51,42 @@ TEST_SUITE("kernels") {
         CHECK(rows == 68);
     }
 
+    TEST_CASE("kernels.the_effective_matrixs_loops_give_the_plain_loops_bits") {
+        // u −= f·v and a += float(p·u), every tail of 4 and 8 lanes, values from 1e-300 to 1e300
+        if (!cpu_has(has_avx2_fma(), "AVX2")) return;
+        std::mt19937 gen(3);
+        std::uniform_real_distribution<double> mantissa(-1.0, 1.0);
+        std::uniform_int_distribution<int> exponent(-300, 300);
+        const auto draw = [&] { return std::ldexp(mantissa(gen), exponent(gen) / 10) * (exponent(gen) > 280 ? 1e280 : 1.0); };
+        for (std::size_t n = 0; n <= 41; ++n) {
+            std::vector<double> u(n), v(n);
+            std::vector<float> a(n);
+            for (std::size_t c = 0; c < n; ++c) {
+                u[c] = draw();
+                v[c] = draw();
+                a[c] = static_cast<float>(std::ldexp(mantissa(gen), exponent(gen) / 10));
+            }
+            const double f = draw(), p = draw();
+            std::vector<double> plain_u = u;
+            std::vector<float> plain_a = a;
+            for (std::size_t c = 0; c < n; ++c) {
+                plain_u[c] -= f * v[c];
+                plain_a[c] += static_cast<float>(p * u[c]);
+            }
+            std::vector<std::pair<void (*)(double*, const double*, double, std::size_t), void (*)(float*, const double*, double, std::size_t)>> versions = {
+                {subtract_scaled_avx2, add_rounded_products_avx2}, {subtract_scaled, add_rounded_products}};
+            if (has_avx512()) versions.emplace_back(subtract_scaled_avx512, add_rounded_products_avx512);
+            for (const auto& [sub, add] : versions) {
+                std::vector<double> uu = u;
+                std::vector<float> aa = a;
+                sub(uu.data(), v.data(), f, n);
+                add(aa.data(), u.data(), p, n);
+                CHECK(std::memcmp(uu.data(), plain_u.data(), 8 * n) == 0);
+                CHECK(std::memcmp(aa.data(), plain_a.data(), 4 * n) == 0);
+            }
+        }
+    }
+
     TEST_CASE("kernels.few_rows_avx512_gives_the_avx2_bits") {
         // tiles of 4 rows, every tail of rows and columns (past a tile of 48, past a strip of
         // 16), several chunks of 768 columns (the last one just past 768 + 48), a share that

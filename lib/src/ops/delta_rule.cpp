@@ -8,6 +8,7 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/ops/blas.hpp"
 #include "attnwalk/ops/rows.hpp"
+#include "kernels.hpp"
 
 namespace attnwalk {
 
@@ -115,10 +116,7 @@ void written_errors(const DeltaInputs& in, const Sizes& s, std::size_t b, std::s
         return static_cast<double>(in.beta(b, h, j)) * l;
     };
     const auto take = [&](std::size_t j, std::size_t m) {  // U_j −= β_j·l_jm·U_m over U_m's entries c ≤ m
-        double* __restrict uj = U.data() + j * T;
-        const double* __restrict um = U.data() + m * T;
-        const double f = factor(j, m);
-        for (std::size_t c = 0; c <= m; ++c) uj[c] -= f * um[c];
+        fast::subtract_scaled(U.data() + j * T, U.data() + m * T, factor(j, m), m + 1);
     };
     for (std::size_t j0 = 0; j0 < T; j0 += rows_at_once) {
         const std::size_t j1 = std::min(T, j0 + rows_at_once);
@@ -151,11 +149,9 @@ Hyper delta_rule_attention(const DeltaInputs& in) {
             for (std::size_t t0 = 0; t0 < T; t0 += rows_at_once) {
                 const std::size_t t1 = std::min(T, t0 + rows_at_once);
                 for (std::size_t j = 0; j < t1; ++j) {
-                    const double* __restrict uj = U.data() + j * T;
                     for (std::size_t t = std::max(t0, j); t < t1; ++t) {
                         const double p = decay_between(cum, t, j) * dot(&in.q(b, h, t, 0), &in.k(b, h, j, 0), s.dk);
-                        float* __restrict at = &A(b, h, t, 0);
-                        for (std::size_t c = 0; c <= j; ++c) at[c] += static_cast<float>(p * uj[c]);
+                        fast::add_rounded_products(&A(b, h, t, 0), U.data() + j * T, p, j + 1);
                     }
                 }
             }

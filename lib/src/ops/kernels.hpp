@@ -236,6 +236,19 @@ void mxfp4_dots_loop(const float* row, std::size_t k, const float* x, std::size_
 const float* mxfp4_table();
 void mxfp4_row_loop(const std::uint8_t* blocks, const std::uint8_t* scales, std::size_t groups, float* out);
 
+// The two inner loops of the delta rule's effective matrix (ops/delta_rule.cpp), each entry on
+// its own: u[c] −= f·v[c] in double, and a[c] += float(p·u[c]), for c < n. The product is
+// rounded, then subtracted or added (never fused), so the AVX2 and AVX-512 versions give the
+// plain loop's bits (a test checks); these pick the best for this CPU.
+void subtract_scaled(double* u, const double* v, double f, std::size_t n);
+void add_rounded_products(float* a, const double* u, double p, std::size_t n);
+#if defined(ATTNWALK_HAVE_AVX2)
+void subtract_scaled_avx2(double* u, const double* v, double f, std::size_t n);
+void add_rounded_products_avx2(float* a, const double* u, double p, std::size_t n);
+void subtract_scaled_avx512(double* u, const double* v, double f, std::size_t n);
+void add_rounded_products_avx512(float* a, const double* u, double p, std::size_t n);
+#endif
+
 // A summary's pass over n floats, finite_sums (declared on stats' side: stats_sums.hpp), in
 // its three versions, which give the same bits (a test checks): portable, AVX2, AVX-512.
 // merged: two runs' ranges as one (where the least or greatest is zero, either's sign).

@@ -474,4 +474,18 @@ __attribute__((target("avx2"))) void mxfp4_dots_avx2(const float* row0, const fl
     }
 }
 
+__attribute__((target("avx2"))) void subtract_scaled_avx2(double* u, const double* v, double f, std::size_t n) {
+    const __m256d F = _mm256_set1_pd(f);
+    std::size_t c = 0;
+    for (; c + 4 <= n; c += 4) _mm256_storeu_pd(u + c, _mm256_sub_pd(_mm256_loadu_pd(u + c), _mm256_mul_pd(F, _mm256_loadu_pd(v + c))));
+    for (; c < n; ++c) u[c] -= f * v[c];
+}
+
+__attribute__((target("avx2"))) void add_rounded_products_avx2(float* a, const double* u, double p, std::size_t n) {
+    const __m256d P = _mm256_set1_pd(p);
+    std::size_t c = 0;
+    for (; c + 4 <= n; c += 4) _mm_storeu_ps(a + c, _mm_add_ps(_mm_loadu_ps(a + c), _mm256_cvtpd_ps(_mm256_mul_pd(P, _mm256_loadu_pd(u + c)))));
+    for (; c < n; ++c) a[c] += static_cast<float>(p * u[c]);
+}
+
 }  // namespace attnwalk::fast

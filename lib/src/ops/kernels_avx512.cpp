@@ -439,4 +439,19 @@ __attribute__((target("avx512f"))) FiniteRange finite_sums_avx512(const float* v
     return merged(r, finite_sums_scalar(v + end, n - end, lane0 + end, sums));
 }
 
+__attribute__((target("avx512f"))) void subtract_scaled_avx512(double* u, const double* v, double f, std::size_t n) {
+    const __m512d F = _mm512_set1_pd(f);
+    std::size_t c = 0;
+    for (; c + 8 <= n; c += 8) _mm512_storeu_pd(u + c, _mm512_sub_pd(_mm512_loadu_pd(u + c), _mm512_mul_pd(F, _mm512_loadu_pd(v + c))));
+    for (; c < n; ++c) u[c] -= f * v[c];
+}
+
+__attribute__((target("avx512f"))) void add_rounded_products_avx512(float* a, const double* u, double p, std::size_t n) {
+    const __m512d P = _mm512_set1_pd(p);
+    std::size_t c = 0;
+    for (; c + 8 <= n; c += 8)
+        _mm256_storeu_ps(a + c, _mm256_add_ps(_mm256_loadu_ps(a + c), _mm512_cvtpd_ps(_mm512_mul_pd(P, _mm512_loadu_pd(u + c)))));
+    for (; c < n; ++c) a[c] += static_cast<float>(p * u[c]);
+}
+
 }  // namespace attnwalk::fast

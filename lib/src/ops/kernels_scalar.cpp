@@ -248,6 +248,22 @@ void bf16_rows(std::size_t m, std::size_t j0, std::size_t j1, std::size_t k, con
 }
 #endif
 
+void subtract_scaled(double* u, const double* v, double f, std::size_t n) {
+#if defined(ATTNWALK_HAVE_AVX2)
+    if (has_avx512()) return subtract_scaled_avx512(u, v, f, n);
+    if (has_avx2()) return subtract_scaled_avx2(u, v, f, n);
+#endif
+    for (std::size_t c = 0; c < n; ++c) u[c] -= f * v[c];
+}
+
+void add_rounded_products(float* a, const double* u, double p, std::size_t n) {
+#if defined(ATTNWALK_HAVE_AVX2)
+    if (has_avx512()) return add_rounded_products_avx512(a, u, p, n);
+    if (has_avx2()) return add_rounded_products_avx2(a, u, p, n);
+#endif
+    for (std::size_t c = 0; c < n; ++c) a[c] += static_cast<float>(p * u[c]);
+}
+
 void x_sigmoid(float* x, const float* times, std::size_t n, Sigmoid kind) {
 #if defined(ATTNWALK_HAVE_AVX2)
     if (has_avx2()) return x_sigmoid_avx2(x, times, n, kind);

@@ -15,15 +15,8 @@ cut to --layers layers; random (seed 123), everything BF16 but the experts' MXFP
 scales, about 1 GB a layer less 0.6: 4.1 GB at 4 layers. Written once to a temporary directory
 (or --keep DIR).
 
-Each round, for each environment (--env both: OPENBLAS_CORETYPE=Haswell and no OPENBLAS_*
-variable; both tools multiply through the same OpenBLAS):
-  - PyTorch: a fresh process builds the same model from the seed (the experts as float32, 3.2 GB
-    a layer), then for each T: a warm-up forward and 3 timed ones (eval, no_grad, 2 threads), the
-    last position's top 5;
-  - attnwalk: attnwalk_bench's BM_model_forward on the folder (warm, the last position's logits,
-    3 repetitions) and, for 10 ids, the whole process (`model --compact`, 3 runs).
-Before the rounds, each T's top-5 next tokens are compared with attnwalk's (`--steps
-top_k_ids,top_k_logits`), and the largest |difference| of their logits is printed.
+The rounds and the check of the next token before them: tests/bench/seeded_reference.py (the
+reference's experts as float32, 3.2 GB a layer).
 """
 import importlib.util
 import os

@@ -13,17 +13,10 @@ The folder: Qwen3-Next-80B-A3B's shapes (vocab 151,936, width 2,048; Gated Delta
 and 32 value heads of 128, convolution of 4 taps; gated attention of 16 query and 2 key/value
 heads of 256, a quarter of each turned; every 4th layer attention; 10 experts of 512 chosen per
 token and a shared one of 512) cut to --layers layers and 64 of the 512 experts (the work per
-token is the same: 10 experts); random (seed 123), BF16: 3.3 GB at 4 layers. Written once to a
+token is the same: 10 experts); random (seed 123), BF16: 3.2 GB at 4 layers. Written once to a
 temporary directory (or --keep DIR).
 
-Each round, for each environment (--env both: OPENBLAS_CORETYPE=Haswell and no OPENBLAS_*
-variable; both tools multiply through the same OpenBLAS):
-  - PyTorch: a fresh process builds the same model from the seed (float32), then for each T: a
-    warm-up forward and 3 timed ones (eval, no_grad, 2 threads), the last position's top 5;
-  - attnwalk: attnwalk_bench's BM_model_forward on the folder (warm, the last position's logits,
-    3 repetitions) and, for 10 ids, the whole process (`model --compact`, 3 runs).
-Before the rounds, each T's top-5 next tokens are compared with attnwalk's (`--steps
-top_k_ids,top_k_logits`), and the largest |difference| of their logits is printed.
+The rounds and the check of the next token before them: tests/bench/seeded_reference.py.
 """
 import importlib.util
 import os

@@ -1,7 +1,17 @@
 """The driver shared by the comparisons whose reference model is made from a seed rather than read
 from the folder (compare_gpt_oss.py, compare_qwen3_next.py): the folder is written once from the
 same seed; each round, for each environment, a fresh PyTorch process builds the model again and
-times its forward, and attnwalk_bench times attnwalk's on the folder. Not a script of its own."""
+times its forward, and attnwalk_bench times attnwalk's on the folder. Not a script of its own.
+
+Each round, for each environment (--env both: OPENBLAS_CORETYPE=Haswell and no OPENBLAS_*
+variable; both tools multiply through the same OpenBLAS):
+  - PyTorch: a fresh process builds the same model from the seed (float32), then for each T: a
+    warm-up forward and 3 timed ones (eval, no_grad, 2 threads), the last position's top 5;
+  - attnwalk: attnwalk_bench's BM_model_forward on the folder (warm, the last position's logits,
+    3 repetitions) and, for 10 ids, the whole process (`model --compact`, 3 runs).
+Before the rounds, each T's top-5 next tokens are compared with attnwalk's (`--steps
+top_k_ids,top_k_logits`), and the largest |difference| of their logits is printed.
+"""
 import argparse
 import json
 import os

@@ -13,6 +13,7 @@ Before the rounds, each T's top-5 next tokens are compared with attnwalk's (`--s
 top_k_ids,top_k_logits`), and the largest |difference| of their logits is printed.
 """
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -20,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import importlib.util
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PYTHON = "/usr/bin/python3"

@@ -52,19 +52,20 @@ TEST_SUITE("kernels") {
     }
 
     TEST_CASE("kernels.the_effective_matrixs_loops_give_the_plain_loops_bits") {
-        // u −= f·v and a += float(p·u), every tail of 4 and 8 lanes, values from 1e-300 to 1e300
+        // u −= f·v and a += float(p·u), every tail of 4 and 8 lanes; the doubles from 2^-500 to 2^500,
+        // so that float(p·u) overflows, underflows and falls among the subnormals too
         if (!cpu_has(has_avx2_fma(), "AVX2")) return;
         std::mt19937 gen(3);
         std::uniform_real_distribution<double> mantissa(-1.0, 1.0);
-        std::uniform_int_distribution<int> exponent(-300, 300);
-        const auto draw = [&] { return std::ldexp(mantissa(gen), exponent(gen) / 10) * (exponent(gen) > 280 ? 1e280 : 1.0); };
+        std::uniform_int_distribution<int> exponent(-500, 500);
+        const auto draw = [&] { return std::ldexp(mantissa(gen), exponent(gen)); };
         for (std::size_t n = 0; n <= 41; ++n) {
             std::vector<double> u(n), v(n);
             std::vector<float> a(n);
             for (std::size_t c = 0; c < n; ++c) {
                 u[c] = draw();
                 v[c] = draw();
-                a[c] = static_cast<float>(std::ldexp(mantissa(gen), exponent(gen) / 10));
+                a[c] = static_cast<float>(std::ldexp(mantissa(gen), exponent(gen) / 4));
             }
             const double f = draw(), p = draw();
             std::vector<double> plain_u = u;

@@ -193,7 +193,11 @@ DeltaRun delta_rule_chunked(const DeltaInputs& in, std::size_t C) {  // C: the c
     // One head at a time, the heads shared by the cores; each chunk's products through sgemm (the
     // matrices of torch_chunk_gated_delta_rule, which multiplies them with matmul).
     struct Buffers {
-        std::vector<float> g, decay, attn, qc, kc, kbeta, vbeta, value, kcum, qk, vnew, part, W;
+        std::vector<float> g;                  // C: the chunk's running sum of log decays
+        std::vector<float> decay, attn, qk;    // C × C
+        std::vector<float> qc, kc, kbeta, kcum;  // C × d_k (qc, kc zero past the end)
+        std::vector<float> vbeta, value, vnew, part;  // C × d_v (part: C × max(d_k, d_v), a product's result or a row)
+        std::vector<float> W;                  // d_k × d_v: the chunk's write to the state
     };
     std::atomic<std::size_t> next{0};
     on_every_core(s.B * s.H * s.T * dk * dv, [&](std::size_t, std::size_t) {
@@ -246,7 +250,8 @@ DeltaRun delta_rule_chunked(const DeltaInputs& in, std::size_t C) {  // C: the c
                 sgemm(false, false, C, dk, C, 1.0f, u.attn.data(), C, u.kbeta.data(), dk, 0.0f, u.kcum.data(), dk);
                 // within the chunk: q·kᵀ ⊙ decay (diagonal included); v_new = value − k_cumdecay·S
                 sgemm(false, true, C, C, dk, 1.0f, u.qc.data(), dk, u.kc.data(), dk, 0.0f, u.qk.data(), C);
-                for (std::size_t i = 0; i < C * C; ++i) u.qk[i] *= u.decay[i];
+                for (std::size_t i = 0; i < C; ++i)  // masked above the diagonal, as masked_fill_ does
+                    for (std::size_t j = 0; j < C; ++j) u.qk[i * C + j] = j <= i ? u.qk[i * C + j] * u.decay[i * C + j] : 0.0f;
                 sgemm(false, false, C, dv, dk, 1.0f, u.kcum.data(), dk, S, dv, 0.0f, u.part.data(), dv);
                 for (std::size_t i = 0; i < C * dv; ++i) u.vnew[i] = u.value[i] - u.part[i];
                 // the output: (q ⊙ exp(g))·S from the chunks before, plus q·kᵀ ⊙ decay · v_new from this one

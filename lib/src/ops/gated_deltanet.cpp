@@ -13,7 +13,7 @@ namespace {
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }  // torch's, threshold 20
 std::string n(std::size_t v) { return std::to_string(v); }
-constexpr std::size_t prompt_chunk = 64;  // chunk_size of modeling_qwen3_next.py's chunked rule
+constexpr std::size_t prompt_chunk = 64;  // chunk_size of modeling_qwen3_next.py's chunked rule (a shorter prompt: one chunk)
 }  // namespace
 
 void GatedDeltaNetWeights::check() const {

@@ -74,7 +74,12 @@ Cost model_walk_cost(const Model& model, std::size_t T, const ModelSpec& spec, c
                         sums_square_summaries(c.head_size(), T);
     // (a layer not shown makes no T×T tensor: the blocked path, or attend's sums where they are made)
     const double shown_squares = summed ? 2.0 * std::min(H, static_cast<double>(cores())) * t * t : 6.0 * H * t * t;
-    const double shown = (spec.all_layers ? L : 1.0) * layer_rows + shown_squares;
+    // a Gated DeltaNet layer shown: its effective matrix (H_v·T² floats, and the trace's copy), each
+    // core's written errors U while it is made (T² doubles a head at a time)
+    const DeltaNetBlock* shown_delta = shown_block ? shown_block->attention->as<DeltaNetBlock>() : nullptr;
+    const double Hv = shown_delta ? static_cast<double>(shown_delta->w.v_heads) : 0.0;
+    const double delta_squares = shown_delta ? 2.0 * Hv * t * t + 2.0 * std::min(Hv, static_cast<double>(cores())) * t * t : 0.0;
+    const double shown = (spec.all_layers ? L : 1.0) * layer_rows + shown_squares + delta_squares;
     // latent attention (MLA) takes no blocked path: every layer makes its scores in two parts, their sum and the weights,
     // and its heads' keys and values from the latent
     const bool latent = any_layer(c, AttentionKind::latent);

@@ -105,6 +105,8 @@ namespace {
 // this at thousands of tokens).
 constexpr std::size_t rows_at_once = 16;
 
+double decay_between(const std::vector<double>& cum, std::size_t t, std::size_t j) { return std::exp(cum[t + 1] - cum[j + 1]); }
+
 void written_errors(const DeltaInputs& in, const Sizes& s, std::size_t b, std::size_t h, std::vector<double>& cum, std::vector<double>& U) {
     const std::size_t T = s.T;
     cum.assign(T + 1, 0.0);
@@ -112,7 +114,7 @@ void written_errors(const DeltaInputs& in, const Sizes& s, std::size_t b, std::s
     U.assign(T * T, 0.0);
     const float* k = T ? &in.k(b, h, 0, 0) : nullptr;
     const auto factor = [&](std::size_t j, std::size_t m) {  // β_j·l_jm, l_jm = γ_jm (k_j·k_m)
-        const double l = std::exp(cum[j + 1] - cum[m + 1]) * dot(k + j * s.dk, k + m * s.dk, s.dk);
+        const double l = decay_between(cum, j, m) * dot(k + j * s.dk, k + m * s.dk, s.dk);
         return static_cast<double>(in.beta(b, h, j)) * l;
     };
     const auto take = [&](std::size_t j, std::size_t m) {  // U_j −= β_j·l_jm·U_m over U_m's entries c ≤ m
@@ -127,8 +129,6 @@ void written_errors(const DeltaInputs& in, const Sizes& s, std::size_t b, std::s
             for (std::size_t m = j0; m < j; ++m) take(j, m);
     }
 }
-
-double decay_between(const std::vector<double>& cum, std::size_t t, std::size_t j) { return std::exp(cum[t + 1] - cum[j + 1]); }
 
 }  // namespace
 

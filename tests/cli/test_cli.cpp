@@ -1472,11 +1472,11 @@ TEST_SUITE("cli.memory") {
         }
         const std::string blas = "mha -i '" + test::temp_file(small + R"(], "embeddings": [)" + small_rows + "]}") + "' --heads 1 --d-out 64 --json";
         REQUIRE(test::run(blas + " --timing").out.find("OpenBLAS") != std::string::npos);
-        // A process's peak moves by a megabyte or two from run to run (12.2–14.0 MB for the
-        // 64³ product, idle, 6 runs): which thread ran which part, and what its arena and stack
-        // kept. That is not the command's data, and it only ever adds: the process alone is the
-        // least of three runs, and a command over its budget is measured twice more, its least
-        // peak counting.
+        // A process's peak moves by a few hundred kilobytes from run to run (10.2–10.6 MB for
+        // the 64³ product, idle, 10 runs, huge pages off as peak_rss measures): which thread ran
+        // which part, and what its stack kept. That is not the command's data, and it only ever
+        // adds: the process alone is the least of three runs, and a command over its budget is
+        // measured twice more, its least peak counting.
         const auto least_peak = [](const std::string& args, int runs) {
             double least = INFINITY;
             for (int i = 0; i < runs; ++i) {

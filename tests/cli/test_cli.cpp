@@ -325,6 +325,8 @@ TEST_SUITE("cli") {
             {"scores", "{\"embeddings\": [[[[[1]]]]]}", 1, "nested too deeply"},
             {"scores", "{\"embeddings\": [[1]], \"tokens\": [\"" + std::string(300, 'x') + "\"]}", 1, "at $.tokens[0]: token is 300 bytes long"},
             {"softmax", "{\"embeddings\": [[1e30, 1e30]]}", 1, "step 'scores' (Attention scores: every query against every key) turned finite input into inf or NaN"},
+            // the same with --summary, where mha's heads are summed as they are computed (it printed inf and nan)
+            {"mha --summary --heads 1", "{\"embeddings\": [[1e30, 1e30], [1e30, -1e30]]}", 1, "step 'scores' (Scores of every head) turned finite input into inf or NaN"},
             {"mha --heads 64 --d-out 64 --batch 100000", "", 2, "more than --max-memory 4 GiB"},
             {"dropout --ones 1000000", "", 2, "this walk would need about"},
             {"context --seed 1 --d-out 100000000000", "", 2, "more than --max-memory"},

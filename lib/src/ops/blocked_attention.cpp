@@ -29,9 +29,18 @@ struct Running {
     double min = INFINITY, max = -INFINITY, sum = 0.0;
     std::size_t count = 0;
     double row_min = INFINITY, row_max = -INFINITY;
+    std::size_t non_finite = 0;  // rows holding an inf or NaN, left out: the walk stops on them (check_finite)
 
     void add_row(const float* v, std::size_t n) { add(row_stats(v, n), n); }
     void add(const RowStats& r, std::size_t n) {
+        // A row's inf or NaN shows in its statistics: +inf as the max, −inf as the min, a NaN
+        // (or +inf and −inf together) as a NaN sum. A NaN can slip past min and max (they keep
+        // the other operand), never past the sum. (A sum of finite values overflowing both ways
+        // would count too: float32 has overflowed then as well.)
+        if (r.max == INFINITY || r.min == -INFINITY || std::isnan(r.sum)) {
+            ++non_finite;
+            return;
+        }
         min = std::min(min, static_cast<double>(r.min));
         max = std::max(max, static_cast<double>(r.max));
         sum += r.sum;
@@ -48,6 +57,7 @@ struct Running {
         count += o.count;
         row_min = std::min(row_min, o.row_min);
         row_max = std::max(row_max, o.row_max);
+        non_finite += o.non_finite;
     }
     attnwalk::Stats summary(bool row_sums) const {
         attnwalk::Stats s;
@@ -55,6 +65,7 @@ struct Running {
         s.max = max;
         s.checksum = sum;
         s.count = count;
+        s.non_finite = non_finite;
         s.mean = count ? sum / static_cast<double>(count) : 0.0;
         s.has_row_sums = row_sums;
         s.row_sum_min = row_min;

@@ -11,6 +11,6 @@ std::string locate(const std::string& file, const std::string& path, const std::
 }  // namespace
 
 InputError::InputError(std::string file, std::string path, const std::string& what)
-    : std::runtime_error(locate(file, path, what)), file_(std::move(file)), path_(std::move(path)) {}
+    : std::runtime_error(locate(file, path, what)), file_(std::move(file)), path_(std::move(path)), message_(what) {}
 
 }  // namespace attnwalk

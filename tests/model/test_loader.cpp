@@ -330,7 +330,18 @@ TEST_SUITE("model") {
             REQUIRE(at != std::string::npos);
             const std::uint32_t deep = 1u << 27;
             std::memcpy(&gguf[at + key.size() + 4], &deep, 4);  // after the key, its type (u32), then the value
-            CHECK_THROWS_WITH_AS(load_model(test::temp_file(gguf, ".gguf")), doctest::Contains("from 1 to 4096, got 134217728"), InputError);
+            CHECK_THROWS_WITH_AS(load_model(test::temp_file(gguf, ".gguf")),
+                                 doctest::Contains("at metadata \"llama.block_count\": expected a whole number from 1 to 4096, got 134217728"), InputError);
+            // a GGUF's faults name its own metadata keys and tensors, not the config.json fields and
+            // Hugging Face names it is read as
+            std::string narrow = test::read_file(test::source_path("tests/data/gguf/tiny_llama3_f32.gguf"));
+            const std::string width = "llama.embedding_length";
+            const std::size_t w = narrow.find(width);
+            REQUIRE(w != std::string::npos);
+            const std::uint32_t sixteen = 16;  // 24 in the file
+            std::memcpy(&narrow[w + width.size() + 4], &sixteen, 4);
+            CHECK_THROWS_WITH_AS(load_model(test::temp_file(narrow, ".gguf")),
+                                 doctest::Contains("at tensor \"token_embd.weight\": expected shape [48, 16], got [48, 24]"), InputError);
         }
         CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_qwen3", [](json& c) { c["num_key_value_heads"] = 3; })),
                              doctest::Contains("3 key/value heads do not divide 4 query heads"), InputError);

@@ -13,10 +13,12 @@ public:
     InputError(std::string file, std::string path, const std::string& what);
     const std::string& file() const { return file_; }
     const std::string& path() const { return path_; }
+    const std::string& message() const { return message_; }  // what was expected, without the file and the place
 
 private:
     std::string file_;
     std::string path_;
+    std::string message_;
 };
 
 // Options that do not fit together or do not fit the input (e.g. a query row out of

@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/gguf.hpp"
@@ -119,43 +120,50 @@ bool copies_embeddings(const GgufFile& g) {
 }
 
 // The metadata as config.json's fields, in the names the family's spec reads; `copied_head`:
-// output.weight is token_embd.weight's copy (copies_embeddings).
-Value config_of(const GgufFile& g, const FamilySpec& f, const std::string& arch, bool copied_head) {
+// output.weight is token_embd.weight's copy (copies_embeddings). `sources`: each field's place
+// in the file (metadata "arch.key" or tensor "name"), for messages.
+Value config_of(const GgufFile& g, const FamilySpec& f, const std::string& arch, bool copied_head, std::map<std::string, std::string>& sources) {
     const auto key = [&](const std::string& k) { return arch + "." + k; };
+    const auto metadata = [&](const std::string& k) { return "metadata \"" + key(k) + "\""; };
     Value c = json_input::object_value();
-    const auto set = [&](const std::string& field, Value v) { c.object.emplace_back(field, std::move(v)); };
-    const auto whole = [&](const std::string& field, const std::string& k) { set(field, number(static_cast<double>(g.whole(key(k))))); };
+    const auto set = [&](const std::string& field, Value v, const std::string& source) {
+        c.object.emplace_back(field, std::move(v));
+        sources[field] = source;
+    };
+    const auto whole = [&](const std::string& field, const std::string& k) { set(field, number(static_cast<double>(g.whole(key(k)))), metadata(k)); };
     const GgufFile::TensorInfo* embed = g.tensor("token_embd.weight");
     if (!embed || embed->ne.size() != 2) throw InputError(g.file(), "tensor \"token_embd.weight\"", "missing, or not a matrix: the token embeddings");
-    set("vocab_size", number(static_cast<double>(embed->ne[1])));
+    set("vocab_size", number(static_cast<double>(embed->ne[1])), "tensor \"token_embd.weight\"");
     whole("hidden_size", "embedding_length");
     whole("num_hidden_layers", "block_count");
     whole("intermediate_size", "feed_forward_length");
     whole("max_position_embeddings", "context_length");
     whole("num_attention_heads", "attention.head_count");
     const std::uint64_t heads = g.whole(key("attention.head_count"));
-    set("num_key_value_heads", number(static_cast<double>(g.whole(key("attention.head_count_kv"), &heads))));
+    set("num_key_value_heads", number(static_cast<double>(g.whole(key("attention.head_count_kv"), &heads))),
+        metadata(g.find(key("attention.head_count_kv")) ? "attention.head_count_kv" : "attention.head_count"));
     if (g.find(key("attention.key_length"))) {
         const std::uint64_t k = g.whole(key("attention.key_length"));
         if (g.whole(key("attention.value_length"), &k) != k)
             throw InputError(g.file(), "metadata \"" + key("attention.value_length") + "\"", "expected the key length " + std::to_string(k) + " (a head's values as long as its keys)");
-        if (!f.fields.head_dim.empty()) set(f.fields.head_dim, number(static_cast<double>(k)));
+        if (!f.fields.head_dim.empty()) set(f.fields.head_dim, number(static_cast<double>(k)), metadata("attention.key_length"));
     }
     // llama.cpp's key for a LayerNorm's eps, or an RMSNorm's
-    set(f.fields.norm_eps, number(g.number(key(f.norm == NormKind::layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"))));
+    const std::string eps = f.norm == NormKind::layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon";
+    set(f.fields.norm_eps, number(g.number(key(eps))), metadata(eps));
     const double theta = f.layers.rope_theta_default;
-    set("rope_theta", number(g.number(key("rope.freq_base"), &theta)));
-    set("tie_word_embeddings", flag(g.tensor("output.weight") == nullptr || copied_head));
-    set(f.dense.activation_fields.front(), text(f.dense.activations.front()));  // GGUF says none: llama.cpp's is the architecture's
-    set("attention_bias", flag(g.tensor("blk.0.attn_output.bias") != nullptr));
+    set("rope_theta", number(g.number(key("rope.freq_base"), &theta)), metadata("rope.freq_base"));
+    set("tie_word_embeddings", flag(g.tensor("output.weight") == nullptr || copied_head), "tensor \"output.weight\"");
+    set(f.dense.activation_fields.front(), text(f.dense.activations.front()), "metadata \"general.architecture\"");  // GGUF says none: llama.cpp's is the architecture's
+    set("attention_bias", flag(g.tensor("blk.0.attn_output.bias") != nullptr), "tensor \"blk.0.attn_output.bias\"");
     if (g.find(key("attention.sliding_window"))) whole("sliding_window", "attention.sliding_window");
     if (!f.layers.sliding_rope_base.empty()) {
         const double swa_base = 10000.0;  // llama.cpp's default for a sliding layer's base
-        set(f.layers.sliding_rope_base, number(g.number(key("rope.freq_base_swa"), &swa_base)));
+        set(f.layers.sliding_rope_base, number(g.number(key("rope.freq_base_swa"), &swa_base)), metadata("rope.freq_base_swa"));
     }
     if (!f.heads.scale_field.empty()) {  // llama.cpp scales by 1/√d_h (by 1/√(C/H) for a 62-layer Gemma 3, the 27B)
         const std::uint64_t width = g.whole(key("embedding_length")), d_h = g.whole(key("attention.key_length"));
-        set(f.heads.scale_field, number(static_cast<double>(g.whole(key("block_count")) == 62 ? width / heads : d_h)));
+        set(f.heads.scale_field, number(static_cast<double>(g.whole(key("block_count")) == 62 ? width / heads : d_h)), metadata("attention.key_length"));
     }
     const std::string none = "none", scaling = g.text(key("rope.scaling.type"), &none);
     if (const GgufFile::TensorInfo* t = g.tensor("rope_freqs.weight")) {
@@ -163,18 +171,34 @@ Value config_of(const GgufFile& g, const FamilySpec& f, const std::string& arch,
             throw InputError(g.file(), "metadata \"" + key("rope.scaling.type") + "\"", "expected none beside the tensor rope_freqs.weight (its own scaling), got \"" + scaling + "\"");
         const std::uint64_t d_h = g.find(key("attention.key_length")) ? g.whole(key("attention.key_length")) : g.whole(key("embedding_length")) / heads;
         Value s = llama3_of_factors(g, *t, g.number(key("rope.freq_base"), &theta), static_cast<std::size_t>(g.whole(key("rope.dimension_count"), &d_h)));
-        if (s.is_object()) set("rope_scaling", std::move(s));
+        if (s.is_object()) set("rope_scaling", std::move(s), "tensor \"rope_freqs.weight\"");
     }
     if (scaling == "linear" || scaling == "yarn") {
         Value s = json_input::object_value();
         s.object.emplace_back("rope_type", text(scaling));
         s.object.emplace_back("factor", number(g.number(key("rope.scaling.factor"))));
         if (scaling == "yarn") s.object.emplace_back("original_max_position_embeddings", number(static_cast<double>(g.whole(key("rope.scaling.original_context_length")))));
-        set("rope_scaling", std::move(s));
+        set("rope_scaling", std::move(s), metadata("rope.scaling.factor"));
     } else if (scaling != "none") {
         throw InputError(g.file(), "metadata \"" + key("rope.scaling.type") + "\"", "expected none, linear or yarn, got \"" + scaling + "\"");
     }
     return c;
+}
+
+// A place the loader names in config.json's terms ($.field, $.field.inner, $["tensor"]…) as
+// the GGUF file's: its metadata key or tensor (`sources`, from config_of and the tensors' names),
+// the rest of the place after it; a place without one stays.
+std::string place_in_file(const std::string& place, const std::map<std::string, std::string>& sources) {
+    if (place.compare(0, 2, "$.") == 0) {
+        const std::size_t end = place.find_first_of(".[", 2);
+        const auto found = sources.find(place.substr(2, end == std::string::npos ? std::string::npos : end - 2));
+        if (found != sources.end()) return found->second + (end == std::string::npos ? "" : " (" + place.substr(2) + ")");
+    } else if (place.compare(0, 3, "$[\"") == 0) {
+        const std::size_t end = place.find("\"]");
+        const auto found = end == std::string::npos ? sources.end() : sources.find(place.substr(1, end + 1));
+        if (found != sources.end()) return found->second + place.substr(end + 2);
+    }
+    return place;
 }
 
 // A GGUF tensor's Hugging Face name, through the spec's names; a name it does not know stays.
@@ -286,7 +310,8 @@ Model load_gguf(const std::string& path, double memory_budget) {
     const std::string arch = g->text("general.architecture");
     const FamilySpec& f = family_of(*g, arch);
     const bool copied_head = copies_embeddings(*g);  // read as tied: the copy is not taken
-    Value config = config_of(*g, f, arch, copied_head);
+    std::map<std::string, std::string> sources;  // config.json's field → its place in the file
+    Value config = config_of(*g, f, arch, copied_head, sources);
     std::string note;  // Llama 3's scaling read from rope_freqs.weight, a head read as tied: the one-line header says so
     if (const Value* sc = config.find("rope_scaling"); sc && g->tensor("rope_freqs.weight"))
         if (const Value* factor = sc->find("factor")) note = ", Llama 3's rope scaling from rope_freqs (factor " + json_input::number_text(factor->number) + ")";
@@ -334,6 +359,7 @@ Model load_gguf(const std::string& path, double memory_budget) {
         }
         if (!entries.emplace(hf_name(t.name, f), std::move(e)).second)
             throw InputError(path, "tensor \"" + t.name + "\"", "another tensor has its name once translated: " + hf_name(t.name, f));
+        sources["[\"" + hf_name(t.name, f) + "\"]"] = "tensor \"" + t.name + "\"";
         ++types[ggml_type_name(static_cast<std::uint32_t>(t.type))];
     }
     const double made_largest = 4.0 * static_cast<double>(largest);
@@ -387,7 +413,13 @@ Model load_gguf(const std::string& path, double memory_budget) {
         d = described;
         return Files{weights};
     };
-    Model m = f.read_weights ? f.read_weights(cfg, open, memory_budget) : load_spec(cfg, f, open);
+    Model m;
+    try {
+        m = f.read_weights ? f.read_weights(cfg, open, memory_budget) : load_spec(cfg, f, open);
+    } catch (const InputError& e) {  // the loader names config.json's fields and the Hugging Face names: this file's own instead
+        if (e.file() != path) throw;
+        throw InputError(path, place_in_file(e.path(), sources), e.message());
+    }
     auto loaded = std::const_pointer_cast<LoadedModel>(m);
     // what llama.cpp does with the same weights: quantized ones times activations quantized to 8 bits; 16-bit ones times activations
     // rounded to 16 bits (ggml's vec_dot_type); float32 ones in float32, as here

@@ -359,6 +359,51 @@ TEST_SUITE("cli") {
         CHECK(test::read_file(test::scratch() + "/full_err").find("cannot write the output: No space left on device") != std::string::npos);
     }
 
+    TEST_CASE("cli.a_summary_of_finite_scores_beyond_float32_sums_is_finite") {
+        // Scores near 8e37: every one finite, their float32 row sums not. mha --summary (whose
+        // heads are summed as they are computed) printed "mean inf" for them, and, where a row's
+        // sums overflowed both ways, refused finite scores; its summary is now that of the values.
+        // six equal rows: sums past +3.4e38; 64 rows in runs of four of each sign: some lanes'
+        // sums past +3.4e38, others past −3.4e38, inf − inf a NaN (with every query, --no-causal)
+        std::string equal = "[", runs = "[";
+        for (int t = 0; t < 6; ++t) equal += std::string(t ? "," : "") + "[1e19, 1e19, 1e19, 1e19]";
+        for (int t = 0; t < 64; ++t) runs += std::string(t ? "," : "") + (t % 8 < 4 ? "[1e19, 1e19, 1e19, 1e19]" : "[-1e19, -1e19, -1e19, -1e19]");
+        for (const auto& [rows, options] : {std::pair<std::string, std::string>{equal + "]", ""}, {equal + "]", " --no-causal"}, {runs + "]", " --no-causal"}}) {
+            const std::string in = " -i '" + test::temp_file("{\"embeddings\": " + rows + "}") + "'";
+            const auto summary = test::run("mha --summary --json" + options + in), full = test::run("mha --json" + options + in);
+            INFO(options << "\n" << summary.err << full.err);
+            REQUIRE(summary.exit_code == 0);
+            REQUIRE(full.exit_code == 0);
+            json scores_summary, scores;
+            const json summarised = json::parse(summary.out), whole = json::parse(full.out);
+            for (const json& step : summarised.at("steps"))
+                if (step.at("id") == "scores") scores_summary = step.at("summary");
+            for (const json& step : whole.at("steps"))
+                if (step.at("id") == "scores") scores = step;
+            REQUIRE(scores_summary.is_object());
+            REQUIRE(scores.is_object());
+            const std::size_t T = scores.at("shape").at(2).get<std::size_t>();
+            std::vector<double> data;  // the (H, T, T) nested arrays, flat
+            for (const json& head : scores.at("data"))
+                for (const json& row : head)
+                    for (const json& v : row) data.push_back(v.get<double>());
+            double sum = 0.0, top = -INFINITY, largest = 0.0;
+            std::size_t count = 0;
+            for (std::size_t at = 0; at < data.size(); ++at)
+                if (options.empty() ? at % T <= at / T % T : true) {  // the summary's scope: j ≤ i when causal
+                    sum += data[at];
+                    top = std::max(top, data[at]);
+                    largest = std::max(largest, std::abs(data[at]));
+                    ++count;
+                }
+            CHECK(scores_summary.at("count").get<std::size_t>() == count);
+            CHECK(scores_summary.at("non_finite").get<std::size_t>() == 0);
+            CHECK(static_cast<float>(scores_summary.at("max").get<double>()) == static_cast<float>(top));  // the trace writes float32's shortest digits
+            // the mean as the values' (near 0 where the signs balance: to a millionth of the largest)
+            CHECK(std::abs(scores_summary.at("mean").get<double>() - sum / static_cast<double>(count)) <= 1e-6 * largest);
+        }
+    }
+
     TEST_CASE("cli.naive_softmax_overflow_is_the_lesson_not_an_error") {
         const auto r = test::run("softmax -i '" + test::source_path("data/large_scores.json") + "'");
         CHECK(r.exit_code == 0);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -29,22 +30,35 @@ struct Running {
     double min = INFINITY, max = -INFINITY, sum = 0.0;
     std::size_t count = 0;
     double row_min = INFINITY, row_max = -INFINITY;
-    std::size_t non_finite = 0;  // rows holding an inf or NaN, left out: the walk stops on them (check_finite)
+    std::size_t non_finite = 0;  // inf and NaN values, left out (the walk stops on them: check_finite)
 
-    void add_row(const float* v, std::size_t n) { add(row_stats(v, n), n); }
-    void add(const RowStats& r, std::size_t n) {
-        // A row's inf or NaN shows in its statistics: +inf as the max, −inf as the min, a NaN
-        // (or +inf and −inf together) as a NaN sum. A NaN can slip past min and max (they keep
-        // the other operand), never past the sum. (A sum of finite values overflowing both ways
-        // would count too: float32 has overflowed then as well.)
-        if (r.max == INFINITY || r.min == -INFINITY || std::isnan(r.sum)) {
-            ++non_finite;
-            return;
+    // A row's statistics as the kernels give them (min, max and a float32 sum), or, where that
+    // sum is not finite, from the values one by one: an inf or NaN always makes the sum inf or
+    // NaN (a NaN can slip past min and max, which keep the other operand, never past a sum),
+    // but so does a float32 sum of finite values beyond ±3.4e38. `v`: the row's values, or null
+    // where they are no longer there (then a sum that is not finite never comes).
+    void add_row(const float* v, std::size_t n) { add(row_stats(v, n), n, v); }
+    void add(const RowStats& r, std::size_t n, const float* v) {
+        if (!std::isfinite(r.sum)) {
+            if (!v) throw std::logic_error("blocked attention: a row's sum is not finite and its values are gone");
+            return add_one_by_one(v, n);
         }
         min = std::min(min, static_cast<double>(r.min));
         max = std::max(max, static_cast<double>(r.max));
         sum += r.sum;
         count += n;
+    }
+    void add_one_by_one(const float* v, std::size_t n) {
+        for (std::size_t j = 0; j < n; ++j) {
+            if (!std::isfinite(v[j])) {
+                ++non_finite;
+                continue;
+            }
+            min = std::min(min, static_cast<double>(v[j]));
+            max = std::max(max, static_cast<double>(v[j]));
+            sum += v[j];
+            ++count;
+        }
     }
     void add_row_sum(double s) {
         row_min = std::min(row_min, s);
@@ -93,6 +107,8 @@ void pack_head(const float* k, const float* v, std::size_t ld, std::size_t n, st
 struct Worker {
     std::vector<float> block;  // R × T scores, then weights
     std::vector<float> packed_keys, packed_values;  // one head's K and V for the AVX-512 products
+    std::vector<float> raw;                          // a block's scores again, where a row's sum overflowed
+    Work again;                                      // the products made again for them
     Running queries, keys, values, scores, weights, outputs;
     double gemm_scores = 0.0, softmax = 0.0, gemm_values = 0.0;  // thread seconds per phase
 };
@@ -172,12 +188,22 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
                 head_scores(vector, rows, cols, d_h, qh + r0 * ld, ld, kh, ld, wk.packed_keys.data(), s, lds);
                 wk.gemm_scores += since(t);
                 t = Clock::now();
+                bool made_again = false;
                 for (std::size_t i = 0; i < rows; ++i) {
                     float* row = s + i * lds;
                     const std::size_t n = visible_keys(r0 + i, T, causal, 0).end;  // masked: j > i
                     const auto [raw, weights] = softmax_row(row, n, scale);
-                    wk.scores.add(raw, n);
-                    wk.weights.add(weights, n);
+                    if (std::isfinite(raw.sum)) {
+                        wk.scores.add(raw, n, nullptr);
+                    } else {  // the scores are weights now: the block's made again (the same call, the same bits), rarely
+                        if (!made_again) {
+                            wk.raw.resize(rows * lds);
+                            wk.again += head_scores(vector, rows, cols, d_h, qh + r0 * ld, ld, kh, ld, wk.packed_keys.data(), wk.raw.data(), lds);
+                            made_again = true;
+                        }
+                        wk.scores.add_one_by_one(wk.raw.data() + i * lds, n);
+                    }
+                    wk.weights.add(weights, n, row);
                     wk.weights.add_row_sum(weights.sum);
                     std::fill(row + n, row + cols, 0.0f);
                 }
@@ -198,7 +224,8 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
         if (i < threads) work(workers[i]);
     });
     const double attention = since(t0);
-    const Work attended = work_since(mark);  // a block's scores and values: the same rows, keys and d_h each
+    Work attended = work_since(mark);  // a block's scores and values: the same rows, keys and d_h each
+    for (const Worker& wk : workers) attended = attended - wk.again;
     result.work.scores = attended * 0.5;
     result.work.values = attended - result.work.scores;
 

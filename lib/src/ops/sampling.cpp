@@ -15,12 +15,12 @@ std::vector<double> token_probabilities(const float* logits, std::size_t vocab, 
     return p;
 }
 
-std::vector<std::size_t> top_k(const std::vector<double>& p, std::size_t k) {
-    std::vector<std::size_t> order(p.size());
+std::vector<std::size_t> top_k(const float* logits, std::size_t vocab, std::size_t k) {
+    std::vector<std::size_t> order(vocab);
     std::iota(order.begin(), order.end(), 0);
-    k = std::min(k, p.size());
+    k = std::min(k, vocab);
     std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
-                      [&](std::size_t a, std::size_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+                      [&](std::size_t a, std::size_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
     order.resize(k);
     return order;
 }

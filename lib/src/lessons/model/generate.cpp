@@ -17,7 +17,7 @@ void record_candidates(Recorder& rec, const ModelSpec& spec, const Mat& logits, 
     rec.add_summary("logits", "The logits of the next token (last position × " + head + "ᵀ)", "logits = " + words.final_norm + "(x)_T·" + head + "ᵀ" + words.logit_scale, {V}, 1,
                     {Axis::feature}, ls, false);
     const std::vector<double> p = token_probabilities(logits.data(), V, spec.temperature);
-    const std::vector<std::size_t> order = top_k(p, spec.top_k);
+    const std::vector<std::size_t> order = top_k(logits.data(), V, spec.top_k);
     const std::size_t k = order.size();
     Mat top_logits = Mat::from_shape({1, k}), top_p = Mat::from_shape({1, k});
     for (std::size_t i = 0; i < k; ++i) {
@@ -240,7 +240,7 @@ void generate(Recorder& rec, const LoadedModel& m, std::vector<std::size_t> ids,
             for (std::size_t v = 0; v < V; ++v)
                 if (p[v] > 0.0) d += p[v] * (std::log(p[v]) - std::log(q[v]));
             kl.push_back(static_cast<float>(std::max(d, 0.0)));
-            const std::vector<std::size_t> a = top_k(p, spec.top_k), b = top_k(q, spec.top_k);
+            const std::vector<std::size_t> a = top_k(full.data(), V, spec.top_k), b = top_k(logits.data(), V, spec.top_k);
             std::size_t shared = 0;
             for (std::size_t v : a) shared += std::find(b.begin(), b.end(), v) != b.end();
             overlap.push_back(static_cast<float>(shared));

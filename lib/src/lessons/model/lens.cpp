@@ -20,7 +20,7 @@ void record_logit_lens(Recorder& rec, const ModelSpec& spec, const DecoderWeight
         for (std::size_t t = 0; t < T; ++t) {
             const float* row = &logits(0, t, 0);
             const std::vector<double> p = token_probabilities(row, V, 1.0);
-            const std::size_t best = top_k(p, 1).front();
+            const std::size_t best = top_k(row, V, 1).front();
             if (k == K - 1) final_top[t] = best;
             std::size_t above = 0;  // ties broken by the id, as a stable sort ranks them
             for (std::size_t v = 0; v < V; ++v) above += row[v] > row[final_top[t]] || (row[v] == row[final_top[t]] && v < final_top[t]);

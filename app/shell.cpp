@@ -359,11 +359,14 @@ void add_weights_options(OptionBuilder sub, WeightsOptions& o, Shell& shell, boo
     sub.add_flag("--show-weights", shell.text.show_weights, "Print the weight matrices used (the JSON always has them)");
 }
 
+CLI::Validator positive_float32(const char* name) {
+    return number_check(
+        name, [](double v) { return std::isfinite(static_cast<float>(v)) && static_cast<float>(v) >= std::numeric_limits<float>::min(); },
+        "must be a positive number that float32 holds (about 1.2e-38 to 3.4e38)");
+}
+
 void add_scale_option(OptionBuilder sub, std::optional<double>& scale) {
-    sub.add_option("--scale", scale, "Divide the scores by S first (default: 1, or √d_k with projections)")
-        ->check(number_check(
-            "S", [](double v) { return std::isfinite(static_cast<float>(v)) && static_cast<float>(v) >= std::numeric_limits<float>::min(); },
-            "must be a positive number that float32 holds (about 1.2e-38 to 3.4e38)"));
+    sub.add_option("--scale", scale, "Divide the scores by S first (default: 1, or √d_k with projections)")->check(positive_float32("S"));
 }
 
 MaybeOption add_explain_option(OptionBuilder sub, std::optional<std::string>& explain) {

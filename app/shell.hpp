@@ -67,6 +67,8 @@ CLI::Validator whole_number(std::uint64_t min);
 CLI::Validator non_empty();
 // A check of a number option: `ok` on the value read as a double, else `expected`.
 CLI::Validator number_check(const char* name, bool (*ok)(double), const std::string& expected);
+// A positive number float32 holds, from its smallest normal 1.2e-38 to 3.4e38 (--scale, --temperature).
+CLI::Validator positive_float32(const char* name);
 
 // -i, --text, --vocab, --json, --precision, --format, --color, --no-heatmap, --full,
 // --max-memory; for the walks also --batch, --svg, --summary, --timing.

@@ -157,7 +157,7 @@ void add_model_options(CLI::App& sub, ModelOptions& o, bool rope) {
         ->check(non_empty());
     sub.add_option("--top-k", o.spec.top_k, "Next-token candidates shown")->check(whole_number(1))->capture_default_str();
     sub.add_option("--temperature", o.spec.temperature, "Divide the logits by T before the softmax")
-        ->check(number_check("T", [](double v) { return v > 0.0 && std::isfinite(v); }, "must be a positive number"))
+        ->check(positive_float32("T"))  // the trace keeps it as float32
         ->capture_default_str();
     sub.add_option("--top-p", o.spec.top_p, "Nucleus sampling: the smallest set of tokens with probability ≥ P")
         ->check(number_check("P", [](double v) { return v > 0.0 && v <= 1.0; }, "must be in (0, 1]"));

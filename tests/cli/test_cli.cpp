@@ -320,6 +320,8 @@ TEST_SUITE("cli") {
             {"causal --context-length 4", "", 2, "more than --context-length 4"},
             {"scores --batch 0", "", 2, "--batch"},
             {"softmax --scale 0", "", 2, "--scale: must be a positive number that float32 holds"},
+            {"model --temperature 1e39", "", 2, "--temperature: must be a positive number that float32 holds"},  // the trace wrote inf
+            {"model --temperature 1e-300", "", 2, "--temperature: must be a positive number that float32 holds"},
             {"scores --no-such-flag", "", 2, "--no-such-flag"},
             {"", "", 2, "A subcommand is required"},
             {"scores", "{\"embeddings\": [[[[[1]]]]]}", 1, "nested too deeply"},

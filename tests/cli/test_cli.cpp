@@ -410,6 +410,11 @@ TEST_SUITE("cli") {
         const auto r = test::run("softmax -i '" + test::source_path("data/large_scores.json") + "'");
         CHECK(r.exit_code == 0);
         CHECK(r.out.find("exp overflowed") != std::string::npos);
+        // scores whose row sums pass 3.4e38 (every score finite): dividing by the sum gives rows of
+        // zeros, and the step says why
+        const auto big = test::run("softmax -i '" + test::temp_file(R"({"embeddings": [[1e19, 1e19], [1e19, 1e19], [-1e19, 1e19]]})") + "'");
+        CHECK(big.exit_code == 0);
+        CHECK(big.out.find("2 rows' scores sum past float32's 3.4e38: the sum is inf") != std::string::npos);
     }
 
     TEST_CASE("cli.weights_file_errors") {

@@ -118,6 +118,19 @@ void record_weights(Recorder& rec, const xt::xtensor<float, N>& scaled, const xt
         sum.may_be_non_finite = true;  // scores summing to 0 are part of why this normalisation fails
         if (std::any_of(sum.tensor.data.begin(), sum.tensor.data.end(), [](float x) { return !(x >= 0.0f); }))
             sum.note = "Some weights are negative or not finite: dividing by the sum only works when every score is positive.";
+        // a row of finite scores whose float32 sum is ±inf: every score over it is 0 (a row
+        // summing to a finite number keeps its largest share, at least 1/n, above 0)
+        const std::size_t n = sum.tensor.shape.back(), rows = n ? sum.tensor.data.size() / n : 0;
+        std::size_t overflowed = 0;
+        for (std::size_t r = 0; r < rows; ++r) {
+            const float* w = sum.tensor.data.data() + r * n;
+            const float* s = scaled.data() + r * n;
+            overflowed += std::all_of(w, w + n, [](float x) { return x == 0.0f; }) && std::any_of(s, s + n, [](float x) { return x != 0.0f; }) &&
+                          std::all_of(s, s + n, [](float x) { return std::isfinite(x); });
+        }
+        if (overflowed)
+            sum.note += std::string(sum.note.empty() ? "" : " ") + std::to_string(overflowed) + (overflowed == 1 ? " row's" : " rows'") +
+                        " scores sum past float32's 3.4e38: the sum is inf, and each score divided by it 0.";
         Step& naive = rec.add_with_row_sums("weights_naive", "Naive softmax", "exp(" + v + "_j) / Σ_k exp(" + v + "_k)",
                                             softmax_naive(scaled), axes);
         naive.group = "normalise";

@@ -365,6 +365,12 @@ CLI::Validator positive_float32(const char* name) {
         "must be a positive number that float32 holds (about 1.2e-38 to 3.4e38)");
 }
 
+CLI::Validator dropout_rate() {
+    return number_check("P", [](double v) { return v == 0.0 || (v > 0.0 && 1.0 - v < 1.0 && static_cast<float>(v) < 1.0f); },
+                        "must be 0 or in [1.2e-16, 0.99999994] (a smaller rate leaves 1 − p at 1; a larger one is 1 in float32, as the trace "
+                        "keeps it)");
+}
+
 void add_scale_option(OptionBuilder sub, std::optional<double>& scale) {
     sub.add_option("--scale", scale, "Divide the scores by S first (default: 1, or √d_k with projections)")->check(positive_float32("S"));
 }
@@ -391,8 +397,7 @@ void add_context_length_option(OptionBuilder sub, std::optional<std::size_t>& co
 
 void add_dropout_options(OptionBuilder sub, DropoutOptions& o, bool causal_flag) {
     sub.add_option("--dropout", o.p, "Dropout rate p in [0, 1)")
-        ->check(number_check("P", [](double v) { return v == 0.0 || (v > 0.0 && v < 1.0 && 1.0 - v < 1.0); },
-                             "must be 0 or in [1.2e-16, 1) (a smaller rate leaves 1 − p at 1)"))
+        ->check(dropout_rate())
         ->capture_default_str();
     sub.add_option("--dropout-seed", o.seed, "Reseed the generator right before the dropout draw, like torch.manual_seed(S); dropout(...)")
         ->check(whole_number(0));

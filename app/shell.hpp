@@ -69,6 +69,8 @@ CLI::Validator non_empty();
 CLI::Validator number_check(const char* name, bool (*ok)(double), const std::string& expected);
 // A positive number float32 holds, from its smallest normal 1.2e-38 to 3.4e38 (--scale, --temperature).
 CLI::Validator positive_float32(const char* name);
+// A dropout rate: 0, or one whose 1 − p is below 1 and which float32 (the trace's) holds below 1.
+CLI::Validator dropout_rate();
 
 // -i, --text, --vocab, --json, --precision, --format, --color, --no-heatmap, --full,
 // --max-memory; for the walks also --batch, --svg, --summary, --timing.

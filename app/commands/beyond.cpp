@@ -195,8 +195,7 @@ ATTNWALK_COMMAND(sdpa) {
     };
     auto o = std::make_shared<Options>();
     sub->add_option("--dropout-p", o->dropout_p, "dropout_p: SDPA drops attention weights whenever it is above 0 (train or not)")
-        ->check(number_check("P", [](double v) { return v == 0.0 || (v > 0.0 && v < 1.0 && 1.0 - v < 1.0); },
-                             "must be 0 or in [1.2e-16, 1)"))
+        ->check(dropout_rate())
         ->capture_default_str();
     sub->add_option("--dropout-seed", o->dropout_seed, "Reseed the generator right before the dropout draw, like torch.manual_seed(S)")
         ->check(whole_number(0));

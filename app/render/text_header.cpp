@@ -7,6 +7,7 @@
 
 #include "text.hpp"
 #include "text_parts.hpp"
+#include "attnwalk/io/json_input.hpp"
 
 namespace attnwalk::app {
 
@@ -33,7 +34,7 @@ std::string param_text(const Trace& trace, const std::string& name, const ParamV
         using V = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<V, bool>) return x ? "yes" : "no";
         else if constexpr (std::is_same_v<V, std::string>) return x;
-        else if constexpr (std::is_same_v<V, double>) { char b[32]; std::snprintf(b, sizeof b, "%g", x); return b; }
+        else if constexpr (std::is_same_v<V, double>) return json_input::display_text(x);
         else if constexpr (std::is_same_v<V, unsigned long long>) return std::to_string(x);
         else return std::string();
     }, v);

@@ -315,8 +315,9 @@ TEST_SUITE("cli") {
             {"mha --sinks nan", "", 2, "--sinks: each sink logit must be a finite number"},
             {"mha --sinks ,1", "", 2, "--sinks takes decimal numbers separated by commas (0.5,-1), not ''"},
             {"mha --sinks 0x10", "", 2, "--sinks takes decimal numbers separated by commas (0.5,-1), not '0x10'"},
-            {"dropout --dropout 1", "", 2, "--dropout: must be 0 or in [1.2e-16, 1) (a smaller rate leaves 1 − p at 1), got 1"},
-            {"mha --dropout -0.1", "", 2, "--dropout: must be 0 or in [1.2e-16, 1) (a smaller rate leaves 1 − p at 1), got -0.1"},
+            {"dropout --dropout 0.99999999", "", 2, "got 0.99999999"},  // 1 in float32: shown as "1 / (1 − 1)"
+            {"dropout --dropout 1", "", 2, "--dropout: must be 0 or in [1.2e-16, 0.99999994] (a smaller rate leaves 1 − p at 1; a larger one is 1 in float32, as the trace keeps it), got 1"},
+            {"mha --dropout -0.1", "", 2, "--dropout: must be 0 or in [1.2e-16, 0.99999994] (a smaller rate leaves 1 − p at 1; a larger one is 1 in float32, as the trace keeps it), got -0.1"},
             {"causal --context-length 4", "", 2, "more than --context-length 4"},
             {"scores --batch 0", "", 2, "--batch"},
             {"softmax --scale 0", "", 2, "--scale: must be a positive number that float32 holds"},
@@ -1066,7 +1067,7 @@ TEST_SUITE("cli.robustness") {
             {"scores --batch 0", "must be at least 1"},
             {"softmax --scale 1e39", "float32"},
             {"softmax --scale 1e-300", "float32"},
-            {"dropout --dropout 1e-320", "must be 0 or in [1.2e-16, 1)"},
+            {"dropout --dropout 1e-320", "must be 0 or in [1.2e-16, 0.99999994]"},
             {"scores -i ''", "is empty"},
         };
         for (const auto& [args, message] : bad) {

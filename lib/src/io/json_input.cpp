@@ -528,6 +528,13 @@ const Tensor& tensor_of(const Value& value, const std::string& file, const std::
     }
 }
 
+std::string display_text(double value) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", value);
+    const double shown = std::strtod(buf, nullptr);
+    return (shown == 0.0 || shown == 1.0) && shown != value ? float32_text(static_cast<float>(value)) : std::string(buf);
+}
+
 std::string float32_text(float v) {
     char buf[32];
     for (int digits = 1; digits <= 9; ++digits) {

@@ -14,16 +14,12 @@
 #include "attnwalk/errors.hpp"
 #include "attnwalk/ops/blas.hpp"
 #include "attnwalk/ops/blocked_attention.hpp"
+#include "attnwalk/io/json_input.hpp"
 #include "attnwalk/ops/work.hpp"
 
 namespace attnwalk {
 
-std::string format_number(double value) {
-    std::ostringstream os;
-    os.precision(6);
-    os << value;
-    return os.str();
-}
+std::string format_number(double value) { return json_input::display_text(value); }
 
 Cost walk_cost(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width, std::size_t heads,
                std::size_t rows, double square_tensors) {

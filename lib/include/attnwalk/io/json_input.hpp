@@ -91,6 +91,10 @@ std::string number_text(double value);
 // A float32 as the fewest significant digits (%g) that read back to the same float32
 // (a GGUF file's scales and factors, written out).
 std::string float32_text(float value);
+// A number as a person reads it in a title or a header: six significant digits (%g), or,
+// where those would read as 0 or 1 and the value is neither (a dropout rate of 0.9999999),
+// float32's digits that tell it apart.
+std::string display_text(double value);
 // A code point as UTF-8 (the JSON reader's \u escapes, the byte-level tokenizers' map).
 std::string utf8(std::uint32_t cp);
 // Whether `text` is valid UTF-8 throughout.

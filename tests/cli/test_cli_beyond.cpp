@@ -794,6 +794,7 @@ TEST_SUITE("cli.beyond") {
                  {"model --model " + llama + " --ids 1,2,3 --corrupt-ids 1,2", "the corrupted prompt has 2 tokens and the prompt 3"},
                  {"model --model " + llama + " --ids 1,2,3 --answer '#2'", "needs --attribution or --corrupt"},
                  {"model --model " + llama + " --ids 1,2,3 --attribution --answer '#999'", "out of range"},
+                 {"model --model " + llama + " --ids 1,2,3 --attribution --answer '#2' --wrong '#2'", "the wrong answer is the answer itself"},
                  {"model --model " + llama + " --ids 1,2,3 --attribution --answer ' Mary'", "tokens, and the metric reads one"}}) {
             CAPTURE(args);
             const auto r = test::run(args);

@@ -157,6 +157,9 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
         std::size_t answer = 0;
         for (std::size_t v = 1; v < logits.shape(1); ++v) answer = logits(0, v) > logits(0, answer) ? v : answer;
         if (spec.answer) answer = *spec.answer;
+        if (spec.wrong && *spec.wrong == answer)
+            throw UsageError("the wrong answer is the answer itself (" + token_labels({answer}, spec.tokenizer).front() + (spec.answer ? "" : ", the model's top token") +
+                             "): logit(a) − logit(b) would be 0 in every run; name another token, or measure the answer's log-probability alone");
         trace.set_param("answer", token_labels({answer}, spec.tokenizer).front());
         if (spec.wrong) trace.set_param("wrong", token_labels({*spec.wrong}, spec.tokenizer).front());
         if (spec.attribution) record_attribution(rec, spec, m.weights, ids, answer, *entries);

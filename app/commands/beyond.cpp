@@ -208,7 +208,7 @@ ATTNWALK_COMMAND(sdpa) {
         ->check(CLI::IsMember({"bool", "float"}))->needs(mask)->capture_default_str();
     sub->add_flag("--is-causal", o->is_causal, "is_causal=True: the top-left causal mask")->excludes(mask);
     sub->add_option("--scale", o->scale, "SDPA's scale, a multiplier (default 1/√d)")
-        ->check(number_check("S", [](double v) { return std::isfinite(static_cast<float>(v)) && v > 0.0; }, "must be a positive number"));
+        ->check(positive_float32("S"));
     add_weights_options(OptionBuilder(*sub), o->weights, shell);
     sub->callback([&shell, o] {
         shell.headline = headline_of(lesson("sdpa"));

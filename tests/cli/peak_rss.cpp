@@ -4,7 +4,7 @@
 // forked from this small program, the command's peak is its own.
 //
 // Transparent huge pages are turned off for the command (PR_SET_THP_DISABLE, kept across
-// exec): attnwalk advises its heap for them (app/cli.cpp), and with them a byte touched in a
+// exec): attnwalk advises its heap and fresh tensors for them (app/main.cpp, ops/tensor.cpp), and with them a byte touched in a
 // fresh 2 MiB region counts the whole region, so the same run measured 12.07 or 14.1 MB by
 // which core took which head first. In 4 KiB pages the peak is the memory the command's data
 // touched, which is what the estimates it is checked against count.

@@ -368,10 +368,18 @@ TEST_SUITE("cli") {
         // sums overflowed both ways, refused finite scores; its summary is now that of the values.
         // six equal rows: sums past +3.4e38; 64 rows in runs of four of each sign: some lanes'
         // sums past +3.4e38, others past −3.4e38, inf − inf a NaN (with every query, --no-causal)
-        std::string equal = "[", runs = "[";
+        // (and 200 rows of them through heads of 16 and blocks of 128 rows, two batch elements: the
+        // AVX-512 kernels, where the CPU has them, and a block made again, its work counted once)
+        std::string equal = "[", runs = "[", long_runs = "[", small = "[";
         for (int t = 0; t < 6; ++t) equal += std::string(t ? "," : "") + "[1e19, 1e19, 1e19, 1e19]";
         for (int t = 0; t < 64; ++t) runs += std::string(t ? "," : "") + (t % 8 < 4 ? "[1e19, 1e19, 1e19, 1e19]" : "[-1e19, -1e19, -1e19, -1e19]");
-        for (const auto& [rows, options] : {std::pair<std::string, std::string>{equal + "]", ""}, {equal + "]", " --no-causal"}, {runs + "]", " --no-causal"}}) {
+        for (int t = 0; t < 200; ++t) {
+            long_runs += std::string(t ? "," : "") + (t % 8 < 4 ? "[1e19, 1e19, 1e19, 1e19]" : "[-1e19, -1e19, -1e19, -1e19]");
+            small += std::string(t ? "," : "") + "[1, 2, 3, 4]";
+        }
+        const std::string wide = " --d-out 32 --heads 2 --batch 2";
+        for (const auto& [rows, options] : {std::pair<std::string, std::string>{equal + "]", ""}, {equal + "]", " --no-causal"}, {runs + "]", " --no-causal"},
+                                            {long_runs + "]", wide}, {long_runs + "]", wide + " --no-causal"}}) {
             const std::string in = " -i '" + test::temp_file("{\"embeddings\": " + rows + "}") + "'";
             const auto summary = test::run("mha --summary --json" + options + in), full = test::run("mha --json" + options + in);
             INFO(options << "\n" << summary.err << full.err);
@@ -385,15 +393,17 @@ TEST_SUITE("cli") {
                 if (step.at("id") == "scores") scores = step;
             REQUIRE(scores_summary.is_object());
             REQUIRE(scores.is_object());
-            const std::size_t T = scores.at("shape").at(2).get<std::size_t>();
-            std::vector<double> data;  // the (H, T, T) nested arrays, flat
-            for (const json& head : scores.at("data"))
-                for (const json& row : head)
-                    for (const json& v : row) data.push_back(v.get<double>());
+            const std::size_t T = scores.at("shape").back().get<std::size_t>();
+            std::vector<double> data;  // the ([B,] H, T, T) nested arrays, flat
+            const std::function<void(const json&)> flatten = [&](const json& v) {
+                if (!v.is_array()) return data.push_back(v.get<double>());
+                for (const json& inner : v) flatten(inner);
+            };
+            flatten(scores.at("data"));
             double sum = 0.0, top = -INFINITY, largest = 0.0;
             std::size_t count = 0;
             for (std::size_t at = 0; at < data.size(); ++at)
-                if (options.empty() ? at % T <= at / T % T : true) {  // the summary's scope: j ≤ i when causal
+                if (options.find("--no-causal") != std::string::npos || at % T <= at / T % T) {  // the summary's scope: j ≤ i when causal
                     sum += data[at];
                     top = std::max(top, data[at]);
                     largest = std::max(largest, std::abs(data[at]));
@@ -404,6 +414,17 @@ TEST_SUITE("cli") {
             CHECK(static_cast<float>(scores_summary.at("max").get<double>()) == static_cast<float>(top));  // the trace writes float32's shortest digits
             // the mean as the values' (near 0 where the signs balance: to a millionth of the largest)
             CHECK(std::abs(scores_summary.at("mean").get<double>() - sum / static_cast<double>(count)) <= 1e-6 * largest);
+            if (options.find("--batch") != std::string::npos) {  // the work as on small numbers of the same shape: a block made again is not counted
+                const auto plain = test::run("mha --summary --json" + options + " -i '" + test::temp_file("{\"embeddings\": " + small + "]}") + "'");
+                REQUIRE(plain.exit_code == 0);
+                double flop = -1.0, plain_flop = -2.0;
+                for (const json& step : summarised.at("steps"))
+                    if (step.at("id") == "scores") flop = step.at("flop").get<double>();
+                const json plain_doc = json::parse(plain.out);
+                for (const json& step : plain_doc.at("steps"))
+                    if (step.at("id") == "scores") plain_flop = step.at("flop").get<double>();
+                CHECK(flop == plain_flop);
+            }
         }
     }
 
@@ -415,7 +436,7 @@ TEST_SUITE("cli") {
         // zeros, and the step says why
         const auto big = test::run("softmax -i '" + test::temp_file(R"({"embeddings": [[1e19, 1e19], [1e19, 1e19], [-1e19, 1e19]]})") + "'");
         CHECK(big.exit_code == 0);
-        CHECK(big.out.find("2 rows' scores sum past float32's 3.4e38: the sum is inf") != std::string::npos);
+        CHECK(big.out.find("2 rows' scores sum past float32's ±3.4e38: the sum is inf") != std::string::npos);
     }
 
     TEST_CASE("cli.weights_file_errors") {

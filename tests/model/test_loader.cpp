@@ -341,7 +341,12 @@ TEST_SUITE("model") {
             const std::uint32_t sixteen = 16;  // 24 in the file
             std::memcpy(&narrow[w + width.size() + 4], &sixteen, 4);
             CHECK_THROWS_WITH_AS(load_model(test::temp_file(narrow, ".gguf")),
-                                 doctest::Contains("at tensor \"token_embd.weight\": expected shape [48, 16], got [48, 24]"), InputError);
+                                 doctest::Contains("at tensor \"token_embd.weight\": expected shape [48, 16], got [48, 24] (rows first, as PyTorch's"), InputError);
+            std::string renamed = test::read_file(test::source_path("tests/data/gguf/tiny_llama3_f32.gguf"));
+            const std::size_t q = renamed.find("blk.0.attn_q.weight");
+            REQUIRE(q != std::string::npos);
+            renamed.replace(q, 19, "blk.0.attn_X.weight");  // the same length: the file stays whole
+            CHECK_THROWS_WITH_AS(load_model(test::temp_file(renamed, ".gguf")), doctest::Contains(".gguf: missing tensor \"blk.0.attn_q.weight\""), InputError);
         }
         CHECK_THROWS_WITH_AS(load_model(folder_like("tiny_qwen3", [](json& c) { c["num_key_value_heads"] = 3; })),
                              doctest::Contains("3 key/value heads do not divide 4 query heads"), InputError);

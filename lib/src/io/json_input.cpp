@@ -529,10 +529,13 @@ const Tensor& tensor_of(const Value& value, const std::string& file, const std::
 }
 
 std::string display_text(double value) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", value);
-    const double shown = std::strtod(buf, nullptr);
-    return (shown == 0.0 || shown == 1.0) && shown != value ? float32_text(static_cast<float>(value)) : std::string(buf);
+    char buf[40];
+    for (int digits = 6; digits <= 17; ++digits) {  // six, or as many more as tell the value from ±1
+        std::snprintf(buf, sizeof buf, "%.*g", digits, value);
+        const double shown = std::strtod(buf, nullptr);
+        if (std::fabs(shown) != 1.0 || shown == value) break;
+    }
+    return buf;
 }
 
 std::string float32_text(float v) {

@@ -365,7 +365,8 @@ void record_draw_params(Trace& trace, const DropoutDraw& draw) {
 }
 
 void check_draw(const DropoutDraw& draw) {
-    if (!(draw.p >= 0.0 && draw.p < 1.0)) throw UsageError("the dropout rate must be in [0, 1), got " + format_number(draw.p));
+    if (!(draw.p >= 0.0 && static_cast<float>(draw.p) < 1.0f))
+        throw UsageError("the dropout rate must be in [0, 1) in float32 (the trace keeps it so), got " + format_number(draw.p));
     if (draw.train && draw.p > 0.0 && !draw.gen) throw UsageError("dropout in training mode needs a random generator");
 }
 

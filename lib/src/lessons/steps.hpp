@@ -118,19 +118,21 @@ void record_weights(Recorder& rec, const xt::xtensor<float, N>& scaled, const xt
         sum.may_be_non_finite = true;  // scores summing to 0 are part of why this normalisation fails
         if (std::any_of(sum.tensor.data.begin(), sum.tensor.data.end(), [](float x) { return !(x >= 0.0f); }))
             sum.note = "Some weights are negative or not finite: dividing by the sum only works when every score is positive.";
-        // a row of finite scores whose float32 sum is ±inf: every score over it is 0 (a row
-        // summing to a finite number keeps its largest share, at least 1/n, above 0)
+        // a row of finite scores whose float32 sum is ±inf (every score over it 0: a row summing to
+        // a finite number keeps its largest share, at least 1/n, above 0) or NaN (partial sums
+        // past +3.4e38 and −3.4e38 together: every weight NaN)
         const std::size_t n = sum.tensor.shape.back(), rows = n ? sum.tensor.data.size() / n : 0;
         std::size_t overflowed = 0;
         for (std::size_t r = 0; r < rows; ++r) {
             const float* w = sum.tensor.data.data() + r * n;
             const float* s = scaled.data() + r * n;
-            overflowed += std::all_of(w, w + n, [](float x) { return x == 0.0f; }) && std::any_of(s, s + n, [](float x) { return x != 0.0f; }) &&
-                          std::all_of(s, s + n, [](float x) { return std::isfinite(x); });
+            const bool zeros = std::all_of(w, w + n, [](float x) { return x == 0.0f; }) && std::any_of(s, s + n, [](float x) { return x != 0.0f; });
+            const bool nans = std::all_of(w, w + n, [](float x) { return std::isnan(x); });
+            overflowed += (zeros || nans) && std::all_of(s, s + n, [](float x) { return std::isfinite(x); });
         }
         if (overflowed)
             sum.note += std::string(sum.note.empty() ? "" : " ") + std::to_string(overflowed) + (overflowed == 1 ? " row's" : " rows'") +
-                        " scores sum past float32's 3.4e38: the sum is inf, and each score divided by it 0.";
+                        " scores sum past float32's ±3.4e38: the sum is inf, and each score divided by it 0 (or NaN, where partial sums passed both ends).";
         Step& naive = rec.add_with_row_sums("weights_naive", "Naive softmax", "exp(" + v + "_j) / Σ_k exp(" + v + "_k)",
                                             softmax_naive(scaled), axes);
         naive.group = "normalise";

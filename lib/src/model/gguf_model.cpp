@@ -152,18 +152,21 @@ Value config_of(const GgufFile& g, const FamilySpec& f, const std::string& arch,
     const std::string eps = f.norm == NormKind::layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon";
     set(f.fields.norm_eps, number(g.number(key(eps))), metadata(eps));
     const double theta = f.layers.rope_theta_default;
-    set("rope_theta", number(g.number(key("rope.freq_base"), &theta)), metadata("rope.freq_base"));
+    const auto given = [&](const std::string& k) { return metadata(k) + (g.find(key(k)) ? "" : " (absent: its default)"); };
+    set("rope_theta", number(g.number(key("rope.freq_base"), &theta)), given("rope.freq_base"));
     set("tie_word_embeddings", flag(g.tensor("output.weight") == nullptr || copied_head), "tensor \"output.weight\"");
     set(f.dense.activation_fields.front(), text(f.dense.activations.front()), "metadata \"general.architecture\"");  // GGUF says none: llama.cpp's is the architecture's
     set("attention_bias", flag(g.tensor("blk.0.attn_output.bias") != nullptr), "tensor \"blk.0.attn_output.bias\"");
     if (g.find(key("attention.sliding_window"))) whole("sliding_window", "attention.sliding_window");
     if (!f.layers.sliding_rope_base.empty()) {
         const double swa_base = 10000.0;  // llama.cpp's default for a sliding layer's base
-        set(f.layers.sliding_rope_base, number(g.number(key("rope.freq_base_swa"), &swa_base)), metadata("rope.freq_base_swa"));
+        set(f.layers.sliding_rope_base, number(g.number(key("rope.freq_base_swa"), &swa_base)), given("rope.freq_base_swa"));
     }
     if (!f.heads.scale_field.empty()) {  // llama.cpp scales by 1/√d_h (by 1/√(C/H) for a 62-layer Gemma 3, the 27B)
         const std::uint64_t width = g.whole(key("embedding_length")), d_h = g.whole(key("attention.key_length"));
-        set(f.heads.scale_field, number(static_cast<double>(g.whole(key("block_count")) == 62 ? width / heads : d_h)), metadata("attention.key_length"));
+        const bool by_width = g.whole(key("block_count")) == 62;
+        set(f.heads.scale_field, number(static_cast<double>(by_width ? width / heads : d_h)),
+            by_width ? metadata("embedding_length") + " / " + metadata("attention.head_count") : metadata("attention.key_length"));
     }
     const std::string none = "none", scaling = g.text(key("rope.scaling.type"), &none);
     if (const GgufFile::TensorInfo* t = g.tensor("rope_freqs.weight")) {
@@ -185,20 +188,14 @@ Value config_of(const GgufFile& g, const FamilySpec& f, const std::string& arch,
     return c;
 }
 
-// A place the loader names in config.json's terms ($.field, $.field.inner, $["tensor"]…) as
-// the GGUF file's: its metadata key or tensor (`sources`, from config_of and the tensors' names),
-// the rest of the place after it; a place without one stays.
-std::string place_in_file(const std::string& place, const std::map<std::string, std::string>& sources) {
-    if (place.compare(0, 2, "$.") == 0) {
-        const std::size_t end = place.find_first_of(".[", 2);
-        const auto found = sources.find(place.substr(2, end == std::string::npos ? std::string::npos : end - 2));
-        if (found != sources.end()) return found->second + (end == std::string::npos ? "" : " (" + place.substr(2) + ")");
-    } else if (place.compare(0, 3, "$[\"") == 0) {
-        const std::size_t end = place.find("\"]");
-        const auto found = end == std::string::npos ? sources.end() : sources.find(place.substr(1, end + 1));
-        if (found != sources.end()) return found->second + place.substr(end + 2);
-    }
-    return place;
+// A layer's GGUF tensor names (blk.L.X) beside the spec's Hugging Face ones.
+std::vector<std::pair<const char*, const std::string*>> layer_parts(const FamilySpec& f) {
+    const TensorNames& n = f.names;
+    return {{"attn_norm", &n.pre_attention_norm}, {"post_attention_norm", &n.post_attention_norm}, {"ffn_norm", &n.pre_mlp_norm},
+            {"post_ffw_norm", &n.post_mlp_norm},  {"attn_q", &f.heads.query},                  {"attn_k", &f.heads.key},
+            {"attn_v", &f.heads.value},           {"attn_output", &f.heads.out},               {"attn_qkv", &f.heads.fused_qkv},
+            {"attn_q_norm", &f.heads.q_norm},     {"attn_k_norm", &f.heads.k_norm},            {"ffn_gate", &f.dense.gate},
+            {"ffn_up", &f.dense.up},              {"ffn_down", &f.dense.down}};
 }
 
 // A GGUF tensor's Hugging Face name, through the spec's names; a name it does not know stays.
@@ -215,20 +212,71 @@ std::string hf_name(const std::string& name, const FamilySpec& f) {
     const std::size_t last = rest.rfind('.');
     if (layer.empty() || layer.find_first_not_of("0123456789") != std::string::npos || last == std::string::npos) return name;
     const std::string part = rest.substr(0, last), suffix = rest.substr(last);  // ".weight" or ".bias"
-    const std::pair<const char*, const std::string*> parts[] = {
-        {"attn_norm", &n.pre_attention_norm}, {"post_attention_norm", &n.post_attention_norm}, {"ffn_norm", &n.pre_mlp_norm},
-        {"post_ffw_norm", &n.post_mlp_norm},  {"attn_q", &f.heads.query},                  {"attn_k", &f.heads.key},
-        {"attn_v", &f.heads.value},           {"attn_output", &f.heads.out},               {"attn_qkv", &f.heads.fused_qkv},
-        {"attn_q_norm", &f.heads.q_norm},
-        {"attn_k_norm", &f.heads.k_norm},     {"ffn_gate", &f.dense.gate},                 {"ffn_up", &f.dense.up},
-        {"ffn_down", &f.dense.down}};
-    for (const auto& [gguf, hf] : parts) {
+    for (const auto& [gguf, hf] : layer_parts(f)) {
         if (part != gguf || hf->empty()) continue;
         std::string prefix = n.layer;
         prefix.replace(prefix.find("{L}"), 3, layer);
         return n.prefix + prefix + *hf + suffix;
     }
     return name;
+}
+
+// hf_name backwards: the GGUF name of a Hugging Face tensor name (one the file may lack, for
+// a message), or empty when it is none of the spec's.
+std::string gguf_name(const std::string& hf, const FamilySpec& f) {
+    const TensorNames& n = f.names;
+    for (const std::string suffix : {".weight", ".bias"}) {
+        if (hf == n.prefix + n.embed && suffix == ".weight") return "token_embd.weight";
+        if (!n.positions.empty() && hf == n.prefix + n.positions && suffix == ".weight") return "position_embd.weight";
+        if (hf == n.prefix + n.final_norm + suffix) return "output_norm" + suffix;
+    }
+    if (hf == n.head) return "output.weight";
+    const std::size_t at = n.layer.find("{L}");
+    if (at == std::string::npos) return "";
+    const std::string before = n.prefix + n.layer.substr(0, at), after = n.layer.substr(at + 3);
+    if (hf.compare(0, before.size(), before) != 0) return "";
+    std::size_t end = before.size();
+    while (end < hf.size() && hf[end] >= '0' && hf[end] <= '9') ++end;
+    if (end == before.size() || hf.compare(end, after.size(), after) != 0) return "";
+    const std::string layer = hf.substr(before.size(), end - before.size()), rest = hf.substr(end + after.size());
+    for (const auto& [gguf, name] : layer_parts(f))
+        for (const std::string suffix : {".weight", ".bias"})
+            if (!name->empty() && rest == *name + suffix) return "blk." + layer + "." + gguf + suffix;
+    return "";
+}
+
+// A loader's message in the file's names: each quoted Hugging Face tensor name ("model.norm.weight")
+// as its GGUF name; a shape, in the order it was given (PyTorch's, rows first), said so.
+std::string message_in_file(const std::string& message, const FamilySpec& f) {
+    std::string out;
+    std::size_t from = 0;
+    for (std::size_t open; (open = message.find('"', from)) != std::string::npos;) {
+        const std::size_t close = message.find('"', open + 1);
+        if (close == std::string::npos) break;
+        const std::string inside = message.substr(open + 1, close - open - 1), gguf = gguf_name(inside, f);
+        out += message.substr(from, open - from) + "\"" + (gguf.empty() ? inside : gguf) + "\"";
+        from = close + 1;
+    }
+    out += message.substr(from);
+    if (message.compare(0, 15, "expected shape ") == 0) out += " (rows first, as PyTorch's; ggml's ne lists them the other way)";
+    return out;
+}
+
+// A place the loader names in config.json's terms ($.field, $.field.inner, $["tensor"]…) as
+// the GGUF file's: its metadata key (`sources`, from config_of) or its tensor (gguf_name), the
+// rest of the place after it; `$` is the whole file; a place without one stays.
+std::string place_in_file(const std::string& place, const std::map<std::string, std::string>& sources, const FamilySpec& f) {
+    if (place == "$") return "";  // config.json as a whole: the file as a whole
+    if (place.compare(0, 2, "$.") == 0) {
+        const std::size_t end = place.find_first_of(".[", 2);
+        const auto found = sources.find(place.substr(2, end == std::string::npos ? std::string::npos : end - 2));
+        if (found != sources.end()) return found->second + (end == std::string::npos ? "" : " (" + place.substr(2) + ")");
+    } else if (place.compare(0, 3, "$[\"") == 0) {
+        const std::size_t end = place.find("\"]");
+        const std::string gguf = end == std::string::npos ? "" : gguf_name(place.substr(3, end - 3), f);
+        if (!gguf.empty()) return "tensor \"" + gguf + "\"" + place.substr(end + 2);
+    }
+    return place;
 }
 
 bool ends_with(const std::string& s, const std::string& end) { return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0; }
@@ -359,7 +407,6 @@ Model load_gguf(const std::string& path, double memory_budget) {
         }
         if (!entries.emplace(hf_name(t.name, f), std::move(e)).second)
             throw InputError(path, "tensor \"" + t.name + "\"", "another tensor has its name once translated: " + hf_name(t.name, f));
-        sources["[\"" + hf_name(t.name, f) + "\"]"] = "tensor \"" + t.name + "\"";
         ++types[ggml_type_name(static_cast<std::uint32_t>(t.type))];
     }
     const double made_largest = 4.0 * static_cast<double>(largest);
@@ -418,7 +465,7 @@ Model load_gguf(const std::string& path, double memory_budget) {
         m = f.read_weights ? f.read_weights(cfg, open, memory_budget) : load_spec(cfg, f, open);
     } catch (const InputError& e) {  // the loader names config.json's fields and the Hugging Face names: this file's own instead
         if (e.file() != path) throw;
-        throw InputError(path, place_in_file(e.path(), sources), e.message());
+        throw InputError(path, place_in_file(e.path(), sources, f), message_in_file(e.message(), f));
     }
     auto loaded = std::const_pointer_cast<LoadedModel>(m);
     // what llama.cpp does with the same weights: quantized ones times activations quantized to 8 bits; 16-bit ones times activations

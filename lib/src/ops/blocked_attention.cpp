@@ -118,9 +118,9 @@ struct Worker {
 double blocked_bytes(std::size_t batch, std::size_t tokens, std::size_t d_in, std::size_t width) {
     const double B = static_cast<double>(batch), T = static_cast<double>(tokens),
                  d = std::max(static_cast<double>(d_in), static_cast<double>(width));
-    // (and, per core, a block of rows' scores and a product's packed strip of 32 columns: over d, or over
-    // every key for the weights times the values)
-    return 4.0 * (10.0 * B * T * d + 8.0 * d * d + (static_cast<double>(block_rows) * T + 32.0 * std::max(d, T)) * static_cast<double>(cores()));
+    // (and, per core, a block of rows' scores, the same again where a row's sum overflows (Worker::raw),
+    // and a product's packed strip of 32 columns: over d, or over every key for the weights times the values)
+    return 4.0 * (10.0 * B * T * d + 8.0 * d * d + (2.0 * static_cast<double>(block_rows) * T + 32.0 * std::max(d, T)) * static_cast<double>(cores()));
 }
 
 BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool causal) {

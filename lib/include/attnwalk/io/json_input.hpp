@@ -92,8 +92,8 @@ std::string number_text(double value);
 // (a GGUF file's scales and factors, written out).
 std::string float32_text(float value);
 // A number as a person reads it in a title or a header: six significant digits (%g), or,
-// where those would read as 0 or 1 and the value is neither (a dropout rate of 0.9999999),
-// float32's digits that tell it apart.
+// where those would read as ±1 and the value is not (a dropout rate of 0.9999999), as many
+// more as tell it apart.
 std::string display_text(double value);
 // A code point as UTF-8 (the JSON reader's \u escapes, the byte-level tokenizers' map).
 std::string utf8(std::uint32_t cp);

@@ -360,13 +360,11 @@ void add_weights_options(OptionBuilder sub, WeightsOptions& o, Shell& shell, boo
 }
 
 CLI::Validator positive_float32(const char* name) {
-    return number_check(
-        name, [](double v) { return std::isfinite(static_cast<float>(v)) && static_cast<float>(v) >= std::numeric_limits<float>::min(); },
-        "must be a positive number that float32 holds (about 1.2e-38 to 3.4e38)");
+    return number_check(name, is_positive_float32, "must be a positive number that float32 holds (about 1.2e-38 to 3.4e38)");
 }
 
 CLI::Validator dropout_rate() {
-    return number_check("P", [](double v) { return v == 0.0 || (v > 0.0 && 1.0 - v < 1.0 && static_cast<float>(v) < 1.0f); },
+    return number_check("P", is_dropout_rate,
                         "must be 0 or in [1.2e-16, 0.99999994] (a smaller rate leaves 1 − p at 1; a larger one is 1 in float32, as the trace "
                         "keeps it)");
 }

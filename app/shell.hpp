@@ -67,9 +67,9 @@ CLI::Validator whole_number(std::uint64_t min);
 CLI::Validator non_empty();
 // A check of a number option: `ok` on the value read as a double, else `expected`.
 CLI::Validator number_check(const char* name, bool (*ok)(double), const std::string& expected);
-// A positive number float32 holds, from its smallest normal 1.2e-38 to 3.4e38 (--scale, --temperature).
+// The library's checks of values the trace keeps as float32 (lessons.hpp) as option checks:
+// is_positive_float32 (--scale, --temperature), is_dropout_rate (--dropout, --dropout-p).
 CLI::Validator positive_float32(const char* name);
-// A dropout rate: 0, or one whose 1 − p is below 1 and which float32 (the trace's) holds below 1.
 CLI::Validator dropout_rate();
 
 // -i, --text, --vocab, --json, --precision, --format, --color, --no-heatmap, --full,

@@ -43,8 +43,8 @@ Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec&
         throw UsageError("the queries must be 1 to " + std::to_string(S) + " (the last L of the " + std::to_string(S) + " tokens)");
     if (spec.is_causal && spec.attn_mask)
         throw UsageError("SDPA takes either attn_mask or is_causal, not both (PyTorch refuses the pair)");
-    if (!(spec.dropout.p >= 0.0 && static_cast<float>(spec.dropout.p) < 1.0f))
-        throw UsageError("dropout_p must be in [0, 1) in float32 (the trace keeps it so), got " + format_number(spec.dropout.p));
+    if (!is_dropout_rate(spec.dropout.p))
+        throw UsageError("dropout_p must be 0 or in [1.2e-16, 0.99999994] (float32, as the trace keeps it, below 1), got " + format_number(spec.dropout.p));
     const bool draws = spec.dropout.train && spec.dropout.p > 0.0;
     if (draws && !spec.dropout.gen) throw UsageError("dropout_p needs a random generator");
     Mat mask;  // L×S as given

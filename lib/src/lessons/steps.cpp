@@ -12,9 +12,9 @@
 #include <xtensor/xview.hpp>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/io/json_input.hpp"
 #include "attnwalk/ops/blas.hpp"
 #include "attnwalk/ops/blocked_attention.hpp"
-#include "attnwalk/io/json_input.hpp"
 #include "attnwalk/ops/work.hpp"
 
 namespace attnwalk {
@@ -82,6 +82,12 @@ const std::vector<StepDecl>& projection_steps() {
         {"values", "V = X·W_value (+ b)"},
     };
     return steps;
+}
+
+bool is_dropout_rate(double p) { return p == 0.0 || (p > 0.0 && 1.0 - p < 1.0 && static_cast<float>(p) < 1.0f); }
+
+bool is_positive_float32(double v) {
+    return std::isfinite(static_cast<float>(v)) && static_cast<float>(v) >= std::numeric_limits<float>::min();
 }
 
 namespace steps {
@@ -365,8 +371,8 @@ void record_draw_params(Trace& trace, const DropoutDraw& draw) {
 }
 
 void check_draw(const DropoutDraw& draw) {
-    if (!(draw.p >= 0.0 && static_cast<float>(draw.p) < 1.0f))
-        throw UsageError("the dropout rate must be in [0, 1) in float32 (the trace keeps it so), got " + format_number(draw.p));
+    if (!is_dropout_rate(draw.p))
+        throw UsageError("the dropout rate must be 0 or in [1.2e-16, 0.99999994] (float32, as the trace keeps it, below 1), got " + format_number(draw.p));
     if (draw.train && draw.p > 0.0 && !draw.gen) throw UsageError("dropout in training mode needs a random generator");
 }
 

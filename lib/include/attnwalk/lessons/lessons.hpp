@@ -33,6 +33,12 @@ struct Cell {
     std::size_t i = 0, j = 0;
 };
 
+// Values the trace keeps as float32, checked once for the command line and the walks alike: a
+// dropout rate (0, or one whose 1 − p is below 1 and whose float32 is below 1) and a positive
+// number float32 holds from its smallest normal, 1.2e-38, to 3.4e38 (a scale, a temperature).
+bool is_dropout_rate(double p);
+bool is_positive_float32(double v);
+
 // The random draw of dropout: rate p (training mode) from `gen`. `note` says where the
 // generator's state came from; `reseeded` records its seed in the trace's params.
 struct DropoutDraw {

@@ -2,8 +2,6 @@
 // tap (model/decoder.hpp). The layer shown keeps mha's step ids; the other layers are
 // summaries; then the next token's candidates, the analyses asked for, and greedy
 // generation through the KV cache checked against the whole sequence recomputed.
-#include <cmath>
-#include <limits>
 #include <map>
 #include <utility>
 
@@ -32,7 +30,7 @@ Trace walk_model(const Model& model, const std::vector<std::size_t>& ids, const 
     if (spec.layer >= info.layers)
         throw UsageError("layer " + std::to_string(spec.layer + 1) + " is out of range: the model has " + std::to_string(info.layers) +
                          " layers, counted from 1");
-    if (!(static_cast<float>(spec.temperature) >= std::numeric_limits<float>::min() && std::isfinite(static_cast<float>(spec.temperature))))
+    if (!is_positive_float32(spec.temperature))
         throw UsageError("the temperature must be a positive number that float32 holds (the trace keeps it so)");
     for (const auto& [layer, head] : spec.ablate) {
         if (layer >= info.layers)

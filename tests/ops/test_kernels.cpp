@@ -51,6 +51,85 @@ TEST_SUITE("kernels") {
         CHECK(rows == 68);
     }
 
+    TEST_CASE("kernels.the_vector_exp_tail_gives_exp_scalars_bits") {
+        // A row's last n mod 8 values go through exp8 on masked lanes: each must be what
+        // exp_scalar gives (NaN, ±inf, beyond the clamps, subnormal results included) and the
+        // sum the same one-by-one sum, lanes past the row untouched.
+        if (!cpu_has(has_avx2_fma(), "AVX2")) return;
+        std::mt19937 gen(17);
+        std::uniform_int_distribution<std::uint32_t> bits;
+        std::normal_distribution<float> normal(0.0f, 30.0f);
+        std::size_t rows = 0;
+        for (int trial = 0; trial < 20000; ++trial) {
+            const std::size_t m = static_cast<std::size_t>(trial % 3) * 8, n = m + static_cast<std::size_t>(trial % 8);
+            std::vector<float> row(n + 8);
+            for (float& v : row) {
+                const std::uint32_t b = bits(gen);
+                std::memcpy(&v, &b, sizeof v);
+                if (trial % 2) v = normal(gen);
+            }
+            if (trial % 5 == 0 && n > m) row[m] = trial % 10 ? -INFINITY : INFINITY;
+            const float max = trial % 4 ? normal(gen) : 0.0f;
+            std::vector<float> a = row, b = row;
+            const float sa = exp_scalar_row(a.data(), n, max, m), sb = exp_tail_avx2(b.data(), n, max, m);
+            CHECK(std::memcmp(&sa, &sb, sizeof sa) == 0);
+            CHECK(std::memcmp(a.data(), b.data(), 4 * row.size()) == 0);
+            ++rows;
+        }
+        CHECK(rows == 20000);
+    }
+
+    TEST_CASE("kernels.two_rows_at_once_give_each_rows_own_bits") {
+        // softmax_rows interleaves two rows' passes (and exp_rows_avx2/avx512 their exps):
+        // each row must come out as softmax_row and exp_row make it alone, whatever the two
+        // lengths (either shorter, a multiple of 8 or 16 or not, none), the scale (a power of
+        // two multiplies) and the values (masked, NaN, beyond exp's range).
+        if (!cpu_has(has_avx2_fma(), "AVX2")) return;
+        std::mt19937 gen(13);
+        std::normal_distribution<float> normal(0.0f, 6.0f);
+        const std::size_t lengths[] = {0, 1, 7, 8, 9, 15, 16, 17, 24, 31, 33, 40, 129, 1000};
+        std::size_t pairs = 0;
+        for (std::size_t na : lengths)
+            for (std::size_t nb : lengths)
+                for (float scale : {8.0f, 11.3137083f}) {
+                    const int trial = static_cast<int>(pairs++ % 3);
+                    std::vector<float> a(na), b(nb);
+                    for (float& v : a) v = normal(gen) * (trial == 2 ? 40.0f : 1.0f);  // trial 2: beyond exp's range
+                    for (float& v : b) v = normal(gen);
+                    if (trial == 1 && na > 5) {
+                        a[1] = -INFINITY;
+                        a[na - 2] = NAN;
+                    }
+                    std::vector<float> a1 = a, b1 = b, a2 = a, b2 = b;
+                    const auto one_a = softmax_row(a1.data(), na, scale), one_b = softmax_row(b1.data(), nb, scale);
+                    const auto two = softmax_rows(a2.data(), na, b2.data(), nb, scale);
+                    CAPTURE(na);
+                    CAPTURE(nb);
+                    CHECK(std::memcmp(a1.data(), a2.data(), 4 * na) == 0);
+                    CHECK(std::memcmp(b1.data(), b2.data(), 4 * nb) == 0);
+                    const RowStats stats[] = {one_a.first, one_a.second, one_b.first, one_b.second,
+                                              two[0].first, two[0].second, two[1].first, two[1].second};
+                    CHECK(std::memcmp(&stats[0], &stats[4], 4 * sizeof(RowStats)) == 0);
+                    // the exps alone, from each row's own max, on both kernels
+                    const float max[2] = {na ? a[0] : 0.0f, nb ? b[nb - 1] : 0.0f};
+                    std::vector<float> ea = a, eb = b, fa = a, fb = b;
+                    const float single[2] = {exp_row_avx2(ea.data(), na, max[0]), exp_row_avx2(eb.data(), nb, max[1])};
+                    float sums[2];
+                    exp_rows_avx2(fa.data(), na, fb.data(), nb, max, sums);
+                    CHECK(std::memcmp(single, sums, sizeof sums) == 0);
+                    CHECK(std::memcmp(ea.data(), fa.data(), 4 * na) == 0);
+                    CHECK(std::memcmp(eb.data(), fb.data(), 4 * nb) == 0);
+                    if (has_avx512()) {
+                        std::vector<float> ga = a, gb = b;
+                        exp_rows_avx512(ga.data(), na, gb.data(), nb, max, sums);
+                        CHECK(std::memcmp(single, sums, sizeof sums) == 0);
+                        CHECK(std::memcmp(ea.data(), ga.data(), 4 * na) == 0);
+                        CHECK(std::memcmp(eb.data(), gb.data(), 4 * nb) == 0);
+                    }
+                }
+        CHECK(pairs == 392);
+    }
+
     TEST_CASE("kernels.the_effective_matrixs_loops_give_the_plain_loops_bits") {
         // u −= f·v and a += float(p·u), every tail of 4 and 8 lanes; the doubles from 2^-500 to 2^500,
         // so that float(p·u) overflows, underflows and falls among the subnormals too

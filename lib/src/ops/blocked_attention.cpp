@@ -1,6 +1,7 @@
 #include "attnwalk/ops/blocked_attention.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -189,10 +190,14 @@ BlockedResult blocked_attention(const Cube& x, const AttentionWeights& w, bool c
                 wk.gemm_scores += since(t);
                 t = Clock::now();
                 bool made_again = false;
+                std::array<std::pair<RowStats, RowStats>, 2> pair;  // rows i and i + 1, made together
                 for (std::size_t i = 0; i < rows; ++i) {
                     float* row = s + i * lds;
                     const std::size_t n = visible_keys(r0 + i, T, causal, 0).end;  // masked: j > i
-                    const auto [raw, weights] = softmax_row(row, n, scale);
+                    if (i % 2 == 0)
+                        pair = i + 1 < rows ? softmax_rows(row, n, row + lds, visible_keys(r0 + i + 1, T, causal, 0).end, scale)
+                                            : decltype(pair){softmax_row(row, n, scale), {}};
+                    const auto [raw, weights] = pair[i % 2];
                     if (std::isfinite(raw.sum)) {
                         wk.scores.add(raw, n, nullptr);
                     } else {  // the scores are weights now: the block's made again (the same call, the same bits), rarely

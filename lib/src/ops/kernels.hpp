@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -46,6 +47,14 @@ std::pair<RowStats, RowStats> softmax_row_avx2(float* row, std::size_t n, float 
 
 // The best of the two for this CPU.
 std::pair<RowStats, RowStats> softmax_row(float* row, std::size_t n, float scale);
+
+// Two rows (a of na values, b of nb), each as softmax_row gives it, bit for bit; the AVX2
+// version interleaves the rows' passes, so one row's chain of additions does not leave the
+// core waiting.
+#if defined(ATTNWALK_HAVE_AVX2)
+std::array<std::pair<RowStats, RowStats>, 2> softmax_rows_avx2(float* a, std::size_t na, float* b, std::size_t nb, float scale);
+#endif
+std::array<std::pair<RowStats, RowStats>, 2> softmax_rows(float* a, std::size_t na, float* b, std::size_t nb, float scale);
 
 // x[i] = x[i] / (1 + exp(−z_i)) · (times ? times[i] : 1), in place, where z = x (SiLU) or
 // z = 2·√(2/π)·(x + 0.044715·x³) (GELU, tanh form; the inner sum rounded as PyTorch's).
@@ -271,6 +280,11 @@ FiniteRange finite_sums_avx512(const float* v, std::size_t n, std::size_t lane0,
 #if defined(ATTNWALK_HAVE_AVX2)
 float exp_row_avx2(float* row, std::size_t n, float max);
 float exp_row_avx512(float* row, std::size_t n, float max);
+// exp_scalar_row's tail of fewer than 8 values on 8 lanes (the same bits; AVX2).
+float exp_tail_avx2(float* row, std::size_t n, float max, std::size_t from);
+// Both on two rows at once (sum[i] of row i, from max[i]), the same bits as two calls.
+void exp_rows_avx2(float* a, std::size_t na, float* b, std::size_t nb, const float max[2], float sum[2]);
+void exp_rows_avx512(float* a, std::size_t na, float* b, std::size_t nb, const float max[2], float sum[2]);
 #endif
 bool has_avx512();
 

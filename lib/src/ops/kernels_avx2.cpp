@@ -2,6 +2,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -28,14 +29,20 @@ __attribute__((target("avx2"))) float hmax(__m256 v) {
     return *std::max_element(l, l + 8);
 }
 
-// With `multiply`, row · (1 / scale): the same bits where scale is a power of two.
+// One row's first pass, 8 lanes at a time: the raw scores' statistics, the row divided by
+// the scale (with `multiply`, times 1 / scale: the same bits where scale is a power of two)
+// and the scaled row's max. Its chains (min, max, sum, top) run one group after another, so
+// two rows' passes can be interleaved (scale_rows_avx2) and each row keeps its own bits.
 template <bool multiply>
-__attribute__((target("avx2"))) RowStats scale_avx2(float* row, std::size_t n, float scale, float& max) {
-    const std::size_t m = n / 8 * 8;
-    if (m == 0) return scale_scalar(row, n, scale, max, 0);
-    __m256 lo = _mm256_set1_ps(INFINITY), hi = _mm256_set1_ps(-INFINITY), sum = _mm256_setzero_ps(), top = hi;
-    const __m256 s = _mm256_set1_ps(multiply ? 1.0f / scale : scale);
-    for (std::size_t j = 0; j < m; j += 8) {
+struct ScalePass {
+    float* row;
+    std::size_t n, m;
+    float scale;
+    __m256 s, lo, hi, sum, top;
+    __attribute__((target("avx2"))) ScalePass(float* r, std::size_t count, float sc)
+        : row(r), n(count), m(count / 8 * 8), scale(sc), s(_mm256_set1_ps(multiply ? 1.0f / sc : sc)),
+          lo(_mm256_set1_ps(INFINITY)), hi(_mm256_set1_ps(-INFINITY)), sum(_mm256_setzero_ps()), top(hi) {}
+    __attribute__((target("avx2"), always_inline)) inline void step(std::size_t j) {
         const __m256 x = _mm256_loadu_ps(row + j);
         lo = _mm256_min_ps(lo, x);
         hi = _mm256_max_ps(hi, x);
@@ -44,8 +51,40 @@ __attribute__((target("avx2"))) RowStats scale_avx2(float* row, std::size_t n, f
         _mm256_storeu_ps(row + j, y);
         top = _mm256_max_ps(top, y);
     }
-    max = hmax(top);
-    return merge({hmin(lo), hmax(hi), hsum(sum)}, scale_scalar(row, n, scale, max, m));
+    __attribute__((target("avx2"))) RowStats finish(float& max) const {
+        if (m == 0) return scale_scalar(row, n, scale, max, 0);
+        max = hmax(top);
+        return merge({hmin(lo), hmax(hi), hsum(sum)}, scale_scalar(row, n, scale, max, m));
+    }
+};
+
+// Two passes' groups [0, a.m) and [0, b.m) of 8, interleaved while both have some: each
+// pass's own order, the two chains side by side.
+template <class Pass>
+__attribute__((target("avx2"), always_inline)) inline void interleaved(Pass& a, Pass& b) {
+    std::size_t j = 0;
+    for (; j < a.m && j < b.m; j += 8) {
+        a.step(j);
+        b.step(j);
+    }
+    for (std::size_t i = j; i < a.m; i += 8) a.step(i);
+    for (std::size_t i = j; i < b.m; i += 8) b.step(i);
+}
+
+template <bool multiply>
+__attribute__((target("avx2"))) RowStats scale_avx2(float* row, std::size_t n, float scale, float& max) {
+    ScalePass<multiply> p(row, n, scale);
+    for (std::size_t j = 0; j < p.m; j += 8) p.step(j);
+    return p.finish(max);
+}
+
+template <bool multiply>
+__attribute__((target("avx2"))) void scale_rows_avx2(float* a, std::size_t na, float* b, std::size_t nb, float scale, float max[2],
+                                                     RowStats raw[2]) {
+    ScalePass<multiply> pa(a, na, scale), pb(b, nb, scale);
+    interleaved(pa, pb);
+    raw[0] = pa.finish(max[0]);
+    raw[1] = pb.finish(max[1]);
 }
 
 // Cephes' expf on 8 lanes, the same steps as exp_scalar (kernels_scalar.cpp): arguments
@@ -70,33 +109,79 @@ __attribute__((target("avx2"))) __m256 exp8(__m256 v) {
 
 }  // namespace
 
-__attribute__((target("avx2"))) float exp_row_avx2(float* row, std::size_t n, float max) {
-    const std::size_t m = n / 8 * 8;
-    __m256 sum = _mm256_setzero_ps();
-    const __m256 mx = _mm256_set1_ps(max);
-    for (std::size_t j = 0; j < m; j += 8) {
-        const __m256 y = exp8(_mm256_sub_ps(_mm256_loadu_ps(row + j), mx));
-        _mm256_storeu_ps(row + j, y);
-        sum = _mm256_add_ps(sum, y);
-    }
-    return hsum(sum) + exp_scalar_row(row, n, max, m);
+// exp_scalar_row's tail [m, n), fewer than 8 values, on 8 lanes: each value exp_scalar's
+// (a NaN stays itself, as exp_scalar returns it), summed one by one in order.
+__attribute__((target("avx2"))) float exp_tail_avx2(float* row, std::size_t n, float max, std::size_t m) {
+    if (m >= n) return 0.0f;
+    const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - m)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256 x = _mm256_sub_ps(_mm256_maskload_ps(row + m, lanes), _mm256_set1_ps(max));
+    _mm256_maskstore_ps(row + m, lanes, _mm256_blendv_ps(exp8(x), x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
+    float sum = 0.0f;
+    for (std::size_t j = m; j < n; ++j) sum += row[j];
+    return sum;
 }
 
 namespace {
 
-__attribute__((target("avx2"))) RowStats normalise_avx2(float* row, std::size_t n, float inv) {
-    const std::size_t m = n / 8 * 8;
-    if (m == 0) return normalise_scalar(row, n, inv, 0);
-    __m256 lo = _mm256_set1_ps(INFINITY), hi = _mm256_set1_ps(-INFINITY), sum = _mm256_setzero_ps();
-    const __m256 k = _mm256_set1_ps(inv);
-    for (std::size_t j = 0; j < m; j += 8) {
+// One row's exp pass, 8 lanes at a time: exp(x − max) in place, and the 8 partial sums.
+struct ExpPass {
+    float* row;
+    std::size_t n, m;
+    float max;
+    __m256 mx, sum;
+    __attribute__((target("avx2"))) ExpPass(float* r, std::size_t count, float top)
+        : row(r), n(count), m(count / 8 * 8), max(top), mx(_mm256_set1_ps(top)), sum(_mm256_setzero_ps()) {}
+    __attribute__((target("avx2"), always_inline)) inline void step(std::size_t j) {
+        const __m256 y = exp8(_mm256_sub_ps(_mm256_loadu_ps(row + j), mx));
+        _mm256_storeu_ps(row + j, y);
+        sum = _mm256_add_ps(sum, y);
+    }
+    __attribute__((target("avx2"))) float finish() const { return hsum(sum) + exp_tail_avx2(row, n, max, m); }
+};
+
+}  // namespace
+
+__attribute__((target("avx2"))) float exp_row_avx2(float* row, std::size_t n, float max) {
+    ExpPass p(row, n, max);
+    for (std::size_t j = 0; j < p.m; j += 8) p.step(j);
+    return p.finish();
+}
+
+__attribute__((target("avx2"))) void exp_rows_avx2(float* a, std::size_t na, float* b, std::size_t nb, const float max[2], float sum[2]) {
+    ExpPass pa(a, na, max[0]), pb(b, nb, max[1]);
+    interleaved(pa, pb);
+    sum[0] = pa.finish();
+    sum[1] = pb.finish();
+}
+
+namespace {
+
+// One row's last pass, 8 lanes at a time: row × inv in place, and the weights' statistics.
+struct NormalisePass {
+    float* row;
+    std::size_t n, m;
+    float inv;
+    __m256 k, lo, hi, sum;
+    __attribute__((target("avx2"))) NormalisePass(float* r, std::size_t count, float by)
+        : row(r), n(count), m(count / 8 * 8), inv(by), k(_mm256_set1_ps(by)), lo(_mm256_set1_ps(INFINITY)), hi(_mm256_set1_ps(-INFINITY)),
+          sum(_mm256_setzero_ps()) {}
+    __attribute__((target("avx2"), always_inline)) inline void step(std::size_t j) {
         const __m256 w = _mm256_mul_ps(_mm256_loadu_ps(row + j), k);
         _mm256_storeu_ps(row + j, w);
         lo = _mm256_min_ps(lo, w);
         hi = _mm256_max_ps(hi, w);
         sum = _mm256_add_ps(sum, w);
     }
-    return merge({hmin(lo), hmax(hi), hsum(sum)}, normalise_scalar(row, n, inv, m));
+    __attribute__((target("avx2"))) RowStats finish() const {
+        if (m == 0) return normalise_scalar(row, n, inv, 0);
+        return merge({hmin(lo), hmax(hi), hsum(sum)}, normalise_scalar(row, n, inv, m));
+    }
+};
+
+__attribute__((target("avx2"))) RowStats normalise_avx2(float* row, std::size_t n, float inv) {
+    NormalisePass p(row, n, inv);
+    for (std::size_t j = 0; j < p.m; j += 8) p.step(j);
+    return p.finish();
 }
 
 }  // namespace
@@ -388,6 +473,25 @@ std::pair<RowStats, RowStats> softmax_row_avx2(float* row, std::size_t n, float 
     const RowStats raw = is_power_of_two(scale) ? scale_avx2<true>(row, n, scale, max) : scale_avx2<false>(row, n, scale, max);
     const float inv = 1.0f / (has_avx512() ? exp_row_avx512(row, n, max) : exp_row_avx2(row, n, max));
     return {raw, normalise_avx2(row, n, inv)};
+}
+
+// softmax_row_avx2 on two rows, each pass interleaving them: a row's three passes each
+// wait on a chain of additions, so two rows side by side keep the core busier. The same
+// operations per row, so the same bits as two calls.
+__attribute__((target("avx2"))) std::array<std::pair<RowStats, RowStats>, 2> softmax_rows_avx2(float* a, std::size_t na, float* b, std::size_t nb, float scale) {
+    float max[2] = {-INFINITY, -INFINITY}, sum[2];
+    RowStats raw[2];
+    if (is_power_of_two(scale))
+        scale_rows_avx2<true>(a, na, b, nb, scale, max, raw);
+    else
+        scale_rows_avx2<false>(a, na, b, nb, scale, max, raw);
+    if (has_avx512())
+        exp_rows_avx512(a, na, b, nb, max, sum);
+    else
+        exp_rows_avx2(a, na, b, nb, max, sum);
+    NormalisePass pa(a, na, 1.0f / sum[0]), pb(b, nb, 1.0f / sum[1]);
+    interleaved(pa, pb);
+    return {{{raw[0], pa.finish()}, {raw[1], pb.finish()}}};
 }
 
 __attribute__((target("avx2,fma"))) void sgemm_loop_avx2(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,

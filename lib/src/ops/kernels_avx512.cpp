@@ -41,28 +41,50 @@ inline __attribute__((target("avx512f"), always_inline)) __m512 exp16(__m512 v) 
     return _mm512_mask_blend_ps(overflow, y, _mm512_set1_ps(INFINITY));
 }
 
-}  // namespace
-
-__attribute__((target("avx512f"))) float exp_row_avx512(float* row, std::size_t n, float max) {
-    const std::size_t m = n / 8 * 8;  // as exp_row_avx2: 8-lane groups, then the scalar tail
-    __m256 sum = _mm256_setzero_ps();  // the 8 partial sums of exp_row_avx2, each added in the same order
-    const __m512 mx = _mm512_set1_ps(max);
-    std::size_t j = 0;
-    for (; j + 16 <= m; j += 16) {
+// One row's exp pass as exp_row_avx2's, 16 lanes at a time: 8-lane groups, then the scalar
+// tail, the 8 partial sums of exp_row_avx2 each added in the same order.
+struct ExpPass16 {
+    float* row;
+    std::size_t n, m, j = 0;  // m: the 8-lane groups' end; j: where the 16-lane steps are
+    float max;
+    __m512 mx;
+    __m256 sum;
+    __attribute__((target("avx512f"))) ExpPass16(float* r, std::size_t count, float top)
+        : row(r), n(count), m(count / 8 * 8), max(top), mx(_mm512_set1_ps(top)), sum(_mm256_setzero_ps()) {}
+    bool more() const { return j + 16 <= m; }
+    __attribute__((target("avx512f"), always_inline)) inline void step() {
         const __m512 y = exp16(_mm512_sub_ps(_mm512_loadu_ps(row + j), mx));
         _mm512_storeu_ps(row + j, y);
         sum = _mm256_add_ps(sum, _mm512_castps512_ps256(y));
         sum = _mm256_add_ps(sum, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(y), 1)));
+        j += 16;
     }
-    if (j < m) {  // one group of 8 left
-        const __mmask16 low = 0x00FF;
-        const __m512 y = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(low, row + j), mx));
-        _mm512_mask_storeu_ps(row + j, low, y);
-        sum = _mm256_add_ps(sum, _mm512_castps512_ps256(y));
+    __attribute__((target("avx512f"))) float finish() {
+        while (more()) step();
+        if (j < m) {  // one group of 8 left
+            const __mmask16 low = 0x00FF;
+            const __m512 y = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(low, row + j), mx));
+            _mm512_mask_storeu_ps(row + j, low, y);
+            sum = _mm256_add_ps(sum, _mm512_castps512_ps256(y));
+        }
+        float l[8];
+        _mm256_storeu_ps(l, sum);
+        return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7])) + exp_tail_avx2(row, n, max, m);
     }
-    float l[8];
-    _mm256_storeu_ps(l, sum);
-    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7])) + exp_scalar_row(row, n, max, m);
+};
+
+}  // namespace
+
+__attribute__((target("avx512f"))) float exp_row_avx512(float* row, std::size_t n, float max) { return ExpPass16(row, n, max).finish(); }
+
+__attribute__((target("avx512f"))) void exp_rows_avx512(float* a, std::size_t na, float* b, std::size_t nb, const float max[2], float sum[2]) {
+    ExpPass16 pa(a, na, max[0]), pb(b, nb, max[1]);
+    while (pa.more() && pb.more()) {  // the two rows side by side while both have 16 lanes left
+        pa.step();
+        pb.step();
+    }
+    sum[0] = pa.finish();
+    sum[1] = pb.finish();
 }
 
 // ---- attention's two products ------------------------------------------------------------

@@ -216,6 +216,13 @@ std::pair<RowStats, RowStats> softmax_row(float* row, std::size_t n, float scale
     return softmax_row_scalar(row, n, scale);
 }
 
+std::array<std::pair<RowStats, RowStats>, 2> softmax_rows(float* a, std::size_t na, float* b, std::size_t nb, float scale) {
+#if defined(ATTNWALK_HAVE_AVX2)
+    if (has_avx2()) return softmax_rows_avx2(a, na, b, nb, scale);
+#endif
+    return {softmax_row_scalar(a, na, scale), softmax_row_scalar(b, nb, scale)};
+}
+
 void x_sigmoid_scalar(float* x, const float* times, std::size_t n, Sigmoid kind, std::size_t from) {
     const float k = gelu_k;
     for (std::size_t i = from; i < n; ++i) {

@@ -362,8 +362,8 @@ TEST_SUITE("kernels") {
         std::mt19937 gen(3);
         std::normal_distribution<float> normal(0.0f, 1.0f);
         for (std::size_t d : {16, 48, 64, 80, 128}) {
-            for (std::size_t rows : {1, 5, 12, 13, 30}) {
-                for (std::size_t n : {0, 1, 31, 32, 33, 200, 700}) {
+            for (std::size_t rows : {1, 5, 8, 9, 12, 13, 16, 23, 30}) {
+                for (std::size_t n : {0, 1, 31, 32, 33, 64, 65, 200, 700}) {
                     CAPTURE(d);
                     CAPTURE(rows);
                     CAPTURE(n);

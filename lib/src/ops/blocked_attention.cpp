@@ -313,19 +313,27 @@ Cube blocked_heads(const Hyper& qh, const Hyper& kh, const Hyper& vh, float scal
                 const std::size_t cols = last - first, lds = vector ? round_up(cols, key_panel) : cols;
                 float* s = block.data();
                 head_scores(vector, rows, cols, d, q + r0 * d, d, k + first * d, d, keys.data() + first * d, s, lds);
-                for (std::size_t i = 0; i < rows; ++i) {
-                    float* row = s + i * lds;
-                    const std::size_t pos = offset + r0 + i;  // this query's key position
-                    const KeyRange seen = visible_keys(pos, Tk, causal, window);
-                    const std::size_t hi = seen.end, lo = seen.first;
-                    std::fill(row, row + (lo - first), 0.0f);  // before the window
-                    if (sinks) {  // a learned sink: the division as the plain forward's, then the row with the sink
-                        for (std::size_t j = lo - first; j < hi - first; ++j) row[j] /= scale;
-                        softmax_row_sink(row + (lo - first), hi - lo, (*sinks)(h), nullptr);
-                    } else {
-                        softmax_row(row + (lo - first), hi - lo, scale);
+                for (std::size_t i = 0; i < rows; i += 2) {  // two rows at a time (softmax_rows), the last alone
+                    const std::size_t pair = std::min<std::size_t>(2, rows - i);
+                    float* seen_from[2] = {nullptr, nullptr};
+                    std::size_t count[2] = {0, 0};
+                    for (std::size_t r = 0; r < pair; ++r) {
+                        float* row = s + (i + r) * lds;
+                        const KeyRange seen = visible_keys(offset + r0 + i + r, Tk, causal, window);  // this query's key position
+                        std::fill(row, row + (seen.first - first), 0.0f);       // before the window
+                        std::fill(row + (seen.end - first), row + cols, 0.0f);  // the future
+                        seen_from[r] = row + (seen.first - first);
+                        count[r] = seen.end - seen.first;
+                        if (sinks) {  // a learned sink: the division as the plain forward's, then the row with the sink
+                            for (std::size_t j = 0; j < count[r]; ++j) seen_from[r][j] /= scale;
+                            softmax_row_sink(seen_from[r], count[r], (*sinks)(h), nullptr);
+                        }
                     }
-                    std::fill(row + (hi - first), row + cols, 0.0f);  // the future
+                    if (sinks) continue;
+                    if (pair == 2)
+                        softmax_rows(seen_from[0], count[0], seen_from[1], count[1], scale);
+                    else
+                        softmax_row(seen_from[0], count[0], scale);
                 }
                 head_values(vector, rows, cols, d, s, lds, v + first * d, d, out + r0 * H * d, H * d);
             }

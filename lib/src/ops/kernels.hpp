@@ -71,7 +71,7 @@ void x_sigmoid(float* x, const float* times, std::size_t n, Sigmoid kind);
 // a BLAS: row by row of C, accumulating in float over k in order with fused multiply-adds.
 // OpenBLAS's kernels (and so PyTorch's CPU matmul) sum many shapes in that order, not all:
 // which depends on the CPU's kernel and the shape, and an element can then differ in its
-// last bits (at most 8e-7 of the product's largest value in tests/blas_sum_order.py,
+// last bits (at most 8.1e-7 of the product's largest value in tests/blas_sum_order.py,
 // docs/performance.md section 30). One body, built
 // twice: sgemm_loop_plain (std::fma: on a build for any x86-64, a call into libm for every
 // multiply-add) and sgemm_loop_avx2 (in an optimised build, the same fused multiply-adds

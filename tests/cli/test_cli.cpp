@@ -321,6 +321,8 @@ TEST_SUITE("cli") {
             {"causal --context-length 4", "", 2, "more than --context-length 4"},
             {"scores --batch 0", "", 2, "--batch"},
             {"softmax --scale 0", "", 2, "--scale: must be a positive number that float32 holds"},
+            // finite scores times a finite scale beyond float32: said of the scale (it named the weights and the embeddings)
+            {"sdpa --scale 3e38", "", 1, "ω·scale + attn_bias overflows float32 (beyond ±3.4e38) at query 2, key 2: ω = 1.495, scale = 3e+38"},
             {"model --temperature 1e39", "", 2, "--temperature: must be a positive number that float32 holds"},  // the trace wrote inf
             {"model --temperature 1e-300", "", 2, "--temperature: must be a positive number that float32 holds"},
             {"scores --no-such-flag", "", 2, "--no-such-flag"},

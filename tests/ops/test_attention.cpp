@@ -129,11 +129,12 @@ TEST_SUITE("attention") {
     TEST_CASE("attention.blocked_heads_match_the_plain_loop") {
         // Grouped heads (4 query heads on 2 key/value heads), queries at the end of a longer key
         // sequence, causal or not, with and without a window; head widths of 8 (sgemm's
-        // products) and 64 (the AVX-512 kernels where the CPU has them), 200 query rows (two
-        // blocks, the second short). Against a plain loop in double.
+        // products) and 64 (the AVX-512 kernels where the CPU has them), 201 query rows (two
+        // blocks, the second short and odd: its last row's softmax alone). Against a plain
+        // loop in double.
         std::mt19937 gen(17);
         std::normal_distribution<float> normal(0.0f, 1.0f);
-        const std::size_t B = 1, H = 4, G = 2, T = 200, Tk = 230, offset = Tk - T;
+        const std::size_t B = 1, H = 4, G = 2, T = 201, Tk = 231, offset = Tk - T;
         for (const std::size_t d : {8, 64}) {
             Hyper q = Hyper::from_shape({B, H, T, d}), k = Hyper::from_shape({B, G, Tk, d}), v = Hyper::from_shape({B, G, Tk, d});
             for (float& x : q) x = normal(gen);

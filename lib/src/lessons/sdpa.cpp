@@ -93,6 +93,20 @@ Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec&
     fs.bias = &bias;
     if (draws) fs.dropout = {spec.dropout.p, spec.dropout.gen};
     attend(f, w, fs);
+    // ω·scale + attn_bias beyond float32 where neither ω nor the bias is: said here, where the
+    // scale is known (the trace's own check can only name the weights, since the scaled
+    // scores may hold the mask's −∞).
+    for (std::size_t b = 0; b < f.scaled.shape(0); ++b)
+        for (std::size_t h = 0; h < f.scaled.shape(1); ++h)
+            for (std::size_t i = 0; i < L; ++i)
+                for (std::size_t j = 0; j < S; ++j) {
+                    const float omega = f.scores(b, h, i, j);
+                    if (std::isfinite(omega) && std::isfinite(bias(i, j)) && !std::isfinite(f.scaled(b, h, i, j)))
+                        throw RuntimeError("ω·scale + attn_bias overflows float32 (beyond ±3.4e38) at query " + std::to_string(first + i + 1) +
+                                           ", key " + std::to_string(j + 1) + ": ω = " + format_number(omega) + ", scale = " +
+                                           format_number(factor) + ", attn_bias = " + format_number(bias(i, j)) +
+                                           "; a smaller scale (or mask) keeps it finite");
+                }
     if (draws && spec.dropout.reseeded) trace.set_param("dropout_seed", static_cast<ull>(spec.dropout.gen->initial_seed()));
 
     if (w) record_parameters(rec, w->query, w->key, w->value, "", "");
@@ -149,10 +163,8 @@ Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec&
                              to_trace(bias), tokens_tokens);
     ab.first_row = first;
     ab.may_be_non_finite = true;
-    const Mat scores0 = xt::view(f.scores, 0, 0);
     Step& sc = rec.add("scores", "Scores", "ω = Q·Kᵀ", Cube(xt::view(f.scores, xt::all(), 0)), tokens_tokens);
     sc.first_row = first;
-    (void)scores0;
     Step& ss = rec.add("scores_scaled", "Scaled scores plus attn_bias", "ω·scale + attn_bias, scale = " + format_number(factor),
                        Cube(xt::view(f.scaled, xt::all(), 0)), tokens_tokens);
     ss.first_row = first;

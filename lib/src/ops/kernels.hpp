@@ -48,9 +48,9 @@ std::pair<RowStats, RowStats> softmax_row_avx2(float* row, std::size_t n, float 
 // The best of the two for this CPU.
 std::pair<RowStats, RowStats> softmax_row(float* row, std::size_t n, float scale);
 
-// Two rows (a of na values, b of nb), each as softmax_row gives it, bit for bit; the AVX2
-// version interleaves the rows' passes, so one row's chain of additions does not leave the
-// core waiting.
+// Two rows (a of na values, b of nb, not overlapping), each as softmax_row gives it, bit
+// for bit; the AVX2 version interleaves the rows' passes, so one row's chain of additions
+// does not leave the core waiting.
 #if defined(ATTNWALK_HAVE_AVX2)
 std::array<std::pair<RowStats, RowStats>, 2> softmax_rows_avx2(float* a, std::size_t na, float* b, std::size_t nb, float scale);
 #endif
@@ -69,15 +69,15 @@ void x_sigmoid(float* x, const float* times, std::size_t n, Sigmoid kind);
 
 // The plain product C[m×n, ldc] = alpha·op(A)·op(B) + beta·C, for products too small for
 // a BLAS: row by row of C, accumulating in float over k in order with fused multiply-adds.
-// OpenBLAS's kernels (and so PyTorch's CPU matmul) sum many shapes in that order, not all:
-// which depends on the CPU's kernel and the shape, and an element can then differ in its
-// last bits (at most 8.1e-7 of the product's largest value in tests/blas_sum_order.py,
-// docs/performance.md section 30). One body, built
-// twice: sgemm_loop_plain (std::fma: on a build for any x86-64, a call into libm for every
-// multiply-add) and sgemm_loop_avx2 (in an optimised build, the same fused multiply-adds
-// as instructions). Both round once per multiply-add, so they give the same bits; only
-// where two NaNs meet may each return a different one of them. A GPT-2 layer's 10-token
-// attention heads took 0.19 ms on the calls, 0.045 ms on the instructions.
+// OpenBLAS's kernels (and so PyTorch's CPU matmul, where PyTorch calls OpenBLAS) sum many
+// shapes in that order, not all: which depends on the CPU's kernel and the shape, and an
+// element can then differ in its last bits (up to 7.4e-7 of the product's largest value
+// in the plain loop's shapes of tests/blas_sum_order.py; docs/performance.md section 30).
+// One body, built twice: sgemm_loop_plain (std::fma: on a build for any x86-64, a call into
+// libm for every multiply-add) and sgemm_loop_avx2 (in an optimised build, the same fused
+// multiply-adds as instructions). Both round once per multiply-add, so they give the same
+// bits; only where two NaNs meet may each return a different one of them. A GPT-2 layer's
+// 10-token attention heads took 0.19 ms on the calls, 0.045 ms on the instructions.
 __attribute__((always_inline)) inline void sgemm_loop_body(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
                                                            float alpha, const float* a, std::size_t lda, const float* b,
                                                            std::size_t ldb, float beta, float* c, std::size_t ldc) {
@@ -283,7 +283,7 @@ FiniteRange finite_sums_avx512(const float* v, std::size_t n, std::size_t lane0,
 #if defined(ATTNWALK_HAVE_AVX2)
 float exp_row_avx2(float* row, std::size_t n, float max);
 float exp_row_avx512(float* row, std::size_t n, float max);
-// exp_scalar_row's tail of fewer than 8 values on 8 lanes (the same bits; AVX2).
+// exp_scalar_row's tail of at most 8 values [from, n) on 8 lanes (the same bits; AVX2).
 float exp_tail_avx2(float* row, std::size_t n, float max, std::size_t from);
 // Both on two rows at once (sum[i] of row i, from max[i]), the same bits as two calls.
 void exp_rows_avx2(float* a, std::size_t na, float* b, std::size_t nb, const float max[2], float sum[2]);

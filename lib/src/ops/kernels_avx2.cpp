@@ -109,15 +109,19 @@ __attribute__((target("avx2"))) __m256 exp8(__m256 v) {
 
 }  // namespace
 
-// exp_scalar_row's tail [m, n), fewer than 8 values, on 8 lanes: each value exp_scalar's
-// (a NaN stays itself, as exp_scalar returns it), summed one by one in order.
+// exp_scalar_row's tail [m, n), at most 8 values, on 8 lanes: each value exp_scalar's (a
+// NaN stays itself, as exp_scalar returns it), summed one by one in order.
 __attribute__((target("avx2"))) float exp_tail_avx2(float* row, std::size_t n, float max, std::size_t m) {
     if (m >= n) return 0.0f;
+    if (n - m > 8) throw std::logic_error("exp_tail_avx2 takes at most 8 values");
     const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - m)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     const __m256 x = _mm256_sub_ps(_mm256_maskload_ps(row + m, lanes), _mm256_set1_ps(max));
-    _mm256_maskstore_ps(row + m, lanes, _mm256_blendv_ps(exp8(x), x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
+    const __m256 y = _mm256_blendv_ps(exp8(x), x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+    _mm256_maskstore_ps(row + m, lanes, y);
+    float lane[8];
+    _mm256_storeu_ps(lane, y);  // summed from here, not read back through the masked store
     float sum = 0.0f;
-    for (std::size_t j = m; j < n; ++j) sum += row[j];
+    for (std::size_t j = 0; j < n - m; ++j) sum += lane[j];
     return sum;
 }
 

@@ -79,6 +79,58 @@ TEST_SUITE("kernels") {
         CHECK(rows == 20000);
     }
 
+    TEST_CASE("kernels.the_vector_softmax_sums_in_its_lanes_order") {
+        // softmax_row on AVX2 against a scalar model of its order, so that a change inside a
+        // pass shows (the two-row test only compares the passes with themselves): 8 lanes,
+        // lane l summing values j ≡ l (mod 8) before the last whole 8 in order, the lanes
+        // added ((0+1)+(2+3))+((4+5)+(6+7)), then the rest one by one; rows shorter than 8
+        // one by one throughout. Finite values, so min and max have one answer.
+        if (!cpu_has(has_avx2_fma(), "AVX2")) return;
+        struct Lanes {  // one pass's min, max and sum in the kernels' order
+            static RowStats of(const std::vector<float>& v) {
+                const std::size_t n = v.size(), m = n / 8 * 8;
+                RowStats r{INFINITY, -INFINITY, 0.0f};
+                if (m > 0) {
+                    float lane[8] = {};
+                    for (std::size_t j = 0; j < m; ++j) lane[j % 8] += v[j];
+                    r.sum = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+                }
+                float tail = 0.0f;
+                for (std::size_t j = m; j < n; ++j) tail += v[j];
+                r.sum = m > 0 ? r.sum + tail : tail;
+                for (float x : v) r.min = std::min(r.min, x), r.max = std::max(r.max, x);
+                return r;
+            }
+        };
+        std::mt19937 gen(19);
+        std::normal_distribution<float> normal(0.0f, 5.0f);
+        std::size_t rows = 0;
+        for (std::size_t n : {1, 3, 7, 8, 9, 15, 16, 17, 31, 40, 100, 257, 1000})
+            for (float scale : {8.0f, 11.3137083f, 0.7f}) {
+                std::vector<float> row(n);
+                for (float& x : row) x = normal(gen);
+                const bool multiply = scale == 8.0f;  // a power of two: × 1/scale, the same bits
+                std::vector<float> scaled(n);
+                for (std::size_t j = 0; j < n; ++j) scaled[j] = multiply ? row[j] * (1.0f / scale) : row[j] / scale;
+                const float max = *std::max_element(scaled.begin(), scaled.end());
+                std::vector<float> e = scaled;
+                exp_scalar_row(e.data(), n, max, 0);  // each value's exp (its sum is not the kernels')
+                const float inv = 1.0f / Lanes::of(e).sum;
+                std::vector<float> w(n);
+                for (std::size_t j = 0; j < n; ++j) w[j] = e[j] * inv;
+                std::vector<float> got = row;
+                const auto [raw, weights] = softmax_row(got.data(), n, scale);
+                CAPTURE(n);
+                CAPTURE(scale);
+                CHECK(std::memcmp(got.data(), w.data(), 4 * n) == 0);
+                const RowStats want_raw = Lanes::of(row), want_weights = Lanes::of(w);
+                CHECK(std::memcmp(&raw, &want_raw, sizeof raw) == 0);
+                CHECK(std::memcmp(&weights, &want_weights, sizeof weights) == 0);
+                ++rows;
+            }
+        CHECK(rows == 39);
+    }
+
     TEST_CASE("kernels.two_rows_at_once_give_each_rows_own_bits") {
         // softmax_rows interleaves two rows' passes (and exp_rows_avx2/avx512 their exps):
         // each row must come out as softmax_row and exp_row make it alone, whatever the two

@@ -365,8 +365,8 @@ CLI::Validator positive_float32(const char* name) {
 
 CLI::Validator dropout_rate() {
     return number_check("P", is_dropout_rate,
-                        "must be 0 or in [1.2e-16, 0.99999994] (a smaller rate leaves 1 − p at 1; a larger one is 1 in float32, as the trace "
-                        "keeps it)");
+                        std::string("must be ") + dropout_rate_range +
+                            " (a smaller rate leaves 1 − p at 1; a larger one is 1 in float32, as the trace keeps it)");
 }
 
 void add_scale_option(OptionBuilder sub, std::optional<double>& scale) {

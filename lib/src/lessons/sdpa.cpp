@@ -44,7 +44,8 @@ Trace walk_sdpa(const Embeddings& input, const Weights& weights, const SdpaSpec&
     if (spec.is_causal && spec.attn_mask)
         throw UsageError("SDPA takes either attn_mask or is_causal, not both (PyTorch refuses the pair)");
     if (!is_dropout_rate(spec.dropout.p))
-        throw UsageError("dropout_p must be 0 or in [1.2e-16, 0.99999994] (float32, as the trace keeps it, below 1), got " + format_number(spec.dropout.p));
+        throw UsageError(std::string("dropout_p must be ") + dropout_rate_range + " (float32, as the trace keeps it, below 1), got " +
+                         format_number(spec.dropout.p));
     const bool draws = spec.dropout.train && spec.dropout.p > 0.0;
     if (draws && !spec.dropout.gen) throw UsageError("dropout_p needs a random generator");
     Mat mask;  // L×S as given

@@ -372,7 +372,8 @@ void record_draw_params(Trace& trace, const DropoutDraw& draw) {
 
 void check_draw(const DropoutDraw& draw) {
     if (!is_dropout_rate(draw.p))
-        throw UsageError("the dropout rate must be 0 or in [1.2e-16, 0.99999994] (float32, as the trace keeps it, below 1), got " + format_number(draw.p));
+        throw UsageError(std::string("the dropout rate must be ") + dropout_rate_range + " (float32, as the trace keeps it, below 1), got " +
+                         format_number(draw.p));
     if (draw.train && draw.p > 0.0 && !draw.gen) throw UsageError("dropout in training mode needs a random generator");
 }
 

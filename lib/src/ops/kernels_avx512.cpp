@@ -41,8 +41,8 @@ inline __attribute__((target("avx512f"), always_inline)) __m512 exp16(__m512 v) 
     return _mm512_mask_blend_ps(overflow, y, _mm512_set1_ps(INFINITY));
 }
 
-// One row's exp pass as exp_row_avx2's, 16 lanes at a time: 8-lane groups, then the scalar
-// tail, the 8 partial sums of exp_row_avx2 each added in the same order.
+// One row's exp pass as exp_row_avx2's, 16 lanes at a time: 8-lane groups, then the tail
+// (exp_tail_avx2), the 8 partial sums of exp_row_avx2 each added in the same order.
 struct ExpPass16 {
     float* row;
     std::size_t n, m, j = 0;  // m: the 8-lane groups' end; j: where the 16-lane steps are

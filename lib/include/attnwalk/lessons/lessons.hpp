@@ -38,6 +38,8 @@ struct Cell {
 // number float32 holds from its smallest normal, 1.2e-38, to 3.4e38 (a scale, a temperature).
 bool is_dropout_rate(double p);
 bool is_positive_float32(double v);
+// is_dropout_rate's range as a message says it.
+inline constexpr const char* dropout_rate_range = "0 or in [1.2e-16, 0.99999994]";
 
 // The random draw of dropout: rate p (training mode) from `gen`. `note` says where the
 // generator's state came from; `reseeded` records its seed in the trace's params.

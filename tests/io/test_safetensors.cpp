@@ -154,6 +154,42 @@ TEST_SUITE("safetensors") {
         }
     }
 
+    TEST_CASE("safetensors.weights_held_in_memory_read_the_same_at_the_same_addresses") {
+        // 2.5 M floats (10 MB, so at least four whole 2 MiB ranges), and a BF16 tensor after
+        // them: the pointers handed out before the move read the same values after it; a
+        // float32 read after it leaves the pages alone (on moved memory MADV_DONTNEED would
+        // zero them); a second call moves nothing
+        const std::size_t n = 2500000;
+        std::vector<float> big(n);
+        for (std::size_t i = 0; i < n; ++i) big[i] = static_cast<float>(i % 4099) * 0.25f - 3.0f;
+        std::string data = f32(big);
+        const std::vector<std::uint16_t> b16 = {0x3f80, 0xc000, 0x7f80, 0x0001};  // 1, -2, inf, the least subnormal
+        for (std::uint16_t v : b16) data += std::string{static_cast<char>(v & 0xFF), static_cast<char>(v >> 8)};
+        const std::string header = R"({"w": {"dtype": "F32", "shape": [2500000], "data_offsets": [0, 10000000]},)"
+                                   R"( "h": {"dtype": "BF16", "shape": [4], "data_offsets": [10000000, 10000008]}})";
+        const SafeTensors st(file_of(header + std::string((8 - header.size() % 8) % 8, ' '), data));  // the data 8-byte aligned: read in place
+        const float* w = st.direct("w");
+        const std::uint16_t* h = st.direct16("h");
+        REQUIRE(w != nullptr);
+        REQUIRE(h != nullptr);
+        st.touch_in_background();  // stopped by the move
+        const std::size_t moved = st.hold_in_memory();
+        CHECK(moved >= (std::size_t{8} << 20));
+        CHECK(moved % (std::size_t{2} << 20) == 0);
+        CHECK(moved <= st.file_size());
+        CHECK(st.direct("w") == w);
+        CHECK(std::equal(big.begin(), big.end(), w));
+        CHECK(std::equal(b16.begin(), b16.end(), h));
+        std::vector<float> copy(n);
+        st.read_into("w", copy.data());
+        CHECK(copy == big);
+        CHECK(std::equal(big.begin(), big.end(), w));  // still there after the float32 read
+        CHECK(st.hold_in_memory() == 0);  // once
+        const SafeTensors small(file_of(R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", f32({1.0f, 2.0f})));
+        CHECK(small.hold_in_memory() == 0);  // no whole 2 MiB range: nothing moved
+        CHECK(small.get("x").data == std::vector<float>{1.0f, 2.0f});
+    }
+
     TEST_CASE("safetensors.malformed_files_are_one_input_error") {
         const std::string ok = R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})";
         struct Bad {

@@ -8,6 +8,7 @@
 #include <xtensor/xview.hpp>
 
 #include "attnwalk/errors.hpp"
+#include "attnwalk/io/safetensors.hpp"
 
 namespace attnwalk {
 
@@ -29,6 +30,12 @@ void check_prompt(const DecoderConfig& c, const std::vector<std::size_t>& ids, s
 }
 
 void check_prompt(const LoadedModel& model, const std::vector<std::size_t>& ids) { check_prompt(model.weights.config, ids, 0); }
+
+std::size_t hold_weights_in_memory(const LoadedModel& model) {
+    std::size_t moved = 0;
+    for (const auto& file : model.files) moved += file->hold_in_memory();
+    return moved;
+}
 
 double DecoderCache::bytes(std::size_t bytes_per_value) const {
     double sum = 0.0;

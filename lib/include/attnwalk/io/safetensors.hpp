@@ -81,6 +81,16 @@ public:
     // (GPT-2 124M: 55 ms), paid here while the caller loads its tokenizer rather than in
     // the first forward. Once; later calls do nothing.
     void touch_in_background() const;
+    // Replaces the file's mapped pages by memory of the process's own holding the same bytes
+    //: 64 MiB at a time, each copied into fresh anonymous memory that asks
+    // for huge pages, then moved (mremap) onto the same addresses, so that every pointer
+    // handed out stays valid and reads what it read. From the first 2 MiB boundary of the
+    // mapping to its last (the few pages either side stay mapped). On this project's virtual
+    // machines a pass over mapped file pages took up to 3× one over anonymous memory
+    // (docs/performance.md, section 31). Costs a copy of the file now and keeps it in memory
+    // until this object goes. Returns the bytes moved; stops (keeping what it moved) where
+    // the system refuses memory. Once; the background reads stop first.
+    std::size_t hold_in_memory() const;
 
 private:
     std::string file_;
@@ -91,6 +101,7 @@ private:
     std::map<std::string, Entry> entries_;
     mutable std::vector<std::pair<std::size_t, std::size_t>> handed_out_;  // byte ranges of the map
     mutable std::atomic<bool> stop_touching_{false};
+    mutable std::atomic<bool> held_{false};  // hold_in_memory ran: no page may be dropped (it would read back as zeros)
     mutable std::thread toucher_;
 };
 

@@ -51,6 +51,12 @@ Model load_model(const std::string& dir, double memory_budget = std::numeric_lim
 // outside its vocabulary. Cheap: the model commands ask it before estimating the memory.
 void check_prompt(const LoadedModel& model, const std::vector<std::size_t>& ids);
 
+// Moves every weight the model reads from its mapped file(s) into memory of the process's
+// own, at the same addresses (SafeTensors::hold_in_memory): a copy of the
+// files now for forwards that do not wait on mapped pages. Returns the bytes moved (0 for a
+// GGUF model, whose weights are made in memory already).
+std::size_t hold_weights_in_memory(const LoadedModel& model);
+
 // Throws InputError naming the first tensor of the model's file that holds NaN or inf (and
 // where); returns when every value is finite. Read only when a run went non-finite.
 void check_weights_finite(const LoadedModel& model);

@@ -87,6 +87,7 @@ struct ModelOptions {
     std::optional<std::string> ids, tokenizer, explain, ablate, start_recent;
     std::optional<std::string> answer, wrong, corrupt, corrupt_ids;  // circuits: the metric's tokens, the corrupted prompt
     std::optional<std::size_t> heads;
+    bool no_mmap = false;  // the weights moved into memory after the load (hold_weights_in_memory)
     ModelSpec spec;  // the options' defaults are the library's
     // Whether a text besides the prompt goes through the tokenizer: the corrupted prompt, an answer not given as #ID.
     bool encodes() const {
@@ -109,6 +110,10 @@ void add_model_options(CLI::App& sub, ModelOptions& o, bool rope) {
         ->needs(view);
     CLI::Option* generate = sub.add_option("--generate", o.spec.generate, "Then generate N tokens greedily, each through a KV cache, checked against no cache")
                                 ->check(whole_number(1));
+    sub.add_flag("--no-mmap", o.no_mmap,
+                 "Copy the weights into the process's own memory (huge pages) once loaded, rather than read them from the mapped file "
+                 "at each use: a copy at the start (0.7-3 s for 2.5 GB here), then forwards that never wait on mapped pages; for many "
+                 "forwards, as a long --generate (docs/performance.md, section 31). The same numbers either way");
     if (rope)
         sub.add_option("--streaming-cache", o.start_recent,
                        "StreamingLLM's cache for --generate: S,R keeps the first S tokens (the sinks) and the R most recent, keys rotated at "
@@ -270,6 +275,7 @@ ATTNWALK_COMMAND(model) {
             const double budget = parse_bytes(shell.max_memory);
             if (shell.sentence) check_cost(shell, tokenize_cost(shell.sentence->size(), nullptr));  // the text's own share, before anything is read
             const Model model = load_model(o->model, budget);
+            if (o->no_mmap) hold_weights_in_memory(*model);
             // the folder's tokenizer.json (or --tokenizer): needed for --text, else for labels
             // (then its merges are not kept)
             std::shared_ptr<const Tokenizer> tokenizer;
@@ -327,6 +333,7 @@ ATTNWALK_COMMAND(gpt2) {
             } catch (const UsageError& e) {  // the heads: C does not split into them
                 throw UsageError(std::string(e.what()) + (o->heads ? "" : " with --heads H"));
             }
+            if (o->no_mmap) hold_weights_in_memory(*model);
             std::shared_ptr<const Tokenizer> bpe;
             const TokenizerUse use = shell.sentence || o->encodes() ? TokenizerUse::encode : TokenizerUse::decode;
             if (shell.sentence || o->tokenizer) bpe = load_tokenizer(o->tokenizer, budget, use);

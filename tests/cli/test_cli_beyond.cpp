@@ -641,6 +641,16 @@ TEST_SUITE("cli.beyond") {
         CHECK(shown.out.find("␊") != std::string::npos);
     }
 
+    TEST_CASE("cli.beyond.no_mmap_changes_no_number") {
+        // --no-mmap moves the weights, not a value: the same steps with and without it (the
+        // move itself, on a file large enough, is the safetensors unit test's)
+        for (const std::string command : {"model --model " + test::source_path("tests/data/models/tiny_llama") + " --ids 1,2,3,4 --generate 2",
+                                          "gpt2 --model " + test::source_path("tests/data/tiny_gpt2_nano_f32.safetensors") + " --heads 3 --ids 5,6"}) {
+            CAPTURE(command);
+            CHECK(run_json(command).at("steps") == run_json(command + " --no-mmap").at("steps"));
+        }
+    }
+
     // Issue 24: every option that takes a position, head or layer counts from 1; the header
     // names the token and PyTorch's index; the JSON keeps the 0-based index, named *_index.
     TEST_CASE("cli.counting_every_position_head_and_layer_option_counts_from_1") {

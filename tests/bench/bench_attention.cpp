@@ -58,6 +58,22 @@ void BM_sgemm(benchmark::State& state) {
 }
 BENCHMARK(BM_sgemm)->Args({2048, 2048, 2048})->Args({2048, 768, 768})->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The memory limit's rate: 1 GiB copied, each core its share, as --timing's memcpy (ops/
+// work.cpp) but past every cache many times over. GB/s counts the bytes copied once.
+void BM_memcpy(benchmark::State& state) {
+    const std::size_t bytes = std::size_t{1} << 30;
+    std::vector<char> from(bytes, 1), to(bytes, 0);  // touched: no page faults in the copies
+    for (auto _ : state) {
+        attnwalk::on_every_core([&](std::size_t worker, std::size_t workers) {
+            const auto [begin, end] = attnwalk::worker_share(bytes, worker, workers, 4096);
+            if (end > begin) std::memcpy(to.data() + begin, from.data() + begin, end - begin);
+        });
+        benchmark::DoNotOptimize(to.data());
+    }
+    report_rates(state, static_cast<double>(bytes), 0.0);
+}
+BENCHMARK(BM_memcpy)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // A few rows through a float32 layer in GPT-2's layout, x·W with W [d_in × d_out]: the MLP's
 // c_fc (768 × 3072) and c_proj (3072 × 768) for a short prompt (rows 10) and a generated
 // token (1), and Llama-3.2-1B's gate (2048 × 8192) at 128 and 512 rows: what sgemm reaches on
@@ -253,7 +269,9 @@ BENCHMARK(BM_write_context_json)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillise
 // then each iteration timed: every layer on the blocked path (no layer shown, no trace),
 // the last position's logits. T ids drawn below the vocabulary's size (seed 1).
 // ATTNWALK_BENCH_MODEL names a GPT-2 .safetensors file or a Hugging Face folder; without it
-// the benchmark is not registered. tests/bench/compare_llamacpp.py --bench runs it.
+// the benchmark is not registered. tests/bench/compare_llamacpp.py --bench runs it. With
+// ATTNWALK_BENCH_NO_MMAP=1 the weights are moved into memory first, as `model --no-mmap`
+// does (hold_weights_in_memory), and the benchmark is named BM_model_forward_no_mmap.
 void BM_model_forward(benchmark::State& state, const attnwalk::Model& model) {
     const auto T = static_cast<std::size_t>(state.range(0));
     const attnwalk::DecoderWeights& w = model->weights;
@@ -280,6 +298,9 @@ const bool model_registered = [] {
         std::fprintf(stderr, "ATTNWALK_BENCH_MODEL=%s: %s\n", path, e.what());
         return false;
     }
+    const char* no_mmap = std::getenv("ATTNWALK_BENCH_NO_MMAP");
+    const bool held = no_mmap && std::string(no_mmap) == "1";
+    if (held) attnwalk::hold_weights_in_memory(*model);
     const char* lengths = std::getenv("ATTNWALK_BENCH_TOKENS");  // e.g. "10,128,512"
     std::vector<long> tokens;
     for (const char* p = lengths && *lengths ? lengths : "10,128,512,1024"; *p;) {
@@ -296,7 +317,7 @@ const bool model_registered = [] {
         std::fprintf(stderr, "ATTNWALK_BENCH_TOKENS: no length from 1 to the model's context %zu\n", model->weights.config.context);
         return false;
     }
-    auto* b = benchmark::RegisterBenchmark("BM_model_forward", BM_model_forward, model);
+    auto* b = benchmark::RegisterBenchmark(held ? "BM_model_forward_no_mmap" : "BM_model_forward", BM_model_forward, model);
     for (long t : tokens) b->Arg(t);
     b->Unit(benchmark::kMillisecond)->UseRealTime();
     return true;

@@ -155,7 +155,8 @@ TEST_SUITE("safetensors") {
     }
 
     TEST_CASE("safetensors.weights_held_in_memory_read_the_same_at_the_same_addresses") {
-        // 2.5 M floats (10 MB, so at least four whole 2 MiB ranges), and a BF16 tensor after
+        // 2.5 M floats (10 MB, so at least three whole 2 MiB ranges wherever the file is
+        // mapped: four where the mapping starts near a boundary), and a BF16 tensor after
         // them: the pointers handed out before the move read the same values after it; a
         // float32 read after it leaves the pages alone (on moved memory MADV_DONTNEED would
         // zero them); a second call moves nothing
@@ -174,7 +175,7 @@ TEST_SUITE("safetensors") {
         REQUIRE(h != nullptr);
         st.touch_in_background();  // stopped by the move
         const std::size_t moved = st.hold_in_memory();
-        CHECK(moved >= (std::size_t{8} << 20));
+        CHECK(moved >= (std::size_t{6} << 20));
         CHECK(moved % (std::size_t{2} << 20) == 0);
         CHECK(moved <= st.file_size());
         CHECK(st.direct("w") == w);

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <exception>
+#include <system_error>
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/json_input.hpp"
@@ -330,10 +332,20 @@ bool move_into_memory(std::uintptr_t at, std::size_t n, std::uintptr_t first, in
     void* fresh = reinterpret_cast<void*>(a);
     (void)::madvise(fresh, n, MADV_HUGEPAGE);
     std::memcpy(fresh, reinterpret_cast<const void*>(at), n);
-    if (::mprotect(fresh, n, PROT_READ) == 0 && ::mremap(fresh, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(at)) != MAP_FAILED)
-        return true;
+    if (::mprotect(fresh, n, PROT_READ) != 0) {  // the file's pages are still in place
+        ::munmap(fresh, n);
+        return false;
+    }
+    if (::mremap(fresh, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(at)) != MAP_FAILED) return true;
     ::munmap(fresh, n);
-    (void)::mmap(reinterpret_cast<void*>(at), n, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, static_cast<off_t>(at - first));
+    // a failed move may have unmapped its destination: the file's pages again, only where
+    // nothing is mapped (EEXIST: they are still there); a hole left would fault later
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+    void* back = ::mmap(reinterpret_cast<void*>(at), n, PROT_READ, MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, static_cast<off_t>(at - first));
+    if (back == MAP_FAILED && errno != EEXIST) throw RuntimeError("cannot map the weights' file again after a failed move: " + std::string(std::strerror(errno)));
+    if (back != MAP_FAILED && back != reinterpret_cast<void*>(at)) ::munmap(back, n);  // a kernel before 4.17 took it as a hint
     return false;
 }
 
@@ -354,18 +366,33 @@ std::size_t SafeTensors::hold_in_memory() const {
     const std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>({std::thread::hardware_concurrency(), 8, chunks}));
     std::atomic<std::size_t> moved{0};
     std::atomic<bool> refused{false};
+    std::vector<std::exception_ptr> failed(workers);  // thrown on a worker, rethrown here
     const auto work = [&](std::size_t worker) {
-        for (std::size_t c = worker; c < chunks && !refused; c += workers) {
-            const std::uintptr_t at = begin + c * chunk;
-            const std::size_t n = static_cast<std::size_t>(std::min<std::uintptr_t>(chunk, end - at));
-            if (!move_into_memory(at, n, first, fd_)) refused = true;
-            else moved += n;
+        try {
+            for (std::size_t c = worker; c < chunks && !refused; c += workers) {
+                const std::uintptr_t at = begin + c * chunk;
+                const std::size_t n = static_cast<std::size_t>(std::min<std::uintptr_t>(chunk, end - at));
+                if (!move_into_memory(at, n, first, fd_)) refused = true;
+                else moved += n;
+            }
+        } catch (...) {
+            failed[worker] = std::current_exception();
+            refused = true;
         }
     };
     std::vector<std::thread> others;
-    for (std::size_t w = 1; w < workers; ++w) others.emplace_back(work, w);
+    std::size_t started = 1;
+    for (; started < workers; ++started) {
+        try {
+            others.emplace_back(work, started);
+        } catch (const std::system_error&) {  // no thread: its chunks stay mapped from the file
+            break;
+        }
+    }
     work(0);
     for (std::thread& t : others) t.join();
+    for (const std::exception_ptr& e : failed)
+        if (e) std::rethrow_exception(e);
     return moved;
 }
 

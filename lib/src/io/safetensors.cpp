@@ -10,11 +10,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <exception>
-#include <system_error>
 
 #include "attnwalk/errors.hpp"
 #include "attnwalk/io/json_input.hpp"
+#include "attnwalk/ops/blas.hpp"
+#include "attnwalk/ops/huge_pages.hpp"
 #include "mapped_file.hpp"
 
 namespace attnwalk {
@@ -220,8 +220,7 @@ SafeTensors::SafeTensors(std::string file, std::map<std::string, Entry> entries,
 }
 
 SafeTensors::~SafeTensors() {
-    stop_touching_ = true;
-    if (toucher_.joinable()) toucher_.join();
+    stop_touching();
     if (map_) {
         io_detail::forget_mapping(map_);
         ::munmap(const_cast<unsigned char*>(map_), size_);
@@ -318,19 +317,19 @@ void SafeTensors::touch_in_background() const {
 
 namespace {
 
-// Moves [at, at + n) of a file's mapping (`fd`, the mapping starting at `first`) into fresh
-// anonymous memory: false where the system refused (the file's pages stay, or are mapped
-// again where a failed move had unmapped them).
+// Moves [at, at + n) of a file's mapping (`fd`, the mapping starting at `first`; `at` and n
+// whole huge pages) into fresh anonymous memory: false where the system refused (the file's
+// pages stay, or are mapped again where a failed move had unmapped them).
 bool move_into_memory(std::uintptr_t at, std::size_t n, std::uintptr_t first, int fd) {
-    constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
-    // fresh memory at a 2 MiB boundary, as `at` is: moved, its huge pages stay whole
+    constexpr std::uintptr_t huge = huge_page_bytes;
+    // fresh memory at a huge page's boundary, as `at` is: moved, its huge pages stay whole
     void* area = ::mmap(nullptr, n + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (area == MAP_FAILED) return false;
     const auto a0 = reinterpret_cast<std::uintptr_t>(area), a = (a0 + huge - 1) / huge * huge;
     if (a > a0) ::munmap(area, a - a0);
     if (a0 + n + huge > a + n) ::munmap(reinterpret_cast<void*>(a + n), a0 + n + huge - (a + n));
     void* fresh = reinterpret_cast<void*>(a);
-    (void)::madvise(fresh, n, MADV_HUGEPAGE);
+    advise_huge_pages(fresh, n);
     std::memcpy(fresh, reinterpret_cast<const void*>(at), n);
     if (::mprotect(fresh, n, PROT_READ) != 0) {  // the file's pages are still in place
         ::munmap(fresh, n);
@@ -351,48 +350,32 @@ bool move_into_memory(std::uintptr_t at, std::size_t n, std::uintptr_t first, in
 
 }  // namespace
 
-std::size_t SafeTensors::hold_in_memory() const {
-    if (fd_ < 0 || held_.exchange(true)) return 0;  // memory of its own already, or held
+void SafeTensors::stop_touching() const {
     stop_touching_ = true;
     if (toucher_.joinable()) toucher_.join();
-    constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
+}
+
+std::size_t SafeTensors::hold_in_memory() const {
+    if (fd_ < 0 || held_.exchange(true)) return 0;  // memory of its own already, or held
+    stop_touching();
+    constexpr std::uintptr_t huge = huge_page_bytes;
     constexpr std::size_t chunk = std::size_t{64} << 20;
     const auto first = reinterpret_cast<std::uintptr_t>(map_), last = first + size_;
     const std::uintptr_t begin = (first + huge - 1) / huge * huge, end = last / huge * huge;
     if (end <= begin) return 0;
-    // the chunks shared over the cores, every worker taking every workers-th (the copy and the
-    // fresh pages' zeroing both cost time; on 2 cores 2.47 GB took 1.3-3.9 s on one)
+    // the chunks shared over the cores, each worker taking every workers-th (the copy and the
+    // fresh pages' zeroing both cost time: 2.47 GB took 1.3-3.9 s on one core)
     const std::size_t chunks = static_cast<std::size_t>((end - begin + chunk - 1) / chunk);
-    const std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>({std::thread::hardware_concurrency(), 8, chunks}));
     std::atomic<std::size_t> moved{0};
     std::atomic<bool> refused{false};
-    std::vector<std::exception_ptr> failed(workers);  // thrown on a worker, rethrown here
-    const auto work = [&](std::size_t worker) {
-        try {
-            for (std::size_t c = worker; c < chunks && !refused; c += workers) {
-                const std::uintptr_t at = begin + c * chunk;
-                const std::size_t n = static_cast<std::size_t>(std::min<std::uintptr_t>(chunk, end - at));
-                if (!move_into_memory(at, n, first, fd_)) refused = true;
-                else moved += n;
-            }
-        } catch (...) {
-            failed[worker] = std::current_exception();
-            refused = true;
+    on_every_core([&](std::size_t worker, std::size_t workers) {
+        for (std::size_t c = worker; c < chunks && !refused; c += workers) {
+            const std::uintptr_t at = begin + c * chunk;
+            const std::size_t n = static_cast<std::size_t>(std::min<std::uintptr_t>(chunk, end - at));
+            if (!move_into_memory(at, n, first, fd_)) refused = true;
+            else moved += n;
         }
-    };
-    std::vector<std::thread> others;
-    std::size_t started = 1;
-    for (; started < workers; ++started) {
-        try {
-            others.emplace_back(work, started);
-        } catch (const std::system_error&) {  // no thread: its chunks stay mapped from the file
-            break;
-        }
-    }
-    work(0);
-    for (std::thread& t : others) t.join();
-    for (const std::exception_ptr& e : failed)
-        if (e) std::rethrow_exception(e);
+    });
     return moved;
 }
 

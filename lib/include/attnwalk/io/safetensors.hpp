@@ -81,9 +81,9 @@ public:
     // (GPT-2 124M: 55 ms), paid here while the caller loads its tokenizer rather than in
     // the first forward. Once; later calls do nothing.
     void touch_in_background() const;
-    // Replaces the file's mapped pages by memory of the process's own holding the same bytes
-    //: 64 MiB at a time, each copied into fresh anonymous memory that asks
-    // for huge pages, then moved (mremap) onto the same addresses, so that every pointer
+    // Replaces the file's mapped pages by memory of the process's own holding the same
+    // bytes: 64 MiB at a time over the cores, each copied into fresh anonymous memory that
+    // asks for huge pages, then moved (mremap) onto the same addresses, so that every pointer
     // handed out stays valid and reads what it read. From the first 2 MiB boundary of the
     // mapping to its last (the few pages either side stay mapped). On this project's virtual
     // machines a pass over mapped file pages took up to 3× one over anonymous memory
@@ -93,6 +93,7 @@ public:
     std::size_t hold_in_memory() const;
 
 private:
+    void stop_touching() const;  // the background reads stopped and joined
     std::string file_;
     int fd_ = -1;
     const unsigned char* map_ = nullptr;

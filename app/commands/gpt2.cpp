@@ -112,8 +112,8 @@ void add_model_options(CLI::App& sub, ModelOptions& o, bool rope) {
                                 ->check(whole_number(1));
     sub.add_flag("--no-mmap", o.no_mmap,
                  "Copy the weights into the process's own memory (huge pages) once loaded, rather than read them from the mapped file "
-                 "at each use: a copy at the start (0.7-3 s for 2.5 GB here), then forwards that never wait on mapped pages; for many "
-                 "forwards, as a long --generate (docs/performance.md, section 31). The same numbers either way");
+                 "at each use: a copy of the files at the start, then forwards that do not wait on mapped file pages; for many "
+                 "forwards in one run, as a long --generate (docs/performance.md, section 31). The same numbers either way");
     if (rope)
         sub.add_option("--streaming-cache", o.start_recent,
                        "StreamingLLM's cache for --generate: S,R keeps the first S tokens (the sinks) and the R most recent, keys rotated at "

@@ -35,6 +35,8 @@ def run(bench, env, filter_, repetitions, extra=None):
     for b in json.loads(out)["benchmarks"]:
         if b.get("aggregate_name") == "median":
             medians[b["run_name"]] = b
+        elif b.get("run_type") == "iteration" and repetitions == 1:  # one run: Google Benchmark gives no aggregates
+            medians[b.get("run_name", b["name"])] = b
     return medians
 
 
@@ -45,10 +47,12 @@ def main():
     p.add_argument("--tokens", default="10,128,512")
     p.add_argument("--env", choices=["both", "unset", "haswell"], default="both")
     p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--repetitions", type=int, default=3)
+    p.add_argument("--repetitions", type=int, default=3, help="runs of each benchmark, their median used (1: the one run)")
     # Llama-3.2-1B's: 1.9465 GFLOP a token through the layers, 65,536·T² FLOP of attention, 0.525 GFLOP of logits
     p.add_argument("--gflop", default="1.9465,65536e-9,0.525", help="per-token layers, per-T² attention, logits (GFLOP)")
     a = p.parse_args()
+    if a.rounds < 1 or a.repetitions < 1:
+        p.error("--rounds and --repetitions must be at least 1")
     per_token, per_square, logits = (float(x) for x in a.gflop.split(","))
     tokens = [int(t) for t in a.tokens.split(",")]
     size = sum(os.path.getsize(os.path.join(a.folder, f)) for f in os.listdir(a.folder) if f.endswith(".safetensors"))
@@ -62,6 +66,9 @@ def main():
             mapped = run(a.bench, env, "BM_model_forward/", a.repetitions, model_env)
             held = run(a.bench, env, "BM_model_forward_no_mmap/", a.repetitions, dict(model_env, ATTNWALK_BENCH_NO_MMAP="1"))
             for t in tokens:
+                if f"BM_model_forward/{t}/real_time" not in mapped or f"BM_model_forward_no_mmap/{t}/real_time" not in held:
+                    print(f"round {r + 1}, {name}: T = {t} not run (attnwalk_bench runs T from 1 to the model's context)", flush=True)
+                    continue
                 work = (per_token * t + per_square * t * t + logits) * 1e9
                 limit = max(work / flops, size / bandwidth)
                 m = mapped[f"BM_model_forward/{t}/real_time"]["real_time"] / 1e3
@@ -74,6 +81,8 @@ def main():
     for name, _ in environments(a.env):
         for t in tokens:
             sel = [row for row in rows if row[0] == name and row[1] == t]
+            if not sel:
+                continue
             print(f"  {name}, T = {t}: mapped {statistics.median(x[2] for x in sel):.2f}×, "
                   f"no-mmap {statistics.median(x[3] for x in sel):.2f}×")
 

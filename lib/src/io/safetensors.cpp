@@ -362,7 +362,10 @@ std::size_t SafeTensors::hold_in_memory() const {
     constexpr std::size_t chunk = std::size_t{64} << 20;
     const auto first = reinterpret_cast<std::uintptr_t>(map_), last = first + size_;
     const std::uintptr_t begin = (first + huge - 1) / huge * huge, end = last / huge * huge;
-    if (end <= begin) return 0;
+    if (end <= begin) {  // no whole 2 MiB range: nothing moves, the file's pages may still be dropped
+        held_ = false;
+        return 0;
+    }
     // the chunks shared over the cores, each worker taking every workers-th (the copy and the
     // fresh pages' zeroing both cost time: 2.47 GB took 1.3-3.9 s on one core)
     const std::size_t chunks = static_cast<std::size_t>((end - begin + chunk - 1) / chunk);
@@ -376,6 +379,7 @@ std::size_t SafeTensors::hold_in_memory() const {
             else moved += n;
         }
     });
+    if (moved == 0) held_ = false;  // refused at once: every page is still the file's
     return moved;
 }
 

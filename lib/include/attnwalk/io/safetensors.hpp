@@ -89,7 +89,7 @@ public:
     // machines a pass over mapped file pages took up to 3× one over anonymous memory
     // (docs/performance.md, section 31). Costs a copy of the file now and keeps it in memory
     // until this object goes. Returns the bytes moved; stops (keeping what it moved) where
-    // the system refuses memory. Once; the background reads stop first.
+    // the system refuses memory. Once (again only when nothing moved); the background reads stop first.
     std::size_t hold_in_memory() const;
 
 private:
@@ -102,7 +102,7 @@ private:
     std::map<std::string, Entry> entries_;
     mutable std::vector<std::pair<std::size_t, std::size_t>> handed_out_;  // byte ranges of the map
     mutable std::atomic<bool> stop_touching_{false};
-    mutable std::atomic<bool> held_{false};  // hold_in_memory ran: no page may be dropped (it would read back as zeros)
+    mutable std::atomic<bool> held_{false};  // hold_in_memory moved pages: none may be dropped (a moved one would read back as zeros)
     mutable std::thread toucher_;
 };
 

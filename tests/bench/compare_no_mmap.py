@@ -66,13 +66,14 @@ def main():
             mapped = run(a.bench, env, "BM_model_forward/", a.repetitions, model_env)
             held = run(a.bench, env, "BM_model_forward_no_mmap/", a.repetitions, dict(model_env, ATTNWALK_BENCH_NO_MMAP="1"))
             for t in tokens:
-                if f"BM_model_forward/{t}/real_time" not in mapped or f"BM_model_forward_no_mmap/{t}/real_time" not in held:
+                mapped_name, held_name = f"BM_model_forward/{t}/real_time", f"BM_model_forward_no_mmap/{t}/real_time"
+                if mapped_name not in mapped or held_name not in held:
                     print(f"round {r + 1}, {name}: T = {t} not run (attnwalk_bench runs T from 1 to the model's context)", flush=True)
                     continue
                 work = (per_token * t + per_square * t * t + logits) * 1e9
                 limit = max(work / flops, size / bandwidth)
-                m = mapped[f"BM_model_forward/{t}/real_time"]["real_time"] / 1e3
-                h = held[f"BM_model_forward_no_mmap/{t}/real_time"]["real_time"] / 1e3
+                m = mapped[mapped_name]["real_time"] / 1e3
+                h = held[held_name]["real_time"] / 1e3
                 rows.append((name, t, m / limit, h / limit))
                 print(f"round {r + 1}, {name}: sgemm {flops / 1e9:.0f} GFLOP/s, memcpy {bandwidth / 1e9:.1f} GB/s; T = {t}: "
                       f"limit {limit * 1e3:.0f} ms, mapped {m * 1e3:.0f} ms ({m / limit:.2f}×), no-mmap {h * 1e3:.0f} ms ({h / limit:.2f}×)",

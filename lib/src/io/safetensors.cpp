@@ -362,16 +362,12 @@ std::size_t SafeTensors::hold_in_memory() const {
     constexpr std::size_t chunk = std::size_t{64} << 20;
     const auto first = reinterpret_cast<std::uintptr_t>(map_), last = first + size_;
     const std::uintptr_t begin = (first + huge - 1) / huge * huge, end = last / huge * huge;
-    if (end <= begin) {  // no whole 2 MiB range: nothing moves, the file's pages may still be dropped
-        held_ = false;
-        return 0;
-    }
     // the chunks shared over the cores, each worker taking every workers-th (the copy and the
     // fresh pages' zeroing both cost time: 2.47 GB took 1.3-3.9 s on one core)
-    const std::size_t chunks = static_cast<std::size_t>((end - begin + chunk - 1) / chunk);
+    const std::size_t chunks = end > begin ? static_cast<std::size_t>((end - begin + chunk - 1) / chunk) : 0;
     std::atomic<std::size_t> moved{0};
     std::atomic<bool> refused{false};
-    on_every_core([&](std::size_t worker, std::size_t workers) {
+    if (chunks) on_every_core([&](std::size_t worker, std::size_t workers) {
         for (std::size_t c = worker; c < chunks && !refused; c += workers) {
             const std::uintptr_t at = begin + c * chunk;
             const std::size_t n = static_cast<std::size_t>(std::min<std::uintptr_t>(chunk, end - at));
@@ -379,7 +375,9 @@ std::size_t SafeTensors::hold_in_memory() const {
             else moved += n;
         }
     });
-    if (moved == 0) held_ = false;  // refused at once: every page is still the file's
+    // nothing moved (no whole 2 MiB range, or refused at once): every page is still the
+    // file's, and may be dropped again
+    held_ = moved > 0;
     return moved;
 }
 

@@ -114,7 +114,7 @@ void add_model_options(CLI::App& sub, ModelOptions& o, bool rope) {
                  "Copy the weights into the process's own memory (huge pages) once loaded, rather than read them from the mapped file "
                  "at each use: a copy of the files at the start, then forwards that do not wait on mapped file pages; for many "
                  "forwards in one run, as a long --generate (docs/performance.md, section 31). The same numbers either way. A GGUF "
-                 "file's weights are in the process's own memory already (copied or dequantized as they load): nothing more to do");
+                 "file's weights are in the process's own memory already (copied when loaded, or dequantized when first used): nothing more to do");
     if (rope)
         sub.add_option("--streaming-cache", o.start_recent,
                        "StreamingLLM's cache for --generate: S,R keeps the first S tokens (the sinks) and the R most recent, keys rotated at "
